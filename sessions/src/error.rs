@@ -1,0 +1,60 @@
+//! The one error type of this crate.
+
+use std::path::PathBuf;
+
+/// What can go wrong reading or writing a session.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// Reading or writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file exists but its content is not what the format says.
+    #[error("{path}: corrupt: {reason}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with a line number where there is one.
+        reason: String,
+    },
+    /// The directory is not a benchtop session.
+    #[error("{path}: not a benchtop session (no session.json)")]
+    NotASession {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// The session was written by a newer schema than this build reads.
+    #[error(
+        "{path}: session schema version {found}; this benchtop reads up to version {supported}"
+    )]
+    UnsupportedSchema {
+        /// session.json.
+        path: PathBuf,
+        /// Version in the file.
+        found: u32,
+        /// [`crate::SCHEMA_VERSION`].
+        supported: u32,
+    },
+    /// A session already exists where a new one was to be created.
+    #[error("{path}: a session is already recorded there; choose another directory")]
+    AlreadyExists {
+        /// The directory.
+        path: PathBuf,
+    },
+}
+
+impl SessionError {
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        SessionError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! session.json: what was run, where, by which benchtop, and how it ended.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The content of session.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SessionMeta {
+    /// Format version of the session directory, [`crate::SCHEMA_VERSION`] when written.
+    pub schema_version: u32,
+    /// Unique id, also the default directory name: `<yyyymmdd>-<hhmmss>-<workload>`.
+    pub id: String,
+    /// A name for people; the id unless given.
+    pub name: String,
+    /// The workload and its parameters.
+    pub workload: WorkloadInfo,
+    /// The conductor's command line, program first.
+    pub command_line: Vec<String>,
+    /// The machine it ran on.
+    pub host: HostInfo,
+    /// `CARGO_PKG_VERSION` of the benchtop that recorded it.
+    pub benchtop_version: String,
+    /// Start of the run, RFC 3339 UTC.
+    pub started_at: String,
+    /// End of the run, RFC 3339 UTC; `None` while recording.
+    #[serde(default)]
+    pub ended_at: Option<String>,
+    /// How the run ended.
+    pub status: Status,
+    /// How stacks were sampled.
+    pub sampling: SamplingInfo,
+    /// The worker process.
+    #[serde(default)]
+    pub worker: WorkerInfo,
+    /// The workload's own result figures, in the order it printed them.
+    #[serde(default)]
+    pub summary: Vec<Figure>,
+    /// Everything a reader should know that went wrong or was left out.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+impl SessionMeta {
+    /// Metadata for a new recording with status [`Status::Running`].
+    pub fn new(
+        id: impl Into<String>,
+        workload: WorkloadInfo,
+        host: HostInfo,
+        started_at: impl Into<String>,
+    ) -> Self {
+        let id = id.into();
+        SessionMeta {
+            schema_version: crate::SCHEMA_VERSION,
+            name: id.clone(),
+            id,
+            workload,
+            command_line: Vec::new(),
+            host,
+            benchtop_version: String::new(),
+            started_at: started_at.into(),
+            ended_at: None,
+            status: Status::Running,
+            sampling: SamplingInfo::default(),
+            worker: WorkerInfo::default(),
+            summary: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// How a recording ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Status {
+    /// Still recording, as written while the run goes on. A loaded session that still
+    /// says so was cut off: [`crate::Session::load`] reports it as [`Status::Crashed`].
+    Running,
+    /// The workload finished, or the requested duration elapsed.
+    Complete,
+    /// Stopped early by the user (Ctrl-C, `q`).
+    Stopped,
+    /// The worker or the recorder died before the end.
+    Crashed,
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Status::Running => "running",
+            Status::Complete => "complete",
+            Status::Stopped => "stopped",
+            Status::Crashed => "crashed",
+        })
+    }
+}
+
+/// The workload of a session.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct WorkloadInfo {
+    /// Workload name, e.g. `ring`, or the program name for `run -- cmd`.
+    pub name: String,
+    /// Parameters by their command-line names.
+    #[serde(default)]
+    pub params: BTreeMap<String, serde_json::Value>,
+}
+
+impl WorkloadInfo {
+    /// A workload with its parameters.
+    pub fn new(name: impl Into<String>, params: BTreeMap<String, serde_json::Value>) -> Self {
+        WorkloadInfo {
+            name: name.into(),
+            params,
+        }
+    }
+}
+
+/// Facts about the machine a session ran on.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct HostInfo {
+    /// Host name.
+    pub hostname: String,
+    /// CPU model name.
+    pub cpu_model: String,
+    /// Online logical CPUs.
+    pub cores: u32,
+    /// Kernel release (`uname -r`).
+    pub kernel: String,
+    /// Physical memory in bytes.
+    pub memory_bytes: u64,
+    /// What perf events this user may use here.
+    pub perf: PerfAccess,
+}
+
+/// What perf events the recording user may use.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PerfAccess {
+    /// /proc/sys/kernel/perf_event_paranoid, when readable.
+    pub paranoid: Option<i32>,
+    /// Effective root or CAP_PERFMON / CAP_SYS_ADMIN.
+    pub privileged: bool,
+    /// perf_event_mlock_kb: the ring-buffer budget of an unprivileged user.
+    pub mlock_kb: Option<u64>,
+}
+
+/// How stacks were sampled in a session.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SamplingInfo {
+    /// Stacks were sampled at all.
+    pub enabled: bool,
+    /// The perf event, e.g. `cpu-clock`.
+    pub event: String,
+    /// Sampling frequency per CPU, Hz.
+    pub frequency_hz: u64,
+    /// Kernel frames were included.
+    pub kernel_frames: bool,
+    /// Samples taken.
+    pub samples: u64,
+    /// Samples the kernel reported lost (ring buffer full).
+    pub lost: u64,
+    /// Why sampling is off or reduced, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The worker process of a session.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct WorkerInfo {
+    /// Process id.
+    pub pid: Option<u32>,
+    /// How it exited, e.g. `exit code 0`, `killed by signal 9 (SIGKILL)`.
+    pub exit: Option<String>,
+    /// CPU time (user + system) of the worker and its threads, seconds, from wait4.
+    pub cpu_time_s: Option<f64>,
+}
+
+/// One named result figure of a workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Figure {
+    /// The original benchmark's name for it.
+    pub name: String,
+    /// The value in `unit`.
+    pub value: f64,
+    /// Unit; empty for plain numbers.
+    #[serde(default)]
+    pub unit: String,
+    /// `higher` or `lower` when one direction is better.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub better: Option<Better>,
+}
+
+impl Figure {
+    /// A figure with no preferred direction.
+    pub fn new(name: impl Into<String>, value: f64, unit: impl Into<String>) -> Self {
+        Figure {
+            name: name.into(),
+            value,
+            unit: unit.into(),
+            better: None,
+        }
+    }
+}
+
+/// Which direction of change is an improvement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Better {
+    /// Higher is better.
+    Higher,
+    /// Lower is better.
+    Lower,
+}

@@ -1,0 +1,317 @@
+//! Stack aggregation: an interned stack tree with weights, and the folded format.
+//!
+//! Frames are interned once to [`FrameId`]s; stacks are paths in a tree of [`NodeId`]s
+//! from a virtual root, each node carrying its self weight (samples, or microseconds for
+//! off-CPU stacks) and its total weight (self plus descendants). The flame views walk the
+//! tree; exports write Brendan Gregg's folded lines (`root;…;leaf weight`).
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+
+use crate::SessionError;
+
+/// An interned frame name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FrameId(pub u32);
+
+/// A node of a [`StackTree`]: one frame reached by one path from the root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub u32);
+
+impl NodeId {
+    /// The virtual root: the parent of every first frame; it has no name.
+    pub const ROOT: NodeId = NodeId(0);
+}
+
+/// One node of a [`StackTree`].
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// The frame of this node (meaningless for the root).
+    pub frame: FrameId,
+    /// Parent node; the root is its own parent.
+    pub parent: NodeId,
+    /// Weight of stacks ending exactly here.
+    pub self_weight: u64,
+    /// Weight of stacks through here: self plus all descendants.
+    pub total_weight: u64,
+    /// Children in insertion order.
+    pub children: Vec<NodeId>,
+}
+
+/// Interned frame names and the tree of stacks over them.
+#[derive(Debug, Clone)]
+pub struct StackTree {
+    names: Vec<Box<str>>,
+    name_index: HashMap<Box<str>, FrameId>,
+    nodes: Vec<Node>,
+    child_index: HashMap<(NodeId, FrameId), NodeId>,
+}
+
+impl Default for StackTree {
+    fn default() -> Self {
+        StackTree {
+            names: Vec::new(),
+            name_index: HashMap::new(),
+            nodes: vec![Node {
+                frame: FrameId(u32::MAX),
+                parent: NodeId::ROOT,
+                self_weight: 0,
+                total_weight: 0,
+                children: Vec::new(),
+            }],
+            child_index: HashMap::new(),
+        }
+    }
+}
+
+impl StackTree {
+    /// An empty tree.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Interns a frame name. Characters that would break the folded format (`;` and line
+    /// breaks) are replaced by `:` and spaces.
+    pub fn intern(&mut self, name: &str) -> FrameId {
+        if let Some(&id) = self.name_index.get(name) {
+            return id;
+        }
+        let clean: Box<str> = if name.contains([';', '\n', '\r']) {
+            name.replace(';', ":").replace(['\n', '\r'], " ").into()
+        } else {
+            name.into()
+        };
+        if let Some(&id) = self.name_index.get(&clean) {
+            return id;
+        }
+        let id = FrameId(self.names.len() as u32);
+        self.names.push(clean.clone());
+        self.name_index.insert(clean, id);
+        if name.contains([';', '\n', '\r']) {
+            self.name_index.insert(name.into(), id);
+        }
+        id
+    }
+
+    /// The name of an interned frame; empty for an id this tree did not hand out.
+    pub fn name(&self, id: FrameId) -> &str {
+        self.names.get(id.0 as usize).map_or("", |n| n)
+    }
+
+    /// Number of distinct frame names.
+    pub fn frame_count(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Adds `weight` to the stack `frames`, ordered root first. An empty stack is ignored.
+    pub fn add(&mut self, frames: &[FrameId], weight: u64) {
+        if frames.is_empty() || weight == 0 {
+            return;
+        }
+        let mut node = NodeId::ROOT;
+        self.nodes[0].total_weight += weight;
+        for &frame in frames {
+            node = self.child(node, frame);
+            self.nodes[node.0 as usize].total_weight += weight;
+        }
+        self.nodes[node.0 as usize].self_weight += weight;
+    }
+
+    /// Adds `weight` to the stack named by `frames`, root first, interning them.
+    pub fn add_names<'a>(&mut self, frames: impl IntoIterator<Item = &'a str>, weight: u64) {
+        let ids: Vec<FrameId> = frames.into_iter().map(|f| self.intern(f)).collect();
+        self.add(&ids, weight);
+    }
+
+    /// Adds every stack of `other` to this tree.
+    pub fn merge(&mut self, other: &StackTree) {
+        other.for_each_stack(|frames, weight| {
+            let ids: Vec<FrameId> = frames.iter().map(|&f| self.intern(other.name(f))).collect();
+            self.add(&ids, weight);
+        });
+    }
+
+    fn child(&mut self, parent: NodeId, frame: FrameId) -> NodeId {
+        if let Some(&id) = self.child_index.get(&(parent, frame)) {
+            return id;
+        }
+        let id = NodeId(self.nodes.len() as u32);
+        self.nodes.push(Node {
+            frame,
+            parent,
+            self_weight: 0,
+            total_weight: 0,
+            children: Vec::new(),
+        });
+        self.nodes[parent.0 as usize].children.push(id);
+        self.child_index.insert((parent, frame), id);
+        id
+    }
+
+    /// A node of the tree. Panics on an id from another tree.
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.0 as usize]
+    }
+
+    /// The root node, whose total weight is the weight of the whole tree.
+    pub fn root(&self) -> &Node {
+        &self.nodes[0]
+    }
+
+    /// Total weight of all stacks.
+    pub fn total_weight(&self) -> u64 {
+        self.nodes[0].total_weight
+    }
+
+    /// Number of nodes, the root included.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// True when no stack was added.
+    pub fn is_empty(&self) -> bool {
+        self.total_weight() == 0
+    }
+
+    /// Calls `f` with every stack (root first) that has a self weight, depth first in
+    /// insertion order.
+    pub fn for_each_stack(&self, mut f: impl FnMut(&[FrameId], u64)) {
+        let mut path: Vec<FrameId> = Vec::new();
+        // (node, depth) pairs; depth is the path length of the node.
+        let mut todo: Vec<(NodeId, usize)> = self.nodes[0]
+            .children
+            .iter()
+            .rev()
+            .map(|&c| (c, 1))
+            .collect();
+        while let Some((id, depth)) = todo.pop() {
+            let node = &self.nodes[id.0 as usize];
+            path.truncate(depth - 1);
+            path.push(node.frame);
+            if node.self_weight > 0 {
+                f(&path, node.self_weight);
+            }
+            todo.extend(node.children.iter().rev().map(|&c| (c, depth + 1)));
+        }
+    }
+
+    /// Writes folded lines (`a;b;c weight`), sorted by stack text as inferno and
+    /// FrameGraph expect.
+    pub fn write_folded<W: Write>(&self, mut out: W) -> std::io::Result<()> {
+        let mut lines: Vec<(String, u64)> = Vec::new();
+        self.for_each_stack(|frames, weight| {
+            let mut line = String::new();
+            for (i, &f) in frames.iter().enumerate() {
+                if i > 0 {
+                    line.push(';');
+                }
+                line.push_str(self.name(f));
+            }
+            lines.push((line, weight));
+        });
+        lines.sort_unstable();
+        for (line, weight) in lines {
+            writeln!(out, "{line} {weight}")?;
+        }
+        out.flush()
+    }
+
+    /// The folded lines as a string (see [`StackTree::write_folded`]).
+    pub fn to_folded(&self) -> String {
+        let mut out = Vec::new();
+        // Writing into a Vec cannot fail.
+        let _ = self.write_folded(&mut out);
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// Reads folded lines. `source` names the input in errors (a path, usually). Empty
+    /// lines are skipped; a line without a trailing weight is an error naming its number.
+    pub fn read_folded<R: BufRead>(input: R, source: &str) -> Result<Self, SessionError> {
+        let mut tree = StackTree::new();
+        let mut ids = Vec::new();
+        for (n, line) in input.lines().enumerate() {
+            let line = line.map_err(|e| SessionError::io(source, e))?;
+            let line = line.trim_end();
+            if line.is_empty() {
+                continue;
+            }
+            let bad = |reason: &str| SessionError::Corrupt {
+                path: source.into(),
+                reason: format!("line {}: {reason}", n + 1),
+            };
+            let (stack, weight) = line
+                .rsplit_once(' ')
+                .ok_or_else(|| bad("no weight after the stack"))?;
+            let weight: u64 = weight
+                .parse()
+                .map_err(|_| bad("the weight is not a whole number"))?;
+            ids.clear();
+            for frame in stack.split(';') {
+                ids.push(tree.intern(frame));
+            }
+            tree.add(&ids, weight);
+        }
+        Ok(tree)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stacks_aggregate_into_a_tree_with_self_and_total_weights() {
+        let mut t = StackTree::new();
+        t.add_names(["main", "run", "hop"], 3);
+        t.add_names(["main", "run"], 1);
+        t.add_names(["main", "idle"], 2);
+        assert_eq!(t.total_weight(), 6);
+        let main = t.root().children[0];
+        assert_eq!(t.node(main).total_weight, 6);
+        let run = t.node(main).children[0];
+        assert_eq!(t.node(run).self_weight, 1);
+        assert_eq!(t.node(run).total_weight, 4);
+        assert_eq!(t.frame_count(), 4);
+    }
+
+    #[test]
+    fn folded_lines_round_trip_sorted() {
+        let mut t = StackTree::new();
+        t.add_names(["main", "run", "hop"], 3);
+        t.add_names(["main", "idle"], 2);
+        t.add_names(["main", "run"], 1);
+        let folded = t.to_folded();
+        assert_eq!(folded, "main;idle 2\nmain;run 1\nmain;run;hop 3\n");
+        let back = StackTree::read_folded(folded.as_bytes(), "test").unwrap();
+        assert_eq!(back.to_folded(), folded);
+    }
+
+    #[test]
+    fn separators_inside_frame_names_do_not_break_folded_lines() {
+        let mut t = StackTree::new();
+        t.add_names(["<[u8; 4] as Debug>::fmt"], 1);
+        assert_eq!(t.to_folded(), "<[u8: 4] as Debug>::fmt 1\n");
+    }
+
+    #[test]
+    fn a_folded_line_without_weight_names_its_line() {
+        let err = StackTree::read_folded(&b"a;b 1\na;b\n"[..], "cpu.folded")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("cpu.folded") && err.contains("line 2"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn merging_adds_weights_of_equal_stacks() {
+        let mut a = StackTree::new();
+        a.add_names(["x", "y"], 2);
+        let mut b = StackTree::new();
+        b.add_names(["x", "y"], 3);
+        b.add_names(["z"], 1);
+        a.merge(&b);
+        assert_eq!(a.to_folded(), "x;y 5\nz 1\n");
+    }
+}
