@@ -1,1 +1,38 @@
-//! placeholder
+//! benchtop's profilers: a perf-event stack sampler with batched symbolization, and
+//! /proc monitors. They collect live data into `benchtop-sessions` types; this crate
+//! knows nothing of workloads and never prints.
+//!
+//! ```no_run
+//! use benchtop_profilers::{ProcessMonitor, Sampler, SamplerOptions};
+//!
+//! # fn main() -> Result<(), benchtop_profilers::ProfilerError> {
+//! let pid = 4242; // a worker waiting for its start message
+//! let sampler = Sampler::start(pid, &SamplerOptions::default())?;
+//! let mut monitor = ProcessMonitor::new(pid);
+//! // … start the worker; every interval: …
+//! let resources = monitor.sample()?;
+//! let progress = sampler.stats();
+//! # let _ = (resources, progress);
+//! // … at the end:
+//! let profile = sampler.finish()?;
+//! let folded = profile.cpu.to_folded();
+//! # let _ = folded;
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+mod collect;
+mod error;
+pub mod host;
+pub mod monitor;
+mod procfs;
+mod records;
+pub mod sampler;
+mod symbolize;
+
+pub use error::ProfilerError;
+pub use host::host_info;
+pub use monitor::ProcessMonitor;
+pub use sampler::{Profile, Sampler, SamplerOptions, SamplerStats, probe_access};
+pub use symbolize::SymbolDetail;

@@ -47,6 +47,21 @@ pub enum SessionError {
         /// The directory.
         path: PathBuf,
     },
+    /// The metadata handed to a [`crate::SessionWriter`] cannot be recorded.
+    #[error("{path}: invalid session metadata: {reason}")]
+    InvalidMeta {
+        /// session.json of the session being written.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// inferno could not render a flamegraph.
+    #[error("rendering the flamegraph failed: {source}")]
+    Flamegraph {
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl SessionError {
@@ -55,6 +70,18 @@ impl SessionError {
         SessionError::Io {
             path: path.into(),
             source,
+        }
+    }
+
+    /// A corrupt file, with the line number in the reason.
+    pub(crate) fn corrupt_line(
+        path: impl Into<PathBuf>,
+        line: usize,
+        reason: impl std::fmt::Display,
+    ) -> Self {
+        SessionError::Corrupt {
+            path: path.into(),
+            reason: format!("line {line}: {reason}"),
         }
     }
 }

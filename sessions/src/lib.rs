@@ -2,19 +2,67 @@
 //!
 //! A session is a directory of files other tools already read: `session.json`
 //! ([`SessionMeta`]), `timeseries.jsonl` ([`TimeseriesRow`]), `latency.hlog` (an
-//! HdrHistogram interval log), `cpu.folded` ([`StackTree`]) and its flamegraph, and
-//! `worker.log`. This crate owns those types and formats; it runs no processes and
-//! touches no terminal. docs/session-format.md is the specification.
+//! HdrHistogram interval log, [`hlog`]), `cpu.folded` ([`StackTree`]) and its flamegraph
+//! ([`flame`]), and `worker.log`. [`SessionWriter`] records one incrementally while a run goes
+//! on; [`Session::load`] reads one back and checks it. This crate owns those types and
+//! formats; it runs no processes and touches no terminal. docs/session-format.md is the
+//! specification.
+//!
+//! ```
+//! use std::time::SystemTime;
+//!
+//! use benchtop_sessions::meta::{HostInfo, WorkloadInfo};
+//! use benchtop_sessions::{
+//!     Session, SessionMeta, SessionWriter, StackKind, StackTree, Status, TimeseriesRow,
+//! };
+//!
+//! let now = SystemTime::now();
+//! let id = benchtop_sessions::new_session_id("ring", now);
+//! let meta = SessionMeta::new(
+//!     &id,
+//!     WorkloadInfo::new("ring", Default::default()),
+//!     HostInfo::default(),
+//!     benchtop_sessions::rfc3339(now),
+//! );
+//! let root = tempfile::tempdir()?;
+//! let mut writer = SessionWriter::create(&root.path().join(&id), meta)?;
+//!
+//! let mut row = TimeseriesRow::default();
+//! row.t_s = 1.0;
+//! row.interval_s = 1.0;
+//! writer.append_row(&row)?;
+//!
+//! let mut latency = hdrhistogram::Histogram::<u64>::new(3)?;
+//! latency.record(1_500)?;
+//! writer.append_latency("rtt", 0.0, 1.0, &latency)?;
+//!
+//! let mut stacks = StackTree::new();
+//! stacks.add_names(["main", "ring::hop"], 10);
+//! writer.write_stacks(StackKind::Cpu, &stacks, "ring: on-CPU")?;
+//!
+//! let dir = writer.finish(Status::Complete, benchtop_sessions::rfc3339(SystemTime::now()))?;
+//! let session = Session::load(&dir)?;
+//! assert_eq!(session.meta.status, Status::Complete);
+//! assert_eq!(session.rows.len(), 1);
+//! assert_eq!(session.latency[0].histogram.len(), 1);
+//! assert!(session.summary_text().contains("ring::hop"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
 
 mod error;
+pub mod flame;
+pub mod hlog;
 pub mod meta;
 pub mod stacks;
+pub mod store;
 pub mod timeseries;
 
 pub use error::SessionError;
+pub use hlog::{Hlog, HlogInterval, HlogWriter, read_hlog};
 pub use meta::{SessionMeta, Status};
 pub use stacks::{FrameId, NodeId, StackTree};
+pub use store::{Session, SessionWriter, StackKind, new_session_id, rfc3339};
 pub use timeseries::{Percentiles, Resources, TimeseriesRow};
 
 /// Version of the session directory format this build writes and the newest it reads.

@@ -188,6 +188,7 @@ pub struct Figure {
     /// The original benchmark's name for it.
     pub name: String,
     /// The value in `unit`.
+    #[serde(deserialize_with = "crate::timeseries::f64_or_nan")]
     pub value: f64,
     /// Unit; empty for plain numbers.
     #[serde(default)]

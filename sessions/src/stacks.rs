@@ -108,13 +108,16 @@ impl StackTree {
         if frames.is_empty() || weight == 0 {
             return;
         }
+        // Weights come from files: saturate rather than overflow on hostile ones.
         let mut node = NodeId::ROOT;
-        self.nodes[0].total_weight += weight;
+        self.nodes[0].total_weight = self.nodes[0].total_weight.saturating_add(weight);
         for &frame in frames {
             node = self.child(node, frame);
-            self.nodes[node.0 as usize].total_weight += weight;
+            let n = &mut self.nodes[node.0 as usize];
+            n.total_weight = n.total_weight.saturating_add(weight);
         }
-        self.nodes[node.0 as usize].self_weight += weight;
+        let n = &mut self.nodes[node.0 as usize];
+        n.self_weight = n.self_weight.saturating_add(weight);
     }
 
     /// Adds `weight` to the stack named by `frames`, root first, interning them.
@@ -230,7 +233,12 @@ impl StackTree {
         let mut tree = StackTree::new();
         let mut ids = Vec::new();
         for (n, line) in input.lines().enumerate() {
-            let line = line.map_err(|e| SessionError::io(source, e))?;
+            let line = line.map_err(|e| match e.kind() {
+                std::io::ErrorKind::InvalidData => {
+                    SessionError::corrupt_line(source, n + 1, "not UTF-8")
+                }
+                _ => SessionError::io(source, e),
+            })?;
             let line = line.trim_end();
             if line.is_empty() {
                 continue;
@@ -302,6 +310,25 @@ mod tests {
             err.contains("cpu.folded") && err.contains("line 2"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_folded_line_that_is_not_utf8_is_corrupt_not_an_io_error() {
+        let err = StackTree::read_folded(&b"a 1\n\xff\xfe 2\n"[..], "cpu.folded").unwrap_err();
+        assert!(
+            matches!(&err, SessionError::Corrupt { reason, .. } if reason.starts_with("line 2")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn hostile_weights_saturate_instead_of_overflowing() {
+        let t = StackTree::read_folded(
+            &b"a;b 18446744073709551615\na;c 18446744073709551615\n"[..],
+            "cpu.folded",
+        )
+        .unwrap();
+        assert_eq!(t.total_weight(), u64::MAX);
     }
 
     #[test]

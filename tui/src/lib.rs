@@ -1,1 +1,93 @@
-//! placeholder
+//! benchtop, the binary's library: the command line, the headless recorder, and the
+//! worker entry point. `main` parses the command line and calls [`run`]; tests drive
+//! the same functions headless.
+#![deny(missing_docs)]
+
+pub mod cli;
+pub mod record;
+mod show;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use benchtop_sessions::Status;
+use benchtop_workloads::worker::Workload;
+
+pub use cli::Cli;
+use cli::{Command, RecordArgs};
+use record::RecordOptions;
+
+/// Environment variable that makes the sampler behave as if perf events were refused,
+/// with its value as the reason. For testing the fallback; CI never sets it globally.
+pub const DENY_SAMPLING_ENV: &str = "BENCHTOP_DENY_SAMPLING";
+
+/// Runs the command line; the exit code says how the run ended.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        None => record_workload(
+            Workload::Ring(benchtop_workloads::ring::RingParams::default()),
+            RecordArgs::default(),
+        ),
+        Some(Command::Run(args)) => record_workload(args.workload, args.record),
+        Some(Command::Show { dir }) => show::show(&dir),
+        Some(Command::Worker { workload }) => worker(&workload),
+    }
+}
+
+fn record_workload(workload: Workload, record: RecordArgs) -> Result<ExitCode> {
+    let program = std::env::current_exe().map_err(|e| {
+        anyhow::anyhow!("cannot find the benchtop executable to start a worker: {e}")
+    })?;
+    let mut args: Vec<std::ffi::OsString> = vec!["worker".into()];
+    args.extend(workload.to_args().into_iter().map(Into::into));
+    let opts = RecordOptions {
+        workload: workload.name().to_owned(),
+        params: workload.params_json(),
+        program: program.into_os_string(),
+        args,
+        command_line: std::env::args().collect(),
+        record,
+        deny_sampling: std::env::var(DENY_SAMPLING_ENV).ok(),
+    };
+    let outcome = record::record(&opts)?;
+    let mut out = std::io::stdout().lock();
+    for line in &outcome.summary {
+        writeln!(out, "{line}")?;
+    }
+    writeln!(
+        out,
+        "session: {} ({})",
+        outcome.dir.display(),
+        outcome.status
+    )?;
+    Ok(match outcome.status {
+        Status::Complete | Status::Stopped => ExitCode::SUCCESS,
+        _ => ExitCode::FAILURE,
+    })
+}
+
+/// The hidden `worker` subcommand: the workload speaks the report protocol.
+fn worker(workload: &Workload) -> Result<ExitCode> {
+    set_process_name(&format!("bt-{}", workload.name()));
+    let stdin = std::io::stdin();
+    let mut log = std::io::stderr();
+    match benchtop_workloads::worker::run_worker(workload, std::io::BufReader::new(stdin), &mut log)
+    {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            let _ = writeln!(log, "benchtop worker {}: {e}", workload.name());
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// Names the process (its comm, the root frame of its stacks), up to 15 bytes.
+fn set_process_name(name: &str) {
+    let mut bytes: Vec<u8> = name.bytes().filter(|&b| b != 0).take(15).collect();
+    bytes.push(0);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, bytes.as_ptr() as libc::c_ulong);
+    }
+}

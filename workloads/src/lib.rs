@@ -1,7 +1,66 @@
 //! benchtop's built-in workloads and the worker side of the report protocol.
 //!
-//! Each workload mirrors a published benchmark. A worker process speaks
-//! [`protocol`] to its conductor; this crate depends on no other benchtop crate.
+//! Each workload mirrors a published benchmark, keeps its parameter names and prints
+//! its figures. A worker process speaks [`protocol`] to its conductor: [`report`] is the
+//! worker's half (reporter, start handshake, stop signal, metrics, ticker), and
+//! [`worker::run_worker`] runs a whole worker in one call. This crate depends on no
+//! other benchtop crate.
+//!
+//! ```
+//! use std::io::{BufReader, Write};
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use benchtop_workloads::report::Reporter;
+//! use benchtop_workloads::ring::{RingMode, RingParams};
+//! use benchtop_workloads::worker::{run_worker_with, Workload};
+//!
+//! let workload = Workload::Ring(RingParams {
+//!     num_nodes: 100,
+//!     num_rounds: 10,
+//!     mode: RingMode::Tell,
+//!     runtime_threads: 1,
+//! });
+//! // The conductor's end: `start`, then silence (end of input would mean "stop").
+//! let (conductor, mut to_worker) = std::io::pipe()?;
+//! to_worker.write_all(b"{\"type\":\"start\"}\n")?;
+//! let reports = Arc::new(Reporter::new(std::io::sink()));
+//! let mut log = Vec::new();
+//! run_worker_with(&workload, reports, Duration::from_secs(1), BufReader::new(conductor), &mut log)?;
+//! assert!(String::from_utf8_lossy(&log).contains("final_sum_after_ring_messaging: 1000"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
 
+mod error;
 pub mod protocol;
+pub mod report;
+pub mod ring;
+pub mod worker;
+
+pub use error::WorkloadError;
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    /// A `Write` whose bytes a test reads while or after a worker writes them.
+    #[derive(Debug, Clone, Default)]
+    pub(crate) struct SharedBuf(pub(crate) Arc<Mutex<Vec<u8>>>);
+
+    impl SharedBuf {
+        pub(crate) fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
+
+    impl Write for SharedBuf {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+}

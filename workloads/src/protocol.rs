@@ -268,16 +268,59 @@ pub enum ProtocolError {
 
 /// Encodes an interval histogram for [`Tick::histograms`]: HdrHistogram V2 with deflate,
 /// then standard base64 (the payload format of HdrHistogram interval logs).
+///
+/// Allocates its buffers on each call; a worker encoding every interval keeps a
+/// [`HistogramEncoder`] instead.
 pub fn encode_histogram(histogram: &Histogram<u64>) -> String {
-    let mut bytes = Vec::with_capacity(256);
-    // Serializing into a Vec cannot fail on I/O; V2 deflate only fails on I/O.
-    if V2DeflateSerializer::new()
-        .serialize(histogram, &mut bytes)
-        .is_err()
-    {
-        bytes.clear();
+    let mut out = String::new();
+    HistogramEncoder::new().encode_into(histogram, &mut out);
+    out
+}
+
+/// Encodes histograms as [`encode_histogram`] does, reusing its buffers from one call to
+/// the next (the worker's tick path).
+pub struct HistogramEncoder {
+    serializer: V2DeflateSerializer,
+    bytes: Vec<u8>,
+}
+
+impl std::fmt::Debug for HistogramEncoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HistogramEncoder")
+            .field("bytes_capacity", &self.bytes.capacity())
+            .finish_non_exhaustive()
     }
-    BASE64.encode(&bytes)
+}
+
+impl Default for HistogramEncoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl HistogramEncoder {
+    /// An encoder with empty buffers.
+    pub fn new() -> Self {
+        HistogramEncoder {
+            serializer: V2DeflateSerializer::new(),
+            bytes: Vec::with_capacity(256),
+        }
+    }
+
+    /// Replaces the contents of `out` with the encoding of `histogram`.
+    pub fn encode_into(&mut self, histogram: &Histogram<u64>, out: &mut String) {
+        self.bytes.clear();
+        out.clear();
+        // Serializing into a Vec cannot fail on I/O; V2 deflate only fails on I/O.
+        if self
+            .serializer
+            .serialize(histogram, &mut self.bytes)
+            .is_err()
+        {
+            self.bytes.clear();
+        }
+        BASE64.encode_string(&self.bytes, out);
+    }
 }
 
 /// Decodes a histogram written by [`encode_histogram`] (or any V2/V2+deflate payload).
@@ -419,13 +462,13 @@ impl<R: BufRead> ReportReader<R> {
 pub fn decode_line(text: &str, line: u64) -> Result<WorkerMessage, ProtocolError> {
     let message: WorkerMessage =
         serde_json::from_str(text).map_err(|source| ProtocolError::Malformed { line, source })?;
-    if let WorkerMessage::Hello(hello) = &message {
-        if hello.protocol != PROTOCOL_VERSION {
-            return Err(ProtocolError::UnsupportedVersion {
-                found: hello.protocol,
-                supported: PROTOCOL_VERSION,
-            });
-        }
+    if let WorkerMessage::Hello(hello) = &message
+        && hello.protocol != PROTOCOL_VERSION
+    {
+        return Err(ProtocolError::UnsupportedVersion {
+            found: hello.protocol,
+            supported: PROTOCOL_VERSION,
+        });
     }
     Ok(message)
 }

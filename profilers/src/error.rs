@@ -1,0 +1,98 @@
+//! The one error type of this crate.
+
+use std::path::PathBuf;
+
+/// What can go wrong sampling or monitoring a process.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProfilerError {
+    /// perf events may not be opened by this user here. `reason` says why and how to
+    /// allow it; the run can go on with monitors only.
+    #[error("perf sampling is not permitted: {reason}")]
+    PermissionDenied {
+        /// The paranoid level, the missing privilege and the fix.
+        reason: String,
+    },
+    /// No process has this id (or it exited before sampling started).
+    #[error("no process with pid {pid}")]
+    ProcessNotFound {
+        /// The process id asked for.
+        pid: u32,
+    },
+    /// The process being monitored has exited (or is a zombie waiting to be reaped).
+    #[error("process {pid} has exited")]
+    ProcessGone {
+        /// The process id.
+        pid: u32,
+    },
+    /// `perf_event_open` failed for a reason other than permissions or a missing process.
+    #[error("perf_event_open for pid {pid} on cpu {cpu} failed: {source}")]
+    PerfOpen {
+        /// The sampled process.
+        pid: u32,
+        /// The CPU of the event.
+        cpu: usize,
+        /// The error; its `raw_os_error` is the errno.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The ring buffer of an event could not be mapped, even at its smallest size.
+    #[error("mapping the {pages}-page perf ring buffer of cpu {cpu} failed: {source}")]
+    RingBuffer {
+        /// The CPU of the event.
+        cpu: usize,
+        /// Data pages asked for at the last attempt.
+        pages: usize,
+        /// The error; its `raw_os_error` is the errno.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Enabling, disabling or polling the events failed.
+    #[error("perf event {action} failed: {source}")]
+    PerfControl {
+        /// What was being done: `enable`, `disable`, `poll`.
+        action: &'static str,
+        /// The error; its `raw_os_error` is the errno.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Reading a file (under /proc or /sys, usually) failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file was read but its content was not in the expected format.
+    #[error("{path}: unexpected content: {reason}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What was missing or malformed.
+        reason: String,
+    },
+    /// Options that cannot work together or at all.
+    #[error("invalid sampler options: {reason}")]
+    InvalidOptions {
+        /// Which option and why.
+        reason: String,
+    },
+    /// The sampler's background thread could not be started or died.
+    #[error("sampler thread: {reason}")]
+    Thread {
+        /// What happened.
+        reason: String,
+    },
+}
+
+impl ProfilerError {
+    /// An I/O error on `path`.
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        ProfilerError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

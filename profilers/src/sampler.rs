@@ -1,0 +1,704 @@
+//! On-CPU stack sampling of a process tree with perf events.
+//!
+//! [`Sampler::start`] opens one software `cpu-clock` event per online CPU on the
+//! process, with `inherit` so that threads and children it creates afterwards are
+//! sampled too, and maps a ring buffer for each. One background thread owned by the
+//! sampler polls the buffers, reads records in place, aggregates callchains and
+//! symbolizes them in batches while the run goes on, so that [`Sampler::finish`] only
+//! has the last fraction of a second left to resolve.
+//!
+//! ```no_run
+//! use benchtop_profilers::sampler::{Sampler, SamplerOptions};
+//!
+//! # fn main() -> Result<(), benchtop_profilers::ProfilerError> {
+//! let pid = 4242; // a worker waiting for its start message
+//! let sampler = Sampler::start(pid, &SamplerOptions::default())?;
+//! // … tell the worker to start, wait for the run to end …
+//! let profile = sampler.finish()?;
+//! std::fs::write("cpu.folded", profile.cpu.to_folded()).ok();
+//! # Ok(())
+//! # }
+//! ```
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use benchtop_sessions::StackTree;
+use benchtop_sessions::meta::{PerfAccess, SamplingInfo};
+use perf_event::events::Software;
+use perf_event::{Builder, SampleFlag};
+
+use crate::ProfilerError;
+use crate::collect::{Collected, Collector};
+use crate::procfs;
+use crate::symbolize::SymbolDetail;
+
+/// The perf ring buffer of one event (perf-event2's sampler).
+pub(crate) type Ring = perf_event::Sampler;
+
+/// Data pages per CPU when the user is privileged (no mlock budget applies): 512 KiB
+/// with 4 KiB pages, ~2.5 s of 999 Hz samples with 64-frame callchains.
+const PRIVILEGED_DATA_PAGES: usize = 128;
+/// Data pages per CPU asked for without privileges, before fitting the mlock budget.
+const UNPRIVILEGED_DATA_PAGES: usize = 64;
+
+/// How to sample.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SamplerOptions {
+    /// Samples per second per CPU while a sampled thread runs (default 999, which avoids
+    /// lockstep with timers at round frequencies).
+    pub frequency_hz: u64,
+    /// Include kernel frames when permitted (default true). When not permitted the
+    /// sampler falls back to user frames and says why in [`Sampler::warnings`].
+    pub kernel_frames: bool,
+    /// Data pages per CPU ring buffer, rounded down to a power of two. `None` picks 128
+    /// when privileged, else the largest size that fits `perf_event_mlock_kb`.
+    pub buffer_pages: Option<usize>,
+    /// Add the thread name as the second frame of every stack (default false: stacks
+    /// of all threads of a process are merged under the process name).
+    pub per_thread: bool,
+    /// Symbol lookup depth (default: DWARF names with inlined frames).
+    pub symbols: SymbolDetail,
+    /// How often the background thread symbolizes what it collected (default 200 ms).
+    pub batch_interval: Duration,
+}
+
+impl Default for SamplerOptions {
+    fn default() -> Self {
+        SamplerOptions {
+            frequency_hz: 999,
+            kernel_frames: true,
+            buffer_pages: None,
+            per_thread: false,
+            symbols: SymbolDetail::default(),
+            batch_interval: Duration::from_millis(200),
+        }
+    }
+}
+
+/// Live counters of a running sampler; cheap to read for a progress line.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[non_exhaustive]
+pub struct SamplerStats {
+    /// Samples read so far.
+    pub samples: u64,
+    /// Samples the kernel reported lost (ring buffer full).
+    pub lost: u64,
+    /// Times the kernel throttled the sampling rate (perf_cpu_time_max_percent).
+    pub throttled: u64,
+    /// Symbolization batches done.
+    pub batches: u64,
+    /// Distinct stacks waiting for the next batch.
+    pub pending_stacks: u64,
+    /// Time spent symbolizing and aggregating in batches so far.
+    pub symbolize_time: Duration,
+    /// Duration of the last batch.
+    pub last_batch_time: Duration,
+    /// Duration of the longest batch.
+    pub max_batch_time: Duration,
+}
+
+/// The result of a recording.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Profile {
+    /// On-CPU stacks, root first: process name, [thread name,] user frames from the
+    /// outermost caller, then kernel frames (suffixed `_[k]`). Weights are samples.
+    pub cpu: StackTree,
+    /// Samples taken.
+    pub samples: u64,
+    /// Samples lost (ring buffers full).
+    pub lost: u64,
+    /// Kernel frames were included.
+    pub kernel_frames: bool,
+    /// Sampling frequency per CPU, Hz.
+    pub frequency_hz: u64,
+    /// Data pages per CPU ring buffer.
+    pub buffer_pages: usize,
+    /// CPUs sampled.
+    pub cpus: usize,
+    /// Everything reduced, excluded or unresolved, in words for the user.
+    pub warnings: Vec<String>,
+    /// Time spent symbolizing and aggregating, all batches together.
+    pub symbolize_time: Duration,
+    /// Time of the last batch, run by [`Sampler::finish`] after the events stopped.
+    pub final_batch_time: Duration,
+    /// From [`Sampler::start`] to the events being disabled.
+    pub duration: Duration,
+    /// Addresses that resolved to no symbol (`[unknown]`, `[file+0x…]`).
+    pub unresolved_addresses: u64,
+}
+
+impl Profile {
+    /// The `sampling` section of session.json for this profile.
+    pub fn sampling_info(&self) -> SamplingInfo {
+        let mut info = SamplingInfo::default();
+        info.enabled = true;
+        info.event = "cpu-clock".into();
+        info.frequency_hz = self.frequency_hz;
+        info.kernel_frames = self.kernel_frames;
+        info.samples = self.samples;
+        info.lost = self.lost;
+        info.reason = (!self.warnings.is_empty()).then(|| self.warnings.join("; "));
+        info
+    }
+}
+
+/// State shared between a [`Sampler`] and its background thread.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub samples: AtomicU64,
+    pub lost: AtomicU64,
+    pub throttled: AtomicU64,
+    pub batches: AtomicU64,
+    pub pending: AtomicU64,
+    pub symbolize_ns: AtomicU64,
+    pub last_batch_ns: AtomicU64,
+    pub max_batch_ns: AtomicU64,
+    /// Stop reading: [`Sampler::finish`] or drop.
+    pub stop: AtomicBool,
+    /// Skip the final batch: the sampler was dropped without finish.
+    pub abandon: AtomicBool,
+    /// An eventfd that wakes the thread's poll.
+    pub wake: OwnedFd,
+}
+
+impl Shared {
+    pub(crate) fn new() -> io::Result<Self> {
+        // SAFETY: eventfd has no memory arguments; the result is checked below.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Shared {
+            samples: AtomicU64::new(0),
+            lost: AtomicU64::new(0),
+            throttled: AtomicU64::new(0),
+            batches: AtomicU64::new(0),
+            pending: AtomicU64::new(0),
+            symbolize_ns: AtomicU64::new(0),
+            last_batch_ns: AtomicU64::new(0),
+            max_batch_ns: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            abandon: AtomicBool::new(false),
+            // SAFETY: fd is a fresh descriptor that nothing else owns.
+            wake: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+
+    fn wake(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: writes 8 bytes from a live buffer to an eventfd we own. A failure
+        // (counter overflow) still leaves the eventfd readable, which is all we need.
+        let _ = unsafe { libc::write(self.wake.as_raw_fd(), one.as_ptr().cast(), 8) };
+    }
+}
+
+/// A running on-CPU sampler of one process and the threads and children it creates.
+///
+/// Dropping it without [`Sampler::finish`] stops and joins its thread, discarding the
+/// data.
+#[derive(Debug)]
+pub struct Sampler {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<Result<Collected, ProfilerError>>>,
+    kernel_frames: bool,
+    warnings: Vec<String>,
+    frequency_hz: u64,
+    buffer_pages: usize,
+    cpus: usize,
+    started: Instant,
+}
+
+impl Sampler {
+    /// Starts sampling `pid` on every online CPU.
+    ///
+    /// Threads and child processes that `pid` creates from now on are sampled too;
+    /// threads that already exist, other than `pid` itself, are not (built-in workers
+    /// wait for a start message, so theirs do not exist yet).
+    ///
+    /// Errors: [`ProfilerError::ProcessNotFound`] when there is no such process,
+    /// [`ProfilerError::PermissionDenied`] (with the fix) when perf events are not
+    /// allowed at all, [`ProfilerError::PerfOpen`] and [`ProfilerError::RingBuffer`]
+    /// for anything else the kernel refuses.
+    pub fn start(pid: u32, opts: &SamplerOptions) -> Result<Sampler, ProfilerError> {
+        if opts.frequency_hz == 0 {
+            return Err(ProfilerError::InvalidOptions {
+                reason: "frequency_hz must be at least 1".into(),
+            });
+        }
+        if let Some(max) = procfs::read_trimmed("/proc/sys/kernel/perf_event_max_sample_rate")
+            .and_then(|s| s.parse::<u64>().ok())
+            .filter(|&max| opts.frequency_hz > max)
+        {
+            return Err(ProfilerError::InvalidOptions {
+                reason: format!(
+                    "frequency_hz {} is above kernel.perf_event_max_sample_rate ({max})",
+                    opts.frequency_hz
+                ),
+            });
+        }
+        if pid == 0 || pid > i32::MAX as u32 {
+            return Err(ProfilerError::ProcessNotFound { pid });
+        }
+        if std::fs::metadata(format!("/proc/{pid}")).is_err() {
+            return Err(ProfilerError::ProcessNotFound { pid });
+        }
+        let started = Instant::now();
+        let cpus = procfs::online_cpus()?;
+        let access = probe_access();
+        let page_size = page_size();
+        let mut warnings = Vec::new();
+
+        let requested = opts.buffer_pages.unwrap_or(if access.privileged {
+            PRIVILEGED_DATA_PAGES
+        } else {
+            UNPRIVILEGED_DATA_PAGES
+        });
+        let requested = floor_pow2(requested.max(1));
+        let budget = if access.privileged {
+            None
+        } else {
+            access.mlock_kb
+        };
+        let mut pages = fit_buffer_pages(requested, cpus.len(), budget, page_size);
+        if pages < requested {
+            warnings.push(format!(
+                "ring buffers reduced from {requested} to {pages} data pages per CPU to fit \
+                 perf_event_mlock_kb={} over {} CPUs; samples may be lost under load (run as \
+                 root or with CAP_IPC_LOCK for larger buffers)",
+                budget.unwrap_or(0),
+                cpus.len()
+            ));
+        }
+
+        let mut kernel = opts.kernel_frames;
+        let rings = match open_rings(pid, &cpus, opts, kernel, &mut pages) {
+            Ok(rings) => rings,
+            Err(OpenError::Denied(errno)) if kernel => {
+                kernel = false;
+                let rings = open_rings(pid, &cpus, opts, false, &mut pages)
+                    .map_err(|e| e.into_error(pid, &access))?;
+                warnings.push(kernel_excluded_reason(&access, errno));
+                rings
+            }
+            Err(e) => return Err(e.into_error(pid, &access)),
+        };
+        if pages < requested && !warnings.iter().any(|w| w.starts_with("ring buffers")) {
+            warnings.push(format!(
+                "ring buffers reduced from {requested} down to {pages} data pages per CPU: the \
+                 kernel refused larger ones (locked-memory limit); samples may be lost under load"
+            ));
+        }
+
+        let shared = Arc::new(Shared::new().map_err(|source| ProfilerError::Thread {
+            reason: format!("cannot create the wake-up eventfd: {source}"),
+        })?);
+        let mut rings = rings;
+        for ring in &mut rings {
+            ring.enable().map_err(|source| ProfilerError::PerfControl {
+                action: "enable",
+                source,
+            })?;
+        }
+        let thread = std::thread::Builder::new()
+            .name("benchtop-sampler".into())
+            .spawn({
+                // blazesym's symbolizer is not Send: the collector is built on its thread.
+                let shared = Arc::clone(&shared);
+                let opts = opts.clone();
+                move || Collector::new(shared, pid, &opts, kernel).run(rings)
+            })
+            .map_err(|e| ProfilerError::Thread {
+                reason: format!("cannot spawn the sampler thread: {e}"),
+            })?;
+
+        Ok(Sampler {
+            shared,
+            thread: Some(thread),
+            kernel_frames: kernel,
+            warnings,
+            frequency_hz: opts.frequency_hz,
+            buffer_pages: pages,
+            cpus: cpus.len(),
+            started,
+        })
+    }
+
+    /// Live counters (atomic reads).
+    pub fn stats(&self) -> SamplerStats {
+        let s = &self.shared;
+        let ns = |a: &AtomicU64| Duration::from_nanos(a.load(Ordering::Relaxed));
+        SamplerStats {
+            samples: s.samples.load(Ordering::Relaxed),
+            lost: s.lost.load(Ordering::Relaxed),
+            throttled: s.throttled.load(Ordering::Relaxed),
+            batches: s.batches.load(Ordering::Relaxed),
+            pending_stacks: s.pending.load(Ordering::Relaxed),
+            symbolize_time: ns(&s.symbolize_ns),
+            last_batch_time: ns(&s.last_batch_ns),
+            max_batch_time: ns(&s.max_batch_ns),
+        }
+    }
+
+    /// Whether kernel frames are being sampled.
+    pub fn kernel_frames(&self) -> bool {
+        self.kernel_frames
+    }
+
+    /// What was reduced or excluded at start (kernel frames, buffer sizes), in words
+    /// for the user.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Data pages per CPU ring buffer actually mapped.
+    pub fn buffer_pages(&self) -> usize {
+        self.buffer_pages
+    }
+
+    /// Stops sampling, reads what is left in the ring buffers, symbolizes the last
+    /// batch and returns the profile.
+    pub fn finish(mut self) -> Result<Profile, ProfilerError> {
+        let thread = self.thread.take().ok_or_else(|| ProfilerError::Thread {
+            reason: "the sampler thread is gone".into(),
+        })?;
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.wake();
+        let collected = thread.join().map_err(|panic| ProfilerError::Thread {
+            reason: format!(
+                "the sampler thread panicked: {}",
+                panic
+                    .downcast_ref::<&str>()
+                    .copied()
+                    .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+                    .unwrap_or("(no message)")
+            ),
+        })??;
+        let stats = self.stats();
+        let mut warnings = std::mem::take(&mut self.warnings);
+        warnings.extend(collected.warnings);
+        if stats.lost > 0 {
+            warnings.push(format!(
+                "{} samples lost: ring buffers overflowed ({} data pages per CPU)",
+                stats.lost, self.buffer_pages
+            ));
+        }
+        if stats.throttled > 0 {
+            warnings.push(format!(
+                "the kernel throttled sampling {} times (kernel.perf_cpu_time_max_percent)",
+                stats.throttled
+            ));
+        }
+        Ok(Profile {
+            cpu: collected.tree,
+            samples: stats.samples,
+            lost: stats.lost,
+            kernel_frames: self.kernel_frames,
+            frequency_hz: self.frequency_hz,
+            buffer_pages: self.buffer_pages,
+            cpus: self.cpus,
+            warnings,
+            symbolize_time: stats.symbolize_time,
+            final_batch_time: collected.final_batch_time,
+            duration: collected.stopped_at.saturating_duration_since(self.started),
+            unresolved_addresses: collected.unresolved,
+        })
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        if let Some(thread) = self.thread.take() {
+            self.shared.abandon.store(true, Ordering::SeqCst);
+            self.shared.stop.store(true, Ordering::SeqCst);
+            self.shared.wake();
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Why opening the events failed.
+#[derive(Debug)]
+enum OpenError {
+    /// EACCES or EPERM from perf_event_open.
+    Denied(i32),
+    /// The process is gone.
+    NoProcess,
+    Open(usize, io::Error),
+    Mmap(usize, usize, io::Error),
+}
+
+impl OpenError {
+    fn into_error(self, pid: u32, access: &PerfAccess) -> ProfilerError {
+        match self {
+            OpenError::Denied(errno) => ProfilerError::PermissionDenied {
+                reason: permission_reason(access, errno),
+            },
+            OpenError::NoProcess => ProfilerError::ProcessNotFound { pid },
+            OpenError::Open(cpu, source) => ProfilerError::PerfOpen { pid, cpu, source },
+            OpenError::Mmap(cpu, pages, source) => ProfilerError::RingBuffer { cpu, pages, source },
+        }
+    }
+}
+
+fn builder(
+    pid: u32,
+    cpu: usize,
+    opts: &SamplerOptions,
+    kernel: bool,
+    data_bytes: usize,
+) -> Builder<'static> {
+    let mut b = Builder::new(Software::CPU_CLOCK);
+    b.observe_pid(pid as libc::pid_t)
+        .one_cpu(cpu)
+        .inherit(true)
+        .sample_frequency(opts.frequency_hz)
+        .sample(
+            SampleFlag::IP
+                | SampleFlag::TID
+                | SampleFlag::TIME
+                | SampleFlag::CPU
+                | SampleFlag::PERIOD
+                | SampleFlag::CALLCHAIN,
+        )
+        .comm(true)
+        .comm_exec(true)
+        .task(true)
+        .mmap(true)
+        .mmap2(true)
+        .sample_id_all(true)
+        .exclude_hv(true)
+        .exclude_kernel(!kernel)
+        .exclude_callchain_kernel(!kernel)
+        // Wake the poll when a quarter of the buffer is used; it times out anyway.
+        .wakeup_watermark((data_bytes / 4).max(1))
+        .enabled(false);
+    b
+}
+
+/// Opens and maps one event per CPU. `pages` is halved while the kernel refuses to
+/// map buffers that large (locked-memory limits), and left at the size used.
+fn open_rings(
+    pid: u32,
+    cpus: &[usize],
+    opts: &SamplerOptions,
+    kernel: bool,
+    pages: &mut usize,
+) -> Result<Vec<Ring>, OpenError> {
+    let page_size = page_size();
+    let mut rings = Vec::with_capacity(cpus.len());
+    for &cpu in cpus {
+        loop {
+            let b = builder(pid, cpu, opts, kernel, *pages * page_size);
+            let counter = match b.build() {
+                Ok(c) => c,
+                Err(e) => {
+                    return Err(match e.raw_os_error() {
+                        Some(errno @ (libc::EACCES | libc::EPERM)) => OpenError::Denied(errno),
+                        Some(libc::ESRCH) => OpenError::NoProcess,
+                        _ => OpenError::Open(cpu, e),
+                    });
+                }
+            };
+            match counter.sampled(*pages * page_size) {
+                Ok(ring) => {
+                    rings.push(ring);
+                    break;
+                }
+                Err(e)
+                    if *pages > 1
+                        && matches!(
+                            e.raw_os_error(),
+                            Some(libc::EPERM | libc::ENOMEM | libc::EAGAIN)
+                        ) =>
+                {
+                    *pages /= 2;
+                }
+                Err(e) => return Err(OpenError::Mmap(cpu, *pages, e)),
+            }
+        }
+    }
+    Ok(rings)
+}
+
+fn errno_name(errno: i32) -> &'static str {
+    match errno {
+        libc::EACCES => "EACCES",
+        libc::EPERM => "EPERM",
+        _ => "an error",
+    }
+}
+
+fn paranoid_text(access: &PerfAccess) -> String {
+    match access.paranoid {
+        Some(p) => format!("kernel.perf_event_paranoid is {p}"),
+        None => "kernel.perf_event_paranoid is unreadable".into(),
+    }
+}
+
+/// Why perf_event_open was refused altogether, and how to allow it.
+fn permission_reason(access: &PerfAccess, errno: i32) -> String {
+    let who = if access.privileged {
+        "this process is privileged, so the target may belong to another user or a security \
+         module (SELinux, lockdown) forbids perf events"
+            .to_owned()
+    } else {
+        "this process is not root and has no CAP_PERFMON".to_owned()
+    };
+    format!(
+        "perf_event_open returned {}: {}, and {who}. To allow sampling: \
+         `sudo sysctl kernel.perf_event_paranoid=1` (2 allows user-space stacks of your own \
+         processes), or grant the binary the capability: \
+         `sudo setcap cap_perfmon,cap_sys_ptrace=ep <path to benchtop>`",
+        errno_name(errno),
+        paranoid_text(access),
+    )
+}
+
+/// Why kernel frames were left out.
+fn kernel_excluded_reason(access: &PerfAccess, errno: i32) -> String {
+    format!(
+        "kernel frames excluded: perf_event_open with kernel sampling returned {} \
+         ({}; kernel sampling needs paranoid <= 1, root or CAP_PERFMON); stacks are user-space \
+         only and time spent in the kernel is not sampled. Fix: \
+         `sudo sysctl kernel.perf_event_paranoid=1` or `sudo setcap cap_perfmon=ep <path to benchtop>`",
+        errno_name(errno),
+        paranoid_text(access),
+    )
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no memory arguments.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 { n as usize } else { 4096 }
+}
+
+fn floor_pow2(n: usize) -> usize {
+    if n == 0 {
+        1
+    } else {
+        1 << (usize::BITS - 1 - n.leading_zeros())
+    }
+}
+
+/// Data pages per CPU (a power of two, at most `requested`) such that every CPU's
+/// buffer, one metadata page plus its data pages, fits `budget_kb` of locked memory
+/// together. At least one page: the kernel then decides.
+pub(crate) fn fit_buffer_pages(
+    requested: usize,
+    cpus: usize,
+    budget_kb: Option<u64>,
+    page_size: usize,
+) -> usize {
+    let requested = floor_pow2(requested.max(1));
+    let Some(budget_kb) = budget_kb else {
+        return requested;
+    };
+    let budget_pages = (budget_kb.saturating_mul(1024) / page_size.max(1) as u64) as usize;
+    let per_cpu = budget_pages / cpus.max(1);
+    // 1 + data <= per_cpu
+    let fit = if per_cpu >= 2 {
+        floor_pow2(per_cpu - 1)
+    } else {
+        1
+    };
+    requested.min(fit)
+}
+
+/// What perf events this process may use here.
+pub fn probe_access() -> PerfAccess {
+    let mut access = PerfAccess::default();
+    access.paranoid =
+        procfs::read_trimmed("/proc/sys/kernel/perf_event_paranoid").and_then(|s| s.parse().ok());
+    access.mlock_kb =
+        procfs::read_trimmed("/proc/sys/kernel/perf_event_mlock_kb").and_then(|s| s.parse().ok());
+    // SAFETY: geteuid has no arguments and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let caps = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| procfs::parse_cap_eff(&s))
+        .unwrap_or(0);
+    access.privileged = root || has_perf_caps(caps);
+    access
+}
+
+/// CAP_PERFMON (38) or CAP_SYS_ADMIN (21) in an effective capability mask.
+pub(crate) fn has_perf_caps(cap_eff: u64) -> bool {
+    const CAP_SYS_ADMIN: u32 = 21;
+    const CAP_PERFMON: u32 = 38;
+    cap_eff & (1 << CAP_PERFMON | 1 << CAP_SYS_ADMIN) != 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_fit_the_mlock_budget_across_cpus() {
+        // 516 KiB over 2 CPUs with 4 KiB pages: 129 pages, 64 each: 1 + 32 data pages.
+        assert_eq!(fit_buffer_pages(64, 2, Some(516), 4096), 32);
+        assert_eq!(fit_buffer_pages(128, 1, Some(516), 4096), 128);
+        assert_eq!(fit_buffer_pages(16, 2, Some(516), 4096), 16);
+        assert_eq!(fit_buffer_pages(64, 8, Some(516), 4096), 8);
+        // Too small for even one data page each: one page, and the kernel decides.
+        assert_eq!(fit_buffer_pages(64, 256, Some(516), 4096), 1);
+        // No budget (privileged): what was asked, as a power of two.
+        assert_eq!(fit_buffer_pages(100, 2, None, 4096), 64);
+        for cpus in 1..64 {
+            let pages = fit_buffer_pages(1 << 20, cpus, Some(516), 4096);
+            assert!(pages.is_power_of_two());
+            assert!(
+                pages == 1 || cpus * (1 + pages) * 4 <= 516,
+                "{cpus} cpus: {pages}"
+            );
+        }
+    }
+
+    #[test]
+    fn perf_capabilities_are_read_from_the_effective_mask() {
+        assert!(has_perf_caps(1 << 38));
+        assert!(has_perf_caps(1 << 21));
+        assert!(!has_perf_caps(1 << 12));
+        assert!(has_perf_caps(0x1ff_ffff_ffff));
+    }
+
+    #[test]
+    fn a_permission_error_says_what_is_missing_and_how_to_fix_it() {
+        let mut access = PerfAccess::default();
+        access.paranoid = Some(3);
+        let reason = permission_reason(&access, libc::EACCES);
+        for needle in [
+            "EACCES",
+            "perf_event_paranoid is 3",
+            "CAP_PERFMON",
+            "sysctl kernel.perf_event_paranoid=1",
+            "setcap cap_perfmon",
+        ] {
+            assert!(reason.contains(needle), "{needle} missing from: {reason}");
+        }
+    }
+
+    #[test]
+    fn samplers_and_profiles_can_move_between_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Sampler>();
+        send_sync::<Profile>();
+        send_sync::<SamplerStats>();
+    }
+
+    #[test]
+    fn starting_with_no_frequency_is_refused() {
+        let opts = SamplerOptions {
+            frequency_hz: 0,
+            ..SamplerOptions::default()
+        };
+        let err = Sampler::start(std::process::id(), &opts).unwrap_err();
+        assert!(matches!(err, ProfilerError::InvalidOptions { .. }), "{err}");
+    }
+}

@@ -1,0 +1,679 @@
+//! Batched, cached symbolization of sampled addresses into interned frames.
+//!
+//! User addresses are normalized per process to (ELF file, file offset) with blazesym's
+//! [`Normalizer`] while the process lives, then symbolized per file with
+//! [`Source::Elf`] and [`Input::FileOffset`]. Our own copy of each process's executable
+//! mappings (read from /proc once when the process is first seen, then kept current by
+//! MMAP2 and FORK records) normalizes what is left after a process has exited, and
+//! addresses of an image it replaced by exec: the files are still on disk, so an exited
+//! worker still symbolizes.
+//!
+//! Records reach us per CPU, so a sample taken after an exec can be read before the
+//! exec's own record. Nothing here depends on that order: an exec only drops the cached
+//! frames of the process, the old image's mappings stay (a newer mapping replaces an
+//! older one where they overlap, by record time), and a live process is normalized
+//! against its current maps first.
+//!
+//! Every result is cached: (pid, address) → frames, (file, offset) → frames, kernel
+//! address → frames. Frames are interned into the caller's [`StackTree`] once and held
+//! as spans of a shared arena, root-most (outermost inline caller) first.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use benchtop_sessions::{FrameId, StackTree};
+use blazesym::normalize::{NormalizeOpts, Normalizer, Reason as NormReason, UserMeta};
+use blazesym::symbolize::source::{Elf, Kernel, Source};
+use blazesym::symbolize::{Input, Sym, Symbolized, Symbolizer};
+use blazesym::{MaybeDefault, Pid};
+
+use crate::procfs;
+use crate::records::Mmap2;
+
+/// How much a symbolizer looks up for each address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum SymbolDetail {
+    /// Function names from DWARF with inlined functions expanded into frames of their
+    /// own (the default; memory-hungry on very large binaries).
+    #[default]
+    Inlined,
+    /// Function names from the ELF symbol tables only: cheaper, no inlined frames.
+    NamesOnly,
+}
+
+/// Cached (pid, address) results per process before the cache is emptied: 16 bytes
+/// of key and span each, plus the table's overhead, so some 40 MB at most.
+const MAX_CACHED_ADDRS_PER_PROCESS: usize = 1 << 20;
+
+/// A run of frames in [`Resolver`]'s arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    start: u32,
+    len: u32,
+}
+
+/// An executable mapping of a process, for normalizing after it exited.
+#[derive(Debug, Clone, Copy)]
+struct Mapping {
+    start: u64,
+    end: u64,
+    pgoff: u64,
+    file: u32,
+    /// perf time of the MMAP2 record; 0 when read from /proc or inherited at fork.
+    since: u64,
+}
+
+#[derive(Debug, Default)]
+struct ProcSyms {
+    /// Adjusted user address → frames.
+    addrs: HashMap<u64, Span>,
+    /// Executable mappings sorted by start, non-overlapping.
+    maps: Vec<Mapping>,
+    /// Maps were read from /proc or inherited from the parent at fork.
+    maps_known: bool,
+    /// Batch number at which the process exited.
+    exited_at: Option<u64>,
+}
+
+impl ProcSyms {
+    /// Adds `m`, replacing the older mappings it overlaps. When a newer mapping already
+    /// overlaps it (its record was read late, from another CPU's buffer), `m` is
+    /// dropped.
+    fn insert_mapping(&mut self, m: Mapping) {
+        let overlaps = |o: &Mapping| o.end > m.start && o.start < m.end;
+        if self.maps.iter().any(|o| overlaps(o) && o.since > m.since) {
+            return;
+        }
+        self.maps.retain(|o| !overlaps(o));
+        let at = self.maps.partition_point(|o| o.start < m.start);
+        self.maps.insert(at, m);
+    }
+
+    fn lookup(&self, addr: u64) -> Option<(u32, u64)> {
+        let i = self.maps.partition_point(|m| m.start <= addr);
+        let m = self.maps.get(i.checked_sub(1)?)?;
+        (addr < m.end).then(|| (m.file, addr - m.start + m.pgoff))
+    }
+}
+
+#[derive(Debug)]
+struct FileEntry {
+    path: PathBuf,
+    /// The file name, for frames that do not resolve: `[libfoo.so+0x1234]`.
+    short: String,
+}
+
+/// The files seen in mappings, interned to small ids.
+#[derive(Debug, Default)]
+struct Files {
+    entries: Vec<FileEntry>,
+    index: HashMap<PathBuf, u32>,
+}
+
+impl Files {
+    fn id(&mut self, path: &Path) -> u32 {
+        if let Some(&id) = self.index.get(path) {
+            return id;
+        }
+        let id = self.entries.len() as u32;
+        let short = path
+            .file_name()
+            .map_or_else(|| path.to_string_lossy(), |n| n.to_string_lossy())
+            .into_owned();
+        self.entries.push(FileEntry {
+            path: path.to_owned(),
+            short,
+        });
+        self.index.insert(path.to_owned(), id);
+        id
+    }
+}
+
+/// Counters describing the resolver's work, for stats.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ResolverCounts {
+    /// Addresses that resolved to no symbol.
+    pub unresolved: u64,
+}
+
+/// The symbolization state of one sampler.
+pub(crate) struct Resolver {
+    normalizer: Normalizer,
+    symbolizer: Symbolizer,
+    detail: SymbolDetail,
+    kernel_source: Source<'static>,
+    procs: HashMap<u32, ProcSyms>,
+    files: Files,
+    by_offset: HashMap<(u32, u64), Span>,
+    kernel: HashMap<u64, Span>,
+    arena: Vec<FrameId>,
+    unknown: Option<Span>,
+    unknown_kernel: Option<Span>,
+    warned_files: Vec<u32>,
+    // Scratch reused across batches.
+    to_symbolize: Vec<(u32, u64, u32, u64)>,
+    offsets: Vec<u64>,
+    line: String,
+    pub warnings: Vec<String>,
+    pub counts: ResolverCounts,
+}
+
+impl std::fmt::Debug for Resolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resolver")
+            .field("procs", &self.procs.len())
+            .field("files", &self.files.entries.len())
+            .field("cached_offsets", &self.by_offset.len())
+            .field("cached_kernel", &self.kernel.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Resolver {
+    pub fn new(detail: SymbolDetail) -> Self {
+        let symbolizer = match detail {
+            SymbolDetail::Inlined => Symbolizer::builder()
+                .enable_code_info(true)
+                .enable_inlined_fns(true)
+                .enable_demangling(true),
+            SymbolDetail::NamesOnly => Symbolizer::builder()
+                .enable_code_info(false)
+                .enable_inlined_fns(false)
+                .enable_demangling(true),
+        }
+        .build();
+        // kallsyms only: a vmlinux search (and its DWARF) costs far more than it adds.
+        let kernel = Kernel {
+            vmlinux: MaybeDefault::None,
+            debug_syms: false,
+            ..Kernel::default()
+        };
+        Resolver {
+            // Build ids are not needed to symbolize on this machine; reading them costs
+            // a file open per mapping per batch.
+            normalizer: Normalizer::builder().enable_build_ids(false).build(),
+            symbolizer,
+            detail,
+            kernel_source: Source::Kernel(kernel),
+            procs: HashMap::new(),
+            files: Files::default(),
+            by_offset: HashMap::new(),
+            kernel: HashMap::new(),
+            arena: Vec::new(),
+            unknown: None,
+            unknown_kernel: None,
+            warned_files: Vec::new(),
+            to_symbolize: Vec::new(),
+            offsets: Vec::new(),
+            line: String::new(),
+            warnings: Vec::new(),
+            counts: ResolverCounts::default(),
+        }
+    }
+
+    /// Frames (root first) of a user address of `pid`, when already resolved.
+    pub fn user(&self, pid: u32, addr: u64) -> Option<&[FrameId]> {
+        let span = *self.procs.get(&pid)?.addrs.get(&addr)?;
+        Some(self.span(span))
+    }
+
+    /// Frames (root first) of a kernel address, when already resolved.
+    pub fn kernel(&self, addr: u64) -> Option<&[FrameId]> {
+        let span = *self.kernel.get(&addr)?;
+        Some(self.span(span))
+    }
+
+    fn span(&self, s: Span) -> &[FrameId] {
+        &self.arena[s.start as usize..(s.start + s.len) as usize]
+    }
+
+    /// Makes sure `pid` has a mapping table: inherited at fork, else read from /proc
+    /// now (once), while the process most likely still runs.
+    pub fn see_process(&mut self, pid: u32) {
+        let known = self.procs.get(&pid).is_some_and(|p| p.maps_known);
+        if known {
+            return;
+        }
+        let mut line = std::mem::take(&mut self.line);
+        let path = PathBuf::from(format!("/proc/{pid}/maps"));
+        let read = procfs::read_into(&path, &mut line).is_ok();
+        let mut maps = Vec::new();
+        if read {
+            for l in line.lines() {
+                if let Some(m) = procfs::parse_maps_line(l) {
+                    let file = self.files.id(Path::new(m.path));
+                    maps.push(Mapping {
+                        start: m.start,
+                        end: m.end,
+                        pgoff: m.offset,
+                        file,
+                        since: 0,
+                    });
+                }
+            }
+        }
+        self.line = line;
+        let proc = self.procs.entry(pid).or_default();
+        proc.maps_known = true;
+        for m in maps {
+            proc.insert_mapping(m);
+        }
+    }
+
+    /// A new executable mapping of `pid` (PERF_RECORD_MMAP2 at perf time `time`).
+    pub fn on_mmap(&mut self, pid: u32, m: &Mmap2<'_>, time: u64) {
+        if !m.filename.starts_with(b"/") {
+            return;
+        }
+        use std::os::unix::ffi::OsStrExt as _;
+        let file = self
+            .files
+            .id(Path::new(std::ffi::OsStr::from_bytes(m.filename)));
+        self.procs.entry(pid).or_default().insert_mapping(Mapping {
+            start: m.addr,
+            end: m.addr.saturating_add(m.len),
+            pgoff: m.pgoff,
+            file,
+            since: time,
+        });
+    }
+
+    /// Parses kallsyms now, so that the first kernel address does not pay for it.
+    pub fn load_kernel_symbols(&mut self) {
+        // Any address loads the whole table; the result does not matter.
+        let probe = [u64::MAX - 0xfff];
+        let _ = self
+            .symbolizer
+            .symbolize(&self.kernel_source, Input::AbsAddr(&probe));
+    }
+
+    /// `child` was forked from `parent`: same address space until it execs.
+    pub fn on_fork(&mut self, parent: u32, child: u32) {
+        self.see_process(parent);
+        let Some(maps) = self
+            .procs
+            .get(&parent)
+            .filter(|p| p.maps_known)
+            .map(|p| p.maps.clone())
+        else {
+            return;
+        };
+        let proc = self.procs.entry(child).or_default();
+        if !proc.maps_known {
+            proc.maps = maps;
+            proc.maps_known = true;
+        }
+    }
+
+    /// `pid` exec'd: addresses now mean something else. Its cached frames go; its old
+    /// mappings stay for samples of the old image read late (see the module docs).
+    pub fn on_exec(&mut self, pid: u32) {
+        let proc = self.procs.entry(pid).or_default();
+        proc.addrs.clear();
+        proc.maps_known = true;
+    }
+
+    /// `pid` exited during batch `batch`.
+    pub fn on_exit(&mut self, pid: u32, batch: u64) {
+        if let Some(p) = self.procs.get_mut(&pid) {
+            p.exited_at.get_or_insert(batch);
+        }
+    }
+
+    /// Forgets processes that exited before batch `before` (by then every ring buffer
+    /// has been read past their last sample), and empties address caches grown past
+    /// their bound: frame-pointer walks through code built without frame pointers
+    /// yield endless garbage "addresses". Real ones come back cheaply from the
+    /// (file, offset) cache, which is bounded by code size.
+    pub fn end_batch(&mut self, before: u64) {
+        self.procs
+            .retain(|_, p| p.exited_at.is_none_or(|at| at >= before));
+        for p in self.procs.values_mut() {
+            if p.addrs.len() > MAX_CACHED_ADDRS_PER_PROCESS {
+                p.addrs = HashMap::new();
+            }
+        }
+    }
+
+    fn unknown_span(&mut self, tree: &mut StackTree) -> Span {
+        if let Some(s) = self.unknown {
+            return s;
+        }
+        let s = push_names(&mut self.arena, tree, ["[unknown]"]);
+        self.unknown = Some(s);
+        s
+    }
+
+    fn unknown_kernel_span(&mut self, tree: &mut StackTree) -> Span {
+        if let Some(s) = self.unknown_kernel {
+            return s;
+        }
+        let s = push_names(&mut self.arena, tree, ["[unknown]_[k]"]);
+        self.unknown_kernel = Some(s);
+        s
+    }
+
+    /// Resolves `user` ((pid, address) pairs) and `kernel` addresses that are not cached
+    /// yet, interning names into `tree`. Both vectors are consumed (left empty).
+    pub fn resolve(
+        &mut self,
+        tree: &mut StackTree,
+        user: &mut Vec<(u32, u64)>,
+        kernel: &mut Vec<u64>,
+    ) {
+        let unknown = self.unknown_span(tree);
+        self.resolve_kernel(tree, kernel);
+
+        user.sort_unstable();
+        user.dedup();
+        let mut to_symbolize = std::mem::take(&mut self.to_symbolize);
+        to_symbolize.clear();
+        let opts = NormalizeOpts {
+            sorted_addrs: true,
+            ..Default::default()
+        };
+        let mut addrs: Vec<u64> = Vec::new();
+        for group in user.chunk_by(|a, b| a.0 == b.0) {
+            let pid = group[0].0;
+            addrs.clear();
+            addrs.extend(group.iter().map(|&(_, a)| a));
+            // Pid 0 would mean "this process" to blazesym; it is never a sampled task.
+            let normalized = if pid == 0 {
+                None
+            } else {
+                self.normalizer
+                    .normalize_user_addrs_opts(Pid::from(pid), &addrs, &opts)
+                    .ok()
+            };
+            let proc = self.procs.entry(pid).or_default();
+            match normalized {
+                Some(out) => {
+                    for (&addr, &(offset, meta)) in addrs.iter().zip(&out.outputs) {
+                        match out.meta.get(meta) {
+                            Some(UserMeta::Elf(elf)) => {
+                                let file = self.files.id(&elf.path);
+                                to_symbolize.push((pid, addr, file, offset));
+                            }
+                            Some(UserMeta::Sym(sym)) => {
+                                // The vDSO: blazesym symbolizes it directly.
+                                let span = push_sym(&mut self.arena, tree, sym, "");
+                                proc.addrs.insert(addr, span);
+                            }
+                            Some(UserMeta::Unknown(u)) if u.reason == NormReason::Unmapped => {
+                                // Mapped after /proc was read, or the process is gone.
+                                match proc.lookup(addr) {
+                                    Some((file, off)) => to_symbolize.push((pid, addr, file, off)),
+                                    None => {
+                                        self.counts.unresolved += 1;
+                                        proc.addrs.insert(addr, unknown);
+                                    }
+                                }
+                            }
+                            _ => {
+                                self.counts.unresolved += 1;
+                                proc.addrs.insert(addr, unknown);
+                            }
+                        }
+                    }
+                }
+                None => {
+                    // The process is gone: use the mappings we kept.
+                    for &addr in &addrs {
+                        match proc.lookup(addr) {
+                            Some((file, off)) => to_symbolize.push((pid, addr, file, off)),
+                            None => {
+                                self.counts.unresolved += 1;
+                                proc.addrs.insert(addr, unknown);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        user.clear();
+
+        // Symbolize the (file, offset) pairs not cached yet, one call per file.
+        to_symbolize.sort_unstable_by_key(|&(_, _, file, off)| (file, off));
+        let mut offsets = std::mem::take(&mut self.offsets);
+        for group in to_symbolize.chunk_by(|a, b| a.2 == b.2) {
+            let file = group[0].2;
+            offsets.clear();
+            offsets.extend(
+                group
+                    .iter()
+                    .map(|e| e.3)
+                    .filter(|off| !self.by_offset.contains_key(&(file, *off))),
+            );
+            offsets.dedup();
+            if !offsets.is_empty() {
+                self.symbolize_file(tree, file, &offsets);
+            }
+            for &(pid, addr, _, off) in group {
+                let span = self.by_offset.get(&(file, off)).copied().unwrap_or(unknown);
+                self.procs.entry(pid).or_default().addrs.insert(addr, span);
+            }
+        }
+        self.offsets = offsets;
+        to_symbolize.clear();
+        self.to_symbolize = to_symbolize;
+    }
+
+    fn symbolize_file(&mut self, tree: &mut StackTree, file: u32, offsets: &[u64]) {
+        let entry = &self.files.entries[file as usize];
+        let mut elf = Elf::new(entry.path.clone());
+        elf.debug_syms = self.detail == SymbolDetail::Inlined;
+        let src = Source::Elf(elf);
+        match self.symbolizer.symbolize(&src, Input::FileOffset(offsets)) {
+            Ok(results) => {
+                for (&off, result) in offsets.iter().zip(&results) {
+                    let span = match result {
+                        Symbolized::Sym(sym) => push_sym(&mut self.arena, tree, sym, ""),
+                        Symbolized::Unknown(_) => {
+                            self.counts.unresolved += 1;
+                            let short = &self.files.entries[file as usize].short;
+                            push_names(&mut self.arena, tree, [&*format!("[{short}+{off:#x}]")])
+                        }
+                    };
+                    self.by_offset.insert((file, off), span);
+                }
+            }
+            Err(err) => {
+                if !self.warned_files.contains(&file) {
+                    self.warned_files.push(file);
+                    self.warnings.push(format!(
+                        "cannot symbolize {}: {err}",
+                        self.files.entries[file as usize].path.display()
+                    ));
+                }
+                for &off in offsets {
+                    self.counts.unresolved += 1;
+                    let short = &self.files.entries[file as usize].short;
+                    let span = push_names(&mut self.arena, tree, [&*format!("[{short}+{off:#x}]")]);
+                    self.by_offset.insert((file, off), span);
+                }
+            }
+        }
+    }
+
+    fn resolve_kernel(&mut self, tree: &mut StackTree, kernel: &mut Vec<u64>) {
+        kernel.sort_unstable();
+        kernel.dedup();
+        kernel.retain(|a| !self.kernel.contains_key(a));
+        if kernel.is_empty() {
+            return;
+        }
+        let unknown = self.unknown_kernel_span(tree);
+        match self
+            .symbolizer
+            .symbolize(&self.kernel_source, Input::AbsAddr(kernel))
+        {
+            Ok(results) => {
+                for (&addr, result) in kernel.iter().zip(&results) {
+                    let span = match result {
+                        Symbolized::Sym(sym) => push_sym(&mut self.arena, tree, sym, "_[k]"),
+                        Symbolized::Unknown(_) => {
+                            self.counts.unresolved += 1;
+                            unknown
+                        }
+                    };
+                    self.kernel.insert(addr, span);
+                }
+            }
+            Err(err) => {
+                if self
+                    .warnings
+                    .iter()
+                    .all(|w| !w.starts_with("kernel symbols"))
+                {
+                    self.warnings
+                        .push(format!("kernel symbols unavailable (kallsyms): {err}"));
+                }
+                for &addr in kernel.iter() {
+                    self.counts.unresolved += 1;
+                    self.kernel.insert(addr, unknown);
+                }
+            }
+        }
+        kernel.clear();
+    }
+}
+
+/// Interns `names` (root first) and appends them to the arena.
+fn push_names<'a>(
+    arena: &mut Vec<FrameId>,
+    tree: &mut StackTree,
+    names: impl IntoIterator<Item = &'a str>,
+) -> Span {
+    let start = arena.len() as u32;
+    arena.extend(names.into_iter().map(|n| tree.intern(n)));
+    Span {
+        start,
+        len: arena.len() as u32 - start,
+    }
+}
+
+/// Interns a symbol and its inlined callees, outermost first, each name followed by
+/// `suffix`.
+fn push_sym(arena: &mut Vec<FrameId>, tree: &mut StackTree, sym: &Sym<'_>, suffix: &str) -> Span {
+    let start = arena.len() as u32;
+    let mut name = String::new();
+    for n in std::iter::once(&sym.name).chain(sym.inlined.iter().map(|i| &i.name)) {
+        let id = if suffix.is_empty() {
+            tree.intern(n)
+        } else {
+            name.clear();
+            name.push_str(n);
+            name.push_str(suffix);
+            tree.intern(&name)
+        };
+        arena.push(id);
+    }
+    Span {
+        start,
+        len: arena.len() as u32 - start,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_mappings_normalize_addresses_to_file_offsets() {
+        let mut p = ProcSyms::default();
+        p.insert_mapping(Mapping {
+            start: 0x1000,
+            end: 0x3000,
+            pgoff: 0x400,
+            file: 1,
+            since: 0,
+        });
+        p.insert_mapping(Mapping {
+            start: 0x8000,
+            end: 0x9000,
+            pgoff: 0,
+            file: 2,
+            since: 0,
+        });
+        assert_eq!(p.lookup(0x1000), Some((1, 0x400)));
+        assert_eq!(p.lookup(0x2fff), Some((1, 0x23ff)));
+        assert_eq!(p.lookup(0x3000), None);
+        assert_eq!(p.lookup(0x8010), Some((2, 0x10)));
+        assert_eq!(p.lookup(0x500), None);
+        // A new mapping over an old range replaces it.
+        p.insert_mapping(Mapping {
+            start: 0x2000,
+            end: 0x4000,
+            pgoff: 0,
+            file: 3,
+            since: 0,
+        });
+        assert_eq!(p.lookup(0x1500), None);
+        assert_eq!(p.lookup(0x2100), Some((3, 0x100)));
+    }
+
+    #[test]
+    fn mappings_follow_record_time_not_reading_order() {
+        let mut r = Resolver::new(SymbolDetail::NamesOnly);
+        let mmap = |addr, name: &'static [u8]| Mmap2 {
+            pid: 9,
+            addr,
+            len: 0x1000,
+            pgoff: 0,
+            prot: 5,
+            filename: name,
+        };
+        r.on_mmap(9, &mmap(0x1000, b"/old/image"), 100);
+        // The new image's mapping (time 300) is read before a late record of the old
+        // image (time 150) at the same place: the newer one stays.
+        r.on_mmap(9, &mmap(0x5000, b"/new/image"), 300);
+        r.on_exec(9);
+        r.on_mmap(9, &mmap(0x5000, b"/old/lib"), 150);
+        let p = &r.procs[&9];
+        let name = |addr| {
+            let (file, _) = p.lookup(addr).unwrap();
+            r.files.entries[file as usize].path.clone()
+        };
+        assert_eq!(name(0x5010), Path::new("/new/image"));
+        // The old image stays for its samples read after the exec.
+        assert_eq!(name(0x1010), Path::new("/old/image"));
+        assert_eq!(p.lookup(0x5010).unwrap().1, 0x10);
+    }
+
+    #[inline(never)]
+    fn symbolize_this_function_by_name() -> usize {
+        symbolize_this_function_by_name as *const () as usize
+    }
+
+    #[test]
+    fn a_live_address_of_this_process_resolves_to_its_function() {
+        let addr = symbolize_this_function_by_name() as u64;
+        let mut tree = StackTree::new();
+        let mut r = Resolver::new(SymbolDetail::NamesOnly);
+        let pid = std::process::id();
+        r.see_process(pid);
+        r.resolve(&mut tree, &mut vec![(pid, addr)], &mut Vec::new());
+        let names: Vec<&str> = r
+            .user(pid, addr)
+            .unwrap()
+            .iter()
+            .map(|&f| tree.name(f))
+            .collect();
+        assert!(
+            names
+                .last()
+                .is_some_and(|n| n.ends_with("symbolize_this_function_by_name")),
+            "{names:?}"
+        );
+        // The same address resolved through our own mappings (as after an exit) agrees.
+        let mut r2 = Resolver::new(SymbolDetail::NamesOnly);
+        r2.see_process(pid);
+        let (file, offset) = r2.procs[&pid].lookup(addr).unwrap();
+        r2.symbolize_file(&mut tree, file, &[offset]);
+        assert_eq!(
+            r2.span(r2.by_offset[&(file, offset)]),
+            r.user(pid, addr).unwrap()
+        );
+    }
+}

@@ -1,0 +1,9 @@
+//! Integration tests of benchtop-profilers against real processes.
+//!
+//! Sampling tests need perf_event_open (paranoid <= 2 for user stacks of our own
+//! children); without it they fail and say what is missing.
+
+mod fixture;
+mod host;
+mod monitor;
+mod sampler;

@@ -1,0 +1,202 @@
+use std::time::{Duration, Instant};
+
+use benchtop_profilers::{ProfilerError, Sampler, SamplerOptions};
+
+use crate::fixture::{BURN_FN, COMM, Fixture, start_sampler, weight_containing};
+
+#[test]
+fn sampling_a_burning_child_finds_its_function_at_the_set_rate() {
+    let mut child = Fixture::spawn("burn", 1000, 2);
+    let sampler = start_sampler(child.pid(), &SamplerOptions::default());
+    child.go();
+    let cpu = child.wait_cpu_time();
+    let finish_started = Instant::now();
+    let profile = sampler.finish().expect("finish");
+    let finish_time = finish_started.elapsed();
+    let folded = profile.cpu.to_folded();
+
+    assert!(folded.contains(BURN_FN), "no {BURN_FN} frame in:\n{folded}");
+    for line in folded.lines() {
+        assert!(
+            line.starts_with(&format!("{COMM};")),
+            "stack not rooted at the process name: {line}"
+        );
+    }
+    let expected = cpu.as_secs_f64() * profile.frequency_hz as f64;
+    let ratio = profile.samples as f64 / expected;
+    assert!(
+        (0.5..=1.5).contains(&ratio),
+        "{} samples for {cpu:?} of CPU at {} Hz: ratio {ratio:.2}",
+        profile.samples,
+        profile.frequency_hz
+    );
+    assert_eq!(profile.cpu.total_weight(), profile.samples);
+    let burning = weight_containing(&folded, BURN_FN);
+    assert!(
+        burning as f64 >= 0.8 * profile.samples as f64,
+        "only {burning} of {} samples in {BURN_FN}:\n{folded}",
+        profile.samples
+    );
+    eprintln!(
+        "{} samples ({ratio:.2} of cpu time x frequency), lost {}, finish {finish_time:?}, \
+         final batch {:?}, all batches {:?}, warnings {:?}",
+        profile.samples,
+        profile.lost,
+        profile.final_batch_time,
+        profile.symbolize_time,
+        profile.warnings
+    );
+}
+
+#[test]
+fn a_child_that_exits_before_finish_still_symbolizes() {
+    let mut child = Fixture::spawn("burn", 300, 1);
+    // No batch runs while the child lives: everything is symbolized after its exit.
+    let mut opts = SamplerOptions::default();
+    opts.batch_interval = Duration::from_secs(3600);
+    let sampler = start_sampler(child.pid(), &opts);
+    child.go();
+    child.wait_cpu_time();
+    assert!(
+        !std::path::Path::new(&format!("/proc/{}", child.pid())).exists(),
+        "the child should be gone"
+    );
+    assert_eq!(sampler.stats().batches, 0);
+    let profile = sampler.finish().expect("finish");
+    let folded = profile.cpu.to_folded();
+    let burning = weight_containing(&folded, BURN_FN);
+    assert!(
+        profile.samples > 50 && burning as f64 >= 0.8 * profile.samples as f64,
+        "{burning} of {} samples in {BURN_FN} after the child exited:\n{folded}",
+        profile.samples
+    );
+    let unknown = weight_containing(&folded, "[unknown]");
+    assert!(
+        (unknown as f64) < 0.05 * profile.samples as f64,
+        "{unknown} samples with unknown frames:\n{folded}"
+    );
+}
+
+#[test]
+fn per_thread_stacks_carry_the_thread_name_second() {
+    let mut child = Fixture::spawn("burn", 300, 2);
+    let mut opts = SamplerOptions::default();
+    opts.per_thread = true;
+    let sampler = start_sampler(child.pid(), &opts);
+    child.go();
+    child.wait_cpu_time();
+    let folded = sampler.finish().expect("finish").cpu.to_folded();
+    for thread in ["burner-0", "burner-1"] {
+        let prefix = format!("{COMM};{thread};");
+        assert!(
+            folded
+                .lines()
+                .any(|l| l.starts_with(&prefix) && l.contains(BURN_FN)),
+            "no stack of {thread} under {prefix}:\n{folded}"
+        );
+    }
+}
+
+#[test]
+fn kernel_frames_are_suffixed_when_permitted_and_explained_when_not() {
+    let mut child = Fixture::spawn("syscalls", 400, 1);
+    let sampler = start_sampler(child.pid(), &SamplerOptions::default());
+    let kernel = sampler.kernel_frames();
+    let warnings = sampler.warnings().to_vec();
+    child.go();
+    child.wait_cpu_time();
+    let profile = sampler.finish().expect("finish");
+    let folded = profile.cpu.to_folded();
+    assert!(
+        folded.contains("profilers_fixture_syscalls"),
+        "no syscall loop frame:\n{folded}"
+    );
+    if kernel {
+        let in_kernel = weight_containing(&folded, "_[k]");
+        assert!(
+            in_kernel as f64 > 0.3 * profile.samples as f64,
+            "{in_kernel} of {} samples with kernel frames:\n{folded}",
+            profile.samples
+        );
+        // Kernel frames sit below (after) the user frames that entered the kernel.
+        for line in folded.lines().filter(|l| l.contains("_[k]")) {
+            let stack = line.rsplit_once(' ').map_or(line, |(s, _)| s);
+            let first_k = stack.find("_[k]").unwrap_or(0);
+            assert!(
+                !stack[first_k..]
+                    .split(';')
+                    .skip(1)
+                    .any(|f| !f.ends_with("_[k]")),
+                "user frame below a kernel frame: {line}"
+            );
+        }
+    } else {
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("kernel frames excluded") && w.contains("perf_event_paranoid")),
+            "kernel frames off without a reason: {warnings:?}"
+        );
+        assert!(!folded.contains("_[k]"));
+    }
+}
+
+#[test]
+fn starting_on_a_pid_that_does_not_exist_is_a_clear_error() {
+    let mut gone = std::process::Command::new("true")
+        .spawn()
+        .expect("spawn true");
+    let pid = gone.id();
+    gone.wait().expect("wait for true");
+    let err = Sampler::start(pid, &SamplerOptions::default()).unwrap_err();
+    assert!(
+        matches!(err, ProfilerError::ProcessNotFound { pid: p } if p == pid),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains(&pid.to_string()), "{err}");
+}
+
+#[test]
+fn dropping_a_sampler_without_finish_stops_its_thread() {
+    let mut child = Fixture::spawn("burn", 300, 1);
+    let sampler = start_sampler(child.pid(), &SamplerOptions::default());
+    child.go();
+    std::thread::sleep(Duration::from_millis(100));
+    let threads_named = || {
+        std::fs::read_dir("/proc/self/task")
+            .expect("read /proc/self/task")
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .filter(|c| c.trim() == "benchtop-sample")
+            .count()
+    };
+    assert!(threads_named() >= 1, "the sampler thread should be running");
+    // Drop joins the thread: returning at all means it ended.
+    let started = Instant::now();
+    drop(sampler);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "drop took {:?}",
+        started.elapsed()
+    );
+    child.wait_cpu_time();
+}
+
+#[test]
+fn live_stats_count_samples_and_batches_while_running() {
+    let mut child = Fixture::spawn("burn", 5000, 1);
+    let sampler = start_sampler(child.pid(), &SamplerOptions::default());
+    child.go();
+    // The first batch loads the binary's debug info: slow in an unoptimized test build.
+    let deadline = Instant::now() + Duration::from_secs(4);
+    let mut mid = sampler.stats();
+    while mid.batches == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        mid = sampler.stats();
+    }
+    let profile = sampler.finish().expect("finish");
+    drop(child);
+    assert!(mid.samples > 0, "no samples counted while running: {mid:?}");
+    assert!(mid.batches >= 1, "no batch ran while running: {mid:?}");
+    assert!(mid.samples <= profile.samples);
+    assert!(profile.cpu.to_folded().contains(BURN_FN));
+}

@@ -1,0 +1,802 @@
+//! The session directory: written incrementally while a run goes on, loaded and checked
+//! afterwards. docs/session-format.md is the specification.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::{self, Write as _};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use hdrhistogram::Histogram;
+
+use crate::hlog::{self, HlogInterval, HlogWriter};
+use crate::stacks::NodeId;
+use crate::{SCHEMA_VERSION, SessionError, SessionMeta, StackTree, Status, TimeseriesRow, flame};
+
+/// The session metadata file.
+pub const SESSION_FILE: &str = "session.json";
+/// One JSON row per interval.
+pub const TIMESERIES_FILE: &str = "timeseries.jsonl";
+/// HdrHistogram interval log of the latencies.
+pub const LATENCY_FILE: &str = "latency.hlog";
+/// What the workload printed.
+pub const WORKER_LOG_FILE: &str = "worker.log";
+
+/// Which stacks a folded file and its flamegraph hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StackKind {
+    /// On-CPU samples: cpu.folded and cpu.svg, weights in samples.
+    Cpu,
+    /// Off-CPU (blocked) time: offcpu.folded and offcpu.svg, weights in microseconds.
+    OffCpu,
+}
+
+impl StackKind {
+    /// The folded file in the session directory.
+    pub fn folded_file(self) -> &'static str {
+        match self {
+            StackKind::Cpu => "cpu.folded",
+            StackKind::OffCpu => "offcpu.folded",
+        }
+    }
+
+    /// The flamegraph SVG in the session directory.
+    pub fn svg_file(self) -> &'static str {
+        match self {
+            StackKind::Cpu => "cpu.svg",
+            StackKind::OffCpu => "offcpu.svg",
+        }
+    }
+
+    /// What the weights count.
+    pub fn count_name(self) -> &'static str {
+        match self {
+            StackKind::Cpu => "samples",
+            StackKind::OffCpu => "µs",
+        }
+    }
+}
+
+/// Records a session directory while a run goes on.
+///
+/// Every append reaches the file before it returns, whole lines at a time, and session.json is
+/// only ever replaced atomically: a recorder killed at any moment leaves a directory that
+/// [`Session::load`] reads as [`Status::Crashed`] with everything up to the last interval.
+#[derive(Debug)]
+pub struct SessionWriter {
+    dir: PathBuf,
+    meta: SessionMeta,
+    start_time: SystemTime,
+    timeseries: Option<File>,
+    latency: Option<HlogWriter>,
+    worker_log: Option<File>,
+    row: Vec<u8>,
+}
+
+impl SessionWriter {
+    /// Creates `dir` (and its parents) and writes session.json with `meta` as
+    /// [`Status::Running`] at [`SCHEMA_VERSION`]. Refuses a directory that already holds a
+    /// session, and a `started_at` that is not RFC 3339 (latency.hlog is timed from it).
+    pub fn create(dir: &Path, mut meta: SessionMeta) -> Result<Self, SessionError> {
+        let start_time = humantime::parse_rfc3339_weak(&meta.started_at).map_err(|e| {
+            SessionError::InvalidMeta {
+                path: dir.join(SESSION_FILE),
+                reason: format!(
+                    "started_at {:?} is not an RFC 3339 time: {e}",
+                    meta.started_at
+                ),
+            }
+        })?;
+        fs::create_dir_all(dir).map_err(|e| SessionError::io(dir, e))?;
+        let meta_path = dir.join(SESSION_FILE);
+        if meta_path
+            .try_exists()
+            .map_err(|e| SessionError::io(&meta_path, e))?
+        {
+            return Err(SessionError::AlreadyExists { path: dir.into() });
+        }
+        meta.schema_version = SCHEMA_VERSION;
+        meta.status = Status::Running;
+        let writer = SessionWriter {
+            dir: dir.into(),
+            meta,
+            start_time,
+            timeseries: None,
+            latency: None,
+            worker_log: None,
+            row: Vec::new(),
+        };
+        writer.write_meta()?;
+        Ok(writer)
+    }
+
+    /// The session directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The metadata as last written.
+    pub fn meta(&self) -> &SessionMeta {
+        &self.meta
+    }
+
+    /// Changes the metadata and rewrites session.json atomically. The schema version stays
+    /// [`SCHEMA_VERSION`].
+    pub fn update_meta(&mut self, f: impl FnOnce(&mut SessionMeta)) -> Result<(), SessionError> {
+        f(&mut self.meta);
+        self.meta.schema_version = SCHEMA_VERSION;
+        self.write_meta()
+    }
+
+    /// Appends one row to timeseries.jsonl.
+    pub fn append_row(&mut self, row: &TimeseriesRow) -> Result<(), SessionError> {
+        self.row.clear();
+        serde_json::to_writer(&mut self.row, row)
+            .map_err(|e| SessionError::io(self.dir.join(TIMESERIES_FILE), e.into()))?;
+        self.row.push(b'\n');
+        let file = open_append(&mut self.timeseries, &self.dir, TIMESERIES_FILE)?;
+        file.write_all(&self.row)
+            .map_err(|e| SessionError::io(self.dir.join(TIMESERIES_FILE), e))
+    }
+
+    /// Appends one interval of the metric `tag` to latency.hlog (see [`HlogWriter::append`]);
+    /// the log is timed from the session's `started_at`.
+    pub fn append_latency(
+        &mut self,
+        tag: &str,
+        start_offset_s: f64,
+        length_s: f64,
+        histogram: &Histogram<u64>,
+    ) -> Result<(), SessionError> {
+        let writer = match self.latency.take() {
+            Some(writer) => writer,
+            None => HlogWriter::create(&self.dir.join(LATENCY_FILE), self.start_time)?,
+        };
+        self.latency
+            .insert(writer)
+            .append(tag, start_offset_s, length_s, histogram)
+    }
+
+    /// Appends what the workload printed to worker.log.
+    pub fn append_worker_log(&mut self, bytes: &[u8]) -> Result<(), SessionError> {
+        let file = open_append(&mut self.worker_log, &self.dir, WORKER_LOG_FILE)?;
+        file.write_all(bytes)
+            .map_err(|e| SessionError::io(self.dir.join(WORKER_LOG_FILE), e))
+    }
+
+    /// Writes the folded stacks of `kind` and their flamegraph titled `title`, each replacing
+    /// any earlier version atomically.
+    pub fn write_stacks(
+        &mut self,
+        kind: StackKind,
+        tree: &StackTree,
+        title: &str,
+    ) -> Result<(), SessionError> {
+        let mut svg = Vec::new();
+        flame::write_flamegraph_svg(tree, title, kind.count_name(), &mut svg)?;
+        write_atomically(
+            &self.dir.join(kind.folded_file()),
+            tree.to_folded().as_bytes(),
+        )?;
+        write_atomically(&self.dir.join(kind.svg_file()), &svg)
+    }
+
+    /// Ends the recording: syncs every file and rewrites session.json with `status` and
+    /// `ended_at` (RFC 3339). Returns the session directory.
+    pub fn finish(mut self, status: Status, ended_at: String) -> Result<PathBuf, SessionError> {
+        for (file, name) in [
+            (&self.timeseries, TIMESERIES_FILE),
+            (&self.worker_log, WORKER_LOG_FILE),
+        ] {
+            if let Some(file) = file {
+                file.sync_all()
+                    .map_err(|e| SessionError::io(self.dir.join(name), e))?;
+            }
+        }
+        if let Some(latency) = &self.latency {
+            latency.sync()?;
+        }
+        self.meta.status = status;
+        self.meta.ended_at = Some(ended_at);
+        self.write_meta()?;
+        Ok(self.dir)
+    }
+
+    fn write_meta(&self) -> Result<(), SessionError> {
+        let path = self.dir.join(SESSION_FILE);
+        let mut json =
+            serde_json::to_vec_pretty(&self.meta).map_err(|e| SessionError::io(&path, e.into()))?;
+        json.push(b'\n');
+        write_atomically(&path, &json)
+    }
+}
+
+/// The file in `slot`, opened for appending on first use.
+fn open_append<'a>(
+    slot: &'a mut Option<File>,
+    dir: &Path,
+    name: &str,
+) -> Result<&'a mut File, SessionError> {
+    let file = match slot.take() {
+        Some(file) => file,
+        None => {
+            let path = dir.join(name);
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(|e| SessionError::io(&path, e))?
+        }
+    };
+    Ok(slot.insert(file))
+}
+
+/// Replaces `path` with `bytes`: writes `<path>.tmp` beside it, syncs it, renames it over
+/// `path`, then syncs the directory so the rename itself is durable.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let written = File::create(&tmp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+        .map_err(|e| SessionError::io(&tmp, e))
+        .and_then(|()| fs::rename(&tmp, path).map_err(|e| SessionError::io(path, e)));
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+        return written;
+    }
+    // Best effort: some file systems refuse to sync a directory; the data is written anyway.
+    if let Some(dir) = path.parent().and_then(|d| File::open(d).ok()) {
+        let _ = dir.sync_all();
+    }
+    Ok(())
+}
+
+/// A recorded session, loaded and checked.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Session {
+    /// The session directory.
+    pub dir: PathBuf,
+    /// session.json; a recording that never finished has status [`Status::Crashed`].
+    pub meta: SessionMeta,
+    /// timeseries.jsonl, in file order.
+    pub rows: Vec<TimeseriesRow>,
+    /// latency.hlog, in file order.
+    pub latency: Vec<HlogInterval>,
+    /// cpu.folded.
+    pub cpu: Option<StackTree>,
+    /// offcpu.folded.
+    pub offcpu: Option<StackTree>,
+    /// What loading found wrong but could read past: incomplete last lines, a recording cut
+    /// off. The recorder's own warnings are in `meta.warnings`.
+    pub warnings: Vec<String>,
+}
+
+impl Session {
+    /// Loads and checks the session in `dir`.
+    ///
+    /// A directory without session.json is [`SessionError::NotASession`]; a newer schema is
+    /// [`SessionError::UnsupportedSchema`]; any file that does not parse is
+    /// [`SessionError::Corrupt`] naming it and the line. The incomplete last line a killed
+    /// recorder leaves in timeseries.jsonl or latency.hlog is dropped with a warning.
+    /// latency.hlog, timeseries.jsonl and the folded files are optional.
+    pub fn load(dir: &Path) -> Result<Session, SessionError> {
+        let meta_path = dir.join(SESSION_FILE);
+        let Some(bytes) = read_optional(&meta_path)? else {
+            return Err(SessionError::NotASession { path: dir.into() });
+        };
+        let mut meta = parse_meta(&bytes, &meta_path)?;
+        let mut warnings = Vec::new();
+        if meta.status == Status::Running {
+            meta.status = Status::Crashed;
+            warnings.push(
+                "session.json still says \"running\": the recorder was cut off before it \
+                 finished, so the session is reported as crashed"
+                    .to_owned(),
+            );
+        }
+
+        let path = dir.join(TIMESERIES_FILE);
+        let rows = match read_optional(&path)? {
+            Some(bytes) => parse_rows(&bytes, &path, &mut warnings)?,
+            None => Vec::new(),
+        };
+
+        let path = dir.join(LATENCY_FILE);
+        let latency = match read_optional(&path)? {
+            Some(bytes) => {
+                let log = hlog::parse_hlog(&bytes, &path)?;
+                warnings.extend(log.warnings);
+                log.intervals
+            }
+            None => Vec::new(),
+        };
+
+        let stacks = |kind: StackKind| -> Result<Option<StackTree>, SessionError> {
+            let path = dir.join(kind.folded_file());
+            read_optional(&path)?
+                .map(|bytes| StackTree::read_folded(&bytes[..], &path.display().to_string()))
+                .transpose()
+        };
+        Ok(Session {
+            dir: dir.into(),
+            meta,
+            rows,
+            latency,
+            cpu: stacks(StackKind::Cpu)?,
+            offcpu: stacks(StackKind::OffCpu)?,
+            warnings,
+        })
+    }
+
+    /// What `benchtop show DIR` prints: the run, its host and sampling, the workload's
+    /// figures, latency percentiles per metric over the whole run, resources, the hottest
+    /// on-CPU frames and every warning.
+    pub fn summary_text(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = self.write_summary(&mut out);
+        out
+    }
+
+    fn write_summary(&self, out: &mut String) -> fmt::Result {
+        let m = &self.meta;
+        writeln!(out, "id        {}", m.id)?;
+        if m.name != m.id {
+            writeln!(out, "name      {}", m.name)?;
+        }
+        write!(out, "workload  {}", m.workload.name)?;
+        for (k, v) in &m.workload.params {
+            match v {
+                serde_json::Value::String(s) => write!(out, " {k}={s}")?,
+                v => write!(out, " {k}={v}")?,
+            }
+        }
+        writeln!(out)?;
+        if !m.command_line.is_empty() {
+            writeln!(out, "command   {}", m.command_line.join(" "))?;
+        }
+        let h = &m.host;
+        write!(out, "host      {}", or_unknown(&h.hostname))?;
+        if !h.cpu_model.is_empty() {
+            write!(out, ", {}", h.cpu_model)?;
+        }
+        write!(out, ", {} cores", h.cores)?;
+        if h.memory_bytes > 0 {
+            write!(out, ", {} RAM", Bytes(h.memory_bytes))?;
+        }
+        if !h.kernel.is_empty() {
+            write!(out, ", Linux {}", h.kernel)?;
+        }
+        writeln!(out)?;
+        if !m.benchtop_version.is_empty() {
+            writeln!(out, "benchtop  {}", m.benchtop_version)?;
+        }
+        write!(out, "status    {}", m.status)?;
+        if let Some(exit) = &m.worker.exit {
+            write!(out, " (worker: {exit})")?;
+        }
+        writeln!(out)?;
+        writeln!(out, "started   {}", m.started_at)?;
+        writeln!(out, "ended     {}", m.ended_at.as_deref().unwrap_or("-"))?;
+        if let Some(d) = self.duration() {
+            let ms = Duration::from_millis(d.as_millis().try_into().unwrap_or(u64::MAX));
+            writeln!(out, "duration  {}", humantime::format_duration(ms))?;
+        }
+        let s = &m.sampling;
+        if s.enabled {
+            write!(
+                out,
+                "sampling  {} at {} Hz: {} samples, {} lost, kernel frames {}",
+                s.event,
+                s.frequency_hz,
+                s.samples,
+                s.lost,
+                if s.kernel_frames { "on" } else { "off" }
+            )?;
+            match &s.reason {
+                Some(reason) => writeln!(out, " ({reason})")?,
+                None => writeln!(out)?,
+            }
+        } else {
+            let reason = s.reason.as_deref().unwrap_or("not requested");
+            writeln!(out, "sampling  off: {reason}")?;
+        }
+
+        if !m.summary.is_empty() {
+            writeln!(out, "\nsummary")?;
+            for f in &m.summary {
+                write!(out, "  {}: {}", f.name, f.value)?;
+                if !f.unit.is_empty() {
+                    write!(out, " {}", f.unit)?;
+                }
+                writeln!(out)?;
+            }
+        }
+
+        let mut notes = Vec::new();
+        let merged = self.merged_latency(&mut notes);
+        if !merged.is_empty() {
+            writeln!(out, "\nlatency ({LATENCY_FILE}, whole run)")?;
+            let width = merged.keys().map(|t| t.len()).max().unwrap_or(0).max(6);
+            writeln!(
+                out,
+                "  {:<width$} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+                "metric", "count", "p50", "p90", "p99", "p99.9", "max"
+            )?;
+            for (tag, h) in &merged {
+                let q = |q| Nanos(h.value_at_quantile(q)).to_string();
+                writeln!(
+                    out,
+                    "  {:<width$} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+                    if tag.is_empty() { "(untagged)" } else { tag },
+                    h.len(),
+                    q(0.5),
+                    q(0.9),
+                    q(0.99),
+                    q(0.999),
+                    Nanos(h.max()).to_string(),
+                )?;
+            }
+        }
+
+        let resources = self.rows.iter().filter_map(|r| r.resources.as_ref());
+        let (peak_rss, max_threads) = resources.fold((None, None), |(rss, threads), r| {
+            let rss_now = r.peak_rss_bytes.max(r.rss_bytes);
+            (
+                Some(rss.map_or(rss_now, |v: u64| v.max(rss_now))),
+                Some(threads.map_or(r.threads, |v: u32| v.max(r.threads))),
+            )
+        });
+        if let (Some(rss), Some(threads)) = (peak_rss, max_threads) {
+            writeln!(out, "\nresources")?;
+            writeln!(out, "  peak RSS     {}", Bytes(rss))?;
+            writeln!(out, "  max threads  {threads}")?;
+        }
+
+        if let Some(cpu) = self.cpu.as_ref().filter(|t| !t.is_empty()) {
+            writeln!(
+                out,
+                "\nhottest frames (self samples, {})",
+                StackKind::Cpu.folded_file()
+            )?;
+            for (name, weight) in hottest_frames(cpu, 5) {
+                let share = weight as f64 * 100.0 / cpu.total_weight() as f64;
+                writeln!(out, "  {share:5.1}%  {name}")?;
+            }
+        }
+
+        let warnings: Vec<&str> = m
+            .warnings
+            .iter()
+            .chain(&self.warnings)
+            .chain(&notes)
+            .map(String::as_str)
+            .collect();
+        if !warnings.is_empty() {
+            writeln!(out, "\nwarnings")?;
+            for w in warnings {
+                writeln!(out, "  - {w}")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// From started_at to ended_at, or to the end of the last row when the run never ended.
+    fn duration(&self) -> Option<Duration> {
+        let start = humantime::parse_rfc3339_weak(&self.meta.started_at).ok();
+        let end = self
+            .meta
+            .ended_at
+            .as_deref()
+            .and_then(|e| humantime::parse_rfc3339_weak(e).ok());
+        match (start, end) {
+            (Some(start), Some(end)) => end.duration_since(start).ok(),
+            _ => self
+                .rows
+                .last()
+                .and_then(|r| Duration::try_from_secs_f64(r.t_s).ok()),
+        }
+    }
+
+    /// The intervals of latency.hlog merged per metric; merge failures go to `notes`.
+    fn merged_latency(&self, notes: &mut Vec<String>) -> BTreeMap<&str, Histogram<u64>> {
+        let mut merged: BTreeMap<&str, Histogram<u64>> = BTreeMap::new();
+        for interval in &self.latency {
+            match merged.get_mut(interval.tag.as_str()) {
+                Some(total) => {
+                    if let Err(e) = total.add(&interval.histogram) {
+                        notes.push(format!(
+                            "{LATENCY_FILE}: an interval of {:?} at {:.3} s cannot be merged: {e}",
+                            interval.tag, interval.start_offset_s
+                        ));
+                    }
+                }
+                None => {
+                    let mut total = interval.histogram.clone();
+                    total.auto(true);
+                    merged.insert(&interval.tag, total);
+                }
+            }
+        }
+        merged.retain(|_, h| !h.is_empty());
+        merged
+    }
+}
+
+/// The `n` frames with the largest self weight, largest first.
+fn hottest_frames(tree: &StackTree, n: usize) -> Vec<(&str, u64)> {
+    let mut by_frame = HashMap::new();
+    for id in 1..tree.node_count() {
+        let node = tree.node(NodeId(id as u32));
+        if node.self_weight > 0 {
+            *by_frame.entry(node.frame).or_insert(0u64) += node.self_weight;
+        }
+    }
+    let mut frames: Vec<(&str, u64)> = by_frame
+        .into_iter()
+        .map(|(frame, weight)| (tree.name(frame), weight))
+        .collect();
+    frames.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    frames.truncate(n);
+    frames
+}
+
+fn or_unknown(s: &str) -> &str {
+    if s.is_empty() { "unknown" } else { s }
+}
+
+/// Three significant digits and a unit.
+fn three_digits(f: &mut fmt::Formatter<'_>, value: f64, unit: &str) -> fmt::Result {
+    let decimals = if value < 10.0 {
+        2
+    } else if value < 100.0 {
+        1
+    } else {
+        0
+    };
+    write!(f, "{value:.decimals$} {unit}")
+}
+
+/// Nanoseconds for people: `850 ns`, `1.23 µs`, `4.50 ms`, `2.10 s`.
+struct Nanos(u64);
+
+impl fmt::Display for Nanos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ns = self.0 as f64;
+        match self.0 {
+            0..1_000 => write!(f, "{} ns", self.0),
+            1_000..1_000_000 => three_digits(f, ns / 1e3, "µs"),
+            1_000_000..1_000_000_000 => three_digits(f, ns / 1e6, "ms"),
+            _ => three_digits(f, ns / 1e9, "s"),
+        }
+    }
+}
+
+/// Bytes for people, in binary units.
+struct Bytes(u64);
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+        if self.0 < 1024 {
+            return write!(f, "{} B", self.0);
+        }
+        let mut value = self.0 as f64 / 1024.0;
+        let mut unit = 0;
+        while value >= 1024.0 && unit + 1 < UNITS.len() {
+            value /= 1024.0;
+            unit += 1;
+        }
+        three_digits(f, value, UNITS[unit])
+    }
+}
+
+/// The content of a file that may be absent.
+fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, SessionError> {
+    match fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(SessionError::io(path, e)),
+    }
+}
+
+/// session.json: checks the schema version before reading the fields, so a newer schema is
+/// refused as such rather than as corrupt.
+fn parse_meta(bytes: &[u8], path: &Path) -> Result<SessionMeta, SessionError> {
+    let corrupt = |reason: String| SessionError::Corrupt {
+        path: path.into(),
+        reason,
+    };
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| corrupt(json_reason(&e, e.line())))?;
+    match value
+        .get("schema_version")
+        .and_then(serde_json::Value::as_u64)
+    {
+        None => Err(corrupt(
+            "not a benchtop session.json: no numeric \"schema_version\"".into(),
+        )),
+        Some(0) => Err(corrupt("schema_version 0 does not exist".into())),
+        Some(v) if v > u64::from(SCHEMA_VERSION) => Err(SessionError::UnsupportedSchema {
+            path: path.into(),
+            found: u32::try_from(v).unwrap_or(u32::MAX),
+            supported: SCHEMA_VERSION,
+        }),
+        // Parse the bytes again rather than the Value, for line numbers in errors.
+        Some(_) => serde_json::from_slice(bytes).map_err(|e| corrupt(json_reason(&e, e.line()))),
+    }
+}
+
+/// timeseries.jsonl. Blank lines are skipped; an unterminated last line that does not parse
+/// is what a killed recorder leaves: dropped with a warning.
+fn parse_rows(
+    bytes: &[u8],
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<TimeseriesRow>, SessionError> {
+    let mut rows = Vec::new();
+    for (i, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
+        if line.trim_ascii().is_empty() {
+            continue;
+        }
+        match serde_json::from_slice(line) {
+            Ok(row) => rows.push(row),
+            Err(e) if !line.ends_with(b"\n") => warnings.push(format!(
+                "{}: line {} is incomplete ({}); the recorder was cut off while writing it, \
+                 so it was dropped",
+                path.display(),
+                i + 1,
+                json_reason(&e, 0)
+            )),
+            Err(e) => {
+                return Err(SessionError::Corrupt {
+                    path: path.into(),
+                    reason: json_reason(&e, i + 1),
+                });
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// serde_json's message with the position as `line N, column C: …`, the line being `line`
+/// (0 leaves it out).
+fn json_reason(e: &serde_json::Error, line: usize) -> String {
+    let text = e.to_string();
+    let message = text
+        .rsplit_once(" at line ")
+        .map_or(text.as_str(), |(message, _)| message);
+    match line {
+        0 => format!("column {}: {message}", e.column()),
+        line => format!("line {line}, column {}: {message}", e.column()),
+    }
+}
+
+/// `YYYYmmdd-HHMMSS-<workload>` in UTC, the default directory name of a session. Characters
+/// other than ASCII letters, digits, `.`, `_` and `-` in the workload become `-`.
+pub fn new_session_id(workload: &str, now: SystemTime) -> String {
+    let stamp = humantime::format_rfc3339_seconds(clamp_time(now)).to_string();
+    let digits: String = stamp.chars().filter(char::is_ascii_digit).collect();
+    let (date, time) = digits.split_at_checked(8).unwrap_or((&digits, ""));
+    let workload: String = workload
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '_' | '-' => c,
+            _ => '-',
+        })
+        .collect();
+    format!("{date}-{time}-{workload}")
+}
+
+/// `now` in RFC 3339 UTC with milliseconds, as session.json stores times.
+pub fn rfc3339(now: SystemTime) -> String {
+    humantime::format_rfc3339_millis(clamp_time(now)).to_string()
+}
+
+/// The range RFC 3339 can write: from the epoch to the end of year 9999 (humantime panics
+/// or fails outside it).
+pub(crate) fn clamp_time(t: SystemTime) -> SystemTime {
+    const LAST_SECOND: u64 = 253_402_300_799;
+    t.clamp(UNIX_EPOCH, UNIX_EPOCH + Duration::from_secs(LAST_SECOND))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meta::{Figure, HostInfo, WorkloadInfo};
+
+    fn meta() -> SessionMeta {
+        SessionMeta::new(
+            "20240501-120000-ring",
+            WorkloadInfo::new("ring", BTreeMap::from([("workers".into(), 4.into())])),
+            HostInfo::default(),
+            "2024-05-01T12:00:00.000Z",
+        )
+    }
+
+    #[test]
+    fn session_ids_are_utc_stamps_and_a_clean_workload_name() {
+        let t = UNIX_EPOCH + Duration::from_secs(1_714_564_805);
+        assert_eq!(new_session_id("ring", t), "20240501-120005-ring");
+        assert_eq!(new_session_id("run ./a/b", t), "20240501-120005-run-.-a-b");
+        assert_eq!(rfc3339(t), "2024-05-01T12:00:05.000Z");
+    }
+
+    #[test]
+    fn times_outside_what_rfc3339_can_write_are_clamped_not_a_panic() {
+        let before = UNIX_EPOCH - Duration::from_secs(10);
+        assert_eq!(new_session_id("x", before), "19700101-000000-x");
+        let after = UNIX_EPOCH + Duration::from_secs(400_000_000_000);
+        assert!(rfc3339(after).starts_with("9999-12-31T23:59:59"));
+    }
+
+    #[test]
+    fn human_units_keep_three_significant_digits() {
+        assert_eq!(Nanos(850).to_string(), "850 ns");
+        assert_eq!(Nanos(1_234).to_string(), "1.23 µs");
+        assert_eq!(Nanos(45_600).to_string(), "45.6 µs");
+        assert_eq!(Nanos(4_500_000).to_string(), "4.50 ms");
+        assert_eq!(Nanos(2_100_000_000).to_string(), "2.10 s");
+        assert_eq!(Bytes(512).to_string(), "512 B");
+        assert_eq!(Bytes(3 << 20).to_string(), "3.00 MiB");
+    }
+
+    #[test]
+    fn update_meta_rewrites_session_json_and_keeps_the_schema_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = SessionWriter::create(&dir.path().join("s"), meta()).unwrap();
+        w.update_meta(|m| {
+            m.schema_version = 99;
+            m.summary.push(Figure::new("msgs/s", 12.5, "msg/s"));
+        })
+        .unwrap();
+        let text = fs::read_to_string(w.dir().join(SESSION_FILE)).unwrap();
+        let back: SessionMeta = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.schema_version, SCHEMA_VERSION);
+        assert_eq!(back.summary, w.meta().summary);
+        assert!(!w.dir().join("session.json.tmp").exists());
+    }
+
+    #[test]
+    fn a_started_at_that_is_not_rfc3339_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut m = meta();
+        m.started_at = "yesterday".into();
+        let err = SessionWriter::create(dir.path(), m).unwrap_err();
+        assert!(matches!(err, SessionError::InvalidMeta { .. }), "{err}");
+    }
+
+    #[test]
+    fn json_errors_name_the_line_of_the_file() {
+        let mut warnings = Vec::new();
+        let err = parse_rows(
+            b"{\"t_s\":1,\"interval_s\":1}\n{oops}\n",
+            Path::new("ts"),
+            &mut warnings,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.starts_with("ts: corrupt: line 2, column 2: "), "{err}");
+    }
+
+    #[test]
+    fn the_hottest_frames_sum_self_weight_over_every_path() {
+        let mut t = StackTree::new();
+        t.add_names(["main", "a", "memcpy"], 3);
+        t.add_names(["main", "b", "memcpy"], 2);
+        t.add_names(["main", "b"], 4);
+        t.add_names(["main", "c"], 1);
+        assert_eq!(hottest_frames(&t, 2), vec![("memcpy", 5), ("b", 4)]);
+    }
+}

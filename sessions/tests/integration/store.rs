@@ -1,0 +1,371 @@
+//! Writing a session directory and loading it back.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+
+use benchtop_sessions::{Session, SessionError, SessionWriter, StackKind, StackTree, Status};
+
+use crate::{histogram, meta, row};
+
+fn cpu_tree() -> StackTree {
+    let mut t = StackTree::new();
+    t.add_names(["main", "ring::run", "ring::hop"], 60);
+    t.add_names(["main", "ring::run", "memcpy"], 25);
+    t.add_names(["main", "ring::run"], 10);
+    t.add_names(["main", "alloc", "memcpy"], 5);
+    t
+}
+
+/// A finished session with three rows, two metrics of latency and both kinds of stacks.
+fn write_complete(dir: &Path) -> SessionWriter {
+    let mut w = SessionWriter::create(dir, meta("20240501-120000-ring")).unwrap();
+    for i in 1..=3 {
+        w.append_row(&row(i as f64, i * 1000, i * (10 << 20), 3 + i as u32))
+            .unwrap();
+        let t = (i - 1) as f64;
+        w.append_latency("rtt", t, 1.0, &histogram(&[1_000, 1_500, 2_000_000]))
+            .unwrap();
+        w.append_latency("ask", t, 1.0, &histogram(&[50_000]))
+            .unwrap();
+    }
+    w.append_worker_log(b"ring: 3000 messages\n").unwrap();
+    w.write_stacks(StackKind::Cpu, &cpu_tree(), "ring: on-CPU")
+        .unwrap();
+    let mut off = StackTree::new();
+    off.add_names(["main", "futex_wait"], 1_500);
+    w.write_stacks(StackKind::OffCpu, &off, "ring: off-CPU")
+        .unwrap();
+    w
+}
+
+#[test]
+fn session_json_round_trips_through_the_writer_and_the_loader() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("a/b/s");
+    let w = SessionWriter::create(&dir, meta("20240501-120000-ring")).unwrap();
+    assert_eq!(w.meta().status, Status::Running);
+    let path = w
+        .finish(Status::Stopped, "2024-05-01T12:00:03.500Z".into())
+        .unwrap();
+    assert_eq!(path, dir);
+
+    let loaded = Session::load(&dir).unwrap();
+    let mut expected = meta("20240501-120000-ring");
+    expected.status = Status::Stopped;
+    expected.ended_at = Some("2024-05-01T12:00:03.500Z".into());
+    assert_eq!(loaded.meta, expected);
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    assert!(loaded.rows.is_empty() && loaded.latency.is_empty());
+    assert!(loaded.cpu.is_none() && loaded.offcpu.is_none());
+}
+
+#[test]
+fn a_finished_session_loads_with_everything_it_was_given() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    let w = write_complete(&dir);
+    w.finish(Status::Complete, "2024-05-01T12:00:03.000Z".into())
+        .unwrap();
+
+    let s = Session::load(&dir).unwrap();
+    assert_eq!(s.meta.status, Status::Complete);
+    assert_eq!(
+        s.rows,
+        (1..=3)
+            .map(|i| row(i as f64, i * 1000, i * (10 << 20), 3 + i as u32))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(s.latency.len(), 6);
+    let rtt: Vec<_> = s.latency.iter().filter(|i| i.tag == "rtt").collect();
+    assert_eq!(rtt.len(), 3);
+    assert_eq!(rtt[2].start_offset_s, 2.0);
+    assert_eq!(rtt[2].length_s, 1.0);
+    assert_eq!(rtt[2].histogram, histogram(&[1_000, 1_500, 2_000_000]));
+    assert_eq!(s.cpu.as_ref().unwrap().to_folded(), cpu_tree().to_folded());
+    assert_eq!(s.offcpu.as_ref().unwrap().total_weight(), 1_500);
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+
+    assert_eq!(
+        fs::read_to_string(dir.join("worker.log")).unwrap(),
+        "ring: 3000 messages\n"
+    );
+    let svg = fs::read_to_string(dir.join("offcpu.svg")).unwrap();
+    assert!(svg.contains("futex_wait") && svg.contains("µs"));
+    let mut names: Vec<String> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "cpu.folded",
+            "cpu.svg",
+            "latency.hlog",
+            "offcpu.folded",
+            "offcpu.svg",
+            "session.json",
+            "timeseries.jsonl",
+            "worker.log"
+        ],
+        "no temporary file is left behind"
+    );
+}
+
+#[test]
+fn a_killed_recorder_leaves_a_session_that_loads_as_crashed_up_to_its_last_complete_row() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    drop(write_complete(&dir));
+    // The kill came in the middle of the next row and the next interval.
+    let append = |name: &str, bytes: &[u8]| {
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(dir.join(name))
+            .unwrap();
+        f.write_all(bytes).unwrap();
+    };
+    append("timeseries.jsonl", br#"{"t_s":4.0,"interval_s":1.0,"coun"#);
+    append("latency.hlog", b"Tag=rtt,3.000,1.000,2.001,HISTFAAAAC");
+
+    let s = Session::load(&dir).unwrap();
+    assert_eq!(s.meta.status, Status::Crashed);
+    assert_eq!(s.meta.ended_at, None);
+    assert_eq!(s.rows.len(), 3);
+    assert_eq!(s.rows[2].t_s, 3.0);
+    assert_eq!(s.latency.len(), 6);
+    assert_eq!(s.warnings.len(), 3, "{:#?}", s.warnings);
+    assert!(s.warnings[0].contains("cut off"));
+    assert!(s.warnings[1].contains("timeseries.jsonl: line 4 is incomplete"));
+    assert!(s.warnings[2].contains("latency.hlog: line 13 is incomplete"));
+    let summary = s.summary_text();
+    assert!(summary.contains("status    crashed"), "{summary}");
+}
+
+#[test]
+fn a_truncated_last_timeseries_line_is_dropped_with_a_warning() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    let mut w = SessionWriter::create(&dir, meta("x")).unwrap();
+    w.append_row(&row(1.0, 1, 1, 1)).unwrap();
+    w.append_row(&row(2.0, 2, 2, 2)).unwrap();
+    let path = w
+        .finish(Status::Complete, "2024-05-01T12:00:02Z".into())
+        .unwrap();
+    let file = path.join("timeseries.jsonl");
+    let text = fs::read_to_string(&file).unwrap();
+    fs::write(&file, &text[..text.len() - 7]).unwrap();
+
+    let s = Session::load(&path).unwrap();
+    assert_eq!(s.rows.len(), 1);
+    assert_eq!(s.warnings.len(), 1);
+    assert!(
+        s.warnings[0].contains("line 2 is incomplete"),
+        "{}",
+        s.warnings[0]
+    );
+}
+
+#[test]
+fn a_corrupt_row_in_the_middle_is_an_error_naming_the_file_and_line() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    let mut w = SessionWriter::create(&dir, meta("x")).unwrap();
+    w.append_row(&row(1.0, 1, 1, 1)).unwrap();
+    w.finish(Status::Complete, "2024-05-01T12:00:02Z".into())
+        .unwrap();
+    let mut f = OpenOptions::new()
+        .append(true)
+        .open(dir.join("timeseries.jsonl"))
+        .unwrap();
+    f.write_all(b"{\"t_s\": \"soon\"}\n\n{\"t_s\":3,\"interval_s\":1}\n")
+        .unwrap();
+
+    let err = Session::load(&dir).unwrap_err();
+    let SessionError::Corrupt { path, reason } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(path, &dir.join("timeseries.jsonl"));
+    assert!(reason.starts_with("line 2, column "), "{reason}");
+}
+
+#[test]
+fn a_corrupt_session_json_is_an_error_with_its_path_and_line() {
+    let root = tempfile::tempdir().unwrap();
+    fs::write(
+        root.path().join("session.json"),
+        "{\n  \"schema_version\": 1,\n  \"id\": \n",
+    )
+    .unwrap();
+    let err = Session::load(root.path()).unwrap_err();
+    let SessionError::Corrupt { path, reason } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(path, &root.path().join("session.json"));
+    assert!(reason.starts_with("line 4, column"), "{reason}");
+}
+
+#[test]
+fn a_session_json_missing_a_field_is_corrupt() {
+    let root = tempfile::tempdir().unwrap();
+    fs::write(
+        root.path().join("session.json"),
+        r#"{"schema_version": 1, "id": "x"}"#,
+    )
+    .unwrap();
+    let err = Session::load(root.path()).unwrap_err().to_string();
+    assert!(
+        err.contains("session.json: corrupt: line 1") && err.contains("missing field"),
+        "{err}"
+    );
+}
+
+#[test]
+fn foreign_json_is_not_taken_for_a_session() {
+    let root = tempfile::tempdir().unwrap();
+    fs::write(
+        root.path().join("session.json"),
+        r#"{"name": "left-pad", "version": "1.3.0"}"#,
+    )
+    .unwrap();
+    let err = Session::load(root.path()).unwrap_err();
+    assert!(matches!(err, SessionError::Corrupt { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("session.json") && text.contains("not a benchtop session.json"),
+        "{text}"
+    );
+
+    fs::write(root.path().join("session.json"), "[1, 2, 3]").unwrap();
+    assert!(matches!(
+        Session::load(root.path()).unwrap_err(),
+        SessionError::Corrupt { .. }
+    ));
+}
+
+#[test]
+fn a_future_schema_is_refused_with_both_versions() {
+    let root = tempfile::tempdir().unwrap();
+    // A future version may change anything but the version field.
+    fs::write(
+        root.path().join("session.json"),
+        r#"{"schema_version": 2, "id": 7}"#,
+    )
+    .unwrap();
+    let err = Session::load(root.path()).unwrap_err();
+    let SessionError::UnsupportedSchema {
+        path,
+        found,
+        supported,
+    } = &err
+    else {
+        panic!("{err}")
+    };
+    assert_eq!(path, &root.path().join("session.json"));
+    assert_eq!((*found, *supported), (2, 1));
+}
+
+#[test]
+fn a_directory_without_session_json_is_not_a_session() {
+    let root = tempfile::tempdir().unwrap();
+    for dir in [root.path().to_owned(), root.path().join("missing")] {
+        let err = Session::load(&dir).unwrap_err();
+        assert!(
+            matches!(&err, SessionError::NotASession { path } if path == &dir),
+            "{err}"
+        );
+    }
+    let file = root.path().join("file");
+    fs::write(&file, "").unwrap();
+    assert!(matches!(
+        Session::load(&file).unwrap_err(),
+        SessionError::NotASession { .. }
+    ));
+}
+
+#[test]
+fn creating_a_session_where_one_is_recorded_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    SessionWriter::create(root.path(), meta("first")).unwrap();
+    let err = SessionWriter::create(root.path(), meta("second")).unwrap_err();
+    assert!(
+        matches!(&err, SessionError::AlreadyExists { path } if path == root.path()),
+        "{err}"
+    );
+    assert_eq!(Session::load(root.path()).unwrap().meta.id, "first");
+}
+
+#[test]
+fn unknown_fields_from_newer_writers_of_the_same_schema_are_ignored() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    let mut w = SessionWriter::create(&dir, meta("x")).unwrap();
+    w.append_row(&row(1.0, 1, 1, 1)).unwrap();
+    w.finish(Status::Complete, "2024-05-01T12:00:02Z".into())
+        .unwrap();
+    let json = fs::read_to_string(dir.join("session.json")).unwrap();
+    let json = json.replacen('{', "{\"gpu\": {\"model\": \"none\"},", 1);
+    fs::write(dir.join("session.json"), json).unwrap();
+    let rows = fs::read_to_string(dir.join("timeseries.jsonl")).unwrap();
+    fs::write(
+        dir.join("timeseries.jsonl"),
+        rows.replacen('{', "{\"gpu_percent\":3,", 1),
+    )
+    .unwrap();
+
+    let s = Session::load(&dir).unwrap();
+    assert_eq!(s.meta.id, "x");
+    assert_eq!(s.rows, [row(1.0, 1, 1, 1)]);
+}
+
+#[test]
+fn a_corrupt_folded_file_is_an_error_naming_it() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    let w = SessionWriter::create(&dir, meta("x")).unwrap();
+    w.finish(Status::Complete, "2024-05-01T12:00:02Z".into())
+        .unwrap();
+    fs::write(dir.join("cpu.folded"), "main;a 3\nmain;b three\n").unwrap();
+    let err = Session::load(&dir).unwrap_err().to_string();
+    assert!(
+        err.contains("cpu.folded") && err.contains("line 2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_summary_shows_the_run_its_figures_latency_resources_and_hot_frames() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    write_complete(&dir)
+        .finish(Status::Complete, "2024-05-01T12:00:03.250Z".into())
+        .unwrap();
+    let text = Session::load(&dir).unwrap().summary_text();
+    for needle in [
+        "id        20240501-120000-ring",
+        "workload  ring mode=ask workers=4",
+        "host      bench-1, AMD EPYC 7B13, 8 cores, 32.0 GiB RAM, Linux 6.8.0-45-generic",
+        "status    complete (worker: exit code 0)",
+        "duration  3s 250ms",
+        "sampling  cpu-clock at 999 Hz: 2990 samples, 3 lost, kernel frames off (kernel frames need perf_event_paranoid <= 1)",
+        "  messages/s: 1250000 msg/s",
+        "  time taken: 3.2 s",
+        "peak RSS     30.0 MiB",
+        "max threads  6",
+        "   60.0%  ring::hop",
+        "   30.0%  memcpy",
+        "   10.0%  ring::run",
+        "  - the worker's stderr was not captured",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing from\n{text}");
+    }
+    let rtt = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("rtt"))
+        .unwrap();
+    let cols: Vec<&str> = rtt.split_whitespace().collect();
+    // metric, count, then p50 p90 p99 p99.9 max as value + unit pairs.
+    assert_eq!(&cols[..4], ["rtt", "9", "1.50", "µs"], "{rtt}");
+    assert_eq!(&cols[cols.len() - 2..], ["2.00", "ms"], "{rtt}");
+}

@@ -1,0 +1,173 @@
+//! The command line.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use benchtop_workloads::worker::Workload;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// benchtop: launch a benchmark workload, sample it with perf events, watch its
+/// resources, and record everything into a session directory.
+#[derive(Debug, Parser)]
+#[command(
+    name = "benchtop",
+    version,
+    about,
+    long_about = "benchtop launches a built-in benchmark workload as a worker process, samples \
+it with Linux perf events (on-CPU stacks, symbolized while it runs), watches its memory, \
+threads and CPU, and records a session directory: session.json, timeseries.jsonl, \
+latency.hlog (HdrHistogram log), cpu.folded and cpu.svg (flamegraph), worker.log.\n\n\
+With no command it runs the default workload (the actor ring) and records it under \
+./sessions/.",
+    after_help = "Examples:\n  benchtop run ring --num-nodes 1000 --mode ask\n  \
+benchtop run ring --record /tmp/ring-tell --duration 10s --frequency 499\n  \
+benchtop show sessions/20261121-101500-ring"
+)]
+pub struct Cli {
+    /// What to do; the default records the default workload.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a workload, profile it, and record a session.
+    Run(RunArgs),
+    /// Print the summary of a recorded session.
+    Show {
+        /// The session directory.
+        dir: PathBuf,
+    },
+    /// Run a workload as a worker speaking the report protocol (started by the conductor).
+    #[command(hide = true)]
+    Worker {
+        /// The workload and its parameters.
+        #[command(subcommand)]
+        workload: Workload,
+    },
+}
+
+/// `benchtop run`: the workload and how to record it.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// How to record; these options go before or after the workload's name.
+    #[command(flatten)]
+    pub record: RecordArgs,
+    /// The workload and its parameters (`benchtop run <workload> --help` lists them).
+    #[command(subcommand)]
+    pub workload: Workload,
+}
+
+/// Options of a recording, shared by every workload.
+#[derive(Debug, Clone, Args)]
+pub struct RecordArgs {
+    /// Session directory to create [default: ./sessions/<date>-<time>-<workload>].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub record: Option<PathBuf>,
+    /// Stop the workload after this long (e.g. 10s, 2m) [default: until it finishes].
+    #[arg(long, global = true, value_name = "D", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Sampling frequency per CPU, in Hz.
+    #[arg(long, global = true, value_name = "HZ", default_value_t = 999,
+          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub frequency: u64,
+    /// Interval of the workload's reports and the monitors (at least 100ms).
+    #[arg(long, global = true, value_name = "D", default_value = "1s", value_parser = parse_interval)]
+    pub interval: Duration,
+    /// Which stacks to sample: `cpu` (on-CPU, perf cpu-clock) or `none`.
+    #[arg(long, global = true, value_enum, default_value_t = Profile::Cpu)]
+    pub profile: Profile,
+    /// Do not show the progress line.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+}
+
+impl Default for RecordArgs {
+    fn default() -> Self {
+        RecordArgs {
+            record: None,
+            duration: None,
+            frequency: 999,
+            interval: Duration::from_secs(1),
+            profile: Profile::Cpu,
+            quiet: false,
+        }
+    }
+}
+
+/// Which stacks to sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Profile {
+    /// On-CPU stacks from the software cpu-clock event.
+    Cpu,
+    /// No stack sampling; monitors and workload reports only.
+    None,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(text).map_err(|e| format!("{e} (try 10s, 500ms, 2m)"))?;
+    if d.is_zero() {
+        return Err("must be longer than zero".into());
+    }
+    Ok(d)
+}
+
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text)?;
+    if d < Duration::from_millis(100) {
+        return Err("the shortest interval is 100ms".into());
+    }
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn record_options_go_after_the_workload_name() {
+        let cli = Cli::try_parse_from([
+            "benchtop",
+            "run",
+            "ring",
+            "--num-nodes",
+            "10",
+            "--record",
+            "/tmp/x",
+            "--duration",
+            "2s",
+            "--frequency",
+            "99",
+        ])
+        .unwrap();
+        let Some(Command::Run(run)) = cli.command else {
+            panic!("not a run")
+        };
+        assert_eq!(run.record.record.as_deref(), Some("/tmp/x".as_ref()));
+        assert_eq!(run.record.duration, Some(Duration::from_secs(2)));
+        assert_eq!(run.record.frequency, 99);
+    }
+
+    #[test]
+    fn an_unknown_workload_parameter_is_refused_by_name() {
+        let err = Cli::try_parse_from(["benchtop", "run", "ring", "--num-nodez", "3"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--num-nodez"), "{err}");
+    }
+
+    #[test]
+    fn an_interval_below_100ms_is_refused() {
+        let err = Cli::try_parse_from(["benchtop", "run", "ring", "--interval", "10ms"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("100ms"), "{err}");
+    }
+}

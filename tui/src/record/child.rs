@@ -1,0 +1,292 @@
+//! Starting a worker process and owning it until it is reaped.
+//!
+//! Every worker carries the marker environment (`BENCHTOP_OWNER`, `BENCHTOP_SESSION`),
+//! asks the kernel for SIGKILL when the conductor dies (PR_SET_PDEATHSIG), and runs in a
+//! process group of its own, so a Ctrl-C in the terminal reaches the conductor only and
+//! the conductor decides how the worker stops. The report channel is a pipe whose write
+//! end becomes the worker's fd [`REPORT_FD`].
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use benchtop_workloads::protocol::{INTERVAL_MS_ENV, REPORT_FD_ENV};
+
+/// The file descriptor number of the report channel inside the worker.
+pub const REPORT_FD: i32 = 3;
+
+/// Marker variable: `<conductor pid>:<conductor start time in clock ticks since boot>`.
+pub const OWNER_ENV: &str = "BENCHTOP_OWNER";
+/// Marker variable: the session id.
+pub const SESSION_ENV: &str = "BENCHTOP_SESSION";
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct WorkerSpec {
+    /// Program to run.
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Session id for the marker.
+    pub session_id: String,
+    /// Report interval passed to the worker.
+    pub interval: Duration,
+}
+
+/// A running worker and the conductor's ends of its pipes.
+#[derive(Debug)]
+pub struct WorkerProcess {
+    child: Child,
+    reaped: bool,
+}
+
+/// The conductor's ends of a worker's channels, handed to reader threads.
+#[derive(Debug)]
+pub struct WorkerPipes {
+    /// Conductor → worker messages.
+    pub stdin: ChildStdin,
+    /// Worker reports.
+    pub reports: File,
+    /// What the worker prints.
+    pub stdout: ChildStdout,
+    /// What the worker logs.
+    pub stderr: ChildStderr,
+}
+
+/// How a worker ended, from wait4.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WorkerExit {
+    /// Exit code when it exited.
+    pub code: Option<i32>,
+    /// Signal when it was killed.
+    pub signal: Option<i32>,
+    /// User + system CPU time of the worker and its reaped threads, seconds.
+    pub cpu_time_s: f64,
+}
+
+impl WorkerExit {
+    /// True for exit code 0.
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+}
+
+impl std::fmt::Display for WorkerExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.code, self.signal) {
+            (Some(code), _) => write!(f, "exit code {code}"),
+            (None, Some(sig)) => write!(f, "killed by signal {sig} ({})", signal_name(sig)),
+            (None, None) => f.write_str("ended"),
+        }
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGPIPE => "SIGPIPE",
+        _ => "signal",
+    }
+}
+
+/// `<pid>:<start time>` of this process, the owner half of the marker.
+pub fn owner_marker() -> String {
+    let pid = std::process::id();
+    let start = process_start_ticks(pid).unwrap_or(0);
+    format!("{pid}:{start}")
+}
+
+/// Field 22 of /proc/<pid>/stat: start time in clock ticks after boot.
+pub fn process_start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+impl WorkerProcess {
+    /// Starts the worker. Its stdin, stdout and stderr are pipes; fd 3 is the report pipe.
+    pub fn spawn(spec: &WorkerSpec) -> io::Result<(WorkerProcess, WorkerPipes)> {
+        let (read_end, write_end) = pipe_cloexec()?;
+        let write_fd = write_end.as_raw_fd();
+        let conductor = std::process::id() as libc::pid_t;
+        let mut command = Command::new(&spec.program);
+        command
+            .args(&spec.args)
+            .env(REPORT_FD_ENV, REPORT_FD.to_string())
+            .env(INTERVAL_MS_ENV, spec.interval.as_millis().to_string())
+            .env(OWNER_ENV, owner_marker())
+            .env(SESSION_ENV, &spec.session_id)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
+        // system calls (dup2, setpgid, prctl, getppid, _exit); it allocates nothing.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::dup2(write_fd, REPORT_FD) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if libc::setpgid(0, 0) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // The conductor may have died before prctl took effect.
+                if libc::getppid() != conductor {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+        let mut child = command.spawn()?;
+        drop(write_end);
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(io::Error::other("worker pipes were not set up"));
+        };
+        let pipes = WorkerPipes {
+            stdin,
+            reports: File::from(read_end),
+            stdout,
+            stderr,
+        };
+        Ok((
+            WorkerProcess {
+                child,
+                reaped: false,
+            },
+            pipes,
+        ))
+    }
+
+    /// Process id of the worker.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Reaps the worker if it has exited, without blocking.
+    pub fn try_reap(&mut self) -> io::Result<Option<WorkerExit>> {
+        if self.reaped {
+            return Ok(None);
+        }
+        let mut status = 0;
+        // SAFETY: rusage is plain data the kernel fills in; the pid is our own child.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let pid = self.child.id() as libc::pid_t;
+        // SAFETY: valid pointers to locals; WNOHANG never blocks.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if r == 0 {
+            return Ok(None);
+        }
+        self.reaped = true;
+        let seconds = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+        Ok(Some(WorkerExit {
+            code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
+            signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
+            cpu_time_s: seconds(usage.ru_utime) + seconds(usage.ru_stime),
+        }))
+    }
+
+    /// Sends a signal to the worker's process group (the worker and what it started).
+    pub fn signal_group(&self, signal: i32) {
+        if self.reaped {
+            return;
+        }
+        let pgid = self.child.id() as libc::pid_t;
+        // SAFETY: kill(2) with a negative pid signals the group we created in pre_exec.
+        unsafe {
+            libc::kill(-pgid, signal);
+        }
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        if !self.reaped {
+            self.signal_group(libc::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid array of two ints for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 succeeded, so both fds are open and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn the_start_time_of_this_process_is_known() {
+        assert!(process_start_ticks(std::process::id()).is_some());
+        let marker = owner_marker();
+        let (pid, start) = marker.split_once(':').unwrap();
+        assert_eq!(pid, std::process::id().to_string());
+        assert!(start.parse::<u64>().unwrap() > 0);
+    }
+
+    #[test]
+    fn a_worker_writes_reports_to_fd_3_and_carries_the_marker() {
+        let spec = WorkerSpec {
+            program: "/bin/sh".into(),
+            args: vec![
+                "-c".into(),
+                "echo \"$BENCHTOP_REPORT_FD $BENCHTOP_SESSION ${BENCHTOP_OWNER%%:*}\" >&3".into(),
+            ],
+            session_id: "s1".into(),
+            interval: Duration::from_millis(250),
+        };
+        let (mut worker, mut pipes) = WorkerProcess::spawn(&spec).unwrap();
+        let mut out = String::new();
+        pipes.reports.read_to_string(&mut out).unwrap();
+        assert_eq!(out.trim(), format!("3 s1 {}", std::process::id()));
+        let exit = loop {
+            if let Some(exit) = worker.try_reap().unwrap() {
+                break exit;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(exit.success(), "{exit}");
+    }
+
+    #[test]
+    fn dropping_the_guard_kills_the_worker() {
+        let spec = WorkerSpec {
+            program: "/bin/sleep".into(),
+            args: vec!["30".into()],
+            session_id: "s2".into(),
+            interval: Duration::from_secs(1),
+        };
+        let (worker, _pipes) = WorkerProcess::spawn(&spec).unwrap();
+        let pid = worker.pid();
+        drop(worker);
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+    }
+}

@@ -1,0 +1,688 @@
+//! The headless recorder: the conductor of one worker process.
+//!
+//! It starts the worker, performs the hello / ready / start handshake, attaches the
+//! sampler and the monitor between `ready` and `start`, turns each tick into a
+//! timeseries row and a latency.hlog interval, and finalizes the session however the run
+//! ends: the workload finishes, the duration elapses, the user presses Ctrl-C, or the
+//! worker dies.
+
+pub mod child;
+pub mod progress;
+
+use std::collections::BTreeMap;
+use std::io::{BufReader, Read, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, Result};
+use benchtop_profilers::monitor::ProcessMonitor;
+use benchtop_profilers::sampler::{Sampler, SamplerOptions};
+use benchtop_profilers::{ProfilerError, host};
+use benchtop_sessions::meta::{Better, Figure, WorkloadInfo};
+use benchtop_sessions::store::{SessionWriter, StackKind, new_session_id, rfc3339};
+use benchtop_sessions::{Percentiles, SessionMeta, Status, TimeseriesRow};
+use benchtop_workloads::protocol::{
+    self, ConductorMessage, MetricKind, ProtocolError, ReportReader, WorkerMessage,
+};
+
+use crate::cli::{Profile, RecordArgs};
+use child::{WorkerExit, WorkerProcess, WorkerSpec};
+use progress::{Progress, ProgressFigures};
+
+/// How long a worker may take to say hello, and then to say ready.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a worker told to stop may take before it gets SIGTERM, then SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+const KILL_GRACE: Duration = Duration::from_secs(2);
+/// How long to wait for the worker's pipes to close after it exited (a grandchild may
+/// hold them open).
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+/// Bad report lines kept verbatim in the session's warnings; the rest are counted.
+const MAX_PROTOCOL_WARNINGS: usize = 20;
+
+/// What to record.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    /// Workload name for the session.
+    pub workload: String,
+    /// Workload parameters by their command-line names.
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// The worker command.
+    pub program: std::ffi::OsString,
+    /// Its arguments.
+    pub args: Vec<std::ffi::OsString>,
+    /// The conductor's command line, for the session.
+    pub command_line: Vec<String>,
+    /// How to record.
+    pub record: RecordArgs,
+    /// Make the sampler fail as if perf events were not permitted (testing the fallback).
+    pub deny_sampling: Option<String>,
+}
+
+/// How a recording ended.
+#[derive(Debug, Clone)]
+pub struct RecordOutcome {
+    /// The session directory.
+    pub dir: PathBuf,
+    /// Its final status.
+    pub status: Status,
+    /// The workload's summary lines, as it printed them.
+    pub summary: Vec<String>,
+}
+
+/// Every producer thread feeds one channel of these.
+#[derive(Debug)]
+enum Event {
+    Report(Result<WorkerMessage, ProtocolError>),
+    Output(Vec<u8>),
+    /// One of the worker's three streams (reports, stdout, stderr) reached its end.
+    Closed,
+}
+
+/// Streams read from a worker: reports, stdout, stderr.
+const STREAMS: usize = 3;
+
+static INTERRUPTS: AtomicUsize = AtomicUsize::new(0);
+
+fn install_interrupt_handler() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // A failure only means Ctrl-C keeps its default action; nothing to record.
+        let _ = ctrlc::set_handler(|| {
+            INTERRUPTS.fetch_add(1, Ordering::SeqCst);
+        });
+    });
+}
+
+/// Records one run into a session directory.
+pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
+    install_interrupt_handler();
+    let interrupts_at_start = INTERRUPTS.load(Ordering::SeqCst);
+    let started = SystemTime::now();
+    let began = Instant::now();
+    let id = new_session_id(&opts.workload, started);
+    let dir = opts
+        .record
+        .record
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("sessions").join(&id));
+
+    let mut meta = SessionMeta::new(
+        id.clone(),
+        WorkloadInfo::new(opts.workload.clone(), opts.params.clone()),
+        host::host_info(),
+        rfc3339(started),
+    );
+    meta.command_line = opts.command_line.clone();
+    meta.benchtop_version = env!("CARGO_PKG_VERSION").to_owned();
+    meta.sampling.event = "cpu-clock".into();
+    meta.sampling.frequency_hz = opts.record.frequency;
+    let mut writer = SessionWriter::create(&dir, meta)
+        .with_context(|| format!("cannot create the session in {}", dir.display()))?;
+
+    let spec = WorkerSpec {
+        program: opts.program.clone(),
+        args: opts.args.clone(),
+        session_id: id,
+        interval: opts.record.interval,
+    };
+    let (worker, pipes) = WorkerProcess::spawn(&spec).with_context(|| {
+        format!(
+            "cannot start the worker {}",
+            std::path::Path::new(&opts.program).display()
+        )
+    })?;
+    writer.update_meta(|m| m.worker.pid = Some(worker.pid()))?;
+
+    let progress = Progress::new(&opts.workload, opts.record.quiet);
+    progress.message("starting");
+    let mut run = Run {
+        opts,
+        writer,
+        worker,
+        stdin: Some(pipes.stdin),
+        progress,
+        sampler: None,
+        monitor: None,
+        started_at: None,
+        stop_sent_at: None,
+        term_sent_at: None,
+        exited: None,
+        exited_at: None,
+        closed_streams: 0,
+        stop_status: None,
+        summary: Vec::new(),
+        summary_lines: Vec::new(),
+        worker_error: None,
+        protocol_errors: 0,
+        hello: None,
+        ready: false,
+        last_t_ns: 0,
+        last_counters: BTreeMap::new(),
+        throughput_metric: None,
+        latency_metric: None,
+        interrupts_at_start,
+        start_offset_s: 0.0,
+        began,
+        failure: None,
+    };
+    let events = spawn_readers(pipes.reports, pipes.stdout, pipes.stderr);
+    let result = run.drive(&events);
+    run.finalize(result)
+}
+
+fn spawn_readers(
+    reports: std::fs::File,
+    stdout: impl Read + Send + 'static,
+    stderr: impl Read + Send + 'static,
+) -> Receiver<Event> {
+    let (tx, rx) = mpsc::channel();
+    let report_tx = tx.clone();
+    std::thread::Builder::new()
+        .name("bt-reports".into())
+        .spawn(move || {
+            let mut reader = ReportReader::new(BufReader::new(reports));
+            while let Some(message) = reader.next_message() {
+                if report_tx.send(Event::Report(message)).is_err() {
+                    return;
+                }
+            }
+            let _ = report_tx.send(Event::Closed);
+        })
+        .ok();
+    forward_output("bt-stdout", stdout, tx.clone());
+    forward_output("bt-stderr", stderr, tx);
+    rx
+}
+
+fn forward_output(name: &str, mut source: impl Read + Send + 'static, tx: Sender<Event>) {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let mut buf = vec![0u8; 16 * 1024];
+            loop {
+                match source.read(&mut buf) {
+                    Ok(0) | Err(_) => {
+                        let _ = tx.send(Event::Closed);
+                        return;
+                    }
+                    Ok(n) => {
+                        if tx.send(Event::Output(buf[..n].to_vec())).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        })
+        .ok();
+}
+
+struct Run<'a> {
+    opts: &'a RecordOptions,
+    writer: SessionWriter,
+    worker: WorkerProcess,
+    stdin: Option<std::process::ChildStdin>,
+    progress: Progress,
+    sampler: Option<Sampler>,
+    monitor: Option<ProcessMonitor>,
+    started_at: Option<Instant>,
+    stop_sent_at: Option<Instant>,
+    term_sent_at: Option<Instant>,
+    exited: Option<WorkerExit>,
+    exited_at: Option<Instant>,
+    /// Worker streams that reached their end.
+    closed_streams: usize,
+    /// Set when the conductor decided to end the run (duration, Ctrl-C).
+    stop_status: Option<Status>,
+    summary: Vec<Figure>,
+    summary_lines: Vec<String>,
+    worker_error: Option<String>,
+    protocol_errors: usize,
+    hello: Option<protocol::Hello>,
+    ready: bool,
+    last_t_ns: u64,
+    last_counters: BTreeMap<String, u64>,
+    throughput_metric: Option<String>,
+    latency_metric: Option<String>,
+    interrupts_at_start: usize,
+    /// Seconds from the session's start time to the worker's `start`.
+    start_offset_s: f64,
+    /// When the session started, for offsets.
+    began: Instant,
+    /// Why the conductor gave up on the worker (handshake timeout, refused version).
+    failure: Option<String>,
+}
+
+impl Run<'_> {
+    /// Runs the event loop until the worker has exited and its reports are drained.
+    fn drive(&mut self, events: &Receiver<Event>) -> Result<()> {
+        let spawned = Instant::now();
+        let mut hello_at = None;
+        loop {
+            match events.recv_timeout(Duration::from_millis(50)) {
+                Ok(Event::Report(message)) => self.on_report(message)?,
+                Ok(Event::Output(bytes)) => self.writer.append_worker_log(&bytes)?,
+                Ok(Event::Closed) => self.closed_streams += 1,
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => self.closed_streams = STREAMS,
+            }
+            if self.ready && self.started_at.is_none() {
+                self.start()?;
+            }
+            if self.hello.is_some() && hello_at.is_none() {
+                hello_at = Some(Instant::now());
+            }
+            // The clock for `ready` starts at hello.
+            let waiting_since = hello_at.unwrap_or(spawned);
+            if self.started_at.is_none()
+                && self.failure.is_none()
+                && self.exited.is_none()
+                && waiting_since.elapsed() > HANDSHAKE_TIMEOUT
+            {
+                let waiting_for = if self.hello.is_none() {
+                    "hello"
+                } else {
+                    "ready"
+                };
+                self.fail(format!(
+                    "the worker did not say {waiting_for} within {}s",
+                    HANDSHAKE_TIMEOUT.as_secs()
+                ));
+            }
+            self.check_stop_requests();
+            self.escalate_stop();
+            if self.exited.is_none()
+                && let Some(exit) = self.worker.try_reap()?
+            {
+                self.exited = Some(exit);
+                self.exited_at = Some(Instant::now());
+            }
+            if let Some(at) = self.exited_at
+                && (self.closed_streams >= STREAMS || at.elapsed() > DRAIN_GRACE)
+            {
+                // Take what is still queued (the summary may be among it).
+                while let Ok(event) = events.try_recv() {
+                    match event {
+                        Event::Report(message) => self.on_report(message)?,
+                        Event::Output(bytes) => self.writer.append_worker_log(&bytes)?,
+                        Event::Closed => {}
+                    }
+                }
+                return Ok(());
+            }
+        }
+    }
+
+    fn on_report(&mut self, message: Result<WorkerMessage, ProtocolError>) -> Result<()> {
+        let message = match message {
+            Ok(m) => m,
+            Err(ProtocolError::UnsupportedVersion { found, supported }) => {
+                self.fail(format!(
+                    "the worker speaks report protocol version {found}; this benchtop speaks \
+                     version {supported}: refused"
+                ));
+                return Ok(());
+            }
+            Err(e) => {
+                self.protocol_warning(e.to_string())?;
+                return Ok(());
+            }
+        };
+        match message {
+            WorkerMessage::Hello(hello) => {
+                if self.hello.is_some() {
+                    return self.protocol_warning("a second hello was ignored".into());
+                }
+                let metrics = &hello.metrics;
+                self.throughput_metric = metrics
+                    .iter()
+                    .find(|m| m.kind == MetricKind::Counter)
+                    .map(|m| m.name.clone());
+                self.latency_metric = metrics
+                    .iter()
+                    .find(|m| m.kind == MetricKind::Histogram)
+                    .map(|m| m.name.clone());
+                if !hello.params.is_empty() {
+                    let params = hello.params.clone();
+                    self.writer
+                        .update_meta(|m| m.workload.params.extend(params))?;
+                }
+                self.hello = Some(hello);
+            }
+            WorkerMessage::Ready => {
+                if self.hello.is_none() {
+                    return self.protocol_warning("ready before hello".into());
+                }
+                self.ready = true;
+            }
+            WorkerMessage::Tick(tick) => {
+                if self.started_at.is_none() {
+                    return self.protocol_warning("a tick before start was ignored".into());
+                }
+                self.on_tick(&tick)?;
+            }
+            WorkerMessage::Phase(phase) => {
+                let text = format!(
+                    "phase {}: {:.3}s",
+                    phase.name,
+                    phase.duration_ns as f64 / 1e9
+                );
+                self.writer
+                    .append_worker_log(format!("{text}\n").as_bytes())?;
+            }
+            WorkerMessage::Summary(summary) => {
+                self.summary_lines = summary
+                    .figures
+                    .iter()
+                    .map(|f| {
+                        if f.unit.is_empty() {
+                            format!("{}: {}", f.name, f.value)
+                        } else {
+                            format!("{}: {} {}", f.name, f.value, f.unit)
+                        }
+                    })
+                    .collect();
+                self.summary = summary.figures.into_iter().map(session_figure).collect();
+            }
+            WorkerMessage::Error { message } => self.worker_error = Some(message),
+            _ => self.protocol_warning("a message of a newer kind was ignored".into())?,
+        }
+        Ok(())
+    }
+
+    fn protocol_warning(&mut self, text: String) -> Result<()> {
+        self.protocol_errors += 1;
+        if self.protocol_errors <= MAX_PROTOCOL_WARNINGS {
+            let text = format!("worker report: {text}");
+            self.progress.message(&text);
+            self.writer.update_meta(|m| m.warnings.push(text))?;
+        }
+        Ok(())
+    }
+
+    /// Profilers attach between `ready` and `start`, so every thread the worker creates
+    /// for measured work is followed.
+    fn start(&mut self) -> Result<()> {
+        let pid = self.worker.pid();
+        if self.opts.record.profile == Profile::Cpu {
+            let mut sampler_opts = SamplerOptions::default();
+            sampler_opts.frequency_hz = self.opts.record.frequency;
+            let started = match &self.opts.deny_sampling {
+                Some(reason) => Err(ProfilerError::PermissionDenied {
+                    reason: reason.clone(),
+                }),
+                None => Sampler::start(pid, &sampler_opts),
+            };
+            match started {
+                Ok(sampler) => {
+                    let kernel = sampler.kernel_frames();
+                    let notes = sampler.warnings().to_vec();
+                    self.writer.update_meta(|m| {
+                        m.sampling.enabled = true;
+                        m.sampling.kernel_frames = kernel;
+                        m.warnings.extend(notes);
+                    })?;
+                    self.sampler = Some(sampler);
+                }
+                Err(e) => {
+                    let reason = format!("no stack sampling: {e}");
+                    self.progress.message(&reason);
+                    self.writer.update_meta(|m| {
+                        m.sampling.enabled = false;
+                        m.sampling.reason = Some(e.to_string());
+                        m.warnings.push(reason);
+                    })?;
+                }
+            }
+        } else {
+            self.writer.update_meta(|m| {
+                m.sampling.reason = Some("stack sampling off (--profile none)".into());
+            })?;
+        }
+        self.monitor = Some(ProcessMonitor::new(pid));
+        self.send(ConductorMessage::Start);
+        let now = Instant::now();
+        self.start_offset_s = now.duration_since(self.began).as_secs_f64();
+        self.started_at = Some(now);
+        self.progress.message("running");
+        Ok(())
+    }
+
+    fn on_tick(&mut self, tick: &protocol::Tick) -> Result<()> {
+        let interval_ns = tick.t_ns.saturating_sub(self.last_t_ns);
+        let interval_s = interval_ns as f64 / 1e9;
+        // latency.hlog offsets count from the session's start time (its StartTime header).
+        let start_s = self.start_offset_s + self.last_t_ns as f64 / 1e9;
+        let mut row = TimeseriesRow::default();
+        row.t_s = tick.t_ns as f64 / 1e9;
+        row.interval_s = interval_s;
+        row.counters.clone_from(&tick.counters);
+        for (name, &value) in &tick.counters {
+            let before = self.last_counters.get(name).copied().unwrap_or(0);
+            if interval_s > 0.0 {
+                row.rates.insert(
+                    name.clone(),
+                    value.saturating_sub(before) as f64 / interval_s,
+                );
+            }
+        }
+        for (name, encoded) in &tick.histograms {
+            match protocol::decode_histogram(name, encoded) {
+                Ok(histogram) => {
+                    row.latency
+                        .insert(name.clone(), Percentiles::of(&histogram));
+                    self.writer
+                        .append_latency(name, start_s, interval_s, &histogram)?;
+                }
+                Err(e) => self.protocol_warning(e.to_string())?,
+            }
+        }
+        if let Some(monitor) = &mut self.monitor
+            && let Ok(resources) = monitor.sample()
+        {
+            row.resources = Some(resources);
+        }
+        self.writer.append_row(&row)?;
+        self.last_t_ns = tick.t_ns;
+        self.last_counters.clone_from(&tick.counters);
+        self.show_progress(&row);
+        Ok(())
+    }
+
+    fn show_progress(&self, row: &TimeseriesRow) {
+        let figures = ProgressFigures {
+            elapsed_s: self.started_at.map_or(0.0, |s| s.elapsed().as_secs_f64()),
+            rate: self
+                .throughput_metric
+                .as_ref()
+                .and_then(|m| row.rates.get(m).map(|r| (m.clone(), *r))),
+            latency: self
+                .latency_metric
+                .as_ref()
+                .and_then(|m| row.latency.get(m).map(|p| (m.clone(), p.p50, p.p99))),
+            rss_bytes: row.resources.map(|r| r.rss_bytes),
+            samples: self.sampler.as_ref().map(|s| {
+                let stats = s.stats();
+                (stats.samples, stats.lost)
+            }),
+        };
+        self.progress.update(&figures);
+    }
+
+    fn send(&mut self, message: ConductorMessage) {
+        if let Some(stdin) = &mut self.stdin {
+            let mut buf = Vec::with_capacity(32);
+            if protocol::write_message(stdin, &mut buf, &message).is_err() {
+                // The worker closed its stdin or exited; the exit path reports it.
+                self.stdin = None;
+            }
+        }
+    }
+
+    /// The duration elapsed or the user pressed Ctrl-C: ask the worker to stop.
+    fn check_stop_requests(&mut self) {
+        if self.exited.is_some() {
+            return;
+        }
+        let interrupts = INTERRUPTS.load(Ordering::SeqCst) - self.interrupts_at_start;
+        if interrupts >= 2 && self.term_sent_at.is_none() {
+            self.progress
+                .message("interrupted twice: killing the worker");
+            self.worker.signal_group(libc::SIGKILL);
+            self.term_sent_at = Some(Instant::now());
+        }
+        if self.stop_status.is_some() {
+            return;
+        }
+        if interrupts >= 1 {
+            self.request_stop(Status::Stopped, "interrupted: stopping the worker");
+        } else if let (Some(started), Some(duration)) = (self.started_at, self.opts.record.duration)
+            && started.elapsed() >= duration
+        {
+            self.request_stop(Status::Complete, "duration reached: stopping the worker");
+        }
+    }
+
+    fn request_stop(&mut self, status: Status, text: &str) {
+        self.stop_status = Some(status);
+        self.progress.message(text);
+        if self.started_at.is_some() {
+            self.send(ConductorMessage::Stop);
+        } else {
+            // Not started: nothing to measure, end it now.
+            self.worker.signal_group(libc::SIGTERM);
+        }
+        self.stop_sent_at = Some(Instant::now());
+    }
+
+    /// Ends the worker for good: the conductor gave up on it.
+    fn fail(&mut self, reason: String) {
+        self.progress.message(&reason);
+        self.failure = Some(reason);
+        self.worker.signal_group(libc::SIGTERM);
+        self.stop_sent_at = Some(Instant::now() - STOP_GRACE);
+        self.term_sent_at = Some(Instant::now());
+    }
+
+    /// A worker that ignores `stop` gets SIGTERM, then SIGKILL.
+    fn escalate_stop(&mut self) {
+        if self.exited.is_some() {
+            return;
+        }
+        if let Some(at) = self.term_sent_at {
+            if at.elapsed() > KILL_GRACE {
+                self.worker.signal_group(libc::SIGKILL);
+            }
+        } else if let Some(at) = self.stop_sent_at
+            && at.elapsed() > STOP_GRACE
+        {
+            self.progress
+                .message("the worker ignores stop: sending SIGTERM");
+            self.worker.signal_group(libc::SIGTERM);
+            self.term_sent_at = Some(Instant::now());
+        }
+    }
+
+    /// Writes stacks and the final metadata, whatever happened.
+    fn finalize(mut self, result: Result<()>) -> Result<RecordOutcome> {
+        self.progress.message("writing the session");
+        if let Err(e) = &result {
+            // The loop failed (the disk, most likely): end the worker, keep what we can.
+            self.worker.signal_group(libc::SIGKILL);
+            let reason = format!("recording failed: {e:#}");
+            let _ = self.writer.update_meta(|m| m.warnings.push(reason));
+        }
+        if self.exited.is_none() {
+            self.worker.signal_group(libc::SIGKILL);
+            for _ in 0..100 {
+                if let Ok(Some(exit)) = self.worker.try_reap() {
+                    self.exited = Some(exit);
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let mut warnings = Vec::new();
+        if let Some(sampler) = self.sampler.take() {
+            match sampler.finish() {
+                Ok(profile) => {
+                    let title = format!("{} — on-CPU", self.opts.workload);
+                    self.writer
+                        .write_stacks(StackKind::Cpu, &profile.cpu, &title)?;
+                    let (samples, lost) = (profile.samples, profile.lost);
+                    // The sampler's start-up warnings are already in the session.
+                    let known = &self.writer.meta().warnings;
+                    warnings.extend(profile.warnings.into_iter().filter(|w| !known.contains(w)));
+                    if lost > 0 {
+                        warnings.push(format!(
+                            "{lost} samples lost (ring buffer full); the flamegraph under-counts"
+                        ));
+                    }
+                    self.writer.update_meta(|m| {
+                        m.sampling.samples = samples;
+                        m.sampling.lost = lost;
+                    })?;
+                }
+                Err(e) => warnings.push(format!("stack sampling failed: {e}")),
+            }
+        }
+        if self.protocol_errors > MAX_PROTOCOL_WARNINGS {
+            warnings.push(format!(
+                "{} more bad report lines not listed",
+                self.protocol_errors - MAX_PROTOCOL_WARNINGS
+            ));
+        }
+        let exit = self.exited;
+        let status = match (&self.failure, exit, self.stop_status) {
+            (Some(reason), _, _) => {
+                warnings.push(reason.clone());
+                Status::Crashed
+            }
+            (None, Some(exit), Some(stop)) if exit.success() || self.term_sent_at.is_some() => stop,
+            (None, Some(exit), None) if exit.success() && !self.summary.is_empty() => {
+                Status::Complete
+            }
+            (None, exit, _) => {
+                let how = exit.map_or("did not exit".to_owned(), |e| e.to_string());
+                let mut text = format!("the worker ended before its summary ({how})");
+                if let Some(error) = &self.worker_error {
+                    text = format!("the worker failed: {error} ({how})");
+                }
+                warnings.push(text);
+                Status::Crashed
+            }
+        };
+        if let Some(error) = &self.worker_error
+            && status != Status::Crashed
+        {
+            warnings.push(format!("the worker reported: {error}"));
+        }
+        let summary = std::mem::take(&mut self.summary);
+        self.writer.update_meta(|m| {
+            m.worker.exit = exit.map(|e| e.to_string());
+            m.worker.cpu_time_s = exit.map(|e| e.cpu_time_s);
+            m.summary = summary;
+            m.warnings.extend(warnings);
+        })?;
+        self.progress.finish();
+        let dir = self.writer.finish(status, rfc3339(SystemTime::now()))?;
+        let _ = std::io::stderr().flush();
+        Ok(RecordOutcome {
+            dir,
+            status,
+            summary: self.summary_lines,
+        })
+    }
+}
+
+fn session_figure(f: protocol::Figure) -> Figure {
+    let mut figure = Figure::new(f.name, f.value, f.unit);
+    figure.better = match f.better {
+        Some(protocol::Better::Higher) => Some(Better::Higher),
+        Some(protocol::Better::Lower) => Some(Better::Lower),
+        _ => None,
+    };
+    figure
+}

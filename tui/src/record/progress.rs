@@ -1,0 +1,177 @@
+//! The live progress line on stderr while a recording runs.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// What the progress line shows, refreshed each interval.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProgressFigures {
+    /// Seconds since start.
+    pub elapsed_s: f64,
+    /// Name of the throughput counter and its rate per second.
+    pub rate: Option<(String, f64)>,
+    /// Name of the latency metric and its interval p50 and p99, ns.
+    pub latency: Option<(String, u64, u64)>,
+    /// Resident set size, bytes.
+    pub rss_bytes: Option<u64>,
+    /// Samples taken so far, and lost.
+    pub samples: Option<(u64, u64)>,
+}
+
+/// The progress line: an indicatif spinner on a terminal, plain lines otherwise.
+#[derive(Debug)]
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    plain: bool,
+}
+
+impl Progress {
+    /// A progress line on stderr; `quiet` shows nothing.
+    pub fn new(workload: &str, quiet: bool) -> Self {
+        if quiet {
+            return Progress {
+                bar: None,
+                plain: false,
+            };
+        }
+        if !std::io::stderr().is_terminal() {
+            return Progress {
+                bar: None,
+                plain: true,
+            };
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        let style = ProgressStyle::with_template(&format!("{{spinner}} {workload} {{msg}}"))
+            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        bar.set_style(style);
+        bar.enable_steady_tick(Duration::from_millis(100));
+        Progress {
+            bar: Some(bar),
+            plain: false,
+        }
+    }
+
+    /// A status message (starting, stopping…).
+    pub fn message(&self, text: &str) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(text.to_owned());
+        } else if self.plain {
+            eprintln!("benchtop: {text}");
+        }
+    }
+
+    /// Shows the figures of the latest interval.
+    pub fn update(&self, figures: &ProgressFigures) {
+        let line = format_figures(figures);
+        if let Some(bar) = &self.bar {
+            bar.set_message(line);
+        } else if self.plain {
+            eprintln!("benchtop: {line}");
+        }
+    }
+
+    /// Removes the line before the final report is printed.
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// The text of the progress line.
+pub fn format_figures(f: &ProgressFigures) -> String {
+    let mut parts = vec![format!("{:>6.1}s", f.elapsed_s)];
+    if let Some((name, rate)) = &f.rate {
+        parts.push(format!("{} {name}/s", si(*rate)));
+    }
+    if let Some((name, p50, p99)) = &f.latency {
+        parts.push(format!(
+            "{name} p50 {} p99 {}",
+            human_ns(*p50 as f64),
+            human_ns(*p99 as f64)
+        ));
+    }
+    if let Some(rss) = f.rss_bytes {
+        parts.push(format!("RSS {}", human_bytes(rss)));
+    }
+    if let Some((samples, lost)) = f.samples {
+        if lost > 0 {
+            parts.push(format!("{samples} samples ({lost} lost)"));
+        } else {
+            parts.push(format!("{samples} samples"));
+        }
+    }
+    parts.join("  ")
+}
+
+/// 1234567 → "1.23M".
+pub fn si(value: f64) -> String {
+    let (scaled, suffix) = if value >= 1e9 {
+        (value / 1e9, "G")
+    } else if value >= 1e6 {
+        (value / 1e6, "M")
+    } else if value >= 1e3 {
+        (value / 1e3, "k")
+    } else {
+        (value, "")
+    };
+    format!("{scaled:.2}{suffix}")
+}
+
+/// Nanoseconds for people: 850ns, 12.3µs, 4.56ms, 1.20s.
+pub fn human_ns(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.2}s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.2}ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1}µs", ns / 1e3)
+    } else {
+        format!("{ns:.0}ns")
+    }
+}
+
+/// Bytes for people, binary units: 13.2 MiB.
+pub fn human_bytes(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= (1u64 << 30) as f64 {
+        format!("{:.2} GiB", b / (1u64 << 30) as f64)
+    } else if b >= (1u64 << 20) as f64 {
+        format!("{:.1} MiB", b / (1u64 << 20) as f64)
+    } else if b >= 1024.0 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_progress_line_shows_rate_latency_rss_and_samples() {
+        let line = format_figures(&ProgressFigures {
+            elapsed_s: 3.25,
+            rate: Some(("messages".into(), 3_100_000.0)),
+            latency: Some(("lap".into(), 1_200_000, 2_300_000)),
+            rss_bytes: Some(14 << 20),
+            samples: Some((3012, 4)),
+        });
+        assert_eq!(
+            line,
+            "   3.2s  3.10M messages/s  lap p50 1.20ms p99 2.30ms  RSS 14.0 MiB  3012 samples (4 lost)"
+        );
+    }
+
+    #[test]
+    fn units_scale_for_people() {
+        assert_eq!(human_ns(850.0), "850ns");
+        assert_eq!(human_ns(12_345.0), "12.3µs");
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(3 << 30), "3.00 GiB");
+        assert_eq!(si(999.0), "999.00");
+    }
+}

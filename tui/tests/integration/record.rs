@@ -1,0 +1,446 @@
+//! Recording sessions end to end: the real ring worker under the sampler, and scripted
+//! workers that misbehave.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use benchtop::cli::{Profile, RecordArgs};
+use benchtop::record::{RecordOptions, record};
+use benchtop_sessions::Status;
+use benchtop_sessions::store::Session;
+use benchtop_workloads::protocol::{encode_histogram, new_latency_histogram};
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+
+use crate::support::{benchtop, complete_lines, deny_perf_events, wait_until};
+
+fn figure(session: &Session, name: &str) -> f64 {
+    session
+        .meta
+        .summary
+        .iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("no summary figure {name}: {:?}", session.meta.summary))
+        .value
+}
+
+#[test]
+fn a_recorded_ring_session_holds_symbolized_stacks_ticks_and_the_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ring");
+    let frequency = 499u64;
+    let output = benchtop()
+        .args(["run", "ring", "--num-nodes", "500", "--num-rounds", "2000"])
+        .args(["--interval", "200ms", "--quiet", "--frequency"])
+        .arg(frequency.to_string())
+        .arg("--record")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("final_sum_after_ring_messaging: 1000000"),
+        "{stdout}"
+    );
+
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Complete);
+    assert_eq!(
+        figure(&session, "final_sum_after_ring_messaging"),
+        1_000_000.0
+    );
+    assert_eq!(figure(&session, "num_nodes"), 500.0);
+
+    // Callchains and symbolization: the ring's own functions are in the profile.
+    let folded = std::fs::read_to_string(dir.join("cpu.folded")).unwrap();
+    assert!(
+        folded.contains("benchtop_workloads::ring::"),
+        "no ring frames in cpu.folded:\n{}",
+        &folded[..folded.len().min(4000)]
+    );
+    assert!(
+        folded.lines().all(|l| l.starts_with("bt-ring;")),
+        "process name is the root frame"
+    );
+    let svg = std::fs::read_to_string(dir.join("cpu.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("benchtop_workloads"));
+
+    // Samples fit the CPU time the worker used at the chosen frequency.
+    let samples = session.meta.sampling.samples;
+    let cpu_s = session.meta.worker.cpu_time_s.unwrap();
+    let expected = cpu_s * frequency as f64;
+    assert!(
+        (samples as f64) > 0.5 * expected && (samples as f64) < 1.5 * expected + 10.0,
+        "{samples} samples for {cpu_s:.2}s of CPU at {frequency} Hz"
+    );
+    let wall_s = session.rows.last().unwrap().t_s;
+    let cores = session.meta.host.cores as f64;
+    assert!((samples as f64) < (wall_s + 1.0) * frequency as f64 * cores);
+
+    // session.json round-trips.
+    let text = std::fs::read_to_string(dir.join("session.json")).unwrap();
+    let parsed: benchtop_sessions::SessionMeta = serde_json::from_str(&text).unwrap();
+    assert_eq!(parsed, session.meta);
+
+    // latency.hlog reads back through the hdrhistogram interval-log reader to the same
+    // total count as the ticks.
+    let hlog = std::fs::read(dir.join("latency.hlog")).unwrap();
+    let mut hlog_count = 0u64;
+    let mut deserializer = hdrhistogram::serialization::Deserializer::new();
+    for entry in IntervalLogIterator::new(&hlog) {
+        if let LogEntry::Interval(interval) = entry.unwrap() {
+            let bytes = base64_decode(interval.encoded_histogram());
+            let h: hdrhistogram::Histogram<u64> =
+                deserializer.deserialize(&mut &bytes[..]).unwrap();
+            hlog_count += h.len();
+        }
+    }
+    let tick_count: u64 = session
+        .rows
+        .iter()
+        .filter_map(|r| r.latency.get("lap"))
+        .map(|p| p.count)
+        .sum();
+    assert!(tick_count > 0);
+    assert_eq!(hlog_count, tick_count);
+    assert_eq!(tick_count, 2000, "one lap per round");
+
+    // Monitors ran.
+    let resources = session
+        .rows
+        .iter()
+        .filter_map(|r| r.resources)
+        .next_back()
+        .unwrap();
+    assert!(resources.rss_bytes > 0 && resources.threads >= 1);
+
+    // The worker's own lines are kept, and `show` prints the session.
+    let log = std::fs::read_to_string(dir.join("worker.log")).unwrap();
+    assert!(log.contains("time_taken_for_ring_messaging"), "{log}");
+    let show = benchtop().arg("show").arg(&dir).output().unwrap();
+    let shown = String::from_utf8_lossy(&show.stdout);
+    assert!(show.status.success());
+    assert!(
+        shown.contains("final_sum_after_ring_messaging") && shown.contains("complete"),
+        "{shown}"
+    );
+}
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .expect("hlog payloads are base64")
+}
+
+#[test]
+fn the_ask_ring_sums_correctly_end_to_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ask");
+    let output = benchtop()
+        .args([
+            "run",
+            "ring",
+            "--mode",
+            "ask",
+            "--num-nodes",
+            "200",
+            "--num-rounds",
+            "100",
+        ])
+        .args(["--quiet", "--profile", "none", "--record"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(figure(&session, "final_sum_after_ring_messaging"), 20_000.0);
+    assert!(!session.meta.sampling.enabled);
+    assert!(!dir.join("cpu.folded").exists());
+}
+
+#[test]
+fn without_perf_permission_the_run_goes_on_without_stacks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("denied");
+    let mut command = benchtop();
+    command
+        .args([
+            "run",
+            "ring",
+            "--num-nodes",
+            "100",
+            "--num-rounds",
+            "100",
+            "--quiet",
+        ])
+        .arg("--record")
+        .arg(&dir);
+    deny_perf_events(&mut command);
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Complete);
+    assert!(!session.meta.sampling.enabled);
+    let reason = session.meta.sampling.reason.clone().unwrap();
+    assert!(reason.contains("perf_event_paranoid"), "{reason}");
+    assert!(
+        session
+            .meta
+            .warnings
+            .iter()
+            .any(|w| w.contains("no stack sampling")),
+        "{:?}",
+        session.meta.warnings
+    );
+    assert!(!dir.join("cpu.folded").exists());
+    assert_eq!(figure(&session, "final_sum_after_ring_messaging"), 10_000.0);
+}
+
+#[test]
+fn a_worker_killed_mid_run_leaves_a_crashed_session_with_its_ticks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("killed");
+    let conductor = benchtop()
+        .args([
+            "run",
+            "ring",
+            "--num-nodes",
+            "1000",
+            "--num-rounds",
+            "100000000",
+        ])
+        .args([
+            "--interval",
+            "100ms",
+            "--quiet",
+            "--profile",
+            "none",
+            "--record",
+        ])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rows = dir.join("timeseries.jsonl");
+    wait_until("two ticks", Duration::from_secs(60), || {
+        complete_lines(&rows) >= 2
+    });
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("session.json")).unwrap()).unwrap();
+    let pid = meta["worker"]["pid"].as_i64().unwrap() as i32;
+    // SAFETY: kill(2) on the worker this test started through benchtop.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let output = conductor.wait_with_output().unwrap();
+    assert!(!output.status.success(), "a crashed run exits non-zero");
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Crashed);
+    assert!(session.rows.len() >= 2);
+    assert!(
+        session.meta.warnings.iter().any(|w| w.contains("signal 9")),
+        "{:?}",
+        session.meta.warnings
+    );
+}
+
+#[test]
+fn ctrl_c_stops_the_worker_and_keeps_a_stopped_session_with_its_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("interrupted");
+    let conductor = benchtop()
+        .args([
+            "run",
+            "ring",
+            "--num-nodes",
+            "1000",
+            "--num-rounds",
+            "100000000",
+        ])
+        .args([
+            "--interval",
+            "100ms",
+            "--quiet",
+            "--profile",
+            "none",
+            "--record",
+        ])
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rows = dir.join("timeseries.jsonl");
+    wait_until("a tick", Duration::from_secs(60), || {
+        complete_lines(&rows) >= 1
+    });
+    // SAFETY: SIGINT to the conductor this test started, as Ctrl-C in a terminal does.
+    assert_eq!(
+        unsafe { libc::kill(conductor.id() as i32, libc::SIGINT) },
+        0
+    );
+    let output = conductor.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Stopped);
+    assert!(figure(&session, "final_sum_after_ring_messaging") > 0.0);
+}
+
+#[test]
+fn a_duration_ends_the_run_as_complete() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("timed");
+    let output = benchtop()
+        .args([
+            "run",
+            "ring",
+            "--num-nodes",
+            "1000",
+            "--num-rounds",
+            "100000000",
+        ])
+        .args([
+            "--duration",
+            "1s",
+            "--interval",
+            "200ms",
+            "--quiet",
+            "--record",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Complete);
+    assert!(session.rows.len() >= 3);
+    assert!(dir.join("cpu.folded").exists());
+}
+
+fn script_options(dir: &Path, script: String) -> RecordOptions {
+    RecordOptions {
+        workload: "script".into(),
+        params: BTreeMap::new(),
+        program: "/bin/sh".into(),
+        args: vec!["-c".into(), script.into()],
+        command_line: vec!["test".into()],
+        record: RecordArgs {
+            record: Some(dir.to_path_buf()),
+            quiet: true,
+            profile: Profile::None,
+            ..RecordArgs::default()
+        },
+        deny_sampling: None,
+    }
+}
+
+const HELLO: &str = r#"{"type":"hello","protocol":1,"workload":"script","params":{"n":1},"metrics":[{"name":"ops","kind":"counter","unit":"ops"},{"name":"lat","kind":"histogram","unit":"ns"}]}"#;
+
+#[test]
+fn malformed_oversized_and_truncated_report_lines_are_reported_and_nothing_is_lost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("bad-lines");
+    let mut histogram = new_latency_histogram();
+    for v in 1..=100u64 {
+        histogram.record(v * 1000).unwrap();
+    }
+    let encoded = encode_histogram(&histogram);
+    let script = format!(
+        r#"echo '{HELLO}' >&3
+echo '{{"type":"ready"}}' >&3
+read start
+echo '{{"type":"tick","t_ns":100000000,"counters":{{"ops":10}},"histograms":{{"lat":"{encoded}"}}}}' >&3
+echo 'this is not json' >&3
+head -c 5000000 /dev/zero | tr '\0' x >&3; echo >&3
+echo '{{"type":"tick","t_ns":200000000,"counters":{{"ops":30}},"histograms":{{"lat":"!!"}}}}' >&3
+echo '{{"type":"summary","figures":[{{"name":"ops","value":30,"unit":"ops"}}]}}' >&3
+printf '{{"type":"tick","t_ns":3000' >&3
+"#
+    );
+    let outcome = record(&script_options(&dir, script)).unwrap();
+    assert_eq!(outcome.status, Status::Complete);
+    let session = Session::load(&dir).unwrap();
+    let warnings = session.meta.warnings.join("\n");
+    assert!(
+        warnings.contains("line 4: not a valid message"),
+        "{warnings}"
+    );
+    assert!(warnings.contains("5000000 bytes"), "{warnings}");
+    assert!(warnings.contains("histogram \"lat\""), "{warnings}");
+    assert!(warnings.contains("truncated"), "{warnings}");
+    assert_eq!(session.rows.len(), 2, "both good ticks are kept");
+    assert_eq!(session.rows[1].counters["ops"], 30);
+    assert_eq!(session.rows[1].rates["ops"], 200.0);
+    assert_eq!(session.latency.len(), 1);
+    assert_eq!(session.latency[0].histogram.len(), 100);
+    assert_eq!(session.meta.summary[0].value, 30.0);
+    assert_eq!(session.meta.workload.params["n"], 1);
+}
+
+#[test]
+fn a_worker_of_another_protocol_version_is_refused_and_ended() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("version");
+    let script = r#"echo '{"type":"hello","protocol":99,"workload":"future"}' >&3
+echo '{"type":"ready"}' >&3
+read start
+sleep 60
+"#
+    .to_owned();
+    let started = std::time::Instant::now();
+    let outcome = record(&script_options(&dir, script)).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the worker was ended"
+    );
+    assert_eq!(outcome.status, Status::Crashed);
+    let session = Session::load(&dir).unwrap();
+    let warnings = session.meta.warnings.join("\n");
+    assert!(
+        warnings.contains("version 99") && warnings.contains("refused"),
+        "{warnings}"
+    );
+}
+
+#[test]
+fn a_worker_that_fails_before_hello_leaves_a_crashed_session_with_its_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("early");
+    let script = "echo 'cannot open the input' >&2; exit 3".to_owned();
+    let outcome = record(&script_options(&dir, script)).unwrap();
+    assert_eq!(outcome.status, Status::Crashed);
+    let session = Session::load(&dir).unwrap();
+    assert!(
+        session
+            .meta
+            .warnings
+            .iter()
+            .any(|w| w.contains("exit code 3")),
+        "{:?}",
+        session.meta.warnings
+    );
+    let log = std::fs::read_to_string(dir.join("worker.log")).unwrap();
+    assert!(log.contains("cannot open the input"));
+}

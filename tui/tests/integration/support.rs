@@ -1,0 +1,89 @@
+//! Shared pieces of the end-to-end tests.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The benchtop binary under test.
+pub fn benchtop() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_benchtop"));
+    command.env_remove(benchtop::DENY_SAMPLING_ENV);
+    command
+}
+
+/// Makes the kernel refuse perf_event_open with EACCES in the child (and everything it
+/// starts), exactly as a user without perf permission sees it: a seccomp filter.
+pub fn deny_perf_events(command: &mut Command) {
+    // SAFETY: runs between fork and exec; prctl is async-signal-safe and the filter
+    // program lives on this stack frame until the call returns.
+    unsafe {
+        command.pre_exec(|| {
+            let filter = [
+                // A = seccomp_data.nr
+                bpf_stmt(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0),
+                bpf_jump(
+                    libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+                    libc::SYS_perf_event_open as u32,
+                    0,
+                    1,
+                ),
+                bpf_stmt(
+                    libc::BPF_RET | libc::BPF_K,
+                    libc::SECCOMP_RET_ERRNO | libc::EACCES as u32,
+                ),
+                bpf_stmt(libc::BPF_RET | libc::BPF_K, libc::SECCOMP_RET_ALLOW),
+            ];
+            let program = libc::sock_fprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr() as *mut libc::sock_filter,
+            };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER as libc::c_ulong,
+                &program as *const libc::sock_fprog as libc::c_ulong,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+fn bpf_stmt(code: u32, k: u32) -> libc::sock_filter {
+    libc::sock_filter {
+        code: code as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    }
+}
+
+fn bpf_jump(code: u32, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
+    libc::sock_filter {
+        code: code as u16,
+        jt,
+        jf,
+        k,
+    }
+}
+
+/// Waits until `ready` holds, failing the test after `timeout`.
+pub fn wait_until(what: &str, timeout: Duration, mut ready: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Complete lines in a file so far (0 when it does not exist yet).
+pub fn complete_lines(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .map(|text| text.matches('\n').count())
+        .unwrap_or(0)
+}

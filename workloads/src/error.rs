@@ -1,0 +1,119 @@
+//! The one error type of this crate.
+
+use std::io;
+
+/// What can go wrong running a workload or speaking the worker side of the protocol.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkloadError {
+    /// `BENCHTOP_REPORT_FD` does not name a usable file descriptor.
+    #[error("{var}={value:?}: {reason}")]
+    BadReportFd {
+        /// The variable, [`crate::protocol::REPORT_FD_ENV`].
+        var: &'static str,
+        /// Its value as found.
+        value: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// `BENCHTOP_INTERVAL_MS` is not a usable interval.
+    #[error("{var}={value:?}: {reason}")]
+    BadInterval {
+        /// The variable, [`crate::protocol::INTERVAL_MS_ENV`].
+        var: &'static str,
+        /// Its value as found.
+        value: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// Writing a message to the report channel failed.
+    #[error("writing the {message} message to the report channel: {source}")]
+    Report {
+        /// Which message (`hello`, `tick`, …).
+        message: &'static str,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// Reading the conductor's messages on standard input failed.
+    #[error("reading conductor messages on standard input: {0}")]
+    Stdin(#[source] io::Error),
+    /// Standard input ended before the conductor sent `start`.
+    #[error("standard input ended before the conductor sent start")]
+    NoStart,
+    /// A line on standard input is not a conductor message.
+    #[error("conductor message line {line}: not a valid message ({text:?}): {source}")]
+    BadConductorMessage {
+        /// 1-based line number on standard input.
+        line: u64,
+        /// The start of the line, for the reader.
+        text: String,
+        /// What the JSON decoder said.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The conductor sent `stop` before `start`: nothing was run.
+    #[error("the conductor sent stop before start; nothing was run")]
+    StoppedBeforeStart,
+    /// A parameter is out of range (parameters built in code rather than parsed by clap).
+    #[error("--{name} {value}: {reason}")]
+    BadParam {
+        /// The parameter's command-line name, e.g. `num-nodes`.
+        name: &'static str,
+        /// Its value.
+        value: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// Two metrics were registered under one name.
+    #[error("metric {name:?} is registered twice")]
+    DuplicateMetric {
+        /// The name.
+        name: String,
+    },
+    /// A thread could not be started.
+    #[error("starting the {thread} thread: {source}")]
+    Thread {
+        /// The thread's name.
+        thread: &'static str,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// The tokio runtime could not be built.
+    #[error("building a tokio runtime with {threads} thread(s): {source}")]
+    Runtime {
+        /// Worker threads asked for.
+        threads: u16,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// A workload task or thread panicked.
+    #[error("{what} panicked: {message}")]
+    Panicked {
+        /// Which task or thread.
+        what: String,
+        /// The panic message, when it was a string.
+        message: String,
+    },
+    /// The workload ended in a way it should not have.
+    #[error("{workload}: {reason}")]
+    Broken {
+        /// Workload name.
+        workload: &'static str,
+        /// What happened.
+        reason: String,
+    },
+}
+
+/// The message of a panic payload, when it is a string.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a non-string payload".to_owned()
+    }
+}

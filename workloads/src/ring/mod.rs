@@ -1,0 +1,429 @@
+//! `ring`: the actor ring benchmark of the `factor` actor framework
+//! (`example_ring_tell`, `example_ring_ask`).
+//!
+//! `num_nodes` actors — tokio tasks, each with a tokio mpsc mailbox — form a ring. One
+//! message starts at node 0 with the value 0 and is passed on hop by hop, each hop adding
+//! one, until `num_nodes × num_rounds` hops have passed; the final sum is then
+//! `num_nodes × num_rounds`.
+//!
+//! - **tell**: each actor sends the next one a message and forgets it.
+//! - **ask**: each actor *asks* the next one and replies to its own asker only when the
+//!   next one has replied, so asks pile up along the whole run: at the deepest point
+//!   `num_nodes × num_rounds` are pending at once (the original's ~5 GB case at 10 M).
+//!   An actor must not block its mailbox while it waits (the ring wraps round to it), so
+//!   each pending ask is a continuation the actor keeps: 8 bytes in a per-actor slab
+//!   (asker, asker's correlation id), found again by the correlation id the reply
+//!   carries — not a spawned task and a oneshot channel per ask.
+//!
+//! Measured work — creating the actors and passing the message — starts after `start`,
+//! and so do all the threads (the runtime's, the ticker's, the stdin reader's), since
+//! perf's inherit follows only threads created after it attached.
+//!
+//! Measured (`cargo run --release -p benchtop-workloads --example ring`, 5000 × 2000, a
+//! 2-vCPU Xeon VM, current-thread runtime): tell 1.50 s and 11.4 MiB peak RSS (the
+//! original: 9.1 s, 13 MB); ask 6.0 s and 96 MiB (the original: 19.1 s, ~5 GB), i.e.
+//! 10.1 bytes of peak RSS per pending ask. Per actor, tokio's task and mpsc channel (with
+//! its two 32-slot blocks) take ~1.7 KB: that is tell mode's floor. Two runtime threads
+//! are slower for both modes (tell ~1.9 s, ask ~7 s): with one message in flight they
+//! only add cross-thread wake-ups, hence the default of 1.
+//!
+//! Metrics: counter `messages` (hops so far: in ask mode asks and replies both hop) and
+//! histogram `lap` (nanoseconds between two passes of the message at node 0, i.e. per
+//! `num_nodes` hops). The stop signal is checked at node 0 on each pass, once per lap.
+//!
+//! ```
+//! use benchtop_workloads::report::{Metrics, StopSignal};
+//! use benchtop_workloads::ring::{self, RingMetrics, RingMode, RingParams};
+//!
+//! let params = RingParams { num_nodes: 50, num_rounds: 20, mode: RingMode::Ask, runtime_threads: 1 };
+//! let metrics = RingMetrics::register(&mut Metrics::new())?;
+//! let outcome = ring::run(&params, &metrics, &StopSignal::new())?;
+//! assert_eq!(outcome.final_sum, 1000);
+//! assert_eq!(ring::summary_lines(&outcome)[3], "final_sum_after_ring_messaging: 1000");
+//! # Ok::<(), benchtop_workloads::WorkloadError>(())
+//! ```
+
+mod actors;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::WorkloadError;
+use crate::protocol::{Better, Figure, Summary};
+use crate::report::{Counter, IntervalHistogram, Metrics, StopSignal};
+
+/// The workload's name on the command line and in `hello`.
+pub const NAME: &str = "ring";
+
+/// Parameters of the ring, with the original benchmark's names.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default)]
+pub struct RingParams {
+    /// Actors in the ring.
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u32).range(1..i64::from(u32::MAX)))]
+    pub num_nodes: u32,
+    /// Times the message goes round the ring.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub num_rounds: u32,
+    /// How each hop passes the message on.
+    #[arg(long, value_enum, default_value_t = RingMode::Tell)]
+    pub mode: RingMode,
+    /// Tokio worker threads; 1 runs a current-thread runtime, the fastest for a ring
+    /// (one message in flight: more threads only add wake-ups)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub runtime_threads: u16,
+}
+
+impl Default for RingParams {
+    fn default() -> Self {
+        RingParams {
+            num_nodes: 5000,
+            num_rounds: 2000,
+            mode: RingMode::Tell,
+            runtime_threads: 1,
+        }
+    }
+}
+
+/// How each hop passes the message.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, clap::ValueEnum, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum RingMode {
+    /// Fire and forget.
+    #[default]
+    Tell,
+    /// Ask the next actor and await its reply before replying to one's own asker.
+    Ask,
+}
+
+impl RingMode {
+    /// The command-line name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RingMode::Tell => "tell",
+            RingMode::Ask => "ask",
+        }
+    }
+}
+
+impl std::fmt::Display for RingMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl RingParams {
+    /// The command-line arguments that parse back into these parameters.
+    pub fn to_args(&self) -> Vec<String> {
+        vec![
+            "--num-nodes".to_owned(),
+            self.num_nodes.to_string(),
+            "--num-rounds".to_owned(),
+            self.num_rounds.to_string(),
+            "--mode".to_owned(),
+            self.mode.as_str().to_owned(),
+            "--runtime-threads".to_owned(),
+            self.runtime_threads.to_string(),
+        ]
+    }
+
+    /// The parameters for `hello`, keyed by their command-line names.
+    pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
+        BTreeMap::from([
+            ("num-nodes".to_owned(), self.num_nodes.into()),
+            ("num-rounds".to_owned(), self.num_rounds.into()),
+            ("mode".to_owned(), self.mode.as_str().into()),
+            ("runtime-threads".to_owned(), self.runtime_threads.into()),
+        ])
+    }
+
+    /// Hops of a complete run: `num_nodes × num_rounds`, the expected final sum.
+    pub fn total_hops(&self) -> u64 {
+        u64::from(self.num_nodes) * u64::from(self.num_rounds)
+    }
+
+    /// Checks what clap checks, for parameters built in code.
+    pub fn validate(&self) -> Result<(), WorkloadError> {
+        let bad = |name, value: &dyn ToString, reason| WorkloadError::BadParam {
+            name,
+            value: value.to_string(),
+            reason,
+        };
+        if self.num_nodes == 0 {
+            return Err(bad(
+                "num-nodes",
+                &self.num_nodes,
+                "a ring needs at least 1 node",
+            ));
+        }
+        if self.num_nodes == u32::MAX {
+            return Err(bad(
+                "num-nodes",
+                &self.num_nodes,
+                "actor addresses are 32-bit: at most 4294967294 nodes",
+            ));
+        }
+        if self.num_rounds == 0 {
+            return Err(bad("num-rounds", &self.num_rounds, "must be at least 1"));
+        }
+        if self.runtime_threads == 0 {
+            return Err(bad(
+                "runtime-threads",
+                &self.runtime_threads,
+                "must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The ring's metrics, registered in a worker's [`Metrics`]. One set per run.
+#[derive(Debug, Clone)]
+pub struct RingMetrics {
+    /// `messages`: hops so far (asks and replies both hop).
+    pub messages: Arc<Counter>,
+    /// `lap`: nanoseconds between two passes of the message at node 0.
+    pub lap: Arc<IntervalHistogram>,
+}
+
+impl RingMetrics {
+    /// Registers `messages` and `lap`.
+    pub fn register(metrics: &mut Metrics) -> Result<Self, WorkloadError> {
+        Ok(RingMetrics {
+            messages: metrics.counter(
+                "messages",
+                "messages",
+                "messages passed from actor to actor so far (ask: asks and replies)",
+            )?,
+            lap: metrics.histogram(
+                "lap",
+                "time for the message to go once round the ring (num-nodes hops), \
+                 recorded at node 0 each time the message passes it",
+            )?,
+        })
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Outcome {
+    /// The parameters run.
+    pub params: RingParams,
+    /// Creating the mailboxes and spawning the actors.
+    pub node_creation: Duration,
+    /// From the first message to the end (or to the stop).
+    pub ring_messaging: Duration,
+    /// The value the message reached: `num_nodes × num_rounds` for a complete run.
+    pub final_sum: u64,
+    /// Messages passed from actor to actor (ask: asks and replies).
+    pub messages: u64,
+    /// Whether the run was stopped before it completed.
+    pub stopped: bool,
+}
+
+impl Outcome {
+    /// Messages per second of ring messaging.
+    pub fn messages_per_second(&self) -> f64 {
+        let secs = self.ring_messaging.as_secs_f64();
+        if secs > 0.0 {
+            self.messages as f64 / secs
+        } else {
+            0.0
+        }
+    }
+
+    /// The summary figures, in the order the original printed them, then
+    /// `messages_per_second` and `mode` (0 = tell, 1 = ask).
+    pub fn figures(&self) -> Vec<Figure> {
+        vec![
+            Figure::new("num_ring_rounds", f64::from(self.params.num_rounds), ""),
+            Figure::new("num_nodes", f64::from(self.params.num_nodes), ""),
+            Figure::new(
+                "time_taken_for_node_creation",
+                self.node_creation.as_secs_f64(),
+                "s",
+            )
+            .better(Better::Lower),
+            Figure::new("final_sum_after_ring_messaging", self.final_sum as f64, ""),
+            Figure::new(
+                "time_taken_for_ring_messaging",
+                self.ring_messaging.as_secs_f64(),
+                "s",
+            )
+            .better(Better::Lower),
+            Figure::new(
+                "messages_per_second",
+                self.messages_per_second(),
+                "messages/s",
+            )
+            .better(Better::Higher),
+            Figure::new(
+                "mode",
+                match self.params.mode {
+                    RingMode::Tell => 0.0,
+                    RingMode::Ask => 1.0,
+                },
+                "",
+            ),
+        ]
+    }
+}
+
+/// The protocol summary of a run.
+pub fn summary(outcome: &Outcome) -> Summary {
+    Summary {
+        figures: outcome.figures(),
+    }
+}
+
+/// The summary as the original printed it, one `name: value` line per figure.
+pub fn summary_lines(outcome: &Outcome) -> Vec<String> {
+    vec![
+        format!("num_ring_rounds: {}", outcome.params.num_rounds),
+        format!("num_nodes: {}", outcome.params.num_nodes),
+        format!("time_taken_for_node_creation: {:?}", outcome.node_creation),
+        format!("final_sum_after_ring_messaging: {}", outcome.final_sum),
+        format!(
+            "time_taken_for_ring_messaging: {:?}",
+            outcome.ring_messaging
+        ),
+        format!("messages_per_second: {:.0}", outcome.messages_per_second()),
+        format!("mode: {}", outcome.params.mode),
+    ]
+}
+
+/// Runs the ring on a runtime of its own (built here, after `start`), until it completes
+/// or `stop` is set. A stopped run returns its partial outcome.
+pub fn run(
+    params: &RingParams,
+    metrics: &RingMetrics,
+    stop: &StopSignal,
+) -> Result<Outcome, WorkloadError> {
+    params.validate()?;
+    actors::run(params, metrics, stop)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        params: RingParams,
+    }
+
+    fn parse(args: &[&str]) -> Result<RingParams, String> {
+        Cli::try_parse_from(std::iter::once("ring").chain(args.iter().copied()))
+            .map(|c| c.params)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_are_the_originals_run() {
+        let params = parse(&[]).unwrap();
+        assert_eq!(params, RingParams::default());
+        assert_eq!((params.num_nodes, params.num_rounds), (5000, 2000));
+        assert_eq!(params.mode, RingMode::Tell);
+    }
+
+    #[test]
+    fn to_args_parses_back_to_the_same_params() {
+        for params in [
+            RingParams::default(),
+            RingParams {
+                num_nodes: 1,
+                num_rounds: 7,
+                mode: RingMode::Ask,
+                runtime_threads: 3,
+            },
+        ] {
+            let args = params.to_args();
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            assert_eq!(parse(&args).unwrap(), params);
+        }
+    }
+
+    #[test]
+    fn params_json_uses_the_cli_names_and_matches_serde() {
+        let params = RingParams {
+            mode: RingMode::Ask,
+            ..RingParams::default()
+        };
+        let json = params.params_json();
+        assert_eq!(
+            json.keys().collect::<Vec<_>>(),
+            ["mode", "num-nodes", "num-rounds", "runtime-threads"]
+        );
+        assert_eq!(json["mode"], "ask");
+        let via_serde: BTreeMap<String, serde_json::Value> =
+            serde_json::from_value(serde_json::to_value(&params).unwrap()).unwrap();
+        assert_eq!(json, via_serde);
+        let back: RingParams =
+            serde_json::from_value(serde_json::to_value(&json).unwrap()).unwrap();
+        assert_eq!(back, params);
+    }
+
+    #[test]
+    fn zero_nodes_or_rounds_are_refused_clearly() {
+        let err = parse(&["--num-nodes", "0"]).unwrap_err();
+        assert!(
+            err.contains("--num-nodes") && err.contains("0 is not in 1.."),
+            "{err}"
+        );
+        let err = parse(&["--num-rounds", "0"]).unwrap_err();
+        assert!(
+            err.contains("--num-rounds") && err.contains("0 is not in 1.."),
+            "{err}"
+        );
+        let err = parse(&["--mode", "shout"]).unwrap_err();
+        assert!(err.contains("tell") && err.contains("ask"), "{err}");
+
+        let err = RingParams {
+            num_nodes: 0,
+            ..RingParams::default()
+        }
+        .validate()
+        .unwrap_err()
+        .to_string();
+        assert_eq!(err, "--num-nodes 0: a ring needs at least 1 node");
+    }
+
+    #[test]
+    fn summary_lines_read_as_the_original_printed_them() {
+        let outcome = Outcome {
+            params: RingParams::default(),
+            node_creation: Duration::from_micros(22_996),
+            ring_messaging: Duration::from_millis(2_500),
+            final_sum: 10_000_000,
+            messages: 10_000_000,
+            stopped: false,
+        };
+        assert_eq!(
+            summary_lines(&outcome),
+            [
+                "num_ring_rounds: 2000",
+                "num_nodes: 5000",
+                "time_taken_for_node_creation: 22.996ms",
+                "final_sum_after_ring_messaging: 10000000",
+                "time_taken_for_ring_messaging: 2.5s",
+                "messages_per_second: 4000000",
+                "mode: tell",
+            ]
+        );
+        let names: Vec<_> = outcome.figures().into_iter().map(|f| f.name).collect();
+        let from_lines: Vec<_> = summary_lines(&outcome)
+            .into_iter()
+            .map(|l| l.split(':').next().unwrap().to_owned())
+            .collect();
+        assert_eq!(names, from_lines);
+    }
+}
