@@ -62,7 +62,7 @@ pub struct RunArgs {
 /// Options of a recording, shared by every workload.
 #[derive(Debug, Clone, Args)]
 pub struct RecordArgs {
-    /// Session directory to create [default: ./sessions/<date>-<time>-<workload>].
+    /// Session directory to create [default: ./sessions/DATE-TIME-WORKLOAD].
     #[arg(long, global = true, value_name = "DIR")]
     pub record: Option<PathBuf>,
     /// Stop the workload after this long (e.g. 10s, 2m) [default: until it finishes].

@@ -107,7 +107,7 @@ pub fn owner_marker() -> String {
     format!("{pid}:{start}")
 }
 
-/// Field 22 of /proc/<pid>/stat: start time in clock ticks after boot.
+/// Field 22 of `/proc/<pid>/stat`: start time in clock ticks after boot.
 pub fn process_start_ticks(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: split after the last ')'.
