@@ -1,7 +1,8 @@
 //! The checked-in v1 session under tests/data/v1-session must keep loading: it guards the
 //! format against changes that would make old recordings unreadable.
 //!
-//! It was written once by `write_the_v1_session_fixture`. Never regenerate it to make
+//! It was written once by `write_the_v1_session_fixture` (`BENCHTOP_BLESS=1 cargo test -p
+//! benchtop-sessions --test integration compat`). Never regenerate it to make
 //! `the_checked_in_v1_session_keeps_loading` pass: a failure there means old sessions broke.
 
 use std::path::PathBuf;
@@ -16,6 +17,9 @@ fn fixture() -> PathBuf {
 
 #[test]
 fn the_checked_in_v1_session_keeps_loading() {
+    if std::env::var_os("BENCHTOP_BLESS").is_some() {
+        write_the_v1_session_fixture();
+    }
     let s = Session::load(&fixture()).unwrap();
     assert!(s.warnings.is_empty(), "{:?}", s.warnings);
     let m = &s.meta;
@@ -67,8 +71,7 @@ fn the_checked_in_v1_session_keeps_loading() {
     assert!(s.offcpu.is_none());
 }
 
-#[test]
-#[ignore = "writes tests/data/v1-session; run once with --ignored when a schema version is added"]
+/// Writes tests/data/v1-session, with `BENCHTOP_BLESS=1` only: once per schema version.
 fn write_the_v1_session_fixture() {
     let dir = fixture();
     let _ = std::fs::remove_dir_all(&dir);

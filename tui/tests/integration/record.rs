@@ -110,6 +110,11 @@ fn a_recorded_ring_session_holds_symbolized_stacks_ticks_and_the_summary() {
     assert!(tick_count > 0);
     assert_eq!(hlog_count, tick_count);
     assert_eq!(tick_count, 2000, "one lap per round");
+    let lap = session.rows[0].latency["lap"];
+    assert!(
+        lap.p50 > 1_000,
+        "a lap of 500 hops takes microseconds: {lap:?}"
+    );
 
     // Monitors ran.
     let resources = session
