@@ -13,6 +13,15 @@ pub enum ProfilerError {
         /// The paranoid level, the missing privilege and the fix.
         reason: String,
     },
+    /// The machine has no such event (hardware cycles without a PMU, as in most VMs).
+    #[error("this machine has no `{event}` event ({source}); sample with cpu-clock instead")]
+    EventUnavailable {
+        /// The event asked for.
+        event: &'static str,
+        /// What perf_event_open said.
+        #[source]
+        source: std::io::Error,
+    },
     /// No process has this id (or it exited before sampling started).
     #[error("no process with pid {pid}")]
     ProcessNotFound {

@@ -34,5 +34,5 @@ mod symbolize;
 pub use error::ProfilerError;
 pub use host::host_info;
 pub use monitor::ProcessMonitor;
-pub use sampler::{Profile, Sampler, SamplerOptions, SamplerStats, probe_access};
+pub use sampler::{Profile, SampleEvent, Sampler, SamplerOptions, SamplerStats, probe_access};
 pub use symbolize::SymbolDetail;

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use benchtop_sessions::StackTree;
 use benchtop_sessions::meta::{PerfAccess, SamplingInfo};
-use perf_event::events::Software;
+use perf_event::events::{Hardware, Software};
 use perf_event::{Builder, SampleFlag};
 
 use crate::ProfilerError;
@@ -66,6 +66,32 @@ pub struct SamplerOptions {
     pub symbols: SymbolDetail,
     /// How often the background thread symbolizes what it collected (default 200 ms).
     pub batch_interval: Duration,
+    /// Which event drives sampling (default: hardware cycles where the machine has a
+    /// PMU, else the software cpu-clock).
+    pub event: SampleEvent,
+}
+
+/// The perf event that drives sampling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum SampleEvent {
+    /// Hardware CPU cycles when the machine offers them, else `cpu-clock`.
+    #[default]
+    Auto,
+    /// The software `cpu-clock` event (an hrtimer): works everywhere, VMs included.
+    CpuClock,
+    /// Hardware CPU cycles: needs a PMU (not in most VMs).
+    Cycles,
+}
+
+impl SampleEvent {
+    /// The event's name as perf spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SampleEvent::Cycles => "cycles",
+            SampleEvent::Auto | SampleEvent::CpuClock => "cpu-clock",
+        }
+    }
 }
 
 impl Default for SamplerOptions {
@@ -77,6 +103,7 @@ impl Default for SamplerOptions {
             per_thread: false,
             symbols: SymbolDetail::default(),
             batch_interval: Duration::from_millis(200),
+            event: SampleEvent::Auto,
         }
     }
 }
@@ -114,6 +141,8 @@ pub struct Profile {
     pub samples: u64,
     /// Samples lost (ring buffers full).
     pub lost: u64,
+    /// The event that drove sampling: `cycles` or `cpu-clock`.
+    pub event: &'static str,
     /// Kernel frames were included.
     pub kernel_frames: bool,
     /// Sampling frequency per CPU, Hz.
@@ -139,7 +168,7 @@ impl Profile {
     pub fn sampling_info(&self) -> SamplingInfo {
         let mut info = SamplingInfo::default();
         info.enabled = true;
-        info.event = "cpu-clock".into();
+        info.event = self.event.into();
         info.frequency_hz = self.frequency_hz;
         info.kernel_frames = self.kernel_frames;
         info.samples = self.samples;
@@ -207,6 +236,7 @@ impl Shared {
 pub struct Sampler {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<Result<Collected, ProfilerError>>>,
+    event: SampleEvent,
     kernel_frames: bool,
     warnings: Vec<String>,
     frequency_hz: u64,
@@ -277,17 +307,47 @@ impl Sampler {
             ));
         }
 
+        let candidates: &[SampleEvent] = match opts.event {
+            SampleEvent::Auto => &[SampleEvent::Cycles, SampleEvent::CpuClock],
+            SampleEvent::Cycles => &[SampleEvent::Cycles],
+            SampleEvent::CpuClock => &[SampleEvent::CpuClock],
+        };
         let mut kernel = opts.kernel_frames;
-        let rings = match open_rings(pid, &cpus, opts, kernel, &mut pages) {
-            Ok(rings) => rings,
-            Err(OpenError::Denied(errno)) if kernel => {
-                kernel = false;
-                let rings = open_rings(pid, &cpus, opts, false, &mut pages)
-                    .map_err(|e| e.into_error(pid, &access))?;
-                warnings.push(kernel_excluded_reason(&access, errno));
-                rings
+        let mut opened = None;
+        for (i, &event) in candidates.iter().enumerate() {
+            let last = i + 1 == candidates.len();
+            let attempt = match open_rings(pid, &cpus, opts, event, kernel, &mut pages) {
+                Err(OpenError::Denied(errno)) if kernel => {
+                    let retry = open_rings(pid, &cpus, opts, event, false, &mut pages);
+                    if retry.is_ok() {
+                        kernel = false;
+                        warnings.push(kernel_excluded_reason(&access, errno));
+                    }
+                    retry
+                }
+                other => other,
+            };
+            match attempt {
+                Ok(rings) => {
+                    opened = Some((rings, event));
+                    break;
+                }
+                // No PMU (VMs): the hardware event does not exist; try the next one.
+                Err(OpenError::Open(_, e)) if is_missing_event(&e) => {
+                    if last {
+                        return Err(ProfilerError::EventUnavailable {
+                            event: event.name(),
+                            source: e,
+                        });
+                    }
+                }
+                Err(e) => return Err(e.into_error(pid, &access)),
             }
-            Err(e) => return Err(e.into_error(pid, &access)),
+        }
+        let Some((rings, event)) = opened else {
+            return Err(ProfilerError::InvalidOptions {
+                reason: "no sampling event to open".into(),
+            });
         };
         if pages < requested && !warnings.iter().any(|w| w.starts_with("ring buffers")) {
             warnings.push(format!(
@@ -321,6 +381,7 @@ impl Sampler {
         Ok(Sampler {
             shared,
             thread: Some(thread),
+            event,
             kernel_frames: kernel,
             warnings,
             frequency_hz: opts.frequency_hz,
@@ -355,6 +416,11 @@ impl Sampler {
     /// for the user.
     pub fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    /// The event that drives sampling: `cycles` or `cpu-clock`.
+    pub fn event(&self) -> &'static str {
+        self.event.name()
     }
 
     /// Data pages per CPU ring buffer actually mapped.
@@ -399,6 +465,7 @@ impl Sampler {
             cpu: collected.tree,
             samples: stats.samples,
             lost: stats.lost,
+            event: self.event.name(),
             kernel_frames: self.kernel_frames,
             frequency_hz: self.frequency_hz,
             buffer_pages: self.buffer_pages,
@@ -447,14 +514,26 @@ impl OpenError {
     }
 }
 
+/// perf_event_open's answers for an event this machine does not have.
+fn is_missing_event(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP | libc::EINVAL)
+    )
+}
+
 fn builder(
     pid: u32,
     cpu: usize,
     opts: &SamplerOptions,
+    event: SampleEvent,
     kernel: bool,
     data_bytes: usize,
 ) -> Builder<'static> {
-    let mut b = Builder::new(Software::CPU_CLOCK);
+    let mut b = match event {
+        SampleEvent::Cycles => Builder::new(Hardware::CPU_CYCLES),
+        SampleEvent::Auto | SampleEvent::CpuClock => Builder::new(Software::CPU_CLOCK),
+    };
     b.observe_pid(pid as libc::pid_t)
         .one_cpu(cpu)
         .inherit(true)
@@ -488,6 +567,7 @@ fn open_rings(
     pid: u32,
     cpus: &[usize],
     opts: &SamplerOptions,
+    event: SampleEvent,
     kernel: bool,
     pages: &mut usize,
 ) -> Result<Vec<Ring>, OpenError> {
@@ -495,7 +575,7 @@ fn open_rings(
     let mut rings = Vec::with_capacity(cpus.len());
     for &cpu in cpus {
         loop {
-            let b = builder(pid, cpu, opts, kernel, *pages * page_size);
+            let b = builder(pid, cpu, opts, event, kernel, *pages * page_size);
             let counter = match b.build() {
                 Ok(c) => c,
                 Err(e) => {

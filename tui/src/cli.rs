@@ -75,9 +75,14 @@ pub struct RecordArgs {
     /// Interval of the workload's reports and the monitors (at least 100ms).
     #[arg(long, global = true, value_name = "D", default_value = "1s", value_parser = parse_interval)]
     pub interval: Duration,
-    /// Which stacks to sample: `cpu` (on-CPU, perf cpu-clock) or `none`.
+    /// Which stacks to sample: `cpu` (on-CPU) or `none`.
     #[arg(long, global = true, value_enum, default_value_t = Profile::Cpu)]
     pub profile: Profile,
+    /// The event that drives on-CPU sampling: `auto` is hardware cycles where the machine
+    /// has a PMU and the software cpu-clock elsewhere (VMs). Compare sessions sampled on
+    /// the same event.
+    #[arg(long, global = true, value_enum, default_value_t = PerfEvent::Auto)]
+    pub event: PerfEvent,
     /// Do not show the progress line.
     #[arg(long, short, global = true)]
     pub quiet: bool,
@@ -91,6 +96,7 @@ impl Default for RecordArgs {
             frequency: 999,
             interval: Duration::from_secs(1),
             profile: Profile::Cpu,
+            event: PerfEvent::Auto,
             quiet: false,
         }
     }
@@ -103,6 +109,17 @@ pub enum Profile {
     Cpu,
     /// No stack sampling; monitors and workload reports only.
     None,
+}
+
+/// The event that drives on-CPU sampling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PerfEvent {
+    /// Hardware cycles where available, else cpu-clock.
+    Auto,
+    /// The software cpu-clock timer.
+    CpuClock,
+    /// Hardware CPU cycles (needs a PMU).
+    Cycles,
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {

@@ -1,6 +1,6 @@
 use std::time::{Duration, Instant};
 
-use benchtop_profilers::{ProfilerError, Sampler, SamplerOptions};
+use benchtop_profilers::{ProfilerError, SampleEvent, Sampler, SamplerOptions};
 
 use crate::fixture::{BURN_FN, COMM, Fixture, start_sampler, weight_containing};
 
@@ -199,4 +199,35 @@ fn live_stats_count_samples_and_batches_while_running() {
     assert!(mid.batches >= 1, "no batch ran while running: {mid:?}");
     assert!(mid.samples <= profile.samples);
     assert!(profile.cpu.to_folded().contains(BURN_FN));
+}
+
+#[test]
+fn auto_samples_cycles_where_the_machine_has_them_and_cpu_clock_elsewhere() {
+    let mut child = Fixture::spawn("burn", 300, 1);
+    let mut cycles_opts = SamplerOptions::default();
+    cycles_opts.event = SampleEvent::Cycles;
+    let has_cycles = match Sampler::start(child.pid(), &cycles_opts) {
+        Ok(sampler) => {
+            assert_eq!(sampler.event(), "cycles");
+            true
+        }
+        Err(ProfilerError::EventUnavailable { event, .. }) => {
+            assert_eq!(event, "cycles");
+            false
+        }
+        Err(other) => panic!("cycles: unexpected error {other}"),
+    };
+    let auto = start_sampler(child.pid(), &SamplerOptions::default());
+    assert_eq!(
+        auto.event(),
+        if has_cycles { "cycles" } else { "cpu-clock" }
+    );
+    child.go();
+    let profile = auto.finish().expect("finish");
+    assert_eq!(profile.event, auto_event_name(has_cycles));
+    child.wait_cpu_time();
+}
+
+fn auto_event_name(has_cycles: bool) -> &'static str {
+    if has_cycles { "cycles" } else { "cpu-clock" }
 }

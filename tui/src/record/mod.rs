@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
 use benchtop_profilers::monitor::ProcessMonitor;
-use benchtop_profilers::sampler::{Sampler, SamplerOptions};
+use benchtop_profilers::sampler::{SampleEvent, Sampler, SamplerOptions};
 use benchtop_profilers::{ProfilerError, host};
 use benchtop_sessions::meta::{Better, Figure, WorkloadInfo};
 use benchtop_sessions::store::{SessionWriter, StackKind, new_session_id, rfc3339};
@@ -27,7 +27,7 @@ use benchtop_workloads::protocol::{
     self, ConductorMessage, MetricKind, ProtocolError, ReportReader, WorkerMessage,
 };
 
-use crate::cli::{Profile, RecordArgs};
+use crate::cli::{PerfEvent, Profile, RecordArgs};
 use child::{WorkerExit, WorkerProcess, WorkerSpec};
 use progress::{Progress, ProgressFigures};
 
@@ -117,7 +117,11 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
     );
     meta.command_line = opts.command_line.clone();
     meta.benchtop_version = env!("CARGO_PKG_VERSION").to_owned();
-    meta.sampling.event = "cpu-clock".into();
+    meta.sampling.event = match opts.record.event {
+        PerfEvent::Cycles => "cycles",
+        PerfEvent::Auto | PerfEvent::CpuClock => "cpu-clock",
+    }
+    .into();
     meta.sampling.frequency_hz = opts.record.frequency;
     let mut writer = SessionWriter::create(&dir, meta)
         .with_context(|| format!("cannot create the session in {}", dir.display()))?;
@@ -409,6 +413,11 @@ impl Run<'_> {
         if self.opts.record.profile == Profile::Cpu {
             let mut sampler_opts = SamplerOptions::default();
             sampler_opts.frequency_hz = self.opts.record.frequency;
+            sampler_opts.event = match self.opts.record.event {
+                PerfEvent::Auto => SampleEvent::Auto,
+                PerfEvent::CpuClock => SampleEvent::CpuClock,
+                PerfEvent::Cycles => SampleEvent::Cycles,
+            };
             let started = match &self.opts.deny_sampling {
                 Some(reason) => Err(ProfilerError::PermissionDenied {
                     reason: reason.clone(),
@@ -418,9 +427,11 @@ impl Run<'_> {
             match started {
                 Ok(sampler) => {
                     let kernel = sampler.kernel_frames();
+                    let event = sampler.event();
                     let notes = sampler.warnings().to_vec();
                     self.writer.update_meta(|m| {
                         m.sampling.enabled = true;
+                        m.sampling.event = event.into();
                         m.sampling.kernel_frames = kernel;
                         m.warnings.extend(notes);
                     })?;
