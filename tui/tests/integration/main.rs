@@ -1,6 +1,8 @@
-//! End-to-end tests of the benchtop binary and its recorder, headless.
+//! End-to-end tests of the benchtop binary and its recorder: headless, and in a real
+//! terminal (tmux).
 #![allow(clippy::unwrap_used)]
 
 mod deps;
 mod record;
 mod support;
+mod terminal;
