@@ -73,7 +73,7 @@ def main():
         rate["none"].append(workload_seconds(d)[0])
         # benchtop's sampler
         d = os.path.join(tmp, f"bt-{r}")
-        wall = timed([BENCHTOP, "run", "ring", *ring, "--frequency", "999", "--quiet", "--record", d])
+        wall = timed([BENCHTOP, "run", "ring", *ring, "--event", "cpu-clock", "--frequency", "999", "--quiet", "--record", d])
         mps, run_s, meta = workload_seconds(d)
         rate["benchtop"].append(mps)
         cost["benchtop"].append(wall - run_s)
@@ -92,7 +92,7 @@ def main():
                     f" | {bin_dir}/inferno-flamegraph > {shlex.quote(svg)}")
         cost["perf script+inferno"].append(timed(["bash", "-o", "pipefail", "-c", pipeline]))
         cost["perf total"].append(cost["perf record"][-1] + cost["perf script+inferno"][-1])
-        count = subprocess.run(["bash", "-c", f"perf script -i {shlex.quote(data)} -F ip 2>/dev/null | wc -l"],
+        count = subprocess.run(["bash", "-c", f"perf script -i {shlex.quote(data)} -F tid 2>/dev/null | wc -l"],
                                capture_output=True, text=True).stdout.strip()
         samples["perf"].append(int(count or 0))
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use benchtop_workloads::report::MIN_INTERVAL;
 use benchtop_workloads::worker::Workload;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -75,7 +76,7 @@ pub struct RecordArgs {
     /// Interval of the workload's reports and the monitors (at least 100ms).
     #[arg(long, global = true, value_name = "D", default_value = "1s", value_parser = parse_interval)]
     pub interval: Duration,
-    /// Which stacks to sample: `cpu` (on-CPU) or `none`.
+    /// Which stacks to sample: `cpu` (on-CPU, driven by --event) or `none`.
     #[arg(long, global = true, value_enum, default_value_t = Profile::Cpu)]
     pub profile: Profile,
     /// The event that drives on-CPU sampling: `auto` is hardware cycles where the machine
@@ -88,17 +89,15 @@ pub struct RecordArgs {
     pub quiet: bool,
 }
 
+/// The defaults are the command line's: one source of truth.
 impl Default for RecordArgs {
     fn default() -> Self {
-        RecordArgs {
-            record: None,
-            duration: None,
-            frequency: 999,
-            interval: Duration::from_secs(1),
-            profile: Profile::Cpu,
-            event: PerfEvent::Auto,
-            quiet: false,
+        #[derive(Parser)]
+        struct Defaults {
+            #[command(flatten)]
+            record: RecordArgs,
         }
+        Defaults::parse_from(["benchtop"]).record
     }
 }
 
@@ -132,8 +131,11 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 
 fn parse_interval(text: &str) -> Result<Duration, String> {
     let d = parse_duration(text)?;
-    if d < Duration::from_millis(100) {
-        return Err("the shortest interval is 100ms".into());
+    if d < MIN_INTERVAL {
+        return Err(format!(
+            "the shortest interval is {}",
+            humantime::format_duration(MIN_INTERVAL)
+        ));
     }
     Ok(d)
 }
@@ -178,6 +180,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("--num-nodez"), "{err}");
+    }
+
+    #[test]
+    fn defaults_are_the_command_line_defaults() {
+        let args = RecordArgs::default();
+        assert_eq!(args.frequency, 999);
+        assert_eq!(args.interval, Duration::from_secs(1));
+        assert_eq!((args.profile, args.event), (Profile::Cpu, PerfEvent::Auto));
+        assert!(args.record.is_none() && args.duration.is_none() && !args.quiet);
     }
 
     #[test]

@@ -18,17 +18,10 @@ pub use cli::Cli;
 use cli::{Command, RecordArgs};
 use record::RecordOptions;
 
-/// Environment variable that makes the sampler behave as if perf events were refused,
-/// with its value as the reason. For testing the fallback; CI never sets it globally.
-pub const DENY_SAMPLING_ENV: &str = "BENCHTOP_DENY_SAMPLING";
-
 /// Runs the command line; the exit code says how the run ended.
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        None => record_workload(
-            Workload::Ring(benchtop_workloads::ring::RingParams::default()),
-            RecordArgs::default(),
-        ),
+        None => record_workload(Workload::default(), RecordArgs::default()),
         Some(Command::Run(args)) => record_workload(args.workload, args.record),
         Some(Command::Show { dir }) => show::show(&dir),
         Some(Command::Worker { workload }) => worker(&workload),
@@ -48,9 +41,11 @@ fn record_workload(workload: Workload, record: RecordArgs) -> Result<ExitCode> {
         args,
         command_line: std::env::args().collect(),
         record,
-        deny_sampling: std::env::var(DENY_SAMPLING_ENV).ok(),
     };
     let outcome = record::record(&opts)?;
+    for warning in &outcome.warnings {
+        eprintln!("benchtop: warning: {warning}");
+    }
     let mut out = std::io::stdout().lock();
     for line in &outcome.summary {
         writeln!(out, "{line}")?;

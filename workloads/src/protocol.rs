@@ -159,6 +159,10 @@ pub struct Phase {
 pub struct Summary {
     /// Result figures in the order the original printed them.
     pub figures: Vec<Figure>,
+    /// The result lines exactly as the original benchmark printed them, for people (the
+    /// conductor prints these; comparisons use `figures`). Optional.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lines: Vec<String>,
 }
 
 /// One named result figure.
@@ -571,6 +575,7 @@ mod tests {
             WorkerMessage::Ready,
             WorkerMessage::Summary(Summary {
                 figures: vec![Figure::new("num_nodes", 5000.0, "").better(Better::Higher)],
+                lines: vec!["num_nodes: 5000".into()],
             }),
             WorkerMessage::Error {
                 message: "boom".into(),

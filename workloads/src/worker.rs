@@ -21,6 +21,13 @@ pub enum Workload {
     Ring(RingParams),
 }
 
+/// The default workload: the actor ring with its default parameters.
+impl Default for Workload {
+    fn default() -> Self {
+        Workload::Ring(RingParams::default())
+    }
+}
+
 impl Workload {
     /// The workload's name, as a subcommand and in `hello`.
     pub fn name(&self) -> &'static str {

@@ -100,11 +100,16 @@ fn signal_name(sig: i32) -> &'static str {
     }
 }
 
-/// `<pid>:<start time>` of this process, the owner half of the marker.
-pub fn owner_marker() -> String {
+/// `<pid>:<start time>` of this process, the owner half of the marker. Without a start
+/// time the marker would tell a reaper the owner is gone: that is an error, not `0`.
+pub fn owner_marker() -> io::Result<String> {
     let pid = std::process::id();
-    let start = process_start_ticks(pid).unwrap_or(0);
-    format!("{pid}:{start}")
+    let start = process_start_ticks(pid).ok_or_else(|| {
+        io::Error::other(format!(
+            "cannot read this process's start time from /proc/{pid}/stat"
+        ))
+    })?;
+    Ok(format!("{pid}:{start}"))
 }
 
 /// Field 22 of `/proc/<pid>/stat`: start time in clock ticks after boot.
@@ -117,6 +122,10 @@ pub fn process_start_ticks(pid: u32) -> Option<u64> {
 
 impl WorkerProcess {
     /// Starts the worker. Its stdin, stdout and stderr are pipes; fd 3 is the report pipe.
+    ///
+    /// PR_SET_PDEATHSIG fires when the *thread* that spawned the worker ends, not the
+    /// process: call this from a thread that lives as long as the recording (the main
+    /// thread, or a dedicated one), never from a short-lived pool thread.
     pub fn spawn(spec: &WorkerSpec) -> io::Result<(WorkerProcess, WorkerPipes)> {
         let (read_end, write_end) = pipe_cloexec()?;
         let write_fd = write_end.as_raw_fd();
@@ -126,7 +135,7 @@ impl WorkerProcess {
             .args(&spec.args)
             .env(REPORT_FD_ENV, REPORT_FD.to_string())
             .env(INTERVAL_MS_ENV, spec.interval.as_millis().to_string())
-            .env(OWNER_ENV, owner_marker())
+            .env(OWNER_ENV, owner_marker()?)
             .env(SESSION_ENV, &spec.session_id)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -135,7 +144,12 @@ impl WorkerProcess {
         // system calls (dup2, setpgid, prctl, getppid, _exit); it allocates nothing.
         unsafe {
             command.pre_exec(move || {
-                if libc::dup2(write_fd, REPORT_FD) < 0 {
+                if write_fd == REPORT_FD {
+                    // dup2 onto itself keeps close-on-exec: clear it instead.
+                    if libc::fcntl(REPORT_FD, libc::F_SETFD, 0) < 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                } else if libc::dup2(write_fd, REPORT_FD) < 0 {
                     return Err(io::Error::last_os_error());
                 }
                 if libc::setpgid(0, 0) < 0 {
@@ -246,7 +260,7 @@ mod tests {
     #[test]
     fn the_start_time_of_this_process_is_known() {
         assert!(process_start_ticks(std::process::id()).is_some());
-        let marker = owner_marker();
+        let marker = owner_marker().unwrap();
         let (pid, start) = marker.split_once(':').unwrap();
         assert_eq!(pid, std::process::id().to_string());
         assert!(start.parse::<u64>().unwrap() > 0);

@@ -10,16 +10,16 @@ pub mod child;
 pub mod progress;
 
 use std::collections::BTreeMap;
-use std::io::{BufReader, Read, Write};
+use std::io::{BufReader, Read};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
+use benchtop_profilers::host;
 use benchtop_profilers::monitor::ProcessMonitor;
 use benchtop_profilers::sampler::{SampleEvent, Sampler, SamplerOptions};
-use benchtop_profilers::{ProfilerError, host};
 use benchtop_sessions::meta::{Better, Figure, WorkloadInfo};
 use benchtop_sessions::store::{SessionWriter, StackKind, new_session_id, rfc3339};
 use benchtop_sessions::{Percentiles, SessionMeta, Status, TimeseriesRow};
@@ -41,6 +41,9 @@ const KILL_GRACE: Duration = Duration::from_secs(2);
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 /// Bad report lines kept verbatim in the session's warnings; the rest are counted.
 const MAX_PROTOCOL_WARNINGS: usize = 20;
+/// Events queued between the reader threads and the conductor: beyond this the pipes
+/// push back on the worker instead of the conductor's memory growing.
+const EVENT_QUEUE: usize = 256;
 
 /// What to record.
 #[derive(Debug, Clone)]
@@ -57,8 +60,6 @@ pub struct RecordOptions {
     pub command_line: Vec<String>,
     /// How to record.
     pub record: RecordArgs,
-    /// Make the sampler fail as if perf events were not permitted (testing the fallback).
-    pub deny_sampling: Option<String>,
 }
 
 /// How a recording ended.
@@ -70,6 +71,8 @@ pub struct RecordOutcome {
     pub status: Status,
     /// The workload's summary lines, as it printed them.
     pub summary: Vec<String>,
+    /// The session's warnings, for the user to see at the end.
+    pub warnings: Vec<String>,
 }
 
 /// Every producer thread feeds one channel of these.
@@ -132,12 +135,18 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
         session_id: id,
         interval: opts.record.interval,
     };
-    let (worker, pipes) = WorkerProcess::spawn(&spec).with_context(|| {
-        format!(
-            "cannot start the worker {}",
-            std::path::Path::new(&opts.program).display()
-        )
-    })?;
+    let (worker, pipes) = match WorkerProcess::spawn(&spec) {
+        Ok(spawned) => spawned,
+        Err(e) => {
+            let reason = format!(
+                "cannot start the worker {}: {e}",
+                std::path::Path::new(&opts.program).display()
+            );
+            let _ = writer.update_meta(|m| m.warnings.push(reason.clone()));
+            let _ = writer.finish(Status::Crashed, rfc3339(SystemTime::now()));
+            anyhow::bail!(reason);
+        }
+    };
     writer.update_meta(|m| m.worker.pid = Some(worker.pid()))?;
 
     let progress = Progress::new(&opts.workload, opts.record.quiet);
@@ -153,12 +162,12 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
         started_at: None,
         stop_sent_at: None,
         term_sent_at: None,
+        kill_sent: false,
         exited: None,
         exited_at: None,
         closed_streams: 0,
         stop_status: None,
-        summary: Vec::new(),
-        summary_lines: Vec::new(),
+        summary: None,
         worker_error: None,
         protocol_errors: 0,
         hello: None,
@@ -182,7 +191,7 @@ fn spawn_readers(
     stdout: impl Read + Send + 'static,
     stderr: impl Read + Send + 'static,
 ) -> Receiver<Event> {
-    let (tx, rx) = mpsc::channel();
+    let (tx, rx) = mpsc::sync_channel(EVENT_QUEUE);
     let report_tx = tx.clone();
     std::thread::Builder::new()
         .name("bt-reports".into())
@@ -201,7 +210,7 @@ fn spawn_readers(
     rx
 }
 
-fn forward_output(name: &str, mut source: impl Read + Send + 'static, tx: Sender<Event>) {
+fn forward_output(name: &str, mut source: impl Read + Send + 'static, tx: SyncSender<Event>) {
     std::thread::Builder::new()
         .name(name.into())
         .spawn(move || {
@@ -234,14 +243,15 @@ struct Run<'a> {
     started_at: Option<Instant>,
     stop_sent_at: Option<Instant>,
     term_sent_at: Option<Instant>,
+    kill_sent: bool,
     exited: Option<WorkerExit>,
     exited_at: Option<Instant>,
     /// Worker streams that reached their end.
     closed_streams: usize,
     /// Set when the conductor decided to end the run (duration, Ctrl-C).
     stop_status: Option<Status>,
-    summary: Vec<Figure>,
-    summary_lines: Vec<String>,
+    /// The worker's summary, once it arrived.
+    summary: Option<protocol::Summary>,
     worker_error: Option<String>,
     protocol_errors: usize,
     hello: Option<protocol::Hello>,
@@ -272,7 +282,11 @@ impl Run<'_> {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => self.closed_streams = STREAMS,
             }
-            if self.ready && self.started_at.is_none() {
+            if self.ready
+                && self.started_at.is_none()
+                && self.stop_status.is_none()
+                && self.failure.is_none()
+            {
                 self.start()?;
             }
             if self.hello.is_some() && hello_at.is_none() {
@@ -377,18 +391,10 @@ impl Run<'_> {
                     .append_worker_log(format!("{text}\n").as_bytes())?;
             }
             WorkerMessage::Summary(summary) => {
-                self.summary_lines = summary
-                    .figures
-                    .iter()
-                    .map(|f| {
-                        if f.unit.is_empty() {
-                            format!("{}: {}", f.name, f.value)
-                        } else {
-                            format!("{}: {} {}", f.name, f.value, f.unit)
-                        }
-                    })
-                    .collect();
-                self.summary = summary.figures.into_iter().map(session_figure).collect();
+                if self.summary.is_some() {
+                    self.protocol_warning("a second summary replaced the first".into())?;
+                }
+                self.summary = Some(summary);
             }
             WorkerMessage::Error { message } => self.worker_error = Some(message),
             _ => self.protocol_warning("a message of a newer kind was ignored".into())?,
@@ -418,13 +424,7 @@ impl Run<'_> {
                 PerfEvent::CpuClock => SampleEvent::CpuClock,
                 PerfEvent::Cycles => SampleEvent::Cycles,
             };
-            let started = match &self.opts.deny_sampling {
-                Some(reason) => Err(ProfilerError::PermissionDenied {
-                    reason: reason.clone(),
-                }),
-                None => Sampler::start(pid, &sampler_opts),
-            };
-            match started {
+            match Sampler::start(pid, &sampler_opts) {
                 Ok(sampler) => {
                     let kernel = sampler.kernel_frames();
                     let event = sampler.event();
@@ -538,11 +538,12 @@ impl Run<'_> {
             return;
         }
         let interrupts = INTERRUPTS.load(Ordering::SeqCst) - self.interrupts_at_start;
-        if interrupts >= 2 && self.term_sent_at.is_none() {
+        if interrupts >= 2 && !self.kill_sent {
             self.progress
                 .message("interrupted twice: killing the worker");
             self.worker.signal_group(libc::SIGKILL);
             self.term_sent_at = Some(Instant::now());
+            self.kill_sent = true;
         }
         if self.stop_status.is_some() {
             return;
@@ -559,12 +560,8 @@ impl Run<'_> {
     fn request_stop(&mut self, status: Status, text: &str) {
         self.stop_status = Some(status);
         self.progress.message(text);
-        if self.started_at.is_some() {
-            self.send(ConductorMessage::Stop);
-        } else {
-            // Not started: nothing to measure, end it now.
-            self.worker.signal_group(libc::SIGTERM);
-        }
+        // Before `start` too: a worker told to stop before it started exits quietly.
+        self.send(ConductorMessage::Stop);
         self.stop_sent_at = Some(Instant::now());
     }
 
@@ -573,7 +570,6 @@ impl Run<'_> {
         self.progress.message(&reason);
         self.failure = Some(reason);
         self.worker.signal_group(libc::SIGTERM);
-        self.stop_sent_at = Some(Instant::now() - STOP_GRACE);
         self.term_sent_at = Some(Instant::now());
     }
 
@@ -583,8 +579,9 @@ impl Run<'_> {
             return;
         }
         if let Some(at) = self.term_sent_at {
-            if at.elapsed() > KILL_GRACE {
+            if at.elapsed() > KILL_GRACE && !self.kill_sent {
                 self.worker.signal_group(libc::SIGKILL);
+                self.kill_sent = true;
             }
         } else if let Some(at) = self.stop_sent_at
             && at.elapsed() > STOP_GRACE
@@ -596,14 +593,14 @@ impl Run<'_> {
         }
     }
 
-    /// Writes stacks and the final metadata, whatever happened.
+    /// Writes stacks and the final metadata, whatever happened. The session is always
+    /// finished: a failure along the way becomes a warning in it.
     fn finalize(mut self, result: Result<()>) -> Result<RecordOutcome> {
         self.progress.message("writing the session");
+        let mut warnings = Vec::new();
         if let Err(e) = &result {
             // The loop failed (the disk, most likely): end the worker, keep what we can.
-            self.worker.signal_group(libc::SIGKILL);
-            let reason = format!("recording failed: {e:#}");
-            let _ = self.writer.update_meta(|m| m.warnings.push(reason));
+            warnings.push(format!("recording failed: {e:#}"));
         }
         if self.exited.is_none() {
             self.worker.signal_group(libc::SIGKILL);
@@ -615,26 +612,27 @@ impl Run<'_> {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        let mut warnings = Vec::new();
         if let Some(sampler) = self.sampler.take() {
             match sampler.finish() {
                 Ok(profile) => {
-                    let title = format!("{} — on-CPU", self.opts.workload);
-                    self.writer
-                        .write_stacks(StackKind::Cpu, &profile.cpu, &title)?;
-                    let (samples, lost) = (profile.samples, profile.lost);
                     // The sampler's start-up warnings are already in the session.
                     let known = &self.writer.meta().warnings;
-                    warnings.extend(profile.warnings.into_iter().filter(|w| !known.contains(w)));
-                    if lost > 0 {
-                        warnings.push(format!(
-                            "{lost} samples lost (ring buffer full); the flamegraph under-counts"
-                        ));
+                    warnings.extend(
+                        profile
+                            .warnings
+                            .iter()
+                            .filter(|w| !known.contains(w))
+                            .cloned(),
+                    );
+                    let title = format!("{} — on-CPU", self.opts.workload);
+                    if let Err(e) = self
+                        .writer
+                        .write_stacks(StackKind::Cpu, &profile.cpu, &title)
+                    {
+                        warnings.push(format!("on-CPU stacks: {e}"));
                     }
-                    self.writer.update_meta(|m| {
-                        m.sampling.samples = samples;
-                        m.sampling.lost = lost;
-                    })?;
+                    let sampling = profile.sampling_info();
+                    let _ = self.writer.update_meta(|m| m.sampling = sampling);
                 }
                 Err(e) => warnings.push(format!("stack sampling failed: {e}")),
             }
@@ -645,47 +643,82 @@ impl Run<'_> {
                 self.protocol_errors - MAX_PROTOCOL_WARNINGS
             ));
         }
+        let status = self.final_status(&mut warnings);
         let exit = self.exited;
-        let status = match (&self.failure, exit, self.stop_status) {
-            (Some(reason), _, _) => {
-                warnings.push(reason.clone());
-                Status::Crashed
-            }
-            (None, Some(exit), Some(stop)) if exit.success() || self.term_sent_at.is_some() => stop,
-            (None, Some(exit), None) if exit.success() && !self.summary.is_empty() => {
-                Status::Complete
-            }
-            (None, exit, _) => {
-                let how = exit.map_or("did not exit".to_owned(), |e| e.to_string());
-                let mut text = format!("the worker ended before its summary ({how})");
-                if let Some(error) = &self.worker_error {
-                    text = format!("the worker failed: {error} ({how})");
-                }
-                warnings.push(text);
-                Status::Crashed
-            }
-        };
-        if let Some(error) = &self.worker_error
-            && status != Status::Crashed
-        {
-            warnings.push(format!("the worker reported: {error}"));
-        }
-        let summary = std::mem::take(&mut self.summary);
-        self.writer.update_meta(|m| {
+        let summary = self.summary.take();
+        let lines = summary.as_ref().map(summary_lines).unwrap_or_default();
+        let figures: Vec<Figure> = summary
+            .map(|s| s.figures.into_iter().map(session_figure).collect())
+            .unwrap_or_default();
+        let _ = self.writer.update_meta(|m| {
             m.worker.exit = exit.map(|e| e.to_string());
             m.worker.cpu_time_s = exit.map(|e| e.cpu_time_s);
-            m.summary = summary;
+            m.summary = figures;
             m.warnings.extend(warnings);
-        })?;
+        });
         self.progress.finish();
+        let all_warnings = self.writer.meta().warnings.clone();
         let dir = self.writer.finish(status, rfc3339(SystemTime::now()))?;
-        let _ = std::io::stderr().flush();
         Ok(RecordOutcome {
             dir,
             status,
-            summary: self.summary_lines,
+            summary: lines,
+            warnings: all_warnings,
         })
     }
+
+    /// How the run ended, with the reason in `warnings` when it did not end well.
+    fn final_status(&self, warnings: &mut Vec<String>) -> Status {
+        if let Some(reason) = &self.failure {
+            warnings.push(reason.clone());
+            return Status::Crashed;
+        }
+        let Some(exit) = self.exited else {
+            warnings.push("the worker did not exit and was killed".into());
+            return Status::Crashed;
+        };
+        if let Some(error) = &self.worker_error {
+            warnings.push(format!("the worker failed: {error} ({exit})"));
+            return Status::Crashed;
+        }
+        let ended_by_us = self.term_sent_at.is_some();
+        match self.stop_status {
+            Some(stop) if exit.success() || ended_by_us => {
+                if !exit.success() {
+                    warnings.push(format!("the worker ignored stop and was ended ({exit})"));
+                }
+                if self.summary.is_none() && self.started_at.is_some() {
+                    warnings.push("the worker sent no summary".into());
+                }
+                stop
+            }
+            None if exit.success() && self.summary.is_some() => Status::Complete,
+            None if exit.success() => {
+                warnings.push("the worker exited without a summary".into());
+                Status::Crashed
+            }
+            _ => {
+                warnings.push(format!("the worker ended before its summary ({exit})"));
+                Status::Crashed
+            }
+        }
+    }
+}
+
+/// The summary as the workload printed it; `name: value unit` when it sent figures only.
+fn summary_lines(summary: &protocol::Summary) -> Vec<String> {
+    if !summary.lines.is_empty() {
+        return summary.lines.clone();
+    }
+    summary
+        .figures
+        .iter()
+        .map(|f| {
+            format!("{}: {} {}", f.name, f.value, f.unit)
+                .trim_end()
+                .to_owned()
+        })
+        .collect()
 }
 
 fn session_figure(f: protocol::Figure) -> Figure {

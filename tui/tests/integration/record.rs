@@ -83,10 +83,12 @@ fn a_recorded_ring_session_holds_symbolized_stacks_ticks_and_the_summary() {
     let cores = session.meta.host.cores as f64;
     assert!((samples as f64) < (wall_s + 1.0) * frequency as f64 * cores);
 
-    // session.json round-trips.
+    // session.json round-trips: what was loaded writes back to the same document.
     let text = std::fs::read_to_string(dir.join("session.json")).unwrap();
-    let parsed: benchtop_sessions::SessionMeta = serde_json::from_str(&text).unwrap();
-    assert_eq!(parsed, session.meta);
+    let on_disk: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(serde_json::to_value(&session.meta).unwrap(), on_disk);
+    assert_eq!(on_disk["status"], "complete");
+    assert_eq!(on_disk["workload"]["params"]["num-nodes"], 500);
 
     // latency.hlog reads back through the hdrhistogram interval-log reader to the same
     // total count as the ticks.
@@ -357,7 +359,6 @@ fn script_options(dir: &Path, script: String) -> RecordOptions {
             profile: Profile::None,
             ..RecordArgs::default()
         },
-        deny_sampling: None,
     }
 }
 
@@ -448,4 +449,38 @@ fn a_worker_that_fails_before_hello_leaves_a_crashed_session_with_its_log() {
     );
     let log = std::fs::read_to_string(dir.join("worker.log")).unwrap();
     assert!(log.contains("cannot open the input"));
+}
+
+#[test]
+fn a_worker_that_ignores_stop_gets_sigterm_then_sigkill() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("stubborn");
+    let script = format!(
+        r#"echo '{HELLO}' >&3
+echo '{{"type":"ready"}}' >&3
+read start
+trap '' TERM
+echo '{{"type":"tick","t_ns":100000000,"counters":{{"ops":1}}}}' >&3
+while :; do sleep 0.2; done
+"#
+    );
+    let mut opts = script_options(&dir, script);
+    opts.record.duration = Some(Duration::from_millis(500));
+    let started = std::time::Instant::now();
+    let outcome = record(&opts).unwrap();
+    let took = started.elapsed();
+    // stop, 5 s grace, SIGTERM (ignored), 2 s grace, SIGKILL.
+    assert!(
+        took >= Duration::from_secs(7) && took < Duration::from_secs(30),
+        "{took:?}"
+    );
+    assert_eq!(outcome.status, Status::Complete, "the duration was reached");
+    let session = Session::load(&dir).unwrap();
+    let warnings = session.meta.warnings.join("\n");
+    assert!(
+        warnings.contains("ignored stop") && warnings.contains("signal 9"),
+        "{warnings}"
+    );
+    assert!(warnings.contains("no summary"), "{warnings}");
+    assert_eq!(session.rows.len(), 1);
 }
