@@ -62,6 +62,23 @@ pub enum SessionError {
         #[source]
         source: std::io::Error,
     },
+    /// [`crate::SessionWriter::write_stacks`] wrote the folded stacks, but their flamegraph
+    /// SVG could not be rendered or written.
+    #[error("{source}; the folded stacks were written to {folded}")]
+    FlamegraphNotWritten {
+        /// The folded file, written and complete.
+        folded: PathBuf,
+        /// Why the SVG is missing: [`SessionError::Flamegraph`] or [`SessionError::Io`].
+        #[source]
+        source: Box<SessionError>,
+    },
+    /// A histogram (a latency.hlog interval, a worker report) does not decode, or its
+    /// sizes are beyond what [`crate::histogram::decode_histogram`] accepts.
+    #[error("histogram does not decode: {reason}")]
+    BadHistogram {
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl SessionError {

@@ -19,13 +19,23 @@ pub fn write_flamegraph_svg(
     tree: &StackTree,
     title: &str,
     count_name: &str,
+    out: impl Write,
+) -> Result<(), SessionError> {
+    write_sorted_folded_svg(&tree.to_folded(), title, count_name, out)
+}
+
+/// Renders folded text as [`StackTree::to_folded`] writes it (each stack once, lines
+/// sorted), like [`write_flamegraph_svg`]; empty text renders the "no samples" SVG.
+pub(crate) fn write_sorted_folded_svg(
+    folded: &str,
+    title: &str,
+    count_name: &str,
     mut out: impl Write,
 ) -> Result<(), SessionError> {
     let render = |e| SessionError::Flamegraph { source: e };
-    if tree.is_empty() {
+    if folded.is_empty() {
         return write_empty_svg(title, &mut out).map_err(render);
     }
-    let folded = tree.to_folded();
     let mut options = Options::default();
     options.title = title.to_owned();
     options.count_name = count_name.to_owned();

@@ -22,9 +22,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 
 use crate::SessionError;
+use crate::histogram::HistogramDecoder;
 
 /// The log format version written in the header.
 pub const HLOG_FORMAT_VERSION: &str = "1.3";
@@ -196,12 +197,12 @@ pub fn read_hlog(path: &Path) -> Result<Hlog, SessionError> {
 /// Interval timestamps become offsets from StartTime, following Java's `HistogramLogReader`
 /// (BaseTime when present, else its one-year heuristic). A last line without its newline that
 /// does not decode is dropped with a warning; any other line that does not parse or decode is
-/// [`SessionError::Corrupt`] naming its line number.
+/// [`SessionError::Corrupt`] naming its line number. So is a StartTime after the end of the
+/// year 9999.
 ///
-/// Decoded histograms keep only the value range their counts need, whatever range their
-/// header claims. One gap remains: hdrhistogram's decoder sizes a buffer from the payload
-/// length stored inside the compressed data (at most 4 GiB) before it reads the payload;
-/// checking that length first needs an inflater of our own (flate2).
+/// Histograms go through [`HistogramDecoder`]: sizes are checked before anything is
+/// allocated from them, and each histogram keeps only the value range its counts need,
+/// whatever range its header claims.
 pub fn parse_hlog(input: &[u8], source: &Path) -> Result<Hlog, SessionError> {
     let mut log = Hlog::default();
     let mut start = None;
@@ -231,9 +232,9 @@ pub fn parse_hlog(input: &[u8], source: &Path) -> Result<Hlog, SessionError> {
         }
         match reader.parse(line) {
             Ok(None) => {}
-            Ok(Some(Entry::StartTime(t))) => {
-                start = Some(t);
-                log.start_time = Some(UNIX_EPOCH + Duration::from_secs_f64(t));
+            Ok(Some(Entry::StartTime { time, secs })) => {
+                start = Some(secs);
+                log.start_time = Some(time);
             }
             Ok(Some(Entry::BaseTime(t))) => base = Some(t),
             Ok(Some(Entry::Interval(mut interval))) => {
@@ -257,16 +258,23 @@ pub fn parse_hlog(input: &[u8], source: &Path) -> Result<Hlog, SessionError> {
 }
 
 enum Entry {
-    StartTime(f64),
+    /// At most [`LAST_START_TIME`] after the epoch; `secs` is the same in seconds.
+    StartTime {
+        time: SystemTime,
+        secs: f64,
+    },
     BaseTime(f64),
     Interval(HlogInterval),
 }
 
+/// The last StartTime accepted, the end of the year 9999: later times overflow `SystemTime`
+/// (StartTime can say up to 2⁶⁴ seconds) or RFC 3339.
+const LAST_START_TIME: Duration = Duration::new(253_402_300_799, 999_999_999);
+
 /// Decoding state reused across lines.
 #[derive(Default)]
 struct LineReader {
-    decoded: Vec<u8>,
-    deserializer: Deserializer,
+    decoder: HistogramDecoder,
 }
 
 impl LineReader {
@@ -278,41 +286,33 @@ impl LineReader {
             Some(Ok(entry)) => entry,
         };
         Ok(Some(match entry {
-            LogEntry::StartTime(t) => Entry::StartTime(t.as_secs_f64()),
+            LogEntry::StartTime(t) => match UNIX_EPOCH.checked_add(t) {
+                Some(time) if t <= LAST_START_TIME => Entry::StartTime {
+                    time,
+                    secs: t.as_secs_f64(),
+                },
+                _ => {
+                    return Err(format!(
+                        "StartTime {}.{:09} s is after the end of the year 9999",
+                        t.as_secs(),
+                        t.subsec_nanos()
+                    ));
+                }
+            },
             LogEntry::BaseTime(t) => Entry::BaseTime(t.as_secs_f64()),
             LogEntry::Interval(interval) => {
-                self.decoded.clear();
-                STANDARD
-                    .decode_vec(interval.encoded_histogram(), &mut self.decoded)
-                    .map_err(|e| format!("the histogram is not base64: {e}"))?;
                 let histogram = self
-                    .deserializer
-                    .deserialize(&mut &self.decoded[..])
-                    .map_err(|e| format!("the histogram does not decode: {e}"))?;
+                    .decoder
+                    .decode(interval.encoded_histogram())
+                    .map_err(|e| e.to_string())?;
                 Entry::Interval(HlogInterval {
                     tag: interval.tag().map(|t| t.to_string()).unwrap_or_default(),
                     start_offset_s: interval.start_timestamp().as_secs_f64(),
                     length_s: interval.duration().as_secs_f64(),
-                    histogram: compact(histogram),
+                    histogram,
                 })
             }
         }))
-    }
-}
-
-/// A decoded histogram is as large as the range its header claims. Keep only the range its
-/// values need, so that a short hostile line cannot pin a large allocation.
-fn compact(h: Histogram<u64>) -> Histogram<u64> {
-    let needed = h.max().max(h.low().saturating_mul(2)).max(2);
-    if h.high() <= needed.saturating_mul(2) {
-        return h;
-    }
-    match Histogram::new_with_bounds(h.low(), needed, h.sigfig()) {
-        Ok(mut small) => match small.add(&h) {
-            Ok(()) => small,
-            Err(_) => h,
-        },
-        Err(_) => h,
     }
 }
 
@@ -447,12 +447,47 @@ mod tests {
     }
 
     #[test]
-    fn a_histogram_claiming_a_huge_range_is_kept_small() {
-        let mut h = Histogram::<u64>::new_with_bounds(1, u64::MAX, 3).unwrap();
-        h.record(100).unwrap();
-        let small = compact(h.clone());
-        assert!(small.distinct_values() < h.distinct_values() / 10);
-        assert_eq!(small.len(), 1);
-        assert_eq!(small.max(), h.max());
+    fn a_start_time_beyond_what_a_system_time_holds_is_corrupt_not_a_panic() {
+        let (_dir, path) = write_log(&[&[10], &[20]]);
+        let text = std::fs::read_to_string(&path).unwrap();
+        for huge in ["18446744073709551615.0", "253402300800.000"] {
+            let hostile = text.replacen(
+                "#[StartTime: 1700000000.250",
+                &format!("#[StartTime: {huge}"),
+                1,
+            );
+            let err = parse_hlog(hostile.as_bytes(), &path).unwrap_err();
+            assert!(matches!(err, SessionError::Corrupt { .. }), "{err}");
+            let err = err.to_string();
+            assert!(
+                err.contains("latency.hlog") && err.contains("line 3: StartTime"),
+                "{err}"
+            );
+        }
+        let last = text.replacen(
+            "#[StartTime: 1700000000.250",
+            "#[StartTime: 253402300799.999",
+            1,
+        );
+        let log = parse_hlog(last.as_bytes(), &path).unwrap();
+        assert!(log.start_time.is_some());
+    }
+
+    #[test]
+    fn a_hostile_histogram_is_corrupt_naming_its_line() {
+        let (_dir, path) = write_log(&[&[10]]);
+        let text = std::fs::read_to_string(&path).unwrap();
+        // The compressed cookie and a compressed length of 2³² − 1, and nothing after them.
+        let (head, _) = text.rsplit_once(',').unwrap();
+        let hostile = format!("{head},HISTFP////8=\n");
+        let err = parse_hlog(hostile.as_bytes(), &path)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(
+                "line 7: histogram does not decode: the header says 4294967295 compressed bytes"
+            ),
+            "{err}"
+        );
     }
 }

@@ -4,9 +4,11 @@
 //! ([`SessionMeta`]), `timeseries.jsonl` ([`TimeseriesRow`]), `latency.hlog` (an
 //! HdrHistogram interval log, [`hlog`]), `cpu.folded` ([`StackTree`]) and its flamegraph
 //! ([`flame`]), and `worker.log`. [`SessionWriter`] records one incrementally while a run goes
-//! on; [`Session::load`] reads one back and checks it. This crate owns those types and
-//! formats; it runs no processes and touches no terminal. docs/session-format.md is the
-//! specification.
+//! on; [`Session::load`] reads one back and checks it. [`histogram::decode_histogram`]
+//! decodes the base64 histograms of latency.hlog and of worker reports without trusting the
+//! sizes inside them, and [`units`] formats durations and sizes for people. This crate owns
+//! those types and formats; it runs no processes and touches no terminal.
+//! docs/session-format.md is the specification.
 //!
 //! ```
 //! use std::time::SystemTime;
@@ -52,11 +54,13 @@
 
 mod error;
 pub mod flame;
+pub mod histogram;
 pub mod hlog;
 pub mod meta;
 pub mod stacks;
 pub mod store;
 pub mod timeseries;
+pub mod units;
 
 pub use error::SessionError;
 pub use hlog::{Hlog, HlogInterval, HlogWriter, read_hlog};

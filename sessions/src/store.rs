@@ -12,6 +12,7 @@ use hdrhistogram::Histogram;
 
 use crate::hlog::{self, HlogInterval, HlogWriter};
 use crate::stacks::NodeId;
+use crate::units::{human_bytes, human_ns};
 use crate::{SCHEMA_VERSION, SessionError, SessionMeta, StackTree, Status, TimeseriesRow, flame};
 
 /// The session metadata file.
@@ -22,6 +23,9 @@ pub const TIMESERIES_FILE: &str = "timeseries.jsonl";
 pub const LATENCY_FILE: &str = "latency.hlog";
 /// What the workload printed.
 pub const WORKER_LOG_FILE: &str = "worker.log";
+
+/// How many names [`SessionWriter::create_unique`] tries: `id`, then `id-2` to `id-100`.
+pub const MAX_UNIQUE_ATTEMPTS: u32 = 100;
 
 /// Which stacks a folded file and its flamegraph hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -79,16 +83,8 @@ impl SessionWriter {
     /// Creates `dir` (and its parents) and writes session.json with `meta` as
     /// [`Status::Running`] at [`SCHEMA_VERSION`]. Refuses a directory that already holds a
     /// session, and a `started_at` that is not RFC 3339 (latency.hlog is timed from it).
-    pub fn create(dir: &Path, mut meta: SessionMeta) -> Result<Self, SessionError> {
-        let start_time = humantime::parse_rfc3339_weak(&meta.started_at).map_err(|e| {
-            SessionError::InvalidMeta {
-                path: dir.join(SESSION_FILE),
-                reason: format!(
-                    "started_at {:?} is not an RFC 3339 time: {e}",
-                    meta.started_at
-                ),
-            }
-        })?;
+    pub fn create(dir: &Path, meta: SessionMeta) -> Result<Self, SessionError> {
+        let start_time = parse_started_at(dir, &meta)?;
         fs::create_dir_all(dir).map_err(|e| SessionError::io(dir, e))?;
         let meta_path = dir.join(SESSION_FILE);
         if meta_path
@@ -97,6 +93,66 @@ impl SessionWriter {
         {
             return Err(SessionError::AlreadyExists { path: dir.into() });
         }
+        Self::start(dir, meta, start_time)
+    }
+
+    /// Creates a new session directory under `parent` (created if missing) named `id`, or
+    /// `id-2`, `id-3`, … up to `id-`[`MAX_UNIQUE_ATTEMPTS`] when the name is taken, and
+    /// records into it like [`SessionWriter::create`]. `meta.id` becomes the directory's
+    /// name, and so does `meta.name` when it was `meta.id`.
+    ///
+    /// Any existing entry takes a name, even an empty directory; the new directory is
+    /// created with one `mkdir`, so two recorders started at once never share one. Two runs
+    /// of the same workload started in the same second, whose [`new_session_id`]s are equal,
+    /// thus get two sessions. `id` must be one plain path component (no `/`, not `.` or
+    /// `..`), else [`SessionError::InvalidMeta`]; when every name is taken, the error is
+    /// [`SessionError::AlreadyExists`] for the last one tried.
+    pub fn create_unique(
+        parent: &Path,
+        id: &str,
+        mut meta: SessionMeta,
+    ) -> Result<Self, SessionError> {
+        let first = parent.join(id);
+        let plain = matches!(
+            Path::new(id).components().collect::<Vec<_>>()[..],
+            [std::path::Component::Normal(name)] if name == id
+        );
+        if !plain {
+            return Err(SessionError::InvalidMeta {
+                path: first.join(SESSION_FILE),
+                reason: format!("session id {id:?} is not a plain directory name"),
+            });
+        }
+        let start_time = parse_started_at(&first, &meta)?;
+        fs::create_dir_all(parent).map_err(|e| SessionError::io(parent, e))?;
+        let mut dir = first;
+        for attempt in 1..=MAX_UNIQUE_ATTEMPTS {
+            let name = match attempt {
+                1 => id.to_owned(),
+                n => format!("{id}-{n}"),
+            };
+            dir = parent.join(&name);
+            match fs::create_dir(&dir) {
+                Ok(()) => {
+                    if meta.name == meta.id {
+                        meta.name.clone_from(&name);
+                    }
+                    meta.id = name;
+                    return Self::start(&dir, meta, start_time);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(SessionError::io(&dir, e)),
+            }
+        }
+        Err(SessionError::AlreadyExists { path: dir })
+    }
+
+    /// Writes the first session.json into `dir`, which exists and holds no session.
+    fn start(
+        dir: &Path,
+        mut meta: SessionMeta,
+        start_time: SystemTime,
+    ) -> Result<Self, SessionError> {
         meta.schema_version = SCHEMA_VERSION;
         meta.status = Status::Running;
         let writer = SessionWriter {
@@ -166,21 +222,36 @@ impl SessionWriter {
             .map_err(|e| SessionError::io(self.dir.join(WORKER_LOG_FILE), e))
     }
 
-    /// Writes the folded stacks of `kind` and their flamegraph titled `title`, each replacing
-    /// any earlier version atomically.
+    /// Writes the folded stacks of `kind`, then their flamegraph titled `title`, each
+    /// replacing any earlier version atomically. The stacks are folded once; the SVG is
+    /// rendered from the folded text just written.
+    ///
+    /// The folded file comes first and does not depend on the SVG: when writing it fails,
+    /// that error is returned and the SVG is not attempted. When only the SVG fails (inferno
+    /// cannot render it, or it cannot be written), the error is
+    /// [`SessionError::FlamegraphNotWritten`], which names the folded file that was written;
+    /// an SVG from an earlier call is then removed, so it cannot disagree with the folded
+    /// file.
     pub fn write_stacks(
         &mut self,
         kind: StackKind,
         tree: &StackTree,
         title: &str,
     ) -> Result<(), SessionError> {
+        let folded_path = self.dir.join(kind.folded_file());
+        let folded = tree.to_folded();
+        write_atomically(&folded_path, folded.as_bytes())?;
+        let svg_path = self.dir.join(kind.svg_file());
         let mut svg = Vec::new();
-        flame::write_flamegraph_svg(tree, title, kind.count_name(), &mut svg)?;
-        write_atomically(
-            &self.dir.join(kind.folded_file()),
-            tree.to_folded().as_bytes(),
-        )?;
-        write_atomically(&self.dir.join(kind.svg_file()), &svg)
+        flame::write_sorted_folded_svg(&folded, title, kind.count_name(), &mut svg)
+            .and_then(|()| write_atomically(&svg_path, &svg))
+            .map_err(|e| {
+                let _ = fs::remove_file(&svg_path);
+                SessionError::FlamegraphNotWritten {
+                    folded: folded_path,
+                    source: Box::new(e),
+                }
+            })
     }
 
     /// Ends the recording: syncs every file and rewrites session.json with `status` and
@@ -211,6 +282,17 @@ impl SessionWriter {
         json.push(b'\n');
         write_atomically(&path, &json)
     }
+}
+
+/// `started_at` of `meta` for a session to be written in `dir`.
+fn parse_started_at(dir: &Path, meta: &SessionMeta) -> Result<SystemTime, SessionError> {
+    humantime::parse_rfc3339_weak(&meta.started_at).map_err(|e| SessionError::InvalidMeta {
+        path: dir.join(SESSION_FILE),
+        reason: format!(
+            "started_at {:?} is not an RFC 3339 time: {e}",
+            meta.started_at
+        ),
+    })
 }
 
 /// The file in `slot`, opened for appending on first use.
@@ -265,6 +347,13 @@ pub struct Session {
     /// timeseries.jsonl, in file order.
     pub rows: Vec<TimeseriesRow>,
     /// latency.hlog, in file order.
+    ///
+    /// Every interval's histogram is held in full. Each keeps only the range its values
+    /// need (see [`crate::histogram::decode_histogram`]), but an HdrHistogram's counts are
+    /// a dense array of `u64`: with 3 significant digits, (⌈log2(max / 2048)⌉ + 2) × 8 KiB
+    /// for an interval whose largest value is `max`, about 90 KiB for a 1 ms maximum and
+    /// 170 KiB for 1 s. Memory grows with the number of intervals: an hour of one metric at
+    /// one interval per second holds 300–600 MiB.
     pub latency: Vec<HlogInterval>,
     /// cpu.folded.
     pub cpu: Option<StackTree>,
@@ -366,7 +455,7 @@ impl Session {
         }
         write!(out, ", {} cores", h.cores)?;
         if h.memory_bytes > 0 {
-            write!(out, ", {} RAM", Bytes(h.memory_bytes))?;
+            write!(out, ", {} RAM", human_bytes(h.memory_bytes))?;
         }
         if !h.kernel.is_empty() {
             write!(out, ", Linux {}", h.kernel)?;
@@ -428,7 +517,7 @@ impl Session {
                 "metric", "count", "p50", "p90", "p99", "p99.9", "max"
             )?;
             for (tag, h) in &merged {
-                let q = |q| Nanos(h.value_at_quantile(q)).to_string();
+                let q = |q| human_ns(h.value_at_quantile(q) as f64);
                 writeln!(
                     out,
                     "  {:<width$} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
@@ -438,7 +527,7 @@ impl Session {
                     q(0.9),
                     q(0.99),
                     q(0.999),
-                    Nanos(h.max()).to_string(),
+                    human_ns(h.max() as f64),
                 )?;
             }
         }
@@ -453,7 +542,7 @@ impl Session {
         });
         if let (Some(rss), Some(threads)) = (peak_rss, max_threads) {
             writeln!(out, "\nresources")?;
-            writeln!(out, "  peak RSS     {}", Bytes(rss))?;
+            writeln!(out, "  peak RSS     {}", human_bytes(rss))?;
             writeln!(out, "  max threads  {threads}")?;
         }
 
@@ -547,52 +636,6 @@ fn hottest_frames(tree: &StackTree, n: usize) -> Vec<(&str, u64)> {
 
 fn or_unknown(s: &str) -> &str {
     if s.is_empty() { "unknown" } else { s }
-}
-
-/// Three significant digits and a unit.
-fn three_digits(f: &mut fmt::Formatter<'_>, value: f64, unit: &str) -> fmt::Result {
-    let decimals = if value < 10.0 {
-        2
-    } else if value < 100.0 {
-        1
-    } else {
-        0
-    };
-    write!(f, "{value:.decimals$} {unit}")
-}
-
-/// Nanoseconds for people: `850 ns`, `1.23 µs`, `4.50 ms`, `2.10 s`.
-struct Nanos(u64);
-
-impl fmt::Display for Nanos {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ns = self.0 as f64;
-        match self.0 {
-            0..1_000 => write!(f, "{} ns", self.0),
-            1_000..1_000_000 => three_digits(f, ns / 1e3, "µs"),
-            1_000_000..1_000_000_000 => three_digits(f, ns / 1e6, "ms"),
-            _ => three_digits(f, ns / 1e9, "s"),
-        }
-    }
-}
-
-/// Bytes for people, in binary units.
-struct Bytes(u64);
-
-impl fmt::Display for Bytes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-        if self.0 < 1024 {
-            return write!(f, "{} B", self.0);
-        }
-        let mut value = self.0 as f64 / 1024.0;
-        let mut unit = 0;
-        while value >= 1024.0 && unit + 1 < UNITS.len() {
-            value /= 1024.0;
-            unit += 1;
-        }
-        three_digits(f, value, UNITS[unit])
-    }
 }
 
 /// The content of a file that may be absent.
@@ -739,17 +782,6 @@ mod tests {
         assert_eq!(new_session_id("x", before), "19700101-000000-x");
         let after = UNIX_EPOCH + Duration::from_secs(400_000_000_000);
         assert!(rfc3339(after).starts_with("9999-12-31T23:59:59"));
-    }
-
-    #[test]
-    fn human_units_keep_three_significant_digits() {
-        assert_eq!(Nanos(850).to_string(), "850 ns");
-        assert_eq!(Nanos(1_234).to_string(), "1.23 µs");
-        assert_eq!(Nanos(45_600).to_string(), "45.6 µs");
-        assert_eq!(Nanos(4_500_000).to_string(), "4.50 ms");
-        assert_eq!(Nanos(2_100_000_000).to_string(), "2.10 s");
-        assert_eq!(Bytes(512).to_string(), "512 B");
-        assert_eq!(Bytes(3 << 20).to_string(), "3.00 MiB");
     }
 
     #[test]

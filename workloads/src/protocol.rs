@@ -35,7 +35,7 @@ use std::io::{BufRead, Write};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this build speaks. A conductor refuses a `hello` carrying another.
@@ -257,14 +257,6 @@ pub enum ProtocolError {
         /// [`PROTOCOL_VERSION`].
         supported: u32,
     },
-    /// A histogram in a tick does not decode.
-    #[error("histogram {metric:?}: {reason}")]
-    BadHistogram {
-        /// Metric name.
-        metric: String,
-        /// Why it does not decode.
-        reason: String,
-    },
     /// Reading or writing the channel failed.
     #[error("report channel: {0}")]
     Io(#[from] std::io::Error),
@@ -327,18 +319,15 @@ impl HistogramEncoder {
     }
 }
 
-/// Decodes a histogram written by [`encode_histogram`] (or any V2/V2+deflate payload).
-pub fn decode_histogram(metric: &str, encoded: &str) -> Result<Histogram<u64>, ProtocolError> {
-    let bad = |reason: String| ProtocolError::BadHistogram {
-        metric: metric.to_owned(),
-        reason,
-    };
-    let bytes = BASE64
-        .decode(encoded.trim())
-        .map_err(|e| bad(format!("not base64: {e}")))?;
-    Deserializer::new()
+/// Decodes a histogram this crate encoded, for its own tests. It trusts the sizes in the
+/// payload: a conductor decoding what a worker sent uses
+/// `benchtop_sessions::histogram::HistogramDecoder`, which bounds every size.
+#[cfg(test)]
+pub(crate) fn decode_trusted(encoded: &str) -> Histogram<u64> {
+    let bytes = BASE64.decode(encoded.trim()).expect("base64");
+    hdrhistogram::serialization::Deserializer::new()
         .deserialize(&mut &bytes[..])
-        .map_err(|e| bad(format!("not an HdrHistogram V2 payload: {e:?}")))
+        .expect("a V2 payload")
 }
 
 /// A new latency histogram as every workload records them: nanoseconds, auto-resizing,
@@ -508,18 +497,10 @@ mod tests {
             h.record(v).unwrap();
         }
         let encoded = encode_histogram(&h);
-        let back = decode_histogram("lap", &encoded).unwrap();
+        let back = decode_trusted(&encoded);
         assert_eq!(back.len(), 5);
         assert_eq!(back.max(), h.max());
         assert_eq!(back.value_at_quantile(0.5), h.value_at_quantile(0.5));
-    }
-
-    #[test]
-    fn a_histogram_that_is_not_base64_names_its_metric() {
-        let err = decode_histogram("lap", "@@@").unwrap_err().to_string();
-        assert!(err.contains("\"lap\"") && err.contains("base64"), "{err}");
-        let err = decode_histogram("lap", "AAAA").unwrap_err().to_string();
-        assert!(err.contains("HdrHistogram"), "{err}");
     }
 
     #[test]

@@ -335,6 +335,100 @@ fn a_corrupt_folded_file_is_an_error_naming_it() {
 }
 
 #[test]
+fn an_svg_that_cannot_be_written_still_leaves_the_folded_stacks_and_no_stale_svg() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    let mut w = SessionWriter::create(&dir, meta("x")).unwrap();
+    let mut old = StackTree::new();
+    old.add_names(["main", "old"], 1);
+    w.write_stacks(StackKind::Cpu, &old, "t").unwrap();
+    assert!(dir.join("cpu.svg").exists());
+
+    // A directory where the SVG's temporary file goes: the SVG cannot be written.
+    fs::create_dir(dir.join("cpu.svg.tmp")).unwrap();
+    let err = w
+        .write_stacks(StackKind::Cpu, &cpu_tree(), "ring: on-CPU")
+        .unwrap_err();
+    let folded_path = dir.join("cpu.folded");
+    assert!(
+        matches!(&err, SessionError::FlamegraphNotWritten { folded, .. } if *folded == folded_path),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("cpu.svg.tmp") && text.contains("the folded stacks were written to"),
+        "{text}"
+    );
+    assert!(!dir.join("cpu.svg").exists(), "the old SVG is left behind");
+    assert_eq!(
+        fs::read_to_string(&folded_path).unwrap(),
+        cpu_tree().to_folded()
+    );
+    w.finish(Status::Complete, "2024-05-01T12:00:02Z".into())
+        .unwrap();
+    let loaded = Session::load(&dir).unwrap();
+    assert_eq!(loaded.cpu.unwrap().total_weight(), 100);
+}
+
+#[test]
+fn sessions_started_in_the_same_second_get_directories_of_their_own() {
+    let root = tempfile::tempdir().unwrap();
+    let parent = root.path().join("sessions");
+    let id = "20240501-120000-ring";
+    let mut dirs = Vec::new();
+    for _ in 0..3 {
+        let w = SessionWriter::create_unique(&parent, id, meta(id)).unwrap();
+        dirs.push(
+            w.finish(Status::Complete, "2024-05-01T12:00:02Z".into())
+                .unwrap(),
+        );
+    }
+    let names = [
+        "20240501-120000-ring",
+        "20240501-120000-ring-2",
+        "20240501-120000-ring-3",
+    ];
+    for (dir, name) in dirs.iter().zip(names) {
+        assert_eq!(*dir, parent.join(name));
+        let loaded = Session::load(dir).unwrap();
+        assert_eq!(loaded.meta.id, name);
+        assert_eq!(loaded.meta.name, name);
+    }
+
+    // A name given by the user stays; an empty directory takes its name too.
+    fs::create_dir(parent.join("other")).unwrap();
+    let mut named = meta("other");
+    named.name = "baseline".into();
+    let w = SessionWriter::create_unique(&parent, "other", named).unwrap();
+    assert_eq!(w.dir(), parent.join("other-2"));
+    assert_eq!(w.meta().id, "other-2");
+    assert_eq!(w.meta().name, "baseline");
+}
+
+#[test]
+fn create_unique_refuses_ids_that_are_not_one_directory_name_and_gives_up_after_its_attempts() {
+    let root = tempfile::tempdir().unwrap();
+    for id in ["../escape", "a/b", "", ".", ".."] {
+        let err = SessionWriter::create_unique(root.path(), id, meta("x")).unwrap_err();
+        assert!(
+            matches!(err, SessionError::InvalidMeta { .. }),
+            "{id}: {err}"
+        );
+    }
+    assert!(!root.path().join("escape").exists() && !root.path().join("a").exists());
+
+    fs::create_dir(root.path().join("x")).unwrap();
+    for n in 2..=benchtop_sessions::store::MAX_UNIQUE_ATTEMPTS {
+        fs::create_dir(root.path().join(format!("x-{n}"))).unwrap();
+    }
+    let err = SessionWriter::create_unique(root.path(), "x", meta("x")).unwrap_err();
+    assert!(
+        matches!(&err, SessionError::AlreadyExists { path } if path.ends_with("x-100")),
+        "{err}"
+    );
+}
+
+#[test]
 fn the_summary_shows_the_run_its_figures_latency_resources_and_hot_frames() {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("s");

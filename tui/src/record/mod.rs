@@ -11,7 +11,7 @@ pub mod progress;
 
 use std::collections::BTreeMap;
 use std::io::{BufReader, Read};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::time::{Duration, Instant, SystemTime};
@@ -20,6 +20,7 @@ use anyhow::{Context, Result};
 use benchtop_profilers::host;
 use benchtop_profilers::monitor::ProcessMonitor;
 use benchtop_profilers::sampler::{SampleEvent, Sampler, SamplerOptions};
+use benchtop_sessions::histogram::HistogramDecoder;
 use benchtop_sessions::meta::{Better, Figure, WorkloadInfo};
 use benchtop_sessions::store::{SessionWriter, StackKind, new_session_id, rfc3339};
 use benchtop_sessions::{Percentiles, SessionMeta, Status, TimeseriesRow};
@@ -44,6 +45,9 @@ const MAX_PROTOCOL_WARNINGS: usize = 20;
 /// Events queued between the reader threads and the conductor: beyond this the pipes
 /// push back on the worker instead of the conductor's memory growing.
 const EVENT_QUEUE: usize = 256;
+
+/// Where sessions go when no `--record DIR` is given, relative to the working directory.
+pub const DEFAULT_SESSIONS_DIR: &str = "sessions";
 
 /// What to record.
 #[derive(Debug, Clone)]
@@ -106,11 +110,6 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
     let started = SystemTime::now();
     let began = Instant::now();
     let id = new_session_id(&opts.workload, started);
-    let dir = opts
-        .record
-        .record
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("sessions").join(&id));
 
     let mut meta = SessionMeta::new(
         id.clone(),
@@ -126,8 +125,14 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
     }
     .into();
     meta.sampling.frequency_hz = opts.record.frequency;
-    let mut writer = SessionWriter::create(&dir, meta)
-        .with_context(|| format!("cannot create the session in {}", dir.display()))?;
+    let mut writer = match &opts.record.record {
+        Some(dir) => SessionWriter::create(dir, meta)
+            .with_context(|| format!("cannot create the session in {}", dir.display()))?,
+        // Two recordings started in the same second get `-2`, `-3`… directories.
+        None => SessionWriter::create_unique(Path::new(DEFAULT_SESSIONS_DIR), &id, meta)
+            .with_context(|| format!("cannot create a session under ./{DEFAULT_SESSIONS_DIR}"))?,
+    };
+    let id = writer.meta().id.clone();
 
     let spec = WorkerSpec {
         program: opts.program.clone(),
@@ -170,6 +175,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
         summary: None,
         worker_error: None,
         protocol_errors: 0,
+        histograms: HistogramDecoder::new(),
         hello: None,
         ready: false,
         last_t_ns: 0,
@@ -254,6 +260,8 @@ struct Run<'a> {
     summary: Option<protocol::Summary>,
     worker_error: Option<String>,
     protocol_errors: usize,
+    /// Decodes tick histograms with every size bounded (worker input is untrusted).
+    histograms: HistogramDecoder,
     hello: Option<protocol::Hello>,
     ready: bool,
     last_t_ns: u64,
@@ -480,14 +488,14 @@ impl Run<'_> {
             }
         }
         for (name, encoded) in &tick.histograms {
-            match protocol::decode_histogram(name, encoded) {
+            match self.histograms.decode(encoded) {
                 Ok(histogram) => {
                     row.latency
                         .insert(name.clone(), Percentiles::of(&histogram));
                     self.writer
                         .append_latency(name, start_s, interval_s, &histogram)?;
                 }
-                Err(e) => self.protocol_warning(e.to_string())?,
+                Err(e) => self.protocol_warning(format!("tick histogram {name:?}: {e}"))?,
             }
         }
         if let Some(monitor) = &mut self.monitor

@@ -3,6 +3,7 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
+use benchtop_sessions::units::{human_bytes, human_ns};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// What the progress line shows, refreshed each interval.
@@ -120,33 +121,6 @@ pub fn si(value: f64) -> String {
     format!("{scaled:.2}{suffix}")
 }
 
-/// Nanoseconds for people: 850ns, 12.3µs, 4.56ms, 1.20s.
-pub fn human_ns(ns: f64) -> String {
-    if ns >= 1e9 {
-        format!("{:.2}s", ns / 1e9)
-    } else if ns >= 1e6 {
-        format!("{:.2}ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.1}µs", ns / 1e3)
-    } else {
-        format!("{ns:.0}ns")
-    }
-}
-
-/// Bytes for people, binary units: 13.2 MiB.
-pub fn human_bytes(bytes: u64) -> String {
-    let b = bytes as f64;
-    if b >= (1u64 << 30) as f64 {
-        format!("{:.2} GiB", b / (1u64 << 30) as f64)
-    } else if b >= (1u64 << 20) as f64 {
-        format!("{:.1} MiB", b / (1u64 << 20) as f64)
-    } else if b >= 1024.0 {
-        format!("{:.1} KiB", b / 1024.0)
-    } else {
-        format!("{bytes} B")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,16 +136,13 @@ mod tests {
         });
         assert_eq!(
             line,
-            "   3.2s  3.10M messages/s  lap p50 1.20ms p99 2.30ms  RSS 14.0 MiB  3012 samples (4 lost)"
+            "   3.2s  3.10M messages/s  lap p50 1.20 ms p99 2.30 ms  RSS 14.0 MiB  3012 samples (4 lost)"
         );
     }
 
     #[test]
-    fn units_scale_for_people() {
-        assert_eq!(human_ns(850.0), "850ns");
-        assert_eq!(human_ns(12_345.0), "12.3µs");
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(3 << 30), "3.00 GiB");
+    fn rates_scale_with_si_prefixes() {
         assert_eq!(si(999.0), "999.00");
+        assert_eq!(si(3_100_000.0), "3.10M");
     }
 }

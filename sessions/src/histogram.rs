@@ -1,0 +1,598 @@
+//! Histograms decoded from untrusted text: latency.hlog lines and worker reports.
+//!
+//! Both carry an HdrHistogram in the V2 encoding, compressed with zlib ("V2+deflate", the
+//! `HISTF…` strings of interval logs) or plain, in standard base64. hdrhistogram's own
+//! `Deserializer` believes the sizes it reads: the payload length inside the compressed
+//! data sizes a buffer (up to 4 GiB from a 40-byte input) and the header's range sizes the
+//! counts array (about 50 MB for 5 significant digits up to `u64::MAX`). [`decode_histogram`]
+//! checks every size first and hands hdrhistogram only input that stays within the limits
+//! below, so a hostile histogram costs at most about [`MAX_ENCODED_BYTES`] of buffers and a
+//! [`MAX_COUNTS_LEN`]-entry counts array.
+//!
+//! ```
+//! use base64::Engine as _;
+//! use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+//!
+//! let mut h = hdrhistogram::Histogram::<u64>::new(3)?;
+//! h.record(1_500)?;
+//! let mut bytes = Vec::new();
+//! V2DeflateSerializer::new().serialize(&h, &mut bytes)?;
+//! let text = base64::engine::general_purpose::STANDARD.encode(&bytes);
+//!
+//! let back = benchtop_sessions::histogram::decode_histogram(&text)?;
+//! assert_eq!(back, h);
+//! assert!(benchtop_sessions::histogram::decode_histogram("HISTFAAAAA==").is_err());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use flate2::{Decompress, FlushDecompress, Status};
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::Deserializer;
+
+use crate::SessionError;
+
+/// The most significant value digits a decoded histogram may have. benchtop records with 3,
+/// as do jHiccup and most HdrHistogram users; each digit more multiplies the counts array by
+/// about ten.
+pub const MAX_SIGNIFICANT_DIGITS: u8 = 3;
+
+/// The most counters a decoded histogram's header may ask for: 512 KiB of `u64` counts.
+///
+/// With at most [`MAX_SIGNIFICANT_DIGITS`] digits every valid header fits (the widest,
+/// 3 digits from 1 to `u64::MAX`, needs 56 320), so the cap only bites if the digit limit
+/// is raised; it keeps the counts array bounded whatever the other checks allow.
+pub const MAX_COUNTS_LEN: usize = 1 << 16;
+
+/// The most bytes a histogram's V2 encoding may take, after base64 and after inflating.
+/// Inflating stops as soon as the output passes it, so a deflate bomb costs at most this.
+///
+/// It is above the largest encoding a histogram within [`MAX_COUNTS_LEN`] can have: a
+/// 40-byte header and at most 9 bytes per counter.
+pub const MAX_ENCODED_BYTES: usize = 1 << 20;
+
+const _: () = assert!(MAX_ENCODED_BYTES >= V2_HEADER_LEN + 9 * MAX_COUNTS_LEN);
+
+/// Cookie of the plain V2 encoding, as Java and hdrhistogram write it: the V2 cookie base
+/// `0x1c849303` with the word-size bits `0x10`.
+const V2_COOKIE: u32 = 0x1c84_9313;
+/// Cookie of the zlib-compressed V2 encoding: base `0x1c849304` with `0x10`.
+const V2_DEFLATE_COOKIE: u32 = 0x1c84_9314;
+/// cookie, payload length, normalizing offset, significant digits (4 bytes each), lowest,
+/// highest (8 bytes each), integer-to-double ratio (an f64), all big-endian.
+const V2_HEADER_LEN: usize = 40;
+/// Cookie and compressed length before the zlib stream of the compressed encoding.
+const DEFLATE_HEADER_LEN: usize = 8;
+/// First step of the inflate buffer; it doubles from there up to the cap.
+const INFLATE_CHUNK: usize = 4096;
+
+/// Decodes base64 histograms, reusing its buffers and inflater from one call to the next.
+///
+/// [`decode_histogram`] is the same for a single histogram; a reader of many (an interval
+/// log, a stream of worker reports) keeps one decoder.
+pub struct HistogramDecoder {
+    raw: Vec<u8>,
+    inflated: Vec<u8>,
+    inflater: Decompress,
+    deserializer: Deserializer,
+}
+
+impl Default for HistogramDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for HistogramDecoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HistogramDecoder").finish_non_exhaustive()
+    }
+}
+
+impl HistogramDecoder {
+    /// A decoder with empty buffers.
+    pub fn new() -> Self {
+        HistogramDecoder {
+            raw: Vec::new(),
+            inflated: Vec::new(),
+            inflater: Decompress::new(true),
+            deserializer: Deserializer::new(),
+        }
+    }
+
+    /// Decodes one histogram; see [`decode_histogram`].
+    pub fn decode(&mut self, base64_text: &str) -> Result<Histogram<u64>, SessionError> {
+        let text = base64_text.trim_ascii();
+        if base64::decoded_len_estimate(text.len()) > MAX_ENCODED_BYTES + INFLATE_CHUNK {
+            return Err(bad(format!(
+                "{} characters of base64, more than a histogram of at most {MAX_COUNTS_LEN} \
+                 counters can take",
+                text.len()
+            )));
+        }
+        self.raw.clear();
+        STANDARD
+            .decode_vec(text, &mut self.raw)
+            .map_err(|e| bad(format!("not base64: {e}")))?;
+        let plain = match read_u32(&self.raw, 0) {
+            None => {
+                return Err(bad(format!(
+                    "truncated: {} bytes, not even a cookie",
+                    self.raw.len()
+                )));
+            }
+            Some(V2_COOKIE) => &self.raw[..],
+            Some(V2_DEFLATE_COOKIE) => {
+                let Some(compressed_len) = read_u32(&self.raw, 4) else {
+                    return Err(bad(format!(
+                        "truncated: {} bytes, the compressed header needs {DEFLATE_HEADER_LEN}",
+                        self.raw.len()
+                    )));
+                };
+                let rest = &self.raw[DEFLATE_HEADER_LEN..];
+                let Some(compressed) = usize::try_from(compressed_len)
+                    .ok()
+                    .and_then(|len| rest.get(..len))
+                else {
+                    return Err(bad(format!(
+                        "the header says {compressed_len} compressed bytes follow, but only {} do",
+                        rest.len()
+                    )));
+                };
+                inflate(&mut self.inflater, compressed, &mut self.inflated)?;
+                &self.inflated[..]
+            }
+            Some(cookie) => {
+                return Err(bad(format!(
+                    "cookie {cookie:#010x} is not that of an HdrHistogram V2 encoding \
+                     ({V2_DEFLATE_COOKIE:#010x} compressed, {V2_COOKIE:#010x} plain)"
+                )));
+            }
+        };
+        check_v2(plain)?;
+        let histogram = self
+            .deserializer
+            .deserialize(&mut &plain[..])
+            .map_err(|e| bad(format!("the counts do not decode: {e}")))?;
+        Ok(compact(histogram))
+    }
+}
+
+/// Decodes one histogram from base64 text (surrounding whitespace ignored): the V2
+/// encoding, zlib-compressed (cookie `0x1c849314`, what benchtop, Java's
+/// `HistogramLogWriter` and hdrhistogram's `V2DeflateSerializer` write) or plain
+/// (`0x1c849313`).
+///
+/// Refused as [`SessionError::BadHistogram`], with the reason, before anything is sized
+/// from them: text that is not base64 or decodes to more than [`MAX_ENCODED_BYTES`]; an
+/// unknown cookie; compressed data that is shorter than its header says, does not inflate,
+/// or inflates to more than [`MAX_ENCODED_BYTES`]; a V2 header shorter than 40 bytes or
+/// whose payload length is more than the bytes that follow; more than
+/// [`MAX_SIGNIFICANT_DIGITS`] significant digits; a lowest discernible value below 1; a
+/// highest trackable value below twice the lowest; a range needing more than
+/// [`MAX_COUNTS_LEN`] counters; a normalizing offset or an integer-to-double ratio other
+/// than 0 and 1 (hdrhistogram supports neither); counts that do not fit the range.
+///
+/// The histogram returned keeps only the value range its counts need (lowest and digits as
+/// encoded, highest just above its largest value), whatever range the header claimed.
+pub fn decode_histogram(base64_text: &str) -> Result<Histogram<u64>, SessionError> {
+    HistogramDecoder::new().decode(base64_text)
+}
+
+fn bad(reason: String) -> SessionError {
+    SessionError::BadHistogram { reason }
+}
+
+/// Inflates the zlib stream `input` into `out`, stopping with an error as soon as the
+/// output would pass [`MAX_ENCODED_BYTES`]. `out`'s capacity never goes above one byte
+/// more than the cap.
+fn inflate(inflater: &mut Decompress, input: &[u8], out: &mut Vec<u8>) -> Result<(), SessionError> {
+    inflater.reset(true);
+    out.clear();
+    loop {
+        if out.len() == out.capacity() {
+            // Room for one byte beyond the cap, to tell "exactly the cap" from "more".
+            let room = MAX_ENCODED_BYTES + 1 - out.len();
+            out.reserve_exact(out.len().max(INFLATE_CHUNK).min(room));
+        }
+        let (in_before, out_before) = (inflater.total_in(), out.len());
+        let consumed = usize::try_from(in_before).unwrap_or(usize::MAX);
+        let status = inflater
+            .decompress_vec(
+                input.get(consumed..).unwrap_or_default(),
+                out,
+                // Not Finish: miniz_oxide takes that to mean the output buffer holds the
+                // whole output, and loses the window when it has to grow.
+                FlushDecompress::None,
+            )
+            .map_err(|e| bad(format!("the compressed data does not inflate: {e}")))?;
+        if out.len() > MAX_ENCODED_BYTES {
+            return Err(bad(format!(
+                "the compressed data inflates to more than {MAX_ENCODED_BYTES} bytes"
+            )));
+        }
+        match status {
+            Status::StreamEnd => return Ok(()),
+            Status::Ok | Status::BufError
+                if inflater.total_in() == in_before && out.len() == out_before =>
+            {
+                return Err(bad(format!(
+                    "the compressed data ends early ({} bytes inflated)",
+                    out.len()
+                )));
+            }
+            Status::Ok | Status::BufError => {}
+        }
+    }
+}
+
+/// Checks a plain V2 encoding's header against its length and the limits above.
+fn check_v2(bytes: &[u8]) -> Result<(), SessionError> {
+    let header = bytes.get(..V2_HEADER_LEN).ok_or_else(|| {
+        bad(format!(
+            "truncated: {} bytes, the V2 header needs {V2_HEADER_LEN}",
+            bytes.len()
+        ))
+    })?;
+    let u32_at = |at| read_u32(header, at).unwrap_or_default();
+    let u64_at = |at| read_u64(header, at).unwrap_or_default();
+    let cookie = u32_at(0);
+    if cookie != V2_COOKIE {
+        return Err(bad(format!(
+            "cookie {cookie:#010x} inside the compressed data is not the V2 cookie \
+             {V2_COOKIE:#010x}"
+        )));
+    }
+    let payload_len = u32_at(4);
+    let available = bytes.len() - V2_HEADER_LEN;
+    if usize::try_from(payload_len).map_or(true, |len| len > available) {
+        return Err(bad(format!(
+            "the header says {payload_len} bytes of counts follow, but only {available} do"
+        )));
+    }
+    let normalizing_offset = u32_at(8);
+    if normalizing_offset != 0 {
+        return Err(bad(format!(
+            "normalizing index offset {normalizing_offset}; only 0 is supported"
+        )));
+    }
+    let digits = u32_at(12);
+    if digits > u32::from(MAX_SIGNIFICANT_DIGITS) {
+        return Err(bad(format!(
+            "{digits} significant digits; at most {MAX_SIGNIFICANT_DIGITS} are accepted"
+        )));
+    }
+    let (lowest, highest) = (u64_at(16), u64_at(24));
+    if lowest < 1 {
+        return Err(bad(
+            "lowest discernible value 0; it must be at least 1".into()
+        ));
+    }
+    if lowest.checked_mul(2).is_none_or(|twice| highest < twice) {
+        return Err(bad(format!(
+            "highest trackable value {highest} is less than twice the lowest, {lowest}"
+        )));
+    }
+    let ratio = f64::from_bits(u64_at(32));
+    if ratio != 1.0 {
+        return Err(bad(format!(
+            "integer-to-double ratio {ratio}; only 1 (integer values) is supported"
+        )));
+    }
+    // digits <= MAX_SIGNIFICANT_DIGITS, so it fits a u8.
+    match counts_len(lowest, highest, digits as u8) {
+        Some(len) if len <= MAX_COUNTS_LEN => Ok(()),
+        Some(len) => Err(bad(format!(
+            "the range {lowest}..={highest} at {digits} digits needs {len} counters; at most \
+             {MAX_COUNTS_LEN} are accepted"
+        ))),
+        None => Err(bad(format!(
+            "the range {lowest}..={highest} cannot be tracked at {digits} digits"
+        ))),
+    }
+}
+
+/// The length of the counts array hdrhistogram allocates for these bounds (its
+/// `new_with_bounds`), or `None` when it refuses them. `lowest >= 1`.
+fn counts_len(lowest: u64, highest: u64, digits: u8) -> Option<usize> {
+    let largest_single_unit = 2 * 10u64.checked_pow(u32::from(digits))?;
+    let sub_bucket_count_magnitude = largest_single_unit.next_power_of_two().trailing_zeros();
+    let unit_magnitude = lowest.checked_ilog2()?;
+    if lowest > u64::MAX / 2 || unit_magnitude + sub_bucket_count_magnitude > 63 {
+        return None;
+    }
+    let sub_bucket_half_count = 1usize << (sub_bucket_count_magnitude - 1);
+    // hdrhistogram's buckets_to_cover.
+    let mut smallest_untrackable = 1u64 << (sub_bucket_count_magnitude + unit_magnitude);
+    let mut buckets = 1usize;
+    while smallest_untrackable <= highest {
+        if smallest_untrackable > u64::MAX / 2 {
+            buckets += 1;
+            break;
+        }
+        smallest_untrackable <<= 1;
+        buckets += 1;
+    }
+    (buckets + 1).checked_mul(sub_bucket_half_count)
+}
+
+fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
+    let b = bytes.get(at..at.checked_add(4)?)?;
+    Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
+    let b = bytes.get(at..at.checked_add(8)?)?;
+    let mut a = [0; 8];
+    a.copy_from_slice(b);
+    Some(u64::from_be_bytes(a))
+}
+
+/// A decoded histogram is as large as the range its header claims. Keep only the range its
+/// values need, so that a short hostile line cannot pin a large allocation for as long as
+/// the histogram lives.
+fn compact(h: Histogram<u64>) -> Histogram<u64> {
+    let needed = h.max().max(h.low().saturating_mul(2)).max(2);
+    if h.high() <= needed.saturating_mul(2) {
+        return h;
+    }
+    match Histogram::new_with_bounds(h.low(), needed, h.sigfig()) {
+        Ok(mut small) => match small.add(&h) {
+            Ok(()) => small,
+            Err(_) => h,
+        },
+        Err(_) => h,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+    use std::time::{Duration, Instant};
+
+    use flate2::Compression;
+    use flate2::write::ZlibEncoder;
+    use hdrhistogram::serialization::{Serializer, V2DeflateSerializer, V2Serializer};
+
+    use super::*;
+
+    /// Decoding anything here must be quick; a big allocation or inflating gigabytes is not.
+    const QUICK: Duration = Duration::from_secs(2);
+
+    fn histogram(values: &[u64]) -> Histogram<u64> {
+        let mut h = Histogram::new(3).unwrap();
+        for &v in values {
+            h.record(v).unwrap();
+        }
+        h
+    }
+
+    fn plain_v2(h: &Histogram<u64>) -> Vec<u8> {
+        let mut out = Vec::new();
+        V2Serializer::new().serialize(h, &mut out).unwrap();
+        out
+    }
+
+    fn deflated(h: &Histogram<u64>) -> String {
+        let mut out = Vec::new();
+        V2DeflateSerializer::new().serialize(h, &mut out).unwrap();
+        STANDARD.encode(out)
+    }
+
+    /// `plain` compressed as the V2+deflate encoding does, in base64.
+    fn compress(plain: &[u8]) -> String {
+        let mut z = ZlibEncoder::new(Vec::new(), Compression::default());
+        z.write_all(plain).unwrap();
+        let zlib = z.finish().unwrap();
+        let mut out = V2_DEFLATE_COOKIE.to_be_bytes().to_vec();
+        out.extend_from_slice(&(zlib.len() as u32).to_be_bytes());
+        out.extend_from_slice(&zlib);
+        STANDARD.encode(out)
+    }
+
+    /// A plain V2 header with the given fields and `counts` after it.
+    fn header(payload_len: u32, digits: u32, lowest: u64, highest: u64, counts: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(&V2_COOKIE.to_be_bytes());
+        out.extend_from_slice(&payload_len.to_be_bytes());
+        out.extend_from_slice(&0u32.to_be_bytes());
+        out.extend_from_slice(&digits.to_be_bytes());
+        out.extend_from_slice(&lowest.to_be_bytes());
+        out.extend_from_slice(&highest.to_be_bytes());
+        out.extend_from_slice(&1.0f64.to_be_bytes());
+        out.extend_from_slice(counts);
+        out
+    }
+
+    fn refused(text: &str) -> String {
+        let started = Instant::now();
+        let err = decode_histogram(text).unwrap_err();
+        assert!(started.elapsed() < QUICK, "took {:?}", started.elapsed());
+        match err {
+            SessionError::BadHistogram { reason } => reason,
+            other => panic!("not BadHistogram: {other}"),
+        }
+    }
+
+    #[test]
+    fn a_histogram_round_trips_compressed_and_plain() {
+        let h = histogram(&[1, 1_500, 1_500, 2_000_000, 45_000_000_000]);
+        let back = decode_histogram(&deflated(&h)).unwrap();
+        assert_eq!(back, h);
+        assert_eq!(back.value_at_quantile(0.5), h.value_at_quantile(0.5));
+        let plain = decode_histogram(&STANDARD.encode(plain_v2(&h))).unwrap();
+        assert_eq!(plain, h);
+        let empty = Histogram::new(3).unwrap();
+        assert_eq!(decode_histogram(&deflated(&empty)).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn an_encoding_that_inflates_past_several_buffer_growths_round_trips() {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        for v in 1..=50_000 {
+            h.record_n(v, v * 1_000).unwrap();
+        }
+        assert!(plain_v2(&h).len() > 4 * INFLATE_CHUNK);
+        let mut decoder = HistogramDecoder::new();
+        assert_eq!(decoder.decode(&deflated(&h)).unwrap(), h);
+        assert_eq!(decoder.decode(&deflated(&h)).unwrap(), h);
+    }
+
+    #[test]
+    fn a_reused_decoder_gives_the_same_histograms_as_fresh_ones() {
+        let mut decoder = HistogramDecoder::new();
+        for values in [&[5u64, 6][..], &[1_000_000_000], &[], &[77; 3]] {
+            let text = deflated(&histogram(values));
+            assert_eq!(
+                decoder.decode(&text).unwrap(),
+                decode_histogram(&text).unwrap()
+            );
+        }
+        assert!(decoder.decode("@@@").is_err());
+        assert_eq!(
+            decoder.decode(&deflated(&histogram(&[9]))).unwrap().len(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_payload_length_beyond_the_bytes_that_follow_is_refused_before_any_buffer_is_sized() {
+        // hdrhistogram alone would size a 4 GiB buffer from this 40-byte header.
+        let reason = refused(&compress(&header(u32::MAX, 3, 1, 2_000, &[])));
+        assert!(
+            reason.contains("4294967295 bytes of counts follow, but only 0"),
+            "{reason}"
+        );
+        let reason = refused(&STANDARD.encode(header(10, 3, 1, 2_000, &[2, 2])));
+        assert!(reason.contains("10 bytes of counts"), "{reason}");
+    }
+
+    #[test]
+    fn five_digits_up_to_u64_max_is_refused_before_the_counts_array_is_allocated() {
+        let reason = refused(&compress(&header(0, 5, 1, u64::MAX, &[])));
+        assert!(
+            reason.contains("5 significant digits; at most 3"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn a_deflate_bomb_stops_inflating_at_the_cap() {
+        // 100 MB of zeros compress to about 100 KB.
+        let mut z = ZlibEncoder::new(Vec::new(), Compression::best());
+        z.write_all(&header(100_000_000, 3, 1, 2_000, &[])).unwrap();
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..100 {
+            z.write_all(&zeros).unwrap();
+        }
+        let zlib = z.finish().unwrap();
+        assert!(zlib.len() < 200_000);
+        let mut bytes = V2_DEFLATE_COOKIE.to_be_bytes().to_vec();
+        bytes.extend_from_slice(&(zlib.len() as u32).to_be_bytes());
+        bytes.extend_from_slice(&zlib);
+        let mut decoder = HistogramDecoder::new();
+        let err = decoder.decode(&STANDARD.encode(bytes)).unwrap_err();
+        assert!(err.to_string().contains("inflates to more than"), "{err}");
+        assert!(decoder.inflated.capacity() <= MAX_ENCODED_BYTES + 1);
+    }
+
+    #[test]
+    fn truncated_and_foreign_input_is_refused_with_what_is_wrong() {
+        let full = STANDARD.decode(deflated(&histogram(&[1_500]))).unwrap();
+        let reason = refused(&STANDARD.encode(&full[..full.len() - 5]));
+        assert!(reason.contains("but only"), "{reason}");
+        // A compressed length that is right for the cut stream: zlib runs out.
+        let mut cut = full[..full.len() - 5].to_vec();
+        let len = (cut.len() - 8) as u32;
+        cut[4..8].copy_from_slice(&len.to_be_bytes());
+        let reason = refused(&STANDARD.encode(&cut));
+        assert!(
+            reason.contains("ends early") || reason.contains("does not inflate"),
+            "{reason}"
+        );
+        assert!(refused(&STANDARD.encode(&full[..6])).contains("truncated"));
+        assert!(refused("").contains("truncated: 0 bytes"));
+        assert!(
+            refused(&STANDARD.encode(&header(0, 3, 1, 2_000, &[])[..39]))
+                .contains("header needs 40")
+        );
+        assert!(refused("HIST!not base64").contains("not base64"));
+        assert!(refused(&STANDARD.encode(b"PK\x03\x04 a zip file")).contains("cookie 0x504b0304"));
+    }
+
+    #[test]
+    fn headers_outside_the_limits_are_refused() {
+        let cases = [
+            (header(0, 3, 0, 2_000, &[]), "lowest discernible value 0"),
+            (
+                header(0, 3, 1_000, 1_999, &[]),
+                "less than twice the lowest",
+            ),
+            (header(0, 3, u64::MAX, u64::MAX, &[]), "less than twice"),
+            (header(0, 3, 1 << 60, u64::MAX, &[]), "cannot be tracked"),
+        ];
+        for (bytes, expected) in cases {
+            let reason = refused(&compress(&bytes));
+            assert!(reason.contains(expected), "{reason}");
+        }
+        let mut ratio = header(0, 3, 1, 2_000, &[]);
+        ratio[32..40].copy_from_slice(&0.5f64.to_be_bytes());
+        assert!(refused(&compress(&ratio)).contains("ratio 0.5"));
+        let mut offset = header(0, 3, 1, 2_000, &[]);
+        offset[8..12].copy_from_slice(&7u32.to_be_bytes());
+        assert!(refused(&compress(&offset)).contains("offset 7"));
+        let mut inner = header(0, 3, 1, 2_000, &[]);
+        inner[0..4].copy_from_slice(&V2_DEFLATE_COOKIE.to_be_bytes());
+        assert!(refused(&compress(&inner)).contains("not the V2 cookie"));
+    }
+
+    #[test]
+    fn counts_that_do_not_fit_the_range_are_refused() {
+        // One zero run of 10 000 and a count: past the 2 048 counters of 1..=2 000.
+        let zigzag_minus_10000 = [0x9f, 0x9c, 0x01];
+        let mut counts = zigzag_minus_10000.to_vec();
+        counts.push(2);
+        let bytes = header(counts.len() as u32, 3, 1, 2_000, &counts);
+        assert!(refused(&compress(&bytes)).contains("counts do not decode"));
+    }
+
+    #[test]
+    fn the_counts_length_matches_hdrhistogram_and_the_cap_admits_every_three_digit_range() {
+        for (low, high, digits) in [
+            (1, 2, 0),
+            (1, 2_000, 3),
+            (1, 3_600_000_000_000, 3),
+            (1, u64::MAX, 3),
+            (1_000, u64::MAX, 3),
+            (7, 1 << 40, 2),
+            (1, 1 << 30, 5),
+        ] {
+            let h = Histogram::<u64>::new_with_bounds(low, high, digits).unwrap();
+            assert_eq!(
+                counts_len(low, high, digits),
+                Some(h.distinct_values()),
+                "{low} {high} {digits}"
+            );
+        }
+        assert_eq!(counts_len(1, u64::MAX, 3), Some(56_320));
+        assert!(counts_len(1, u64::MAX, MAX_SIGNIFICANT_DIGITS).unwrap() <= MAX_COUNTS_LEN);
+        assert!(counts_len(1, u64::MAX, 5).unwrap() > MAX_COUNTS_LEN);
+    }
+
+    #[test]
+    fn base64_longer_than_any_histogram_is_refused_before_decoding() {
+        let text = "A".repeat(2 * MAX_ENCODED_BYTES);
+        assert!(refused(&text).contains("characters of base64"));
+    }
+
+    #[test]
+    fn a_histogram_claiming_a_huge_range_is_kept_small() {
+        let mut h = Histogram::<u64>::new_with_bounds(1, u64::MAX, 3).unwrap();
+        h.record(100).unwrap();
+        let decoded = decode_histogram(&deflated(&h)).unwrap();
+        assert!(decoded.distinct_values() < h.distinct_values() / 10);
+        assert_eq!(decoded.len(), 1);
+        assert_eq!(decoded.max(), h.max());
+    }
+}

@@ -1,0 +1,135 @@
+//! Numbers for people: durations and sizes with three significant digits and a unit, as
+//! `benchtop show` and the TUI print them.
+//!
+//! ```
+//! use benchtop_sessions::units::{human_bytes, human_ns};
+//!
+//! assert_eq!(human_ns(1_234.0), "1.23 µs");
+//! assert_eq!(human_bytes(14 << 20), "14.0 MiB");
+//! ```
+
+/// Nanoseconds for people: three significant digits, a space, and the largest of `ns`, `µs`,
+/// `ms` and `s` that keeps the number at 1 or more.
+///
+/// | `ns` | text |
+/// |---|---|
+/// | `850.0` | `850 ns` |
+/// | `1_234.0` | `1.23 µs` |
+/// | `45_600.0` | `45.6 µs` |
+/// | `999_999.0` | `1.00 ms` |
+/// | `4_500_000.0` | `4.50 ms` |
+/// | `2.1e9` | `2.10 s` |
+/// | `3.6e12` | `3600 s` |
+///
+/// Below 1 µs the nanoseconds are rounded to a whole number; past 1000 s the seconds are.
+/// A negative duration gets a `-` in front; NaN and infinities print as `NaN ns`, `inf ns`.
+pub fn human_ns(ns: f64) -> String {
+    if !ns.is_finite() {
+        return format!("{ns} ns");
+    }
+    if ns < 0.0 {
+        return format!("-{}", human_ns(-ns));
+    }
+    // -0.0 + 0.0 is 0.0: no "-0 ns".
+    let ns = ns + 0.0;
+    if ns < 999.5 {
+        return format!("{ns:.0} ns");
+    }
+    let (value, unit) = if ns < 999.5e3 {
+        (ns / 1e3, "µs")
+    } else if ns < 999.5e6 {
+        (ns / 1e6, "ms")
+    } else {
+        (ns / 1e9, "s")
+    };
+    three_digits(value, unit)
+}
+
+/// Bytes for people, in binary units: whole bytes below 1 KiB, else three significant
+/// digits of `KiB`, `MiB`, `GiB`, `TiB`, `PiB` or `EiB`.
+///
+/// | `bytes` | text |
+/// |---|---|
+/// | `512` | `512 B` |
+/// | `1_536` | `1.50 KiB` |
+/// | `3 << 20` | `3.00 MiB` |
+/// | `14 << 20` | `14.0 MiB` |
+/// | `(1 << 30) - 1` | `1.00 GiB` |
+/// | `u64::MAX` | `16.0 EiB` |
+///
+/// From 1000 to 1023 of a unit the number keeps its four digits (`1000 KiB`).
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    // 1023.5 and up would round to "1024".
+    while value >= 1023.5 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    three_digits(value, UNITS[unit])
+}
+
+/// `value` (at least 1) with three significant digits, or as a whole number from 1000 up.
+fn three_digits(value: f64, unit: &str) -> String {
+    // The bounds are where rounding would carry into a fourth digit ("10.00").
+    let decimals = if value < 9.995 {
+        2
+    } else if value < 99.95 {
+        1
+    } else {
+        0
+    };
+    format!("{value:.decimals$} {unit}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nanoseconds_keep_three_significant_digits_in_the_largest_unit_that_fits() {
+        for (ns, text) in [
+            (0.0, "0 ns"),
+            (-0.0, "0 ns"),
+            (12.4, "12 ns"),
+            (850.0, "850 ns"),
+            (999.4, "999 ns"),
+            (999.6, "1.00 µs"),
+            (1_234.0, "1.23 µs"),
+            (9_996.0, "10.0 µs"),
+            (45_600.0, "45.6 µs"),
+            (999_999.0, "1.00 ms"),
+            (4_500_000.0, "4.50 ms"),
+            (2_100_000_000.0, "2.10 s"),
+            (3.6e12, "3600 s"),
+            (-1_500.0, "-1.50 µs"),
+            (f64::NAN, "NaN ns"),
+            (f64::INFINITY, "inf ns"),
+        ] {
+            assert_eq!(human_ns(ns), text, "{ns}");
+        }
+    }
+
+    #[test]
+    fn bytes_keep_three_significant_digits_in_binary_units() {
+        for (bytes, text) in [
+            (0, "0 B"),
+            (512, "512 B"),
+            (1_023, "1023 B"),
+            (1_024, "1.00 KiB"),
+            (1_536, "1.50 KiB"),
+            (1_000 << 10, "1000 KiB"),
+            ((1 << 20) - 1, "1.00 MiB"),
+            (3 << 20, "3.00 MiB"),
+            (14 << 20, "14.0 MiB"),
+            (32 << 30, "32.0 GiB"),
+            (u64::MAX, "16.0 EiB"),
+        ] {
+            assert_eq!(human_bytes(bytes), text, "{bytes}");
+        }
+    }
+}
