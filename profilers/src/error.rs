@@ -45,6 +45,16 @@ pub enum ProfilerError {
         #[source]
         source: std::io::Error,
     },
+    /// [`crate::Sampler::check`]'s probe, a counting event on the calling thread, was
+    /// refused for a reason other than permissions or a missing event.
+    #[error("perf_event_open of a `{event}` counter on this thread failed: {source}")]
+    PerfCheck {
+        /// The event probed.
+        event: &'static str,
+        /// The error; its `raw_os_error` is the errno.
+        #[source]
+        source: std::io::Error,
+    },
     /// The ring buffer of an event could not be mapped, even at its smallest size.
     #[error("mapping the {pages}-page perf ring buffer of cpu {cpu} failed: {source}")]
     RingBuffer {

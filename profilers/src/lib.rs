@@ -6,8 +6,10 @@
 //! use benchtop_profilers::{ProcessMonitor, Sampler, SamplerOptions};
 //!
 //! # fn main() -> Result<(), benchtop_profilers::ProfilerError> {
+//! let opts = SamplerOptions::default();
+//! Sampler::check(&opts)?; // bad options or no perf events: refused before a worker runs
 //! let pid = 4242; // a worker waiting for its start message
-//! let sampler = Sampler::start(pid, &SamplerOptions::default())?;
+//! let sampler = Sampler::start(pid, &opts)?;
 //! let mut monitor = ProcessMonitor::new(pid);
 //! // … start the worker; every interval: …
 //! let resources = monitor.sample()?;
@@ -34,5 +36,6 @@ mod symbolize;
 pub use error::ProfilerError;
 pub use host::host_info;
 pub use monitor::ProcessMonitor;
+pub use procfs::process_start_ticks;
 pub use sampler::{Profile, SampleEvent, Sampler, SamplerOptions, SamplerStats, probe_access};
 pub use symbolize::SymbolDetail;

@@ -59,15 +59,42 @@ fn leading_number(s: &str) -> u64 {
     s[..end].parse().unwrap_or(0)
 }
 
-/// utime + stime in clock ticks, from /proc/<pid>/stat text. The command name (field
-/// 2) may hold spaces and parentheses, so fields are counted after its last `)`.
+/// The fields of /proc/<pid>/stat text from field 3 (state) on. The command name
+/// (field 2) may hold spaces and parentheses, so fields are counted after its last `)`.
+fn stat_fields(text: &str) -> Option<std::str::SplitAsciiWhitespace<'_>> {
+    Some(text[text.rfind(')')? + 1..].split_ascii_whitespace())
+}
+
+/// Field `n` (1-based, as in proc(5)) of /proc/<pid>/stat text, from field 3 on.
+fn stat_field(text: &str, n: usize) -> Option<u64> {
+    stat_fields(text)?.nth(n.checked_sub(3)?)?.parse().ok()
+}
+
+/// utime + stime (fields 14 and 15) in clock ticks, from /proc/<pid>/stat text.
 pub(crate) fn parse_stat_cpu_ticks(text: &str) -> Option<u64> {
-    let rest = &text[text.rfind(')')? + 1..];
-    // After the name: field 3 (state) is index 0, so utime (14) is 11, stime (15) 12.
-    let mut fields = rest.split_ascii_whitespace().skip(11);
+    // Field 3 (state) is index 0, so utime (14) is 11, stime (15) 12.
+    let mut fields = stat_fields(text)?.skip(11);
     let utime: u64 = fields.next()?.parse().ok()?;
     let stime: u64 = fields.next()?.parse().ok()?;
     Some(utime + stime)
+}
+
+/// starttime (field 22), in clock ticks after boot, from /proc/<pid>/stat text.
+pub(crate) fn parse_stat_start_ticks(text: &str) -> Option<u64> {
+    stat_field(text, 22)
+}
+
+/// When process `pid` started, in clock ticks (`sysconf(_SC_CLK_TCK)`, usually 100 per
+/// second) after boot: field 22 of `/proc/<pid>/stat`. With the pid it names one process
+/// for good, pids being reused: a marker that records both tells a live owner from a
+/// new process that got its pid. `None` when there is no such process (or /proc is
+/// unreadable).
+pub fn process_start_ticks(pid: u32) -> Option<u64> {
+    if pid == 0 {
+        return None;
+    }
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat_start_ticks(&text)
 }
 
 /// CPU numbers from a /sys/devices/system/cpu/online list such as `0-3,6,8-9`.
@@ -190,6 +217,42 @@ mod tests {
                     250 31 0 0 20 0 3 0 12345 1000000 200 18446744073709551615";
         assert_eq!(parse_stat_cpu_ticks(stat), Some(281));
         assert_eq!(parse_stat_cpu_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn the_start_time_is_field_22_of_stat_whatever_the_name() {
+        let stat = "4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 \
+                    250 31 0 0 20 0 3 0 12345 1000000 200 18446744073709551615";
+        assert_eq!(parse_stat_start_ticks(stat), Some(12345));
+        assert_eq!(parse_stat_start_ticks("4242 (x) S 1 2 3"), None);
+        assert_eq!(parse_stat_start_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn start_ticks_put_a_child_after_its_parent_and_none_once_reaped() {
+        let own = process_start_ticks(std::process::id()).expect("own start time");
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("spawn sleep");
+        let started = process_start_ticks(child.id());
+        child.kill().expect("kill sleep");
+        child.wait().expect("reap sleep");
+        let started = started.expect("the child's start time");
+        assert!(started >= own, "child {started} before parent {own}");
+        // Clock ticks since boot: no later than now.
+        let uptime: f64 = read_trimmed("/proc/uptime")
+            .and_then(|u| u.split_whitespace().next()?.parse().ok())
+            .expect("/proc/uptime");
+        // SAFETY: sysconf has no memory arguments.
+        let tck = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        assert!(
+            started as f64 <= (uptime + 1.0) * tck,
+            "{started} ticks, up {uptime} s"
+        );
+        // Reaped: gone.
+        assert_eq!(process_start_ticks(child.id()), None);
+        assert_eq!(process_start_ticks(0), None);
     }
 
     #[test]

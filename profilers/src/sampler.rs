@@ -41,9 +41,13 @@ use crate::symbolize::SymbolDetail;
 pub(crate) type Ring = perf_event::Sampler;
 
 /// Data pages per CPU when the user is privileged (no mlock budget applies): 512 KiB
-/// with 4 KiB pages, ~2.5 s of 999 Hz samples with 64-frame callchains.
+/// with 4 KiB pages. A sample with a 64-entry callchain is 568 bytes (8 header, 8 IP,
+/// 8 pid/tid, 8 time, 8 cpu, 8 period, 8 chain length, 64 × 8 chain), so 512 KiB hold
+/// 923 of them: ~0.92 s of 999 Hz samples on one CPU if the reader stalls.
 const PRIVILEGED_DATA_PAGES: usize = 128;
-/// Data pages per CPU asked for without privileges, before fitting the mlock budget.
+/// Data pages per CPU asked for without privileges (256 KiB, ~0.46 s as above). With the
+/// default perf_event_mlock_kb of 516 (one metadata page plus 128 data pages per CPU)
+/// it fits the user's budget with half of it left to other perf users of the account.
 const UNPRIVILEGED_DATA_PAGES: usize = 64;
 
 /// How to sample.
@@ -153,18 +157,24 @@ pub struct Profile {
     pub cpus: usize,
     /// Everything reduced, excluded or unresolved, in words for the user.
     pub warnings: Vec<String>,
+    /// The part of `warnings` that says how sampling itself was reduced at start:
+    /// kernel frames excluded, ring buffers made smaller. Empty for a full-fidelity run.
+    pub reduced: Vec<String>,
     /// Time spent symbolizing and aggregating, all batches together.
     pub symbolize_time: Duration,
     /// Time of the last batch, run by [`Sampler::finish`] after the events stopped.
     pub final_batch_time: Duration,
-    /// From [`Sampler::start`] to the events being disabled.
+    /// From the events being enabled (the end of [`Sampler::start`]) to their being
+    /// disabled.
     pub duration: Duration,
-    /// Addresses that resolved to no symbol (`[unknown]`, `[file+0x…]`).
+    /// Addresses that resolved to no symbol (frames `[unknown]`, or `[file]` inside a file).
     pub unresolved_addresses: u64,
 }
 
 impl Profile {
-    /// The `sampling` section of session.json for this profile.
+    /// The `sampling` section of session.json for this profile: the event that drove
+    /// sampling, and a `reason` only when sampling was reduced ([`Profile::reduced`]);
+    /// other warnings (lost samples, unresolved files) belong to the session's warnings.
     pub fn sampling_info(&self) -> SamplingInfo {
         let mut info = SamplingInfo::default();
         info.enabled = true;
@@ -173,7 +183,7 @@ impl Profile {
         info.kernel_frames = self.kernel_frames;
         info.samples = self.samples;
         info.lost = self.lost;
-        info.reason = (!self.warnings.is_empty()).then(|| self.warnings.join("; "));
+        info.reason = (!self.reduced.is_empty()).then(|| self.reduced.join("; "));
         info
     }
 }
@@ -230,15 +240,16 @@ impl Shared {
 
 /// A running on-CPU sampler of one process and the threads and children it creates.
 ///
-/// Dropping it without [`Sampler::finish`] stops and joins its thread, discarding the
-/// data.
+/// Its background thread is named `sampler-<pid>` after the sampled process. Dropping
+/// it without [`Sampler::finish`] stops and joins that thread, discarding the data.
 #[derive(Debug)]
 pub struct Sampler {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<Result<Collected, ProfilerError>>>,
     event: SampleEvent,
     kernel_frames: bool,
-    warnings: Vec<String>,
+    /// What start reduced or excluded (kernel frames, buffer sizes).
+    reductions: Vec<String>,
     frequency_hz: u64,
     buffer_pages: usize,
     cpus: usize,
@@ -252,34 +263,23 @@ impl Sampler {
     /// threads that already exist, other than `pid` itself, are not (built-in workers
     /// wait for a start message, so theirs do not exist yet).
     ///
+    /// It returns once the events are enabled (under a millisecond here). The background
+    /// thread then loads kernel symbols and the symbols and debug info of the files the
+    /// process has mapped while the workload starts, draining the ring buffers between
+    /// files so that nothing is lost to it.
+    ///
     /// Errors: [`ProfilerError::ProcessNotFound`] when there is no such process,
     /// [`ProfilerError::PermissionDenied`] (with the fix) when perf events are not
     /// allowed at all, [`ProfilerError::PerfOpen`] and [`ProfilerError::RingBuffer`]
     /// for anything else the kernel refuses.
     pub fn start(pid: u32, opts: &SamplerOptions) -> Result<Sampler, ProfilerError> {
-        if opts.frequency_hz == 0 {
-            return Err(ProfilerError::InvalidOptions {
-                reason: "frequency_hz must be at least 1".into(),
-            });
-        }
-        if let Some(max) = procfs::read_trimmed("/proc/sys/kernel/perf_event_max_sample_rate")
-            .and_then(|s| s.parse::<u64>().ok())
-            .filter(|&max| opts.frequency_hz > max)
-        {
-            return Err(ProfilerError::InvalidOptions {
-                reason: format!(
-                    "frequency_hz {} is above kernel.perf_event_max_sample_rate ({max})",
-                    opts.frequency_hz
-                ),
-            });
-        }
+        validate_options(opts)?;
         if pid == 0 || pid > i32::MAX as u32 {
             return Err(ProfilerError::ProcessNotFound { pid });
         }
         if std::fs::metadata(format!("/proc/{pid}")).is_err() {
             return Err(ProfilerError::ProcessNotFound { pid });
         }
-        let started = Instant::now();
         let cpus = procfs::online_cpus()?;
         let access = probe_access();
         let page_size = page_size();
@@ -294,15 +294,18 @@ impl Sampler {
         let budget = if access.privileged {
             None
         } else {
-            access.mlock_kb
+            access
+                .mlock_kb
+                .map(|kb| user_budget_pages(kb, cpus.len(), page_size))
         };
-        let mut pages = fit_buffer_pages(requested, cpus.len(), budget, page_size);
+        let mut pages = fit_buffer_pages(requested, cpus.len(), budget);
         if pages < requested {
             warnings.push(format!(
                 "ring buffers reduced from {requested} to {pages} data pages per CPU to fit \
-                 perf_event_mlock_kb={} over {} CPUs; samples may be lost under load (run as \
-                 root or with CAP_IPC_LOCK for larger buffers)",
-                budget.unwrap_or(0),
+                 the locked-memory budget of perf_event_mlock_kb={} KiB per CPU over {} CPUs; \
+                 samples may be lost under load (run as root or with CAP_IPC_LOCK for larger \
+                 buffers)",
+                access.mlock_kb.unwrap_or(0),
                 cpus.len()
             ));
         }
@@ -359,36 +362,95 @@ impl Sampler {
         let shared = Arc::new(Shared::new().map_err(|source| ProfilerError::Thread {
             reason: format!("cannot create the wake-up eventfd: {source}"),
         })?);
-        let mut rings = rings;
-        for ring in &mut rings {
-            ring.enable().map_err(|source| ProfilerError::PerfControl {
-                action: "enable",
-                source,
-            })?;
-        }
+        // The thread reads the target's name and mappings, enables the events and says
+        // so; it then warms its symbol caches while the workload starts, draining the
+        // ring buffers between steps.
+        let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
-            .name("benchtop-sampler".into())
+            .name(thread_name(pid))
             .spawn({
                 // blazesym's symbolizer is not Send: the collector is built on its thread.
                 let shared = Arc::clone(&shared);
                 let opts = opts.clone();
-                move || Collector::new(shared, pid, &opts, kernel).run(rings)
+                move || {
+                    let collector = Collector::new(shared, pid, &opts, kernel);
+                    collector.run(rings, ready_tx)
+                }
             })
             .map_err(|e| ProfilerError::Thread {
                 reason: format!("cannot spawn the sampler thread: {e}"),
             })?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                return Err(e);
+            }
+            Err(_) => {
+                return Err(match thread.join() {
+                    Err(panic) => panic_error(panic),
+                    Ok(_) => ProfilerError::Thread {
+                        reason: "the sampler thread ended before enabling the events".into(),
+                    },
+                });
+            }
+        }
 
         Ok(Sampler {
             shared,
             thread: Some(thread),
             event,
             kernel_frames: kernel,
-            warnings,
+            reductions: warnings,
             frequency_hz: opts.frequency_hz,
             buffer_pages: pages,
             cpus: cpus.len(),
-            started,
+            started: Instant::now(),
         })
+    }
+
+    /// Checks `opts` without a target process, so that bad options are refused before a
+    /// worker is spawned: a frequency of 0 or above `kernel.perf_event_max_sample_rate`
+    /// is [`ProfilerError::InvalidOptions`]; an event asked for explicitly that the
+    /// machine lacks ([`SampleEvent::Cycles`] without a PMU) is
+    /// [`ProfilerError::EventUnavailable`]; perf events refused altogether is
+    /// [`ProfilerError::PermissionDenied`], with the same reason as [`Sampler::start`].
+    ///
+    /// It opens (and closes) a disabled, user-space-only counting event on the calling
+    /// thread; nothing is mapped or sampled. Kernel frames that are not permitted are not
+    /// an error: [`Sampler::start`] leaves them out and says why.
+    pub fn check(opts: &SamplerOptions) -> Result<(), ProfilerError> {
+        validate_options(opts)?;
+        let event = match opts.event {
+            SampleEvent::Cycles => SampleEvent::Cycles,
+            // Auto falls back to cpu-clock, which is what has to work.
+            SampleEvent::Auto | SampleEvent::CpuClock => SampleEvent::CpuClock,
+        };
+        let mut b = event_builder(event);
+        b.observe_self()
+            .any_cpu()
+            .exclude_kernel(true)
+            .exclude_hv(true)
+            .enabled(false);
+        match b.build() {
+            Ok(counter) => {
+                drop(counter);
+                Ok(())
+            }
+            Err(e) => Err(match e.raw_os_error() {
+                Some(errno @ (libc::EACCES | libc::EPERM)) => ProfilerError::PermissionDenied {
+                    reason: permission_reason(&probe_access(), errno),
+                },
+                _ if is_missing_event(&e) => ProfilerError::EventUnavailable {
+                    event: event.name(),
+                    source: e,
+                },
+                _ => ProfilerError::PerfCheck {
+                    event: event.name(),
+                    source: e,
+                },
+            }),
+        }
     }
 
     /// Live counters (atomic reads).
@@ -415,7 +477,7 @@ impl Sampler {
     /// What was reduced or excluded at start (kernel frames, buffer sizes), in words
     /// for the user.
     pub fn warnings(&self) -> &[String] {
-        &self.warnings
+        &self.reductions
     }
 
     /// The event that drives sampling: `cycles` or `cpu-clock`.
@@ -436,18 +498,10 @@ impl Sampler {
         })?;
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.wake();
-        let collected = thread.join().map_err(|panic| ProfilerError::Thread {
-            reason: format!(
-                "the sampler thread panicked: {}",
-                panic
-                    .downcast_ref::<&str>()
-                    .copied()
-                    .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-                    .unwrap_or("(no message)")
-            ),
-        })??;
+        let collected = thread.join().map_err(panic_error)??;
         let stats = self.stats();
-        let mut warnings = std::mem::take(&mut self.warnings);
+        let reduced = std::mem::take(&mut self.reductions);
+        let mut warnings = reduced.clone();
         warnings.extend(collected.warnings);
         if stats.lost > 0 {
             warnings.push(format!(
@@ -471,6 +525,7 @@ impl Sampler {
             buffer_pages: self.buffer_pages,
             cpus: self.cpus,
             warnings,
+            reduced,
             symbolize_time: stats.symbolize_time,
             final_batch_time: collected.final_batch_time,
             duration: collected.stopped_at.saturating_duration_since(self.started),
@@ -514,12 +569,62 @@ impl OpenError {
     }
 }
 
-/// perf_event_open's answers for an event this machine does not have.
+/// perf_event_open's answers for an event this machine does not have. EINVAL is not
+/// one of them: it means a bad attribute (a frequency too high, a flag the kernel does
+/// not know) and stays a [`ProfilerError::PerfOpen`].
 fn is_missing_event(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),
-        Some(libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP | libc::EINVAL)
+        Some(libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP)
     )
+}
+
+/// Options that no process or machine could sample with.
+fn validate_options(opts: &SamplerOptions) -> Result<(), ProfilerError> {
+    if opts.frequency_hz == 0 {
+        return Err(ProfilerError::InvalidOptions {
+            reason: "frequency_hz must be at least 1".into(),
+        });
+    }
+    if let Some(max) = procfs::read_trimmed("/proc/sys/kernel/perf_event_max_sample_rate")
+        .and_then(|s| s.parse::<u64>().ok())
+        .filter(|&max| opts.frequency_hz > max)
+    {
+        return Err(ProfilerError::InvalidOptions {
+            reason: format!(
+                "frequency_hz {} is above kernel.perf_event_max_sample_rate ({max})",
+                opts.frequency_hz
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The name of the sampler thread of `pid`, unique per target so that it can be told
+/// apart in `top -H` (the kernel keeps 15 bytes: `sampler-4194304` fits).
+pub(crate) fn thread_name(pid: u32) -> String {
+    format!("sampler-{pid}")
+}
+
+/// The error for a sampler thread that panicked.
+fn panic_error(panic: Box<dyn std::any::Any + Send>) -> ProfilerError {
+    ProfilerError::Thread {
+        reason: format!(
+            "the sampler thread panicked: {}",
+            panic
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("(no message)")
+        ),
+    }
+}
+
+fn event_builder(event: SampleEvent) -> Builder<'static> {
+    match event {
+        SampleEvent::Cycles => Builder::new(Hardware::CPU_CYCLES),
+        SampleEvent::Auto | SampleEvent::CpuClock => Builder::new(Software::CPU_CLOCK),
+    }
 }
 
 fn builder(
@@ -530,10 +635,7 @@ fn builder(
     kernel: bool,
     data_bytes: usize,
 ) -> Builder<'static> {
-    let mut b = match event {
-        SampleEvent::Cycles => Builder::new(Hardware::CPU_CYCLES),
-        SampleEvent::Auto | SampleEvent::CpuClock => Builder::new(Software::CPU_CLOCK),
-    };
+    let mut b = event_builder(event);
     b.observe_pid(pid as libc::pid_t)
         .one_cpu(cpu)
         .inherit(true)
@@ -667,24 +769,31 @@ fn floor_pow2(n: usize) -> usize {
     }
 }
 
-/// Data pages per CPU (a power of two, at most `requested`) such that every CPU's
-/// buffer, one metadata page plus its data pages, fits `budget_kb` of locked memory
-/// together. At least one page: the kernel then decides.
+/// The locked-memory allowance, in pages, of one unprivileged user's perf ring buffers
+/// *together*: perf_event_mlock_kb per online CPU (the kernel's perf_mmap:
+/// `user_lock_limit *= num_online_cpus()`). Past it the kernel charges RLIMIT_MEMLOCK,
+/// which may refuse the mapping (EPERM): [`Sampler::start`] then halves the buffers.
+pub(crate) fn user_budget_pages(mlock_kb: u64, online_cpus: usize, page_size: usize) -> u64 {
+    let per_cpu = mlock_kb.saturating_mul(1024) / page_size.max(1) as u64;
+    per_cpu.saturating_mul(online_cpus as u64)
+}
+
+/// Data pages per buffer (a power of two, at most `requested`) such that `buffers`
+/// buffers, each one metadata page plus its data pages, fit `budget_pages` together. At
+/// least one page: the kernel then decides.
 pub(crate) fn fit_buffer_pages(
     requested: usize,
-    cpus: usize,
-    budget_kb: Option<u64>,
-    page_size: usize,
+    buffers: usize,
+    budget_pages: Option<u64>,
 ) -> usize {
     let requested = floor_pow2(requested.max(1));
-    let Some(budget_kb) = budget_kb else {
+    let Some(budget_pages) = budget_pages else {
         return requested;
     };
-    let budget_pages = (budget_kb.saturating_mul(1024) / page_size.max(1) as u64) as usize;
-    let per_cpu = budget_pages / cpus.max(1);
-    // 1 + data <= per_cpu
-    let fit = if per_cpu >= 2 {
-        floor_pow2(per_cpu - 1)
+    let per_buffer = budget_pages / buffers.max(1) as u64;
+    // 1 + data <= per_buffer
+    let fit = if per_buffer >= 2 {
+        floor_pow2((per_buffer - 1).min(usize::MAX as u64) as usize)
     } else {
         1
     };
@@ -720,22 +829,53 @@ mod tests {
     use super::*;
 
     #[test]
-    fn buffers_fit_the_mlock_budget_across_cpus() {
-        // 516 KiB over 2 CPUs with 4 KiB pages: 129 pages, 64 each: 1 + 32 data pages.
-        assert_eq!(fit_buffer_pages(64, 2, Some(516), 4096), 32);
-        assert_eq!(fit_buffer_pages(128, 1, Some(516), 4096), 128);
-        assert_eq!(fit_buffer_pages(16, 2, Some(516), 4096), 16);
-        assert_eq!(fit_buffer_pages(64, 8, Some(516), 4096), 8);
-        // Too small for even one data page each: one page, and the kernel decides.
-        assert_eq!(fit_buffer_pages(64, 256, Some(516), 4096), 1);
+    fn the_unprivileged_budget_is_perf_event_mlock_kb_per_online_cpu() {
+        // 516 KiB with 4 KiB pages is 129 pages per CPU: one metadata page and 128 data.
+        assert_eq!(user_budget_pages(516, 1, 4096), 129);
+        assert_eq!(user_budget_pages(516, 2, 4096), 258);
+        assert_eq!(user_budget_pages(516, 8, 4096), 1032);
+        // The kernel rounds per CPU before multiplying.
+        assert_eq!(user_budget_pages(10, 4, 4096), 8);
+        assert_eq!(user_budget_pages(516, 2, 65536), 16);
+    }
+
+    #[test]
+    fn buffers_fit_the_users_mlock_budget_across_cpus() {
+        let budget = |kb, cpus| Some(user_budget_pages(kb, cpus, 4096));
+        // 516 KiB per CPU over 2 CPUs: 258 pages, 129 per buffer: 1 + 128 data pages.
+        assert_eq!(fit_buffer_pages(64, 2, budget(516, 2)), 64);
+        assert_eq!(fit_buffer_pages(128, 2, budget(516, 2)), 128);
+        assert_eq!(fit_buffer_pages(256, 2, budget(516, 2)), 128);
+        assert_eq!(fit_buffer_pages(16, 2, budget(516, 2)), 16);
+        // A smaller limit: 64 KiB per CPU is 16 pages, 1 + 8 data pages fit.
+        assert_eq!(fit_buffer_pages(64, 8, budget(64, 8)), 8);
+        // Too small for even one data page: one page, and the kernel decides.
+        assert_eq!(fit_buffer_pages(64, 2, budget(4, 2)), 1);
+        assert_eq!(fit_buffer_pages(64, 2, Some(0)), 1);
         // No budget (privileged): what was asked, as a power of two.
-        assert_eq!(fit_buffer_pages(100, 2, None, 4096), 64);
-        for cpus in 1..64 {
-            let pages = fit_buffer_pages(1 << 20, cpus, Some(516), 4096);
-            assert!(pages.is_power_of_two());
-            assert!(
-                pages == 1 || cpus * (1 + pages) * 4 <= 516,
-                "{cpus} cpus: {pages}"
+        assert_eq!(fit_buffer_pages(100, 2, None), 64);
+        for cpus in 1..300 {
+            for kb in [8, 64, 100, 516, 1024, 4096] {
+                let total = user_budget_pages(kb, cpus, 4096);
+                let pages = fit_buffer_pages(1 << 20, cpus, Some(total));
+                assert!(pages.is_power_of_two());
+                assert!(
+                    pages == 1 || (cpus * (1 + pages)) as u64 <= total,
+                    "{cpus} cpus, {kb} KiB: {pages}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_default_unprivileged_run_keeps_its_buffers_whatever_the_cpu_count() {
+        // No false "reduced" warning: the default size fits the default limit.
+        for cpus in 1..=512 {
+            let budget = Some(user_budget_pages(516, cpus, 4096));
+            assert_eq!(
+                fit_buffer_pages(UNPRIVILEGED_DATA_PAGES, cpus, budget),
+                UNPRIVILEGED_DATA_PAGES,
+                "{cpus} cpus"
             );
         }
     }
@@ -770,6 +910,132 @@ mod tests {
         send_sync::<Sampler>();
         send_sync::<Profile>();
         send_sync::<SamplerStats>();
+    }
+
+    #[test]
+    fn einval_is_a_failed_open_not_a_missing_event() {
+        let missing = |errno| is_missing_event(&io::Error::from_raw_os_error(errno));
+        assert!(missing(libc::ENOENT));
+        assert!(missing(libc::ENODEV));
+        assert!(missing(libc::EOPNOTSUPP));
+        assert!(!missing(libc::EINVAL));
+        assert!(!missing(libc::EACCES));
+    }
+
+    #[test]
+    fn sampler_threads_are_named_after_their_target_within_the_kernels_limit() {
+        assert_eq!(thread_name(4242), "sampler-4242");
+        // pid_max is at most 2^22: the longest name still fits comm's 15 bytes.
+        assert!(thread_name(4_194_304).len() <= 15);
+    }
+
+    fn profile(reduced: &[&str], other: &[&str]) -> Profile {
+        let reduced: Vec<String> = reduced.iter().map(|&r| r.to_owned()).collect();
+        let mut warnings = reduced.clone();
+        warnings.extend(other.iter().map(|&w| w.to_owned()));
+        Profile {
+            cpu: StackTree::new(),
+            samples: 1234,
+            lost: 5,
+            event: "cpu-clock",
+            kernel_frames: reduced.is_empty(),
+            frequency_hz: 999,
+            buffer_pages: 64,
+            cpus: 2,
+            warnings,
+            reduced,
+            symbolize_time: Duration::ZERO,
+            final_batch_time: Duration::ZERO,
+            duration: Duration::from_secs(1),
+            unresolved_addresses: 0,
+        }
+    }
+
+    #[test]
+    fn sampling_info_has_the_event_and_a_reason_only_when_sampling_was_reduced() {
+        let full = profile(&[], &["5 samples lost", "cannot symbolize /x: gone"]).sampling_info();
+        assert!(full.enabled);
+        assert_eq!(full.event, "cpu-clock");
+        assert_eq!(
+            (
+                full.frequency_hz,
+                full.samples,
+                full.lost,
+                full.kernel_frames
+            ),
+            (999, 1234, 5, true)
+        );
+        assert_eq!(full.reason, None);
+
+        let mut cycles = profile(&[], &[]);
+        cycles.event = "cycles";
+        assert_eq!(cycles.sampling_info().event, "cycles");
+
+        let reduced = profile(
+            &[
+                "kernel frames excluded: …",
+                "ring buffers reduced from 64 to 16 …",
+            ],
+            &["5 samples lost"],
+        )
+        .sampling_info();
+        assert!(!reduced.kernel_frames);
+        assert_eq!(
+            reduced.reason.as_deref(),
+            Some("kernel frames excluded: …; ring buffers reduced from 64 to 16 …")
+        );
+    }
+
+    #[test]
+    fn checking_refuses_a_frequency_of_zero_or_above_the_kernels_maximum() {
+        let mut opts = SamplerOptions {
+            frequency_hz: 0,
+            ..SamplerOptions::default()
+        };
+        let err = Sampler::check(&opts).unwrap_err();
+        assert!(matches!(err, ProfilerError::InvalidOptions { .. }), "{err}");
+        let max: u64 = procfs::read_trimmed("/proc/sys/kernel/perf_event_max_sample_rate")
+            .and_then(|s| s.parse().ok())
+            .expect("kernel.perf_event_max_sample_rate");
+        opts.frequency_hz = max + 1;
+        let err = Sampler::check(&opts).unwrap_err();
+        assert!(
+            matches!(&err, ProfilerError::InvalidOptions { reason } if reason.contains("perf_event_max_sample_rate")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn checking_default_options_needs_no_target_process() {
+        match Sampler::check(&SamplerOptions::default()) {
+            Ok(()) => {}
+            Err(e @ ProfilerError::PermissionDenied { .. }) => panic!(
+                "this test opens a perf counter on itself, which this machine does not allow: {e}"
+            ),
+            Err(e) => panic!("check failed: {e}"),
+        }
+        let opts = SamplerOptions {
+            event: SampleEvent::CpuClock,
+            ..SamplerOptions::default()
+        };
+        Sampler::check(&opts).expect("cpu-clock exists everywhere");
+    }
+
+    #[test]
+    fn checking_cycles_agrees_with_starting_on_cycles() {
+        let opts = SamplerOptions {
+            event: SampleEvent::Cycles,
+            ..SamplerOptions::default()
+        };
+        let pid = std::process::id();
+        match (Sampler::check(&opts), Sampler::start(pid, &opts)) {
+            (Ok(()), Ok(sampler)) => assert_eq!(sampler.event(), "cycles"),
+            (
+                Err(ProfilerError::EventUnavailable { event: a, .. }),
+                Err(ProfilerError::EventUnavailable { event: b, .. }),
+            ) => assert_eq!((a, b), ("cycles", "cycles")),
+            (check, start) => panic!("check {check:?} but start {:?}", start.map(|_| ())),
+        }
     }
 
     #[test]

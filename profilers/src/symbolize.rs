@@ -17,6 +17,11 @@
 //! Every result is cached: (pid, address) → frames, (file, offset) → frames, kernel
 //! address → frames. Frames are interned into the caller's [`StackTree`] once and held
 //! as spans of a shared arena, root-most (outermost inline caller) first.
+//!
+//! Memory stays bounded over a long session: an address that resolves to no symbol
+//! becomes the one frame of its file (`[libfoo.so]`, or `[unknown]` outside any file),
+//! never a frame per address; and every cache is emptied between batches once it grows
+//! past its cap (see the `MAX_*` constants), the arena with them.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -45,6 +50,38 @@ pub enum SymbolDetail {
 /// Cached (pid, address) results per process before the cache is emptied: 16 bytes
 /// of key and span each, plus the table's overhead, so some 40 MB at most.
 const MAX_CACHED_ADDRS_PER_PROCESS: usize = 1 << 20;
+/// Cached (file, offset) results before every cache and the arena are emptied: 24 bytes
+/// each plus overhead, some 50 MB at most. Real code offsets are far fewer; garbage
+/// return addresses from frame-pointer walks through foreign code are what fill it.
+const MAX_CACHED_OFFSETS: usize = 1 << 20;
+/// Cached kernel addresses before every cache and the arena are emptied (as above).
+const MAX_CACHED_KERNEL_ADDRS: usize = 1 << 20;
+/// Frames held in the arena (4 bytes each, 16 MB) before every cache and the arena are
+/// emptied: symbols with inlined frames take several.
+const MAX_ARENA_FRAMES: usize = 1 << 22;
+
+/// Files whose symbols [`Resolver::preload_mapped_files`] loads before sampling starts.
+const MAX_PRELOADED_FILES: usize = 16;
+
+/// The caps above, as values so that tests can lower them.
+#[derive(Debug, Clone, Copy)]
+struct Caps {
+    addrs_per_process: usize,
+    offsets: usize,
+    kernel: usize,
+    arena: usize,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Caps {
+            addrs_per_process: MAX_CACHED_ADDRS_PER_PROCESS,
+            offsets: MAX_CACHED_OFFSETS,
+            kernel: MAX_CACHED_KERNEL_ADDRS,
+            arena: MAX_ARENA_FRAMES,
+        }
+    }
+}
 
 /// A run of frames in [`Resolver`]'s arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,8 +137,10 @@ impl ProcSyms {
 #[derive(Debug)]
 struct FileEntry {
     path: PathBuf,
-    /// The file name, for frames that do not resolve: `[libfoo.so+0x1234]`.
+    /// The file name, for the frame of addresses that do not resolve: `[libfoo.so]`.
     short: String,
+    /// That frame in the arena, once needed.
+    unknown: Option<Span>,
 }
 
 /// The files seen in mappings, interned to small ids.
@@ -124,6 +163,7 @@ impl Files {
         self.entries.push(FileEntry {
             path: path.to_owned(),
             short,
+            unknown: None,
         });
         self.index.insert(path.to_owned(), id);
         id
@@ -151,6 +191,7 @@ pub(crate) struct Resolver {
     unknown: Option<Span>,
     unknown_kernel: Option<Span>,
     warned_files: Vec<u32>,
+    caps: Caps,
     // Scratch reused across batches.
     to_symbolize: Vec<(u32, u64, u32, u64)>,
     offsets: Vec<u64>,
@@ -204,6 +245,7 @@ impl Resolver {
             unknown: None,
             unknown_kernel: None,
             warned_files: Vec::new(),
+            caps: Caps::default(),
             to_symbolize: Vec::new(),
             offsets: Vec::new(),
             line: String::new(),
@@ -288,6 +330,55 @@ impl Resolver {
             .symbolize(&self.kernel_source, Input::AbsAddr(&probe));
     }
 
+    /// The files `pid` has mapped executable, its executable first, at most
+    /// [`MAX_PRELOADED_FILES`], each with one offset to warm it up with
+    /// ([`Resolver::preload_file`]).
+    pub fn files_to_preload(&self, pid: u32) -> Vec<(u32, u64)> {
+        let Some(proc) = self.procs.get(&pid) else {
+            return Vec::new();
+        };
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
+            .ok()
+            .map(
+                |exe| match exe.to_str().and_then(|e| e.strip_suffix(" (deleted)")) {
+                    Some(stripped) => PathBuf::from(stripped),
+                    None => exe,
+                },
+            );
+        let exe = exe.and_then(|exe| self.files.index.get(&exe).copied());
+        let mut files: Vec<(u32, u64)> = Vec::new();
+        let exe_first = proc.maps.iter().filter(|m| Some(m.file) == exe);
+        for m in exe_first.chain(proc.maps.iter().filter(|m| Some(m.file) != exe)) {
+            if files.len() == MAX_PRELOADED_FILES {
+                break;
+            }
+            if !files.iter().any(|&(f, _)| f == m.file) {
+                files.push((m.file, m.pgoff));
+            }
+        }
+        files
+    }
+
+    /// Loads the symbols (and, with [`SymbolDetail::Inlined`], the debug info) of one
+    /// file by symbolizing one offset of it the way a batch would, so that batches do
+    /// not pay for it: measured here, the C library's separate debug info was most of a
+    /// first batch (30–65 ms), the test fixture's own DWARF a few ms. The result is
+    /// dropped; a failure is met (and reported) again by the batches.
+    pub fn preload_file(&mut self, file: u32, offset: u64) {
+        let src = self.elf_source(file);
+        let _ = self
+            .symbolizer
+            .symbolize(&src, Input::FileOffset(&[offset]));
+    }
+
+    /// The blazesym source of a file: the same for batches and preloading, so that
+    /// blazesym's cache of parsed files serves both.
+    fn elf_source(&self, file: u32) -> Source<'static> {
+        let mut elf = Elf::new(self.files.entries[file as usize].path.clone());
+        elf.debug_syms = self.detail == SymbolDetail::Inlined;
+        Source::Elf(elf)
+    }
+
     /// `child` was forked from `parent`: same address space until it execs.
     pub fn on_fork(&mut self, parent: u32, child: u32) {
         self.see_process(parent);
@@ -322,17 +413,43 @@ impl Resolver {
     }
 
     /// Forgets processes that exited before batch `before` (by then every ring buffer
-    /// has been read past their last sample), and empties address caches grown past
-    /// their bound: frame-pointer walks through code built without frame pointers
-    /// yield endless garbage "addresses". Real ones come back cheaply from the
-    /// (file, offset) cache, which is bounded by code size.
+    /// has been read past their last sample), and empties caches grown past their cap:
+    /// frame-pointer walks through code built without frame pointers yield endless
+    /// garbage "addresses". A process's address cache alone is emptied first: real
+    /// addresses come back cheaply from the (file, offset) cache. When that one, the
+    /// kernel cache or the arena is full, everything is emptied together (spans point
+    /// into the arena); the tree keeps its interned names, so frames stay the same.
+    /// Only call this between batches: spans handed out before are invalid after.
     pub fn end_batch(&mut self, before: u64) {
         self.procs
             .retain(|_, p| p.exited_at.is_none_or(|at| at >= before));
+        let caps = self.caps;
+        if self.by_offset.len() > caps.offsets
+            || self.kernel.len() > caps.kernel
+            || self.arena.len() > caps.arena
+        {
+            self.clear_caches();
+            return;
+        }
         for p in self.procs.values_mut() {
-            if p.addrs.len() > MAX_CACHED_ADDRS_PER_PROCESS {
+            if p.addrs.len() > caps.addrs_per_process {
                 p.addrs = HashMap::new();
             }
+        }
+    }
+
+    /// Empties every cache of resolved frames and the arena they point into.
+    fn clear_caches(&mut self) {
+        for p in self.procs.values_mut() {
+            p.addrs = HashMap::new();
+        }
+        self.by_offset = HashMap::new();
+        self.kernel = HashMap::new();
+        self.arena = Vec::new();
+        self.unknown = None;
+        self.unknown_kernel = None;
+        for f in &mut self.files.entries {
+            f.unknown = None;
         }
     }
 
@@ -460,10 +577,7 @@ impl Resolver {
     }
 
     fn symbolize_file(&mut self, tree: &mut StackTree, file: u32, offsets: &[u64]) {
-        let entry = &self.files.entries[file as usize];
-        let mut elf = Elf::new(entry.path.clone());
-        elf.debug_syms = self.detail == SymbolDetail::Inlined;
-        let src = Source::Elf(elf);
+        let src = self.elf_source(file);
         match self.symbolizer.symbolize(&src, Input::FileOffset(offsets)) {
             Ok(results) => {
                 for (&off, result) in offsets.iter().zip(&results) {
@@ -471,8 +585,7 @@ impl Resolver {
                         Symbolized::Sym(sym) => push_sym(&mut self.arena, tree, sym, ""),
                         Symbolized::Unknown(_) => {
                             self.counts.unresolved += 1;
-                            let short = &self.files.entries[file as usize].short;
-                            push_names(&mut self.arena, tree, [&*format!("[{short}+{off:#x}]")])
+                            unknown_file_span(&mut self.arena, &mut self.files, tree, file)
                         }
                     };
                     self.by_offset.insert((file, off), span);
@@ -486,10 +599,9 @@ impl Resolver {
                         self.files.entries[file as usize].path.display()
                     ));
                 }
+                let span = unknown_file_span(&mut self.arena, &mut self.files, tree, file);
                 for &off in offsets {
                     self.counts.unresolved += 1;
-                    let short = &self.files.entries[file as usize].short;
-                    let span = push_names(&mut self.arena, tree, [&*format!("[{short}+{off:#x}]")]);
                     self.by_offset.insert((file, off), span);
                 }
             }
@@ -537,6 +649,22 @@ impl Resolver {
         }
         kernel.clear();
     }
+}
+
+/// The frame of addresses of `file` that resolve to no symbol: `[libfoo.so]`.
+fn unknown_file_span(
+    arena: &mut Vec<FrameId>,
+    files: &mut Files,
+    tree: &mut StackTree,
+    file: u32,
+) -> Span {
+    let entry = &mut files.entries[file as usize];
+    if let Some(s) = entry.unknown {
+        return s;
+    }
+    let s = push_names(arena, tree, [&*format!("[{}]", entry.short)]);
+    entry.unknown = Some(s);
+    s
 }
 
 /// Interns `names` (root first) and appends them to the arena.
@@ -639,6 +767,107 @@ mod tests {
         // The old image stays for its samples read after the exec.
         assert_eq!(name(0x1010), Path::new("/old/image"));
         assert_eq!(p.lookup(0x5010).unwrap().1, 0x10);
+    }
+
+    /// A pid that no process has (pid_max is at most 2^22).
+    const NO_SUCH_PID: u32 = 0x7fff_fff0;
+
+    fn map_fake_file(r: &mut Resolver, path: &'static [u8]) {
+        r.on_mmap(
+            NO_SUCH_PID,
+            &Mmap2 {
+                pid: NO_SUCH_PID,
+                addr: 0x10_0000,
+                len: 0x10_0000,
+                pgoff: 0,
+                prot: 5,
+                filename: path,
+            },
+            1,
+        );
+    }
+
+    #[test]
+    fn many_unresolvable_addresses_of_a_file_share_one_frame() {
+        let mut tree = StackTree::new();
+        let mut r = Resolver::new(SymbolDetail::NamesOnly);
+        map_fake_file(&mut r, b"/nonexistent/libgone.so");
+        let addrs: Vec<u64> = (0..5000).map(|i| 0x10_0000 + 16 * i).collect();
+        let mut user: Vec<(u32, u64)> = addrs.iter().map(|&a| (NO_SUCH_PID, a)).collect();
+        // And some outside any mapping.
+        user.extend((0..5000).map(|i| (NO_SUCH_PID, 0x9000_0000 + 8 * i)));
+        r.resolve(&mut tree, &mut user, &mut Vec::new());
+        let names: std::collections::BTreeSet<&str> = (0..5000)
+            .flat_map(|i| [0x10_0000 + 16 * i, 0x9000_0000 + 8 * i])
+            .flat_map(|a| r.user(NO_SUCH_PID, a).expect("cached"))
+            .map(|&f| tree.name(f))
+            .collect();
+        assert_eq!(
+            names.into_iter().collect::<Vec<_>>(),
+            ["[libgone.so]", "[unknown]"]
+        );
+        assert_eq!(tree.frame_count(), 2);
+        assert!(r.arena.len() <= 2, "{} frames in the arena", r.arena.len());
+        assert_eq!(r.counts.unresolved, 10_000);
+        assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn offsets_of_a_real_file_without_symbols_share_its_frame() {
+        // The ELF header and program headers at the start of our own executable are
+        // mapped (read-only) but hold no function.
+        let exe = std::fs::read_link("/proc/self/exe").expect("/proc/self/exe");
+        let path: &'static [u8] = Vec::leak(exe.as_os_str().as_encoded_bytes().to_vec());
+        let mut tree = StackTree::new();
+        let mut r = Resolver::new(SymbolDetail::NamesOnly);
+        map_fake_file(&mut r, path);
+        let mut user: Vec<(u32, u64)> = (0..64).map(|i| (NO_SUCH_PID, 0x10_0000 + i)).collect();
+        r.resolve(&mut tree, &mut user, &mut Vec::new());
+        let short = exe.file_name().expect("a file name").to_string_lossy();
+        for i in 0..64 {
+            let frames = r.user(NO_SUCH_PID, 0x10_0000 + i).expect("cached");
+            let names: Vec<&str> = frames.iter().map(|&f| tree.name(f)).collect();
+            assert_eq!(names, [format!("[{short}]")], "offset {i}");
+        }
+        // That frame and `[unknown]`, which every batch interns.
+        assert_eq!(tree.frame_count(), 2);
+    }
+
+    #[test]
+    fn caches_grown_past_their_caps_are_emptied_between_batches() {
+        let mut tree = StackTree::new();
+        let mut r = Resolver::new(SymbolDetail::NamesOnly);
+        r.caps = Caps {
+            addrs_per_process: 100,
+            offsets: 1000,
+            kernel: 1000,
+            arena: 1000,
+        };
+        map_fake_file(&mut r, b"/nonexistent/libgone.so");
+        let mut batch = |r: &mut Resolver, from: u64, n: u64| {
+            let mut user: Vec<(u32, u64)> = (from..from + n)
+                .map(|i| (NO_SUCH_PID, 0x10_0000 + i))
+                .collect();
+            r.resolve(&mut tree, &mut user, &mut Vec::new());
+            r.end_batch(0);
+        };
+        // Past the per-process cap only: that cache goes, the offsets stay.
+        batch(&mut r, 0, 500);
+        assert!(r.procs[&NO_SUCH_PID].addrs.is_empty());
+        assert_eq!(r.by_offset.len(), 500);
+        // Past the offsets cap: everything goes, the arena too.
+        batch(&mut r, 500, 600);
+        assert!(r.by_offset.is_empty() && r.arena.is_empty() && r.kernel.is_empty());
+        assert!(r.procs[&NO_SUCH_PID].addrs.is_empty());
+        // And resolving again gives the same frame as before.
+        let mut user = vec![(NO_SUCH_PID, 0x10_0000)];
+        r.resolve(&mut tree, &mut user, &mut Vec::new());
+        let frames = r.user(NO_SUCH_PID, 0x10_0000).expect("cached");
+        assert_eq!(frames.len(), 1);
+        assert_eq!(tree.name(frames[0]), "[libgone.so]");
+        assert_eq!(tree.frame_count(), 2, "[libgone.so] and [unknown]");
+        // The mappings survive: they are not a cache.
+        assert!(r.procs[&NO_SUCH_PID].lookup(0x10_0000).is_some());
     }
 
     #[inline(never)]

@@ -10,10 +10,27 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("benchtop: {e:#}");
+            eprintln!("benchtop: {}", message(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes, `: `-separated, skipping a cause whose text its parent
+/// already includes (library errors carry their source in their own message).
+fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

@@ -7,3 +7,4 @@ mod fixture;
 mod host;
 mod monitor;
 mod sampler;
+mod unprivileged;

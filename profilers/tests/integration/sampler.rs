@@ -156,27 +156,46 @@ fn starting_on_a_pid_that_does_not_exist_is_a_clear_error() {
     assert!(err.to_string().contains(&pid.to_string()), "{err}");
 }
 
+/// Threads of this process named `name` (the kernel keeps 15 bytes of a name).
+fn threads_named(name: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .expect("read /proc/self/task")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|c| c.trim_end() == name)
+        .count()
+}
+
 #[test]
 fn dropping_a_sampler_without_finish_stops_its_thread() {
     let mut child = Fixture::spawn("burn", 300, 1);
+    // The sampler thread is named after its target, so other tests' samplers, running
+    // in parallel in this process, do not count.
+    let name = format!("sampler-{}", child.pid());
+    assert_eq!(threads_named(&name), 0);
     let sampler = start_sampler(child.pid(), &SamplerOptions::default());
     child.go();
     std::thread::sleep(Duration::from_millis(100));
-    let threads_named = || {
-        std::fs::read_dir("/proc/self/task")
-            .expect("read /proc/self/task")
-            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-            .filter(|c| c.trim() == "benchtop-sample")
-            .count()
-    };
-    assert!(threads_named() >= 1, "the sampler thread should be running");
-    // Drop joins the thread: returning at all means it ended.
+    assert_eq!(
+        threads_named(&name),
+        1,
+        "the sampler thread should be running"
+    );
     let started = Instant::now();
     drop(sampler);
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "drop took {:?}",
         started.elapsed()
+    );
+    // Joined: the kernel drops the task right after the join returns.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while threads_named(&name) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        threads_named(&name),
+        0,
+        "the sampler thread outlived its drop"
     );
     child.wait_cpu_time();
 }

@@ -14,6 +14,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
+use benchtop_profilers::process_start_ticks;
 use benchtop_workloads::protocol::{INTERVAL_MS_ENV, REPORT_FD_ENV};
 
 /// The file descriptor number of the report channel inside the worker.
@@ -110,14 +111,6 @@ pub fn owner_marker() -> io::Result<String> {
         ))
     })?;
     Ok(format!("{pid}:{start}"))
-}
-
-/// Field 22 of `/proc/<pid>/stat`: start time in clock ticks after boot.
-pub fn process_start_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 impl WorkerProcess {
@@ -258,8 +251,7 @@ mod tests {
     use std::io::Read;
 
     #[test]
-    fn the_start_time_of_this_process_is_known() {
-        assert!(process_start_ticks(std::process::id()).is_some());
+    fn the_owner_marker_is_this_process_and_its_start_time() {
         let marker = owner_marker().unwrap();
         let (pid, start) = marker.split_once(':').unwrap();
         assert_eq!(pid, std::process::id().to_string());

@@ -17,9 +17,9 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
-use benchtop_profilers::host;
 use benchtop_profilers::monitor::ProcessMonitor;
 use benchtop_profilers::sampler::{SampleEvent, Sampler, SamplerOptions};
+use benchtop_profilers::{ProfilerError, host};
 use benchtop_sessions::histogram::HistogramDecoder;
 use benchtop_sessions::meta::{Better, Figure, WorkloadInfo};
 use benchtop_sessions::store::{SessionWriter, StackKind, new_session_id, rfc3339};
@@ -125,6 +125,14 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
     }
     .into();
     meta.sampling.frequency_hz = opts.record.frequency;
+    let sampler_opts = sampler_options(&opts.record);
+    if opts.record.profile == Profile::Cpu {
+        match Sampler::check(&sampler_opts) {
+            // Refused perf events are not fatal: the run goes on without stacks.
+            Ok(()) | Err(ProfilerError::PermissionDenied { .. }) => {}
+            Err(e) => return Err(anyhow::Error::new(e).context("cannot sample as asked")),
+        }
+    }
     let mut writer = match &opts.record.record {
         Some(dir) => SessionWriter::create(dir, meta)
             .with_context(|| format!("cannot create the session in {}", dir.display()))?,
@@ -425,14 +433,7 @@ impl Run<'_> {
     fn start(&mut self) -> Result<()> {
         let pid = self.worker.pid();
         if self.opts.record.profile == Profile::Cpu {
-            let mut sampler_opts = SamplerOptions::default();
-            sampler_opts.frequency_hz = self.opts.record.frequency;
-            sampler_opts.event = match self.opts.record.event {
-                PerfEvent::Auto => SampleEvent::Auto,
-                PerfEvent::CpuClock => SampleEvent::CpuClock,
-                PerfEvent::Cycles => SampleEvent::Cycles,
-            };
-            match Sampler::start(pid, &sampler_opts) {
+            match Sampler::start(pid, &sampler_options(&self.opts.record)) {
                 Ok(sampler) => {
                     let kernel = sampler.kernel_frames();
                     let event = sampler.event();
@@ -445,7 +446,7 @@ impl Run<'_> {
                     })?;
                     self.sampler = Some(sampler);
                 }
-                Err(e) => {
+                Err(e @ ProfilerError::PermissionDenied { .. }) => {
                     let reason = format!("no stack sampling: {e}");
                     self.progress.message(&reason);
                     self.writer.update_meta(|m| {
@@ -453,6 +454,12 @@ impl Run<'_> {
                         m.sampling.reason = Some(e.to_string());
                         m.warnings.push(reason);
                     })?;
+                }
+                Err(e) => {
+                    // Anything else (the worker vanished, the kernel refused the buffers)
+                    // is not a run the user asked for: end it and say why.
+                    self.fail(format!("cannot sample the worker: {e}"));
+                    return Ok(());
                 }
             }
         } else {
@@ -727,6 +734,18 @@ fn summary_lines(summary: &protocol::Summary) -> Vec<String> {
                 .to_owned()
         })
         .collect()
+}
+
+/// The sampler's options from the command line's.
+fn sampler_options(record: &RecordArgs) -> SamplerOptions {
+    let mut opts = SamplerOptions::default();
+    opts.frequency_hz = record.frequency;
+    opts.event = match record.event {
+        PerfEvent::Auto => SampleEvent::Auto,
+        PerfEvent::CpuClock => SampleEvent::CpuClock,
+        PerfEvent::Cycles => SampleEvent::Cycles,
+    };
+    opts
 }
 
 fn session_figure(f: protocol::Figure) -> Figure {

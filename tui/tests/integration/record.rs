@@ -484,3 +484,44 @@ while :; do sleep 0.2; done
     assert!(warnings.contains("no summary"), "{warnings}");
     assert_eq!(session.rows.len(), 1);
 }
+
+#[test]
+fn cycles_are_sampled_where_the_machine_has_a_pmu_and_refused_up_front_elsewhere() {
+    // The kernel lists a core PMU as event source `cpu` (x86) or `armv8_pmuv3*` (arm64).
+    let has_pmu = std::fs::read_dir("/sys/bus/event_source/devices")
+        .unwrap()
+        .filter_map(Result::ok)
+        .any(|d| {
+            let name = d.file_name().to_string_lossy().into_owned();
+            name == "cpu" || name == "cpu_core" || name.starts_with("armv8_pmu")
+        });
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cycles");
+    let output = benchtop()
+        .args([
+            "run",
+            "ring",
+            "--num-nodes",
+            "10",
+            "--num-rounds",
+            "10",
+            "--quiet",
+        ])
+        .args(["--event", "cycles", "--record"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if has_pmu {
+        assert!(output.status.success(), "{stderr}");
+        let session = Session::load(&dir).unwrap();
+        assert_eq!(session.meta.sampling.event, "cycles");
+    } else {
+        assert!(!output.status.success());
+        assert!(stderr.contains("no `cycles` event"), "{stderr}");
+        assert!(
+            !dir.exists(),
+            "refused before a session or a worker was started"
+        );
+    }
+}
