@@ -218,10 +218,9 @@ fn without_perf_permission_the_run_goes_on_without_stacks() {
     assert_eq!(figure(&session, "final_sum_after_ring_messaging"), 10_000.0);
 }
 
-#[test]
-fn a_worker_killed_mid_run_leaves_a_crashed_session_with_its_ticks() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("killed");
+/// Starts `benchtop run ring` that would run for hours, recording into `dir`, and waits
+/// for `ticks` rows in its timeseries.
+fn start_endless_ring(dir: &Path, ticks: usize) -> std::process::Child {
     let conductor = benchtop()
         .args([
             "run",
@@ -239,15 +238,23 @@ fn a_worker_killed_mid_run_leaves_a_crashed_session_with_its_ticks() {
             "none",
             "--record",
         ])
-        .arg(&dir)
-        .stdout(Stdio::null())
+        .arg(dir)
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let rows = dir.join("timeseries.jsonl");
-    wait_until("two ticks", Duration::from_secs(60), || {
-        complete_lines(&rows) >= 2
+    wait_until("ticks", Duration::from_secs(60), || {
+        complete_lines(&rows) >= ticks
     });
+    conductor
+}
+
+#[test]
+fn a_worker_killed_mid_run_leaves_a_crashed_session_with_its_ticks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("killed");
+    let conductor = start_endless_ring(&dir, 2);
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("session.json")).unwrap()).unwrap();
     let pid = meta["worker"]["pid"].as_i64().unwrap() as i32;
@@ -269,32 +276,7 @@ fn a_worker_killed_mid_run_leaves_a_crashed_session_with_its_ticks() {
 fn ctrl_c_stops_the_worker_and_keeps_a_stopped_session_with_its_summary() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("interrupted");
-    let conductor = benchtop()
-        .args([
-            "run",
-            "ring",
-            "--num-nodes",
-            "1000",
-            "--num-rounds",
-            "100000000",
-        ])
-        .args([
-            "--interval",
-            "100ms",
-            "--quiet",
-            "--profile",
-            "none",
-            "--record",
-        ])
-        .arg(&dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let rows = dir.join("timeseries.jsonl");
-    wait_until("a tick", Duration::from_secs(60), || {
-        complete_lines(&rows) >= 1
-    });
+    let conductor = start_endless_ring(&dir, 1);
     // SAFETY: SIGINT to the conductor this test started, as Ctrl-C in a terminal does.
     assert_eq!(
         unsafe { libc::kill(conductor.id() as i32, libc::SIGINT) },
