@@ -99,10 +99,15 @@ def main():
 
     med = {k: statistics.median(v) for k, v in rate.items()}
     print(f"\nring {' '.join(ring)} (tell), {args.rounds} interleaved rounds, medians\n")
-    print(f"{'configuration':<28}{'messages/s':>14}{'vs none':>10}")
+    print(f"{'configuration':<28}{'messages/s':>14}{'vs none':>10}{'min':>14}{'max':>14}")
     for k, label in [("none", "no sampling"), ("benchtop", "benchtop sampler 999 Hz"),
                      ("perf", "perf record -F 999 -g")]:
-        print(f"{label:<28}{med[k]:>14,.0f}{(med[k] / med['none'] - 1) * 100:>+9.1f}%")
+        print(f"{label:<28}{med[k]:>14,.0f}{(med[k] / med['none'] - 1) * 100:>+9.1f}%"
+              f"{min(rate[k]):>14,.0f}{max(rate[k]):>14,.0f}")
+    # Paired by round: each round runs the three configurations back to back.
+    for k in ("benchtop", "perf"):
+        ratios = [b / n - 1 for b, n in zip(rate[k], rate["none"])]
+        print(f"paired {k:<9} vs none, median of rounds: {statistics.median(ratios) * 100:+.1f}%")
     print(f"\nsamples taken (median): benchtop {statistics.median(samples['benchtop']):.0f}, "
           f"perf {statistics.median(samples['perf']):.0f}")
     cm = {k: statistics.median(v) for k, v in cost.items()}
