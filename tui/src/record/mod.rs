@@ -119,13 +119,10 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
     );
     meta.command_line = opts.command_line.clone();
     meta.benchtop_version = env!("CARGO_PKG_VERSION").to_owned();
-    meta.sampling.event = match opts.record.event {
-        PerfEvent::Cycles => "cycles",
-        PerfEvent::Auto | PerfEvent::CpuClock => "cpu-clock",
-    }
-    .into();
-    meta.sampling.frequency_hz = opts.record.frequency;
     let sampler_opts = sampler_options(&opts.record);
+    // What is asked for; the sampler says what it got once it runs.
+    meta.sampling.event = sampler_opts.event.name().into();
+    meta.sampling.frequency_hz = sampler_opts.frequency_hz;
     if opts.record.profile == Profile::Cpu {
         match Sampler::check(&sampler_opts) {
             // Refused perf events are not fatal: the run goes on without stacks.
