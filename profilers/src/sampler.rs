@@ -147,6 +147,8 @@ pub struct Profile {
     pub lost: u64,
     /// The event that drove sampling: `cycles` or `cpu-clock`.
     pub event: &'static str,
+    /// How frames were named.
+    pub symbols: SymbolDetail,
     /// Kernel frames were included.
     pub kernel_frames: bool,
     /// Sampling frequency per CPU, Hz.
@@ -183,6 +185,8 @@ impl Profile {
         info.kernel_frames = self.kernel_frames;
         info.samples = self.samples;
         info.lost = self.lost;
+        info.unwind = "frame-pointers".into();
+        info.symbols = self.symbols.name().into();
         info.reason = (!self.reduced.is_empty()).then(|| self.reduced.join("; "));
         info
     }
@@ -247,6 +251,7 @@ pub struct Sampler {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<Result<Collected, ProfilerError>>>,
     event: SampleEvent,
+    symbols: SymbolDetail,
     kernel_frames: bool,
     /// What start reduced or excluded (kernel frames, buffer sizes).
     reductions: Vec<String>,
@@ -400,6 +405,7 @@ impl Sampler {
             shared,
             thread: Some(thread),
             event,
+            symbols: opts.symbols,
             kernel_frames: kernel,
             reductions: warnings,
             frequency_hz: opts.frequency_hz,
@@ -520,6 +526,7 @@ impl Sampler {
             samples: stats.samples,
             lost: stats.lost,
             event: self.event.name(),
+            symbols: self.symbols,
             kernel_frames: self.kernel_frames,
             frequency_hz: self.frequency_hz,
             buffer_pages: self.buffer_pages,

@@ -47,6 +47,16 @@ pub enum SymbolDetail {
     NamesOnly,
 }
 
+impl SymbolDetail {
+    /// The name sessions record: `inlined` or `names`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SymbolDetail::Inlined => "inlined",
+            SymbolDetail::NamesOnly => "names",
+        }
+    }
+}
+
 /// Cached (pid, address) results per process before the cache is emptied: 16 bytes
 /// of key and span each, plus the table's overhead, so some 40 MB at most.
 const MAX_CACHED_ADDRS_PER_PROCESS: usize = 1 << 20;

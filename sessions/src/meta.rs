@@ -164,6 +164,14 @@ pub struct SamplingInfo {
     pub samples: u64,
     /// Samples the kernel reported lost (ring buffer full).
     pub lost: u64,
+    /// How callchains were walked: `frame-pointers`. Sessions compared with each other
+    /// should agree on it. Empty in sessions that did not record it.
+    #[serde(default)]
+    pub unwind: String,
+    /// How frames were named: `inlined` (DWARF, inlined functions as frames of their
+    /// own) or `names` (ELF symbol tables only). Empty in sessions that did not record it.
+    #[serde(default)]
+    pub symbols: String,
     /// Why sampling is off or reduced, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

@@ -85,6 +85,11 @@ pub struct RecordArgs {
     /// the same event.
     #[arg(long, global = true, value_enum, default_value_t = PerfEvent::Auto)]
     pub event: PerfEvent,
+    /// How frames are named: `inlined` reads DWARF and expands inlined functions into
+    /// frames of their own; `names` reads ELF symbol tables only (cheaper on very large
+    /// binaries, no inlined frames). Compare sessions symbolized the same way.
+    #[arg(long, global = true, value_enum, default_value_t = Symbols::Inlined)]
+    pub symbols: Symbols,
     /// Do not show the progress line.
     #[arg(long, short, global = true)]
     pub quiet: bool,
@@ -109,6 +114,15 @@ pub enum Profile {
     Cpu,
     /// No stack sampling; monitors and workload reports only.
     None,
+}
+
+/// How frames are named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Symbols {
+    /// DWARF names, inlined functions as frames of their own.
+    Inlined,
+    /// ELF symbol-table names only.
+    Names,
 }
 
 /// The highest `--frequency`. Measured on the ring (2-CPU VM): at 100 kHz the worker
@@ -193,6 +207,7 @@ mod tests {
         assert_eq!(args.frequency, 999);
         assert_eq!(args.interval, Duration::from_secs(1));
         assert_eq!((args.profile, args.event), (Profile::Cpu, PerfEvent::Auto));
+        assert_eq!(args.symbols, Symbols::Inlined);
         assert!(args.record.is_none() && args.duration.is_none() && !args.quiet);
     }
 

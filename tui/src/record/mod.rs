@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{Context, Result};
 use benchtop_profilers::monitor::ProcessMonitor;
 use benchtop_profilers::sampler::{SampleEvent, Sampler, SamplerOptions};
-use benchtop_profilers::{ProfilerError, host};
+use benchtop_profilers::{ProfilerError, SymbolDetail, host};
 use benchtop_sessions::histogram::HistogramDecoder;
 use benchtop_sessions::meta::{Better, Figure, WorkloadInfo};
 use benchtop_sessions::store::{SessionWriter, StackKind, new_session_id, rfc3339};
@@ -28,7 +28,7 @@ use benchtop_workloads::protocol::{
     self, ConductorMessage, MetricKind, ProtocolError, ReportReader, WorkerMessage,
 };
 
-use crate::cli::{PerfEvent, Profile, RecordArgs};
+use crate::cli::{PerfEvent, Profile, RecordArgs, Symbols};
 use child::{WorkerExit, WorkerProcess, WorkerSpec};
 use progress::{Progress, ProgressFigures};
 
@@ -741,6 +741,10 @@ fn sampler_options(record: &RecordArgs) -> SamplerOptions {
         PerfEvent::Auto => SampleEvent::Auto,
         PerfEvent::CpuClock => SampleEvent::CpuClock,
         PerfEvent::Cycles => SampleEvent::Cycles,
+    };
+    opts.symbols = match record.symbols {
+        Symbols::Inlined => SymbolDetail::Inlined,
+        Symbols::Names => SymbolDetail::NamesOnly,
     };
     opts
 }

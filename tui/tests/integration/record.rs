@@ -71,6 +71,9 @@ fn a_recorded_ring_session_holds_symbolized_stacks_ticks_and_the_summary() {
     let svg = std::fs::read_to_string(dir.join("cpu.svg")).unwrap();
     assert!(svg.contains("<svg") && svg.contains("benchtop_workloads"));
 
+    assert_eq!(session.meta.sampling.unwind, "frame-pointers");
+    assert_eq!(session.meta.sampling.symbols, "inlined");
+
     // Samples fit the CPU time the worker used at the chosen frequency.
     let samples = session.meta.sampling.samples;
     let cpu_s = session.meta.worker.cpu_time_s.unwrap();
@@ -312,6 +315,8 @@ fn a_duration_ends_the_run_as_complete() {
             "--interval",
             "200ms",
             "--quiet",
+            "--symbols",
+            "names",
             "--record",
         ])
         .arg(&dir)
@@ -325,7 +330,12 @@ fn a_duration_ends_the_run_as_complete() {
     let session = Session::load(&dir).unwrap();
     assert_eq!(session.meta.status, Status::Complete);
     assert!(session.rows.len() >= 3);
-    assert!(dir.join("cpu.folded").exists());
+    assert_eq!(session.meta.sampling.symbols, "names");
+    let folded = std::fs::read_to_string(dir.join("cpu.folded")).unwrap();
+    assert!(
+        folded.contains("benchtop_workloads::ring::"),
+        "ELF symbol names suffice"
+    );
 }
 
 fn script_options(dir: &Path, script: String) -> RecordOptions {
