@@ -945,6 +945,7 @@ mod tests {
             samples: 1234,
             lost: 5,
             event: "cpu-clock",
+            symbols: SymbolDetail::NamesOnly,
             kernel_frames: reduced.is_empty(),
             frequency_hz: 999,
             buffer_pages: 64,
@@ -963,6 +964,10 @@ mod tests {
         let full = profile(&[], &["5 samples lost", "cannot symbolize /x: gone"]).sampling_info();
         assert!(full.enabled);
         assert_eq!(full.event, "cpu-clock");
+        assert_eq!(
+            (full.unwind.as_str(), full.symbols.as_str()),
+            ("frame-pointers", "names")
+        );
         assert_eq!(
             (
                 full.frequency_hz,
