@@ -187,6 +187,10 @@ pub struct WorkerInfo {
     pub exit: Option<String>,
     /// CPU time (user + system) of the worker and its threads, seconds, from wait4.
     pub cpu_time_s: Option<f64>,
+    /// Peak resident set size of the worker over its whole life, bytes, from wait4
+    /// (`ru_maxrss`): exact even for runs shorter than one interval.
+    #[serde(default)]
+    pub peak_rss_bytes: Option<u64>,
 }
 
 /// One named result figure of a workload.

@@ -533,16 +533,23 @@ impl Session {
         }
 
         let resources = self.rows.iter().filter_map(|r| r.resources.as_ref());
-        let (peak_rss, max_threads) = resources.fold((None, None), |(rss, threads), r| {
-            let rss_now = r.peak_rss_bytes.max(r.rss_bytes);
-            (
-                Some(rss.map_or(rss_now, |v: u64| v.max(rss_now))),
-                Some(threads.map_or(r.threads, |v: u32| v.max(r.threads))),
-            )
-        });
-        if let (Some(rss), Some(threads)) = (peak_rss, max_threads) {
+        let (peak_rss, max_threads) = resources.fold(
+            (self.meta.worker.peak_rss_bytes, None),
+            |(rss, threads), r| {
+                let rss_now = r.peak_rss_bytes.max(r.rss_bytes);
+                (
+                    Some(rss.map_or(rss_now, |v: u64| v.max(rss_now))),
+                    Some(threads.map_or(r.threads, |v: u32| v.max(r.threads))),
+                )
+            },
+        );
+        if peak_rss.is_some() || max_threads.is_some() {
             writeln!(out, "\nresources")?;
+        }
+        if let Some(rss) = peak_rss {
             writeln!(out, "  peak RSS     {}", human_bytes(rss))?;
+        }
+        if let Some(threads) = max_threads {
             writeln!(out, "  max threads  {threads}")?;
         }
 

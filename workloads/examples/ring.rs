@@ -4,6 +4,8 @@
 //! ```sh
 //! cargo run --release -p benchtop-workloads --example ring -- --mode tell
 //! cargo run --release -p benchtop-workloads --example ring -- --mode ask
+//! # memory per actor: many actors, one lap
+//! cargo run --release -p benchtop-workloads --example ring -- --num-nodes 1000000 --num-rounds 1
 //! ```
 
 use clap::Parser;
@@ -41,6 +43,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("runtime_threads: {}", params.runtime_threads);
     println!("rss_before_run: {:.1} MiB", before as f64 / 1048576.0);
     println!("peak_rss: {:.1} MiB", peak as f64 / 1048576.0);
+    if params.mode == RingMode::Tell {
+        // Each actor's task and mailbox (and the runtime's run queue); the one message is
+        // negligible. Meaningful with many actors.
+        println!(
+            "bytes_per_actor_above_baseline: {:.1}",
+            peak.saturating_sub(before) as f64 / f64::from(params.num_nodes)
+        );
+    }
     if params.mode == RingMode::Ask {
         // At the deepest point every hop's ask is pending at once.
         let pending = params.total_hops() as f64;

@@ -67,6 +67,8 @@ pub struct WorkerExit {
     pub signal: Option<i32>,
     /// User + system CPU time of the worker and its reaped threads, seconds.
     pub cpu_time_s: f64,
+    /// Peak resident set size of the worker, bytes (`ru_maxrss`).
+    pub peak_rss_bytes: u64,
 }
 
 impl WorkerExit {
@@ -210,6 +212,8 @@ impl WorkerProcess {
             code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
             signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
             cpu_time_s: seconds(usage.ru_utime) + seconds(usage.ru_stime),
+            // Linux reports ru_maxrss in kilobytes.
+            peak_rss_bytes: u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024,
         }))
     }
 

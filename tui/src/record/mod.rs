@@ -665,6 +665,7 @@ impl Run<'_> {
         let _ = self.writer.update_meta(|m| {
             m.worker.exit = exit.map(|e| e.to_string());
             m.worker.cpu_time_s = exit.map(|e| e.cpu_time_s);
+            m.worker.peak_rss_bytes = exit.map(|e| e.peak_rss_bytes);
             m.summary = figures;
             m.warnings.extend(warnings);
         });

@@ -121,7 +121,7 @@ fn a_recorded_ring_session_holds_symbolized_stacks_ticks_and_the_summary() {
         "a lap of 500 hops takes microseconds: {lap:?}"
     );
 
-    // Monitors ran.
+    // Monitors ran, and the worker's lifetime peak RSS came from wait4.
     let resources = session
         .rows
         .iter()
@@ -129,6 +129,8 @@ fn a_recorded_ring_session_holds_symbolized_stacks_ticks_and_the_summary() {
         .next_back()
         .unwrap();
     assert!(resources.rss_bytes > 0 && resources.threads >= 1);
+    let peak = session.meta.worker.peak_rss_bytes.unwrap();
+    assert!(peak >= resources.peak_rss_bytes, "{peak} < {resources:?}");
 
     // The worker's own lines are kept, and `show` prints the session.
     let log = std::fs::read_to_string(dir.join("worker.log")).unwrap();
@@ -140,6 +142,7 @@ fn a_recorded_ring_session_holds_symbolized_stacks_ticks_and_the_summary() {
         shown.contains("final_sum_after_ring_messaging") && shown.contains("complete"),
         "{shown}"
     );
+    assert!(shown.contains("peak RSS"), "{shown}");
 }
 
 fn base64_decode(text: &str) -> Vec<u8> {

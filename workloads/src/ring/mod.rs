@@ -1,10 +1,10 @@
 //! `ring`: the actor ring benchmark of the `factor` actor framework
 //! (`example_ring_tell`, `example_ring_ask`).
 //!
-//! `num_nodes` actors — tokio tasks, each with a tokio mpsc mailbox — form a ring. One
-//! message starts at node 0 with the value 0 and is passed on hop by hop, each hop adding
-//! one, until `num_nodes × num_rounds` hops have passed; the final sum is then
-//! `num_nodes × num_rounds`.
+//! `num_nodes` actors — each a tokio task with its own unbounded FIFO mailbox, which any
+//! actor can send to — form a ring. One message starts at node 0 with the value 0 and is
+//! passed on hop by hop, each hop adding one, until `num_nodes × num_rounds` hops have
+//! passed; the final sum is then `num_nodes × num_rounds`.
 //!
 //! - **tell**: each actor sends the next one a message and forgets it.
 //! - **ask**: each actor *asks* the next one and replies to its own asker only when the
@@ -19,13 +19,24 @@
 //! and so do all the threads (the runtime's, the ticker's, the stdin reader's), since
 //! perf's inherit follows only threads created after it attached.
 //!
-//! Measured (`cargo run --release -p benchtop-workloads --example ring`, 5000 × 2000, a
-//! 2-vCPU Xeon VM, current-thread runtime): tell 1.50 s and 11.4 MiB peak RSS (the
-//! original: 9.1 s, 13 MB); ask 6.0 s and 96 MiB (the original: 19.1 s, ~5 GB), i.e.
-//! 10.1 bytes of peak RSS per pending ask. Per actor, tokio's task and mpsc channel (with
-//! its two 32-slot blocks) take ~1.7 KB: that is tell mode's floor. Two runtime threads
-//! are slower for both modes (tell ~1.9 s, ask ~7 s): with one message in flight they
-//! only add cross-thread wake-ups, hence the default of 1.
+//! Memory per actor is what tell mode is made of: a tokio task whose future is the actor
+//! itself (24 bytes, so tokio's task cell stays at its 128-byte minimum) and a mailbox of
+//! 88 bytes (a mutex round the oldest message, an overflow queue that stays unallocated
+//! while the ring passes one message, and the waiting actor's waker; see `mailbox`):
+//! ~330 bytes an actor with the allocator's gaps, against ~1,440 with a tokio mpsc
+//! channel per actor and a join set.
+//!
+//! Measured (2-vCPU Xeon VM, current-thread runtime, 5000 × 2000, medians of 7 runs
+//! interleaved with the tokio-channel version's):
+//! `cargo run --release -p benchtop-workloads --example ring [-- --mode ask]`: tell 1.17 s
+//! (8.5 M messages/s) and 5.0 MiB peak RSS (the original: 9.1 s, 13 MB; tokio channels:
+//! 1.59 s, 11.5 MiB); ask 3.4 s (5.8 M messages/s) and 84 MiB (the original: 19.1 s,
+//! ~5 GB; tokio channels: 6.3 s, 96.6 MiB), i.e. 8.8 bytes of peak RSS per pending ask.
+//! Through the worker (`benchtop run ring -q --record DIR`, then `benchtop show DIR`),
+//! whose own floor is ~5 MiB: tell 7.0 MiB (was 13.2), ask 87 MiB (was 99.5). Per actor:
+//! `--num-nodes 1000000 --num-rounds 1` prints `bytes_per_actor_above_baseline`. Two
+//! runtime threads are slower for both modes (tell ~1.6 s, ask ~4.5 s): with one message
+//! in flight they only add cross-thread wake-ups, hence the default of 1.
 //!
 //! Metrics: counter `messages` (hops so far: in ask mode asks and replies both hop) and
 //! histogram `lap` (nanoseconds between two passes of the message at node 0, i.e. per
@@ -44,6 +55,7 @@
 //! ```
 
 mod actors;
+mod mailbox;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
