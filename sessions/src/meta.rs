@@ -188,7 +188,9 @@ pub struct WorkerInfo {
     /// CPU time (user + system) of the worker and its threads, seconds, from wait4.
     pub cpu_time_s: Option<f64>,
     /// Peak resident set size of the worker over its whole life, bytes, from wait4
-    /// (`ru_maxrss`): exact even for runs shorter than one interval.
+    /// (`ru_maxrss`): known even for runs shorter than one interval. The kernel folds in
+    /// the pages the worker inherited at fork from the conductor (a few MiB), so for very
+    /// small workers the monitor's VmHWM in timeseries.jsonl is the closer figure.
     #[serde(default)]
     pub peak_rss_bytes: Option<u64>,
 }

@@ -533,16 +533,16 @@ impl Session {
         }
 
         let resources = self.rows.iter().filter_map(|r| r.resources.as_ref());
-        let (peak_rss, max_threads) = resources.fold(
-            (self.meta.worker.peak_rss_bytes, None),
-            |(rss, threads), r| {
-                let rss_now = r.peak_rss_bytes.max(r.rss_bytes);
-                (
-                    Some(rss.map_or(rss_now, |v: u64| v.max(rss_now))),
-                    Some(threads.map_or(r.threads, |v: u32| v.max(r.threads))),
-                )
-            },
-        );
+        let (peak_rss, max_threads) = resources.fold((None, None), |(rss, threads), r| {
+            let rss_now = r.peak_rss_bytes.max(r.rss_bytes);
+            (
+                Some(rss.map_or(rss_now, |v: u64| v.max(rss_now))),
+                Some(threads.map_or(r.threads, |v: u32| v.max(r.threads))),
+            )
+        });
+        // The monitor's VmHWM counts from exec; wait4's figure (for runs too short to be
+        // sampled) also holds pages inherited from the conductor at fork.
+        let peak_rss = peak_rss.or(self.meta.worker.peak_rss_bytes);
         if peak_rss.is_some() || max_threads.is_some() {
             writeln!(out, "\nresources")?;
         }

@@ -11,6 +11,7 @@ pub mod progress;
 
 use std::collections::BTreeMap;
 use std::io::{BufReader, Read};
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
@@ -37,6 +38,9 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a worker told to stop may take before it gets SIGTERM, then SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 const KILL_GRACE: Duration = Duration::from_secs(2);
+/// How long a worker that sent its summary (or error) may take to exit before it is
+/// told to stop.
+const EXIT_GRACE: Duration = Duration::from_secs(5);
 /// How long to wait for the worker's pipes to close after it exited (a grandchild may
 /// hold them open).
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
@@ -157,7 +161,8 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
             anyhow::bail!(reason);
         }
     };
-    writer.update_meta(|m| m.worker.pid = Some(worker.pid()))?;
+    // A failed write here is retried by every later one and by finish.
+    let _ = writer.update_meta(|m| m.worker.pid = Some(worker.pid()));
 
     let progress = Progress::new(&opts.workload, opts.record.quiet);
     progress.message("starting");
@@ -191,9 +196,21 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
         start_offset_s: 0.0,
         began,
         failure: None,
+        done_at: None,
+        lingered: false,
+        killed_by_user: false,
     };
-    let events = spawn_readers(pipes.reports, pipes.stdout, pipes.stderr);
-    let result = run.drive(&events);
+    // Whatever happens in the loop, even a panic, the session is finalized.
+    let result = spawn_readers(pipes.reports, pipes.stdout, pipes.stderr).and_then(|events| {
+        std::panic::catch_unwind(AssertUnwindSafe(|| run.drive(&events))).unwrap_or_else(|panic| {
+            let text = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(no message)".into());
+            Err(anyhow::anyhow!("the recorder panicked: {text}"))
+        })
+    });
     run.finalize(result)
 }
 
@@ -201,7 +218,7 @@ fn spawn_readers(
     reports: std::fs::File,
     stdout: impl Read + Send + 'static,
     stderr: impl Read + Send + 'static,
-) -> Receiver<Event> {
+) -> Result<Receiver<Event>> {
     let (tx, rx) = mpsc::sync_channel(EVENT_QUEUE);
     let report_tx = tx.clone();
     std::thread::Builder::new()
@@ -215,13 +232,17 @@ fn spawn_readers(
             }
             let _ = report_tx.send(Event::Closed);
         })
-        .ok();
-    forward_output("bt-stdout", stdout, tx.clone());
-    forward_output("bt-stderr", stderr, tx);
-    rx
+        .context("cannot start the thread that reads worker reports")?;
+    forward_output("bt-stdout", stdout, tx.clone())?;
+    forward_output("bt-stderr", stderr, tx)?;
+    Ok(rx)
 }
 
-fn forward_output(name: &str, mut source: impl Read + Send + 'static, tx: SyncSender<Event>) {
+fn forward_output(
+    name: &str,
+    mut source: impl Read + Send + 'static,
+    tx: SyncSender<Event>,
+) -> Result<()> {
     std::thread::Builder::new()
         .name(name.into())
         .spawn(move || {
@@ -240,7 +261,8 @@ fn forward_output(name: &str, mut source: impl Read + Send + 'static, tx: SyncSe
                 }
             }
         })
-        .ok();
+        .with_context(|| format!("cannot start the thread {name}"))?;
+    Ok(())
 }
 
 struct Run<'a> {
@@ -280,6 +302,12 @@ struct Run<'a> {
     began: Instant,
     /// Why the conductor gave up on the worker (handshake timeout, refused version).
     failure: Option<String>,
+    /// When the worker had said all it will, while it has not exited.
+    done_at: Option<Instant>,
+    /// The worker was stopped because it did not exit after its summary.
+    lingered: bool,
+    /// The user asked twice: the worker was killed at once.
+    killed_by_user: bool,
 }
 
 impl Run<'_> {
@@ -293,8 +321,13 @@ impl Run<'_> {
                 Ok(Event::Output(bytes)) => self.writer.append_worker_log(&bytes)?,
                 Ok(Event::Closed) => self.closed_streams += 1,
                 Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => self.closed_streams = STREAMS,
+                Err(RecvTimeoutError::Disconnected) => {
+                    // Every reader is gone: nothing more can arrive; don't spin.
+                    self.closed_streams = STREAMS;
+                    std::thread::sleep(Duration::from_millis(50));
+                }
             }
+            self.end_a_worker_that_does_not_exit();
             if self.ready
                 && self.started_at.is_none()
                 && self.stop_status.is_none()
@@ -556,6 +589,7 @@ impl Run<'_> {
             self.worker.signal_group(libc::SIGKILL);
             self.term_sent_at = Some(Instant::now());
             self.kill_sent = true;
+            self.killed_by_user = true;
         }
         if self.stop_status.is_some() {
             return;
@@ -577,8 +611,28 @@ impl Run<'_> {
         self.stop_sent_at = Some(Instant::now());
     }
 
-    /// Ends the worker for good: the conductor gave up on it.
+    /// A worker that has said all it will (its summary or an error) but does not exit
+    /// within [`EXIT_GRACE`] is told to stop, then escalated as usual.
+    fn end_a_worker_that_does_not_exit(&mut self) {
+        if self.exited.is_some() || self.stop_status.is_some() || self.failure.is_some() {
+            return;
+        }
+        let done = self.summary.is_some() || self.worker_error.is_some();
+        match (done, self.done_at) {
+            (true, None) => self.done_at = Some(Instant::now()),
+            (true, Some(at)) if at.elapsed() > EXIT_GRACE => {
+                self.lingered = true;
+                self.request_stop(Status::Complete, "the worker does not exit: stopping it");
+            }
+            _ => {}
+        }
+    }
+
+    /// Ends the worker for good: the conductor gave up on it. The first reason stands.
     fn fail(&mut self, reason: String) {
+        if self.failure.is_some() {
+            return;
+        }
         self.progress.message(&reason);
         self.failure = Some(reason);
         self.worker.signal_group(libc::SIGTERM);
@@ -655,7 +709,12 @@ impl Run<'_> {
                 self.protocol_errors - MAX_PROTOCOL_WARNINGS
             ));
         }
-        let status = self.final_status(&mut warnings);
+        let status = if result.is_err() {
+            // The recorder failed, not (necessarily) the worker: its reason is above.
+            Status::Crashed
+        } else {
+            self.final_status(&mut warnings)
+        };
         let exit = self.exited;
         let summary = self.summary.take();
         let lines = summary.as_ref().map(summary_lines).unwrap_or_default();
@@ -697,7 +756,15 @@ impl Run<'_> {
         let ended_by_us = self.term_sent_at.is_some();
         match self.stop_status {
             Some(stop) if exit.success() || ended_by_us => {
-                if !exit.success() {
+                if self.killed_by_user {
+                    warnings.push(format!(
+                        "the worker was killed on a second interrupt ({exit})"
+                    ));
+                } else if self.lingered {
+                    warnings.push(format!(
+                        "the worker did not exit after its summary and was stopped ({exit})"
+                    ));
+                } else if !exit.success() {
                     warnings.push(format!("the worker ignored stop and was ended ({exit})"));
                 }
                 if self.summary.is_none() && self.started_at.is_some() {

@@ -130,7 +130,7 @@ fn a_recorded_ring_session_holds_symbolized_stacks_ticks_and_the_summary() {
         .unwrap();
     assert!(resources.rss_bytes > 0 && resources.threads >= 1);
     let peak = session.meta.worker.peak_rss_bytes.unwrap();
-    assert!(peak >= resources.peak_rss_bytes, "{peak} < {resources:?}");
+    assert!(peak > 1 << 20 && peak < 1 << 30, "{peak} bytes");
 
     // The worker's own lines are kept, and `show` prints the session.
     let log = std::fs::read_to_string(dir.join("worker.log")).unwrap();
@@ -519,4 +519,51 @@ fn cycles_are_sampled_where_the_machine_has_a_pmu_and_refused_up_front_elsewhere
             "refused before a session or a worker was started"
         );
     }
+}
+
+#[test]
+fn a_worker_that_lingers_after_its_summary_is_stopped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("lingering");
+    let script = format!(
+        r#"echo '{HELLO}' >&3
+echo '{{"type":"ready"}}' >&3
+read start
+echo '{{"type":"summary","figures":[{{"name":"ops","value":1,"unit":"ops"}}]}}' >&3
+sleep 60
+"#
+    );
+    let started = std::time::Instant::now();
+    let outcome = record(&script_options(&dir, script)).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(outcome.status, Status::Complete);
+    let warnings = Session::load(&dir).unwrap().meta.warnings.join("\n");
+    assert!(
+        warnings.contains("did not exit after its summary"),
+        "{warnings}"
+    );
+}
+
+#[test]
+fn a_worker_repeating_a_refused_hello_and_ignoring_sigterm_is_killed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("repeating");
+    let script = r#"trap '' TERM
+while :; do echo '{"type":"hello","protocol":99,"workload":"x"}' >&3; sleep 0.1; done
+"#
+    .to_owned();
+    let started = std::time::Instant::now();
+    let outcome = record(&script_options(&dir, script)).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(outcome.status, Status::Crashed);
+    let warnings = Session::load(&dir).unwrap().meta.warnings.join("\n");
+    assert_eq!(warnings.matches("version 99").count(), 1, "{warnings}");
 }
