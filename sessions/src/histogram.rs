@@ -54,6 +54,15 @@ pub const MAX_ENCODED_BYTES: usize = 1 << 20;
 
 const _: () = assert!(MAX_ENCODED_BYTES >= V2_HEADER_LEN + 9 * MAX_COUNTS_LEN);
 
+/// The largest total count (the sum of all counters) a decoded histogram may have: 2⁴⁸,
+/// about 2.8 × 10¹⁴ samples.
+///
+/// hdrhistogram sums counts with plain `u64` arithmetic (`value_at_quantile`, for one), which
+/// panics in debug builds and wraps in release once the sum passes `u64::MAX`. Under this cap
+/// one histogram's counts cannot come near that, and up to 65 535 histograms at the cap can
+/// be merged before their sum can.
+pub const MAX_TOTAL_COUNT: u64 = 1 << 48;
+
 /// Cookie of the plain V2 encoding, as Java and hdrhistogram write it: the V2 cookie base
 /// `0x1c849303` with the word-size bits `0x10`.
 const V2_COOKIE: u32 = 0x1c84_9313;
@@ -130,16 +139,13 @@ impl HistogramDecoder {
                         self.raw.len()
                     )));
                 };
-                let rest = &self.raw[DEFLATE_HEADER_LEN..];
-                let Some(compressed) = usize::try_from(compressed_len)
-                    .ok()
-                    .and_then(|len| rest.get(..len))
-                else {
+                let compressed = &self.raw[DEFLATE_HEADER_LEN..];
+                if usize::try_from(compressed_len) != Ok(compressed.len()) {
                     return Err(bad(format!(
-                        "the header says {compressed_len} compressed bytes follow, but only {} do",
-                        rest.len()
+                        "the header says {compressed_len} compressed bytes follow, but {} do",
+                        compressed.len()
                     )));
-                };
+                }
                 inflate(&mut self.inflater, compressed, &mut self.inflated)?;
                 &self.inflated[..]
             }
@@ -166,13 +172,16 @@ impl HistogramDecoder {
 ///
 /// Refused as [`SessionError::BadHistogram`], with the reason, before anything is sized
 /// from them: text that is not base64 or decodes to more than [`MAX_ENCODED_BYTES`]; an
-/// unknown cookie; compressed data that is shorter than its header says, does not inflate,
-/// or inflates to more than [`MAX_ENCODED_BYTES`]; a V2 header shorter than 40 bytes or
-/// whose payload length is more than the bytes that follow; more than
+/// unknown cookie; compressed data that is shorter or longer than its header says, does not
+/// inflate, has bytes after the end of its zlib stream, or inflates to more than
+/// [`MAX_ENCODED_BYTES`]; a V2 header shorter than 40 bytes or whose payload length is not
+/// the number of bytes that follow; more than
 /// [`MAX_SIGNIFICANT_DIGITS`] significant digits; a lowest discernible value below 1; a
 /// highest trackable value below twice the lowest; a range needing more than
 /// [`MAX_COUNTS_LEN`] counters; a normalizing offset or an integer-to-double ratio other
-/// than 0 and 1 (hdrhistogram supports neither); counts that do not fit the range.
+/// than 0 and 1 (hdrhistogram supports neither); counts that do not decode (a varint cut
+/// short, or one decoding to `i64::MIN`), do not fit the range (a count or a run of zeros
+/// past its counters), or add up to more than [`MAX_TOTAL_COUNT`].
 ///
 /// The histogram returned keeps only the value range its counts need (lowest and digits as
 /// encoded, highest just above its largest value), whatever range the header claimed.
@@ -213,7 +222,18 @@ fn inflate(inflater: &mut Decompress, input: &[u8], out: &mut Vec<u8>) -> Result
             )));
         }
         match status {
-            Status::StreamEnd => return Ok(()),
+            Status::StreamEnd => {
+                let consumed = usize::try_from(inflater.total_in()).unwrap_or(usize::MAX);
+                return match input.len().checked_sub(consumed) {
+                    Some(0) => Ok(()),
+                    Some(extra) => Err(bad(format!(
+                        "{extra} bytes follow the end of the compressed data"
+                    ))),
+                    None => Err(bad(
+                        "the inflater reports more input than it was given".into()
+                    )),
+                };
+            }
             Status::Ok | Status::BufError
                 if inflater.total_in() == in_before && out.len() == out_before =>
             {
@@ -245,10 +265,11 @@ fn check_v2(bytes: &[u8]) -> Result<(), SessionError> {
         )));
     }
     let payload_len = u32_at(4);
-    let available = bytes.len() - V2_HEADER_LEN;
-    if usize::try_from(payload_len).map_or(true, |len| len > available) {
+    let payload = &bytes[V2_HEADER_LEN..];
+    if usize::try_from(payload_len) != Ok(payload.len()) {
         return Err(bad(format!(
-            "the header says {payload_len} bytes of counts follow, but only {available} do"
+            "the header says {payload_len} bytes of counts follow, but {} do",
+            payload.len()
         )));
     }
     let normalizing_offset = u32_at(8);
@@ -282,7 +303,7 @@ fn check_v2(bytes: &[u8]) -> Result<(), SessionError> {
     }
     // digits <= MAX_SIGNIFICANT_DIGITS, so it fits a u8.
     match counts_len(lowest, highest, digits as u8) {
-        Some(len) if len <= MAX_COUNTS_LEN => Ok(()),
+        Some(len) if len <= MAX_COUNTS_LEN => check_counts(payload, len),
         Some(len) => Err(bad(format!(
             "the range {lowest}..={highest} at {digits} digits needs {len} counters; at most \
              {MAX_COUNTS_LEN} are accepted"
@@ -291,6 +312,78 @@ fn check_v2(bytes: &[u8]) -> Result<(), SessionError> {
             "the range {lowest}..={highest} cannot be tracked at {digits} digits"
         ))),
     }
+}
+
+/// Walks the V2 payload the way hdrhistogram's `Deserializer` does (zig-zag LEB128 varints
+/// of at most 9 bytes, the 9th contributing all 8 bits; a negative number is a run of that
+/// many zero counters, any other a count for the next counter) and checks that it decodes
+/// without overflow: no varint is cut short or decodes to `i64::MIN` (whose negation
+/// overflows), every count and run of zeros stays within the `counters` of the range, and
+/// the counts add up to at most [`MAX_TOTAL_COUNT`].
+fn check_counts(payload: &[u8], counters: usize) -> Result<(), SessionError> {
+    let counters = counters as u64;
+    let (mut at, mut index, mut total) = (0usize, 0u64, 0u64);
+    while at < payload.len() {
+        let Some((encoded, len)) = read_varint(&payload[at..]) else {
+            return Err(bad(format!(
+                "the varint at byte {at} of the counts is cut short by their end"
+            )));
+        };
+        let number = zig_zag_decode(encoded);
+        if number == i64::MIN {
+            return Err(bad(format!(
+                "the varint at byte {at} of the counts decodes to i64::MIN, neither a count nor \
+                 a run of zeros"
+            )));
+        }
+        if number < 0 {
+            let zeros = number.unsigned_abs();
+            if index.checked_add(zeros).is_none_or(|end| end > counters) {
+                return Err(bad(format!(
+                    "a run of {zeros} zero counts from counter {index} goes past the {counters} \
+                     counters of the range"
+                )));
+            }
+            index += zeros;
+        } else {
+            if index >= counters {
+                return Err(bad(format!(
+                    "a count for counter {index} is past the {counters} counters of the range"
+                )));
+            }
+            total = total
+                .checked_add(number.unsigned_abs())
+                .filter(|&t| t <= MAX_TOTAL_COUNT)
+                .ok_or_else(|| {
+                    bad(format!(
+                        "the counts add up to more than {MAX_TOTAL_COUNT} (counter {index} holds \
+                         {number})"
+                    ))
+                })?;
+            index += 1;
+        }
+        at += len;
+    }
+    Ok(())
+}
+
+/// One LEB128 varint as hdrhistogram reads it, and its length in bytes; `None` when `bytes`
+/// ends inside it.
+fn read_varint(bytes: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for (i, &b) in bytes.iter().take(8).enumerate() {
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    // Eight bytes with the high bit set: the ninth gives all its 8 bits.
+    let last = *bytes.get(8)?;
+    Some((value | u64::from(last) << 56, 9))
+}
+
+fn zig_zag_decode(encoded: u64) -> i64 {
+    ((encoded >> 1) as i64) ^ -((encoded & 1) as i64)
 }
 
 /// The length of the counts array hdrhistogram allocates for these bounds (its
@@ -461,7 +554,7 @@ mod tests {
         // hdrhistogram alone would size a 4 GiB buffer from this 40-byte header.
         let reason = refused(&compress(&header(u32::MAX, 3, 1, 2_000, &[])));
         assert!(
-            reason.contains("4294967295 bytes of counts follow, but only 0"),
+            reason.contains("4294967295 bytes of counts follow, but 0 do"),
             "{reason}"
         );
         let reason = refused(&STANDARD.encode(header(10, 3, 1, 2_000, &[2, 2])));
@@ -501,7 +594,7 @@ mod tests {
     fn truncated_and_foreign_input_is_refused_with_what_is_wrong() {
         let full = STANDARD.decode(deflated(&histogram(&[1_500]))).unwrap();
         let reason = refused(&STANDARD.encode(&full[..full.len() - 5]));
-        assert!(reason.contains("but only"), "{reason}");
+        assert!(reason.contains("compressed bytes follow, but"), "{reason}");
         // A compressed length that is right for the cut stream: zlib runs out.
         let mut cut = full[..full.len() - 5].to_vec();
         let len = (cut.len() - 8) as u32;
@@ -547,14 +640,171 @@ mod tests {
         assert!(refused(&compress(&inner)).contains("not the V2 cookie"));
     }
 
+    /// `numbers` as a V2 payload: zig-zag, then LEB128 of at most 9 bytes, the 9th taking
+    /// all 8 bits, as hdrhistogram writes them.
+    fn varints(numbers: &[i64]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for &n in numbers {
+            let mut v = ((n << 1) ^ (n >> 63)) as u64;
+            for _ in 0..8 {
+                if v < 0x80 {
+                    break;
+                }
+                out.push((v & 0x7f) as u8 | 0x80);
+                v >>= 7;
+            }
+            out.push(v as u8);
+        }
+        out
+    }
+
+    /// A plain V2 encoding of 1..=2 000 at 3 digits (2 048 counters) with `payload` after
+    /// the header, its payload length right.
+    fn with_payload(payload: &[u8]) -> Vec<u8> {
+        header(payload.len() as u32, 3, 1, 2_000, payload)
+    }
+
+    /// Refused both plain and compressed, with a reason containing `expected`.
+    fn refused_both_ways(plain: &[u8], expected: &str) {
+        for text in [STANDARD.encode(plain), compress(plain)] {
+            let reason = refused(&text);
+            assert!(reason.contains(expected), "{reason}");
+        }
+    }
+
+    #[test]
+    fn the_test_encoder_writes_what_hdrhistogram_does() {
+        let h = histogram(&[3, 3, 900, 1_999]);
+        // One step per counter, in index order.
+        let counts: Vec<i64> = h
+            .iter_all()
+            .map(|v| v.count_since_last_iteration() as i64)
+            .collect();
+        assert_eq!(counts.len(), h.distinct_values());
+        let last = counts.iter().rposition(|&c| c != 0).unwrap();
+        let mut numbers = Vec::new();
+        let mut zeros = 0;
+        for &c in &counts[..=last] {
+            if c == 0 {
+                zeros += 1;
+                continue;
+            }
+            if zeros > 0 {
+                numbers.push(if zeros == 1 { 0 } else { -zeros });
+                zeros = 0;
+            }
+            numbers.push(c);
+        }
+        let mut ours = header(0, 3, 1, h.high(), &varints(&numbers));
+        let len = (ours.len() - V2_HEADER_LEN) as u32;
+        ours[4..8].copy_from_slice(&len.to_be_bytes());
+        assert_eq!(ours, plain_v2(&h));
+        assert_eq!(varints(&[i64::MIN]), [0xff; 9]);
+        assert_eq!(read_varint(&[0xff; 9]), Some((u64::MAX, 9)));
+        assert_eq!(zig_zag_decode(u64::MAX), i64::MIN);
+        for n in [0, 1, -1, 63, -64, 1 << 40, i64::MAX, i64::MIN + 1] {
+            let bytes = varints(&[n]);
+            let (encoded, len) = read_varint(&bytes).unwrap();
+            assert_eq!((zig_zag_decode(encoded), len), (n, bytes.len()));
+        }
+    }
+
+    #[test]
+    fn a_varint_decoding_to_i64_min_is_refused() {
+        // hdrhistogram negates it for the length of a zero run: overflow.
+        refused_both_ways(&with_payload(&varints(&[i64::MIN])), "i64::MIN");
+        refused_both_ways(&with_payload(&varints(&[5, i64::MIN, 1])), "at byte 1");
+    }
+
+    #[test]
+    fn counts_adding_up_past_the_cap_are_refused() {
+        let max = i64::MAX;
+        refused_both_ways(
+            &with_payload(&varints(&[max, max, max])),
+            "add up to more than 281474976710656",
+        );
+        refused_both_ways(&with_payload(&varints(&[max])), "add up to more than");
+        let cap = MAX_TOTAL_COUNT as i64;
+        refused_both_ways(
+            &with_payload(&varints(&[cap / 2, -3, cap / 2 + 1])),
+            "counter 4 holds",
+        );
+        // Exactly the cap decodes, and its quantiles do not overflow.
+        let h =
+            decode_histogram(&compress(&with_payload(&varints(&[cap / 2, -3, cap / 2])))).unwrap();
+        assert_eq!(h.len(), MAX_TOTAL_COUNT);
+        assert_eq!(h.value_at_quantile(1.0), 4);
+        assert_eq!(h.value_at_quantile(0.25), 0);
+    }
+
     #[test]
     fn counts_that_do_not_fit_the_range_are_refused() {
         // One zero run of 10 000 and a count: past the 2 048 counters of 1..=2 000.
-        let zigzag_minus_10000 = [0x9f, 0x9c, 0x01];
-        let mut counts = zigzag_minus_10000.to_vec();
-        counts.push(2);
-        let bytes = header(counts.len() as u32, 3, 1, 2_000, &counts);
-        assert!(refused(&compress(&bytes)).contains("counts do not decode"));
+        refused_both_ways(
+            &with_payload(&varints(&[-10_000, 2])),
+            "a run of 10000 zero counts from counter 0 goes past the 2048 counters",
+        );
+        // A zero run past the end with no count after it; hdrhistogram alone takes it.
+        refused_both_ways(
+            &with_payload(&varints(&[1, -2_048])),
+            "from counter 1 goes past",
+        );
+        refused_both_ways(&with_payload(&varints(&[-i64::MAX])), "goes past");
+        // A count, or a zero count, just past the last counter.
+        refused_both_ways(
+            &with_payload(&varints(&[-2_048, 1])),
+            "a count for counter 2048 is past the 2048 counters",
+        );
+        refused_both_ways(&with_payload(&varints(&[-2_048, 0])), "counter 2048");
+        // Up to the last counter is fine.
+        let h = decode_histogram(&compress(&with_payload(&varints(&[-2_047, 7])))).unwrap();
+        assert_eq!(h.len(), 7);
+        assert!(decode_histogram(&compress(&with_payload(&varints(&[1, -2_047])))).is_ok());
+    }
+
+    #[test]
+    fn a_varint_cut_short_by_the_end_of_the_counts_is_refused() {
+        for cut in [&[0x80][..], &[0x02, 0xff, 0xff], &[0xff; 8]] {
+            refused_both_ways(&with_payload(cut), "cut short");
+        }
+        refused_both_ways(&with_payload(&[0x02, 0x80]), "varint at byte 1");
+    }
+
+    #[test]
+    fn bytes_beyond_the_payload_or_the_compressed_stream_are_refused() {
+        let h = histogram(&[1_500, 7]);
+        // After the payload of a plain encoding, and after it inside the compressed data.
+        let mut plain = plain_v2(&h);
+        plain.push(0);
+        refused_both_ways(&plain, "bytes of counts follow, but");
+        // After the zlib stream, the compressed length counting them.
+        let mut full = STANDARD.decode(deflated(&h)).unwrap();
+        full.extend_from_slice(b"junk");
+        let mut counted = full.clone();
+        let len = (counted.len() - DEFLATE_HEADER_LEN) as u32;
+        counted[4..8].copy_from_slice(&len.to_be_bytes());
+        let reason = refused(&STANDARD.encode(&counted));
+        assert!(
+            reason.contains("4 bytes follow the end of the compressed data"),
+            "{reason}"
+        );
+        // Beyond the compressed length the header states.
+        let reason = refused(&STANDARD.encode(&full));
+        assert!(
+            reason.ends_with(&format!(
+                "{} compressed bytes follow, but {} do",
+                len - 4,
+                len
+            )),
+            "{reason}"
+        );
+        // Two whole zlib streams back to back.
+        let mut twice = STANDARD.decode(deflated(&h)).unwrap();
+        let stream = twice[DEFLATE_HEADER_LEN..].to_vec();
+        twice.extend_from_slice(&stream);
+        let len = (twice.len() - DEFLATE_HEADER_LEN) as u32;
+        twice[4..8].copy_from_slice(&len.to_be_bytes());
+        assert!(refused(&STANDARD.encode(&twice)).contains("follow the end of the compressed"));
     }
 
     #[test]

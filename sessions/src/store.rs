@@ -601,8 +601,26 @@ impl Session {
     /// The intervals of latency.hlog merged per metric; merge failures go to `notes`.
     fn merged_latency(&self, notes: &mut Vec<String>) -> BTreeMap<&str, Histogram<u64>> {
         let mut merged: BTreeMap<&str, Histogram<u64>> = BTreeMap::new();
+        let mut full: Vec<&str> = Vec::new();
         for interval in &self.latency {
+            if full.contains(&interval.tag.as_str()) {
+                continue;
+            }
             match merged.get_mut(interval.tag.as_str()) {
+                // Percentiles sum counts with plain `+`: keep totals far from u64::MAX.
+                Some(total)
+                    if total.len().saturating_add(interval.histogram.len())
+                        > crate::histogram::MAX_TOTAL_COUNT =>
+                {
+                    notes.push(format!(
+                        "{LATENCY_FILE}: {:?} holds more than {} values; intervals from {:.3} s \
+                         on are left out of the totals",
+                        interval.tag,
+                        crate::histogram::MAX_TOTAL_COUNT,
+                        interval.start_offset_s
+                    ));
+                    full.push(&interval.tag);
+                }
                 Some(total) => {
                     if let Err(e) = total.add(&interval.histogram) {
                         notes.push(format!(
@@ -837,5 +855,23 @@ mod tests {
         t.add_names(["main", "b"], 4);
         t.add_names(["main", "c"], 1);
         assert_eq!(hottest_frames(&t, 2), vec![("memcpy", 5), ("b", 4)]);
+    }
+
+    #[test]
+    fn latency_totals_stop_short_of_overflowing_and_say_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = SessionWriter::create(&dir.path().join("s"), meta()).unwrap();
+        let mut h = Histogram::<u64>::new_with_bounds(1, 1_000_000, 3).unwrap();
+        h.record_n(1_000, crate::histogram::MAX_TOTAL_COUNT / 2)
+            .unwrap();
+        for i in 0..3 {
+            w.append_latency("lap", f64::from(i), 1.0, &h).unwrap();
+        }
+        let path = w
+            .finish(Status::Complete, "2024-05-01T12:00:03.000Z".into())
+            .unwrap();
+        let text = Session::load(&path).unwrap().summary_text();
+        assert!(text.contains("left out of the totals"), "{text}");
+        assert!(text.contains("lap"), "{text}");
     }
 }

@@ -231,10 +231,18 @@ impl WorkerProcess {
 }
 
 impl Drop for WorkerProcess {
+    /// Kills the worker's group and reaps it, waiting at most two seconds: a process in
+    /// uninterruptible sleep must not hang the conductor on its way out.
     fn drop(&mut self) {
-        if !self.reaped {
-            self.signal_group(libc::SIGKILL);
-            let _ = self.child.wait();
+        if self.reaped {
+            return;
+        }
+        self.signal_group(libc::SIGKILL);
+        for _ in 0..200 {
+            if !matches!(self.try_reap(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 }
