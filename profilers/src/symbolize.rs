@@ -221,19 +221,24 @@ impl std::fmt::Debug for Resolver {
     }
 }
 
+/// A blazesym symbolizer for `detail`.
+fn new_symbolizer(detail: SymbolDetail) -> Symbolizer {
+    match detail {
+        SymbolDetail::Inlined => Symbolizer::builder()
+            .enable_code_info(true)
+            .enable_inlined_fns(true)
+            .enable_demangling(true),
+        SymbolDetail::NamesOnly => Symbolizer::builder()
+            .enable_code_info(false)
+            .enable_inlined_fns(false)
+            .enable_demangling(true),
+    }
+    .build()
+}
+
 impl Resolver {
     pub fn new(detail: SymbolDetail) -> Self {
-        let symbolizer = match detail {
-            SymbolDetail::Inlined => Symbolizer::builder()
-                .enable_code_info(true)
-                .enable_inlined_fns(true)
-                .enable_demangling(true),
-            SymbolDetail::NamesOnly => Symbolizer::builder()
-                .enable_code_info(false)
-                .enable_inlined_fns(false)
-                .enable_demangling(true),
-        }
-        .build();
+        let symbolizer = new_symbolizer(detail);
         // kallsyms only: a vmlinux search (and its DWARF) costs far more than it adds.
         let kernel = Kernel {
             vmlinux: MaybeDefault::None,
@@ -450,6 +455,9 @@ impl Resolver {
 
     /// Empties every cache of resolved frames and the arena they point into.
     fn clear_caches(&mut self) {
+        // blazesym keeps every parsed file (and kallsyms) mapped for the life of its
+        // symbolizer: a new one lets them go too.
+        self.symbolizer = new_symbolizer(self.detail);
         for p in self.procs.values_mut() {
             p.addrs = HashMap::new();
         }
