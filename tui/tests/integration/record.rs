@@ -25,31 +25,53 @@ fn figure(session: &Session, name: &str) -> f64 {
         .value
 }
 
+/// `benchtop run ring <args> --quiet --record <dir>`, ready to run.
+fn ring_command(dir: &Path, args: &[&str]) -> std::process::Command {
+    let mut command = benchtop();
+    command
+        .args(["run", "ring"])
+        .args(args)
+        .args(["--quiet", "--record"])
+        .arg(dir);
+    command
+}
+
+/// Runs [`ring_command`], requires success, and loads the session.
+fn record_ring(dir: &Path, args: &[&str]) -> (std::process::Output, Session) {
+    let output = ring_command(dir, args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output, Session::load(dir).unwrap())
+}
+
 #[test]
 fn a_recorded_ring_session_holds_symbolized_stacks_ticks_and_the_summary() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ring");
     let frequency = 499u64;
-    let output = benchtop()
-        .args(["run", "ring", "--num-nodes", "500", "--num-rounds", "2000"])
-        .args(["--interval", "200ms", "--quiet", "--frequency"])
-        .arg(frequency.to_string())
-        .arg("--record")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+    let hz = frequency.to_string();
+    let (output, session) = record_ring(
+        &dir,
+        &[
+            "--num-nodes",
+            "500",
+            "--num-rounds",
+            "2000",
+            "--interval",
+            "200ms",
+            "--frequency",
+            &hz,
+        ],
     );
+    let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         stdout.contains("final_sum_after_ring_messaging: 1000000"),
         "{stdout}"
     );
-
-    let session = Session::load(&dir).unwrap();
     assert_eq!(session.meta.status, Status::Complete);
     assert_eq!(
         figure(&session, "final_sum_after_ring_messaging"),
@@ -156,27 +178,19 @@ fn base64_decode(text: &str) -> Vec<u8> {
 fn the_ask_ring_sums_correctly_end_to_end() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ask");
-    let output = benchtop()
-        .args([
-            "run",
-            "ring",
+    let (_, session) = record_ring(
+        &dir,
+        &[
             "--mode",
             "ask",
             "--num-nodes",
             "200",
             "--num-rounds",
             "100",
-        ])
-        .args(["--quiet", "--profile", "none", "--record"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+            "--profile",
+            "none",
+        ],
     );
-    let session = Session::load(&dir).unwrap();
     assert_eq!(figure(&session, "final_sum_after_ring_messaging"), 20_000.0);
     assert!(!session.meta.sampling.enabled);
     assert!(!dir.join("cpu.folded").exists());
@@ -186,19 +200,7 @@ fn the_ask_ring_sums_correctly_end_to_end() {
 fn without_perf_permission_the_run_goes_on_without_stacks() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("denied");
-    let mut command = benchtop();
-    command
-        .args([
-            "run",
-            "ring",
-            "--num-nodes",
-            "100",
-            "--num-rounds",
-            "100",
-            "--quiet",
-        ])
-        .arg("--record")
-        .arg(&dir);
+    let mut command = ring_command(&dir, &["--num-nodes", "100", "--num-rounds", "100"]);
     deny_perf_events(&mut command);
     let output = command.output().unwrap();
     assert!(
@@ -303,34 +305,21 @@ fn ctrl_c_stops_the_worker_and_keeps_a_stopped_session_with_its_summary() {
 fn a_duration_ends_the_run_as_complete() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("timed");
-    let output = benchtop()
-        .args([
-            "run",
-            "ring",
+    let (_, session) = record_ring(
+        &dir,
+        &[
             "--num-nodes",
             "1000",
             "--num-rounds",
             "100000000",
-        ])
-        .args([
             "--duration",
             "1s",
             "--interval",
             "200ms",
-            "--quiet",
             "--symbols",
             "names",
-            "--record",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+        ],
     );
-    let session = Session::load(&dir).unwrap();
     assert_eq!(session.meta.status, Status::Complete);
     assert!(session.rows.len() >= 3);
     assert_eq!(session.meta.sampling.symbols, "names");
@@ -492,20 +481,19 @@ fn cycles_are_sampled_where_the_machine_has_a_pmu_and_refused_up_front_elsewhere
         });
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("cycles");
-    let output = benchtop()
-        .args([
-            "run",
-            "ring",
+    let output = ring_command(
+        &dir,
+        &[
             "--num-nodes",
             "10",
             "--num-rounds",
             "10",
-            "--quiet",
-        ])
-        .args(["--event", "cycles", "--record"])
-        .arg(&dir)
-        .output()
-        .unwrap();
+            "--event",
+            "cycles",
+        ],
+    )
+    .output()
+    .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     if has_pmu {
         assert!(output.status.success(), "{stderr}");
