@@ -76,6 +76,21 @@ pub enum WorkerMessage {
     },
 }
 
+impl WorkerMessage {
+    /// The message's `type` on the wire: `hello`, `ready`, `tick`, `phase`, `summary`,
+    /// `error`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            WorkerMessage::Hello(_) => "hello",
+            WorkerMessage::Ready => "ready",
+            WorkerMessage::Tick(_) => "tick",
+            WorkerMessage::Phase(_) => "phase",
+            WorkerMessage::Summary(_) => "summary",
+            WorkerMessage::Error { .. } => "error",
+        }
+    }
+}
+
 /// A message from the conductor to a worker, on the worker's standard input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

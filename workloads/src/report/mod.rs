@@ -127,7 +127,7 @@ impl Reporter {
 
     /// Writes one message as a JSON line and flushes it.
     pub fn send(&self, message: &WorkerMessage) -> Result<(), WorkloadError> {
-        self.send_serialized(message_kind(message), message)
+        self.send_serialized(message.kind(), message)
     }
 
     /// Writes anything that serializes as one protocol message (the ticker's borrowed
@@ -143,18 +143,6 @@ impl Reporter {
             message: kind,
             source,
         })
-    }
-}
-
-/// The protocol name of a message, for error messages.
-fn message_kind(message: &WorkerMessage) -> &'static str {
-    match message {
-        WorkerMessage::Hello(_) => "hello",
-        WorkerMessage::Ready => "ready",
-        WorkerMessage::Tick(_) => "tick",
-        WorkerMessage::Phase(_) => "phase",
-        WorkerMessage::Summary(_) => "summary",
-        WorkerMessage::Error { .. } => "error",
     }
 }
 

@@ -6,7 +6,7 @@ use benchtop_workloads::protocol::WorkerMessage;
 use benchtop_workloads::ring::{RingMode, RingParams};
 use benchtop_workloads::worker::Workload;
 
-use crate::support::{RunningWorker, figure, kind};
+use crate::support::{RunningWorker, figure};
 
 /// Far more hops than a test will wait for: only a stop ends it.
 fn endless(mode: RingMode) -> Workload {
@@ -19,7 +19,7 @@ fn endless(mode: RingMode) -> Workload {
 }
 
 fn assert_partial_summary(reports: &[WorkerMessage], log: &str) {
-    let kinds: Vec<_> = reports.iter().map(kind).collect();
+    let kinds: Vec<_> = reports.iter().map(WorkerMessage::kind).collect();
     assert_eq!(kinds[..2], ["hello", "ready"]);
     assert_eq!(kinds.last(), Some(&"summary"), "{kinds:?}");
     assert!(

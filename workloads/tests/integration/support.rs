@@ -114,19 +114,6 @@ impl RunningWorker {
     }
 }
 
-/// The protocol type of a message, for comparing sequences.
-pub fn kind(message: &WorkerMessage) -> &'static str {
-    match message {
-        WorkerMessage::Hello(_) => "hello",
-        WorkerMessage::Ready => "ready",
-        WorkerMessage::Tick(_) => "tick",
-        WorkerMessage::Phase(_) => "phase",
-        WorkerMessage::Summary(_) => "summary",
-        WorkerMessage::Error { .. } => "error",
-        _ => "unknown",
-    }
-}
-
 /// A summary figure's value by name.
 pub fn figure(message: &WorkerMessage, name: &str) -> f64 {
     let WorkerMessage::Summary(summary) = message else {

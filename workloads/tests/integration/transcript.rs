@@ -13,7 +13,7 @@ use benchtop_workloads::protocol::{
 use benchtop_workloads::ring::RingParams;
 use benchtop_workloads::worker::Workload;
 
-use crate::support::{RunningWorker, kind};
+use crate::support::RunningWorker;
 
 /// The transcript is our own file: its histograms are decoded without size limits.
 fn decode_trusted(encoded: &str) -> hdrhistogram::Histogram<u64> {
@@ -72,7 +72,7 @@ fn checked_in() -> Vec<WorkerMessage> {
 #[test]
 fn the_checked_in_transcript_reads_as_hello_ready_ticks_summary() {
     let messages = checked_in();
-    let kinds: Vec<_> = messages.iter().map(kind).collect();
+    let kinds: Vec<_> = messages.iter().map(WorkerMessage::kind).collect();
     assert_eq!(kinds[..2], ["hello", "ready"], "{kinds:?}");
     assert_eq!(kinds.last(), Some(&"summary"), "{kinds:?}");
     let ticks = &messages[2..messages.len() - 1];
@@ -163,7 +163,7 @@ fn a_fresh_run_speaks_exactly_as_the_transcript_does() {
     assert_eq!(new[0], old[0], "hello");
     assert_eq!(new[1], old[1], "ready");
     let shape = |messages: &[WorkerMessage]| -> Vec<&'static str> {
-        let mut kinds: Vec<_> = messages.iter().map(kind).collect();
+        let mut kinds: Vec<_> = messages.iter().map(WorkerMessage::kind).collect();
         kinds.dedup();
         kinds
     };
