@@ -173,6 +173,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
         stdin: Some(pipes.stdin),
         progress,
         sampler: None,
+        sampler_opts,
         monitor: None,
         started_at: None,
         stop_sent_at: None,
@@ -186,7 +187,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
         worker_error: None,
         protocol_errors: 0,
         histograms: HistogramDecoder::new(),
-        hello: None,
+        hello_at: None,
         ready: false,
         last_t_ns: 0,
         last_counters: BTreeMap::new(),
@@ -272,6 +273,8 @@ struct Run<'a> {
     stdin: Option<std::process::ChildStdin>,
     progress: Progress,
     sampler: Option<Sampler>,
+    /// The sampler's options, checked before the worker was spawned.
+    sampler_opts: SamplerOptions,
     monitor: Option<ProcessMonitor>,
     started_at: Option<Instant>,
     stop_sent_at: Option<Instant>,
@@ -289,7 +292,8 @@ struct Run<'a> {
     protocol_errors: usize,
     /// Decodes tick histograms with every size bounded (worker input is untrusted).
     histograms: HistogramDecoder,
-    hello: Option<protocol::Hello>,
+    /// When the worker said hello (the clock for `ready` starts there).
+    hello_at: Option<Instant>,
     ready: bool,
     last_t_ns: u64,
     last_counters: BTreeMap<String, u64>,
@@ -314,7 +318,6 @@ impl Run<'_> {
     /// Runs the event loop until the worker has exited and its reports are drained.
     fn drive(&mut self, events: &Receiver<Event>) -> Result<()> {
         let spawned = Instant::now();
-        let mut hello_at = None;
         loop {
             match events.recv_timeout(Duration::from_millis(50)) {
                 Ok(Event::Report(message)) => self.on_report(message)?,
@@ -335,17 +338,14 @@ impl Run<'_> {
             {
                 self.start()?;
             }
-            if self.hello.is_some() && hello_at.is_none() {
-                hello_at = Some(Instant::now());
-            }
             // The clock for `ready` starts at hello.
-            let waiting_since = hello_at.unwrap_or(spawned);
+            let waiting_since = self.hello_at.unwrap_or(spawned);
             if self.started_at.is_none()
                 && self.failure.is_none()
                 && self.exited.is_none()
                 && waiting_since.elapsed() > HANDSHAKE_TIMEOUT
             {
-                let waiting_for = if self.hello.is_none() {
+                let waiting_for = if self.hello_at.is_none() {
                     "hello"
                 } else {
                     "ready"
@@ -396,7 +396,7 @@ impl Run<'_> {
         };
         match message {
             WorkerMessage::Hello(hello) => {
-                if self.hello.is_some() {
+                if self.hello_at.is_some() {
                     return self.protocol_warning("a second hello was ignored".into());
                 }
                 let metrics = &hello.metrics;
@@ -409,14 +409,13 @@ impl Run<'_> {
                     .find(|m| m.kind == MetricKind::Histogram)
                     .map(|m| m.name.clone());
                 if !hello.params.is_empty() {
-                    let params = hello.params.clone();
                     self.writer
-                        .update_meta(|m| m.workload.params.extend(params))?;
+                        .update_meta(|m| m.workload.params.extend(hello.params))?;
                 }
-                self.hello = Some(hello);
+                self.hello_at = Some(Instant::now());
             }
             WorkerMessage::Ready => {
-                if self.hello.is_none() {
+                if self.hello_at.is_none() {
                     return self.protocol_warning("ready before hello".into());
                 }
                 self.ready = true;
@@ -463,7 +462,7 @@ impl Run<'_> {
     fn start(&mut self) -> Result<()> {
         let pid = self.worker.pid();
         if self.opts.record.profile == Profile::Cpu {
-            match Sampler::start(pid, &sampler_options(&self.opts.record)) {
+            match Sampler::start(pid, &self.sampler_opts) {
                 Ok(sampler) => {
                     let kernel = sampler.kernel_frames();
                     let event = sampler.event();
