@@ -508,17 +508,24 @@ mod tests {
         body
     }
 
-    #[test]
-    fn leaf_first_callchains_become_root_first_stacks_under_the_process_name() {
+    /// A user-frames-only, names-only collector on this process, with the addresses of
+    /// the two test functions.
+    fn names_only_collector() -> (u32, Arc<Shared>, Collector, u64, u64) {
         let pid = std::process::id();
         let shared = Arc::new(Shared::new().unwrap());
         let opts = SamplerOptions {
             symbols: crate::SymbolDetail::NamesOnly,
             ..SamplerOptions::default()
         };
-        let mut c = Collector::new(Arc::clone(&shared), pid, &opts, false);
+        let c = Collector::new(Arc::clone(&shared), pid, &opts, false);
         let root = collect_test_root_fn() as u64;
         let leaf = collect_test_leaf_fn() as u64;
+        (pid, shared, c, root, leaf)
+    }
+
+    #[test]
+    fn leaf_first_callchains_become_root_first_stacks_under_the_process_name() {
+        let (pid, shared, mut c, root, leaf) = names_only_collector();
         // Leaf first; the caller entry is a return address just past the call (+1 here,
         // moved back by one before lookup, so it stays inside the root function).
         let user = -512i64 as u64;
@@ -544,15 +551,7 @@ mod tests {
 
     #[test]
     fn stacks_with_cached_and_new_frames_fold_alike_across_batches() {
-        let pid = std::process::id();
-        let shared = Arc::new(Shared::new().unwrap());
-        let opts = SamplerOptions {
-            symbols: crate::SymbolDetail::NamesOnly,
-            ..SamplerOptions::default()
-        };
-        let mut c = Collector::new(Arc::clone(&shared), pid, &opts, false);
-        let root = collect_test_root_fn() as u64;
-        let leaf = collect_test_leaf_fn() as u64;
+        let (pid, _shared, mut c, root, leaf) = names_only_collector();
         let user = -512i64 as u64;
         let known = sample_record(pid, &[user, leaf + 4, root + 1]);
         c.on_record(records::RECORD_SAMPLE, 2, &known);

@@ -211,19 +211,20 @@ mod tests {
         assert_eq!((st.state, st.rss_kb, st.threads), (b'Z', 0, 1));
     }
 
+    /// A stat line whose command name holds spaces and parentheses: utime 250, stime 31,
+    /// start time 12345.
+    const ODD_STAT: &str = "4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 \
+                            250 31 0 0 20 0 3 0 12345 1000000 200 18446744073709551615";
+
     #[test]
     fn stat_cpu_ticks_survive_names_with_spaces_and_parens() {
-        let stat = "4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 \
-                    250 31 0 0 20 0 3 0 12345 1000000 200 18446744073709551615";
-        assert_eq!(parse_stat_cpu_ticks(stat), Some(281));
+        assert_eq!(parse_stat_cpu_ticks(ODD_STAT), Some(281));
         assert_eq!(parse_stat_cpu_ticks("garbage"), None);
     }
 
     #[test]
     fn the_start_time_is_field_22_of_stat_whatever_the_name() {
-        let stat = "4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 \
-                    250 31 0 0 20 0 3 0 12345 1000000 200 18446744073709551615";
-        assert_eq!(parse_stat_start_ticks(stat), Some(12345));
+        assert_eq!(parse_stat_start_ticks(ODD_STAT), Some(12345));
         assert_eq!(parse_stat_start_ticks("4242 (x) S 1 2 3"), None);
         assert_eq!(parse_stat_start_ticks("garbage"), None);
     }

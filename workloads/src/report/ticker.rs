@@ -192,13 +192,25 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn the_final_tick_reports_what_was_recorded_since_the_last_one() {
+    /// A reporter into a buffer, and metrics with a counter `ops` and a histogram `latency`.
+    fn ops_and_latency() -> (
+        SharedBuf,
+        Arc<Reporter>,
+        Metrics,
+        Arc<Counter>,
+        Arc<IntervalHistogram>,
+    ) {
         let out = SharedBuf::default();
         let reporter = Arc::new(Reporter::new(out.clone()));
         let mut metrics = Metrics::new();
         let ops = metrics.counter("ops", "operations", "").unwrap();
         let lat = metrics.histogram("latency", "").unwrap();
+        (out, reporter, metrics, ops, lat)
+    }
+
+    #[test]
+    fn the_final_tick_reports_what_was_recorded_since_the_last_one() {
+        let (out, reporter, metrics, ops, lat) = ops_and_latency();
         let start = Start { at: Instant::now() };
         let ticker = Ticker::start(
             reporter,
@@ -222,11 +234,7 @@ mod tests {
 
     #[test]
     fn ticks_come_each_interval_with_cumulative_counters_and_interval_histograms() {
-        let out = SharedBuf::default();
-        let reporter = Arc::new(Reporter::new(out.clone()));
-        let mut metrics = Metrics::new();
-        let ops = metrics.counter("ops", "operations", "").unwrap();
-        let lat = metrics.histogram("latency", "").unwrap();
+        let (out, reporter, metrics, ops, lat) = ops_and_latency();
         let start = Start { at: Instant::now() };
         ops.add(1);
         lat.record(10);
