@@ -190,15 +190,18 @@ fn a_corrupt_row_in_the_middle_is_an_error_naming_the_file_and_line() {
     assert!(reason.starts_with("line 2, column "), "{reason}");
 }
 
+/// Loads a session whose session.json is `text`; the error, and the directory to
+/// compare paths against.
+fn load_session_json(text: &str) -> (tempfile::TempDir, SessionError) {
+    let root = tempfile::tempdir().unwrap();
+    fs::write(root.path().join("session.json"), text).unwrap();
+    let err = Session::load(root.path()).unwrap_err();
+    (root, err)
+}
+
 #[test]
 fn a_corrupt_session_json_is_an_error_with_its_path_and_line() {
-    let root = tempfile::tempdir().unwrap();
-    fs::write(
-        root.path().join("session.json"),
-        "{\n  \"schema_version\": 1,\n  \"id\": \n",
-    )
-    .unwrap();
-    let err = Session::load(root.path()).unwrap_err();
+    let (root, err) = load_session_json("{\n  \"schema_version\": 1,\n  \"id\": \n");
     let SessionError::Corrupt { path, reason } = &err else {
         panic!("{err}")
     };
@@ -208,13 +211,8 @@ fn a_corrupt_session_json_is_an_error_with_its_path_and_line() {
 
 #[test]
 fn a_session_json_missing_a_field_is_corrupt() {
-    let root = tempfile::tempdir().unwrap();
-    fs::write(
-        root.path().join("session.json"),
-        r#"{"schema_version": 1, "id": "x"}"#,
-    )
-    .unwrap();
-    let err = Session::load(root.path()).unwrap_err().to_string();
+    let (_root, err) = load_session_json(r#"{"schema_version": 1, "id": "x"}"#);
+    let err = err.to_string();
     assert!(
         err.contains("session.json: corrupt: line 1") && err.contains("missing field"),
         "{err}"
@@ -223,13 +221,7 @@ fn a_session_json_missing_a_field_is_corrupt() {
 
 #[test]
 fn foreign_json_is_not_taken_for_a_session() {
-    let root = tempfile::tempdir().unwrap();
-    fs::write(
-        root.path().join("session.json"),
-        r#"{"name": "left-pad", "version": "1.3.0"}"#,
-    )
-    .unwrap();
-    let err = Session::load(root.path()).unwrap_err();
+    let (root, err) = load_session_json(r#"{"name": "left-pad", "version": "1.3.0"}"#);
     assert!(matches!(err, SessionError::Corrupt { .. }), "{err}");
     let text = err.to_string();
     assert!(
@@ -246,14 +238,8 @@ fn foreign_json_is_not_taken_for_a_session() {
 
 #[test]
 fn a_future_schema_is_refused_with_both_versions() {
-    let root = tempfile::tempdir().unwrap();
     // A future version may change anything but the version field.
-    fs::write(
-        root.path().join("session.json"),
-        r#"{"schema_version": 2, "id": 7}"#,
-    )
-    .unwrap();
-    let err = Session::load(root.path()).unwrap_err();
+    let (root, err) = load_session_json(r#"{"schema_version": 2, "id": 7}"#);
     let SessionError::UnsupportedSchema {
         path,
         found,
