@@ -555,3 +555,25 @@ while :; do echo '{"type":"hello","protocol":99,"workload":"x"}' >&3; sleep 0.1;
     let warnings = Session::load(&dir).unwrap().meta.warnings.join("\n");
     assert_eq!(warnings.matches("version 99").count(), 1, "{warnings}");
 }
+
+#[test]
+fn a_worker_that_cannot_start_leaves_a_crashed_session_saying_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("no-such-worker");
+    let mut opts = script_options(&dir, String::new());
+    opts.program = "/nonexistent/benchtop-worker".into();
+    let err = record(&opts).unwrap_err().to_string();
+    assert!(
+        err.contains("cannot start the worker /nonexistent/benchtop-worker"),
+        "{err}"
+    );
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Crashed);
+    assert!(
+        session.warnings.is_empty(),
+        "finished, not cut off: {:?}",
+        session.warnings
+    );
+    let warnings = session.meta.warnings.join("\n");
+    assert!(warnings.contains("No such file"), "{warnings}");
+}
