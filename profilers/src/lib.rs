@@ -29,6 +29,7 @@ mod error;
 pub mod host;
 pub mod monitor;
 mod procfs;
+pub mod reaper;
 mod records;
 pub mod sampler;
 mod symbolize;

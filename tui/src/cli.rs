@@ -40,6 +40,17 @@ pub enum Command {
         /// The session directory.
         dir: PathBuf,
     },
+    /// List the processes that earlier runs left behind, and end them.
+    ///
+    /// A process is left behind (an orphan) when it carries benchtop's marker environment
+    /// (BENCHTOP_OWNER, set on everything benchtop and its workloads start) and its owner
+    /// (pid and start time) is gone. Nothing without the marker is ever signalled,
+    /// whatever its command line, nor a marked process whose owner still runs.
+    #[command(
+        after_help = "Examples:\n  benchtop reap --dry-run\n  benchtop reap\n  \
+benchtop reap --signal KILL\n  benchtop reap --grace 10s"
+    )]
+    Reap(ReapArgs),
     /// Run a workload as a worker speaking the report protocol (started by the conductor).
     #[command(hide = true)]
     Worker {
@@ -58,6 +69,34 @@ pub struct RunArgs {
     /// The workload and its parameters (`benchtop run <workload> --help` lists them).
     #[command(subcommand)]
     pub workload: Workload,
+}
+
+/// `benchtop reap`: which orphans to end, and how.
+#[derive(Debug, Clone, Args)]
+pub struct ReapArgs {
+    /// List the orphans, signal nothing.
+    #[arg(long, short = 'n')]
+    pub dry_run: bool,
+    /// The first signal: TERM (then KILL after the grace period) or KILL at once.
+    #[arg(long, value_enum, ignore_case = true, default_value_t = ReapSignalArg::Term)]
+    pub signal: ReapSignalArg,
+    /// How long a process gets to exit after SIGTERM before SIGKILL.
+    #[arg(long, value_name = "D", default_value = "5s", value_parser = parse_duration)]
+    pub grace: Duration,
+    /// Only the processes of this session (the `id` in its session.json).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+}
+
+/// The first signal `reap` sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReapSignalArg {
+    /// SIGTERM, then SIGKILL after the grace period.
+    #[value(alias = "sigterm")]
+    Term,
+    /// SIGKILL at once.
+    #[value(alias = "sigkill")]
+    Kill,
 }
 
 /// Options of a recording, shared by every workload.
@@ -209,6 +248,23 @@ mod tests {
         assert_eq!((args.profile, args.event), (Profile::Cpu, PerfEvent::Auto));
         assert_eq!(args.symbols, Symbols::Inlined);
         assert!(args.record.is_none() && args.duration.is_none() && !args.quiet);
+    }
+
+    #[test]
+    fn reap_takes_signal_names_in_any_case() {
+        for (name, expected) in [
+            ("TERM", ReapSignalArg::Term),
+            ("kill", ReapSignalArg::Kill),
+            ("SIGKILL", ReapSignalArg::Kill),
+        ] {
+            let cli = Cli::try_parse_from(["benchtop", "reap", "--signal", name]).unwrap();
+            let Some(Command::Reap(args)) = cli.command else {
+                panic!("not a reap")
+            };
+            assert_eq!(args.signal, expected);
+            assert_eq!(args.grace, Duration::from_secs(5));
+        }
+        assert!(Cli::try_parse_from(["benchtop", "reap", "--signal", "HUP"]).is_err());
     }
 
     #[test]

@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 pub mod cli;
+mod reap;
 pub mod record;
 mod show;
 
@@ -21,10 +22,24 @@ use record::RecordOptions;
 /// Runs the command line; the exit code says how the run ended.
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        None => record_workload(Workload::default(), RecordArgs::default()),
-        Some(Command::Run(args)) => record_workload(args.workload, args.record),
+        None => {
+            warn_of_orphans();
+            record_workload(Workload::default(), RecordArgs::default())
+        }
+        Some(Command::Run(args)) => {
+            warn_of_orphans();
+            record_workload(args.workload, args.record)
+        }
+        Some(Command::Reap(args)) => reap::reap(&args),
         Some(Command::Show { dir }) => show::show(&dir),
         Some(Command::Worker { workload }) => worker(&workload),
+    }
+}
+
+/// Says when earlier runs left processes behind (every start but the worker's and reap's).
+fn warn_of_orphans() {
+    if let Some(notice) = reap::orphan_notice() {
+        eprintln!("benchtop: {notice}");
     }
 }
 

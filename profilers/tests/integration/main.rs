@@ -6,5 +6,6 @@
 mod fixture;
 mod host;
 mod monitor;
+mod reaper;
 mod sampler;
 mod unprivileged;

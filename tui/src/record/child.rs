@@ -14,16 +14,13 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
-use benchtop_profilers::process_start_ticks;
+use benchtop_profilers::reaper::Owner;
 use benchtop_workloads::protocol::{INTERVAL_MS_ENV, REPORT_FD_ENV};
 
 /// The file descriptor number of the report channel inside the worker.
 pub const REPORT_FD: i32 = 3;
 
-/// Marker variable: `<conductor pid>:<conductor start time in clock ticks since boot>`.
-pub const OWNER_ENV: &str = "BENCHTOP_OWNER";
-/// Marker variable: the session id.
-pub const SESSION_ENV: &str = "BENCHTOP_SESSION";
+use benchtop_profilers::reaper::{OWNER_ENV, SESSION_ENV};
 
 /// What to start.
 #[derive(Debug, Clone)]
@@ -106,13 +103,14 @@ fn signal_name(sig: i32) -> &'static str {
 /// `<pid>:<start time>` of this process, the owner half of the marker. Without a start
 /// time the marker would tell a reaper the owner is gone: that is an error, not `0`.
 pub fn owner_marker() -> io::Result<String> {
-    let pid = std::process::id();
-    let start = process_start_ticks(pid).ok_or_else(|| {
-        io::Error::other(format!(
-            "cannot read this process's start time from /proc/{pid}/stat"
-        ))
-    })?;
-    Ok(format!("{pid}:{start}"))
+    Owner::current()
+        .map(|owner| owner.to_string())
+        .ok_or_else(|| {
+            io::Error::other(format!(
+                "cannot read this process's start time from /proc/{}/stat",
+                std::process::id()
+            ))
+        })
 }
 
 impl WorkerProcess {
