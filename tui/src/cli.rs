@@ -33,8 +33,24 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a workload, profile it, and record a session.
+    /// Run a workload (or any command after `--`), profile it, and record a session.
+    #[command(
+        args_conflicts_with_subcommands = true,
+        after_help = "Examples:\n  benchtop run ring --num-nodes 1000 --mode ask\n  \
+benchtop run storm --num-nodes 4 --num-msgs 100000\n  \
+benchtop run --duration 10s -- ./target/release/my-bench --threads 4\n\n\
+A command after `--` is started with sampling enabled at its exec, so nothing of \
+benchtop's own start-up is recorded; its output goes to worker.log in the session, and \
+Ctrl-C or --duration sends it SIGINT (SIGTERM, then SIGKILL if it does not exit). A \
+program that speaks the report protocol on the descriptor in BENCHTOP_REPORT_FD adds its \
+counters and latency histograms to the session (docs/protocol.md)."
+    )]
     Run(RunArgs),
+    /// Profile a running process (and the threads and children it creates) until it
+    /// exits, the duration elapses, or Ctrl-C; the process itself is never signalled.
+    #[command(after_help = "Examples:\n  benchtop attach 4242 --duration 30s\n  \
+benchtop attach $(pgrep -n my-server) --record /tmp/server-profile")]
+    Attach(AttachArgs),
     /// Print the summary of a recorded session.
     Show {
         /// The session directory.
@@ -51,6 +67,14 @@ pub enum Command {
 benchtop reap --signal KILL\n  benchtop reap --grace 10s"
     )]
     Reap(ReapArgs),
+    /// Wait for one byte on descriptor 4, then exec the command (started by the
+    /// conductor, which attaches the sampler in between).
+    #[command(name = "exec-gate", hide = true)]
+    ExecGate {
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<std::ffi::OsString>,
+    },
     /// Run a workload as a worker speaking the report protocol (started by the conductor).
     #[command(hide = true)]
     Worker {
@@ -68,7 +92,21 @@ pub struct RunArgs {
     pub record: RecordArgs,
     /// The workload and its parameters (`benchtop run <workload> --help` lists them).
     #[command(subcommand)]
-    pub workload: Workload,
+    pub workload: Option<Workload>,
+    /// Any program to run and profile instead of a built-in workload: `-- <command> [args]`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+/// `benchtop attach`: the process and how to record it.
+#[derive(Debug, Args)]
+pub struct AttachArgs {
+    /// The process to profile.
+    #[arg(value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pub pid: u32,
+    /// How to record.
+    #[command(flatten)]
+    pub record: RecordArgs,
 }
 
 /// `benchtop reap`: which orphans to end, and how.

@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 pub mod cli;
+mod external;
 mod reap;
 pub mod record;
 mod show;
@@ -17,7 +18,7 @@ use benchtop_workloads::worker::Workload;
 
 pub use cli::Cli;
 use cli::{Command, RecordArgs};
-use record::RecordOptions;
+use record::{RecordOptions, RecordOutcome, Target};
 
 /// Runs the command line; the exit code says how the run ended.
 pub fn run(cli: Cli) -> Result<ExitCode> {
@@ -28,8 +29,23 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Some(Command::Run(args)) => {
             warn_of_orphans();
-            record_workload(args.workload, args.record)
+            match (args.workload, args.command.is_empty()) {
+                (Some(workload), true) => record_workload(workload, args.record),
+                (None, false) => external::record_command(&args.command, args.record),
+                (Some(_), false) => anyhow::bail!(
+                    "name a workload or a command after `--`, not both (`benchtop run --help`)"
+                ),
+                (None, true) => anyhow::bail!(
+                    "name a workload (`benchtop run ring`) or a command after `--` \
+                     (`benchtop run -- ./my-bench`); `benchtop run --help` lists the workloads"
+                ),
+            }
         }
+        Some(Command::Attach(args)) => {
+            warn_of_orphans();
+            external::attach(args.pid, args.record)
+        }
+        Some(Command::ExecGate { command }) => Ok(external::exec_gate(&command)),
         Some(Command::Reap(args)) => reap::reap(&args),
         Some(Command::Show { dir }) => show::show(&dir),
         Some(Command::Worker { workload }) => worker(&workload),
@@ -43,13 +59,18 @@ fn warn_of_orphans() {
     }
 }
 
+/// This executable, which starts workers and exec gates.
+fn benchtop_exe() -> Result<std::path::PathBuf> {
+    std::env::current_exe()
+        .map_err(|e| anyhow::anyhow!("cannot find the benchtop executable to start a worker: {e}"))
+}
+
 fn record_workload(workload: Workload, record: RecordArgs) -> Result<ExitCode> {
-    let program = std::env::current_exe().map_err(|e| {
-        anyhow::anyhow!("cannot find the benchtop executable to start a worker: {e}")
-    })?;
+    let program = benchtop_exe()?;
     let mut args: Vec<std::ffi::OsString> = vec!["worker".into()];
     args.extend(workload.to_args().into_iter().map(Into::into));
     let opts = RecordOptions {
+        target: Target::Worker,
         workload: workload.name().to_owned(),
         params: workload.params_json(),
         program: program.into_os_string(),
@@ -57,7 +78,11 @@ fn record_workload(workload: Workload, record: RecordArgs) -> Result<ExitCode> {
         command_line: std::env::args().collect(),
         record,
     };
-    let outcome = record::record(&opts)?;
+    report(&record::record(&opts)?)
+}
+
+/// Prints how a recording ended; the exit code says whether it ended well.
+fn report(outcome: &RecordOutcome) -> Result<ExitCode> {
     for warning in &outcome.warnings {
         eprintln!("benchtop: warning: {warning}");
     }

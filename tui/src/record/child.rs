@@ -8,7 +8,7 @@
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io;
+use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
@@ -19,6 +19,9 @@ use benchtop_workloads::protocol::{INTERVAL_MS_ENV, REPORT_FD_ENV};
 
 /// The file descriptor number of the report channel inside the worker.
 pub const REPORT_FD: i32 = 3;
+/// The file descriptor number of the exec gate inside a gated child: one byte on it lets
+/// `benchtop exec-gate` exec the command; end of file makes it exit.
+pub const GATE_FD: i32 = 4;
 
 use benchtop_profilers::reaper::{OWNER_ENV, SESSION_ENV};
 
@@ -33,6 +36,9 @@ pub struct WorkerSpec {
     pub session_id: String,
     /// Report interval passed to the worker.
     pub interval: Duration,
+    /// Hold the child at a gate on [`GATE_FD`] until [`WorkerProcess::open_gate`] (the
+    /// program is then `benchtop exec-gate -- <command>`).
+    pub gate: bool,
 }
 
 /// A running worker and the conductor's ends of its pipes.
@@ -40,6 +46,8 @@ pub struct WorkerSpec {
 pub struct WorkerProcess {
     child: Child,
     reaped: bool,
+    /// The conductor's end of the exec gate, until it is opened.
+    gate: Option<OwnedFd>,
 }
 
 /// The conductor's ends of a worker's channels, handed to reader threads.
@@ -122,6 +130,12 @@ impl WorkerProcess {
     pub fn spawn(spec: &WorkerSpec) -> io::Result<(WorkerProcess, WorkerPipes)> {
         let (read_end, write_end) = pipe_cloexec()?;
         let write_fd = write_end.as_raw_fd();
+        let gate = if spec.gate {
+            Some(pipe_cloexec()?)
+        } else {
+            None
+        };
+        let gate_fd = gate.as_ref().map(|(read, _)| read.as_raw_fd());
         let conductor = std::process::id() as libc::pid_t;
         let mut command = Command::new(&spec.program);
         command
@@ -134,16 +148,20 @@ impl WorkerProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
-        // system calls (dup2, setpgid, prctl, getppid, _exit); it allocates nothing.
+        // system calls (fcntl, dup2, setpgid, prctl, getppid, _exit); it allocates nothing.
         unsafe {
             command.pre_exec(move || {
-                if write_fd == REPORT_FD {
-                    // dup2 onto itself keeps close-on-exec: clear it instead.
-                    if libc::fcntl(REPORT_FD, libc::F_SETFD, 0) < 0 {
+                // Copies above both targets first (closed at exec), so neither dup2 below
+                // can overwrite the other's source; dup2 clears close-on-exec on the target.
+                let report = libc::fcntl(write_fd, libc::F_DUPFD_CLOEXEC, 10);
+                if report < 0 || libc::dup2(report, REPORT_FD) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if let Some(gate_fd) = gate_fd {
+                    let gate = libc::fcntl(gate_fd, libc::F_DUPFD_CLOEXEC, 10);
+                    if gate < 0 || libc::dup2(gate, GATE_FD) < 0 {
                         return Err(io::Error::last_os_error());
                     }
-                } else if libc::dup2(write_fd, REPORT_FD) < 0 {
-                    return Err(io::Error::last_os_error());
                 }
                 if libc::setpgid(0, 0) < 0 {
                     return Err(io::Error::last_os_error());
@@ -160,6 +178,7 @@ impl WorkerProcess {
         }
         let mut child = command.spawn()?;
         drop(write_end);
+        let gate = gate.map(|(_, write)| write);
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -177,9 +196,19 @@ impl WorkerProcess {
             WorkerProcess {
                 child,
                 reaped: false,
+                gate,
             },
             pipes,
         ))
+    }
+
+    /// Lets a gated child exec its command. Does nothing for an ungated child, or a gate
+    /// already opened.
+    pub fn open_gate(&mut self) -> io::Result<()> {
+        match self.gate.take() {
+            Some(gate) => File::from(gate).write_all(b"x"),
+            None => Ok(()),
+        }
     }
 
     /// Process id of the worker.
@@ -278,6 +307,7 @@ mod tests {
             ],
             session_id: "s1".into(),
             interval: Duration::from_millis(250),
+            gate: false,
         };
         let (mut worker, mut pipes) = WorkerProcess::spawn(&spec).unwrap();
         let mut out = String::new();
@@ -293,12 +323,32 @@ mod tests {
     }
 
     #[test]
+    fn a_gated_child_waits_on_fd_4_until_the_gate_opens() {
+        let spec = WorkerSpec {
+            program: "/bin/sh".into(),
+            // Both descriptors arrive, whatever numbers the conductor's pipes had.
+            args: vec!["-c".into(), "head -c 1 <&4 >&3; echo ' passed' >&3".into()],
+            session_id: "s3".into(),
+            interval: Duration::from_secs(1),
+            gate: true,
+        };
+        let (mut worker, mut pipes) = WorkerProcess::spawn(&spec).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(worker.try_reap().unwrap(), None, "passed a closed gate");
+        worker.open_gate().unwrap();
+        let mut out = String::new();
+        pipes.reports.read_to_string(&mut out).unwrap();
+        assert_eq!(out.trim(), "x passed");
+    }
+
+    #[test]
     fn dropping_the_guard_kills_the_worker() {
         let spec = WorkerSpec {
             program: "/bin/sleep".into(),
             args: vec!["30".into()],
             session_id: "s2".into(),
             interval: Duration::from_secs(1),
+            gate: false,
         };
         let (worker, _pipes) = WorkerProcess::spawn(&spec).unwrap();
         let pid = worker.pid();

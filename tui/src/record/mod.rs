@@ -20,7 +20,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{Context, Result};
 use benchtop_profilers::monitor::ProcessMonitor;
 use benchtop_profilers::sampler::{SampleEvent, Sampler, SamplerOptions};
-use benchtop_profilers::{ProfilerError, SymbolDetail, host};
+use benchtop_profilers::{ProfilerError, SymbolDetail, host, process_start_ticks};
 use benchtop_sessions::histogram::HistogramDecoder;
 use benchtop_sessions::meta::{Better, Figure, WorkloadInfo};
 use benchtop_sessions::store::{SessionWriter, StackKind, new_session_id, rfc3339};
@@ -53,9 +53,28 @@ const EVENT_QUEUE: usize = 256;
 /// Where sessions go when no `--record DIR` is given, relative to the working directory.
 pub const DEFAULT_SESSIONS_DIR: &str = "sessions";
 
+/// What the conductor records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// A built-in workload's worker: hello, ready, `start`, ticks, summary.
+    Worker,
+    /// Any command, held at the exec gate (`program` is `benchtop exec-gate -- …`) until
+    /// the sampler is attached. It may speak the report protocol; it need not.
+    Command,
+    /// A process that is already running: profiled and watched, never signalled.
+    Attach {
+        /// Its pid.
+        pid: u32,
+        /// Its start time (clock ticks after boot), to tell its exit from a reused pid.
+        start_ticks: u64,
+    },
+}
+
 /// What to record.
 #[derive(Debug, Clone)]
 pub struct RecordOptions {
+    /// What kind of process is recorded.
+    pub target: Target,
     /// Workload name for the session.
     pub workload: String,
     /// Workload parameters by their command-line names.
@@ -143,22 +162,28 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
     };
     let id = writer.meta().id.clone();
 
-    let spec = WorkerSpec {
-        program: opts.program.clone(),
-        args: opts.args.clone(),
-        session_id: id,
-        interval: opts.record.interval,
-    };
-    let (worker, pipes) = match WorkerProcess::spawn(&spec) {
-        Ok(spawned) => spawned,
-        Err(e) => {
-            let reason = format!(
-                "cannot start the worker {}: {e}",
-                std::path::Path::new(&opts.program).display()
-            );
-            let _ = writer.update_meta(|m| m.warnings.push(reason.clone()));
-            let _ = writer.finish(Status::Crashed, rfc3339(SystemTime::now()));
-            anyhow::bail!(reason);
+    let (worker, pipes) = match opts.target {
+        Target::Attach { pid, start_ticks } => (Process::Attached { pid, start_ticks }, None),
+        Target::Worker | Target::Command => {
+            let spec = WorkerSpec {
+                program: opts.program.clone(),
+                args: opts.args.clone(),
+                session_id: id,
+                interval: opts.record.interval,
+                gate: opts.target == Target::Command,
+            };
+            match WorkerProcess::spawn(&spec) {
+                Ok((worker, pipes)) => (Process::Child(worker), Some(pipes)),
+                Err(e) => {
+                    let reason = format!(
+                        "cannot start the worker {}: {e}",
+                        std::path::Path::new(&opts.program).display()
+                    );
+                    let _ = writer.update_meta(|m| m.warnings.push(reason.clone()));
+                    let _ = writer.finish(Status::Crashed, rfc3339(SystemTime::now()));
+                    anyhow::bail!(reason);
+                }
+            }
         }
     };
     // A failed write here is retried by every later one and by finish.
@@ -170,7 +195,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
         opts,
         writer,
         worker,
-        stdin: Some(pipes.stdin),
+        stdin: None,
         progress,
         sampler: None,
         sampler_opts,
@@ -200,9 +225,18 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
         done_at: None,
         lingered: false,
         killed_by_user: false,
+        next_row_at: None,
+    };
+    let events = match pipes {
+        Some(pipes) => {
+            run.stdin = Some(pipes.stdin);
+            spawn_readers(pipes.reports, pipes.stdout, pipes.stderr)
+        }
+        // An attached process has no streams: the loop sees them all closed.
+        None => Ok(mpsc::sync_channel(1).1),
     };
     // Whatever happens in the loop, even a panic, the session is finalized.
-    let result = spawn_readers(pipes.reports, pipes.stdout, pipes.stderr).and_then(|events| {
+    let result = events.and_then(|events| {
         std::panic::catch_unwind(AssertUnwindSafe(|| run.drive(&events))).unwrap_or_else(|panic| {
             let text = panic
                 .downcast_ref::<&str>()
@@ -266,10 +300,48 @@ fn forward_output(
     Ok(())
 }
 
+/// The process being recorded: a child of the conductor, or one it attached to.
+enum Process {
+    Child(WorkerProcess),
+    Attached { pid: u32, start_ticks: u64 },
+}
+
+impl Process {
+    fn pid(&self) -> u32 {
+        match self {
+            Process::Child(child) => child.pid(),
+            Process::Attached { pid, .. } => *pid,
+        }
+    }
+
+    /// Signals a child's process group; an attached process is never signalled.
+    fn signal_group(&self, signal: i32) {
+        if let Process::Child(child) = self {
+            child.signal_group(signal);
+        }
+    }
+
+    /// How the process ended, once it has. An attached process is not ours to wait
+    /// for: it has ended when its pid no longer names it.
+    fn try_reap(&mut self) -> std::io::Result<Option<WorkerExit>> {
+        match self {
+            Process::Child(child) => child.try_reap(),
+            Process::Attached { pid, start_ticks } => Ok((process_start_ticks(*pid)
+                != Some(*start_ticks))
+            .then_some(WorkerExit {
+                code: None,
+                signal: None,
+                cpu_time_s: f64::NAN,
+                peak_rss_bytes: 0,
+            })),
+        }
+    }
+}
+
 struct Run<'a> {
     opts: &'a RecordOptions,
     writer: SessionWriter,
-    worker: WorkerProcess,
+    worker: Process,
     stdin: Option<std::process::ChildStdin>,
     progress: Progress,
     sampler: Option<Sampler>,
@@ -312,6 +384,8 @@ struct Run<'a> {
     lingered: bool,
     /// The user asked twice: the worker was killed at once.
     killed_by_user: bool,
+    /// When the conductor writes the next monitor-only row (a target that sends no ticks).
+    next_row_at: Option<Instant>,
 }
 
 impl Run<'_> {
@@ -331,16 +405,19 @@ impl Run<'_> {
                 }
             }
             self.end_a_worker_that_does_not_exit();
-            if self.ready
+            // A worker starts when it is ready; any other target at once.
+            if (self.ready || self.opts.target != Target::Worker)
                 && self.started_at.is_none()
                 && self.stop_status.is_none()
                 && self.failure.is_none()
             {
                 self.start()?;
             }
+            self.write_monitor_row()?;
             // The clock for `ready` starts at hello.
             let waiting_since = self.hello_at.unwrap_or(spawned);
-            if self.started_at.is_none()
+            if self.opts.target == Target::Worker
+                && self.started_at.is_none()
                 && self.failure.is_none()
                 && self.exited.is_none()
                 && waiting_since.elapsed() > HANDSHAKE_TIMEOUT
@@ -356,6 +433,10 @@ impl Run<'_> {
                 ));
             }
             self.check_stop_requests();
+            if matches!(self.opts.target, Target::Attach { .. }) && self.stop_status.is_some() {
+                // Detach: the process goes on, the recording ends.
+                return Ok(());
+            }
             self.escalate_stop();
             if self.exited.is_none()
                 && let Some(exit) = self.worker.try_reap()?
@@ -419,6 +500,10 @@ impl Run<'_> {
                     return self.protocol_warning("ready before hello".into());
                 }
                 self.ready = true;
+                if self.opts.target == Target::Command && self.started_at.is_some() {
+                    // A command speaking the protocol: sampling has run since its exec.
+                    self.send(ConductorMessage::Start);
+                }
             }
             WorkerMessage::Tick(tick) => {
                 if self.started_at.is_none() {
@@ -497,7 +582,21 @@ impl Run<'_> {
             })?;
         }
         self.monitor = Some(ProcessMonitor::new(pid));
-        self.send(ConductorMessage::Start);
+        match self.opts.target {
+            Target::Worker => self.send(ConductorMessage::Start),
+            Target::Command => {
+                if let Process::Child(child) = &mut self.worker
+                    && let Err(e) = child.open_gate()
+                {
+                    self.fail(format!("cannot release the command at its exec gate: {e}"));
+                    return Ok(());
+                }
+                self.next_row_at = Some(Instant::now() + self.opts.record.interval);
+            }
+            Target::Attach { .. } => {
+                self.next_row_at = Some(Instant::now() + self.opts.record.interval);
+            }
+        }
         let now = Instant::now();
         self.start_offset_s = now.duration_since(self.began).as_secs_f64();
         self.started_at = Some(now);
@@ -542,6 +641,39 @@ impl Run<'_> {
         self.writer.append_row(&row)?;
         self.last_t_ns = tick.t_ns;
         self.last_counters.clone_from(&tick.counters);
+        self.show_progress(&row);
+        Ok(())
+    }
+
+    /// For a target that sends no ticks (a command that does not speak the protocol, an
+    /// attached process), a row of monitors every interval.
+    fn write_monitor_row(&mut self) -> Result<()> {
+        let (Some(started), Some(due)) = (self.started_at, self.next_row_at) else {
+            return Ok(());
+        };
+        if self.hello_at.is_some() {
+            // The program speaks the protocol: its ticks make the rows.
+            self.next_row_at = None;
+            return Ok(());
+        }
+        let now = Instant::now();
+        if now < due || self.exited.is_some() {
+            return Ok(());
+        }
+        let interval = self.opts.record.interval;
+        let t_s = now.duration_since(started).as_secs_f64();
+        let mut row = TimeseriesRow::default();
+        row.t_s = t_s;
+        row.interval_s = t_s - self.last_t_ns as f64 / 1e9;
+        if let Some(monitor) = &mut self.monitor
+            && let Ok(resources) = monitor.sample()
+        {
+            row.resources = Some(resources);
+        }
+        self.writer.append_row(&row)?;
+        self.last_t_ns = (t_s * 1e9) as u64;
+        // The next row is due one interval later, without drifting, and never in the past.
+        self.next_row_at = Some((due + interval).max(now));
         self.show_progress(&row);
         Ok(())
     }
@@ -604,9 +736,24 @@ impl Run<'_> {
 
     fn request_stop(&mut self, status: Status, text: &str) {
         self.stop_status = Some(status);
-        self.progress.message(text);
-        // Before `start` too: a worker told to stop before it started exits quietly.
-        self.send(ConductorMessage::Stop);
+        match self.opts.target {
+            Target::Command if self.hello_at.is_none() => {
+                // A program that does not speak the protocol stops as at a terminal.
+                self.progress
+                    .message(&text.replace("stopping the worker", "sending SIGINT"));
+                self.worker.signal_group(libc::SIGINT);
+            }
+            Target::Attach { .. } => {
+                self.progress
+                    .message(&text.replace("stopping the worker", "detaching"));
+                return;
+            }
+            // Before `start` too: a worker told to stop before it started exits quietly.
+            Target::Worker | Target::Command => {
+                self.progress.message(text);
+                self.send(ConductorMessage::Stop);
+            }
+        }
         self.stop_sent_at = Some(Instant::now());
     }
 
@@ -667,7 +814,8 @@ impl Run<'_> {
             // The loop failed (the disk, most likely): end the worker, keep what we can.
             warnings.push(format!("recording failed: {e:#}"));
         }
-        if self.exited.is_none() {
+        let attached = matches!(self.worker, Process::Attached { .. });
+        if self.exited.is_none() && !attached {
             self.worker.signal_group(libc::SIGKILL);
             for _ in 0..100 {
                 if let Ok(Some(exit)) = self.worker.try_reap() {
@@ -722,8 +870,9 @@ impl Run<'_> {
             .unwrap_or_default();
         let _ = self.writer.update_meta(|m| {
             m.worker.exit = exit.map(|e| e.to_string());
-            m.worker.cpu_time_s = exit.map(|e| e.cpu_time_s);
-            m.worker.peak_rss_bytes = exit.map(|e| e.peak_rss_bytes);
+            // An attached process is not our child: wait4 tells nothing of it.
+            m.worker.cpu_time_s = exit.filter(|_| !attached).map(|e| e.cpu_time_s);
+            m.worker.peak_rss_bytes = exit.filter(|_| !attached).map(|e| e.peak_rss_bytes);
             m.summary = figures;
             m.warnings.extend(warnings);
         });
@@ -743,6 +892,37 @@ impl Run<'_> {
         if let Some(reason) = &self.failure {
             warnings.push(reason.clone());
             return Status::Crashed;
+        }
+        match self.opts.target {
+            Target::Attach { .. } => {
+                // Detached on request, or the process ended (how is not ours to know).
+                return self.stop_status.unwrap_or(Status::Complete);
+            }
+            Target::Command if self.hello_at.is_none() => {
+                let Some(exit) = self.exited else {
+                    warnings.push("the command did not exit and was killed".into());
+                    return Status::Crashed;
+                };
+                return match self.stop_status {
+                    Some(stop) => {
+                        if self.killed_by_user {
+                            warnings.push(format!(
+                                "the command was killed on a second interrupt ({exit})"
+                            ));
+                        }
+                        stop
+                    }
+                    None if exit.success() => Status::Complete,
+                    None => {
+                        warnings.push(match &self.worker_error {
+                            Some(error) => format!("{error} ({exit})"),
+                            None => format!("the command failed ({exit})"),
+                        });
+                        Status::Crashed
+                    }
+                };
+            }
+            Target::Worker | Target::Command => {}
         }
         let Some(exit) = self.exited else {
             warnings.push("the worker did not exit and was killed".into());

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod deps;
+mod external;
 mod reap;
 mod record;
 mod support;

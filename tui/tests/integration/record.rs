@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use benchtop::cli::{Profile, RecordArgs};
-use benchtop::record::{RecordOptions, record};
+use benchtop::record::{RecordOptions, Target, record};
 use benchtop_sessions::Status;
 use benchtop_sessions::store::Session;
 use benchtop_workloads::protocol::{encode_histogram, new_latency_histogram};
@@ -332,6 +332,7 @@ fn a_duration_ends_the_run_as_complete() {
 
 fn script_options(dir: &Path, script: String) -> RecordOptions {
     RecordOptions {
+        target: Target::Worker,
         workload: "script".into(),
         params: BTreeMap::new(),
         program: "/bin/sh".into(),

@@ -1,0 +1,145 @@
+//! Programs that are not built in: `benchtop run -- <command>`, `benchtop attach <pid>`,
+//! and the exec gate that holds a command until the sampler is attached.
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::fd::FromRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use benchtop_profilers::process_start_ticks;
+use benchtop_workloads::protocol::{self, WorkerMessage};
+
+use crate::cli::RecordArgs;
+use crate::record::child::{GATE_FD, REPORT_FD};
+use crate::record::{self, RecordOptions, Target};
+use crate::{benchtop_exe, report};
+
+/// Exit code of the gate when the conductor went away before opening it.
+const GATE_CLOSED: u8 = 125;
+/// Exit code when the command cannot be executed (as a shell says it).
+const EXEC_FAILED: u8 = 127;
+
+/// `benchtop run -- <command> [args]`: the command starts behind the exec gate, so the
+/// sampler is attached before its first instruction.
+pub fn record_command(command: &[OsString], record: RecordArgs) -> Result<ExitCode> {
+    let Some(first) = command.first() else {
+        anyhow::bail!("no command after `--`");
+    };
+    let name = Path::new(first)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| first.to_string_lossy().into_owned());
+    let mut params = std::collections::BTreeMap::new();
+    params.insert(
+        "command".to_owned(),
+        serde_json::json!(command_text(command)),
+    );
+    let mut args: Vec<OsString> = vec!["exec-gate".into(), "--".into()];
+    args.extend(command.iter().cloned());
+    let opts = RecordOptions {
+        target: Target::Command,
+        workload: name,
+        params,
+        program: benchtop_exe()?.into_os_string(),
+        args,
+        command_line: std::env::args().collect(),
+        record,
+    };
+    report(&record::record(&opts)?)
+}
+
+/// `benchtop attach <pid>`: profiles and watches a running process until it exits, the
+/// duration elapses or the user presses Ctrl-C. The process is never signalled.
+pub fn attach(pid: u32, record: RecordArgs) -> Result<ExitCode> {
+    if pid == std::process::id() {
+        anyhow::bail!("benchtop cannot attach to itself (pid {pid})");
+    }
+    let start_ticks = process_start_ticks(pid)
+        .with_context(|| format!("no process with pid {pid} (or /proc/{pid} is unreadable)"))?;
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|c| c.trim_end().to_owned())
+        .unwrap_or_else(|_| format!("pid-{pid}"));
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let argv: Vec<OsString> = cmdline
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| OsString::from(String::from_utf8_lossy(a).into_owned()))
+        .collect();
+    let mut params = std::collections::BTreeMap::new();
+    params.insert("pid".to_owned(), serde_json::json!(pid));
+    params.insert("command".to_owned(), serde_json::json!(command_text(&argv)));
+    let opts = RecordOptions {
+        target: Target::Attach { pid, start_ticks },
+        workload: comm,
+        params,
+        program: OsString::new(),
+        args: Vec::new(),
+        command_line: std::env::args().collect(),
+        record,
+    };
+    report(&record::record(&opts)?)
+}
+
+fn command_text(command: &[OsString]) -> String {
+    command
+        .iter()
+        .map(|a| a.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The hidden `exec-gate` subcommand: waits for the conductor's byte on [`GATE_FD`], then
+/// replaces itself with the command. Sampling events opened on this process with
+/// enable-on-exec begin at that exec. When the exec fails, says why on the report channel
+/// (the conductor shows it) and on standard error.
+pub fn exec_gate(command: &[OsString]) -> ExitCode {
+    if !wait_at_gate() {
+        return ExitCode::from(GATE_CLOSED);
+    }
+    let Some((program, args)) = command.split_first() else {
+        return ExitCode::from(EXEC_FAILED);
+    };
+    let err = std::process::Command::new(program).args(args).exec();
+    let message = format!("cannot run `{}`: {err}", program.to_string_lossy());
+    if fd_is_open(REPORT_FD) {
+        // SAFETY: the conductor opened REPORT_FD for this process; nothing else owns it.
+        let mut reports = unsafe { std::fs::File::from_raw_fd(REPORT_FD) };
+        let mut buf = Vec::new();
+        let _ = protocol::write_message(
+            &mut reports,
+            &mut buf,
+            &WorkerMessage::Error {
+                message: message.clone(),
+            },
+        );
+    }
+    let _ = writeln!(std::io::stderr(), "benchtop: {message}");
+    ExitCode::from(EXEC_FAILED)
+}
+
+/// Blocks until the gate opens (true); false when it was closed unopened or is not
+/// there at all.
+fn wait_at_gate() -> bool {
+    if !fd_is_open(GATE_FD) {
+        return false;
+    }
+    // SAFETY: the conductor opened GATE_FD for this process; nothing else owns it. The
+    // file is dropped (closed) before the exec.
+    let mut gate = unsafe { std::fs::File::from_raw_fd(GATE_FD) };
+    let mut byte = [0u8; 1];
+    loop {
+        match gate.read(&mut byte) {
+            Ok(1) => return true,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            _ => return false,
+        }
+    }
+}
+
+fn fd_is_open(fd: i32) -> bool {
+    // SAFETY: F_GETFD only reads the descriptor's flags.
+    unsafe { libc::fcntl(fd, libc::F_GETFD) >= 0 }
+}

@@ -1,0 +1,203 @@
+//! Programs that are not built in: `benchtop run -- <command>` and `benchtop attach`.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use benchtop_sessions::Status;
+use benchtop_sessions::store::Session;
+
+use crate::support::benchtop;
+
+fn run_command(dir: &Path, options: &[&str], command: &[&str]) -> Output {
+    benchtop()
+        .args(["run", "--quiet", "--record"])
+        .arg(dir)
+        .args(options)
+        .arg("--")
+        .args(command)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Stacks whose root frame (the process name) is `root`, by weight.
+fn weight_under(folded: &str, root: &str) -> u64 {
+    folded
+        .lines()
+        .filter(|line| line.split(';').next() == Some(root))
+        .filter_map(|line| line.rsplit_once(' ')?.1.parse::<u64>().ok())
+        .sum()
+}
+
+#[test]
+fn a_command_after_dashes_is_recorded_with_its_stacks_and_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("dd");
+    let output = run_command(
+        &dir,
+        &["--interval", "100ms"],
+        &[
+            "dd",
+            "if=/dev/zero",
+            "of=/dev/null",
+            "bs=4k",
+            "count=400000",
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Complete);
+    assert_eq!(session.meta.workload.name, "dd");
+    assert_eq!(
+        session.meta.workload.params["command"],
+        "dd if=/dev/zero of=/dev/null bs=4k count=400000"
+    );
+    // dd reports on stderr: the session keeps it.
+    let log = std::fs::read_to_string(dir.join("worker.log")).unwrap();
+    assert!(log.contains("400000+0 records in"), "{log}");
+    let folded = std::fs::read_to_string(dir.join("cpu.folded")).unwrap();
+    let total: u64 = folded
+        .lines()
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+        .sum();
+    assert!(weight_under(&folded, "dd") > 0, "{folded}");
+    // The gate (benchtop itself, before the exec) is not what was sampled.
+    assert!(
+        weight_under(&folded, "benchtop") * 10 <= total,
+        "the exec gate shows in the profile:\n{folded}"
+    );
+    assert!(session.rows.iter().any(|r| r.resources.is_some()));
+}
+
+#[test]
+fn a_command_that_cannot_run_leaves_a_crashed_session_saying_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("missing");
+    let output = run_command(&dir, &[], &["/nonexistent/benchtop-test-program"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("cannot run `/nonexistent/benchtop-test-program`")
+            && stderr.contains("No such file"),
+        "{stderr}"
+    );
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Crashed);
+}
+
+#[test]
+fn a_duration_ends_a_command_with_sigint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sleep");
+    let output = run_command(
+        &dir,
+        &["--duration", "300ms", "--profile", "none"],
+        &["sleep", "600"],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Complete);
+    let exit = session.meta.worker.exit.unwrap();
+    assert!(exit.contains("signal 2"), "{exit}");
+}
+
+#[test]
+fn a_command_speaking_the_report_protocol_adds_its_latencies_and_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("protocol");
+    let worker = env!("CARGO_BIN_EXE_benchtop");
+    let output = run_command(
+        &dir,
+        &["--profile", "none", "--interval", "100ms"],
+        &[
+            worker,
+            "worker",
+            "ring",
+            "--num-nodes",
+            "100",
+            "--num-rounds",
+            "20000",
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Complete);
+    assert!(
+        session
+            .meta
+            .summary
+            .iter()
+            .any(|f| f.name == "final_sum_after_ring_messaging"),
+        "{:?}",
+        session.meta.summary
+    );
+    assert!(!session.latency.is_empty(), "no latency histograms");
+    assert!(
+        session
+            .rows
+            .iter()
+            .any(|r| r.counters.contains_key("messages"))
+    );
+}
+
+#[test]
+fn attach_profiles_a_running_process_and_leaves_it_running() {
+    let mut busy = Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("attach");
+    let output = benchtop()
+        .args([
+            "attach",
+            &busy.id().to_string(),
+            "--duration",
+            "1s",
+            "--quiet",
+        ])
+        .args(["--interval", "200ms", "--record"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let still_running = busy.try_wait().unwrap().is_none();
+    let _ = busy.kill();
+    let _ = busy.wait();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(still_running, "attach ended the process");
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Complete);
+    assert_eq!(session.meta.workload.name, "sh");
+    assert!(session.rows.len() >= 3, "{} rows", session.rows.len());
+    let folded = std::fs::read_to_string(dir.join("cpu.folded")).unwrap();
+    assert!(weight_under(&folded, "sh") > 100, "{folded}");
+}
+
+#[test]
+fn attach_to_a_missing_process_is_refused_before_any_session() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("none");
+    let output = benchtop()
+        .args(["attach", "4194304", "--record"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(text(&output.stderr).contains("no process with pid 4194304"));
+    assert!(!dir.exists());
+}
+
+#[test]
+fn run_without_a_workload_or_command_says_what_to_give() {
+    let output = benchtop().arg("run").output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("benchtop run ring") && stderr.contains("--"),
+        "{stderr}"
+    );
+}
