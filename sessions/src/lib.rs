@@ -3,7 +3,8 @@
 //! A session is a directory of files other tools already read: `session.json`
 //! ([`SessionMeta`]), `timeseries.jsonl` ([`TimeseriesRow`]), `latency.hlog` (an
 //! HdrHistogram interval log, [`hlog`]), `cpu.folded` ([`StackTree`]) and its flamegraph
-//! ([`flame`]), and `worker.log`. [`SessionWriter`] records one incrementally while a run goes
+//! ([`flame`]), `threads.csv` (every thread the monitors saw, [`ThreadSummary`]), and
+//! `worker.log`. [`SessionWriter`] records one incrementally while a run goes
 //! on; [`Session::load`] reads one back and checks it. [`histogram::decode_histogram`]
 //! decodes the base64 histograms of latency.hlog and of worker reports without trusting the
 //! sizes inside them, and [`units`] formats durations and sizes for people. This crate owns
@@ -67,7 +68,9 @@ pub use hlog::{Hlog, HlogInterval, HlogWriter, read_hlog};
 pub use meta::{SessionMeta, Status};
 pub use stacks::{FrameId, NodeId, StackTree};
 pub use store::{Session, SessionWriter, StackKind, new_session_id, rfc3339};
-pub use timeseries::{Percentiles, Resources, TimeseriesRow};
+pub use timeseries::{
+    ContextSwitches, IoCounters, Percentiles, Resources, ThreadCpu, ThreadSummary, TimeseriesRow,
+};
 
 /// Version of the session directory format this build writes and the newest it reads.
 pub const SCHEMA_VERSION: u32 = 1;

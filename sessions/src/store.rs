@@ -12,8 +12,12 @@ use hdrhistogram::Histogram;
 
 use crate::hlog::{self, HlogInterval, HlogWriter};
 use crate::stacks::NodeId;
+use crate::timeseries::{parse_threads_csv, threads_to_csv};
 use crate::units::{human_bytes, human_ns};
-use crate::{SCHEMA_VERSION, SessionError, SessionMeta, StackTree, Status, TimeseriesRow, flame};
+use crate::{
+    SCHEMA_VERSION, SessionError, SessionMeta, StackTree, Status, ThreadSummary, TimeseriesRow,
+    flame,
+};
 
 /// The session metadata file.
 pub const SESSION_FILE: &str = "session.json";
@@ -23,6 +27,8 @@ pub const TIMESERIES_FILE: &str = "timeseries.jsonl";
 pub const LATENCY_FILE: &str = "latency.hlog";
 /// What the workload printed.
 pub const WORKER_LOG_FILE: &str = "worker.log";
+/// Every thread the monitors saw, one CSV line each.
+pub const THREADS_FILE: &str = "threads.csv";
 
 /// How many names [`SessionWriter::create_unique`] tries: `id`, then `id-2` to `id-100`.
 pub const MAX_UNIQUE_ATTEMPTS: u32 = 100;
@@ -254,6 +260,16 @@ impl SessionWriter {
             })
     }
 
+    /// Writes threads.csv, the table of every thread the monitors saw, replacing any
+    /// earlier version atomically. A recorder may call it during the run, so that a run cut
+    /// off keeps the table as it last was, and once at the end.
+    pub fn write_threads(&mut self, threads: &[ThreadSummary]) -> Result<(), SessionError> {
+        write_atomically(
+            &self.dir.join(THREADS_FILE),
+            threads_to_csv(threads).as_bytes(),
+        )
+    }
+
     /// Ends the recording: syncs every file and rewrites session.json with `status` and
     /// `ended_at` (RFC 3339). Returns the session directory.
     pub fn finish(mut self, status: Status, ended_at: String) -> Result<PathBuf, SessionError> {
@@ -359,6 +375,8 @@ pub struct Session {
     pub cpu: Option<StackTree>,
     /// offcpu.folded.
     pub offcpu: Option<StackTree>,
+    /// threads.csv, in file order; empty when the session has none.
+    pub threads: Vec<ThreadSummary>,
     /// What loading found wrong but could read past: incomplete last lines, a recording cut
     /// off. The recorder's own warnings are in `meta.warnings`.
     pub warnings: Vec<String>,
@@ -371,7 +389,7 @@ impl Session {
     /// [`SessionError::UnsupportedSchema`]; any file that does not parse is
     /// [`SessionError::Corrupt`] naming it and the line. The incomplete last line a killed
     /// recorder leaves in timeseries.jsonl or latency.hlog is dropped with a warning.
-    /// latency.hlog, timeseries.jsonl and the folded files are optional.
+    /// latency.hlog, timeseries.jsonl, the folded files and threads.csv are optional.
     pub fn load(dir: &Path) -> Result<Session, SessionError> {
         let meta_path = dir.join(SESSION_FILE);
         let Some(bytes) = read_optional(&meta_path)? else {
@@ -410,6 +428,11 @@ impl Session {
                 .map(|bytes| StackTree::read_folded(&bytes[..], &path.display().to_string()))
                 .transpose()
         };
+        let path = dir.join(THREADS_FILE);
+        let threads = match read_optional(&path)? {
+            Some(bytes) => parse_threads_csv(&bytes, &path)?,
+            None => Vec::new(),
+        };
         Ok(Session {
             dir: dir.into(),
             meta,
@@ -417,12 +440,14 @@ impl Session {
             latency,
             cpu: stacks(StackKind::Cpu)?,
             offcpu: stacks(StackKind::OffCpu)?,
+            threads,
             warnings,
         })
     }
 
     /// What `benchtop show DIR` prints: the run, its host and sampling, the workload's
-    /// figures, latency percentiles per metric over the whole run, resources, the hottest
+    /// figures, latency percentiles per metric over the whole run, resources (peaks, CPU
+    /// time, context switches, I/O), the busiest threads of threads.csv, the hottest
     /// on-CPU frames and every warning.
     pub fn summary_text(&self) -> String {
         let mut out = String::new();
@@ -532,26 +557,8 @@ impl Session {
             }
         }
 
-        let resources = self.rows.iter().filter_map(|r| r.resources.as_ref());
-        let (peak_rss, max_threads) = resources.fold((None, None), |(rss, threads), r| {
-            let rss_now = r.peak_rss_bytes.max(r.rss_bytes);
-            (
-                Some(rss.map_or(rss_now, |v: u64| v.max(rss_now))),
-                Some(threads.map_or(r.threads, |v: u32| v.max(r.threads))),
-            )
-        });
-        // The monitor's VmHWM counts from exec; wait4's figure (for runs too short to be
-        // sampled) also holds pages inherited from the conductor at fork.
-        let peak_rss = peak_rss.or(self.meta.worker.peak_rss_bytes);
-        if peak_rss.is_some() || max_threads.is_some() {
-            writeln!(out, "\nresources")?;
-        }
-        if let Some(rss) = peak_rss {
-            writeln!(out, "  peak RSS     {}", human_bytes(rss))?;
-        }
-        if let Some(threads) = max_threads {
-            writeln!(out, "  max threads  {threads}")?;
-        }
+        self.write_resources(out)?;
+        self.write_busiest_threads(out, 5)?;
 
         if let Some(cpu) = self.cpu.as_ref().filter(|t| !t.is_empty()) {
             writeln!(
@@ -577,6 +584,91 @@ impl Session {
             for w in warnings {
                 writeln!(out, "  - {w}")?;
             }
+        }
+        Ok(())
+    }
+
+    /// The resources section: peaks over the rows, and the totals of the last row that has
+    /// them.
+    fn write_resources(&self, out: &mut String) -> fmt::Result {
+        let resources = || self.rows.iter().filter_map(|r| r.resources.as_ref());
+        let peak_rss = resources().map(|r| r.peak_rss_bytes.max(r.rss_bytes)).max();
+        let max_threads = resources().map(|r| r.threads).max();
+        let max_processes = resources().map(|r| r.processes).max().filter(|&p| p > 0);
+        let switches = resources().rev().find_map(|r| r.ctx_switches_total);
+        let io = resources().rev().find_map(|r| r.io_total);
+        let cpu_time = resources()
+            .rev()
+            .map(|r| r.cpu_time_s)
+            .find(|t| t.is_finite());
+        // The monitor's VmHWM counts from exec; wait4's figure (for runs too short to be
+        // sampled) also holds pages inherited from the conductor at fork.
+        let peak_rss = peak_rss.or(self.meta.worker.peak_rss_bytes);
+        if peak_rss.is_none() && max_threads.is_none() {
+            return Ok(());
+        }
+        writeln!(out, "\nresources")?;
+        if let Some(rss) = peak_rss {
+            writeln!(out, "  peak RSS     {}", human_bytes(rss))?;
+        }
+        if let Some(threads) = max_threads {
+            writeln!(out, "  max threads  {threads}")?;
+        }
+        if let Some(processes) = max_processes {
+            writeln!(out, "  max procs    {processes}")?;
+        }
+        if let Some(cpu) = cpu_time.filter(|&t| t > 0.0) {
+            writeln!(out, "  CPU time     {cpu:.2} s")?;
+        }
+        if let Some(s) = switches {
+            writeln!(
+                out,
+                "  ctx switches {} voluntary, {} involuntary",
+                s.voluntary, s.involuntary
+            )?;
+        }
+        if let Some(io) = io {
+            writeln!(
+                out,
+                "  I/O          {} read in {} calls, {} written in {} calls; storage {} read, {} written",
+                human_bytes(io.rchar),
+                io.syscr,
+                human_bytes(io.wchar),
+                io.syscw,
+                human_bytes(io.read_bytes),
+                human_bytes(io.write_bytes)
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The `n` threads of threads.csv with the most CPU time.
+    fn write_busiest_threads(&self, out: &mut String, n: usize) -> fmt::Result {
+        if self.threads.is_empty() {
+            return Ok(());
+        }
+        let mut busiest: Vec<&ThreadSummary> = self.threads.iter().collect();
+        busiest.sort_by(|a, b| {
+            b.cpu_s()
+                .total_cmp(&a.cpu_s())
+                .then(a.pid.cmp(&b.pid))
+                .then(a.tid.cmp(&b.tid))
+        });
+        writeln!(
+            out,
+            "\nbusiest threads ({THREADS_FILE}: {} threads seen)",
+            self.threads.len()
+        )?;
+        for t in busiest.into_iter().take(n) {
+            writeln!(
+                out,
+                "  {:>9.2} s  {} (tid {}) in {} (pid {})",
+                t.cpu_s(),
+                or_unknown(&t.thread),
+                t.tid,
+                or_unknown(&t.process),
+                t.pid
+            )?;
         }
         Ok(())
     }

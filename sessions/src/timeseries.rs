@@ -1,8 +1,13 @@
-//! timeseries.jsonl: one row per interval.
+//! timeseries.jsonl, one row per interval, and threads.csv, the table of every thread a
+//! run's monitors saw: the data the resource monitors record.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
 
 use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::SessionError;
 
 /// One interval of a run: the workload's counters and latencies, and the monitors.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -23,9 +28,23 @@ pub struct TimeseriesRow {
     /// Latency percentiles of the interval, per histogram metric.
     #[serde(default)]
     pub latency: BTreeMap<String, Percentiles>,
-    /// Resource monitors at the end of the interval.
+    /// Resource monitors of the worker's process tree at the end of the interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<Resources>,
+    /// Utilisation of each online CPU of the machine over the interval, percent (0–100),
+    /// in CPU number order: the whole machine, not only the worker. Empty when not
+    /// recorded.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "f64_vec_or_nan"
+    )]
+    pub cpu_percent_per_core: Vec<f64>,
+    /// The threads of the worker's tree that used the most CPU in the interval, busiest
+    /// first (a few at most; every thread of the run is in threads.csv). Empty when not
+    /// recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top_threads: Vec<ThreadCpu>,
 }
 
 /// Percentiles of one histogram, in its unit (nanoseconds for latencies).
@@ -70,28 +89,459 @@ impl Percentiles {
     }
 }
 
-/// Resource use of the worker (and, where noted, its process tree).
+/// Resource use of the worker's process tree: the worker and every descendant alive at the
+/// end of the interval.
+///
+/// It is `Copy`: the per-core figures and the thread lists, which are not, live beside it
+/// in [`TimeseriesRow`]. Fields added after the first sessions were written take their
+/// defaults when absent, so older rows still load.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Resources {
-    /// Resident set size, bytes.
+    /// Resident set size, bytes, summed over the tree's processes (pages shared between
+    /// processes count once per process, as in `ps`).
     pub rss_bytes: u64,
-    /// Peak resident set size so far, bytes.
+    /// Peak resident set size so far, bytes: the largest tree sum seen at any interval, or
+    /// the largest single process's VmHWM (its own peak between intervals) when that is
+    /// larger. The true peak of the sum between two intervals can be higher.
     pub peak_rss_bytes: u64,
-    /// Threads.
+    /// Threads of the tree.
     pub threads: u32,
-    /// CPU use over the interval, percent of one core (200 = two cores busy).
+    /// CPU use over the interval, percent of one core (200 = two cores busy), by the
+    /// threads seen at the end of this interval or the previous one.
     #[serde(deserialize_with = "f64_or_nan")]
     pub cpu_percent: f64,
-    /// CPU time used so far, user + system, seconds.
+    /// CPU time used so far, user + system, seconds, by every thread seen so far (up to its
+    /// last sighting).
     #[serde(deserialize_with = "f64_or_nan")]
     pub cpu_time_s: f64,
+    /// Processes of the tree (zombies not counted); 0 when not recorded (older sessions).
+    #[serde(default)]
+    pub processes: u32,
+    /// Context switches of every thread seen so far, up to its last sighting; `None` when
+    /// not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ctx_switches_total: Option<ContextSwitches>,
+    /// Context switches within the interval (the growth of `ctx_switches_total`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ctx_switches_interval: Option<ContextSwitches>,
+    /// I/O so far, summed over the tree's processes (each of which includes its threads
+    /// and the children it has reaped); `None` when no process's counters could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_total: Option<IoCounters>,
+    /// I/O within the interval (the growth of `io_total`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_interval: Option<IoCounters>,
+    /// Live processes of the tree whose I/O counters could not be read (reading them needs
+    /// the permission to trace the process) and are left out of `io_total`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub io_unreadable_processes: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// Context switch counts: `/proc/<pid>/task/<tid>/status` `voluntary_ctxt_switches` and
+/// `nonvoluntary_ctxt_switches`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ContextSwitches {
+    /// The thread gave up the CPU itself: it blocked on I/O, a lock, a sleep.
+    pub voluntary: u64,
+    /// The scheduler took the CPU away: preemption, end of its time slice.
+    pub involuntary: u64,
+}
+
+impl ContextSwitches {
+    /// Counts of `voluntary` and `involuntary` switches.
+    pub fn new(voluntary: u64, involuntary: u64) -> Self {
+        ContextSwitches {
+            voluntary,
+            involuntary,
+        }
+    }
+}
+
+/// I/O counters of `/proc/<pid>/io`, named as there (see proc(5)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct IoCounters {
+    /// Read system calls (`read`, `pread`, `readv`, …).
+    pub syscr: u64,
+    /// Write system calls.
+    pub syscw: u64,
+    /// Bytes read by system calls, from storage, the page cache, pipes or sockets alike.
+    pub rchar: u64,
+    /// Bytes written by system calls.
+    pub wchar: u64,
+    /// Bytes fetched from storage (block devices) on behalf of the process.
+    pub read_bytes: u64,
+    /// Bytes sent to storage on behalf of the process (at page-dirtying time).
+    pub write_bytes: u64,
+}
+
+/// One thread's CPU use over an interval, in a [`TimeseriesRow`]'s top list.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ThreadCpu {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Name of the process (the comm of its main thread).
+    pub process: String,
+    /// Name of the thread (its comm, at most 15 bytes).
+    pub thread: String,
+    /// CPU use over the interval, percent of one core.
+    #[serde(deserialize_with = "f64_or_nan")]
+    pub cpu_percent: f64,
+}
+
+impl ThreadCpu {
+    /// Thread `tid` of process `pid` using `cpu_percent` of one core.
+    pub fn new(
+        pid: u32,
+        tid: u32,
+        process: impl Into<String>,
+        thread: impl Into<String>,
+        cpu_percent: f64,
+    ) -> Self {
+        ThreadCpu {
+            pid,
+            tid,
+            process: process.into(),
+            thread: thread.into(),
+            cpu_percent,
+        }
+    }
+}
+
+/// One thread seen during a run: a line of threads.csv.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct ThreadSummary {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id (equal to `pid` for the main thread).
+    pub tid: u32,
+    /// Name of the process (the comm of its main thread) when last seen.
+    pub process: String,
+    /// Name of the thread when last seen.
+    pub thread: String,
+    /// User CPU time from the thread's start to its last sighting, seconds.
+    pub user_s: f64,
+    /// System CPU time from the thread's start to its last sighting, seconds.
+    pub system_s: f64,
+    /// Context switches from the thread's start to its last sighting.
+    pub ctx_switches: ContextSwitches,
+    /// When the monitors first saw the thread, seconds after they started.
+    pub first_seen_s: f64,
+    /// When the monitors last saw the thread, seconds after they started.
+    pub last_seen_s: f64,
+}
+
+impl ThreadSummary {
+    /// Thread `tid` of process `pid`, with no time or switches yet.
+    pub fn new(pid: u32, tid: u32, process: impl Into<String>, thread: impl Into<String>) -> Self {
+        ThreadSummary {
+            pid,
+            tid,
+            process: process.into(),
+            thread: thread.into(),
+            ..ThreadSummary::default()
+        }
+    }
+
+    /// CPU time, user + system, seconds.
+    pub fn cpu_s(&self) -> f64 {
+        self.user_s + self.system_s
+    }
+}
+
+/// The columns of threads.csv, in the order they are written. `cpu_s` is `user_s +
+/// system_s`, for people sorting a spreadsheet; readers ignore it.
+pub const THREADS_CSV_COLUMNS: [&str; 11] = [
+    "pid",
+    "tid",
+    "process",
+    "thread",
+    "cpu_s",
+    "user_s",
+    "system_s",
+    "voluntary_ctxt_switches",
+    "involuntary_ctxt_switches",
+    "first_seen_s",
+    "last_seen_s",
+];
+
+/// threads.csv text: a header line, then one line per thread (RFC 4180 quoting, `\n`
+/// line ends, seconds with three decimals).
+pub(crate) fn threads_to_csv(threads: &[ThreadSummary]) -> String {
+    let mut out = THREADS_CSV_COLUMNS.join(",");
+    out.push('\n');
+    for t in threads {
+        // Writing into a String cannot fail.
+        let _ = write!(out, "{},{},", t.pid, t.tid);
+        push_csv_field(&mut out, &t.process);
+        out.push(',');
+        push_csv_field(&mut out, &t.thread);
+        let _ = writeln!(
+            out,
+            ",{:.3},{:.3},{:.3},{},{},{:.3},{:.3}",
+            t.cpu_s(),
+            t.user_s,
+            t.system_s,
+            t.ctx_switches.voluntary,
+            t.ctx_switches.involuntary,
+            t.first_seen_s,
+            t.last_seen_s
+        );
+    }
+    out
+}
+
+/// `field`, quoted when it holds a comma, a quote, a line break or edge spaces.
+fn push_csv_field(out: &mut String, field: &str) {
+    let quote =
+        field.contains([',', '"', '\n', '\r']) || field.starts_with(' ') || field.ends_with(' ');
+    if quote {
+        out.push('"');
+        for c in field.chars() {
+            if c == '"' {
+                out.push('"');
+            }
+            out.push(c);
+        }
+        out.push('"');
+    } else {
+        out.push_str(field);
+    }
+}
+
+/// Parses threads.csv read from `path`. Columns are found by their header names, in any
+/// order; unknown ones are ignored, `cpu_s` too (it is derived). Any malformed line is
+/// [`SessionError::Corrupt`] naming the file and the line.
+pub(crate) fn parse_threads_csv(
+    bytes: &[u8],
+    path: &Path,
+) -> Result<Vec<ThreadSummary>, SessionError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let line = 1 + bytes[..e.valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        SessionError::corrupt_line(path, line, "not UTF-8 text")
+    })?;
+    let mut records = CsvRecords::new(text);
+    let (_, header) = match records.next() {
+        Some(Ok(first)) => first,
+        Some(Err((line, reason))) => return Err(SessionError::corrupt_line(path, line, reason)),
+        None => {
+            return Err(SessionError::Corrupt {
+                path: path.into(),
+                reason: "empty: no header line".into(),
+            });
+        }
+    };
+    let mut columns = [usize::MAX; THREADS_CSV_COLUMNS.len()];
+    for (i, name) in header.iter().enumerate() {
+        if let Some(c) = THREADS_CSV_COLUMNS.iter().position(|c| c == name) {
+            if columns[c] != usize::MAX {
+                return Err(SessionError::corrupt_line(
+                    path,
+                    1,
+                    format!("column {name:?} appears twice"),
+                ));
+            }
+            columns[c] = i;
+        }
+    }
+    if let Some((c, _)) = THREADS_CSV_COLUMNS
+        .iter()
+        .enumerate()
+        .find(|&(c, name)| columns[c] == usize::MAX && *name != "cpu_s")
+    {
+        return Err(SessionError::corrupt_line(
+            path,
+            1,
+            format!(
+                "no {:?} column (the header must name {})",
+                THREADS_CSV_COLUMNS[c],
+                THREADS_CSV_COLUMNS.join(",")
+            ),
+        ));
+    }
+    let mut threads = Vec::new();
+    for record in records {
+        let (line, fields) =
+            record.map_err(|(line, reason)| SessionError::corrupt_line(path, line, reason))?;
+        if fields.len() != header.len() {
+            return Err(SessionError::corrupt_line(
+                path,
+                line,
+                format!(
+                    "{} fields where the header has {}",
+                    fields.len(),
+                    header.len()
+                ),
+            ));
+        }
+        let field = |name: &str| -> &str {
+            let c = THREADS_CSV_COLUMNS
+                .iter()
+                .position(|c| *c == name)
+                .map_or(usize::MAX, |c| columns[c]);
+            fields.get(c).map_or("", String::as_str)
+        };
+        let bad = |name: &str| {
+            SessionError::corrupt_line(
+                path,
+                line,
+                format!("{name} {:?} is not a number", field(name)),
+            )
+        };
+        let int = |name: &str| field(name).parse::<u64>().map_err(|_| bad(name));
+        let pid = |name: &str| field(name).parse::<u32>().map_err(|_| bad(name));
+        let secs = |name: &str| field(name).parse::<f64>().map_err(|_| bad(name));
+        threads.push(ThreadSummary {
+            pid: pid("pid")?,
+            tid: pid("tid")?,
+            process: field("process").to_owned(),
+            thread: field("thread").to_owned(),
+            user_s: secs("user_s")?,
+            system_s: secs("system_s")?,
+            ctx_switches: ContextSwitches::new(
+                int("voluntary_ctxt_switches")?,
+                int("involuntary_ctxt_switches")?,
+            ),
+            first_seen_s: secs("first_seen_s")?,
+            last_seen_s: secs("last_seen_s")?,
+        });
+    }
+    Ok(threads)
+}
+
+/// The records of RFC 4180 CSV text, each with the line it starts on. Fields may be
+/// quoted (`""` is a quote inside); lines end with `\n` or `\r\n`; blank lines are
+/// skipped; the last line may lack its line end.
+struct CsvRecords<'a> {
+    text: &'a str,
+    pos: usize,
+    line: usize,
+}
+
+impl<'a> CsvRecords<'a> {
+    fn new(text: &'a str) -> Self {
+        CsvRecords {
+            text,
+            pos: 0,
+            line: 1,
+        }
+    }
+}
+
+impl Iterator for CsvRecords<'_> {
+    /// `(line, fields)`, or `(line, reason)` for a malformed record.
+    type Item = Result<(usize, Vec<String>), (usize, String)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // Skip blank lines.
+        loop {
+            let rest = &self.text[self.pos..];
+            if rest.is_empty() {
+                return None;
+            }
+            let skip = if rest.starts_with('\n') {
+                1
+            } else if rest.starts_with("\r\n") {
+                2
+            } else {
+                break;
+            };
+            self.pos += skip;
+            self.line += 1;
+        }
+        let start_line = self.line;
+        let mut fields = Vec::new();
+        let mut field = String::new();
+        let mut chars = self.text[self.pos..].char_indices().peekable();
+        let mut quoted = false;
+        let mut at_field_start = true;
+        let mut after_quote = false;
+        let mut end = self.text.len() - self.pos;
+        while let Some((i, c)) = chars.next() {
+            if quoted {
+                match c {
+                    '"' if chars.peek().map(|&(_, n)| n) == Some('"') => {
+                        chars.next();
+                        field.push('"');
+                    }
+                    '"' => {
+                        quoted = false;
+                        after_quote = true;
+                    }
+                    '\n' => {
+                        self.line += 1;
+                        field.push(c);
+                    }
+                    _ => field.push(c),
+                }
+                continue;
+            }
+            match c {
+                '"' if at_field_start => {
+                    quoted = true;
+                    at_field_start = false;
+                }
+                ',' => {
+                    fields.push(std::mem::take(&mut field));
+                    at_field_start = true;
+                    after_quote = false;
+                }
+                '\r' if chars.peek().map(|&(_, n)| n) == Some('\n') => {}
+                '\n' => {
+                    end = i + 1;
+                    break;
+                }
+                _ if after_quote => {
+                    self.pos = self.text.len();
+                    return Some(Err((
+                        self.line,
+                        format!("{c:?} after the closing quote of a field"),
+                    )));
+                }
+                '"' => {
+                    self.pos = self.text.len();
+                    return Some(Err((self.line, "a quote inside an unquoted field".into())));
+                }
+                _ => {
+                    at_field_start = false;
+                    field.push(c);
+                }
+            }
+        }
+        if quoted {
+            self.pos = self.text.len();
+            return Some(Err((start_line, "a quoted field is never closed".into())));
+        }
+        fields.push(field);
+        self.pos += end;
+        self.line += 1;
+        Some(Ok((start_line, fields)))
+    }
 }
 
 /// serde_json writes a non-finite float as `null`; read `null` back as NaN so that such a
 /// value cannot make a recorded session unreadable.
 pub(crate) fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// [`f64_or_nan`] for the items of a list.
+fn f64_vec_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    let list = Vec::<Option<f64>>::deserialize(d)?;
+    Ok(list.into_iter().map(|v| v.unwrap_or(f64::NAN)).collect())
 }
 
 /// [`f64_or_nan`] for the values of a map.
@@ -120,5 +570,174 @@ mod tests {
         assert_eq!(back.t_s, 1.0);
         assert!(back.interval_s.is_nan());
         assert!(back.rates["ops"].is_nan());
+    }
+
+    #[test]
+    fn rows_written_before_the_tree_monitors_load_with_empty_new_fields() {
+        let old = r#"{"t_s":1.0,"interval_s":1.0,"resources":{"rss_bytes":10,"peak_rss_bytes":20,"threads":4,"cpu_percent":180.0,"cpu_time_s":0.5}}"#;
+        let row: TimeseriesRow = serde_json::from_str(old).unwrap();
+        let r = row.resources.unwrap();
+        assert_eq!((r.rss_bytes, r.peak_rss_bytes, r.threads), (10, 20, 4));
+        assert_eq!((r.processes, r.io_unreadable_processes), (0, 0));
+        assert!(r.ctx_switches_total.is_none() && r.io_total.is_none());
+        assert!(row.cpu_percent_per_core.is_empty() && row.top_threads.is_empty());
+    }
+
+    #[test]
+    fn tree_resources_per_core_figures_and_top_threads_round_trip() {
+        let mut r = Resources {
+            processes: 3,
+            ctx_switches_total: Some(ContextSwitches::new(1_000, 20)),
+            ctx_switches_interval: Some(ContextSwitches::new(100, 2)),
+            io_unreadable_processes: 1,
+            ..Resources::default()
+        };
+        let io = IoCounters {
+            syscr: 1,
+            syscw: 2,
+            rchar: 3,
+            wchar: 4,
+            read_bytes: 5,
+            write_bytes: 6,
+        };
+        r.io_total = Some(io);
+        r.io_interval = Some(IoCounters::default());
+        let row = TimeseriesRow {
+            t_s: 2.0,
+            interval_s: 1.0,
+            resources: Some(r),
+            cpu_percent_per_core: vec![12.5, f64::NAN],
+            top_threads: vec![ThreadCpu::new(7, 8, "ring", "ring-node-1", 99.0)],
+            ..TimeseriesRow::default()
+        };
+        let json = serde_json::to_string(&row).unwrap();
+        assert!(
+            json.contains(r#""ctx_switches_total":{"voluntary":1000,"involuntary":20}"#),
+            "{json}"
+        );
+        let back: TimeseriesRow = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.resources, row.resources);
+        assert_eq!(back.top_threads, row.top_threads);
+        assert_eq!(back.cpu_percent_per_core[0], 12.5);
+        assert!(back.cpu_percent_per_core[1].is_nan());
+
+        // Nothing recorded, nothing written.
+        let empty = serde_json::to_string(&TimeseriesRow::default()).unwrap();
+        assert!(!empty.contains("cpu_percent_per_core") && !empty.contains("top_threads"));
+        let r = serde_json::to_string(&Resources::default()).unwrap();
+        assert!(!r.contains("io_") && !r.contains("ctx_"), "{r}");
+    }
+
+    fn thread(pid: u32, tid: u32, process: &str, name: &str) -> ThreadSummary {
+        let mut t = ThreadSummary::new(pid, tid, process, name);
+        t.user_s = 1.25;
+        t.system_s = 0.5;
+        t.ctx_switches = ContextSwitches::new(10, 2);
+        t.first_seen_s = 0.0;
+        t.last_seen_s = 3.001;
+        t
+    }
+
+    #[test]
+    fn threads_csv_round_trips_names_with_commas_quotes_and_line_breaks() {
+        let threads = vec![
+            thread(10, 10, "ring", "ring"),
+            thread(10, 11, "ring", "tokio-runtime-w"),
+            thread(12, 13, "a,b", "say \"hi\""),
+            thread(12, 14, " padded ", "two\nlines\r\n"),
+            thread(u32::MAX, 1, "", ""),
+        ];
+        let csv = threads_to_csv(&threads);
+        assert!(
+            csv.starts_with(
+                "pid,tid,process,thread,cpu_s,user_s,system_s,voluntary_ctxt_switches,\
+                 involuntary_ctxt_switches,first_seen_s,last_seen_s\n\
+                 10,10,ring,ring,1.750,1.250,0.500,10,2,0.000,3.001\n"
+            ),
+            "{csv}"
+        );
+        assert!(csv.contains(r#"12,13,"a,b","say ""hi""",1.750"#), "{csv}");
+        let back = parse_threads_csv(csv.as_bytes(), Path::new("threads.csv")).unwrap();
+        assert_eq!(back, threads);
+    }
+
+    #[test]
+    fn threads_csv_columns_are_found_by_name_and_unknown_ones_ignored() {
+        let csv = "tid,pid,extra,thread,process,user_s,system_s,first_seen_s,last_seen_s,\
+                   involuntary_ctxt_switches,voluntary_ctxt_switches\r\n\
+                   \r\n\
+                   11,10,whatever,w,p,1,2,0.5,1.5,3,4";
+        let back = parse_threads_csv(csv.as_bytes(), Path::new("t.csv")).unwrap();
+        let mut expected = ThreadSummary::new(10, 11, "p", "w");
+        expected.user_s = 1.0;
+        expected.system_s = 2.0;
+        expected.ctx_switches = ContextSwitches::new(4, 3);
+        expected.first_seen_s = 0.5;
+        expected.last_seen_s = 1.5;
+        assert_eq!(back, [expected]);
+        let header_only = THREADS_CSV_COLUMNS.join(",");
+        assert_eq!(
+            parse_threads_csv(header_only.as_bytes(), Path::new("t.csv")).unwrap(),
+            []
+        );
+    }
+
+    #[test]
+    fn malformed_threads_csv_is_corrupt_naming_the_file_and_line() {
+        let header = THREADS_CSV_COLUMNS.join(",");
+        let good = "1,1,p,t,0.1,0.1,0,1,1,0,1";
+        for (text, line, reason) in [
+            (String::new(), None, "empty: no header line"),
+            ("pid,tid\n".to_owned(), Some(1), "no \"process\" column"),
+            (
+                format!("{header},pid\n"),
+                Some(1),
+                "column \"pid\" appears twice",
+            ),
+            (
+                format!("{header}\n{good}\n1,2\n"),
+                Some(3),
+                "2 fields where",
+            ),
+            (
+                format!("{header}\n{good}\n{}\n", good.replacen("1,1", "x,1", 1)),
+                Some(3),
+                "pid \"x\" is not a number",
+            ),
+            (
+                format!("{header}\n{}\n", good.replacen("0.1,0.1", "0.1,-", 1)),
+                Some(2),
+                "user_s \"-\" is not a number",
+            ),
+            (
+                format!("{header}\n1,1,\"p,t,0.1\n2,2\n"),
+                Some(2),
+                "a quoted field is never closed",
+            ),
+            (
+                format!("{header}\n1,1,\"p\"x,t\n"),
+                Some(2),
+                "after the closing quote",
+            ),
+            (
+                format!("{header}\n1,1,p\"q,t\n"),
+                Some(2),
+                "a quote inside an unquoted field",
+            ),
+        ] {
+            let err = parse_threads_csv(text.as_bytes(), Path::new("s/threads.csv"))
+                .unwrap_err()
+                .to_string();
+            let want = match line {
+                Some(n) => format!("s/threads.csv: corrupt: line {n}: "),
+                None => "s/threads.csv: corrupt: ".to_owned(),
+            };
+            assert!(err.starts_with(&want), "{text:?}: {err}");
+            assert!(err.contains(reason), "{text:?}: {err}");
+        }
+        let err = parse_threads_csv(b"pid,tid\n\xff\n", Path::new("t.csv"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "t.csv: corrupt: line 2: not UTF-8 text");
     }
 }

@@ -55,6 +55,11 @@ fn the_checked_in_v1_session_keeps_loading() {
     );
     let resources = last.resources.unwrap();
     assert_eq!((resources.peak_rss_bytes, resources.threads), (30 << 20, 6));
+    // Written before the tree monitors: their fields are empty, not errors.
+    assert_eq!(resources.processes, 0);
+    assert!(resources.ctx_switches_total.is_none() && resources.io_total.is_none());
+    assert!(last.cpu_percent_per_core.is_empty() && last.top_threads.is_empty());
+    assert!(s.threads.is_empty());
 
     assert_eq!(s.latency.len(), 3);
     for (i, interval) in s.latency.iter().enumerate() {

@@ -8,6 +8,7 @@
 mod compat;
 mod flame;
 mod hlog;
+mod monitors;
 mod store;
 
 use std::collections::BTreeMap;
