@@ -37,6 +37,9 @@ mod symbolize;
 pub use error::ProfilerError;
 pub use host::host_info;
 pub use monitor::ProcessMonitor;
+pub use monitor::{
+    Discovery, ProcessSample, ThreadSample, TreeMonitor, TreeMonitorOptions, TreeSample,
+};
 pub use procfs::process_start_ticks;
 pub use sampler::{Profile, SampleEvent, Sampler, SamplerOptions, SamplerStats, probe_access};
 pub use symbolize::SymbolDetail;
