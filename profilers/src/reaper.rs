@@ -44,7 +44,7 @@ pub const SESSION_ENV: &str = "BENCHTOP_SESSION";
 pub struct Owner {
     /// The owner's pid.
     pub pid: u32,
-    /// The owner's start time, clock ticks after boot (field 22 of /proc/<pid>/stat).
+    /// The owner's start time, clock ticks after boot (field 22 of `/proc/<pid>/stat`).
     pub start_ticks: u64,
 }
 
