@@ -615,7 +615,10 @@ impl TreeMonitor {
         let result = self.read_thread_files(pid, tid, keep, &mut files);
         let now_held = files.iter().filter(|f| f.is_some()).count();
         self.open_files = self.open_files + now_held - held;
-        let zombie = matches!(&result, Ok((status, _)) if matches!(status.state, b'Z' | b'X'));
+        // Exited, or exiting: a user thread whose memory is gone is on its way out, and
+        // counting it would show a live process with no RSS.
+        let zombie = matches!(&result, Ok((status, _))
+            if matches!(status.state, b'Z' | b'X') || !status.has_memory);
         let (status, stat) = match result {
             Ok(r) if !zombie => r,
             other => {

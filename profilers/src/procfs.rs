@@ -105,6 +105,9 @@ pub(crate) struct Status {
     pub state: u8,
     /// VmRSS in kB (absent for kernel threads and zombies: 0).
     pub rss_kb: u64,
+    /// A `VmRSS:` line was there: the task has its memory. A user thread without one is
+    /// exiting (its memory already released) even before its state turns to `Z`.
+    pub has_memory: bool,
     /// VmHWM in kB.
     pub hwm_kb: u64,
     /// Threads of the process.
@@ -131,7 +134,10 @@ pub(crate) fn parse_status_bytes(bytes: &[u8]) -> Status {
         let (key, value) = (&line[..colon], line[colon + 1..].trim_ascii_start());
         match key {
             b"State" => st.state = value.first().copied().unwrap_or(b'?'),
-            b"VmRSS" => st.rss_kb = leading_number_bytes(value),
+            b"VmRSS" => {
+                st.rss_kb = leading_number_bytes(value);
+                st.has_memory = true;
+            }
             b"VmHWM" => st.hwm_kb = leading_number_bytes(value),
             b"Threads" => {
                 st.threads = u32::try_from(leading_number_bytes(value)).unwrap_or(u32::MAX);
@@ -444,6 +450,7 @@ mod tests {
             Status {
                 state: b'R',
                 rss_kb: 996,
+                has_memory: true,
                 hwm_kb: 1024,
                 threads: 3,
                 voluntary_ctxt_switches: 0,
@@ -456,6 +463,7 @@ mod tests {
     fn a_zombie_status_has_no_memory_fields() {
         let st = parse_status("Name:\tx\nState:\tZ (zombie)\nThreads:\t1\n");
         assert_eq!((st.state, st.rss_kb, st.threads), (b'Z', 0, 1));
+        assert!(!st.has_memory);
     }
 
     /// A stat line whose command name holds spaces and parentheses: utime 250, stime 31,
