@@ -97,6 +97,60 @@ pub enum WorkloadError {
         /// The panic message, when it was a string.
         message: String,
     },
+    /// A node process could not be started.
+    #[error("{workload}: starting node process {node}: {source}")]
+    NodeSpawn {
+        /// Workload name.
+        workload: &'static str,
+        /// The node's id.
+        node: u32,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// A node process ended, or misbehaved, while the main node still needed it.
+    #[error("{workload}: node {node} (pid {pid}) {reason}")]
+    NodeFailed {
+        /// Workload name.
+        workload: &'static str,
+        /// The node's id.
+        node: u32,
+        /// Its process id.
+        pid: u32,
+        /// What happened, e.g. `exited with exit status: 1 before the run was complete`.
+        reason: String,
+    },
+    /// The main node waited longer than its deadline for its node processes.
+    #[error("{workload}: no answer from the node processes within {after:?} while {waiting_for}")]
+    NodeTimeout {
+        /// Workload name.
+        workload: &'static str,
+        /// What the main node was waiting for.
+        waiting_for: String,
+        /// The deadline.
+        after: std::time::Duration,
+    },
+    /// A socket between the main node and its node processes failed.
+    #[error("{workload}: {context}: {source}")]
+    Ipc {
+        /// Workload name.
+        workload: &'static str,
+        /// What was being done, e.g. `writing to node 3`.
+        context: String,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// A message between nodes is not what the protocol between them allows.
+    #[error("{workload}: {context}: {reason}")]
+    BadFrame {
+        /// Workload name.
+        workload: &'static str,
+        /// Where it came from, e.g. `from node 2`.
+        context: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The workload ended in a way it should not have.
     #[error("{workload}: {reason}")]
     Broken {

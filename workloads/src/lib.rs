@@ -3,8 +3,9 @@
 //! Each workload mirrors a published benchmark, keeps its parameter names and prints
 //! its figures. A worker process speaks [`protocol`] to its conductor: [`report`] is the
 //! worker's half (reporter, start handshake, stop signal, metrics, ticker), and
-//! [`worker::run_worker`] runs a whole worker in one call. This crate depends on no
-//! other benchtop crate.
+//! [`worker::run_worker`] runs a whole worker in one call. Workloads across processes
+//! (`ring --transport ipc`, `storm`) start their node processes from the same program
+//! ([`ipc`]). This crate depends on no other benchtop crate.
 //!
 //! ```
 //! use std::io::{BufReader, Write};
@@ -18,7 +19,7 @@
 //!     num_nodes: 100,
 //!     num_rounds: 10,
 //!     mode: RingMode::Tell,
-//!     runtime_threads: 1,
+//!     ..RingParams::default()
 //! });
 //! // The conductor's end: `start`, then silence (end of input would mean "stop").
 //! let (conductor, mut to_worker) = std::io::pipe()?;
@@ -32,9 +33,11 @@
 #![deny(missing_docs)]
 
 mod error;
+pub mod ipc;
 pub mod protocol;
 pub mod report;
 pub mod ring;
+pub mod storm;
 pub mod worker;
 
 pub use error::WorkloadError;

@@ -1,5 +1,9 @@
 //! The whole worker side in one call: `benchtop worker <workload> …` is
 //! [`run_worker`] with standard input and standard error.
+//!
+//! The same entry point runs the node processes of the workloads that span processes
+//! (`worker ipc-node …`, a hidden [`Workload`]): a node says no `hello` and writes no
+//! report; it only serves its main node.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -7,18 +11,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::WorkloadError;
-use crate::protocol::{Hello, PROTOCOL_VERSION, WorkerMessage};
+use crate::ipc::{self, NodeParams};
+use crate::protocol::{Hello, PROTOCOL_VERSION, Summary, WorkerMessage};
 use crate::report::{
     Metrics, Reporter, StopSignal, Ticker, interval_from_env, listen_for_stop, wait_for_start,
 };
 use crate::ring::{self, RingMetrics, RingParams};
+use crate::storm::{self, StormMetrics, StormParams};
 
 /// A built-in workload with its parameters; a clap subcommand, so the binary embeds it
 /// as `benchtop worker <workload> [params]`.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Subcommand)]
 pub enum Workload {
-    /// Actor ring: actors pass one message round a ring, by tell or by ask.
+    /// Actor ring: actors pass one message round a ring, by tell or by ask, in one
+    /// process or (--transport ipc) across processes.
     Ring(RingParams),
+    /// Node processes storm the main node with messages, which it sums.
+    Storm(StormParams),
+    /// A node process of `ring --transport ipc` or `storm`, started by its main node.
+    #[command(hide = true, name = "ipc-node")]
+    IpcNode(NodeParams),
 }
 
 /// The default workload: the actor ring with its default parameters.
@@ -33,6 +45,25 @@ impl Workload {
     pub fn name(&self) -> &'static str {
         match self {
             Workload::Ring(_) => ring::NAME,
+            Workload::Storm(_) => storm::NAME,
+            Workload::IpcNode(_) => "ipc-node",
+        }
+    }
+
+    /// Whether this is a node process rather than a measured workload (it reports
+    /// nothing; a conductor should not start it).
+    pub fn is_node(&self) -> bool {
+        matches!(self, Workload::IpcNode(_))
+    }
+
+    /// Checks what clap cannot: combinations of parameters (e.g. `--crash-after` without
+    /// `--transport ipc`). [`run_worker`] checks too, before `hello`; a conductor can
+    /// call this first to refuse a bad command line at once.
+    pub fn validate(&self) -> Result<(), WorkloadError> {
+        match self {
+            Workload::Ring(params) => params.validate(),
+            Workload::Storm(params) => params.validate(),
+            Workload::IpcNode(_) => Ok(()),
         }
     }
 
@@ -41,6 +72,8 @@ impl Workload {
     pub fn to_args(&self) -> Vec<String> {
         let params = match self {
             Workload::Ring(params) => params.to_args(),
+            Workload::Storm(params) => params.to_args(),
+            Workload::IpcNode(params) => params.to_args(),
         };
         std::iter::once(self.name().to_owned())
             .chain(params)
@@ -51,7 +84,20 @@ impl Workload {
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
         match self {
             Workload::Ring(params) => params.params_json(),
+            Workload::Storm(params) => params.params_json(),
+            Workload::IpcNode(params) => params.params_json(),
         }
+    }
+}
+
+/// Names the calling thread — the process, when called from its main thread — as `ps`,
+/// `top` and perf's comm show it (at most 15 bytes are kept): `bt-ring`, `bt-ring-node`.
+pub fn set_process_name(name: &str) {
+    let mut bytes: Vec<u8> = name.bytes().filter(|&b| b != 0).take(15).collect();
+    bytes.push(0);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, bytes.as_ptr() as libc::c_ulong);
     }
 }
 
@@ -60,12 +106,16 @@ impl Workload {
 /// [`crate::protocol::INTERVAL_MS_ENV`] milliseconds; conductor messages come from
 /// `input`; the summary lines go to `log`.
 ///
-/// See [`run_worker_with`] for the sequence.
+/// See [`run_worker_with`] for the sequence. A node process ([`Workload::IpcNode`]) only
+/// runs its node: no reporter, no `hello`.
 pub fn run_worker(
     workload: &Workload,
     input: impl BufRead + Send + 'static,
     log: &mut dyn Write,
 ) -> Result<(), WorkloadError> {
+    if let Workload::IpcNode(params) = workload {
+        return ipc::run_node(params);
+    }
     let reporter = Arc::new(Reporter::from_env()?);
     let interval = match interval_from_env() {
         Ok(interval) => interval,
@@ -82,7 +132,11 @@ pub fn run_worker(
 /// tick and the `summary`, and writes the summary lines to `log`. Threads are created
 /// only after `start`. A `stop` ends the run early with a partial summary; a `stop`
 /// before `start` ends the worker without one, successfully. On any other failure an
-/// `error` message is sent before the error is returned.
+/// `error` message is sent before the error is returned. Parameters are validated before
+/// `hello`.
+///
+/// `--crash-after` is the one deliberate panic: it unwinds out of this function (and,
+/// from `main`, ends the process), leaving the workload's node processes behind.
 pub fn run_worker_with(
     workload: &Workload,
     reporter: Arc<Reporter>,
@@ -90,6 +144,9 @@ pub fn run_worker_with(
     input: impl BufRead + Send + 'static,
     log: &mut dyn Write,
 ) -> Result<(), WorkloadError> {
+    if let Workload::IpcNode(params) = workload {
+        return ipc::run_node(params);
+    }
     match drive(workload, &reporter, interval, input, log) {
         Ok(()) => Ok(()),
         Err(WorkloadError::StoppedBeforeStart) => {
@@ -109,6 +166,51 @@ fn report_error(reporter: &Reporter, error: WorkloadError) -> WorkloadError {
     error
 }
 
+/// A workload's metrics, registered before `hello`.
+enum Registered<'a> {
+    Ring(&'a RingParams, RingMetrics),
+    Storm(&'a StormParams, StormMetrics),
+}
+
+/// What a finished run reports: its summary, and what the log says besides it.
+struct Finished {
+    summary: Summary,
+    stopped_note: Option<String>,
+}
+
+impl Registered<'_> {
+    fn run(&self, stop: &StopSignal) -> Result<Finished, WorkloadError> {
+        match self {
+            Registered::Ring(params, metrics) => {
+                let outcome = ring::run(params, metrics, stop)?;
+                Ok(Finished {
+                    summary: ring::summary(&outcome),
+                    stopped_note: outcome.stopped.then(|| {
+                        format!(
+                            "stopped early: {} of {} hops",
+                            outcome.final_sum,
+                            params.total_hops()
+                        )
+                    }),
+                })
+            }
+            Registered::Storm(params, metrics) => {
+                let outcome = storm::run(params, metrics, stop)?;
+                Ok(Finished {
+                    summary: storm::summary(&outcome),
+                    stopped_note: outcome.stopped.then(|| {
+                        format!(
+                            "stopped early: {} of {} messages",
+                            outcome.final_sum,
+                            params.total_messages()
+                        )
+                    }),
+                })
+            }
+        }
+    }
+}
+
 fn drive(
     workload: &Workload,
     reporter: &Arc<Reporter>,
@@ -116,9 +218,18 @@ fn drive(
     mut input: impl BufRead + Send + 'static,
     log: &mut dyn Write,
 ) -> Result<(), WorkloadError> {
+    workload.validate()?;
     let mut metrics = Metrics::new();
     let registered = match workload {
-        Workload::Ring(params) => (params, RingMetrics::register(&mut metrics)?),
+        Workload::Ring(params) => Registered::Ring(params, RingMetrics::register(&mut metrics)?),
+        Workload::Storm(params) => Registered::Storm(params, StormMetrics::register(&mut metrics)?),
+        Workload::IpcNode(_) => {
+            return Err(WorkloadError::Broken {
+                workload: "ipc-node",
+                reason: "a node process is started by its main node, not run as a worker"
+                    .to_owned(),
+            });
+        }
     };
     reporter.send(&WorkerMessage::Hello(Hello {
         protocol: PROTOCOL_VERSION,
@@ -132,23 +243,18 @@ fn drive(
     let stop = StopSignal::new();
     listen_for_stop(input, stop.clone())?;
     let ticker = Ticker::start(reporter.clone(), &metrics, interval, start, stop.clone())?;
-    let (params, ring_metrics) = registered;
-    let outcome = ring::run(params, &ring_metrics, &stop);
+    let finished = registered.run(&stop);
     let ticked = ticker.finish();
-    let outcome = outcome?;
+    let finished = finished?;
     ticked?;
 
-    reporter.send(&WorkerMessage::Summary(ring::summary(&outcome)))?;
-    for line in ring::summary_lines(&outcome) {
+    let lines = finished.summary.lines.clone();
+    reporter.send(&WorkerMessage::Summary(finished.summary))?;
+    for line in lines {
         let _ = writeln!(log, "{line}");
     }
-    if outcome.stopped {
-        let _ = writeln!(
-            log,
-            "stopped early: {} of {} hops",
-            outcome.final_sum,
-            params.total_hops()
-        );
+    if let Some(note) = finished.stopped_note {
+        let _ = writeln!(log, "{note}");
     }
     Ok(())
 }

@@ -472,6 +472,7 @@ mod tests {
             num_rounds: rounds,
             mode,
             runtime_threads: threads,
+            ..RingParams::default()
         }
     }
 

@@ -1,5 +1,10 @@
 //! `ring`: the actor ring benchmark of the `factor` actor framework
-//! (`example_ring_tell`, `example_ring_ask`).
+//! (`example_ring_tell`, `example_ring_ask`, and across processes
+//! `example_ipc_remote_ring`).
+//!
+//! With `--transport ipc` the ring's members are processes instead of tasks: see
+//! [`ipc`](self#across-processes---transport-ipc) below. What follows up to there is the
+//! in-process ring, the default.
 //!
 //! `num_nodes` actors — each a tokio task with its own unbounded FIFO mailbox, which any
 //! actor can send to — form a ring. One message starts at node 0 with the value 0 and is
@@ -42,11 +47,26 @@
 //! histogram `lap` (nanoseconds between two passes of the message at node 0, i.e. per
 //! `num_nodes` hops). The stop signal is checked at node 0 on each pass, once per lap.
 //!
+//! # Across processes (`--transport ipc`)
+//!
+//! The worker is the main node, member 0 of the ring, and starts members 1 …
+//! `num_nodes − 1` as node processes joined by Unix stream sockets ([`crate::ipc`]), as
+//! the original counted them: its `--num-nodes 5` is a ring of the main node and four
+//! node processes. Every member adds one as it passes the message on, so a full run ends
+//! with `num_nodes × num_rounds` here too, which the main node checks lap by lap.
+//! `--mode ask` (or the original's `--send-ask 1`) keeps every ask pending until the whole
+//! chain unwinds. The summary is the original's: `send_ask`, `num_ring_rounds`,
+//! `num_nodes`, `time_taken_to_spawn_worker_nodes`, `ring_complete_final_sum`,
+//! `time_taken_for_ring_messaging_to_complete`, then `messages_per_second`. The metrics
+//! are the same as in-process, counted at the main node. `--crash-after N` makes the main
+//! node panic after N messages and leave its node processes behind (the fault the
+//! reaper is for). Defaults with ipc: 20 members, 1000 rounds (the original's runs).
+//!
 //! ```
 //! use benchtop_workloads::report::{Metrics, StopSignal};
 //! use benchtop_workloads::ring::{self, RingMetrics, RingMode, RingParams};
 //!
-//! let params = RingParams { num_nodes: 50, num_rounds: 20, mode: RingMode::Ask, runtime_threads: 1 };
+//! let params = RingParams { num_nodes: 50, num_rounds: 20, mode: RingMode::Ask, ..RingParams::default() };
 //! let metrics = RingMetrics::register(&mut Metrics::new())?;
 //! let outcome = ring::run(&params, &metrics, &StopSignal::new())?;
 //! assert_eq!(outcome.final_sum, 1000);
@@ -55,6 +75,7 @@
 //! ```
 
 mod actors;
+mod ipc;
 mod mailbox;
 
 use std::collections::BTreeMap;
@@ -64,6 +85,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::WorkloadError;
+use crate::ipc::MAX_NODES;
 use crate::protocol::{Better, Figure, Summary};
 use crate::report::{Counter, IntervalHistogram, Metrics, StopSignal};
 
@@ -74,19 +96,75 @@ pub const NAME: &str = "ring";
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", default)]
 pub struct RingParams {
-    /// Actors in the ring.
-    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u32).range(1..i64::from(u32::MAX)))]
+    /// Members of the ring: actors, or with --transport ipc the main node and its
+    /// node processes [ipc default: 20]
+    #[arg(long, default_value_t = 5000,
+          default_value_if("transport", "ipc", IPC_DEFAULT_NODES),
+          value_parser = clap::value_parser!(u32).range(1..i64::from(u32::MAX)))]
     pub num_nodes: u32,
-    /// Times the message goes round the ring.
-    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Times the message goes round the ring [ipc default: 1000]
+    #[arg(long, default_value_t = 2000,
+          default_value_if("transport", "ipc", IPC_DEFAULT_ROUNDS),
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub num_rounds: u32,
-    /// How each hop passes the message on.
-    #[arg(long, value_enum, default_value_t = RingMode::Tell)]
+    /// How each hop passes the message on; `--send-ask 0|1` is the same choice, as the
+    /// ipc original spelled it
+    #[arg(long, visible_alias = "send-ask", value_enum, default_value_t = RingMode::Tell)]
     pub mode: RingMode,
-    /// Tokio worker threads; 1 runs a current-thread runtime, the fastest for a ring
-    /// (one message in flight: more threads only add wake-ups)
+    /// Tokio worker threads (inproc); 1 runs a current-thread runtime, the fastest for a
+    /// ring (one message in flight: more threads only add wake-ups)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub runtime_threads: u16,
+    /// Where the members run: tasks of one runtime (inproc), or the main node and node
+    /// processes joined by Unix sockets (ipc)
+    #[arg(long, value_enum, default_value_t = Transport::Inproc)]
+    #[serde(skip_serializing_if = "Transport::is_inproc")]
+    pub transport: Transport,
+    /// Fault injection (ipc): the main node panics after this many messages, leaving its
+    /// node processes behind (for the reaper)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crash_after: Option<u64>,
+}
+
+/// `--num-nodes` with `--transport ipc` when not given: the original's ipc runs.
+const IPC_DEFAULT_NODES: &str = "20";
+/// `--num-rounds` with `--transport ipc` when not given.
+const IPC_DEFAULT_ROUNDS: &str = "1000";
+
+/// Where the ring's members run.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, clap::ValueEnum, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// Tokio tasks with mailboxes, in the worker.
+    #[default]
+    Inproc,
+    /// The worker and node processes, joined by Unix stream sockets.
+    Ipc,
+}
+
+impl Transport {
+    /// The command-line name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Inproc => "inproc",
+            Transport::Ipc => "ipc",
+        }
+    }
+
+    /// Whether this is the in-process default (left out of `hello`, as before there was
+    /// a choice).
+    pub fn is_inproc(&self) -> bool {
+        *self == Transport::Inproc
+    }
+}
+
+impl std::fmt::Display for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl Default for RingParams {
@@ -96,6 +174,8 @@ impl Default for RingParams {
             num_rounds: 2000,
             mode: RingMode::Tell,
             runtime_threads: 1,
+            transport: Transport::Inproc,
+            crash_after: None,
         }
     }
 }
@@ -106,10 +186,12 @@ impl Default for RingParams {
 )]
 #[serde(rename_all = "lowercase")]
 pub enum RingMode {
-    /// Fire and forget.
+    /// Fire and forget (`0` is the original's `--send-ask 0`).
     #[default]
+    #[value(alias = "0")]
     Tell,
-    /// Ask the next actor and await its reply before replying to one's own asker.
+    /// Ask the next actor and await its reply before replying to one's own asker (`1`).
+    #[value(alias = "1")]
     Ask,
 }
 
@@ -132,7 +214,7 @@ impl std::fmt::Display for RingMode {
 impl RingParams {
     /// The command-line arguments that parse back into these parameters.
     pub fn to_args(&self) -> Vec<String> {
-        vec![
+        let mut args = vec![
             "--num-nodes".to_owned(),
             self.num_nodes.to_string(),
             "--num-rounds".to_owned(),
@@ -141,17 +223,32 @@ impl RingParams {
             self.mode.as_str().to_owned(),
             "--runtime-threads".to_owned(),
             self.runtime_threads.to_string(),
-        ]
+        ];
+        if !self.transport.is_inproc() {
+            args.extend(["--transport".to_owned(), self.transport.as_str().to_owned()]);
+        }
+        if let Some(n) = self.crash_after {
+            args.extend(["--crash-after".to_owned(), n.to_string()]);
+        }
+        args
     }
 
-    /// The parameters for `hello`, keyed by their command-line names.
+    /// The parameters for `hello`, keyed by their command-line names. The in-process
+    /// default leaves `transport` out, so its `hello` reads as it always has.
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
-        BTreeMap::from([
+        let mut json = BTreeMap::from([
             ("num-nodes".to_owned(), self.num_nodes.into()),
             ("num-rounds".to_owned(), self.num_rounds.into()),
             ("mode".to_owned(), self.mode.as_str().into()),
             ("runtime-threads".to_owned(), self.runtime_threads.into()),
-        ])
+        ]);
+        if !self.transport.is_inproc() {
+            json.insert("transport".to_owned(), self.transport.as_str().into());
+        }
+        if let Some(n) = self.crash_after {
+            json.insert("crash-after".to_owned(), n.into());
+        }
+        json
     }
 
     /// Hops of a complete run: `num_nodes × num_rounds`, the expected final sum.
@@ -190,6 +287,46 @@ impl RingParams {
                 "must be at least 1",
             ));
         }
+        match self.transport {
+            Transport::Inproc => {
+                if let Some(n) = self.crash_after {
+                    return Err(bad(
+                        "crash-after",
+                        &n,
+                        "needs --transport ipc: only node processes can be left behind",
+                    ));
+                }
+            }
+            Transport::Ipc => {
+                if self.num_nodes < 2 {
+                    return Err(bad(
+                        "num-nodes",
+                        &self.num_nodes,
+                        "with --transport ipc the ring needs at least 2 members: the main \
+                         node and one node process",
+                    ));
+                }
+                if self.num_nodes > MAX_NODES + 1 {
+                    return Err(bad(
+                        "num-nodes",
+                        &self.num_nodes,
+                        "with --transport ipc each member but the main node is a process: \
+                         at most 1001 members",
+                    ));
+                }
+                if self.runtime_threads != 1 {
+                    return Err(bad(
+                        "runtime-threads",
+                        &self.runtime_threads,
+                        "applies to --transport inproc only (ipc members are \
+                         single-threaded processes)",
+                    ));
+                }
+                if self.crash_after == Some(0) {
+                    return Err(bad("crash-after", &0, "must be at least 1"));
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -227,7 +364,8 @@ impl RingMetrics {
 pub struct Outcome {
     /// The parameters run.
     pub params: RingParams,
-    /// Creating the mailboxes and spawning the actors.
+    /// Creating the mailboxes and spawning the actors; with ipc, starting the node
+    /// processes until a ping went round the ring.
     pub node_creation: Duration,
     /// From the first message to the end (or to the stop).
     pub ring_messaging: Duration,
@@ -253,6 +391,31 @@ impl Outcome {
     /// The summary figures, in the order the original printed them, then
     /// `messages_per_second`. (The mode is a parameter, not a figure.)
     pub fn figures(&self) -> Vec<Figure> {
+        if self.params.transport == Transport::Ipc {
+            return vec![
+                Figure::new("num_ring_rounds", f64::from(self.params.num_rounds), ""),
+                Figure::new("num_nodes", f64::from(self.params.num_nodes), ""),
+                Figure::new(
+                    "time_taken_to_spawn_worker_nodes",
+                    self.node_creation.as_secs_f64(),
+                    "s",
+                )
+                .better(Better::Lower),
+                Figure::new("ring_complete_final_sum", self.final_sum as f64, ""),
+                Figure::new(
+                    "time_taken_for_ring_messaging_to_complete",
+                    self.ring_messaging.as_secs_f64(),
+                    "s",
+                )
+                .better(Better::Lower),
+                Figure::new(
+                    "messages_per_second",
+                    self.messages_per_second(),
+                    "messages/s",
+                )
+                .better(Better::Higher),
+            ];
+        }
         vec![
             Figure::new("num_ring_rounds", f64::from(self.params.num_rounds), ""),
             Figure::new("num_nodes", f64::from(self.params.num_nodes), ""),
@@ -287,8 +450,28 @@ pub fn summary(outcome: &Outcome) -> Summary {
     }
 }
 
-/// The summary as the original printed it, one `name: value` line per figure.
+/// The summary as the original printed it, one `name: value` line per figure; with ipc,
+/// the original's `send_ask` line first and `transport: ipc` last.
 pub fn summary_lines(outcome: &Outcome) -> Vec<String> {
+    if outcome.params.transport == Transport::Ipc {
+        let send_ask = u8::from(outcome.params.mode == RingMode::Ask);
+        return vec![
+            format!("send_ask: {send_ask}"),
+            format!("num_ring_rounds: {}", outcome.params.num_rounds),
+            format!("num_nodes: {}", outcome.params.num_nodes),
+            format!(
+                "time_taken_to_spawn_worker_nodes: {:?}",
+                outcome.node_creation
+            ),
+            format!("ring_complete_final_sum: {}", outcome.final_sum),
+            format!(
+                "time_taken_for_ring_messaging_to_complete: {:?}",
+                outcome.ring_messaging
+            ),
+            format!("messages_per_second: {:.0}", outcome.messages_per_second()),
+            format!("transport: {}", outcome.params.transport),
+        ];
+    }
     vec![
         format!("num_ring_rounds: {}", outcome.params.num_rounds),
         format!("num_nodes: {}", outcome.params.num_nodes),
@@ -303,15 +486,24 @@ pub fn summary_lines(outcome: &Outcome) -> Vec<String> {
     ]
 }
 
-/// Runs the ring on a runtime of its own (built here, after `start`), until it completes
-/// or `stop` is set. A stopped run returns its partial outcome.
+/// Runs the ring until it completes or `stop` is set; a stopped run returns its partial
+/// outcome. In-process, on a runtime of its own (built here, after `start`); with ipc,
+/// starting the node processes here.
+///
+/// The ipc nodes run this program (`current_exe`) as `worker ipc-node`: call it from a
+/// program that dispatches `worker <workload>` to [`crate::worker::run_worker`], on a
+/// thread that lives as long as the run (PR_SET_PDEATHSIG follows the thread that started
+/// a node).
 pub fn run(
     params: &RingParams,
     metrics: &RingMetrics,
     stop: &StopSignal,
 ) -> Result<Outcome, WorkloadError> {
     params.validate()?;
-    actors::run(params, metrics, stop)
+    match params.transport {
+        Transport::Inproc => actors::run(params, metrics, stop),
+        Transport::Ipc => ipc::run(params, metrics, stop),
+    }
 }
 
 #[cfg(test)]
@@ -349,6 +541,15 @@ mod tests {
                 num_rounds: 7,
                 mode: RingMode::Ask,
                 runtime_threads: 3,
+                ..RingParams::default()
+            },
+            RingParams {
+                num_nodes: 4,
+                num_rounds: 9,
+                mode: RingMode::Ask,
+                transport: Transport::Ipc,
+                crash_after: Some(12),
+                ..RingParams::default()
             },
         ] {
             let args = params.to_args();

@@ -1,9 +1,12 @@
 //! Integration tests of benchtop-workloads: the ring end to end, the worker's protocol
-//! transcript, and stopping a running worker.
+//! transcript, stopping a running worker, and the workloads across processes run from
+//! the `worker-fixture` binary.
 
 // Tests may unwrap (clippy.toml allows it in #[test] functions; this covers helpers).
 #![allow(clippy::unwrap_used)]
 
+mod fixture;
+mod ipc;
 mod ring;
 mod stop;
 mod support;

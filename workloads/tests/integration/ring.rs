@@ -13,6 +13,7 @@ fn final_sum_is_nodes_times_rounds_for_tell_and_ask_on_any_runtime() {
                     num_rounds,
                     mode,
                     runtime_threads,
+                    ..RingParams::default()
                 };
                 let metrics = RingMetrics::register(&mut Metrics::new()).unwrap();
                 let outcome = ring::run(&params, &metrics, &StopSignal::new()).unwrap();

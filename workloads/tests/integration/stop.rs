@@ -15,6 +15,7 @@ fn endless(mode: RingMode) -> Workload {
         num_rounds: 4_000_000_000,
         mode,
         runtime_threads: 2,
+        ..RingParams::default()
     })
 }
 

@@ -126,3 +126,14 @@ pub fn figure(message: &WorkerMessage, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no figure {name}"))
         .value
 }
+
+/// A histogram from our own workers' ticks, decoded without size limits.
+pub fn decode_trusted(encoded: &str) -> hdrhistogram::Histogram<u64> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .unwrap();
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut &bytes[..])
+        .unwrap()
+}

@@ -13,18 +13,7 @@ use benchtop_workloads::protocol::{
 use benchtop_workloads::ring::RingParams;
 use benchtop_workloads::worker::Workload;
 
-use crate::support::RunningWorker;
-
-/// The transcript is our own file: its histograms are decoded without size limits.
-fn decode_trusted(encoded: &str) -> hdrhistogram::Histogram<u64> {
-    use base64::Engine as _;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .unwrap();
-    hdrhistogram::serialization::Deserializer::new()
-        .deserialize(&mut &bytes[..])
-        .unwrap()
-}
+use crate::support::{RunningWorker, decode_trusted};
 
 fn transcript_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/protocol/ring-v1.jsonl")
@@ -37,6 +26,7 @@ fn captured_workload() -> Workload {
         num_rounds: 3000,
         mode: benchtop_workloads::ring::RingMode::Tell,
         runtime_threads: 1,
+        ..RingParams::default()
     })
 }
 
