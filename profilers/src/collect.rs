@@ -1,41 +1,96 @@
-//! The sampler's background thread: poll the ring buffers, read records in place,
-//! aggregate callchains into pending raw stacks, and fold them into the stack tree in
-//! symbolized batches.
+//! The sampler's background threads: one ([`Drainer`]) polls the ring buffers and
+//! copies records out as they come; the other ([`Collector`]) reads those records in
+//! place, aggregates callchains into pending raw stacks (on-CPU) and blocked intervals
+//! (off-CPU), and folds them into the stack trees in symbolized batches.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::SyncSender;
+use std::sync::mpsc::{self, SyncSender};
 use std::time::{Duration, Instant};
 
 use benchtop_sessions::{FrameId, StackTree};
+use perf_event::Counter;
 
 use crate::ProfilerError;
-use crate::records::{self, Comm, Mmap2, Sample, SplitChain, Task};
-use crate::sampler::{Ring, SamplerOptions, Shared};
+use crate::offcpu::{NO_STACK, OffCpu};
+use crate::records::{self, Comm, Mmap2, Sample, SplitChain, Switch, Task};
+use crate::sampler::{self, EventPlan, Ring, SamplerOptions, Shared};
 use crate::symbolize::Resolver;
 
-/// Longest wait in poll: stop requests also arrive through the eventfd, so this only
-/// bounds how stale the live counters get.
+/// Longest wait in the drainer's poll: stop requests also arrive through the eventfd,
+/// so this only bounds how stale the live counters get (and how often a buffer whose
+/// event hung up is read).
 const POLL_MAX: Duration = Duration::from_millis(100);
 /// Distinct pending stacks (or unresolved addresses) that trigger a batch before its
 /// time, bounding the memory held in raw form.
 const MAX_PENDING: usize = 20_000;
+/// Distinct off-CPU stacks kept between batches; past it, those no open interval
+/// points to are dropped (they are already folded into the tree).
+const MAX_OFF_STACKS: usize = 20_000;
 /// No thread-name frame: the key slot holds this.
 const NO_THREAD: u64 = u64::MAX;
 /// Key layout: [process name, thread name, pid, kernel frame count, kernel.., user..].
 const KEY_HEADER: usize = 4;
+/// In the kernel-frame-count slot: an off-CPU stack of a thread whose switch-out came
+/// without a sample because kernel sampling is not permitted.
+const NO_STACK_DENIED: u64 = u64::MAX;
+/// In the kernel-frame-count slot: an off-CPU stack whose sample was lost or throttled.
+const NO_STACK_MISSING: u64 = u64::MAX - 1;
+/// The frame of [`NO_STACK_DENIED`] stacks.
+const DENIED_FRAME: &str = "[blocked: no stack — kernel sampling not permitted]";
+/// The frame of [`NO_STACK_MISSING`] stacks.
+const MISSING_FRAME: &str = "[blocked: stack not sampled]";
+/// How long a thread may be listed in /proc before its creator's fork record arrives
+/// (the kernel lists it a moment before it writes the record).
+const FORK_RECORD_GRACE: Duration = Duration::from_millis(5);
 
 /// What the thread hands back to [`crate::Sampler::finish`].
 #[derive(Debug)]
 pub(crate) struct Collected {
-    pub tree: StackTree,
+    pub cpu: StackTree,
+    pub offcpu: StackTree,
+    pub blocked_ns: u64,
+    pub preempted_ns: u64,
     pub warnings: Vec<String>,
     pub final_batch_time: Duration,
     pub stopped_at: Instant,
     pub unresolved: u64,
+}
+
+/// How the events were opened, for the collector.
+#[derive(Debug)]
+pub(crate) struct Setup {
+    /// Callchains include kernel frames.
+    pub kernel_frames: bool,
+    /// Switch records come (off-CPU time).
+    pub off_cpu: bool,
+    /// Off-CPU samples come (stacks).
+    pub off_stacks: bool,
+    /// Ids of the events whose samples are off-CPU samples.
+    pub off_ids: Vec<u64>,
+    /// Enable the events (they were opened disabled and are not enabled at exec).
+    pub enable: bool,
+    /// The events start at the target's exec: what it is now (name, mappings) does not
+    /// matter.
+    pub on_exec: bool,
+    /// Attached to a running process: look for threads created while attaching.
+    pub follow: Option<Follow>,
+}
+
+/// Attach's second look at the threads of the process.
+#[derive(Debug)]
+pub(crate) struct Follow {
+    pub pid: u32,
+    /// Threads with events of their own.
+    pub opened: HashSet<u32>,
+    pub plan: EventPlan,
+    /// The CPUs of the ring buffers, in order.
+    pub cpus: Vec<usize>,
+    /// Looks at most.
+    pub rounds: usize,
 }
 
 #[derive(Debug)]
@@ -43,14 +98,33 @@ pub(crate) struct Collector {
     shared: Arc<Shared>,
     per_thread: bool,
     kernel_frames: bool,
+    off_cpu: bool,
+    off_stacks: bool,
+    enable: bool,
+    on_exec: bool,
     batch_interval: Duration,
-    tree: StackTree,
+    /// Every frame name, interned once: the resolver's frames and the keys' names are
+    /// ids of this tree, which holds no stacks.
+    interner: StackTree,
+    /// On-CPU stacks, and the interner's ids translated to its own.
+    cpu: StackTree,
+    cpu_ids: Vec<u32>,
+    /// Off-CPU stacks (µs), likewise.
+    off: StackTree,
+    off_frame_ids: Vec<u32>,
     /// Thread id → interned name; the process name is the name of its main thread.
     names: HashMap<u32, FrameId>,
-    /// Raw stacks (see KEY_HEADER) not folded into the tree yet, with their counts.
+    /// Raw on-CPU stacks (see KEY_HEADER) not folded into the tree yet, with their counts.
     pending: HashMap<Box<[u64]>, u64>,
     /// Pending stacks of a batch with addresses to resolve first (reused).
     deferred: Vec<(Box<[u64]>, u64)>,
+    /// Off-CPU intervals and their raw stacks.
+    offcpu: OffCpu,
+    /// Ids of the events whose samples are off-CPU samples, sorted.
+    off_ids: Vec<u64>,
+    /// Off-CPU (stack, µs) of a batch, and those with addresses to resolve (reused).
+    off_batch: Vec<(u32, u64)>,
+    off_deferred: Vec<(u32, u64)>,
     /// The process of the previous sample: the resolver has its mappings.
     last_pid: Option<u32>,
     /// The process the events were opened on.
@@ -60,11 +134,18 @@ pub(crate) struct Collector {
     /// Threads and processes that exited, with the batch number when seen.
     exited_threads: Vec<(u32, u64)>,
     malformed: u64,
+    /// Attach's second look, handed to the drainer.
+    follow: Option<Follow>,
+    warnings: Vec<String>,
+    // Counts of the current drain.
+    n_cpu: u64,
+    n_off: u64,
+    n_switches: u64,
     // Buffers reused for every record.
     key: Vec<u64>,
     split: SplitChain,
-    copy: Vec<u8>,
     frames: Vec<FrameId>,
+    translated: Vec<FrameId>,
     want_user: Vec<(u32, u64)>,
     want_kernel: Vec<u64>,
     name_buf: String,
@@ -72,152 +153,175 @@ pub(crate) struct Collector {
 
 impl Collector {
     /// A collector for events on `pid`. Runs on the sampler thread before the events are
-    /// enabled: it reads the target's name and mappings now, while it surely lives.
-    pub fn new(shared: Arc<Shared>, pid: u32, opts: &SamplerOptions, kernel_frames: bool) -> Self {
+    /// enabled: it reads the target's name and mappings now, while it surely lives
+    /// (unless the events start at its exec, which replaces both).
+    pub fn new(shared: Arc<Shared>, pid: u32, opts: &SamplerOptions, setup: Setup) -> Self {
+        let mut off_ids = setup.off_ids;
+        off_ids.sort_unstable();
         let mut c = Collector {
             shared,
             per_thread: opts.per_thread,
-            kernel_frames,
+            kernel_frames: setup.kernel_frames,
+            off_cpu: setup.off_cpu,
+            off_stacks: setup.off_stacks,
+            enable: setup.enable,
+            on_exec: setup.on_exec,
             batch_interval: opts.batch_interval.max(Duration::from_millis(1)),
-            tree: StackTree::new(),
+            interner: StackTree::new(),
+            cpu: StackTree::new(),
+            cpu_ids: Vec::new(),
+            off: StackTree::new(),
+            off_frame_ids: Vec::new(),
             names: HashMap::new(),
             pending: HashMap::new(),
             deferred: Vec::new(),
-            last_pid: Some(pid),
+            offcpu: OffCpu::default(),
+            off_ids,
+            off_batch: Vec::new(),
+            off_deferred: Vec::new(),
+            last_pid: None,
             target: pid,
             resolver: Resolver::new(opts.symbols),
             batches: 0,
             exited_threads: Vec::new(),
             malformed: 0,
+            follow: setup.follow,
+            warnings: Vec::new(),
+            n_cpu: 0,
+            n_off: 0,
+            n_switches: 0,
             key: Vec::with_capacity(256),
             split: SplitChain::default(),
-            copy: Vec::new(),
             frames: Vec::with_capacity(256),
+            translated: Vec::with_capacity(256),
             want_user: Vec::new(),
             want_kernel: Vec::new(),
             name_buf: String::new(),
         };
-        c.name_of(pid, pid);
-        c.resolver.see_process(pid);
+        if !c.on_exec {
+            c.name_of(pid, pid);
+            c.resolver.see_process(pid);
+            c.last_pid = Some(pid);
+        }
         c
     }
 
     /// Loads the kernel symbols (with kernel frames) and the symbols and debug info of
-    /// the files the target has mapped (its executable, the C library…), one at a time,
-    /// draining the ring buffers between steps: this runs while the workload starts, so
-    /// start-up costs the recording nothing, no sample is lost to it, and the first
-    /// batch does not pay for it (measured: 44–95 ms of a first batch before, 11–16 ms
-    /// after).
-    fn warm_up(&mut self, pid: u32, rings: &mut [Ring]) {
+    /// the files the target has mapped (its executable, the C library…), one at a time:
+    /// this runs while the workload starts, and the drainer thread keeps reading the ring
+    /// buffers meanwhile, so start-up costs the recording nothing, no sample is lost to
+    /// it, and the first batch does not pay for it (measured: 44–95 ms of a first batch
+    /// before, 11–16 ms after; loading kallsyms alone takes 40–90 ms here). A target that
+    /// has yet to exec has nothing worth loading.
+    fn warm_up(&mut self, pid: u32) {
         if self.kernel_frames {
             self.resolver.load_kernel_symbols();
-            for ring in rings.iter_mut() {
-                self.drain(ring);
-            }
+        }
+        if self.on_exec {
+            return;
         }
         for (file, offset) in self.resolver.files_to_preload(pid) {
             if self.shared.stop.load(Ordering::SeqCst) {
                 return;
             }
             self.resolver.preload_file(file, offset);
-            for ring in rings.iter_mut() {
-                self.drain(ring);
-            }
         }
     }
 
-    /// The thread body: enables the events, tells [`crate::Sampler::start`] through
-    /// `ready`, runs until [`Shared::stop`], then disables the events, drains the buffers
-    /// and runs the last batch (unless abandoned).
+    /// The thread body: starts the drainer thread, which enables the events (unless the
+    /// kernel does, at exec, or they already are), looks for threads missed by an
+    /// attach and tells [`crate::Sampler`] through `ready`; then warms the symbol caches
+    /// and folds what the drainer reads until it stops ([`Shared::stop`]), then runs the
+    /// last batch (unless abandoned). `counters` are the events that write into `rings`
+    /// without owning one.
     pub fn run(
         mut self,
-        mut rings: Vec<Ring>,
+        rings: Vec<Ring>,
+        counters: Vec<Counter>,
         ready: SyncSender<Result<(), ProfilerError>>,
     ) -> Result<Collected, ProfilerError> {
-        for ring in &mut rings {
-            if let Err(source) = ring.enable() {
-                let reason = format!("enabling the events failed: {source}");
-                let _ = ready.send(Err(ProfilerError::PerfControl {
-                    action: "enable",
-                    source,
-                }));
-                return Err(ProfilerError::Thread { reason });
-            }
-        }
-        if ready.send(Ok(())).is_err() {
-            return Err(ProfilerError::Thread {
-                reason: "Sampler::start stopped waiting for its thread".into(),
-            });
-        }
-        drop(ready);
-        self.warm_up(self.target, &mut rings);
-        let mut fds: Vec<libc::pollfd> = rings
-            .iter()
-            .map(|r| libc::pollfd {
-                fd: r.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .chain(std::iter::once(libc::pollfd {
-                fd: self.shared.wake.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            }))
-            .collect();
-        let wake = fds.len() - 1;
+        let (tx, rx) = mpsc::channel();
+        let (recycle_tx, recycle_rx) = mpsc::channel();
+        let drainer = Drainer {
+            shared: Arc::clone(&self.shared),
+            rings,
+            counters,
+            enable: self.enable,
+            follow: self.follow.take(),
+            follow_counters: Vec::new(),
+            forked: HashSet::new(),
+            tracking_forks: false,
+            tx,
+            recycle: recycle_rx,
+            dropped: false,
+        };
+        let drainer = std::thread::Builder::new()
+            .name(drainer_thread_name(self.target))
+            .spawn(move || drainer.run(ready))
+            .map_err(|e| ProfilerError::Thread {
+                reason: format!("cannot spawn the ring-buffer reader thread: {e}"),
+            })?;
+        self.warm_up(self.target);
+        let mut stopped_at = None;
         let mut next_batch = Instant::now() + self.batch_interval;
         loop {
-            let timeout = poll_timeout_ms(next_batch.saturating_duration_since(Instant::now()));
-            // SAFETY: fds is a live, correctly sized array of pollfd.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
+            let wait = next_batch.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(wait) {
+                Ok(Drained::Round(buf)) => {
+                    self.process(&buf);
+                    self.shared
+                        .queued_bytes
+                        .fetch_sub(buf.len() as u64, Ordering::Relaxed);
+                    let _ = recycle_tx.send(buf);
                 }
-                return Err(ProfilerError::PerfControl {
-                    action: "poll",
-                    source: e,
-                });
-            }
-            if fds[wake].revents & libc::POLLIN != 0 {
-                let mut buf = [0u8; 8];
-                // SAFETY: reads at most 8 bytes into a live 8-byte buffer.
-                let _ = unsafe { libc::read(fds[wake].fd, buf.as_mut_ptr().cast(), 8) };
-            }
-            for (ring, fd) in rings.iter_mut().zip(&mut fds) {
-                self.drain(ring);
-                // The sampled tree is gone: stop polling this fd (negative fds are
-                // ignored by poll), or it would report POLLHUP forever.
-                if fd.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
-                    fd.fd = -1;
+                Ok(Drained::OffIds(ids)) => {
+                    self.off_ids.extend(ids);
+                    self.off_ids.sort_unstable();
+                    self.off_ids.dedup();
                 }
+                Ok(Drained::Warning(w)) => self.warnings.push(w),
+                Ok(Drained::Stopped(at)) => stopped_at = Some(at),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
-            if self.shared.stop.load(Ordering::SeqCst) {
-                break;
-            }
-            if Instant::now() >= next_batch || self.pending.len() >= MAX_PENDING {
+            let abandoned = self.shared.abandon.load(Ordering::Relaxed);
+            if !abandoned
+                && stopped_at.is_none()
+                && (Instant::now() >= next_batch
+                    || self.pending.len() >= MAX_PENDING
+                    || self.offcpu.new_stacks() >= MAX_PENDING)
+            {
                 self.batch();
                 next_batch = Instant::now() + self.batch_interval;
             }
         }
-        for ring in &mut rings {
-            // Disabling the parent event disables the inherited ones too. A failure
-            // only means more samples arrive before the buffers are unmapped.
-            let _ = ring.disable();
+        match drainer.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(panic) => {
+                return Err(ProfilerError::Thread {
+                    reason: format!(
+                        "the ring-buffer reader thread panicked: {}",
+                        panic
+                            .downcast_ref::<&str>()
+                            .copied()
+                            .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+                            .unwrap_or("(no message)")
+                    ),
+                });
+            }
         }
-        let stopped_at = Instant::now();
-        for ring in &mut rings {
-            self.drain(ring);
-        }
-        drop(rings);
+        let stopped_at = stopped_at.unwrap_or_else(Instant::now);
+        self.offcpu.flush();
+        self.publish_offcpu();
         let mut final_batch_time = Duration::ZERO;
         if !self.shared.abandon.load(Ordering::SeqCst) {
             let t = Instant::now();
             self.batch();
             final_batch_time = t.elapsed();
         }
-        let mut warnings = std::mem::take(&mut self.resolver.warnings);
+        let mut warnings = std::mem::take(&mut self.warnings);
+        warnings.append(&mut self.resolver.warnings);
         if self.malformed > 0 {
             warnings.push(format!(
                 "{} perf records were malformed and skipped",
@@ -225,7 +329,10 @@ impl Collector {
             ));
         }
         Ok(Collected {
-            tree: self.tree,
+            cpu: self.cpu,
+            offcpu: self.off,
+            blocked_ns: self.offcpu.blocked_ns,
+            preempted_ns: self.offcpu.preempted_ns,
             warnings,
             final_batch_time,
             stopped_at,
@@ -233,43 +340,64 @@ impl Collector {
         })
     }
 
-    /// Reads every record in `ring`, in place; a record wrapping around the end of the
-    /// buffer is copied into a reused buffer.
-    fn drain(&mut self, ring: &mut Ring) {
-        let mut samples = 0u64;
-        let mut copy = std::mem::take(&mut self.copy);
-        while let Some(record) = ring.next_record() {
-            let (ty, misc) = (record.ty(), record.misc());
-            let body: &[u8] = match record.data() {
-                [one] => one,
-                parts => {
-                    copy.clear();
-                    for p in parts {
-                        copy.extend_from_slice(p);
-                    }
-                    &copy
-                }
+    /// Folds one round of records copied by the drainer (see [`Drainer::copy`]), then
+    /// ends the round.
+    fn process(&mut self, mut buf: &[u8]) {
+        while let Some((head, rest)) = buf.split_first_chunk::<RECORD_HEAD>() {
+            let ty = u32::from_ne_bytes([head[0], head[1], head[2], head[3]]);
+            let misc = u16::from_ne_bytes([head[4], head[5]]);
+            let len = u32::from_ne_bytes([head[8], head[9], head[10], head[11]]) as usize;
+            let Some(body) = rest.get(..len) else {
+                self.malformed += 1;
+                break;
             };
-            if ty == records::RECORD_SAMPLE {
-                samples += 1;
-            }
             self.on_record(ty, misc, body);
+            buf = &rest[len..];
         }
-        self.copy = copy;
-        if samples > 0 {
-            self.shared.samples.fetch_add(samples, Ordering::Relaxed);
-            self.shared
-                .pending
+        let s = &self.shared;
+        if self.n_cpu > 0 {
+            s.samples.fetch_add(self.n_cpu, Ordering::Relaxed);
+            s.pending
                 .store(self.pending.len() as u64, Ordering::Relaxed);
         }
+        if self.n_off > 0 {
+            s.offcpu_samples.fetch_add(self.n_off, Ordering::Relaxed);
+        }
+        if self.n_switches > 0 {
+            s.switches.fetch_add(self.n_switches, Ordering::Relaxed);
+        }
+        (self.n_cpu, self.n_off, self.n_switches) = (0, 0, 0);
+        self.end_round();
+    }
+
+    fn end_round(&mut self) {
+        if self.off_cpu {
+            self.offcpu.end_round();
+            self.publish_offcpu();
+        }
+    }
+
+    fn publish_offcpu(&self) {
+        self.shared
+            .blocked_ns
+            .store(self.offcpu.blocked_ns, Ordering::Relaxed);
     }
 
     fn on_record(&mut self, ty: u32, misc: u16, body: &[u8]) {
         match ty {
             records::RECORD_SAMPLE => match Sample::parse(body) {
+                Some(s) if self.off_ids.binary_search(&s.id).is_ok() => {
+                    self.on_off_sample(misc, &s)
+                }
                 Some(s) => self.on_sample(misc, &s),
                 None => self.malformed += 1,
             },
+            records::RECORD_SWITCH | records::RECORD_SWITCH_CPU_WIDE => {
+                match Switch::parse(ty, misc, body) {
+                    Some(sw) => self.on_switch(&sw),
+                    None => self.malformed += 1,
+                }
+            }
             records::RECORD_COMM => match Comm::parse(body) {
                 Some(c) => self.on_comm(misc, &c),
                 None => self.malformed += 1,
@@ -305,10 +433,12 @@ impl Collector {
             records::RECORD_LOST => {
                 let lost = records::parse_lost(body).unwrap_or(0);
                 self.shared.lost.fetch_add(lost, Ordering::Relaxed);
+                self.on_lost(body);
             }
             records::RECORD_LOST_SAMPLES => {
                 let lost = records::parse_lost_samples(body).unwrap_or(0);
                 self.shared.lost.fetch_add(lost, Ordering::Relaxed);
+                self.on_lost(body);
             }
             records::RECORD_THROTTLE => {
                 self.shared.throttled.fetch_add(1, Ordering::Relaxed);
@@ -317,7 +447,15 @@ impl Collector {
         }
     }
 
-    fn on_sample(&mut self, misc: u16, s: &Sample<'_>) {
+    fn on_lost(&mut self, body: &[u8]) {
+        if self.off_cpu {
+            self.offcpu
+                .on_lost(records::sample_id_time(body).unwrap_or(0));
+        }
+    }
+
+    /// Fills `self.key` with the raw stack of sample `s`.
+    fn sample_key(&mut self, misc: u16, s: &Sample<'_>) {
         self.split.split(s.callchain(), s.ip, misc);
         if !self.kernel_frames {
             self.split.kernel.clear();
@@ -343,6 +481,11 @@ impl Collector {
         ]);
         self.key.extend_from_slice(&self.split.kernel);
         self.key.extend_from_slice(&self.split.user);
+    }
+
+    fn on_sample(&mut self, misc: u16, s: &Sample<'_>) {
+        self.n_cpu += 1;
+        self.sample_key(misc, s);
         match self.pending.get_mut(self.key.as_slice()) {
             Some(count) => *count += 1,
             None => {
@@ -351,12 +494,54 @@ impl Collector {
         }
     }
 
+    /// A `context-switches` sample: the stack of the switch-out record that follows.
+    fn on_off_sample(&mut self, misc: u16, s: &Sample<'_>) {
+        self.n_off += 1;
+        self.sample_key(misc, s);
+        self.offcpu.on_sample(s.cpu, s.tid, s.time, &self.key);
+    }
+
+    fn on_switch(&mut self, sw: &Switch) {
+        if !self.off_cpu {
+            return;
+        }
+        if !sw.out {
+            self.offcpu.on_switch_in(sw.tid, sw.time);
+            return;
+        }
+        self.n_switches += 1;
+        let sampled = self.offcpu.take_stash(sw.cpu, sw.tid, sw.time);
+        let stack = match sampled {
+            _ if sw.preempt => NO_STACK,
+            Some(stack) => stack,
+            None => {
+                let process = self.name_of(sw.pid, sw.pid);
+                let thread = self.name_of(sw.pid, sw.tid);
+                let why = if self.off_stacks {
+                    NO_STACK_MISSING
+                } else {
+                    NO_STACK_DENIED
+                };
+                self.key.clear();
+                self.key.extend([
+                    u64::from(process.0),
+                    u64::from(thread.0),
+                    u64::from(sw.pid),
+                    why,
+                ]);
+                self.offcpu.intern(&self.key)
+            }
+        };
+        self.offcpu
+            .on_switch_out(sw.tid, sw.time, sw.preempt, stack);
+    }
+
     fn on_comm(&mut self, misc: u16, c: &Comm<'_>) {
         if misc & records::MISC_COMM_EXEC != 0 && c.pid == c.tid {
             self.resolver.on_exec(c.pid);
         }
         let name = String::from_utf8_lossy(c.name);
-        let id = self.tree.intern(&name);
+        let id = self.interner.intern(&name);
         self.names.insert(c.tid, id);
     }
 
@@ -373,15 +558,15 @@ impl Collector {
         };
         let read = crate::procfs::read_into(path.as_ref(), &mut self.name_buf).is_ok();
         let id = if read && !self.name_buf.trim_end().is_empty() {
-            self.tree.intern(self.name_buf.trim_end())
+            self.interner.intern(self.name_buf.trim_end())
         } else {
-            self.tree.intern(&format!("[{tid}]"))
+            self.interner.intern(&format!("[{tid}]"))
         };
         self.names.insert(tid, id);
         id
     }
 
-    /// Symbolizes what the pending stacks need and folds them into the tree. Each
+    /// Symbolizes what the pending stacks need and folds them into the trees. Each
     /// address is looked up once: stacks whose frames are all cached are folded at
     /// once; the others wait until their missing addresses are resolved.
     fn batch(&mut self) {
@@ -390,63 +575,68 @@ impl Collector {
             pending,
             deferred,
             resolver,
-            tree,
+            interner,
+            cpu,
+            cpu_ids,
+            off,
+            off_frame_ids,
+            offcpu,
+            off_batch,
+            off_deferred,
             frames,
+            translated,
             want_user,
             want_kernel,
             ..
         } = self;
-        let unknown = tree.intern("[unknown]");
+        let unknown = interner.intern("[unknown]");
+        let mut cpu_out = Fold {
+            tree: cpu,
+            ids: cpu_ids,
+        };
         for (key, count) in pending.drain() {
-            let pid = key[2] as u32;
-            let nk = key[3] as usize;
-            let (kernel, user) = key[KEY_HEADER..].split_at(nk);
-            let missing_before = want_user.len() + want_kernel.len();
-            stack_names(frames, &key);
-            // Callchains are leaf first; the tree wants the root first.
-            for &a in user.iter().rev() {
-                match resolver.user(pid, a) {
-                    Some(f) => frames.extend_from_slice(f),
-                    None => want_user.push((pid, a)),
-                }
-            }
-            for &a in kernel.iter().rev() {
-                match resolver.kernel(a) {
-                    Some(f) => frames.extend_from_slice(f),
-                    None => want_kernel.push(a),
-                }
-            }
-            if want_user.len() + want_kernel.len() == missing_before {
-                tree.add(frames, count);
+            if known_frames(resolver, interner, frames, &key, want_user, want_kernel) {
+                cpu_out.add(interner, frames, translated, count);
             } else {
                 deferred.push((key, count));
             }
         }
+        let mut off_out = Fold {
+            tree: off,
+            ids: off_frame_ids,
+        };
+        offcpu.take_weights(off_batch);
+        for (stack, us) in off_batch.drain(..) {
+            let key = offcpu.key(stack);
+            if known_frames(resolver, interner, frames, key, want_user, want_kernel) {
+                off_out.add(interner, frames, translated, us);
+            } else {
+                off_deferred.push((stack, us));
+            }
+        }
         if !want_user.is_empty() || !want_kernel.is_empty() {
-            resolver.resolve(tree, want_user, want_kernel);
+            resolver.resolve(interner, want_user, want_kernel);
         }
         for (key, count) in deferred.drain(..) {
-            let pid = key[2] as u32;
-            let nk = key[3] as usize;
-            let (kernel, user) = key[KEY_HEADER..].split_at(nk);
-            stack_names(frames, &key);
-            for &a in user.iter().rev() {
-                frames.extend_from_slice(resolver.user(pid, a).unwrap_or(&[unknown]));
-            }
-            for &a in kernel.iter().rev() {
-                frames.extend_from_slice(resolver.kernel(a).unwrap_or(&[unknown]));
-            }
-            tree.add(frames, count);
+            resolved_frames(resolver, interner, frames, &key, unknown);
+            cpu_out.add(interner, frames, translated, count);
         }
+        for (stack, us) in off_deferred.drain(..) {
+            resolved_frames(resolver, interner, frames, offcpu.key(stack), unknown);
+            off_out.add(interner, frames, translated, us);
+        }
+        self.offcpu.compact(MAX_OFF_STACKS);
         self.batches += 1;
         // Two batches after an exit every buffer has been read past its last sample.
         let before = self.batches.saturating_sub(1);
         self.resolver.end_batch(before);
         let names = &mut self.names;
+        let offcpu = &mut self.offcpu;
         self.exited_threads.retain(|&(tid, at)| {
             let keep = at >= before;
             if !keep {
                 names.remove(&tid);
+                offcpu.forget(tid);
             }
             keep
         });
@@ -461,21 +651,384 @@ impl Collector {
     }
 }
 
-/// Starts `frames` with the process and thread name frames of a pending stack's key.
-fn stack_names(frames: &mut Vec<FrameId>, key: &[u64]) {
-    frames.clear();
-    frames.push(FrameId(key[0] as u32));
-    if key[1] != NO_THREAD {
-        frames.push(FrameId(key[1] as u32));
+/// Bytes of the header [`Drainer::copy`] puts before each record: type (u32), misc
+/// (u16), padding (u16), body length (u32).
+const RECORD_HEAD: usize = 12;
+/// Bytes of copied records waiting for the collector before the drainer drops rounds
+/// (and counts their records lost) rather than grow further: some seconds of the
+/// heaviest switch storm measured here (~25 MB/s per CPU) while a batch or the warm-up
+/// holds the collector.
+const MAX_QUEUED_BYTES: u64 = 256 << 20;
+
+/// What the drainer thread sends the collector, in order.
+#[derive(Debug)]
+enum Drained {
+    /// One pass over every ring buffer: records framed as [`Drainer::copy`] writes them.
+    Round(Vec<u8>),
+    /// Ids of off-CPU events opened after start (threads found after an attach); sent
+    /// before any round with their samples.
+    OffIds(Vec<u64>),
+    /// Something the user should know.
+    Warning(String),
+    /// The events were disabled at this time; the last round follows.
+    Stopped(Instant),
+}
+
+/// The name of the drainer thread of `pid` (the kernel keeps 15 bytes).
+pub(crate) fn drainer_thread_name(pid: u32) -> String {
+    format!("drain-{pid}")
+}
+
+/// The thread that owns the ring buffers: it polls them and copies every record out as
+/// soon as it is written, so that symbolization (the warm-up's 40–90 ms of kallsyms, a
+/// batch meeting a large binary's debug info) never stalls reading. Measured on a
+/// switch storm of ~120 000 switches/s (off-CPU samples with callchains and switch
+/// records, ~25 MB/s per CPU): reading in place on the symbolizing thread lost 5–40 % of
+/// the records to the warm-up alone with 2 MiB buffers; copied out here, none.
+struct Drainer {
+    shared: Arc<Shared>,
+    rings: Vec<Ring>,
+    counters: Vec<Counter>,
+    enable: bool,
+    follow: Option<Follow>,
+    /// Events opened on threads found by attach's second look.
+    follow_counters: Vec<Counter>,
+    /// Threads announced by fork records while attaching.
+    forked: HashSet<u32>,
+    tracking_forks: bool,
+    tx: mpsc::Sender<Drained>,
+    /// Buffers the collector is done with.
+    recycle: mpsc::Receiver<Vec<u8>>,
+    /// A round was dropped (the collector is far behind): the next one starts with a
+    /// loss record, so that open off-CPU intervals are not stretched over it.
+    dropped: bool,
+}
+
+impl Drainer {
+    fn run(mut self, ready: SyncSender<Result<(), ProfilerError>>) -> Result<(), ProfilerError> {
+        if self.enable {
+            let enabled = self
+                .rings
+                .iter_mut()
+                .map(|r| r.enable())
+                .chain(self.counters.iter_mut().map(|c| c.enable()))
+                .collect::<io::Result<()>>();
+            if let Err(source) = enabled {
+                let reason = format!("enabling the events failed: {source}");
+                let _ = ready.send(Err(ProfilerError::PerfControl {
+                    action: "enable",
+                    source,
+                }));
+                return Err(ProfilerError::Thread { reason });
+            }
+        }
+        self.follow_threads();
+        if ready.send(Ok(())).is_err() {
+            return Err(ProfilerError::Thread {
+                reason: "Sampler::start stopped waiting for its thread".into(),
+            });
+        }
+        drop(ready);
+        let mut fds: Vec<libc::pollfd> = self
+            .rings
+            .iter()
+            .map(|r| libc::pollfd {
+                fd: r.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .chain(std::iter::once(libc::pollfd {
+                fd: self.shared.wake.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            }))
+            .collect();
+        let wake = fds.len() - 1;
+        let timeout = POLL_MAX.as_millis() as libc::c_int;
+        loop {
+            // SAFETY: fds is a live, correctly sized array of pollfd.
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(ProfilerError::PerfControl {
+                    action: "poll",
+                    source: e,
+                });
+            }
+            if fds[wake].revents & libc::POLLIN != 0 {
+                let mut buf = [0u8; 8];
+                // SAFETY: reads at most 8 bytes into a live 8-byte buffer.
+                let _ = unsafe { libc::read(fds[wake].fd, buf.as_mut_ptr().cast(), 8) };
+            }
+            // The sampled tree is gone: stop polling its fd (negative fds are ignored
+            // by poll), or it would report POLLHUP forever. Its buffer is still read
+            // every round.
+            for fd in &mut fds[..wake] {
+                if fd.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+                    fd.fd = -1;
+                }
+            }
+            self.round();
+            if self.shared.stop.load(Ordering::SeqCst) {
+                break;
+            }
+        }
+        // Disabling the parent event disables the inherited ones too. A failure only
+        // means more samples arrive before the buffers are unmapped.
+        for ring in &mut self.rings {
+            let _ = ring.disable();
+        }
+        for c in self.counters.iter_mut().chain(&mut self.follow_counters) {
+            let _ = c.disable();
+        }
+        let _ = self.tx.send(Drained::Stopped(Instant::now()));
+        self.round();
+        Ok(())
+    }
+
+    /// Copies every record of every buffer and sends them as one round.
+    fn round(&mut self) {
+        let mut buf = self.recycle.try_recv().unwrap_or_default();
+        buf.clear();
+        if self.dropped {
+            // A PERF_RECORD_LOST of nothing more (already counted) at an unknown time.
+            let body = [0u8; 16 + records::SAMPLE_ID_LEN];
+            push_record(&mut buf, records::RECORD_LOST, 0, &[&body]);
+        }
+        let mut copied = 0u64;
+        for i in 0..self.rings.len() {
+            copied += self.copy(i, &mut buf);
+        }
+        let queued = self.shared.queued_bytes.load(Ordering::Relaxed);
+        if queued.saturating_add(buf.len() as u64) > MAX_QUEUED_BYTES {
+            self.shared.lost.fetch_add(copied, Ordering::Relaxed);
+            self.dropped = true;
+            return;
+        }
+        self.dropped = false;
+        self.shared
+            .queued_bytes
+            .fetch_add(buf.len() as u64, Ordering::Relaxed);
+        let _ = self.tx.send(Drained::Round(buf));
+    }
+
+    /// Appends the records of ring `i` to `buf`, each as a [`RECORD_HEAD`] header and
+    /// its body; returns how many.
+    fn copy(&mut self, i: usize, buf: &mut Vec<u8>) -> u64 {
+        let mut n = 0;
+        let Drainer {
+            rings,
+            forked,
+            tracking_forks,
+            ..
+        } = self;
+        let Some(ring) = rings.get_mut(i) else {
+            return 0;
+        };
+        while let Some(record) = ring.next_record() {
+            let (ty, misc) = (record.ty(), record.misc());
+            let start = buf.len();
+            push_record(buf, ty, misc, record.data());
+            if *tracking_forks
+                && ty == records::RECORD_FORK
+                && let Some(t) = buf.get(start + RECORD_HEAD..).and_then(Task::parse)
+            {
+                forked.insert(t.tid);
+            }
+            n += 1;
+        }
+        n
+    }
+
+    /// After an attach: threads listed in /proc that have no events of their own and
+    /// were not announced by a fork record of a followed thread (they were created by a
+    /// thread before its events were opened) get events of their own. Each look reads
+    /// the buffers first, so that the fork records written so far are known, and waits
+    /// [`FORK_RECORD_GRACE`] before trusting a thread's absence from them.
+    fn follow_threads(&mut self) {
+        let Some(mut follow) = self.follow.take() else {
+            return;
+        };
+        self.tracking_forks = true;
+        for _ in 0..follow.rounds {
+            self.round();
+            if self.unfollowed(&follow).is_empty() {
+                break;
+            }
+            std::thread::sleep(FORK_RECORD_GRACE);
+            self.round();
+            let mut off_ids = Vec::new();
+            for tid in self.unfollowed(&follow) {
+                match sampler::open_thread_events(tid, &follow.cpus, &self.rings, &follow.plan) {
+                    Ok((counters, ids)) => {
+                        self.follow_counters.extend(counters);
+                        off_ids.extend(ids);
+                    }
+                    // Gone already.
+                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                    Err(e) => {
+                        let _ = self.tx.send(Drained::Warning(format!(
+                            "thread {tid} of process {}, created while attaching, is not \
+                             sampled: opening its events failed: {e}",
+                            follow.pid
+                        )));
+                    }
+                }
+                follow.opened.insert(tid);
+            }
+            if !off_ids.is_empty() {
+                let _ = self.tx.send(Drained::OffIds(off_ids));
+            }
+        }
+        self.tracking_forks = false;
+        self.forked = HashSet::new();
+    }
+
+    /// Threads of the followed process with neither events nor a fork record.
+    fn unfollowed(&self, follow: &Follow) -> Vec<u32> {
+        let mut tids = sampler::list_threads(follow.pid).unwrap_or_default();
+        tids.retain(|t| !follow.opened.contains(t) && !self.forked.contains(t));
+        tids
     }
 }
 
-/// The poll timeout for `left` until the next batch, capped at [`POLL_MAX`] and rounded
-/// *up* to whole milliseconds: rounded down, the last fraction of a millisecond before a
-/// batch would be polls with timeout 0, spinning.
-fn poll_timeout_ms(left: Duration) -> libc::c_int {
-    let ms = left.min(POLL_MAX).as_nanos().div_ceil(1_000_000);
-    ms.min(libc::c_int::MAX as u128) as libc::c_int
+/// Appends a record (its body in `parts`) to `buf` with a [`RECORD_HEAD`] header.
+fn push_record(buf: &mut Vec<u8>, ty: u32, misc: u16, parts: &[&[u8]]) {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    buf.extend_from_slice(&ty.to_ne_bytes());
+    buf.extend_from_slice(&misc.to_ne_bytes());
+    buf.extend_from_slice(&0u16.to_ne_bytes());
+    buf.extend_from_slice(&(len as u32).to_ne_bytes());
+    for p in parts {
+        buf.extend_from_slice(p);
+    }
+}
+
+/// A tree that stacks of interned frames are folded into, with the translation of the
+/// interner's ids to its own.
+struct Fold<'a> {
+    tree: &'a mut StackTree,
+    ids: &'a mut Vec<u32>,
+}
+
+impl Fold<'_> {
+    fn add(
+        &mut self,
+        interner: &StackTree,
+        frames: &[FrameId],
+        translated: &mut Vec<FrameId>,
+        weight: u64,
+    ) {
+        translated.clear();
+        for &f in frames {
+            let i = f.0 as usize;
+            if i >= self.ids.len() {
+                self.ids.resize(i + 1, u32::MAX);
+            }
+            if self.ids[i] == u32::MAX {
+                self.ids[i] = self.tree.intern(interner.name(f)).0;
+            }
+            translated.push(FrameId(self.ids[i]));
+        }
+        self.tree.add(translated, weight);
+    }
+}
+
+/// The kernel and user addresses of a key (both leaf first); `None` for a stack
+/// without addresses (its marker frame stands for them).
+fn key_addresses(key: &[u64]) -> Option<(&[u64], &[u64])> {
+    let nk = *key.get(3)?;
+    if nk >= NO_STACK_MISSING {
+        return None;
+    }
+    key.get(KEY_HEADER..)?.split_at_checked(nk as usize)
+}
+
+/// The frame that stands for the addresses of a stack without any.
+fn marker_frame(interner: &mut StackTree, key: &[u64]) -> Option<FrameId> {
+    match key.get(3) {
+        Some(&NO_STACK_DENIED) => Some(interner.intern(DENIED_FRAME)),
+        Some(&NO_STACK_MISSING) => Some(interner.intern(MISSING_FRAME)),
+        _ => None,
+    }
+}
+
+/// Fills `frames` with the stack of `key`, root first, when every address is cached,
+/// and returns true; else queues the missing addresses in `want_user`/`want_kernel`.
+fn known_frames(
+    resolver: &Resolver,
+    interner: &mut StackTree,
+    frames: &mut Vec<FrameId>,
+    key: &[u64],
+    want_user: &mut Vec<(u32, u64)>,
+    want_kernel: &mut Vec<u64>,
+) -> bool {
+    stack_names(frames, key);
+    if let Some(marker) = marker_frame(interner, key) {
+        frames.push(marker);
+        return true;
+    }
+    let Some((kernel, user)) = key_addresses(key) else {
+        return true;
+    };
+    let pid = key[2] as u32;
+    let missing_before = want_user.len() + want_kernel.len();
+    // Callchains are leaf first; the tree wants the root first.
+    for &a in user.iter().rev() {
+        match resolver.user(pid, a) {
+            Some(f) => frames.extend_from_slice(f),
+            None => want_user.push((pid, a)),
+        }
+    }
+    for &a in kernel.iter().rev() {
+        match resolver.kernel(a) {
+            Some(f) => frames.extend_from_slice(f),
+            None => want_kernel.push(a),
+        }
+    }
+    want_user.len() + want_kernel.len() == missing_before
+}
+
+/// Fills `frames` with the stack of `key`, root first, after its addresses were
+/// resolved (`unknown` for any that were not).
+fn resolved_frames(
+    resolver: &Resolver,
+    interner: &mut StackTree,
+    frames: &mut Vec<FrameId>,
+    key: &[u64],
+    unknown: FrameId,
+) {
+    stack_names(frames, key);
+    if let Some(marker) = marker_frame(interner, key) {
+        frames.push(marker);
+        return;
+    }
+    let Some((kernel, user)) = key_addresses(key) else {
+        return;
+    };
+    let pid = key[2] as u32;
+    for &a in user.iter().rev() {
+        frames.extend_from_slice(resolver.user(pid, a).unwrap_or(&[unknown]));
+    }
+    for &a in kernel.iter().rev() {
+        frames.extend_from_slice(resolver.kernel(a).unwrap_or(&[unknown]));
+    }
+}
+
+/// Starts `frames` with the process and thread name frames of a pending stack's key.
+fn stack_names(frames: &mut Vec<FrameId>, key: &[u64]) {
+    frames.clear();
+    if let Some(&process) = key.first() {
+        frames.push(FrameId(process as u32));
+    }
+    if let Some(&thread) = key.get(1)
+        && thread != NO_THREAD
+    {
+        frames.push(FrameId(thread as u32));
+    }
 }
 
 #[cfg(test)]
@@ -492,12 +1045,22 @@ mod tests {
         std::hint::black_box(collect_test_leaf_fn as *const () as usize)
     }
 
+    /// The id of the on-CPU event in these tests.
+    const CPU_ID: u64 = 10;
+    /// The id of the off-CPU event in these tests.
+    const OFF_ID: u64 = 11;
+
     fn sample_record(pid: u32, chain: &[u64]) -> Vec<u8> {
+        event_sample(CPU_ID, pid, 0, chain)
+    }
+
+    fn event_sample(id: u64, pid: u32, time: u64, chain: &[u64]) -> Vec<u8> {
         let mut body = Vec::new();
+        body.extend(id.to_ne_bytes());
         body.extend(chain.get(1).copied().unwrap_or(0).to_ne_bytes()); // ip
         body.extend(pid.to_ne_bytes());
         body.extend(pid.to_ne_bytes());
-        body.extend(0u64.to_ne_bytes()); // time
+        body.extend(time.to_ne_bytes());
         body.extend(0u32.to_ne_bytes()); // cpu
         body.extend(0u32.to_ne_bytes());
         body.extend(1_001_001u64.to_ne_bytes()); // period
@@ -511,13 +1074,27 @@ mod tests {
     /// A user-frames-only, names-only collector on this process, with the addresses of
     /// the two test functions.
     fn names_only_collector() -> (u32, Arc<Shared>, Collector, u64, u64) {
+        collector_with(true)
+    }
+
+    /// As [`names_only_collector`], recording off-CPU time with stacks or without.
+    fn collector_with(off_stacks: bool) -> (u32, Arc<Shared>, Collector, u64, u64) {
         let pid = std::process::id();
         let shared = Arc::new(Shared::new().unwrap());
         let opts = SamplerOptions {
             symbols: crate::SymbolDetail::NamesOnly,
             ..SamplerOptions::default()
         };
-        let c = Collector::new(Arc::clone(&shared), pid, &opts, false);
+        let setup = Setup {
+            kernel_frames: false,
+            off_cpu: true,
+            off_stacks,
+            off_ids: vec![OFF_ID],
+            enable: true,
+            on_exec: false,
+            follow: None,
+        };
+        let c = Collector::new(Arc::clone(&shared), pid, &opts, setup);
         let root = collect_test_root_fn() as u64;
         let leaf = collect_test_leaf_fn() as u64;
         (pid, shared, c, root, leaf)
@@ -536,7 +1113,7 @@ mod tests {
         assert_eq!(c.pending.len(), 1);
         c.batch();
         assert!(c.pending.is_empty());
-        let folded = c.tree.to_folded();
+        let folded = c.cpu.to_folded();
         let line = folded.lines().next().unwrap();
         let (stack, weight) = line.rsplit_once(' ').unwrap();
         let frames: Vec<&str> = stack.split(';').collect();
@@ -563,19 +1140,118 @@ mod tests {
         c.on_record(records::RECORD_SAMPLE, 2, &new_leaf);
         c.batch();
         assert!(c.pending.is_empty() && c.deferred.is_empty());
-        let folded = c.tree.to_folded();
+        let folded = c.cpu.to_folded();
         let lines: Vec<&str> = folded.lines().collect();
         assert_eq!(lines.len(), 1, "{folded}");
         assert!(lines[0].ends_with("collect_test_leaf_fn 4"), "{folded}");
     }
 
+    /// A switch record's body: the sample_id of `pid` at `time` on `cpu`.
+    fn switch_record(pid: u32, time: u64, cpu: u32) -> Vec<u8> {
+        let mut body = Vec::new();
+        body.extend(pid.to_ne_bytes());
+        body.extend(pid.to_ne_bytes());
+        body.extend(time.to_ne_bytes());
+        body.extend(cpu.to_ne_bytes());
+        body.extend(0u32.to_ne_bytes());
+        body.extend(OFF_ID.to_ne_bytes());
+        body
+    }
+
+    const OUT: u16 = records::MISC_SWITCH_OUT;
+
     #[test]
-    fn the_poll_timeout_rounds_up_to_whole_milliseconds() {
-        assert_eq!(poll_timeout_ms(Duration::ZERO), 0);
-        assert_eq!(poll_timeout_ms(Duration::from_nanos(1)), 1);
-        assert_eq!(poll_timeout_ms(Duration::from_micros(300)), 1);
-        assert_eq!(poll_timeout_ms(Duration::from_micros(1_000)), 1);
-        assert_eq!(poll_timeout_ms(Duration::from_micros(1_001)), 2);
-        assert_eq!(poll_timeout_ms(Duration::from_secs(3600)), 100);
+    fn blocked_time_weighs_the_stack_sampled_at_switch_out_in_microseconds() {
+        let (pid, shared, mut c, root, leaf) = collector_with(true);
+        let user = -512i64 as u64;
+        let t = 1_000_000_000;
+        // Two blocked intervals of 3 ms and 1.5 ms at the same place.
+        for (out, back) in [(t, t + 3_000_000), (t + 5_000_000, t + 6_500_000)] {
+            let sample = event_sample(OFF_ID, pid, out - 200, &[user, leaf + 4, root + 1]);
+            c.on_record(records::RECORD_SAMPLE, 1, &sample);
+            c.on_record(records::RECORD_SWITCH, OUT, &switch_record(pid, out, 0));
+            c.on_record(records::RECORD_SWITCH, 0, &switch_record(pid, back, 1));
+        }
+        // A preempted switch-out: runnable time, not blocked.
+        let pre = event_sample(OFF_ID, pid, t + 7_000_000, &[user, leaf + 4, root + 1]);
+        c.on_record(records::RECORD_SAMPLE, 1, &pre);
+        let preempted = switch_record(pid, t + 7_000_100, 0);
+        c.on_record(
+            records::RECORD_SWITCH,
+            OUT | records::MISC_SWITCH_OUT_PREEMPT,
+            &preempted,
+        );
+        c.on_record(
+            records::RECORD_SWITCH,
+            0,
+            &switch_record(pid, t + 9_000_000, 0),
+        );
+        c.end_round();
+        c.end_round();
+        c.batch();
+        // On-CPU samples are not off-CPU ones and vice versa.
+        assert!(c.cpu.is_empty(), "{}", c.cpu.to_folded());
+        let folded = c.off.to_folded();
+        let comm = std::fs::read_to_string("/proc/self/comm").unwrap();
+        let lines: Vec<&str> = folded.lines().collect();
+        assert_eq!(lines.len(), 1, "{folded}");
+        let (stack, weight) = lines[0].rsplit_once(' ').unwrap();
+        let frames: Vec<&str> = stack.split(';').collect();
+        assert_eq!(weight, "4500", "{folded}");
+        assert_eq!(frames[0], comm.trim_end(), "{folded}");
+        assert!(frames[1].ends_with("collect_test_root_fn"), "{folded}");
+        assert!(frames[2].ends_with("collect_test_leaf_fn"), "{folded}");
+        assert_eq!(
+            shared.offcpu_samples.load(Ordering::Relaxed),
+            0,
+            "counted per drain"
+        );
+        assert_eq!(c.n_off, 3);
+        assert_eq!(c.n_switches, 3);
+        assert_eq!(c.offcpu.preempted_ns, 1_999_900);
+    }
+
+    #[test]
+    fn without_stacks_blocked_time_is_per_thread_and_says_why() {
+        let (pid, _shared, mut c, _, _) = collector_with(false);
+        let t = 1_000_000_000;
+        c.on_record(records::RECORD_SWITCH, OUT, &switch_record(pid, t, 0));
+        c.on_record(
+            records::RECORD_SWITCH,
+            0,
+            &switch_record(pid, t + 2_000_000, 1),
+        );
+        c.end_round();
+        c.end_round();
+        c.batch();
+        let comm = std::fs::read_to_string("/proc/self/comm").unwrap();
+        let comm = comm.trim_end();
+        assert_eq!(
+            c.off.to_folded().trim_end(),
+            format!("{comm};{comm};{DENIED_FRAME} 2000")
+        );
+    }
+
+    #[test]
+    fn a_switch_out_whose_sample_is_missing_is_named_so() {
+        let (pid, _shared, mut c, _, _) = collector_with(true);
+        let t = 1_000_000_000;
+        c.on_record(records::RECORD_SWITCH, OUT, &switch_record(pid, t, 0));
+        c.on_record(
+            records::RECORD_SWITCH,
+            0,
+            &switch_record(pid, t + 1_000_000, 0),
+        );
+        c.end_round();
+        c.end_round();
+        c.batch();
+        assert!(
+            c.off
+                .to_folded()
+                .trim_end()
+                .ends_with(&format!("{MISSING_FRAME} 1000")),
+            "{}",
+            c.off.to_folded()
+        );
     }
 }

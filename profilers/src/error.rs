@@ -98,6 +98,23 @@ pub enum ProfilerError {
         /// Which option and why.
         reason: String,
     },
+    /// [`crate::Sampler::attach`] needs one perf event per thread per CPU (two with
+    /// off-CPU stacks), each a file descriptor: more than the hard open-file limit allows.
+    #[error(
+        "attaching to pid {pid} needs {needed} perf events ({threads} threads × CPUs × events), \
+         each an open file, above the limit of {limit}: raise it (`ulimit -n`, or the hard \
+         limit) or take fewer profiles (on-CPU only needs half as many)"
+    )]
+    TooManyEvents {
+        /// The process attached to.
+        pid: u32,
+        /// Its threads.
+        threads: usize,
+        /// Perf events (file descriptors) needed.
+        needed: u64,
+        /// The open-file limit in the way.
+        limit: u64,
+    },
     /// The sampler's background thread could not be started or died.
     #[error("sampler thread: {reason}")]
     Thread {

@@ -28,6 +28,7 @@ mod collect;
 mod error;
 pub mod host;
 pub mod monitor;
+mod offcpu;
 mod procfs;
 pub mod reaper;
 mod records;
@@ -41,5 +42,6 @@ pub use monitor::{
     Discovery, ProcessSample, ThreadSample, TreeMonitor, TreeMonitorOptions, TreeSample,
 };
 pub use procfs::process_start_ticks;
+pub use sampler::ProfileKind;
 pub use sampler::{Profile, SampleEvent, Sampler, SamplerOptions, SamplerStats, probe_access};
 pub use symbolize::SymbolDetail;

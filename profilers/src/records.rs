@@ -1,8 +1,14 @@
 //! Perf ring-buffer records, read in place.
 //!
-//! The sampler asks for a fixed sample layout (IP, TID, TIME, CPU, PERIOD, CALLCHAIN)
-//! and `sample_id_all`, so every record is decoded here from its bytes without copying
-//! or allocating. Layouts are those of `perf_event_open(2)`.
+//! The sampler asks for a fixed sample layout (IDENTIFIER, IP, TID, TIME, CPU, PERIOD,
+//! CALLCHAIN) and `sample_id_all`, so every record is decoded here from its bytes without
+//! copying or allocating. Layouts are those of `perf_event_open(2)`.
+//!
+//! Several events can write into one ring buffer (the off-CPU `context-switches` event
+//! shares the on-CPU event's buffer of its CPU, and with `attach` every thread's events
+//! share it): `PERF_SAMPLE_IDENTIFIER` puts the id of the event that wrote a record first
+//! in a sample and last in every other record's `sample_id`, so the reader can tell them
+//! apart whatever the record type.
 
 /// `PERF_RECORD_LOST`.
 pub(crate) const RECORD_LOST: u32 = 2;
@@ -20,6 +26,22 @@ pub(crate) const RECORD_SAMPLE: u32 = 9;
 pub(crate) const RECORD_MMAP2: u32 = 10;
 /// `PERF_RECORD_LOST_SAMPLES`.
 pub(crate) const RECORD_LOST_SAMPLES: u32 = 13;
+/// `PERF_RECORD_SWITCH`: the thread of a per-task event was switched in or out. Not
+/// parsed by `perf-event-data`; see [`Switch`].
+pub(crate) const RECORD_SWITCH: u32 = 14;
+/// `PERF_RECORD_SWITCH_CPU_WIDE`: the same for a CPU-wide event, with the other task's
+/// pid and tid first. The sampler's events are per task; decoded anyway.
+pub(crate) const RECORD_SWITCH_CPU_WIDE: u32 = 15;
+
+/// `PERF_RECORD_MISC_SWITCH_OUT`: a switch record is a switch-out (else a switch-in).
+pub(crate) const MISC_SWITCH_OUT: u16 = 1 << 13;
+/// `PERF_RECORD_MISC_SWITCH_OUT_PREEMPT`: the thread was switched out while still
+/// runnable (preempted), not because it blocked.
+pub(crate) const MISC_SWITCH_OUT_PREEMPT: u16 = 1 << 14;
+
+/// Bytes of the `sample_id` trailer that `sample_id_all` appends to every non-sample
+/// record with the sampler's sample type: pid/tid, time, cpu/res, identifier.
+pub(crate) const SAMPLE_ID_LEN: usize = 32;
 
 /// `PERF_RECORD_MISC_COMM_EXEC`: the COMM record comes from an exec.
 pub(crate) const MISC_COMM_EXEC: u16 = 1 << 13;
@@ -74,12 +96,12 @@ impl<'a> Cursor<'a> {
 /// A `PERF_RECORD_SAMPLE` of the sampler's layout, borrowing the ring buffer.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Sample<'a> {
+    /// The id of the event that took the sample (the parent's for an inherited event).
+    pub id: u64,
     pub ip: u64,
     pub pid: u32,
     pub tid: u32,
-    #[allow(dead_code)] // Kept for off-CPU and timeline work; decoded for free.
     pub time: u64,
-    #[allow(dead_code)]
     pub cpu: u32,
     #[allow(dead_code)]
     pub period: u64,
@@ -91,6 +113,7 @@ impl<'a> Sample<'a> {
     /// Decodes a sample record body (after the 8-byte header).
     pub fn parse(body: &'a [u8]) -> Option<Self> {
         let mut c = Cursor { buf: body };
+        let id = c.u64()?;
         let ip = c.u64()?;
         let pid = c.u32()?;
         let tid = c.u32()?;
@@ -101,6 +124,7 @@ impl<'a> Sample<'a> {
         let nr = usize::try_from(c.u64()?).ok()?;
         let chain = c.take(nr.checked_mul(8)?)?;
         Some(Sample {
+            id,
             ip,
             pid,
             tid,
@@ -205,14 +229,84 @@ impl<'a> Mmap2<'a> {
     }
 }
 
-/// The TIME of a side-band record's trailing `sample_id` (`sample_id_all` with our
-/// sample type puts pid/tid, time, cpu/res in its last 24 bytes).
-pub(crate) fn sample_id_time(body: &[u8]) -> Option<u64> {
-    let start = body.len().checked_sub(16)?;
-    Cursor {
-        buf: &body[start..],
+/// The trailing `sample_id` of a non-sample record (`sample_id_all` with the sampler's
+/// sample type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SampleId {
+    pub pid: u32,
+    pub tid: u32,
+    pub time: u64,
+    pub cpu: u32,
+    /// The id of the event that wrote the record.
+    pub id: u64,
+}
+
+impl SampleId {
+    /// Decodes the last [`SAMPLE_ID_LEN`] bytes of `body`.
+    pub fn parse_trailer(body: &[u8]) -> Option<Self> {
+        let start = body.len().checked_sub(SAMPLE_ID_LEN)?;
+        let mut c = Cursor {
+            buf: body.get(start..)?,
+        };
+        let pid = c.u32()?;
+        let tid = c.u32()?;
+        let time = c.u64()?;
+        let cpu = c.u32()?;
+        let _res = c.u32()?;
+        let id = c.u64()?;
+        Some(SampleId {
+            pid,
+            tid,
+            time,
+            cpu,
+            id,
+        })
     }
-    .u64()
+}
+
+/// The TIME of a side-band record's trailing `sample_id`.
+pub(crate) fn sample_id_time(body: &[u8]) -> Option<u64> {
+    SampleId::parse_trailer(body).map(|id| id.time)
+}
+
+/// `PERF_RECORD_SWITCH` (or `_CPU_WIDE`): a thread of the sampled tree was switched out
+/// or in. The record is only a header and the `sample_id` (the cpu-wide form puts the
+/// other task's pid and tid first), so the thread and the time come from the trailer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Switch {
+    pub pid: u32,
+    pub tid: u32,
+    pub time: u64,
+    pub cpu: u32,
+    /// A switch-out; else a switch-in.
+    pub out: bool,
+    /// A switch-out of a thread that was still runnable (preempted, not blocked).
+    pub preempt: bool,
+}
+
+impl Switch {
+    /// Decodes a switch record of type `ty` with header `misc` from its body (after the
+    /// 8-byte header). `None` for another type or a body too short for its layout.
+    pub fn parse(ty: u32, misc: u16, body: &[u8]) -> Option<Self> {
+        let min = match ty {
+            RECORD_SWITCH => SAMPLE_ID_LEN,
+            RECORD_SWITCH_CPU_WIDE => 8 + SAMPLE_ID_LEN,
+            _ => return None,
+        };
+        if body.len() < min {
+            return None;
+        }
+        let id = SampleId::parse_trailer(body)?;
+        let out = misc & MISC_SWITCH_OUT != 0;
+        Some(Switch {
+            pid: id.pid,
+            tid: id.tid,
+            time: id.time,
+            cpu: id.cpu,
+            out,
+            preempt: out && misc & MISC_SWITCH_OUT_PREEMPT != 0,
+        })
+    }
 }
 
 /// A callchain split into kernel and user parts, both leaf first, markers dropped.
@@ -331,7 +425,7 @@ mod tests {
 
     #[test]
     fn a_sample_record_is_read_in_place() {
-        let mut body = bytes(&[0x4000]);
+        let mut body = bytes(&[77, 0x4000]);
         body.extend(42u32.to_ne_bytes());
         body.extend(43u32.to_ne_bytes());
         body.extend(bytes(&[1_000_000]));
@@ -340,8 +434,8 @@ mod tests {
         body.extend(bytes(&[1_001_001, 3, PERF_CONTEXT_USER, 0x4000, 0x5001]));
         let s = Sample::parse(&body).unwrap();
         assert_eq!(
-            (s.ip, s.pid, s.tid, s.cpu, s.period),
-            (0x4000, 42, 43, 1, 1_001_001)
+            (s.id, s.ip, s.pid, s.tid, s.time, s.cpu, s.period),
+            (77, 0x4000, 42, 43, 1_000_000, 1, 1_001_001)
         );
         assert_eq!(
             s.callchain().collect::<Vec<_>>(),
@@ -404,15 +498,95 @@ mod tests {
             })
         );
         assert_eq!(parse_lost(&bytes(&[1, 17])), Some(17));
-        // The time of the trailing sample_id: pid/tid, time, cpu/res.
+        // The time of the trailing sample_id: pid/tid, time, cpu/res, identifier.
         let mut with_id = task.clone();
-        with_id.extend(7u32.to_ne_bytes());
-        with_id.extend(7u32.to_ne_bytes());
-        with_id.extend(bytes(&[123_456_789]));
-        with_id.extend(1u32.to_ne_bytes());
-        with_id.extend(0u32.to_ne_bytes());
+        with_id.extend(sample_id(7, 7, 123_456_789, 1, 99));
         assert_eq!(sample_id_time(&with_id), Some(123_456_789));
-        assert_eq!(sample_id_time(&[0; 8]), None);
+        assert_eq!(
+            SampleId::parse_trailer(&with_id),
+            Some(SampleId {
+                pid: 7,
+                tid: 7,
+                time: 123_456_789,
+                cpu: 1,
+                id: 99
+            })
+        );
+        assert_eq!(sample_id_time(&[0; 24]), None);
         assert_eq!(parse_lost_samples(&bytes(&[3])), Some(3));
+    }
+
+    /// A `sample_id` trailer as the kernel writes it for the sampler's sample type.
+    fn sample_id(pid: u32, tid: u32, time: u64, cpu: u32, id: u64) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend(pid.to_ne_bytes());
+        b.extend(tid.to_ne_bytes());
+        b.extend(time.to_ne_bytes());
+        b.extend(cpu.to_ne_bytes());
+        b.extend(0u32.to_ne_bytes());
+        b.extend(id.to_ne_bytes());
+        b
+    }
+
+    #[test]
+    fn a_switch_record_is_its_sample_id_and_the_direction_in_misc() {
+        let body = sample_id(100, 101, 5_000_000_123, 1, 42);
+        // A switch-in: misc without the out bit.
+        assert_eq!(
+            Switch::parse(RECORD_SWITCH, 0, &body),
+            Some(Switch {
+                pid: 100,
+                tid: 101,
+                time: 5_000_000_123,
+                cpu: 1,
+                out: false,
+                preempt: false
+            })
+        );
+        // A voluntary switch-out (the thread blocked); the cpumode bits do not matter.
+        let out = Switch::parse(RECORD_SWITCH, MISC_SWITCH_OUT | 1, &body).unwrap();
+        assert!(out.out && !out.preempt, "{out:?}");
+        // A preempted switch-out: still runnable.
+        let pre = Switch::parse(
+            RECORD_SWITCH,
+            MISC_SWITCH_OUT | MISC_SWITCH_OUT_PREEMPT,
+            &body,
+        )
+        .unwrap();
+        assert!(pre.out && pre.preempt, "{pre:?}");
+        // The preempt bit alone on a switch-in means nothing.
+        let odd = Switch::parse(RECORD_SWITCH, MISC_SWITCH_OUT_PREEMPT, &body).unwrap();
+        assert!(!odd.out && !odd.preempt, "{odd:?}");
+    }
+
+    #[test]
+    fn a_cpu_wide_switch_record_skips_the_other_tasks_ids() {
+        let mut body = Vec::new();
+        body.extend(555u32.to_ne_bytes()); // next_prev_pid
+        body.extend(556u32.to_ne_bytes()); // next_prev_tid
+        body.extend(sample_id(100, 101, 77, 0, 42));
+        let s = Switch::parse(RECORD_SWITCH_CPU_WIDE, MISC_SWITCH_OUT, &body).unwrap();
+        assert_eq!((s.pid, s.tid, s.time, s.out), (100, 101, 77, true));
+        // Without the leading ids it is too short for its type.
+        let short = sample_id(100, 101, 77, 0, 42);
+        assert_eq!(Switch::parse(RECORD_SWITCH_CPU_WIDE, 0, &short), None);
+    }
+
+    #[test]
+    fn truncated_or_foreign_switch_records_are_rejected() {
+        let body = sample_id(1, 2, 3, 4, 5);
+        for len in 0..body.len() {
+            assert_eq!(Switch::parse(RECORD_SWITCH, 0, &body[..len]), None, "{len}");
+        }
+        assert_eq!(Switch::parse(RECORD_SAMPLE, 0, &body), None);
+        assert_eq!(Switch::parse(RECORD_COMM, MISC_SWITCH_OUT, &body), None);
+        // A longer body (a future kernel adding fields before the trailer) still reads
+        // the trailer from the end.
+        let mut longer = bytes(&[0xdead]);
+        longer.extend(&body);
+        assert_eq!(
+            Switch::parse(RECORD_SWITCH, MISC_SWITCH_OUT, &longer).map(|s| (s.tid, s.time)),
+            Some((2, 3))
+        );
     }
 }

@@ -6,6 +6,7 @@
 mod fixture;
 mod host;
 mod monitor;
+mod offcpu;
 mod reaper;
 mod sampler;
 mod unprivileged;

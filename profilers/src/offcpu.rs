@@ -1,0 +1,447 @@
+//! Off-CPU time: switch-out and switch-in records of each thread paired into blocked
+//! intervals, each weighted by its length and attributed to the stack captured when the
+//! thread was switched out.
+//!
+//! What the kernel gives us, per switch of a sampled thread on a CPU, in that CPU's ring
+//! buffer and in this order:
+//!
+//! 1. with kernel sampling permitted, a sample of the software `context-switches` event
+//!    (period 1) taken in the context of the thread going out: its tid, TIME and
+//!    callchain (kernel frames from `schedule` down to the syscall, then user frames);
+//! 2. a `PERF_RECORD_SWITCH` switch-out record of that thread, with
+//!    `PERF_RECORD_MISC_SWITCH_OUT_PREEMPT` when it was still runnable (preempted).
+//!
+//! The thread's next switch-in record, on whichever CPU it wakes, closes the interval.
+//! The sample and its switch-out record are consecutive in one buffer, so the sample is
+//! held per CPU until the record comes ([`OffCpu::take_stash`]). Switch-in records come
+//! from other CPUs' buffers, read in any order, so switch events are queued and applied
+//! in time order once every buffer has been read past them: after each round that reads
+//! every buffer, events up to the largest time seen in the *previous* round are safe
+//! (a record of that time was already written then, so everything before it was too).
+//! This is `perf`'s own ordering rule (its FINISHED_ROUND).
+//!
+//! Preempted switch-outs are runnable time, not blocked time: like `perf sched` and
+//! `offcputime` with a blocked-state filter, they are left out of the off-CPU profile
+//! and only counted ([`OffCpu::preempted_ns`]). Intervals still open when recording
+//! stops (a thread blocked at the end) are not counted: their length is unknown.
+//! A lost record may have been a switch-in: open intervals are dropped at a loss
+//! rather than stretched over on-CPU time.
+
+use std::collections::HashMap;
+
+/// The stack of a preempted switch-out: none is kept.
+pub(crate) const NO_STACK: u32 = u32::MAX;
+/// A switch-out's samples older than this are not its stack (its own sample was lost):
+/// the sample and the record are written back to back with interrupts off.
+const MAX_STASH_AGE_NS: u64 = 1_000_000;
+/// CPUs with a stash slot; samples on higher-numbered CPUs (none on real machines) go
+/// without a stack rather than grow the table.
+const MAX_CPUS: usize = 1 << 14;
+
+/// What happened to a thread, queued until it can be applied in time order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Switched out; `stack` indexes the interned keys.
+    Out { stack: u32, preempt: bool },
+    /// Switched in.
+    In,
+    /// Records were lost: an interval open now may have lost its end.
+    Lost,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Event {
+    time: u64,
+    tid: u32,
+    kind: Kind,
+}
+
+/// A thread switched out and not yet back.
+#[derive(Debug, Clone, Copy)]
+struct Blocked {
+    since: u64,
+    stack: u32,
+    preempt: bool,
+}
+
+/// The last off-CPU sample of a CPU, waiting for its switch-out record.
+#[derive(Debug, Clone, Copy)]
+struct Stash {
+    tid: u32,
+    time: u64,
+    stack: u32,
+}
+
+/// Off-CPU state of one sampler; see the module docs.
+///
+/// Stacks are raw keys (the collector's layout: names, pid, kernel and user addresses)
+/// interned to indices, so that a thread blocking a thousand times at the same place
+/// costs one key. Weights are kept in nanoseconds and handed out in whole microseconds.
+#[derive(Debug, Default)]
+pub(crate) struct OffCpu {
+    keys: Vec<Box<[u64]>>,
+    index: HashMap<Box<[u64]>, u32>,
+    /// Blocked nanoseconds per stack not handed out yet.
+    weight_ns: Vec<u64>,
+    /// Keys interned since the last [`OffCpu::take_weights`].
+    new_keys: usize,
+    stash: Vec<Option<Stash>>,
+    queue: Vec<Event>,
+    /// Events up to this time can be applied.
+    watermark: u64,
+    /// The largest time seen this round.
+    round_max: u64,
+    blocked: HashMap<u32, Blocked>,
+    /// Blocked time paired so far (voluntary switch-outs), ns.
+    pub blocked_ns: u64,
+    /// Runnable time after preemption paired so far, ns (not in the profile).
+    pub preempted_ns: u64,
+    /// Closed blocked intervals.
+    pub intervals: u64,
+}
+
+impl OffCpu {
+    /// The index of `key`, interning it (one allocation the first time only).
+    pub fn intern(&mut self, key: &[u64]) -> u32 {
+        if let Some(&i) = self.index.get(key) {
+            return i;
+        }
+        let i = self.keys.len() as u32;
+        let boxed: Box<[u64]> = key.into();
+        self.keys.push(boxed.clone());
+        self.index.insert(boxed, i);
+        self.weight_ns.push(0);
+        self.new_keys += 1;
+        i
+    }
+
+    /// The key of an index handed out since the last compaction.
+    pub fn key(&self, stack: u32) -> &[u64] {
+        self.keys.get(stack as usize).map_or(&[], |k| k)
+    }
+
+    /// Distinct stacks held.
+    #[cfg(test)]
+    pub fn stacks(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Stacks interned since the last [`OffCpu::take_weights`].
+    pub fn new_stacks(&self) -> usize {
+        self.new_keys
+    }
+
+    /// An off-CPU sample of `tid` on `cpu` with its raw stack `key`.
+    pub fn on_sample(&mut self, cpu: u32, tid: u32, time: u64, key: &[u64]) {
+        let cpu = cpu as usize;
+        if cpu >= MAX_CPUS {
+            return;
+        }
+        let stack = self.intern(key);
+        if self.stash.len() <= cpu {
+            self.stash.resize(cpu + 1, None);
+        }
+        self.stash[cpu] = Some(Stash { tid, time, stack });
+    }
+
+    /// The stack sampled for the switch-out of `tid` on `cpu` at `time`, if its sample
+    /// was read (it comes just before the record). The slot is emptied either way.
+    pub fn take_stash(&mut self, cpu: u32, tid: u32, time: u64) -> Option<u32> {
+        let s = self.stash.get_mut(cpu as usize)?.take()?;
+        (s.tid == tid && s.time <= time && time - s.time <= MAX_STASH_AGE_NS).then_some(s.stack)
+    }
+
+    /// `tid` was switched out at `time`; `stack` is an index from [`OffCpu::intern`].
+    pub fn on_switch_out(&mut self, tid: u32, time: u64, preempt: bool, stack: u32) {
+        self.push(time, tid, Kind::Out { stack, preempt });
+    }
+
+    /// `tid` was switched in at `time`.
+    pub fn on_switch_in(&mut self, tid: u32, time: u64) {
+        self.push(time, tid, Kind::In);
+    }
+
+    /// Records were lost; the loss was reported at `time`.
+    pub fn on_lost(&mut self, time: u64) {
+        self.push(time, 0, Kind::Lost);
+    }
+
+    fn push(&mut self, time: u64, tid: u32, kind: Kind) {
+        self.round_max = self.round_max.max(time);
+        self.queue.push(Event { time, tid, kind });
+    }
+
+    /// Every buffer has been read once more: applies the events that are now in order.
+    pub fn end_round(&mut self) {
+        let watermark = self.watermark;
+        self.apply_until(Some(watermark));
+        self.watermark = self.round_max;
+    }
+
+    /// Recording stopped and every buffer was read to its end: applies everything.
+    pub fn flush(&mut self) {
+        self.apply_until(None);
+    }
+
+    fn apply_until(&mut self, watermark: Option<u64>) {
+        if self.queue.is_empty() {
+            return;
+        }
+        let mut queue = std::mem::take(&mut self.queue);
+        // Stable: events of one buffer with equal times keep their order.
+        queue.sort_by_key(|e| e.time);
+        let cut = match watermark {
+            Some(w) => queue.partition_point(|e| e.time <= w),
+            None => queue.len(),
+        };
+        for e in queue.drain(..cut) {
+            self.apply(e);
+        }
+        self.queue = queue;
+    }
+
+    fn apply(&mut self, e: Event) {
+        match e.kind {
+            Kind::Out { stack, preempt } => {
+                // An earlier switch-out without its switch-in (lost) is replaced.
+                self.blocked.insert(
+                    e.tid,
+                    Blocked {
+                        since: e.time,
+                        stack,
+                        preempt,
+                    },
+                );
+            }
+            Kind::In => {
+                // No switch-out seen: blocked since before recording started.
+                let Some(b) = self.blocked.remove(&e.tid) else {
+                    return;
+                };
+                let ns = e.time.saturating_sub(b.since);
+                if b.preempt {
+                    self.preempted_ns = self.preempted_ns.saturating_add(ns);
+                } else if let Some(w) = self.weight_ns.get_mut(b.stack as usize) {
+                    *w = w.saturating_add(ns);
+                    self.blocked_ns = self.blocked_ns.saturating_add(ns);
+                    self.intervals += 1;
+                }
+            }
+            Kind::Lost => self.blocked.clear(),
+        }
+    }
+
+    /// Threads that exited: their last switch-out has no switch-in.
+    pub fn forget(&mut self, tid: u32) {
+        self.blocked.remove(&tid);
+    }
+
+    /// Moves the whole microseconds of every stack's weight into `out` as
+    /// (stack, microseconds), keeping the remainders for later.
+    pub fn take_weights(&mut self, out: &mut Vec<(u32, u64)>) {
+        for (i, w) in self.weight_ns.iter_mut().enumerate() {
+            let us = *w / 1000;
+            if us > 0 {
+                out.push((i as u32, us));
+                *w -= us * 1000;
+            }
+        }
+        self.new_keys = 0;
+    }
+
+    /// Past `max` stacks, keeps only those an open interval, a queued switch-out or a
+    /// stash still points to (remainders under a microsecond of the others are
+    /// dropped). Indices handed out before are invalid after.
+    pub fn compact(&mut self, max: usize) {
+        if self.keys.len() <= max {
+            return;
+        }
+        let mut remap = vec![u32::MAX; self.keys.len()];
+        let mut keys = Vec::new();
+        let mut weight_ns = Vec::new();
+        let old_keys = std::mem::take(&mut self.keys);
+        let old_weights = std::mem::take(&mut self.weight_ns);
+        let mut keep = |stack: &mut u32| {
+            let Some(slot) = remap.get_mut(*stack as usize) else {
+                return;
+            };
+            if *slot == u32::MAX {
+                *slot = keys.len() as u32;
+                keys.push(old_keys[*stack as usize].clone());
+                weight_ns.push(old_weights[*stack as usize]);
+            }
+            *stack = *slot;
+        };
+        for b in self.blocked.values_mut() {
+            keep(&mut b.stack);
+        }
+        for e in &mut self.queue {
+            if let Kind::Out { stack, .. } = &mut e.kind {
+                keep(stack);
+            }
+        }
+        for s in self.stash.iter_mut().flatten() {
+            keep(&mut s.stack);
+        }
+        self.index = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.clone(), i as u32))
+            .collect();
+        self.keys = keys;
+        self.weight_ns = weight_ns;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn weights(o: &mut OffCpu) -> Vec<(Vec<u64>, u64)> {
+        let mut out = Vec::new();
+        o.take_weights(&mut out);
+        let mut named: Vec<(Vec<u64>, u64)> = out
+            .into_iter()
+            .map(|(i, us)| (o.key(i).to_vec(), us))
+            .collect();
+        named.sort();
+        named
+    }
+
+    /// A switch-out of `tid` on `cpu` at `t` with its sample just before.
+    fn block(o: &mut OffCpu, cpu: u32, tid: u32, t: u64, key: &[u64]) {
+        o.on_sample(cpu, tid, t - 100, key);
+        let stack = o.take_stash(cpu, tid, t).expect("the sample just read");
+        o.on_switch_out(tid, t, false, stack);
+    }
+
+    #[test]
+    fn a_blocked_interval_weighs_its_length_on_the_stack_sampled_at_switch_out() {
+        let mut o = OffCpu::default();
+        block(&mut o, 0, 7, 10 * MS, &[1, 2, 3]);
+        o.on_switch_in(7, 13 * MS + 500);
+        o.flush();
+        assert_eq!(weights(&mut o), [(vec![1, 2, 3], 3_000)]);
+        assert_eq!((o.blocked_ns, o.intervals), (3 * MS + 500, 1));
+        // The remainder under a microsecond waits for the next interval.
+        block(&mut o, 1, 7, 20 * MS, &[1, 2, 3]);
+        o.on_switch_in(7, 20 * MS + 700);
+        o.flush();
+        assert_eq!(weights(&mut o), [(vec![1, 2, 3], 1)]);
+    }
+
+    #[test]
+    fn switch_ins_read_before_their_switch_outs_pair_in_time_order() {
+        // Thread 7 blocks on CPU 0 at 1 ms, wakes on CPU 1 at 2 ms, runs, blocks on CPU 1
+        // at 3 ms and wakes on CPU 0 at 5 ms. CPU 0's buffer is read first: its switch-in
+        // at 5 ms comes before CPU 1's records of 2 and 3 ms.
+        let mut o = OffCpu::default();
+        block(&mut o, 0, 7, MS, &[10]);
+        o.on_switch_in(7, 5 * MS);
+        o.on_switch_in(7, 2 * MS);
+        block(&mut o, 1, 7, 3 * MS, &[11]);
+        o.end_round();
+        o.end_round();
+        assert_eq!(weights(&mut o), [(vec![10], 1_000), (vec![11], 2_000)]);
+        // Read out of order and paired naively, [10] would have weighed 4 ms.
+        assert_eq!(o.blocked_ns, 3 * MS);
+    }
+
+    #[test]
+    fn events_after_the_previous_rounds_latest_time_wait_for_the_next_round() {
+        let mut o = OffCpu::default();
+        block(&mut o, 0, 7, MS, &[10]);
+        o.on_switch_in(7, 2 * MS);
+        // First round: nothing is known to be complete yet.
+        o.end_round();
+        assert_eq!(o.intervals, 0);
+        // Second round: everything up to 2 ms is.
+        block(&mut o, 0, 7, 4 * MS, &[10]);
+        o.end_round();
+        assert_eq!(o.intervals, 1);
+        // The switch-in of the second interval arrives; it is applied one round later.
+        o.on_switch_in(7, 6 * MS);
+        o.end_round();
+        assert_eq!(o.intervals, 1);
+        o.end_round();
+        assert_eq!(o.intervals, 2);
+        assert_eq!(weights(&mut o), [(vec![10], 3_000)]);
+    }
+
+    #[test]
+    fn preempted_time_is_counted_apart_and_not_weighed() {
+        let mut o = OffCpu::default();
+        o.on_sample(0, 7, MS - 10, &[10]);
+        let stack = o.take_stash(0, 7, MS).expect("sampled");
+        o.on_switch_out(7, MS, true, stack);
+        o.on_switch_in(7, 3 * MS);
+        o.flush();
+        assert!(weights(&mut o).is_empty());
+        assert_eq!((o.preempted_ns, o.blocked_ns, o.intervals), (2 * MS, 0, 0));
+    }
+
+    #[test]
+    fn a_switch_in_without_a_switch_out_is_time_blocked_before_recording_and_ignored() {
+        let mut o = OffCpu::default();
+        o.on_switch_in(7, 5 * MS);
+        o.flush();
+        assert!(weights(&mut o).is_empty());
+        assert_eq!(o.blocked_ns, 0);
+    }
+
+    #[test]
+    fn a_loss_drops_open_intervals_instead_of_stretching_them() {
+        let mut o = OffCpu::default();
+        block(&mut o, 0, 7, MS, &[10]);
+        // Its switch-in, a run and the next switch-out were lost.
+        o.on_lost(4 * MS);
+        o.on_switch_in(7, 9 * MS);
+        block(&mut o, 0, 8, 2 * MS, &[20]);
+        o.on_switch_in(8, 3 * MS);
+        o.flush();
+        assert_eq!(weights(&mut o), [(vec![20], 1_000)]);
+    }
+
+    #[test]
+    fn a_stale_or_foreign_sample_is_not_taken_for_a_switch_outs_stack() {
+        let mut o = OffCpu::default();
+        o.on_sample(0, 7, MS, &[10]);
+        // Another thread's switch-out on that CPU.
+        assert_eq!(o.take_stash(0, 8, MS + 10), None);
+        // The slot was emptied: a late record of thread 7 gets nothing either.
+        assert_eq!(o.take_stash(0, 7, MS + 20), None);
+        o.on_sample(0, 7, MS, &[10]);
+        assert_eq!(o.take_stash(0, 7, MS + 2 * MAX_STASH_AGE_NS), None);
+        o.on_sample(1, 7, MS, &[10]);
+        assert_eq!(o.take_stash(0, 7, MS + 10), None, "other CPU");
+        assert!(o.take_stash(1, 7, MS + 10).is_some());
+        assert_eq!(o.take_stash(99_999, 7, MS), None);
+    }
+
+    #[test]
+    fn compaction_keeps_the_stacks_still_pointed_to() {
+        let mut o = OffCpu::default();
+        for i in 0..100 {
+            block(&mut o, 0, 7, (i + 1) * 10 * MS, &[i]);
+            o.on_switch_in(7, (i + 1) * 10 * MS + MS);
+        }
+        // Thread 8 blocked with a stack of its own, still open.
+        block(&mut o, 1, 8, 2_000 * MS, &[500]);
+        o.end_round();
+        o.end_round();
+        assert_eq!(weights(&mut o).len(), 100);
+        // A switch-out still queued.
+        block(&mut o, 1, 9, 2_001 * MS, &[600]);
+        o.compact(10);
+        assert!(o.stacks() <= 2, "{} stacks left", o.stacks());
+        o.on_switch_in(8, 2_003 * MS);
+        o.on_switch_in(9, 2_005 * MS);
+        o.flush();
+        assert_eq!(weights(&mut o), [(vec![500], 3_000), (vec![600], 4_000)]);
+        // Interning again after compaction finds the kept keys.
+        let kept = o.intern(&[500]);
+        assert_eq!(o.key(kept), [500]);
+    }
+}
