@@ -73,7 +73,8 @@ def main():
         rate["none"].append(workload_seconds(d)[0])
         # benchtop's sampler
         d = os.path.join(tmp, f"bt-{r}")
-        wall = timed([BENCHTOP, "run", "ring", *ring, "--event", "cpu-clock", "--frequency", "999", "--quiet", "--record", d])
+        wall = timed([BENCHTOP, "run", "ring", *ring, "--profile", "cpu", "--event", "cpu-clock", "--frequency", "999",
+                      "--quiet", "--record", d])
         mps, run_s, meta = workload_seconds(d)
         rate["benchtop"].append(mps)
         cost["benchtop"].append(wall - run_s)

@@ -322,6 +322,13 @@ impl Profile {
         info.unwind = "frame-pointers".into();
         info.symbols = self.symbols.name().into();
         info.reason = (!self.reduced.is_empty()).then(|| self.reduced.join("; "));
+        info.profile = self.kind.name().into();
+        if self.kind.off_cpu() {
+            info.offcpu_stacks = self.offcpu_stacks;
+            info.switches = self.switches;
+            info.blocked_s = self.blocked.as_secs_f64();
+            info.preempted_s = self.preempted.as_secs_f64();
+        }
         info
     }
 }

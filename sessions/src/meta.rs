@@ -175,6 +175,23 @@ pub struct SamplingInfo {
     /// Why sampling is off or reduced, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Which profiles were taken: `cpu`, `offcpu` or `both`. Empty in sessions that did
+    /// not record it (on-CPU only).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub profile: String,
+    /// Off-CPU time has stacks (kernel sampling was permitted); without them
+    /// offcpu.folded holds one `[blocked: no stack …]` frame per thread.
+    #[serde(default)]
+    pub offcpu_stacks: bool,
+    /// Context switches of the sampled threads that were recorded (off-CPU).
+    #[serde(default)]
+    pub switches: u64,
+    /// Time blocked, in offcpu.folded, seconds.
+    #[serde(default)]
+    pub blocked_s: f64,
+    /// Time runnable after preemption, seconds: not blocked, so not in offcpu.folded.
+    #[serde(default)]
+    pub preempted_s: f64,
 }
 
 /// The worker process of a session.

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use hdrhistogram::Histogram;
 
 use crate::hlog::{self, HlogInterval, HlogWriter};
-use crate::stacks::NodeId;
+use crate::stacks::{FrameId, NodeId};
 use crate::timeseries::{parse_threads_csv, threads_to_csv};
 use crate::units::{human_bytes, human_ns};
 use crate::{
@@ -515,6 +515,20 @@ impl Session {
                 Some(reason) => writeln!(out, " ({reason})")?,
                 None => writeln!(out)?,
             }
+            if matches!(s.profile.as_str(), "offcpu" | "both") {
+                writeln!(
+                    out,
+                    "off-CPU   {} switches, {:.3} s blocked{}, {:.3} s preempted",
+                    s.switches,
+                    s.blocked_s,
+                    if s.offcpu_stacks {
+                        " (with stacks)"
+                    } else {
+                        " (per thread, no stacks)"
+                    },
+                    s.preempted_s
+                )?;
+            }
         } else {
             let reason = s.reason.as_deref().unwrap_or("not requested");
             writeln!(out, "sampling  off: {reason}")?;
@@ -569,6 +583,19 @@ impl Session {
             for (name, weight) in hottest_frames(cpu, 5) {
                 let share = weight as f64 * 100.0 / cpu.total_weight() as f64;
                 writeln!(out, "  {share:5.1}%  {name}")?;
+            }
+        }
+
+        if let Some(off) = self.offcpu.as_ref().filter(|t| !t.is_empty()) {
+            writeln!(
+                out,
+                "\nwhere threads blocked (innermost user frame, {})",
+                StackKind::OffCpu.folded_file()
+            )?;
+            for (name, weight) in blocking_frames(off, 5) {
+                let share = weight as f64 * 100.0 / off.total_weight() as f64;
+                let secs = weight as f64 / 1e6;
+                writeln!(out, "  {share:5.1}%  {secs:9.3} s  {name}")?;
             }
         }
 
@@ -742,6 +769,30 @@ fn hottest_frames(tree: &StackTree, n: usize) -> Vec<(&str, u64)> {
             *by_frame.entry(node.frame).or_insert(0u64) += node.self_weight;
         }
     }
+    let mut frames: Vec<(&str, u64)> = by_frame
+        .into_iter()
+        .map(|(frame, weight)| (tree.name(frame), weight))
+        .collect();
+    frames.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    frames.truncate(n);
+    frames
+}
+
+/// The `n` frames that blocked longest: for each off-CPU stack its innermost frame that is
+/// not a kernel frame (`…_[k]`; every stack ends in the scheduler, which says nothing),
+/// or its leaf when it has only kernel frames.
+fn blocking_frames(tree: &StackTree, n: usize) -> Vec<(&str, u64)> {
+    let mut by_frame: HashMap<FrameId, u64> = HashMap::new();
+    tree.for_each_stack(|frames, weight| {
+        let frame = frames
+            .iter()
+            .rev()
+            .find(|&&f| !tree.name(f).ends_with("_[k]"))
+            .or(frames.last());
+        if let Some(&frame) = frame {
+            *by_frame.entry(frame).or_insert(0) += weight;
+        }
+    });
     let mut frames: Vec<(&str, u64)> = by_frame
         .into_iter()
         .map(|(frame, weight)| (tree.name(frame), weight))

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use benchtop_profilers::ProfileKind;
 use benchtop_workloads::report::MIN_INTERVAL;
 use benchtop_workloads::worker::Workload;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -15,9 +16,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     version,
     about,
     long_about = "benchtop launches a built-in benchmark workload as a worker process, samples \
-it with Linux perf events (on-CPU stacks, symbolized while it runs), watches its memory, \
-threads and CPU, and records a session directory: session.json, timeseries.jsonl, \
-latency.hlog (HdrHistogram log), cpu.folded and cpu.svg (flamegraph), worker.log.\n\n\
+it with Linux perf events (on-CPU and off-CPU stacks, symbolized while it runs), watches the \
+memory, threads and CPU of its whole process tree, and records a session directory: \
+session.json, timeseries.jsonl, latency.hlog (HdrHistogram log), cpu.folded and cpu.svg, \
+offcpu.folded and offcpu.svg (flamegraphs), threads.csv, worker.log.\n\n\
 With no command it runs the default workload (the actor ring) and records it under \
 ./sessions/.",
     after_help = "Examples:\n  benchtop run ring --num-nodes 1000 --mode ask\n  \
@@ -154,9 +156,16 @@ pub struct RecordArgs {
     /// Interval of the workload's reports and the monitors (at least 100ms).
     #[arg(long, global = true, value_name = "D", default_value = "1s", value_parser = parse_interval)]
     pub interval: Duration,
-    /// Which stacks to sample: `cpu` (on-CPU, driven by --event) or `none`.
-    #[arg(long, global = true, value_enum, default_value_t = Profile::Cpu)]
+    /// Which stacks to sample: `cpu` (on-CPU, driven by --event), `offcpu` (where threads
+    /// block, weighted by the time blocked), `both`, or `none`. Off-CPU stacks need kernel
+    /// sampling (root, CAP_PERFMON or perf_event_paranoid <= 1); without it blocked time
+    /// is recorded per thread, without stacks, and the session says why.
+    #[arg(long, global = true, value_enum, default_value_t = Profile::Both)]
     pub profile: Profile,
+    /// Put the thread name under the process name in every stack (process;thread;…),
+    /// instead of merging the threads of a process.
+    #[arg(long, global = true)]
+    pub per_thread: bool,
     /// The event that drives on-CPU sampling: `auto` is hardware cycles where the machine
     /// has a PMU and the software cpu-clock elsewhere (VMs). Compare sessions sampled on
     /// the same event.
@@ -187,10 +196,26 @@ impl Default for RecordArgs {
 /// Which stacks to sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Profile {
-    /// On-CPU stacks from the software cpu-clock event.
+    /// On-CPU stacks (cpu.folded), sampled at --frequency.
     Cpu,
+    /// Off-CPU stacks (offcpu.folded, microseconds blocked), from context switches.
+    Offcpu,
+    /// Both.
+    Both,
     /// No stack sampling; monitors and workload reports only.
     None,
+}
+
+impl Profile {
+    /// The sampler's profile kind; `None` when nothing is sampled.
+    pub fn kind(self) -> Option<ProfileKind> {
+        match self {
+            Profile::Cpu => Some(ProfileKind::Cpu),
+            Profile::Offcpu => Some(ProfileKind::OffCpu),
+            Profile::Both => Some(ProfileKind::Both),
+            Profile::None => None,
+        }
+    }
 }
 
 /// How frames are named.
@@ -283,7 +308,8 @@ mod tests {
         let args = RecordArgs::default();
         assert_eq!(args.frequency, 999);
         assert_eq!(args.interval, Duration::from_secs(1));
-        assert_eq!((args.profile, args.event), (Profile::Cpu, PerfEvent::Auto));
+        assert_eq!((args.profile, args.event), (Profile::Both, PerfEvent::Auto));
+        assert!(!args.per_thread);
         assert_eq!(args.symbols, Symbols::Inlined);
         assert!(args.record.is_none() && args.duration.is_none() && !args.quiet);
     }

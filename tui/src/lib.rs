@@ -12,7 +12,7 @@ mod show;
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use benchtop_sessions::Status;
 use benchtop_workloads::worker::Workload;
 
@@ -66,6 +66,17 @@ fn benchtop_exe() -> Result<std::path::PathBuf> {
 }
 
 fn record_workload(workload: Workload, record: RecordArgs) -> Result<ExitCode> {
+    if workload.is_node() {
+        anyhow::bail!(
+            "`{}` is a node process that a workload's main node starts, not a workload to run",
+            workload.name()
+        );
+    }
+    // Combinations clap cannot see (e.g. --crash-after without --transport ipc), before a
+    // session or a worker exists.
+    workload
+        .validate()
+        .with_context(|| format!("bad parameters for `{}`", workload.name()))?;
     let program = benchtop_exe()?;
     let mut args: Vec<std::ffi::OsString> = vec!["worker".into()];
     args.extend(workload.to_args().into_iter().map(Into::into));
@@ -104,7 +115,7 @@ fn report(outcome: &RecordOutcome) -> Result<ExitCode> {
 
 /// The hidden `worker` subcommand: the workload speaks the report protocol.
 fn worker(workload: &Workload) -> Result<ExitCode> {
-    set_process_name(&format!("bt-{}", workload.name()));
+    benchtop_workloads::worker::set_process_name(&format!("bt-{}", workload.name()));
     let stdin = std::io::stdin();
     let mut log = std::io::stderr();
     match benchtop_workloads::worker::run_worker(workload, std::io::BufReader::new(stdin), &mut log)
@@ -114,15 +125,5 @@ fn worker(workload: &Workload) -> Result<ExitCode> {
             let _ = writeln!(log, "benchtop worker {}: {e}", workload.name());
             Ok(ExitCode::FAILURE)
         }
-    }
-}
-
-/// Names the process (its comm, the root frame of its stacks), up to 15 bytes.
-fn set_process_name(name: &str) {
-    let mut bytes: Vec<u8> = name.bytes().filter(|&b| b != 0).take(15).collect();
-    bytes.push(0);
-    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
-    unsafe {
-        libc::prctl(libc::PR_SET_NAME, bytes.as_ptr() as libc::c_ulong);
     }
 }

@@ -18,7 +18,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
-use benchtop_profilers::monitor::ProcessMonitor;
+use benchtop_profilers::monitor::TreeMonitor;
 use benchtop_profilers::sampler::{SampleEvent, Sampler, SamplerOptions};
 use benchtop_profilers::{ProfilerError, SymbolDetail, host, process_start_ticks};
 use benchtop_sessions::histogram::HistogramDecoder;
@@ -29,7 +29,7 @@ use benchtop_workloads::protocol::{
     self, ConductorMessage, MetricKind, ProtocolError, ReportReader, WorkerMessage,
 };
 
-use crate::cli::{PerfEvent, Profile, RecordArgs, Symbols};
+use crate::cli::{PerfEvent, RecordArgs, Symbols};
 use child::{WorkerExit, WorkerProcess, WorkerSpec};
 use progress::{Progress, ProgressFigures};
 
@@ -49,6 +49,11 @@ const MAX_PROTOCOL_WARNINGS: usize = 20;
 /// Events queued between the reader threads and the conductor: beyond this the pipes
 /// push back on the worker instead of the conductor's memory growing.
 const EVENT_QUEUE: usize = 256;
+
+/// Busiest threads kept in each timeseries row (every thread is in threads.csv).
+const TOP_THREADS: usize = 5;
+/// threads.csv is rewritten every this many rows during a run, and at its end.
+const THREADS_EVERY_ROWS: u32 = 10;
 
 /// Where sessions go when no `--record DIR` is given, relative to the working directory.
 pub const DEFAULT_SESSIONS_DIR: &str = "sessions";
@@ -146,7 +151,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
     // What is asked for; the sampler says what it got once it runs.
     meta.sampling.event = sampler_opts.event.name().into();
     meta.sampling.frequency_hz = sampler_opts.frequency_hz;
-    if opts.record.profile == Profile::Cpu {
+    if opts.record.profile.kind().is_some() {
         match Sampler::check(&sampler_opts) {
             // Refused perf events are not fatal: the run goes on without stacks.
             Ok(()) | Err(ProfilerError::PermissionDenied { .. }) => {}
@@ -200,6 +205,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
         sampler: None,
         sampler_opts,
         monitor: None,
+        rows_since_threads: 0,
         started_at: None,
         stop_sent_at: None,
         term_sent_at: None,
@@ -347,7 +353,9 @@ struct Run<'a> {
     sampler: Option<Sampler>,
     /// The sampler's options, checked before the worker was spawned.
     sampler_opts: SamplerOptions,
-    monitor: Option<ProcessMonitor>,
+    monitor: Option<TreeMonitor>,
+    /// Rows written since threads.csv was last rewritten.
+    rows_since_threads: u32,
     started_at: Option<Instant>,
     stop_sent_at: Option<Instant>,
     term_sent_at: Option<Instant>,
@@ -546,7 +554,7 @@ impl Run<'_> {
     /// for measured work is followed.
     fn start(&mut self) -> Result<()> {
         let pid = self.worker.pid();
-        if self.opts.record.profile == Profile::Cpu {
+        if self.opts.record.profile.kind().is_some() {
             match Sampler::start(pid, &self.sampler_opts) {
                 Ok(sampler) => {
                     let kernel = sampler.kernel_frames();
@@ -581,7 +589,7 @@ impl Run<'_> {
                 m.sampling.reason = Some("stack sampling off (--profile none)".into());
             })?;
         }
-        self.monitor = Some(ProcessMonitor::new(pid));
+        self.monitor = Some(TreeMonitor::new(pid));
         match self.opts.target {
             Target::Worker => self.send(ConductorMessage::Start),
             Target::Command => {
@@ -633,11 +641,7 @@ impl Run<'_> {
                 Err(e) => self.protocol_warning(format!("tick histogram {name:?}: {e}"))?,
             }
         }
-        if let Some(monitor) = &mut self.monitor
-            && let Ok(resources) = monitor.sample()
-        {
-            row.resources = Some(resources);
-        }
+        self.monitor_row(&mut row)?;
         self.writer.append_row(&row)?;
         self.last_t_ns = tick.t_ns;
         self.last_counters.clone_from(&tick.counters);
@@ -665,16 +669,31 @@ impl Run<'_> {
         let mut row = TimeseriesRow::default();
         row.t_s = t_s;
         row.interval_s = t_s - self.last_t_ns as f64 / 1e9;
-        if let Some(monitor) = &mut self.monitor
-            && let Ok(resources) = monitor.sample()
-        {
-            row.resources = Some(resources);
-        }
+        self.monitor_row(&mut row)?;
         self.writer.append_row(&row)?;
         self.last_t_ns = (t_s * 1e9) as u64;
         // The next row is due one interval later, without drifting, and never in the past.
         self.next_row_at = Some((due + interval).max(now));
         self.show_progress(&row);
+        Ok(())
+    }
+
+    /// The monitors' part of a row: the tree's resources, per-core CPU and busiest
+    /// threads. threads.csv is rewritten every [`THREADS_EVERY_ROWS`] rows, so a run cut
+    /// off keeps a recent table.
+    fn monitor_row(&mut self, row: &mut TimeseriesRow) -> Result<()> {
+        let Some(monitor) = &mut self.monitor else {
+            return Ok(());
+        };
+        // The tree is gone (the worker exited): the row goes without resources.
+        if let Ok(sample) = monitor.sample() {
+            sample.fill_row(row, TOP_THREADS);
+        }
+        self.rows_since_threads += 1;
+        if self.rows_since_threads >= THREADS_EVERY_ROWS {
+            self.rows_since_threads = 0;
+            self.writer.write_threads(&monitor.threads_summary())?;
+        }
         Ok(())
     }
 
@@ -837,18 +856,35 @@ impl Run<'_> {
                             .filter(|w| !known.contains(w))
                             .cloned(),
                     );
-                    let title = format!("{} — on-CPU", self.opts.workload);
-                    if let Err(e) = self
-                        .writer
-                        .write_stacks(StackKind::Cpu, &profile.cpu, &title)
-                    {
-                        warnings.push(format!("on-CPU stacks: {e}"));
+                    let workload = &self.opts.workload;
+                    if profile.kind.on_cpu() {
+                        let title = format!("{workload} — on-CPU");
+                        if let Err(e) =
+                            self.writer
+                                .write_stacks(StackKind::Cpu, &profile.cpu, &title)
+                        {
+                            warnings.push(format!("on-CPU stacks: {e}"));
+                        }
+                    }
+                    if profile.kind.off_cpu() {
+                        let title = format!("{workload} — off-CPU (time blocked)");
+                        if let Err(e) =
+                            self.writer
+                                .write_stacks(StackKind::OffCpu, &profile.offcpu, &title)
+                        {
+                            warnings.push(format!("off-CPU stacks: {e}"));
+                        }
                     }
                     let sampling = profile.sampling_info();
                     let _ = self.writer.update_meta(|m| m.sampling = sampling);
                 }
                 Err(e) => warnings.push(format!("stack sampling failed: {e}")),
             }
+        }
+        if let Some(monitor) = &self.monitor
+            && let Err(e) = self.writer.write_threads(&monitor.threads_summary())
+        {
+            warnings.push(format!("threads.csv: {e}"));
         }
         if self.protocol_errors > MAX_PROTOCOL_WARNINGS {
             warnings.push(format!(
@@ -983,6 +1019,8 @@ fn summary_lines(summary: &protocol::Summary) -> Vec<String> {
 /// The sampler's options from the command line's.
 fn sampler_options(record: &RecordArgs) -> SamplerOptions {
     let mut opts = SamplerOptions::default();
+    opts.kind = record.profile.kind().unwrap_or_default();
+    opts.per_thread = record.per_thread;
     opts.frequency_hz = record.frequency;
     opts.event = match record.event {
         PerfEvent::Auto => SampleEvent::Auto,

@@ -4,6 +4,7 @@
 
 mod deps;
 mod external;
+mod process_tree;
 mod reap;
 mod record;
 mod support;

@@ -1,6 +1,6 @@
 //! `benchtop reap` end to end, and the orphan notice at the start of a run.
 
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -78,4 +78,167 @@ fn reap_lists_in_a_dry_run_then_ends_the_sessions_orphans() {
 
     let (ok, out, _) = stdout_of(benchtop().args(["reap", "--session", &session]));
     assert!(ok && out.contains("no orphans"), "{out}");
+}
+
+/// Pids of the live processes whose environment names `session` (zombies excluded).
+fn marked_with(session: &str) -> Vec<u32> {
+    let needle = format!("BENCHTOP_SESSION={session}");
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let live = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit_once(") ")
+                .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+        });
+        if live && environ.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
+            pids.push(pid);
+        }
+    }
+    pids.sort_unstable();
+    pids
+}
+
+fn comm(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
+/// Ends the processes when dropped, so a failing assertion leaks nothing.
+struct KillOnDrop(Vec<u32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            // SAFETY: kill(2) with a pid this test started or found under its own session.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+#[test]
+fn after_an_ipc_ring_crash_reap_ends_exactly_the_nodes_left_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("crash");
+    let output = benchtop()
+        .args([
+            "run",
+            "ring",
+            "--transport",
+            "ipc",
+            "--num-nodes",
+            "4",
+            "--num-rounds",
+            "100000000",
+            "--crash-after",
+            "5000",
+            "--profile",
+            "none",
+            "--quiet",
+            "--record",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!output.status.success(), "a crashed run exits with failure");
+    let session = benchtop_sessions::store::Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, benchtop_sessions::Status::Crashed);
+    let id = session.meta.id.clone();
+
+    // The main node panicked; its three node processes are left, as the original's were.
+    let mut nodes = Vec::new();
+    wait_until("the nodes left behind", Duration::from_secs(10), || {
+        nodes = marked_with(&id);
+        nodes.len() == 3
+    });
+    let _cleanup = KillOnDrop(nodes.clone());
+    for &pid in &nodes {
+        assert_eq!(comm(pid), "bt-ring-node", "pid {pid}");
+    }
+
+    // Decoys, none of which may be signalled:
+    // 1. no marker, but a command line like a node's (what `pgrep -f` would match);
+    let mut lookalike = Command::new("sleep")
+        .arg0("benchtop worker ipc-node --role ring --node-id 1")
+        .arg("1000")
+        .env_remove("BENCHTOP_OWNER")
+        .env_remove("BENCHTOP_SESSION")
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    // 2. the same session's marker, but an owner that is alive (this test);
+    let alive_owner = benchtop_profilers::reaper::Owner::current().unwrap();
+    let mut owned = Command::new("sleep")
+        .arg("1000")
+        .env("BENCHTOP_OWNER", alive_owner.to_string())
+        .env("BENCHTOP_SESSION", &id)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    // 3. a process that took a dead owner's pid: the marked process naming that pid with
+    //    another start time is an orphan, the process now at the pid is not.
+    let mut reuser = Command::new("sleep")
+        .arg("1000")
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let reuser_start = benchtop_profilers::process_start_ticks(reuser.id()).unwrap();
+    let mut stale = Command::new("sleep")
+        .arg("1000")
+        .env(
+            "BENCHTOP_OWNER",
+            format!("{}:{}", reuser.id(), reuser_start + 1),
+        )
+        .env("BENCHTOP_SESSION", &id)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+
+    let (ok, out, err) = stdout_of(benchtop().args(["reap", "--dry-run", "--session", &id]));
+    assert!(ok, "{out}\n{err}");
+    for &pid in nodes.iter().chain([&stale.id()]) {
+        assert!(
+            out.lines()
+                .any(|l| l.trim_start().starts_with(&format!("{pid} "))),
+            "{pid} not listed:\n{out}"
+        );
+    }
+    for pid in [lookalike.id(), owned.id(), reuser.id()] {
+        assert!(
+            !out.lines()
+                .any(|l| l.trim_start().starts_with(&format!("{pid} "))),
+            "{pid} listed:\n{out}"
+        );
+    }
+    assert!(out.contains("gone, pid reused"), "{out}");
+
+    let (ok, out, err) = stdout_of(benchtop().args(["reap", "--session", &id, "--grace", "2s"]));
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("ending 4 processes"), "{out}");
+    wait_until("the orphans to end", Duration::from_secs(10), || {
+        marked_with(&id) == [owned.id()]
+    });
+    assert_eq!(stale.wait().unwrap().signal(), Some(libc::SIGTERM));
+    for (name, child) in [
+        ("the look-alike", &mut lookalike),
+        ("the process with a live owner", &mut owned),
+        ("the process at a reused pid", &mut reuser),
+    ] {
+        assert!(child.try_wait().unwrap().is_none(), "{name} was signalled");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
 }
