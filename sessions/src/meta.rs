@@ -162,7 +162,8 @@ pub struct SamplingInfo {
     pub kernel_frames: bool,
     /// Samples taken.
     pub samples: u64,
-    /// Samples the kernel reported lost (ring buffer full).
+    /// Records the kernel reported lost (ring buffer full): on-CPU samples, off-CPU
+    /// samples and switch records alike.
     pub lost: u64,
     /// How callchains were walked: `frame-pointers`. Sessions compared with each other
     /// should agree on it. Empty in sessions that did not record it.

@@ -448,7 +448,7 @@ impl Session {
     /// What `benchtop show DIR` prints: the run, its host and sampling, the workload's
     /// figures, latency percentiles per metric over the whole run, resources (peaks, CPU
     /// time, context switches, I/O), the busiest threads of threads.csv, the hottest
-    /// on-CPU frames and every warning.
+    /// on-CPU frames, where threads blocked longest (off-CPU) and every warning.
     pub fn summary_text(&self) -> String {
         let mut out = String::new();
         // Writing into a String cannot fail.
@@ -502,15 +502,20 @@ impl Session {
         }
         let s = &m.sampling;
         if s.enabled {
-            write!(
-                out,
-                "sampling  {} at {} Hz: {} samples, {} lost, kernel frames {}",
-                s.event,
-                s.frequency_hz,
-                s.samples,
-                s.lost,
-                if s.kernel_frames { "on" } else { "off" }
-            )?;
+            if s.profile == "offcpu" {
+                // No timer drives an off-CPU profile: every context switch is recorded.
+                write!(out, "sampling  {} (off-CPU only): {} lost", s.event, s.lost)?;
+            } else {
+                write!(
+                    out,
+                    "sampling  {} at {} Hz: {} samples, {} lost, kernel frames {}",
+                    s.event,
+                    s.frequency_hz,
+                    s.samples,
+                    s.lost,
+                    if s.kernel_frames { "on" } else { "off" }
+                )?;
+            }
             match &s.reason {
                 Some(reason) => writeln!(out, " ({reason})")?,
                 None => writeln!(out)?,

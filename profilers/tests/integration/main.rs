@@ -9,4 +9,5 @@ mod monitor;
 mod offcpu;
 mod reaper;
 mod sampler;
+mod tree_monitor;
 mod unprivileged;

@@ -18,7 +18,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
-use benchtop_profilers::monitor::TreeMonitor;
+use benchtop_profilers::monitor::{TreeMonitor, TreeMonitorOptions};
 use benchtop_profilers::sampler::{SampleEvent, Sampler, SamplerOptions};
 use benchtop_profilers::{ProfilerError, SymbolDetail, host, process_start_ticks};
 use benchtop_sessions::histogram::HistogramDecoder;
@@ -881,10 +881,18 @@ impl Run<'_> {
                 Err(e) => warnings.push(format!("stack sampling failed: {e}")),
             }
         }
-        if let Some(monitor) = &self.monitor
-            && let Err(e) = self.writer.write_threads(&monitor.threads_summary())
-        {
-            warnings.push(format!("threads.csv: {e}"));
+        if let Some(monitor) = &self.monitor {
+            if let Err(e) = self.writer.write_threads(&monitor.threads_summary()) {
+                warnings.push(format!("threads.csv: {e}"));
+            }
+            let dropped = monitor.threads_dropped();
+            if dropped > 0 {
+                warnings.push(format!(
+                    "threads.csv: {dropped} exited threads left out (the table keeps the first \
+                     {} threads to exit)",
+                    TreeMonitorOptions::default().max_exited_threads
+                ));
+            }
         }
         if self.protocol_errors > MAX_PROTOCOL_WARNINGS {
             warnings.push(format!(
