@@ -1,42 +1,10 @@
 //! Workloads that span processes, recorded end to end: stacks, monitors and threads of
 //! the whole tree, off-CPU profiles, and parameters refused before anything starts.
 
-use std::collections::BTreeSet;
-use std::path::Path;
-use std::process::Output;
-
 use benchtop_sessions::Status;
-use benchtop_sessions::store::Session;
+use std::collections::BTreeSet;
 
-use crate::support::benchtop;
-
-/// `benchtop run <args> --quiet --record <dir>`; requires success and loads the session.
-fn record(dir: &Path, args: &[&str]) -> (Output, Session) {
-    let output = benchtop()
-        .arg("run")
-        .args(args)
-        .args(["--quiet", "--record"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output, Session::load(dir).unwrap())
-}
-
-fn figure(session: &Session, name: &str) -> f64 {
-    session
-        .meta
-        .summary
-        .iter()
-        .find(|f| f.name == name)
-        .unwrap_or_else(|| panic!("no summary figure {name}: {:?}", session.meta.summary))
-        .value
-}
+use crate::support::{benchtop, figure, record_run};
 
 /// The total weight of folded lines whose stack starts with `prefix`.
 fn weight_under(folded: &str, prefix: &str) -> u64 {
@@ -51,7 +19,7 @@ fn weight_under(folded: &str, prefix: &str) -> u64 {
 fn an_ipc_ring_session_shows_its_node_processes_in_stacks_monitors_and_threads() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ipc");
-    let (output, session) = record(
+    let (output, session) = record_run(
         &dir,
         &[
             "ring",
@@ -143,7 +111,7 @@ fn an_ipc_ring_session_shows_its_node_processes_in_stacks_monitors_and_threads()
 fn a_storm_session_sums_every_nodes_messages() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("storm");
-    let (output, session) = record(
+    let (output, session) = record_run(
         &dir,
         &[
             "storm",
@@ -169,7 +137,7 @@ fn a_storm_session_sums_every_nodes_messages() {
 fn per_thread_puts_each_thread_under_its_process() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("per-thread");
-    let (_, session) = record(
+    let (_, session) = record_run(
         &dir,
         &[
             "ring",

@@ -13,39 +13,18 @@ use benchtop_sessions::store::Session;
 use benchtop_workloads::protocol::{encode_histogram, new_latency_histogram};
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 
-use crate::support::{benchtop, complete_lines, deny_perf_events, wait_until};
-
-fn figure(session: &Session, name: &str) -> f64 {
-    session
-        .meta
-        .summary
-        .iter()
-        .find(|f| f.name == name)
-        .unwrap_or_else(|| panic!("no summary figure {name}: {:?}", session.meta.summary))
-        .value
-}
+use crate::support::{
+    benchtop, complete_lines, deny_perf_events, figure, record_run, run_command, wait_until,
+};
 
 /// `benchtop run ring <args> --quiet --record <dir>`, ready to run.
 fn ring_command(dir: &Path, args: &[&str]) -> std::process::Command {
-    let mut command = benchtop();
-    command
-        .args(["run", "ring"])
-        .args(args)
-        .args(["--quiet", "--record"])
-        .arg(dir);
-    command
+    run_command(dir, &[&["ring"], args].concat())
 }
 
 /// Runs [`ring_command`], requires success, and loads the session.
 fn record_ring(dir: &Path, args: &[&str]) -> (std::process::Output, Session) {
-    let output = ring_command(dir, args).output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output, Session::load(dir).unwrap())
+    record_run(dir, &[&["ring"], args].concat())
 }
 
 #[test]

@@ -2,12 +2,48 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+
+use benchtop_sessions::store::Session;
 
 /// The benchtop binary under test.
 pub fn benchtop() -> Command {
     Command::new(env!("CARGO_BIN_EXE_benchtop"))
+}
+
+/// `benchtop run <args> --quiet --record <dir>`, ready to run.
+pub fn run_command(dir: &Path, args: &[&str]) -> Command {
+    let mut command = benchtop();
+    command
+        .arg("run")
+        .args(args)
+        .args(["--quiet", "--record"])
+        .arg(dir);
+    command
+}
+
+/// Runs [`run_command`], requires success, and loads the session.
+pub fn record_run(dir: &Path, args: &[&str]) -> (Output, Session) {
+    let output = run_command(dir, args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output, Session::load(dir).unwrap())
+}
+
+/// The value of the session's summary figure `name`.
+pub fn figure(session: &Session, name: &str) -> f64 {
+    session
+        .meta
+        .summary
+        .iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("no summary figure {name}: {:?}", session.meta.summary))
+        .value
 }
 
 /// Makes the kernel refuse perf_event_open with EACCES in the child (and everything it

@@ -391,47 +391,15 @@ impl Outcome {
     /// The summary figures, in the order the original printed them, then
     /// `messages_per_second`. (The mode is a parameter, not a figure.)
     pub fn figures(&self) -> Vec<Figure> {
-        if self.params.transport == Transport::Ipc {
-            return vec![
-                Figure::new("num_ring_rounds", f64::from(self.params.num_rounds), ""),
-                Figure::new("num_nodes", f64::from(self.params.num_nodes), ""),
-                Figure::new(
-                    "time_taken_to_spawn_worker_nodes",
-                    self.node_creation.as_secs_f64(),
-                    "s",
-                )
-                .better(Better::Lower),
-                Figure::new("ring_complete_final_sum", self.final_sum as f64, ""),
-                Figure::new(
-                    "time_taken_for_ring_messaging_to_complete",
-                    self.ring_messaging.as_secs_f64(),
-                    "s",
-                )
-                .better(Better::Lower),
-                Figure::new(
-                    "messages_per_second",
-                    self.messages_per_second(),
-                    "messages/s",
-                )
-                .better(Better::Higher),
-            ];
-        }
+        let names = FigureNames::of(self.params.transport);
         vec![
             Figure::new("num_ring_rounds", f64::from(self.params.num_rounds), ""),
             Figure::new("num_nodes", f64::from(self.params.num_nodes), ""),
-            Figure::new(
-                "time_taken_for_node_creation",
-                self.node_creation.as_secs_f64(),
-                "s",
-            )
-            .better(Better::Lower),
-            Figure::new("final_sum_after_ring_messaging", self.final_sum as f64, ""),
-            Figure::new(
-                "time_taken_for_ring_messaging",
-                self.ring_messaging.as_secs_f64(),
-                "s",
-            )
-            .better(Better::Lower),
+            Figure::new(names.creation, self.node_creation.as_secs_f64(), "s")
+                .better(Better::Lower),
+            Figure::new(names.final_sum, self.final_sum as f64, ""),
+            Figure::new(names.messaging, self.ring_messaging.as_secs_f64(), "s")
+                .better(Better::Lower),
             Figure::new(
                 "messages_per_second",
                 self.messages_per_second(),
@@ -439,6 +407,31 @@ impl Outcome {
             )
             .better(Better::Higher),
         ]
+    }
+}
+
+/// The names the original gave its figures: `example_ring_*` in-process,
+/// `example_ipc_remote_ring` across processes.
+struct FigureNames {
+    creation: &'static str,
+    final_sum: &'static str,
+    messaging: &'static str,
+}
+
+impl FigureNames {
+    fn of(transport: Transport) -> FigureNames {
+        match transport {
+            Transport::Inproc => FigureNames {
+                creation: "time_taken_for_node_creation",
+                final_sum: "final_sum_after_ring_messaging",
+                messaging: "time_taken_for_ring_messaging",
+            },
+            Transport::Ipc => FigureNames {
+                creation: "time_taken_to_spawn_worker_nodes",
+                final_sum: "ring_complete_final_sum",
+                messaging: "time_taken_for_ring_messaging_to_complete",
+            },
+        }
     }
 }
 
@@ -453,37 +446,28 @@ pub fn summary(outcome: &Outcome) -> Summary {
 /// The summary as the original printed it, one `name: value` line per figure; with ipc,
 /// the original's `send_ask` line first and `transport: ipc` last.
 pub fn summary_lines(outcome: &Outcome) -> Vec<String> {
-    if outcome.params.transport == Transport::Ipc {
-        let send_ask = u8::from(outcome.params.mode == RingMode::Ask);
-        return vec![
-            format!("send_ask: {send_ask}"),
-            format!("num_ring_rounds: {}", outcome.params.num_rounds),
-            format!("num_nodes: {}", outcome.params.num_nodes),
-            format!(
-                "time_taken_to_spawn_worker_nodes: {:?}",
-                outcome.node_creation
-            ),
-            format!("ring_complete_final_sum: {}", outcome.final_sum),
-            format!(
-                "time_taken_for_ring_messaging_to_complete: {:?}",
-                outcome.ring_messaging
-            ),
-            format!("messages_per_second: {:.0}", outcome.messages_per_second()),
-            format!("transport: {}", outcome.params.transport),
-        ];
+    let params = &outcome.params;
+    let names = FigureNames::of(params.transport);
+    let mut lines = Vec::with_capacity(8);
+    if params.transport == Transport::Ipc {
+        lines.push(format!(
+            "send_ask: {}",
+            u8::from(params.mode == RingMode::Ask)
+        ));
     }
-    vec![
-        format!("num_ring_rounds: {}", outcome.params.num_rounds),
-        format!("num_nodes: {}", outcome.params.num_nodes),
-        format!("time_taken_for_node_creation: {:?}", outcome.node_creation),
-        format!("final_sum_after_ring_messaging: {}", outcome.final_sum),
-        format!(
-            "time_taken_for_ring_messaging: {:?}",
-            outcome.ring_messaging
-        ),
+    lines.extend([
+        format!("num_ring_rounds: {}", params.num_rounds),
+        format!("num_nodes: {}", params.num_nodes),
+        format!("{}: {:?}", names.creation, outcome.node_creation),
+        format!("{}: {}", names.final_sum, outcome.final_sum),
+        format!("{}: {:?}", names.messaging, outcome.ring_messaging),
         format!("messages_per_second: {:.0}", outcome.messages_per_second()),
-        format!("mode: {}", outcome.params.mode),
-    ]
+    ]);
+    lines.push(match params.transport {
+        Transport::Inproc => format!("mode: {}", params.mode),
+        Transport::Ipc => format!("transport: {}", params.transport),
+    });
+    lines
 }
 
 /// Runs the ring until it completes or `stop` is set; a stopped run returns its partial
@@ -632,5 +616,43 @@ mod tests {
             .collect();
         // Every figure has its line; the mode is a parameter, printed but not a figure.
         assert_eq!(names, from_lines[..from_lines.len() - 1]);
+    }
+
+    #[test]
+    fn ipc_summary_lines_read_as_the_ipc_original_printed_them() {
+        let outcome = Outcome {
+            params: RingParams {
+                num_nodes: 20,
+                num_rounds: 1000,
+                mode: RingMode::Ask,
+                transport: Transport::Ipc,
+                ..RingParams::default()
+            },
+            node_creation: Duration::from_millis(12),
+            ring_messaging: Duration::from_millis(500),
+            final_sum: 20_000,
+            messages: 20_000,
+            stopped: false,
+        };
+        assert_eq!(
+            summary_lines(&outcome),
+            [
+                "send_ask: 1",
+                "num_ring_rounds: 1000",
+                "num_nodes: 20",
+                "time_taken_to_spawn_worker_nodes: 12ms",
+                "ring_complete_final_sum: 20000",
+                "time_taken_for_ring_messaging_to_complete: 500ms",
+                "messages_per_second: 40000",
+                "transport: ipc",
+            ]
+        );
+        let names: Vec<_> = outcome.figures().into_iter().map(|f| f.name).collect();
+        let from_lines: Vec<_> = summary_lines(&outcome)
+            .into_iter()
+            .map(|l| l.split(':').next().unwrap().to_owned())
+            .collect();
+        // send_ask and the transport are parameters: printed, not figures.
+        assert_eq!(names, from_lines[1..from_lines.len() - 1]);
     }
 }
