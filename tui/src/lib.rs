@@ -8,6 +8,8 @@ mod external;
 mod reap;
 pub mod record;
 mod show;
+pub mod state;
+pub mod view;
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -1,0 +1,1 @@
+//! The flame pane's model: a laid-out stack tree, zoom and search.

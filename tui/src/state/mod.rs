@@ -1,0 +1,3 @@
+//! The TUI's state: plain data updated by events, no terminal and no I/O.
+
+pub mod flame;

@@ -1,0 +1,1 @@
+//! The flame pane: an icicle drawn from the laid-out stack tree.
