@@ -17,7 +17,7 @@ use perf_event::Counter;
 use crate::ProfilerError;
 use crate::offcpu::{NO_STACK, OffCpu};
 use crate::records::{self, Comm, Mmap2, Sample, SplitChain, Switch, Task};
-use crate::sampler::{self, EventPlan, Ring, SamplerOptions, Shared};
+use crate::sampler::{self, EventPlan, Ring, SamplerOptions, Shared, Snapshot};
 use crate::symbolize::Resolver;
 
 /// Longest wait in the drainer's poll: stop requests also arrive through the eventfd,
@@ -641,6 +641,18 @@ impl Collector {
             keep
         });
 
+        if self.shared.snapshot_wanted.swap(false, Ordering::Relaxed) {
+            let snapshot = Snapshot {
+                cpu: self.cpu.clone(),
+                offcpu: self.off.clone(),
+                batches: self.batches,
+            };
+            *self
+                .shared
+                .snapshot
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(snapshot);
+        }
         let ns = started.elapsed().as_nanos() as u64;
         let s = &self.shared;
         s.batches.store(self.batches, Ordering::Relaxed);

@@ -43,5 +43,7 @@ pub use monitor::{
 };
 pub use procfs::process_start_ticks;
 pub use sampler::ProfileKind;
-pub use sampler::{Profile, SampleEvent, Sampler, SamplerOptions, SamplerStats, probe_access};
+pub use sampler::{
+    Profile, SampleEvent, Sampler, SamplerOptions, SamplerStats, Snapshot, probe_access,
+};
 pub use symbolize::SymbolDetail;

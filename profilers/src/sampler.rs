@@ -61,8 +61,8 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -355,6 +355,22 @@ pub(crate) struct Shared {
     pub abandon: AtomicBool,
     /// An eventfd that wakes the thread's poll.
     pub wake: OwnedFd,
+    /// A copy of the profile so far was asked for ([`Sampler::request_snapshot`]).
+    pub snapshot_wanted: AtomicBool,
+    /// The copy, published after the batch that followed the request.
+    pub snapshot: Mutex<Option<Snapshot>>,
+}
+
+/// The stacks a sampler has folded so far, for a live view: copies, taken after a batch.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Snapshot {
+    /// On-CPU stacks so far, as in [`Profile::cpu`].
+    pub cpu: StackTree,
+    /// Off-CPU stacks so far (µs blocked), as in [`Profile::offcpu`].
+    pub offcpu: StackTree,
+    /// Batches folded when the copy was taken.
+    pub batches: u64,
 }
 
 impl Shared {
@@ -381,6 +397,8 @@ impl Shared {
             abandon: AtomicBool::new(false),
             // SAFETY: fd is a fresh descriptor that nothing else owns.
             wake: unsafe { OwnedFd::from_raw_fd(fd) },
+            snapshot_wanted: AtomicBool::new(false),
+            snapshot: Mutex::new(None),
         })
     }
 
@@ -740,6 +758,23 @@ impl Sampler {
             last_batch_time: ns(&s.last_batch_ns),
             max_batch_time: ns(&s.max_batch_ns),
         }
+    }
+
+    /// Asks the background thread for a copy of the stacks folded so far; it makes one
+    /// after its next batch (every [`SamplerOptions::batch_interval`]), for
+    /// [`Sampler::take_snapshot`]. Copying costs the thread time in proportion to the
+    /// trees' size: a live view asks about once a second, not every frame.
+    pub fn request_snapshot(&self) {
+        self.shared.snapshot_wanted.store(true, Ordering::Relaxed);
+    }
+
+    /// The copy made since the last request, if one is ready.
+    pub fn take_snapshot(&self) -> Option<Snapshot> {
+        self.shared
+            .snapshot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
     }
 
     /// The profiles being taken.

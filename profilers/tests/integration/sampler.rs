@@ -250,3 +250,43 @@ fn auto_samples_cycles_where_the_machine_has_them_and_cpu_clock_elsewhere() {
 fn auto_event_name(has_cycles: bool) -> &'static str {
     if has_cycles { "cycles" } else { "cpu-clock" }
 }
+
+#[test]
+fn a_snapshot_taken_during_the_run_holds_the_stacks_folded_so_far() {
+    let mut child = Fixture::spawn("burn", 1500, 1);
+    let sampler = start_sampler(child.pid(), &SamplerOptions::default());
+    child.go();
+    assert!(
+        sampler.take_snapshot().is_none(),
+        "none before one is asked for"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    sampler.request_snapshot();
+    let asked = Instant::now();
+    let snapshot = loop {
+        if let Some(s) = sampler.take_snapshot() {
+            break s;
+        }
+        assert!(
+            asked.elapsed() < Duration::from_secs(5),
+            "no snapshot within 5 s of asking"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(snapshot.batches > 0);
+    let live = snapshot.cpu.total_weight();
+    assert!(
+        weight_containing(&snapshot.cpu.to_folded(), BURN_FN) > 0,
+        "{}",
+        snapshot.cpu.to_folded()
+    );
+    assert!(sampler.take_snapshot().is_none(), "taken once");
+    child.wait_cpu_time();
+    let profile = sampler.finish().expect("finish");
+    // A copy of part of the run: the whole profile holds at least as much.
+    assert!(
+        profile.cpu.total_weight() >= live,
+        "{live} > {}",
+        profile.samples
+    );
+}
