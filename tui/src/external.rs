@@ -47,6 +47,7 @@ pub fn record_command(command: &[OsString], record: RecordArgs) -> Result<ExitCo
         args,
         command_line: std::env::args().collect(),
         record,
+        live: None,
     };
     report(&record::record(&opts)?)
 }
@@ -79,6 +80,7 @@ pub fn attach(pid: u32, record: RecordArgs) -> Result<ExitCode> {
         args: Vec::new(),
         command_line: std::env::args().collect(),
         record,
+        live: None,
     };
     report(&record::record(&opts)?)
 }

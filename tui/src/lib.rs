@@ -90,6 +90,7 @@ fn record_workload(workload: Workload, record: RecordArgs) -> Result<ExitCode> {
         args,
         command_line: std::env::args().collect(),
         record,
+        live: None,
     };
     report(&record::record(&opts)?)
 }

@@ -7,6 +7,7 @@
 //! worker dies.
 
 pub mod child;
+pub mod live;
 pub mod progress;
 
 use std::collections::BTreeMap;
@@ -28,9 +29,11 @@ use benchtop_sessions::{Percentiles, SessionMeta, Status, TimeseriesRow};
 use benchtop_workloads::protocol::{
     self, ConductorMessage, MetricKind, ProtocolError, ReportReader, WorkerMessage,
 };
+use hdrhistogram::Histogram;
 
 use crate::cli::{PerfEvent, RecordArgs, Symbols};
 use child::{WorkerExit, WorkerProcess, WorkerSpec};
+use live::{LiveEvent, LiveLink};
 use progress::{Progress, ProgressFigures};
 
 /// How long a worker may take to say hello, and then to say ready.
@@ -92,6 +95,8 @@ pub struct RecordOptions {
     pub command_line: Vec<String>,
     /// How to record.
     pub record: RecordArgs,
+    /// A live view to tell as the run goes on (the TUI); `None` headless.
+    pub live: Option<LiveLink>,
 }
 
 /// How a recording ended.
@@ -196,6 +201,13 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
 
     let progress = Progress::new(&opts.workload, opts.record.quiet);
     progress.message("starting");
+    if let Some(live) = &opts.live {
+        live.send(LiveEvent::Spawned {
+            dir: writer.dir().to_owned(),
+            pid: worker.pid(),
+        });
+        live.send(LiveEvent::Status("starting".into()));
+    }
     let mut run = Run {
         opts,
         writer,
@@ -544,7 +556,7 @@ impl Run<'_> {
         self.protocol_errors += 1;
         if self.protocol_errors <= MAX_PROTOCOL_WARNINGS {
             let text = format!("worker report: {text}");
-            self.progress.message(&text);
+            self.say(&text);
             self.writer.update_meta(|m| m.warnings.push(text))?;
         }
         Ok(())
@@ -570,7 +582,7 @@ impl Run<'_> {
                 }
                 Err(e @ ProfilerError::PermissionDenied { .. }) => {
                     let reason = format!("no stack sampling: {e}");
-                    self.progress.message(&reason);
+                    self.say(&reason);
                     self.writer.update_meta(|m| {
                         m.sampling.enabled = false;
                         m.sampling.reason = Some(e.to_string());
@@ -608,7 +620,21 @@ impl Run<'_> {
         let now = Instant::now();
         self.start_offset_s = now.duration_since(self.began).as_secs_f64();
         self.started_at = Some(now);
-        self.progress.message("running");
+        self.say("running");
+        if let Some(live) = &self.opts.live {
+            let sampling = match &self.sampler {
+                Some(s) if s.kind().on_cpu() => {
+                    format!("{} {} Hz", s.event(), self.sampler_opts.frequency_hz)
+                }
+                Some(s) => s.event().to_owned(),
+                None => "no sampling".to_owned(),
+            };
+            live.send(LiveEvent::Started {
+                throughput: self.throughput_metric.clone(),
+                latency: self.latency_metric.clone(),
+                sampling,
+            });
+        }
         Ok(())
     }
 
@@ -630,6 +656,7 @@ impl Run<'_> {
                 );
             }
         }
+        let mut live_histograms = Vec::new();
         for (name, encoded) in &tick.histograms {
             match self.histograms.decode(encoded) {
                 Ok(histogram) => {
@@ -637,12 +664,16 @@ impl Run<'_> {
                         .insert(name.clone(), Percentiles::of(&histogram));
                     self.writer
                         .append_latency(name, start_s, interval_s, &histogram)?;
+                    if self.opts.live.is_some() {
+                        live_histograms.push((name.clone(), histogram));
+                    }
                 }
                 Err(e) => self.protocol_warning(format!("tick histogram {name:?}: {e}"))?,
             }
         }
         self.monitor_row(&mut row)?;
         self.writer.append_row(&row)?;
+        self.publish(&row, live_histograms);
         self.last_t_ns = tick.t_ns;
         self.last_counters.clone_from(&tick.counters);
         self.show_progress(&row);
@@ -671,11 +702,38 @@ impl Run<'_> {
         row.interval_s = t_s - self.last_t_ns as f64 / 1e9;
         self.monitor_row(&mut row)?;
         self.writer.append_row(&row)?;
+        self.publish(&row, Vec::new());
         self.last_t_ns = (t_s * 1e9) as u64;
         // The next row is due one interval later, without drifting, and never in the past.
         self.next_row_at = Some((due + interval).max(now));
         self.show_progress(&row);
         Ok(())
+    }
+
+    /// A status message, on the progress line and to the live view.
+    fn say(&self, text: &str) {
+        self.progress.message(text);
+        if let Some(live) = &self.opts.live {
+            live.send(LiveEvent::Status(text.to_owned()));
+        }
+    }
+
+    /// Hands a written row, its histograms and the latest stacks to the live view, and
+    /// asks the sampler for the next copy of its stacks.
+    fn publish(&self, row: &TimeseriesRow, histograms: Vec<(String, Histogram<u64>)>) {
+        let Some(live) = &self.opts.live else {
+            return;
+        };
+        live.send(LiveEvent::Row {
+            row: Box::new(row.clone()),
+            histograms,
+        });
+        if let Some(sampler) = &self.sampler {
+            if let Some(snapshot) = sampler.take_snapshot() {
+                live.send(LiveEvent::Stacks(Box::new(snapshot)));
+            }
+            sampler.request_snapshot();
+        }
     }
 
     /// The monitors' part of a row: the tree's resources, per-core CPU and busiest
@@ -734,8 +792,7 @@ impl Run<'_> {
         }
         let interrupts = INTERRUPTS.load(Ordering::SeqCst) - self.interrupts_at_start;
         if interrupts >= 2 && !self.kill_sent {
-            self.progress
-                .message("interrupted twice: killing the worker");
+            self.say("interrupted twice: killing the worker");
             self.worker.signal_group(libc::SIGKILL);
             self.term_sent_at = Some(Instant::now());
             self.kill_sent = true;
@@ -746,6 +803,13 @@ impl Run<'_> {
         }
         if interrupts >= 1 {
             self.request_stop(Status::Stopped, "interrupted: stopping the worker");
+        } else if self
+            .opts
+            .live
+            .as_ref()
+            .is_some_and(LiveLink::stop_requested)
+        {
+            self.request_stop(Status::Stopped, "stop asked: stopping the worker");
         } else if let (Some(started), Some(duration)) = (self.started_at, self.opts.record.duration)
             && started.elapsed() >= duration
         {
@@ -758,18 +822,16 @@ impl Run<'_> {
         match self.opts.target {
             Target::Command if self.hello_at.is_none() => {
                 // A program that does not speak the protocol stops as at a terminal.
-                self.progress
-                    .message(&text.replace("stopping the worker", "sending SIGINT"));
+                self.say(&text.replace("stopping the worker", "sending SIGINT"));
                 self.worker.signal_group(libc::SIGINT);
             }
             Target::Attach { .. } => {
-                self.progress
-                    .message(&text.replace("stopping the worker", "detaching"));
+                self.say(&text.replace("stopping the worker", "detaching"));
                 return;
             }
             // Before `start` too: a worker told to stop before it started exits quietly.
             Target::Worker | Target::Command => {
-                self.progress.message(text);
+                self.say(text);
                 self.send(ConductorMessage::Stop);
             }
         }
@@ -798,7 +860,7 @@ impl Run<'_> {
         if self.failure.is_some() {
             return;
         }
-        self.progress.message(&reason);
+        self.say(&reason);
         self.failure = Some(reason);
         self.worker.signal_group(libc::SIGTERM);
         self.term_sent_at = Some(Instant::now());
@@ -817,8 +879,7 @@ impl Run<'_> {
         } else if let Some(at) = self.stop_sent_at
             && at.elapsed() > STOP_GRACE
         {
-            self.progress
-                .message("the worker ignores stop: sending SIGTERM");
+            self.say("the worker ignores stop: sending SIGTERM");
             self.worker.signal_group(libc::SIGTERM);
             self.term_sent_at = Some(Instant::now());
         }
@@ -827,7 +888,7 @@ impl Run<'_> {
     /// Writes stacks and the final metadata, whatever happened. The session is always
     /// finished: a failure along the way becomes a warning in it.
     fn finalize(mut self, result: Result<()>) -> Result<RecordOutcome> {
-        self.progress.message("writing the session");
+        self.say("writing the session");
         let mut warnings = Vec::new();
         if let Err(e) = &result {
             // The loop failed (the disk, most likely): end the worker, keep what we can.

@@ -323,6 +323,7 @@ fn script_options(dir: &Path, script: String) -> RecordOptions {
             profile: Profile::None,
             ..RecordArgs::default()
         },
+        live: None,
     }
 }
 
@@ -556,4 +557,81 @@ fn a_worker_that_cannot_start_leaves_a_crashed_session_saying_why() {
     );
     let warnings = session.meta.warnings.join("\n");
     assert!(warnings.contains("No such file"), "{warnings}");
+}
+
+#[test]
+fn a_live_link_sees_rows_histograms_and_stacks_and_can_stop_the_run() {
+    use benchtop::record::live::{LiveEvent, LiveLink};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("live");
+    let (link, events) = LiveLink::new();
+    let stopper = link.stopper();
+    let opts = RecordOptions {
+        target: Target::Worker,
+        workload: "ring".into(),
+        params: BTreeMap::new(),
+        program: env!("CARGO_BIN_EXE_benchtop").into(),
+        args: [
+            "worker",
+            "ring",
+            "--num-nodes",
+            "100",
+            "--num-rounds",
+            "4000000000",
+        ]
+        .map(Into::into)
+        .to_vec(),
+        command_line: vec!["test".into()],
+        record: RecordArgs {
+            record: Some(dir.clone()),
+            quiet: true,
+            interval: Duration::from_millis(200),
+            ..RecordArgs::default()
+        },
+        live: Some(link),
+    };
+    let recorder = std::thread::spawn(move || record(&opts));
+    let (mut spawned, mut started, mut rows, mut stacks) = (false, false, 0, None);
+    while rows < 4 || stacks.is_none() {
+        match events
+            .recv_timeout(Duration::from_secs(20))
+            .expect("live events")
+        {
+            LiveEvent::Spawned { dir: d, pid } => {
+                assert_eq!(d, dir);
+                assert!(pid > 0);
+                spawned = true;
+            }
+            LiveEvent::Started {
+                throughput,
+                latency,
+                sampling,
+            } => {
+                assert_eq!(throughput.as_deref(), Some("messages"));
+                assert_eq!(latency.as_deref(), Some("lap"));
+                assert!(sampling.contains("Hz"), "{sampling}");
+                started = true;
+            }
+            LiveEvent::Row { row, histograms } => {
+                assert!(row.rates.contains_key("messages"), "{row:?}");
+                let (name, lap) = &histograms[0];
+                assert_eq!(name, "lap");
+                assert_eq!(lap.len(), row.latency["lap"].count);
+                rows += 1;
+            }
+            LiveEvent::Stacks(snapshot) => stacks = Some(snapshot),
+            _ => {}
+        }
+    }
+    assert!(spawned && started);
+    let folded = stacks.unwrap().cpu.to_folded();
+    assert!(folded.contains("benchtop_workloads::ring"), "{folded}");
+
+    stopper.stop();
+    let outcome = recorder.join().unwrap().unwrap();
+    assert_eq!(outcome.status, Status::Stopped);
+    assert!(outcome.summary.iter().any(|l| l.starts_with("final_sum")));
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Stopped);
 }
