@@ -179,6 +179,11 @@ pub struct RecordArgs {
     /// Do not show the progress line.
     #[arg(long, short, global = true)]
     pub quiet: bool,
+    /// Watch the run in the live TUI (histograms, resources and flamegraph side by side)
+    /// instead of the progress line; the session is recorded the same way. Built-in
+    /// workloads only; `benchtop` alone opens it on the default workload.
+    #[arg(long, global = true)]
+    pub tui: bool,
 }
 
 /// The defaults are the command line's: one source of truth.

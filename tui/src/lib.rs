@@ -3,15 +3,17 @@
 //! the same functions headless.
 #![deny(missing_docs)]
 
+mod app;
 pub mod cli;
 mod external;
 mod reap;
 pub mod record;
 mod show;
 pub mod state;
+mod term;
 pub mod view;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -27,12 +29,27 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         None => {
             warn_of_orphans();
-            record_workload(Workload::default(), RecordArgs::default())
+            let opts = workload_options(Workload::default(), RecordArgs::default())?;
+            if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
+                app::run_tui(opts)
+            } else {
+                eprintln!(
+                    "benchtop: standard output is not a terminal: recording the default \
+                     workload headless (`benchtop run --help` for more)"
+                );
+                report(&record::record(&opts)?)
+            }
         }
         Some(Command::Run(args)) => {
             warn_of_orphans();
             match (args.workload, args.command.is_empty()) {
+                (Some(workload), true) if args.record.tui => {
+                    app::run_tui(workload_options(workload, args.record)?)
+                }
                 (Some(workload), true) => record_workload(workload, args.record),
+                (None, false) if args.record.tui => anyhow::bail!(
+                    "--tui watches built-in workloads; record a command headless (without --tui)"
+                ),
                 (None, false) => external::record_command(&args.command, args.record),
                 (Some(_), false) => anyhow::bail!(
                     "name a workload or a command after `--`, not both (`benchtop run --help`)"
@@ -45,6 +62,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Some(Command::Attach(args)) => {
             warn_of_orphans();
+            if args.record.tui {
+                anyhow::bail!("--tui watches built-in workloads; attach records headless");
+            }
             external::attach(args.pid, args.record)
         }
         Some(Command::ExecGate { command }) => Ok(external::exec_gate(&command)),
@@ -68,6 +88,12 @@ fn benchtop_exe() -> Result<std::path::PathBuf> {
 }
 
 fn record_workload(workload: Workload, record: RecordArgs) -> Result<ExitCode> {
+    let opts = workload_options(workload, record)?;
+    report(&record::record(&opts)?)
+}
+
+/// What recording `workload` takes, its parameters checked.
+fn workload_options(workload: Workload, record: RecordArgs) -> Result<RecordOptions> {
     if workload.is_node() {
         anyhow::bail!(
             "`{}` is a node process that a workload's main node starts, not a workload to run",
@@ -92,11 +118,11 @@ fn record_workload(workload: Workload, record: RecordArgs) -> Result<ExitCode> {
         record,
         live: None,
     };
-    report(&record::record(&opts)?)
+    Ok(opts)
 }
 
 /// Prints how a recording ended; the exit code says whether it ended well.
-fn report(outcome: &RecordOutcome) -> Result<ExitCode> {
+pub(crate) fn report(outcome: &RecordOutcome) -> Result<ExitCode> {
     for warning in &outcome.warnings {
         eprintln!("benchtop: warning: {warning}");
     }

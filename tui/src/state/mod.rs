@@ -1,3 +1,677 @@
 //! The TUI's state: plain data updated by events, no terminal and no I/O.
+//!
+//! Every producer (the terminal, the recorder's live link, the render tick) feeds one
+//! [`AppEvent`] channel; [`State::update`] applies an event and returns the side effects
+//! ([`Effect`]) for the loop to carry out. Views read the state and never change it.
 
 pub mod flame;
+pub mod live;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use benchtop_sessions::StackTree;
+
+use crate::record::RecordOutcome;
+use crate::record::live::LiveEvent;
+use flame::{FlameState, FlameUnit};
+use live::{LatencySummary, LiveRun, RunStatus};
+
+/// How long a flash message stays in the footer.
+pub const FLASH_FOR: Duration = Duration::from_secs(5);
+/// The narrowest and widest time window of the series panes, seconds.
+pub const WINDOW_RANGE_S: (f64, f64) = (10.0, 3600.0);
+/// The time window the series panes start with, seconds.
+pub const DEFAULT_WINDOW_S: f64 = 60.0;
+
+/// A key, as the state sees it (the loop translates the terminal's key events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    /// A printable character.
+    Char(char),
+    /// Ctrl-C.
+    CtrlC,
+    /// Enter.
+    Enter,
+    /// Escape.
+    Esc,
+    /// Tab.
+    Tab,
+    /// Shift-Tab.
+    BackTab,
+    /// Backspace.
+    Backspace,
+    /// Arrow up.
+    Up,
+    /// Arrow down.
+    Down,
+    /// Arrow left.
+    Left,
+    /// Arrow right.
+    Right,
+    /// F1.
+    F1,
+}
+
+/// Everything that can happen to the TUI.
+#[derive(Debug)]
+pub enum AppEvent {
+    /// A key was pressed.
+    Key(Key),
+    /// The terminal was resized (columns, rows).
+    Resize(u16, u16),
+    /// The render tick (about 10 Hz): time passes for flash messages.
+    Tick,
+    /// The recording told something.
+    Live(LiveEvent),
+    /// The recording is over (the recorder's result, or why it failed).
+    Finished(Result<RecordOutcome, String>),
+    /// The complete stacks of the finished session, read from its folded files:
+    /// cpu.folded and offcpu.folded, when there are.
+    FinalStacks(Box<(Option<StackTree>, Option<StackTree>)>),
+}
+
+/// A side effect for the loop to carry out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Ask the recording to stop (the worker is told `stop`).
+    StopRecording,
+    /// Read the finished session's folded stacks (answered with
+    /// [`AppEvent::FinalStacks`]).
+    LoadFinalStacks(PathBuf),
+    /// Leave the TUI.
+    Quit,
+}
+
+/// The panes of the live screen, in focus order (`1`–`4`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pane {
+    /// Throughput over time.
+    Throughput,
+    /// Latency histogram and percentiles.
+    Latency,
+    /// RSS, threads, per-core CPU, context switches.
+    Resources,
+    /// The flamegraph.
+    #[default]
+    Flame,
+}
+
+impl Pane {
+    /// Every pane, in focus order.
+    pub const ALL: [Pane; 4] = [
+        Pane::Throughput,
+        Pane::Latency,
+        Pane::Resources,
+        Pane::Flame,
+    ];
+
+    /// The pane's title.
+    pub fn title(self) -> &'static str {
+        match self {
+            Pane::Throughput => "throughput",
+            Pane::Latency => "latency",
+            Pane::Resources => "resources",
+            Pane::Flame => "flamegraph",
+        }
+    }
+
+    /// Its number (the key that focuses it).
+    pub fn number(self) -> usize {
+        Pane::ALL.iter().position(|&p| p == self).unwrap_or(0) + 1
+    }
+
+    fn step(self, by: isize) -> Pane {
+        let n = Pane::ALL.len() as isize;
+        let i = (self.number() as isize - 1 + by).rem_euclid(n);
+        Pane::ALL[i as usize]
+    }
+}
+
+/// Which stacks the flame pane shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FlameKind {
+    /// Where threads run (samples).
+    #[default]
+    OnCpu,
+    /// Where threads block (µs blocked).
+    OffCpu,
+}
+
+/// A message in the footer for a few seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flash {
+    /// What it says.
+    pub text: String,
+    /// An error (drawn in red) rather than a notice.
+    pub error: bool,
+    /// When it was raised.
+    pub at: Instant,
+}
+
+/// What `b` took: the profile and latency at that moment.
+#[derive(Debug, Clone)]
+pub struct Baseline {
+    /// On-CPU stacks then.
+    pub cpu: Option<StackTree>,
+    /// Off-CPU stacks then.
+    pub offcpu: Option<StackTree>,
+    /// The run's latency percentiles then.
+    pub latency: LatencySummary,
+    /// Where it came from: `taken at 12.3 s` or a session directory.
+    pub source: String,
+}
+
+/// The whole state of the TUI.
+#[derive(Debug)]
+pub struct State {
+    /// The live run.
+    pub run: LiveRun,
+    /// The flame pane of the on-CPU stacks.
+    pub cpu_flame: FlameState,
+    /// The flame pane of the off-CPU stacks.
+    pub off_flame: FlameState,
+    /// Which stacks the flame pane shows.
+    pub flame_kind: FlameKind,
+    /// The baseline, once taken.
+    pub baseline: Option<Baseline>,
+    /// The flame pane shows the difference against the baseline.
+    pub differential: bool,
+    /// The focused pane.
+    pub focus: Pane,
+    /// The focused pane fills the body.
+    pub maximized: bool,
+    /// The display is frozen (the recording goes on; events are held).
+    pub paused: bool,
+    /// The help overlay is open.
+    pub help: bool,
+    /// The flame search being typed, when the search line is open.
+    pub search_input: Option<String>,
+    /// Seconds of history the series panes show.
+    pub window_s: f64,
+    /// The footer's message.
+    pub flash: Option<Flash>,
+    /// Quitting was asked for: leave once the recording is finished.
+    pub quit_requested: bool,
+    /// Colors are allowed (`NO_COLOR` unset).
+    pub color: bool,
+    /// Events held while paused, applied on resume.
+    held: Vec<LiveEvent>,
+}
+
+impl State {
+    /// The state of a new run of `workload` with `params` (`name=value …`).
+    pub fn new(workload: &str, params: &str, color: bool) -> Self {
+        State {
+            run: LiveRun {
+                workload: workload.to_owned(),
+                params: params.to_owned(),
+                ..LiveRun::default()
+            },
+            cpu_flame: FlameState::new(FlameUnit::Samples),
+            off_flame: FlameState::new(FlameUnit::Micros),
+            flame_kind: FlameKind::OnCpu,
+            baseline: None,
+            differential: false,
+            focus: Pane::Flame,
+            maximized: false,
+            paused: false,
+            help: false,
+            search_input: None,
+            window_s: DEFAULT_WINDOW_S,
+            flash: None,
+            quit_requested: false,
+            color,
+            held: Vec::new(),
+        }
+    }
+
+    /// The flame pane's state for the stacks it shows.
+    pub fn flame(&self) -> &FlameState {
+        match self.flame_kind {
+            FlameKind::OnCpu => &self.cpu_flame,
+            FlameKind::OffCpu => &self.off_flame,
+        }
+    }
+
+    fn flame_mut(&mut self) -> &mut FlameState {
+        match self.flame_kind {
+            FlameKind::OnCpu => &mut self.cpu_flame,
+            FlameKind::OffCpu => &mut self.off_flame,
+        }
+    }
+
+    /// Events held while the display is paused.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Applies `event` at `now` and returns what the loop must do.
+    pub fn update(&mut self, event: AppEvent, now: Instant) -> Vec<Effect> {
+        match event {
+            AppEvent::Key(key) => self.on_key(key, now),
+            AppEvent::Resize(..) => Vec::new(),
+            AppEvent::Tick => {
+                if self
+                    .flash
+                    .as_ref()
+                    .is_some_and(|f| now.duration_since(f.at) >= FLASH_FOR)
+                {
+                    self.flash = None;
+                }
+                Vec::new()
+            }
+            AppEvent::Live(event) => {
+                if self.paused {
+                    self.held.push(event);
+                } else {
+                    self.on_live(event, now);
+                }
+                Vec::new()
+            }
+            AppEvent::Finished(result) => self.on_finished(result, now),
+            AppEvent::FinalStacks(stacks) => {
+                let (cpu, offcpu) = *stacks;
+                if let Some(tree) = cpu {
+                    self.set_tree(FlameKind::OnCpu, tree);
+                }
+                if let Some(tree) = offcpu {
+                    self.set_tree(FlameKind::OffCpu, tree);
+                }
+                Vec::new()
+            }
+        }
+    }
+
+    fn on_live(&mut self, event: LiveEvent, now: Instant) {
+        match event {
+            LiveEvent::Spawned { dir, pid } => {
+                self.run.dir = Some(dir);
+                self.run.pid = Some(pid);
+            }
+            LiveEvent::Started {
+                throughput,
+                latency,
+                sampling,
+            } => {
+                if self.run.status == RunStatus::Starting {
+                    self.run.status = RunStatus::Running;
+                }
+                self.run.started_at = Some(now);
+                self.run.throughput_metric = throughput;
+                self.run.latency.metric = latency.unwrap_or_default();
+                self.run.sampling = sampling;
+            }
+            LiveEvent::Row { row, histograms } => self.run.add_row(&row, &histograms),
+            LiveEvent::Stacks(snapshot) => {
+                let snapshot = *snapshot;
+                self.set_tree(FlameKind::OnCpu, snapshot.cpu);
+                if !snapshot.offcpu.is_empty() {
+                    self.set_tree(FlameKind::OffCpu, snapshot.offcpu);
+                }
+            }
+            LiveEvent::Status(text) => {
+                if text.starts_with("worker report:") || text.starts_with("no stack sampling") {
+                    self.flash(text.clone(), true, now);
+                }
+                self.run.status_line = text;
+            }
+        }
+    }
+
+    fn set_tree(&mut self, kind: FlameKind, tree: StackTree) {
+        match kind {
+            FlameKind::OnCpu => self.cpu_flame.set_tree(tree),
+            FlameKind::OffCpu => self.off_flame.set_tree(tree),
+        }
+    }
+
+    fn on_finished(&mut self, result: Result<RecordOutcome, String>, now: Instant) -> Vec<Effect> {
+        self.resume(now);
+        self.run.ended_at = Some(now);
+        let mut effects = Vec::new();
+        match result {
+            Ok(outcome) => {
+                let status = outcome.status;
+                self.run.status = RunStatus::Finished(status);
+                self.run.summary = outcome.summary;
+                self.run.warnings = outcome.warnings;
+                let mut text = format!("the run ended: {status}");
+                if let Some(w) = self.run.warnings.last() {
+                    text.push_str(&format!(" ({w})"));
+                }
+                let bad = !matches!(
+                    status,
+                    benchtop_sessions::Status::Complete | benchtop_sessions::Status::Stopped
+                );
+                self.flash(text, bad, now);
+                effects.push(Effect::LoadFinalStacks(outcome.dir));
+            }
+            Err(e) => {
+                self.flash(format!("the recording failed: {e}"), true, now);
+                self.run.status = RunStatus::Failed(e);
+            }
+        }
+        if self.quit_requested {
+            effects.push(Effect::Quit);
+        }
+        effects
+    }
+
+    fn flash(&mut self, text: String, error: bool, now: Instant) {
+        self.flash = Some(Flash {
+            text,
+            error,
+            at: now,
+        });
+    }
+
+    fn resume(&mut self, now: Instant) {
+        self.paused = false;
+        for event in std::mem::take(&mut self.held) {
+            self.on_live(event, now);
+        }
+    }
+
+    fn on_key(&mut self, key: Key, now: Instant) -> Vec<Effect> {
+        if let Some(query) = &mut self.search_input {
+            match key {
+                Key::Char(c) => query.push(c),
+                Key::Backspace => {
+                    query.pop();
+                }
+                Key::Enter => self.search_input = None,
+                Key::Esc => {
+                    self.search_input = None;
+                    self.flame_mut().search("");
+                    return Vec::new();
+                }
+                Key::CtrlC => return self.quit(now),
+                _ => {}
+            }
+            if let Some(query) = self.search_input.clone() {
+                self.flame_mut().search(&query);
+            }
+            return Vec::new();
+        }
+        if self.help {
+            match key {
+                Key::Char('q') | Key::CtrlC => return self.quit(now),
+                _ => self.help = false,
+            }
+            return Vec::new();
+        }
+        match key {
+            Key::Char('q') | Key::CtrlC => return self.quit(now),
+            Key::Char('?') | Key::F1 => self.help = true,
+            Key::Tab => self.focus = self.focus.step(1),
+            Key::BackTab => self.focus = self.focus.step(-1),
+            Key::Char(c @ '1'..='9') => {
+                let i = c as usize - '1' as usize;
+                if let Some(&pane) = Pane::ALL.get(i) {
+                    self.focus = pane;
+                }
+            }
+            Key::Char('e') => self.maximized = !self.maximized,
+            Key::Char(' ') => {
+                if self.paused {
+                    self.resume(now);
+                } else {
+                    self.paused = true;
+                }
+            }
+            Key::Char('+') | Key::Char('=') => {
+                self.window_s = (self.window_s / 2.0).max(WINDOW_RANGE_S.0);
+            }
+            Key::Char('-') => self.window_s = (self.window_s * 2.0).min(WINDOW_RANGE_S.1),
+            Key::Char('b') => self.take_baseline(now),
+            Key::Char('d') => self.toggle_differential(now),
+            Key::Esc => self.back_out(),
+            _ if self.focus == Pane::Flame => self.on_flame_key(key),
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn on_flame_key(&mut self, key: Key) {
+        let flame = self.flame_mut();
+        // Each move says whether it moved; at an edge nothing happens, as in a list.
+        let _moved = match key {
+            Key::Up | Key::Char('k') => flame.select_parent(),
+            Key::Down | Key::Char('j') => flame.select_child(),
+            Key::Left | Key::Char('h') => flame.select_prev(),
+            Key::Right | Key::Char('l') => flame.select_next(),
+            Key::Enter => flame.zoom_in(),
+            Key::Char('n') => flame.next_match(),
+            Key::Char('N') => flame.prev_match(),
+            _ => false,
+        };
+        match key {
+            Key::Char('/') => self.search_input = Some(String::new()),
+            Key::Char('o') => {
+                self.flame_kind = match self.flame_kind {
+                    FlameKind::OnCpu => FlameKind::OffCpu,
+                    FlameKind::OffCpu => FlameKind::OnCpu,
+                };
+            }
+            _ => {}
+        }
+    }
+
+    /// Esc: close what is open, one level at a time; never quits.
+    fn back_out(&mut self) {
+        if self.focus == Pane::Flame && self.flame_mut().zoom_out() {
+            return;
+        }
+        if self.maximized {
+            self.maximized = false;
+        }
+    }
+
+    fn quit(&mut self, now: Instant) -> Vec<Effect> {
+        if self.run.status.is_over() || self.quit_requested {
+            // Over, or asked twice: leave now.
+            return vec![Effect::Quit];
+        }
+        self.quit_requested = true;
+        self.run.status = RunStatus::Stopping;
+        self.flash(
+            "stopping the workload and writing the session (q again leaves at once)".into(),
+            false,
+            now,
+        );
+        vec![Effect::StopRecording]
+    }
+
+    fn take_baseline(&mut self, now: Instant) {
+        if self.cpu_flame.is_empty()
+            && self.off_flame.is_empty()
+            && self.run.latency.total.is_none()
+        {
+            self.flash("nothing to take as a baseline yet".into(), true, now);
+            return;
+        }
+        let elapsed = self
+            .run
+            .started_at
+            .map_or(0.0, |s| now.duration_since(s).as_secs_f64());
+        let tree = |f: &FlameState| (!f.is_empty()).then(|| f.tree().clone());
+        let baseline = Baseline {
+            cpu: tree(&self.cpu_flame),
+            offcpu: tree(&self.off_flame),
+            latency: self.run.latency.run,
+            source: format!("taken at {elapsed:.1} s"),
+        };
+        self.cpu_flame.set_baseline(baseline.cpu.clone());
+        self.off_flame.set_baseline(baseline.offcpu.clone());
+        self.flash(
+            format!("baseline {} — d shows the difference", baseline.source),
+            false,
+            now,
+        );
+        self.baseline = Some(baseline);
+    }
+
+    fn toggle_differential(&mut self, now: Instant) {
+        if self.baseline.is_none() {
+            self.flash("no baseline: b takes one".into(), true, now);
+            return;
+        }
+        self.differential = !self.differential;
+        self.cpu_flame.set_differential(self.differential);
+        self.off_flame.set_differential(self.differential);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state() -> State {
+        State::new("ring", "num-nodes=5", true)
+    }
+
+    fn tree(stacks: &[(&str, u64)]) -> StackTree {
+        let mut t = StackTree::new();
+        for (stack, weight) in stacks {
+            t.add_names(stack.split(';'), *weight);
+        }
+        t
+    }
+
+    fn stacks(cpu: StackTree) -> AppEvent {
+        let mut snapshot = benchtop_profilers::Snapshot::default();
+        snapshot.cpu = cpu;
+        AppEvent::Live(LiveEvent::Stacks(Box::new(snapshot)))
+    }
+
+    fn keys(s: &mut State, keys: &[Key], now: Instant) -> Vec<Effect> {
+        keys.iter()
+            .flat_map(|&k| s.update(AppEvent::Key(k), now))
+            .collect()
+    }
+
+    #[test]
+    fn tab_and_numbers_move_the_focus_and_wrap() {
+        let mut s = state();
+        let now = Instant::now();
+        assert_eq!(s.focus, Pane::Flame);
+        keys(&mut s, &[Key::Tab], now);
+        assert_eq!(s.focus, Pane::Throughput);
+        keys(&mut s, &[Key::BackTab, Key::BackTab], now);
+        assert_eq!(s.focus, Pane::Resources);
+        keys(&mut s, &[Key::Char('2')], now);
+        assert_eq!(s.focus, Pane::Latency);
+        keys(&mut s, &[Key::Char('9')], now);
+        assert_eq!(s.focus, Pane::Latency, "no ninth pane");
+    }
+
+    #[test]
+    fn q_stops_the_run_first_and_quits_when_it_is_over() {
+        let mut s = state();
+        let now = Instant::now();
+        assert_eq!(
+            keys(&mut s, &[Key::Char('q')], now),
+            [Effect::StopRecording]
+        );
+        assert_eq!(s.run.status, RunStatus::Stopping);
+        let effects = s.update(AppEvent::Finished(Err("the disk is full".into())), now);
+        assert_eq!(effects, [Effect::Quit]);
+    }
+
+    #[test]
+    fn a_second_q_while_stopping_leaves_at_once() {
+        let mut s = state();
+        let now = Instant::now();
+        keys(&mut s, &[Key::Char('q')], now);
+        assert_eq!(keys(&mut s, &[Key::CtrlC], now), [Effect::Quit]);
+    }
+
+    #[test]
+    fn esc_backs_out_and_never_quits() {
+        let mut s = state();
+        let now = Instant::now();
+        keys(&mut s, &[Key::Char('e')], now);
+        assert!(s.maximized);
+        assert!(keys(&mut s, &[Key::Esc, Key::Esc, Key::Esc], now).is_empty());
+        assert!(!s.maximized && !s.quit_requested);
+    }
+
+    #[test]
+    fn pause_holds_live_events_and_resume_applies_them() {
+        let mut s = state();
+        let now = Instant::now();
+        keys(&mut s, &[Key::Char(' ')], now);
+        assert!(s.paused);
+        s.update(stacks(tree(&[("bt-ring;main;work", 3)])), now);
+        assert_eq!(s.held(), 1);
+        assert!(s.cpu_flame.is_empty(), "the display is frozen");
+        keys(&mut s, &[Key::Char(' ')], now);
+        assert!(!s.paused && s.held() == 0);
+        assert_eq!(s.cpu_flame.tree().total_weight(), 3);
+    }
+
+    #[test]
+    fn a_baseline_is_taken_with_b_and_d_toggles_the_difference() {
+        let mut s = state();
+        let now = Instant::now();
+        keys(&mut s, &[Key::Char('d')], now);
+        assert!(!s.differential, "no baseline yet");
+        assert!(s.flash.as_ref().is_some_and(|f| f.error));
+        s.update(stacks(tree(&[("bt-ring;main;work", 3)])), now);
+        keys(&mut s, &[Key::Char('b'), Key::Char('d')], now);
+        assert!(s.baseline.is_some() && s.differential);
+        assert!(s.cpu_flame.differential());
+        keys(&mut s, &[Key::Char('d')], now);
+        assert!(!s.differential && !s.cpu_flame.differential());
+    }
+
+    #[test]
+    fn slash_types_a_search_that_esc_clears() {
+        let mut s = state();
+        let now = Instant::now();
+        s.update(
+            stacks(tree(&[("bt-ring;main;work", 3), ("bt-ring;main;idle", 1)])),
+            now,
+        );
+        keys(
+            &mut s,
+            &[Key::Char('/'), Key::Char('w'), Key::Char('o'), Key::Enter],
+            now,
+        );
+        assert!(s.search_input.is_none());
+        assert_eq!(s.cpu_flame.matches(), 1);
+        keys(&mut s, &[Key::Char('/'), Key::Char('x'), Key::Esc], now);
+        assert_eq!(s.cpu_flame.matches(), 0, "Esc drops the search");
+    }
+
+    #[test]
+    fn plus_and_minus_zoom_time_within_bounds() {
+        let mut s = state();
+        let now = Instant::now();
+        keys(&mut s, &[Key::Char('+'); 10], now);
+        assert_eq!(s.window_s, WINDOW_RANGE_S.0);
+        keys(&mut s, &[Key::Char('-'); 20], now);
+        assert_eq!(s.window_s, WINDOW_RANGE_S.1);
+    }
+
+    #[test]
+    fn flashes_fade_after_a_while() {
+        let mut s = state();
+        let now = Instant::now();
+        keys(&mut s, &[Key::Char('d')], now);
+        assert!(s.flash.is_some());
+        s.update(AppEvent::Tick, now + FLASH_FOR);
+        assert!(s.flash.is_none());
+    }
+
+    #[test]
+    fn o_switches_the_flame_pane_between_on_and_off_cpu() {
+        let mut s = state();
+        let now = Instant::now();
+        keys(&mut s, &[Key::Char('o')], now);
+        assert_eq!(s.flame_kind, FlameKind::OffCpu);
+        keys(&mut s, &[Key::Char('o')], now);
+        assert_eq!(s.flame_kind, FlameKind::OnCpu);
+    }
+}

@@ -1,1 +1,639 @@
 //! The flame pane: an icicle drawn from the laid-out stack tree.
+//!
+//! The top row is the zoomed node (or the root's children), deeper frames below, one
+//! terminal row per depth; [`FlameState`] has laid the boxes out already, so drawing only
+//! scales them to the columns there are. Boxes are colored by a stable hash of their name
+//! on a warm palette, red or blue by their change in differential mode, magenta when they
+//! match the search; the selected box is reversed. Without color (`NO_COLOR`) matches are
+//! underlined, boxes end in a `│`, and changes show as `+` and `-`.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Span;
+use ratatui::widgets::{Clear, Widget};
+
+use crate::state::flame::{FlameBox, FlameState};
+
+/// Deltas of at least this share of the total (0.1 percentage point) get a `+` or `-`
+/// without color; smaller ones are noise between two runs.
+const MARKED_DELTA: f64 = 0.001;
+
+/// Background of boxes that match the search (flamegraph.pl's search color).
+const MATCH_BG: Color = Color::Rgb(230, 0, 230);
+
+/// Columns the breadcrumb keeps before the figures on the right of the title line are
+/// left out.
+const MIN_CRUMBS: usize = 12;
+
+/// Separates the names of the zoom path in the title line.
+const CRUMB: &str = " › ";
+
+/// Draws the flame pane into `area` of `buf` (the inside of the pane's border): a title
+/// line with the zoom path and the total (or the search's figures), the icicle, and a line
+/// on the selected frame. `focused` shows the selection reversed (bold only otherwise);
+/// `color == false` draws with modifiers and markers only, for `NO_COLOR`. Any size
+/// works, down to nothing: below three rows the icicle keeps the rows there are.
+pub fn render_flame(state: &FlameState, area: Rect, buf: &mut Buffer, focused: bool, color: bool) {
+    let area = area.intersection(buf.area);
+    if area.is_empty() {
+        return;
+    }
+    Clear.render(area, buf);
+    if state.is_empty() {
+        let text = "no samples yet";
+        let width = Span::raw(text).width().min(usize::from(area.width)) as u16;
+        let x = area.x + (area.width - width) / 2;
+        let y = area.y + (area.height - 1) / 2;
+        buf.set_stringn(x, y, text, usize::from(width), dim(color));
+        return;
+    }
+    let mut icicle = area;
+    if area.height >= 2 {
+        draw_title(state, Rect { height: 1, ..area }, buf, focused);
+        icicle.y += 1;
+        icicle.height -= 1;
+    }
+    if area.height >= 3 {
+        icicle.height -= 1;
+        let line = Rect {
+            y: area.bottom() - 1,
+            height: 1,
+            ..area
+        };
+        draw_selection(state, line, buf);
+    }
+    draw_icicle(state, icicle, buf, focused, color);
+}
+
+/// The title line: the zoom path on the left, cut from the left to fit; the search's
+/// figures, or the zoomed total, on the right when there is room.
+fn draw_title(state: &FlameState, line: Rect, buf: &mut Buffer, focused: bool) {
+    let width = usize::from(line.width);
+    let right = match state.query() {
+        "" => state.unit().format(state.zoom_total()),
+        query => {
+            let n = state.matches();
+            format!(
+                "/{query}: {n} {}, {:.1}% of {}",
+                if n == 1 { "match" } else { "matches" },
+                state.match_share() * 100.0,
+                state.unit().format(state.zoom_total()),
+            )
+        }
+    };
+    let right_width = Span::raw(right.as_str()).width();
+    let show_right = right_width + 1 + MIN_CRUMBS <= width;
+    let room = if show_right {
+        width - right_width - 1
+    } else {
+        width
+    };
+    let mut left = breadcrumb(state, room);
+    if state.differential() && !state.differential_active() {
+        left.push_str(" · diff: no baseline");
+    }
+    let style = if focused {
+        Style::new().add_modifier(Modifier::BOLD)
+    } else {
+        Style::new()
+    };
+    buf.set_stringn(line.x, line.y, &left, room, style);
+    if show_right {
+        let x = line.right() - right_width as u16;
+        buf.set_stringn(x, line.y, &right, right_width, Style::new());
+    }
+}
+
+/// `all › bt-ring › main`, keeping the deepest names that fit in `room` columns and an
+/// ellipsis for the others.
+fn breadcrumb(state: &FlameState, room: usize) -> String {
+    let crumbs: Vec<&str> = std::iter::once("all").chain(state.zoom_path()).collect();
+    let sep = Span::raw(CRUMB).width();
+    let mut keep = crumbs.len();
+    let mut used = 0;
+    for (i, crumb) in crumbs.iter().enumerate().rev() {
+        let width = Span::raw(*crumb).width() + if i + 1 < crumbs.len() { sep } else { 0 };
+        let ellipsis = if i > 0 { 1 + sep } else { 0 };
+        // The deepest name always stays; the line cuts it if it must.
+        if used + width + ellipsis > room && i + 1 < crumbs.len() {
+            break;
+        }
+        used += width;
+        keep = i;
+    }
+    let mut text = String::new();
+    if keep > 0 {
+        text.push('…');
+        text.push_str(CRUMB);
+    }
+    text.push_str(&crumbs[keep..].join(CRUMB));
+    text
+}
+
+/// The selected frame: its name, total, share of the zoomed total and change.
+fn draw_selection(state: &FlameState, line: Rect, buf: &mut Buffer) {
+    let Some(b) = state.selected_box() else {
+        return;
+    };
+    let total = state.total(b.node);
+    let share = total as f64 / state.zoom_total().max(1) as f64;
+    let mut text = format!(
+        "{} · {} · {:.1}%",
+        state.name(b.node),
+        state.unit().format(total),
+        share * 100.0
+    );
+    match b.delta {
+        Some(_) if b.new_frame => text.push_str(" · new"),
+        Some(delta) => text.push_str(&format!(" · Δ {:+.2} pp", delta * 100.0)),
+        None => {}
+    }
+    put_name(buf, line.x, line.y, line.width, &text, Style::new());
+}
+
+/// Secondary text: dim with color, plain without.
+fn dim(color: bool) -> Style {
+    if color {
+        Style::new().add_modifier(Modifier::DIM)
+    } else {
+        Style::new()
+    }
+}
+
+/// The rows of the layout that fit in `area`, scrolled so the selection shows.
+fn draw_icicle(state: &FlameState, area: Rect, buf: &mut Buffer, focused: bool, color: bool) {
+    let height = usize::from(area.height);
+    let selected = state.selected_position();
+    let first = match selected {
+        Some((row, _)) if row >= height => row + 1 - height,
+        _ => 0,
+    };
+    let columns = f64::from(area.width);
+    let max_delta = state.max_abs_delta();
+    for (y, (r, row)) in (area.y..).zip(state.rows().iter().enumerate().skip(first).take(height)) {
+        // Where the last box drawn ended, and its background.
+        let mut left: Option<(u16, Color)> = None;
+        for (i, b) in row.iter().enumerate() {
+            let x0 = (b.start * columns).round().clamp(0.0, columns) as u16;
+            let x1 = ((b.start + b.width) * columns).round().clamp(0.0, columns) as u16;
+            if x1 <= x0 {
+                continue;
+            }
+            let cell = Rect::new(area.x + x0, y, x1 - x0, 1);
+            let look = Look {
+                name: state.name(b.node),
+                selected: selected == Some((r, i)),
+                focused,
+                at_right_edge: x1 == area.width,
+                color,
+                max_delta,
+                touching: left.filter(|&(end, _)| end == x0).map(|(_, bg)| bg),
+            };
+            left = look.draw(b, cell, buf).map(|bg| (x1, bg));
+        }
+    }
+}
+
+/// How one box is drawn.
+struct Look<'a> {
+    name: &'a str,
+    selected: bool,
+    focused: bool,
+    at_right_edge: bool,
+    color: bool,
+    max_delta: f64,
+    /// The background of the box that ends where this one starts.
+    touching: Option<Color>,
+}
+
+impl Look<'_> {
+    /// Draws `b` in `cell`; returns its background.
+    fn draw(&self, b: &FlameBox, cell: Rect, buf: &mut Buffer) -> Option<Color> {
+        let style = self.style(b);
+        buf.set_style(cell, style);
+        let mut x = cell.x;
+        let mut width = cell.width;
+        if !self.color {
+            // Without backgrounds, a bar ends each box so neighbours stay apart.
+            if !self.at_right_edge {
+                width -= 1;
+                buf.set_stringn(x + width, cell.y, "│", 1, style);
+            }
+            let marker = match b.delta {
+                Some(_) if b.new_frame => "+",
+                Some(d) if d >= MARKED_DELTA => "+",
+                Some(d) if d <= -MARKED_DELTA => "-",
+                _ => "",
+            };
+            if !marker.is_empty() && width > 0 {
+                buf.set_stringn(x, cell.y, marker, 1, style);
+                x += 1;
+                width -= 1;
+            }
+        }
+        put_name(buf, x, cell.y, width, self.name, style);
+        style.bg
+    }
+
+    fn style(&self, b: &FlameBox) -> Style {
+        let mut style = if self.color {
+            let bg = if b.matched {
+                MATCH_BG
+            } else if let Some(delta) = b.delta {
+                diff_color(delta, self.max_delta)
+            } else {
+                warm_color(self.name)
+            };
+            // Two neighbours of one color would read as one box (the same name under two
+            // parents, two matches): the second is shaded.
+            let bg = if self.touching == Some(bg) {
+                shade(bg)
+            } else {
+                bg
+            };
+            Style::new().bg(bg).fg(text_on(bg))
+        } else if b.matched {
+            Style::new().add_modifier(Modifier::UNDERLINED | Modifier::BOLD)
+        } else {
+            Style::new()
+        };
+        if self.selected && self.focused {
+            style = style.add_modifier(Modifier::REVERSED | Modifier::BOLD);
+        } else if self.selected {
+            style = style.add_modifier(Modifier::BOLD);
+        }
+        style
+    }
+}
+
+/// Writes `name` in `width` columns from `x`, cut with an ellipsis when it does not fit.
+/// One column is too few to say anything: it stays blank.
+fn put_name(buf: &mut Buffer, x: u16, y: u16, width: u16, name: &str, style: Style) {
+    let width = usize::from(width);
+    if width < 2 && Span::raw(name).width() > width {
+        return;
+    }
+    if Span::raw(name).width() <= width {
+        buf.set_stringn(x, y, name, width, style);
+    } else {
+        let (end, _) = buf.set_stringn(x, y, name, width - 1, style);
+        buf.set_stringn(end, y, "…", 1, style);
+    }
+}
+
+/// A warm color (red to yellow, as flamegraphs) chosen by a stable hash of the name, so a
+/// frame keeps its color across refreshes and runs.
+fn warm_color(name: &str) -> Color {
+    let h = fnv1a(name.as_bytes());
+    let [a, b, c, ..] = h.to_le_bytes();
+    let r = 205 + (u16::from(a) * 50 / 255) as u8;
+    let g = 70 + (u16::from(b) * 160 / 255) as u8;
+    let b = (u16::from(c) * 55 / 255) as u8;
+    Color::Rgb(r, g, b)
+}
+
+/// difffolded's colors: red for a grown share, blue for a shrunk one, deeper as the change
+/// nears the largest on screen; white-ish for no change.
+fn diff_color(delta: f64, max_delta: f64) -> Color {
+    let ratio = if max_delta > 0.0 {
+        (delta.abs() / max_delta).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let pale = (210.0 * (1.0 - ratio)).round() as u8;
+    if delta > 0.0 {
+        Color::Rgb(255, pale, pale)
+    } else if delta < 0.0 {
+        Color::Rgb(pale, pale, 255)
+    } else {
+        Color::Rgb(230, 230, 230)
+    }
+}
+
+/// `color` a little darker.
+fn shade(color: Color) -> Color {
+    match color {
+        Color::Rgb(r, g, b) => {
+            let dark = |c: u8| (u16::from(c) * 4 / 5) as u8;
+            Color::Rgb(dark(r), dark(g), dark(b))
+        }
+        other => other,
+    }
+}
+
+/// Black or white, whichever reads better on `bg` (WCAG relative luminance).
+fn text_on(bg: Color) -> Color {
+    let Color::Rgb(r, g, b) = bg else {
+        return Color::Black;
+    };
+    let linear = |c: u8| {
+        let c = f64::from(c) / 255.0;
+        if c <= 0.04045 {
+            c / 12.92
+        } else {
+            ((c + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    let luminance = 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b);
+    // Where the contrast with black, (L + 0.05) / 0.05, equals that with white.
+    if luminance > 0.179 {
+        Color::Black
+    } else {
+        Color::White
+    }
+}
+
+/// 64-bit FNV-1a: stable across runs and Rust versions, unlike the std hasher.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+
+    use benchtop_sessions::StackTree;
+
+    use super::*;
+    use crate::state::flame::FlameUnit;
+
+    const PROFILE: &[(&str, u64)] = &[
+        ("bt-ring;main;ring::run;ring::hop;mpsc::send", 300),
+        ("bt-ring;main;ring::run;ring::hop;mpsc::recv", 200),
+        ("bt-ring;main;ring::run;ring::hop", 20),
+        ("bt-ring;main;ring::run;alloc::vec::Vec<T>::push", 80),
+        ("bt-ring;main;idle", 60),
+        ("bt-ring;tokio-runtime-worker;tokio::runtime::park", 150),
+        ("bt-ring;tokio-runtime-worker;std::sys::futex_wait", 40),
+        ("bt-sock;main;socket::recv_from", 120),
+        (
+            "bt-sock;main;a_very_long_function_name_that_needs_cutting_in_any_box",
+            30,
+        ),
+        ("bt-sock;gc", 5),
+    ];
+
+    /// The profile before: `ring::hop` was cheaper, `mpsc::recv` dearer, and nothing called
+    /// `Vec::push`.
+    const BASELINE: &[(&str, u64)] = &[
+        ("bt-ring;main;ring::run;ring::hop;mpsc::send", 150),
+        ("bt-ring;main;ring::run;ring::hop;mpsc::recv", 400),
+        ("bt-ring;main;idle", 60),
+        ("bt-ring;tokio-runtime-worker;tokio::runtime::park", 150),
+        ("bt-ring;tokio-runtime-worker;std::sys::futex_wait", 40),
+        ("bt-sock;main;socket::recv_from", 120),
+        (
+            "bt-sock;main;a_very_long_function_name_that_needs_cutting_in_any_box",
+            30,
+        ),
+        ("bt-sock;gc", 5),
+    ];
+
+    fn tree(stacks: &[(&str, u64)]) -> StackTree {
+        let mut t = StackTree::new();
+        for (stack, weight) in stacks {
+            t.add_names(stack.split(';'), *weight);
+        }
+        t
+    }
+
+    fn profile() -> FlameState {
+        let mut s = FlameState::new(FlameUnit::Samples);
+        s.set_tree(tree(PROFILE));
+        s
+    }
+
+    fn render(state: &FlameState, width: u16, height: u16, color: bool) -> Buffer {
+        let mut buf = Buffer::empty(Rect::new(0, 0, width, height));
+        render_flame(state, buf.area, &mut buf, true, color);
+        buf
+    }
+
+    /// The buffer's text, a line per row.
+    fn text(buf: &Buffer) -> String {
+        let width = usize::from(buf.area.width.max(1));
+        let lines: Vec<String> = buf
+            .content
+            .chunks(width)
+            .map(|row| row.iter().map(|c| c.symbol()).collect())
+            .collect();
+        lines.join("\n")
+    }
+
+    /// The buffer's styles, one line per run of equal style: `y x0..x1 fg bg modifiers`.
+    fn styles(buf: &Buffer) -> String {
+        let mut out = String::new();
+        let width = usize::from(buf.area.width.max(1));
+        for (y, row) in buf.content.chunks(width).enumerate() {
+            let mut start = 0;
+            for x in 1..=row.len() {
+                let same = |a: &ratatui::buffer::Cell, b: &ratatui::buffer::Cell| {
+                    (a.fg, a.bg, a.modifier) == (b.fg, b.bg, b.modifier)
+                };
+                if x == row.len() || !same(&row[x], &row[start]) {
+                    let c = &row[start];
+                    let _ = writeln!(
+                        out,
+                        "{y:>2} {start:>3}..{x:<3} fg {:?} bg {:?} {:?}",
+                        c.fg, c.bg, c.modifier
+                    );
+                    start = x;
+                }
+            }
+        }
+        out
+    }
+
+    /// The cell under the first occurrence of `needle` inside the borders.
+    fn cell_of<'a>(buf: &'a Buffer, needle: &str) -> &'a ratatui::buffer::Cell {
+        let text = text(buf);
+        let rows = text.lines().count();
+        let (y, x) = text
+            .lines()
+            .enumerate()
+            .take(rows.saturating_sub(1))
+            .skip(1)
+            .find_map(|(y, line)| {
+                line.find(needle)
+                    .map(|byte| (y, line[..byte].chars().count()))
+            })
+            .unwrap_or_else(|| panic!("{needle} not drawn:\n{text}"));
+        &buf[(x as u16, y as u16)]
+    }
+
+    #[test]
+    fn a_small_tree_at_80x12() {
+        let buf = render(&profile(), 80, 12, true);
+        insta::assert_snapshot!(text(&buf));
+        insta::assert_snapshot!("a_small_tree_at_80x12_styles", styles(&buf));
+    }
+
+    #[test]
+    fn a_small_tree_at_160x24() {
+        insta::assert_snapshot!(text(&render(&profile(), 160, 24, true)));
+    }
+
+    #[test]
+    fn a_zoomed_tree_shows_its_path_and_fills_the_width() {
+        let mut s = profile();
+        s.select_child(); // main
+        s.select_child(); // ring::run
+        assert!(s.zoom_in());
+        let buf = render(&s, 80, 12, true);
+        insta::assert_snapshot!(text(&buf));
+        assert!(
+            cell_of(&buf, "ring::run")
+                .modifier
+                .contains(Modifier::REVERSED)
+        );
+
+        // Out of focus, the selection is only bold.
+        let mut buf = Buffer::empty(Rect::new(0, 0, 80, 12));
+        render_flame(&s, buf.area, &mut buf, false, true);
+        let run = cell_of(&buf, "ring::run").modifier;
+        assert!(run.contains(Modifier::BOLD) && !run.contains(Modifier::REVERSED));
+    }
+
+    #[test]
+    fn search_matches_are_magenta_and_counted_in_the_title() {
+        let mut s = profile();
+        s.search("RECV");
+        s.next_match(); // socket::recv_from, on a row above mpsc::recv
+        s.next_match();
+        let buf = render(&s, 80, 12, true);
+        insta::assert_snapshot!(text(&buf));
+        let recv = cell_of(&buf, "mpsc::recv");
+        assert_eq!(recv.bg, MATCH_BG);
+        assert!(
+            recv.modifier.contains(Modifier::REVERSED),
+            "mpsc::recv is selected"
+        );
+        assert_eq!(cell_of(&buf, "socket:").bg, MATCH_BG);
+        assert_ne!(cell_of(&buf, "mpsc::send").bg, MATCH_BG);
+    }
+
+    #[test]
+    fn touching_boxes_of_one_color_are_told_apart() {
+        let mut s = FlameState::default();
+        s.set_tree(tree(&[
+            ("a;main", 1),
+            ("b;main", 1),
+            ("b;x", 1),
+            ("c;x", 1),
+        ]));
+        s.search("x");
+        let buf = render(&s, 40, 5, true);
+        // Row 2: main | main (two parents), then x | x (two matches).
+        let row: Vec<Color> = (1..39).map(|x| buf[(x, 2)].bg).collect();
+        let changes = row.windows(2).filter(|w| w[0] != w[1]).count();
+        assert_eq!(changes, 3, "{row:?}");
+    }
+
+    #[test]
+    fn differential_boxes_are_red_when_hotter_and_blue_when_colder() {
+        let mut s = profile();
+        s.set_baseline(Some(tree(BASELINE)));
+        s.set_differential(true);
+        s.select_child();
+        s.select_child();
+        s.select_child(); // ring::hop
+        let buf = render(&s, 80, 12, true);
+        insta::assert_snapshot!(text(&buf));
+        insta::assert_snapshot!("differential_styles", styles(&buf));
+        let Color::Rgb(r, g, b) = cell_of(&buf, "mpsc::send").bg else {
+            panic!("no color")
+        };
+        assert!(r == 255 && g < 100 && b < 100, "send doubled: deep red");
+        let Color::Rgb(r, _, b) = cell_of(&buf, "mpsc::recv").bg else {
+            panic!("no color")
+        };
+        assert!(b == 255 && r < 255, "recv halved: blue");
+        let Color::Rgb(r, _, _) = cell_of(&buf, "alloc").bg else {
+            panic!("no color")
+        };
+        assert_eq!(r, 255, "push is new: red");
+    }
+
+    #[test]
+    fn without_color_selection_matches_and_changes_still_show() {
+        let mut s = profile();
+        s.set_baseline(Some(tree(BASELINE)));
+        s.set_differential(true);
+        s.search("socket");
+        s.select_child(); // main
+        let buf = render(&s, 80, 12, false);
+        insta::assert_snapshot!(text(&buf));
+        insta::assert_snapshot!("without_color_styles", styles(&buf));
+        assert!(buf.content.iter().all(|c| c.bg == Color::Reset));
+        assert!(
+            cell_of(&buf, "socket:")
+                .modifier
+                .contains(Modifier::UNDERLINED)
+        );
+        assert!(cell_of(&buf, "main").modifier.contains(Modifier::REVERSED));
+        assert_eq!(cell_of(&buf, "+mpsc::send").symbol(), "+");
+        assert_eq!(cell_of(&buf, "-mpsc::recv").symbol(), "-");
+    }
+
+    #[test]
+    fn an_empty_profile_says_there_are_no_samples_yet() {
+        let mut s = FlameState::new(FlameUnit::Micros);
+        s.set_tree(StackTree::new());
+        insta::assert_snapshot!(text(&render(&s, 80, 12, true)));
+    }
+
+    #[test]
+    fn tiny_areas_draw_what_fits_without_panicking() {
+        let mut s = profile();
+        s.search("a");
+        s.set_baseline(Some(tree(BASELINE)));
+        s.set_differential(true);
+        let empty = FlameState::default();
+        for state in [&s, &empty] {
+            for (w, h) in [(0, 0), (1, 1), (2, 2), (10, 3), (3, 10), (80, 1), (1, 80)] {
+                for color in [true, false] {
+                    render(state, w, h, color);
+                }
+            }
+        }
+        assert_eq!(
+            text(&render(&s, 10, 3, true)),
+            "all       \nbt-ring b…\nbt-ring ·…"
+        );
+    }
+
+    #[test]
+    fn an_area_outside_the_buffer_is_clipped() {
+        let mut buf = Buffer::empty(Rect::new(0, 0, 20, 5));
+        render_flame(&profile(), Rect::new(10, 2, 40, 40), &mut buf, false, true);
+        render_flame(&profile(), Rect::new(50, 50, 4, 4), &mut buf, false, true);
+        assert_eq!(text(&buf).lines().nth(2).unwrap(), "          all       ");
+    }
+
+    #[test]
+    fn the_selection_scrolls_into_view_on_a_short_pane() {
+        let mut s = profile();
+        while s.select_child() {}
+        // 5 rows deep (bt-ring … mpsc::send), 2 icicle rows.
+        let buf = render(&s, 60, 4, false);
+        insta::assert_snapshot!(text(&buf));
+        assert!(
+            cell_of(&buf, "mpsc::send")
+                .modifier
+                .contains(Modifier::REVERSED)
+        );
+    }
+
+    #[test]
+    fn a_long_zoom_path_keeps_its_deepest_names() {
+        let mut s = profile();
+        while s.select_child() {}
+        s.zoom_in();
+        let buf = render(&s, 40, 6, true);
+        let top = text(&buf).lines().next().unwrap().to_owned();
+        assert!(top.contains("…") && top.contains("mpsc::send"), "{top}");
+    }
+}

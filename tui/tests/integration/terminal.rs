@@ -8,8 +8,6 @@ use std::time::Duration;
 use benchtop_sessions::Status;
 use benchtop_sessions::store::Session;
 
-use crate::support::wait_until;
-
 /// A tmux server of its own, killed on drop.
 struct Tmux {
     socket: String,
@@ -22,7 +20,10 @@ impl Tmux {
             found.is_ok_and(|o| o.status.success()),
             "tmux is needed for the terminal tests: apt-get install tmux (.ci/run installs it)"
         );
-        let socket = format!("benchtop-test-{}", std::process::id());
+        // A server per test: tests of this binary run in parallel.
+        static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = SERVERS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let socket = format!("benchtop-test-{}-{n}", std::process::id());
         let status = Command::new("tmux")
             .args([
                 "-L",
@@ -59,17 +60,21 @@ impl Tmux {
         assert!(status.success());
     }
 
+    /// Waits for `text` on the screen (at most a minute) and returns the screen; the
+    /// failure shows the last screen.
     fn wait_for(&self, text: &str) -> String {
-        let mut screen = String::new();
-        wait_until(
-            &format!("{text:?} on the screen"),
-            Duration::from_secs(60),
-            || {
-                screen = self.screen();
-                screen.contains(text)
-            },
-        );
-        screen
+        let start = std::time::Instant::now();
+        loop {
+            let screen = self.screen();
+            if screen.contains(text) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "timed out waiting for {text:?} on the screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 
@@ -115,4 +120,111 @@ fn in_a_terminal_the_progress_line_is_live_and_ctrl_c_stops_the_run_cleanly() {
     let session = Session::load(&dir).unwrap();
     assert_eq!(session.meta.status, Status::Stopped);
     assert!(!session.rows.is_empty());
+}
+
+impl Tmux {
+    /// Types `text` as it is (no key names).
+    fn type_text(&self, text: &str) {
+        let status = Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys", "-l", "-t", "t", text])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Whether the pane shows the alternate screen (a TUI that did not restore it).
+    fn alternate_screen(&self) -> bool {
+        let out = Command::new("tmux")
+            .args([
+                "-L",
+                &self.socket,
+                "display",
+                "-p",
+                "-t",
+                "t",
+                "#{alternate_on}",
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim() == "1"
+    }
+}
+
+/// `benchtop run ring … --tui --record <dir>` in tmux, then the exit code on the screen.
+fn tui_ring(dir: &Path) -> Tmux {
+    Tmux::start(&format!(
+        "{} run ring --num-nodes 1000 --num-rounds 100000000 --interval 200ms --tui \
+         --record {}; echo EXIT=$?; sleep 60",
+        shell_quote(Path::new(env!("CARGO_BIN_EXE_benchtop"))),
+        shell_quote(dir)
+    ))
+}
+
+#[test]
+fn the_tui_shows_the_run_live_takes_a_baseline_searches_and_quits_cleanly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("tui");
+    let tmux = tui_ring(&dir);
+    tmux.wait_for("● running");
+    assert!(
+        tmux.alternate_screen(),
+        "the TUI runs on the alternate screen"
+    );
+    // The histogram pane shows counts, the flame pane the ring worker's frames.
+    let screen = tmux.wait_for("count");
+    assert!(
+        screen.contains("lap, whole run") && screen.contains("p99.9"),
+        "{screen}"
+    );
+    let screen = tmux.wait_for("benchtop_workloads::worker");
+    assert!(screen.contains("bt-ring"), "{screen}");
+
+    tmux.keys("b");
+    tmux.wait_for("baseline taken at");
+    tmux.keys("d");
+    tmux.wait_for("on-CPU diff");
+    tmux.keys("/");
+    tmux.type_text("ring::actors");
+    tmux.keys("Enter");
+    let screen = tmux.wait_for("/ring::actors:");
+    assert!(screen.contains("% of"), "{screen}");
+
+    tmux.keys("q");
+    let screen = tmux.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    assert!(screen.contains("(stopped)"), "{screen}");
+    assert!(!tmux.alternate_screen(), "the terminal is restored");
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Stopped);
+    assert!(dir.join("cpu.folded").exists());
+}
+
+#[test]
+fn a_workload_killed_from_outside_is_reported_and_the_tui_stays_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("killed");
+    let tmux = tui_ring(&dir);
+    tmux.wait_for("● running");
+    let session = Session::load(&dir).unwrap();
+    let pid = session
+        .meta
+        .worker
+        .pid
+        .expect("the worker's pid in session.json");
+    // SAFETY: kill(2) on the worker this test started through benchtop.
+    assert_eq!(unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) }, 0);
+    let screen = tmux.wait_for("● crashed");
+    assert!(screen.contains("the run ended: crashed"), "{screen}");
+    // Still up, and still answering keys.
+    std::thread::sleep(Duration::from_millis(500));
+    tmux.keys("?");
+    tmux.wait_for("any key closes");
+    tmux.keys("Escape");
+    tmux.keys("q");
+    let screen = tmux.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=1"), "{screen}");
+    assert!(screen.contains("(crashed)"), "{screen}");
+    assert!(!tmux.alternate_screen());
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Crashed);
 }

@@ -1,0 +1,187 @@
+//! The cost of the flame pane for 100k distinct frames: laying a new tree out
+//! (`FlameState::set_tree`, once a second while a run goes on), drawing it into a 160x48
+//! buffer (every render tick), and both, as one "layout and render a frame" figure, also
+//! while searching in differential mode. The goal is under 2 ms per frame. Also the cost of
+//! freeing a replaced tree, which `set_tree` leaves to another thread, and of the layout
+//! alone. `MIN_BOX_WIDTH`,
+//! `MAX_DEPTH` and `DROP_ELSEWHERE_NODES` in `state/flame.rs` were chosen with it.
+//!
+//! `cargo bench -p benchtop --bench flame`. The tree comes from a seeded generator: four
+//! processes of four threads, then call trees that branch or run in chains, every function
+//! name distinct, a few deep paths hot and a long thin tail. Trees are cloned outside the
+//! timed part; trees replaced by `set_tree` are freed on its thread, one at a time, so
+//! back to back a call may wait for the previous one to be freed (a second apart, as in
+//! the app, it never does).
+
+use std::hint::black_box;
+
+use benchtop::state::flame::{FlameState, FlameUnit};
+use benchtop::view::flame::render_flame;
+use benchtop_sessions::{FrameId, StackTree};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+
+/// Distinct function names in the generated tree, hence nodes at least.
+const NODES: usize = 100_000;
+
+const PROCESSES: [&str; 4] = ["bt-ring", "bt-sock", "bt-kv", "bt-defs"];
+const CRATES: [&str; 8] = [
+    "tokio",
+    "std",
+    "core",
+    "alloc",
+    "hyper",
+    "ring",
+    "serde_json",
+    "benchtop",
+];
+const MODULES: [&str; 8] = [
+    "runtime", "io", "sync", "vec", "proto", "codec", "task", "net",
+];
+
+/// xorshift64*: a small seeded generator, so every run benches the same tree.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A number in `0..n`.
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A tree of [`NODES`] distinct functions (and more nodes) below 16 threads of 4 processes.
+fn big_tree() -> StackTree {
+    let mut rng = Rng(0x5eed_f1a3_e000_0001);
+    let mut tree = StackTree::new();
+    // Each stack with its heat, which grows along the first callee of every frame: as in
+    // real profiles, a few deep paths are hot and the rest is a long, thin tail.
+    let mut stacks: Vec<(Vec<FrameId>, u64)> = Vec::new();
+    // Breadth first, so the budget spreads over every process.
+    let mut todo = std::collections::VecDeque::new();
+    for process in PROCESSES {
+        let process = tree.intern(process);
+        for t in 0..4 {
+            todo.push_back((vec![process, tree.intern(&format!("worker-{t}"))], 1u64));
+        }
+    }
+    let mut next_name = 0u64;
+    while let Some((path, heat)) = todo.pop_front() {
+        // Half the frames call one function (chains, which make the tree deep), the others
+        // two to eight; none once the budget is spent.
+        let children = match (next_name as usize >= NODES, rng.below(2)) {
+            (true, _) => 0,
+            (false, 0) => 1,
+            (false, _) => 2 + rng.below(7),
+        };
+        if children == 0 || path.len() > 60 {
+            stacks.push((path, heat));
+            continue;
+        }
+        for callee in 0..children {
+            let name = format!(
+                "{}::{}::fn_{next_name}",
+                CRATES[rng.below(8) as usize],
+                MODULES[rng.below(8) as usize]
+            );
+            next_name += 1;
+            let mut child = path.clone();
+            child.push(tree.intern(&name));
+            let heat = if callee == 0 {
+                (heat * 3).min(1 << 40)
+            } else {
+                heat
+            };
+            todo.push_back((child, heat));
+        }
+        // Some frames also run code of their own.
+        if rng.below(4) == 0 {
+            stacks.push((path, heat));
+        }
+    }
+    for (stack, heat) in &stacks {
+        tree.add(stack, heat * (1 + rng.below(10)));
+    }
+    assert!(tree.node_count() > NODES, "{} nodes", tree.node_count());
+    assert!(tree.frame_count() >= NODES, "{} frames", tree.frame_count());
+    tree
+}
+
+fn flame(c: &mut Criterion) {
+    let tree = big_tree();
+    let area = Rect::new(0, 0, 160, 48);
+    let mut buf = Buffer::empty(area);
+    let mut state = FlameState::new(FlameUnit::Samples);
+
+    // What set_tree leaves to another thread (DROP_ELSEWHERE_NODES). First, while no
+    // thread has freed trees yet: glibc's heap, once trees are freed on another thread
+    // than the one that cloned them, makes every figure below noisier.
+    c.bench_function("flame/free a replaced tree", |b| {
+        b.iter_batched(|| tree.clone(), drop, BatchSize::LargeInput)
+    });
+
+    state.set_tree(tree.clone());
+    c.bench_function("flame/set_tree 100k frames", |b| {
+        b.iter_batched(
+            || tree.clone(),
+            |t| state.set_tree(black_box(t)),
+            BatchSize::LargeInput,
+        )
+    });
+
+    // The layout alone, with no tree to free: without a baseline, turning differential mode
+    // on or off lays the same tree out again.
+    c.bench_function("flame/lay the same tree out again", |b| {
+        b.iter(|| state.set_differential(!state.differential()))
+    });
+
+    c.bench_function("flame/render 160x48", |b| {
+        b.iter(|| render_flame(black_box(&state), area, &mut buf, true, true))
+    });
+
+    c.bench_function("flame/layout and render a frame", |b| {
+        b.iter_batched(
+            || tree.clone(),
+            |t| {
+                state.set_tree(black_box(t));
+                render_flame(&state, area, &mut buf, true, true);
+            },
+            BatchSize::LargeInput,
+        )
+    });
+
+    // The heaviest case: a search and a differential view against a baseline (the same
+    // profile with other weights).
+    let mut baseline = StackTree::new();
+    let mut rng = Rng(7);
+    tree.for_each_stack(|frames, weight| {
+        let names: Vec<&str> = frames.iter().map(|&f| tree.name(f)).collect();
+        baseline.add_names(names, weight * (1 + rng.below(3)));
+    });
+    state.set_baseline(Some(baseline));
+    state.set_differential(true);
+    state.search("tokio::sync");
+    c.bench_function(
+        "flame/layout and render a frame, searching, differential",
+        |b| {
+            b.iter_batched(
+                || tree.clone(),
+                |t| {
+                    state.set_tree(black_box(t));
+                    render_flame(&state, area, &mut buf, true, true);
+                },
+                BatchSize::LargeInput,
+            )
+        },
+    );
+}
+
+criterion_group!(benches, flame);
+criterion_main!(benches);

@@ -1,0 +1,313 @@
+//! What the live run screen shows, accumulated from the recorder's events: the run's
+//! identity and status, the throughput series, the latency histogram of the whole run
+//! (binned when data arrives, not per frame), resources, and the stacks.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use benchtop_sessions::{Resources, Status, TimeseriesRow};
+use hdrhistogram::Histogram;
+
+/// Points kept in the throughput and RSS series: an hour at the default 1 s interval.
+const MAX_POINTS: usize = 3600;
+/// Latency bins of the histogram pane: log-scaled, a few per decade.
+pub const LATENCY_BINS_PER_DECADE: u32 = 4;
+
+/// Where the run is.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum RunStatus {
+    /// The worker is being started (hello, ready).
+    #[default]
+    Starting,
+    /// Measured work is running.
+    Running,
+    /// A stop was asked for; the worker is finishing.
+    Stopping,
+    /// The recording is over: the session's final status.
+    Finished(Status),
+    /// The recording could not be made at all.
+    Failed(String),
+}
+
+impl RunStatus {
+    /// The word the header shows.
+    pub fn label(&self) -> String {
+        match self {
+            RunStatus::Starting => "starting".into(),
+            RunStatus::Running => "running".into(),
+            RunStatus::Stopping => "stopping".into(),
+            RunStatus::Finished(status) => status.to_string(),
+            RunStatus::Failed(_) => "failed".into(),
+        }
+    }
+
+    /// The recording is over (finished or failed).
+    pub fn is_over(&self) -> bool {
+        matches!(self, RunStatus::Finished(_) | RunStatus::Failed(_))
+    }
+}
+
+/// Percentiles of a latency histogram, in its unit (ns).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct LatencySummary {
+    /// Values recorded.
+    pub count: u64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// Largest value.
+    pub max: u64,
+}
+
+impl LatencySummary {
+    /// The percentiles of `h`.
+    pub fn of(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return LatencySummary::default();
+        }
+        LatencySummary {
+            count: h.len(),
+            p50: h.value_at_quantile(0.5),
+            p90: h.value_at_quantile(0.9),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            max: h.max(),
+        }
+    }
+}
+
+/// One bar of the latency histogram: values in `[low, high)`, ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LatencyBin {
+    /// Lowest value of the bin.
+    pub low: u64,
+    /// First value past the bin.
+    pub high: u64,
+    /// Values recorded in it.
+    pub count: u64,
+}
+
+/// The latency histogram of the whole run so far, and its bins.
+#[derive(Debug, Clone, Default)]
+pub struct Latency {
+    /// The metric's name (`lap`, `rtt`…).
+    pub metric: String,
+    /// Every interval so far, merged.
+    pub total: Option<Histogram<u64>>,
+    /// The last interval's percentiles.
+    pub last: LatencySummary,
+    /// The whole run's percentiles.
+    pub run: LatencySummary,
+    /// Log-scaled bins of the whole run, from the lowest to the highest non-empty bin.
+    pub bins: Vec<LatencyBin>,
+}
+
+impl Latency {
+    /// Adds one interval's histogram, then recomputes percentiles and bins.
+    pub fn add(&mut self, interval: &Histogram<u64>) {
+        self.last = LatencySummary::of(interval);
+        let merged = match &mut self.total {
+            Some(total) => total.add(interval).is_ok(),
+            None => {
+                self.total = Some(interval.clone());
+                true
+            }
+        };
+        if !merged {
+            // Values beyond the total's range (the decoder bounds them): keep what we have.
+            return;
+        }
+        if let Some(total) = &self.total {
+            self.run = LatencySummary::of(total);
+            self.bins = log_bins(total);
+        }
+    }
+}
+
+/// Bins `h` into `LATENCY_BINS_PER_DECADE` log-scaled bins per decade, from the bin of
+/// its lowest value to the bin of its highest.
+pub fn log_bins(h: &Histogram<u64>) -> Vec<LatencyBin> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    let step = 10f64.powf(1.0 / f64::from(LATENCY_BINS_PER_DECADE));
+    let index = |v: u64| ((v.max(1) as f64).log10() * f64::from(LATENCY_BINS_PER_DECADE)).floor();
+    let lo_i = index(h.min());
+    let hi_i = index(h.max());
+    let n = (hi_i - lo_i) as usize + 1;
+    let mut bins: Vec<LatencyBin> = (0..n)
+        .map(|i| {
+            let low = step.powf(lo_i + i as f64).round() as u64;
+            let high = step.powf(lo_i + i as f64 + 1.0).round() as u64;
+            LatencyBin {
+                low,
+                high: high.max(low + 1),
+                count: 0,
+            }
+        })
+        .collect();
+    for v in h.iter_recorded() {
+        let i = (index(v.value_iterated_to()) - lo_i).clamp(0.0, (n - 1) as f64) as usize;
+        bins[i].count += v.count_at_value();
+    }
+    bins
+}
+
+/// The live run: what the recorder told so far.
+#[derive(Debug, Default)]
+pub struct LiveRun {
+    /// Workload name.
+    pub workload: String,
+    /// Its parameters, `name=value` separated by spaces.
+    pub params: String,
+    /// The session directory, once created.
+    pub dir: Option<PathBuf>,
+    /// The worker's pid.
+    pub pid: Option<u32>,
+    /// Where the run is.
+    pub status: RunStatus,
+    /// The last status line of the recorder.
+    pub status_line: String,
+    /// When measured work started (for the elapsed time).
+    pub started_at: Option<Instant>,
+    /// When the recording ended.
+    pub ended_at: Option<Instant>,
+    /// The event sampling runs on, and its frequency.
+    pub sampling: String,
+    /// The counter shown as throughput.
+    pub throughput_metric: Option<String>,
+    /// Throughput: (seconds since start, per second).
+    pub throughput: VecDeque<(f64, f64)>,
+    /// The latency metric of the run.
+    pub latency: Latency,
+    /// The last resources sample of the tree.
+    pub resources: Option<Resources>,
+    /// RSS over time: (seconds since start, bytes).
+    pub rss: VecDeque<(f64, u64)>,
+    /// Per-core CPU of the machine, percent.
+    pub cpu_per_core: Vec<f64>,
+    /// The busiest threads of the last interval: (process, thread, CPU %).
+    pub top_threads: Vec<(String, String, f64)>,
+    /// Intervals received.
+    pub rows: u64,
+    /// The workload's summary lines, once the run is over.
+    pub summary: Vec<String>,
+    /// The session's warnings, once the run is over.
+    pub warnings: Vec<String>,
+}
+
+impl LiveRun {
+    /// Adds one interval.
+    pub fn add_row(&mut self, row: &TimeseriesRow, histograms: &[(String, Histogram<u64>)]) {
+        self.rows += 1;
+        if let Some(rate) = self
+            .throughput_metric
+            .as_ref()
+            .and_then(|m| row.rates.get(m))
+        {
+            push_bounded(&mut self.throughput, (row.t_s, *rate));
+        }
+        let wanted = (!self.latency.metric.is_empty()).then_some(self.latency.metric.as_str());
+        if let Some((name, h)) = histograms
+            .iter()
+            .find(|(name, _)| wanted.is_none_or(|w| w == name))
+        {
+            if self.latency.metric.is_empty() {
+                self.latency.metric.clone_from(name);
+            }
+            self.latency.add(h);
+        }
+        if let Some(r) = row.resources {
+            push_bounded(&mut self.rss, (row.t_s, r.rss_bytes));
+            self.resources = Some(r);
+        }
+        if !row.cpu_percent_per_core.is_empty() {
+            self.cpu_per_core.clone_from(&row.cpu_percent_per_core);
+        }
+        self.top_threads = row
+            .top_threads
+            .iter()
+            .map(|t| (t.process.clone(), t.thread.clone(), t.cpu_percent))
+            .collect();
+    }
+
+    /// The latest throughput.
+    pub fn current_rate(&self) -> Option<f64> {
+        self.throughput.back().map(|&(_, r)| r)
+    }
+}
+
+fn push_bounded<T>(series: &mut VecDeque<T>, item: T) {
+    if series.len() == MAX_POINTS {
+        series.pop_front();
+    }
+    series.push_back(item);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn histogram(values: &[u64]) -> Histogram<u64> {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+        for &v in values {
+            h.record(v).unwrap();
+        }
+        h
+    }
+
+    #[test]
+    fn bins_are_log_scaled_and_hold_every_value() {
+        let h = histogram(&[1_000, 1_100, 10_000, 100_000, 100_000, 1_000_000]);
+        let bins = log_bins(&h);
+        // 1 µs to 1 ms: three decades, four bins each, plus the bin of 1 ms itself.
+        assert_eq!(bins.len(), 13, "{bins:?}");
+        assert_eq!(bins.iter().map(|b| b.count).sum::<u64>(), 6);
+        assert_eq!(bins[0].count, 2, "1000 and 1100 share the first bin");
+        for pair in bins.windows(2) {
+            assert_eq!(pair[0].high, pair[1].low);
+            let ratio = pair[1].low as f64 / pair[0].low as f64;
+            assert!((ratio - 10f64.powf(0.25)).abs() < 0.01, "{ratio}");
+        }
+    }
+
+    #[test]
+    fn an_empty_histogram_has_no_bins() {
+        assert!(log_bins(&histogram(&[])).is_empty());
+    }
+
+    #[test]
+    fn intervals_merge_into_the_run_and_the_last_is_kept_apart() {
+        let mut latency = Latency::default();
+        latency.add(&histogram(&[100, 200]));
+        latency.add(&histogram(&[10_000]));
+        assert_eq!(latency.run.count, 3);
+        assert_eq!(latency.last.count, 1);
+        assert!(latency.run.max >= 10_000 && latency.last.p50 >= 9_990);
+    }
+
+    #[test]
+    fn rows_feed_throughput_latency_and_resources() {
+        let mut run = LiveRun {
+            throughput_metric: Some("messages".into()),
+            ..LiveRun::default()
+        };
+        let mut row = TimeseriesRow::default();
+        row.t_s = 1.0;
+        row.rates.insert("messages".into(), 5e6);
+        row.resources = Some(Resources::default());
+        row.cpu_percent_per_core = vec![50.0, 25.0];
+        run.add_row(&row, &[("lap".into(), histogram(&[1_000]))]);
+        assert_eq!(run.current_rate(), Some(5e6));
+        assert_eq!(run.latency.metric, "lap");
+        assert_eq!(run.latency.run.count, 1);
+        assert_eq!(run.cpu_per_core, [50.0, 25.0]);
+        assert_eq!(run.rss.len(), 1);
+    }
+}
