@@ -2,16 +2,14 @@
 //! (`FlameState::set_tree`, once a second while a run goes on), drawing it into a 160x48
 //! buffer (every render tick), and both, as one "layout and render a frame" figure, also
 //! while searching in differential mode. The goal is under 2 ms per frame. Also the cost of
-//! freeing a replaced tree, which `set_tree` leaves to another thread, and of the layout
-//! alone. `MIN_BOX_WIDTH`,
-//! `MAX_DEPTH` and `DROP_ELSEWHERE_NODES` in `state/flame.rs` were chosen with it.
+//! freeing a replaced tree, which `set_tree` hands back to its caller (the app frees it
+//! off the render path), and of the layout alone. `MIN_BOX_WIDTH` and `MAX_DEPTH` in
+//! `state/flame.rs` were chosen with it.
 //!
 //! `cargo bench -p benchtop --bench flame`. The tree comes from a seeded generator: four
 //! processes of four threads, then call trees that branch or run in chains, every function
 //! name distinct, a few deep paths hot and a long thin tail. Trees are cloned outside the
-//! timed part; trees replaced by `set_tree` are freed on its thread, one at a time, so
-//! back to back a call may wait for the previous one to be freed (a second apart, as in
-//! the app, it never does).
+//! timed part, and the trees `set_tree` hands back are dropped outside it.
 
 use std::hint::black_box;
 
@@ -120,7 +118,7 @@ fn flame(c: &mut Criterion) {
     let mut buf = Buffer::empty(area);
     let mut state = FlameState::new(FlameUnit::Samples);
 
-    // What set_tree leaves to another thread (DROP_ELSEWHERE_NODES). First, while no
+    // What set_tree hands back for the app to free elsewhere. First, while no
     // thread has freed trees yet: glibc's heap, once trees are freed on another thread
     // than the one that cloned them, makes every figure below noisier.
     c.bench_function("flame/free a replaced tree", |b| {

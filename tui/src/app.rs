@@ -78,6 +78,12 @@ fn drive(
     tx: &Sender<AppEvent>,
     stopper: &Stopper,
 ) -> Result<()> {
+    // Replaced stacks are freed here, off the render path.
+    let (free, freed) = mpsc::channel::<Vec<StackTree>>();
+    let _freer = std::thread::Builder::new()
+        .name("bt-free".into())
+        .spawn(move || freed.into_iter().for_each(drop))
+        .context("cannot start the thread that frees old stacks")?;
     let mut next_draw = Instant::now();
     loop {
         let now = Instant::now();
@@ -107,6 +113,11 @@ fn drive(
                 // Answer keys at once rather than at the next tick.
                 next_draw = Instant::now();
             }
+        }
+        let retired = state.take_retired();
+        if !retired.is_empty() {
+            // The thread only ends with this loop: a failed send drops the trees here.
+            let _ = free.send(retired);
         }
     }
 }

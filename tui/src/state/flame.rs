@@ -39,12 +39,6 @@ pub const MIN_BOX_WIDTH: f64 = 1.0 / 2000.0;
 /// (`benches/flame.rs`).
 pub const MAX_DEPTH: usize = 128;
 
-/// Replaced trees with at least this many nodes are freed on a short-lived thread rather
-/// than in [`FlameState::set_tree`]: freeing 100k nodes (a `Vec` and a name each) takes
-/// about 5 ms, more than twice a frame's budget, where laying them out takes 0.5 ms
-/// (`benches/flame.rs`). One tree is freed at a time.
-pub const DROP_ELSEWHERE_NODES: usize = 10_000;
-
 /// What the weights of the tree count.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum FlameUnit {
@@ -135,7 +129,6 @@ pub struct FlameState {
     scratch: Vec<NodeId>,
     base_prev: Vec<Option<NodeId>>,
     base_next: Vec<Option<NodeId>>,
-    dropper: Dropper,
 }
 
 /// The search and what it found under the zoomed node.
@@ -220,16 +213,14 @@ impl FlameState {
     ///
     /// The zoom and the selection are kept by their frame names from the root, so they
     /// survive a new tree; a path that no longer exists falls back to its deepest prefix
-    /// that does. A big replaced tree is freed on a thread of its own (see
-    /// [`DROP_ELSEWHERE_NODES`]), after the tree it replaced is freed.
-    pub fn set_tree(&mut self, tree: StackTree) {
+    /// that does. Returns the tree it replaced: freeing 100k nodes (a `Vec` and a name
+    /// each) takes about 5 ms, ten times the layout's work (`benches/flame.rs`), so the
+    /// caller decides where that happens.
+    pub fn set_tree(&mut self, tree: StackTree) -> StackTree {
         let zoom = resolve(&self.tree, &self.zoom_path, &tree);
         let selected = self
             .selected_box()
             .map(|b| resolve(&self.tree, &path_to(&self.tree, b.node), &tree));
-        // The tree before last is freed by now (trees come a second apart): waiting for it
-        // here, rather than while freeing this one, keeps the two from slowing the layout.
-        self.dropper.wait();
         let old = std::mem::replace(&mut self.tree, tree);
         self.zoom_path = zoom;
         self.match_frames();
@@ -245,7 +236,7 @@ impl FlameState {
             None => self.select_default(),
         }
         // Last, so that freeing it does not slow the work above down.
-        self.dropper.drop(old);
+        old
     }
 
     /// Sets or clears the baseline that differential mode compares the profile with.
@@ -907,37 +898,6 @@ fn commonness(b: u8) -> u8 {
     }
 }
 
-/// Frees replaced trees on a thread of their own when they are big (see
-/// [`DROP_ELSEWHERE_NODES`]), one at a time: trees that come faster than they are freed
-/// wait for the previous one rather than pile up.
-#[derive(Debug, Default)]
-struct Dropper {
-    freeing: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Dropper {
-    /// Frees `tree` elsewhere when it is big, here otherwise or when no thread can be
-    /// started (`spawn` then drops the closure, and the tree, itself).
-    fn drop(&mut self, tree: StackTree) {
-        self.wait();
-        if tree.node_count() >= DROP_ELSEWHERE_NODES {
-            self.freeing = std::thread::Builder::new()
-                .name("flame-drop".into())
-                .spawn(move || drop(tree))
-                .ok();
-        }
-    }
-
-    /// Waits for the tree being freed, if any; 1 s after it was handed over, it is long
-    /// done.
-    fn wait(&mut self) {
-        if let Some(freeing) = self.freeing.take() {
-            // Dropping a tree does not panic; if it did, there is nothing left to do.
-            let _ = freeing.join();
-        }
-    }
-}
-
 /// The nodes from a child of the root down to `node`; empty for the root.
 fn path_to(tree: &StackTree, node: NodeId) -> Vec<NodeId> {
     let mut path = Vec::new();
@@ -1303,9 +1263,10 @@ bt-sock;main;recv 15
 
     #[test]
     fn big_trees_replaced_one_after_another_keep_the_zoom() {
+        const BIG: usize = 10_000;
         let big = |extra: &str| {
             let mut t = StackTree::new();
-            for i in 0..DROP_ELSEWHERE_NODES {
+            for i in 0..BIG {
                 let leaf = format!("f{i}");
                 t.add_names(["p", "hot", leaf.as_str()], 1);
             }
@@ -1317,11 +1278,12 @@ bt-sock;main;recv 15
         s.select_child();
         assert_eq!(selected_name(&s), "hot");
         s.zoom_in();
-        // The trees replaced are freed elsewhere, one at a time.
+        // Each replaced tree comes back to the caller.
         for extra in ["b", "c", "d"] {
-            s.set_tree(big(extra));
+            let old = s.set_tree(big(extra));
+            assert_eq!(old.total_weight(), BIG as u64 + 1);
             assert_eq!(s.zoom_path().collect::<Vec<_>>(), ["p", "hot"]);
-            assert_eq!(s.zoom_total(), DROP_ELSEWHERE_NODES as u64);
+            assert_eq!(s.zoom_total(), BIG as u64);
         }
     }
 

@@ -197,6 +197,8 @@ pub struct State {
     pub color: bool,
     /// Events held while paused, applied on resume.
     held: Vec<LiveEvent>,
+    /// Stacks replaced by newer ones, for the loop to free off the render path.
+    retired: Vec<StackTree>,
 }
 
 impl State {
@@ -223,6 +225,7 @@ impl State {
             quit_requested: false,
             color,
             held: Vec::new(),
+            retired: Vec::new(),
         }
     }
 
@@ -320,10 +323,17 @@ impl State {
     }
 
     fn set_tree(&mut self, kind: FlameKind, tree: StackTree) {
-        match kind {
+        let old = match kind {
             FlameKind::OnCpu => self.cpu_flame.set_tree(tree),
             FlameKind::OffCpu => self.off_flame.set_tree(tree),
-        }
+        };
+        self.retired.push(old);
+    }
+
+    /// The stacks replaced since the last call: freeing a big tree takes milliseconds,
+    /// which the loop spends off the render path.
+    pub fn take_retired(&mut self) -> Vec<StackTree> {
+        std::mem::take(&mut self.retired)
     }
 
     fn on_finished(&mut self, result: Result<RecordOutcome, String>, now: Instant) -> Vec<Effect> {
@@ -663,6 +673,18 @@ mod tests {
         assert!(s.flash.is_some());
         s.update(AppEvent::Tick, now + FLASH_FOR);
         assert!(s.flash.is_none());
+    }
+
+    #[test]
+    fn replaced_stacks_are_handed_to_the_loop_to_free() {
+        let mut s = state();
+        let now = Instant::now();
+        s.update(stacks(tree(&[("bt-ring;main;work", 3)])), now);
+        s.update(stacks(tree(&[("bt-ring;main;work", 5)])), now);
+        let retired = s.take_retired();
+        let weights: Vec<u64> = retired.iter().map(StackTree::total_weight).collect();
+        assert_eq!(weights, [0, 3], "the empty start, then the first profile");
+        assert!(s.take_retired().is_empty());
     }
 
     #[test]
