@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""The TUI's own CPU while a workload runs and the screen redraws at 10 Hz.
+
+Runs `benchtop run ring … --tui` in a tmux pane (a real terminal) for a while, and reads
+the CPU time of each thread of the conductor from /proc: the TUI's threads (the main
+thread, which draws, and bt-input, bt-live, bt-free, which feed it) apart from the
+recorder and the sampler, which a headless recording has too. Prints, per thread group,
+the CPU time and its share of one core over the run; the goal is at most 5 % of one core
+for the TUI. The ring runs for --seconds (default 20) with --interval 1s.
+
+Usage: benches/tui_cpu.py [--seconds N] [--size 160x48]
+Needs: tmux, a release build (built on first use).
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCHTOP = os.path.join(ROOT, "target", "release", "benchtop")
+TUI_THREADS = {"benchtop", "bt-input", "bt-live", "bt-free", "bt-load"}
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def thread_times(pid):
+    """{thread name: CPU seconds} of every thread of `pid` (threads of one name summed)."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / TICKS
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--size", default="160x48")
+    args = ap.parse_args()
+    if shutil.which("tmux") is None:
+        sys.exit("tmux is missing: apt-get install tmux")
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "benchtop"], cwd=ROOT, check=True)
+    width, height = args.size.split("x")
+    tmp = tempfile.mkdtemp(prefix="benchtop-tui-bench-")
+    socket = f"benchtop-tui-bench-{os.getpid()}"
+    session_dir = os.path.join(tmp, "s")
+    command = (f"{BENCHTOP} run ring --num-nodes 1000 --num-rounds 4000000000 "
+               f"--duration {args.seconds + 30}s --tui --record {session_dir}")
+    subprocess.run(["tmux", "-L", socket, "new-session", "-d", "-s", "b", "-x", width, "-y", height, command],
+                   check=True)
+    try:
+        pid = None
+        for _ in range(100):
+            out = subprocess.run(["tmux", "-L", socket, "list-panes", "-F", "#{pane_pid}"],
+                                 capture_output=True, text=True).stdout.strip()
+            if out:
+                pid = int(out)
+                break
+            time.sleep(0.1)
+        if pid is None:
+            sys.exit("tmux did not start benchtop")
+        time.sleep(3)  # the worker starts, the first intervals and stacks arrive
+        before, t0 = thread_times(pid), time.monotonic()
+        time.sleep(args.seconds)
+        after, t1 = thread_times(pid), time.monotonic()
+        wall = t1 - t0
+        groups = {}
+        for name, secs in after.items():
+            used = secs - before.get(name, 0.0)
+            group = "TUI (draw + input + live)" if name in TUI_THREADS else (
+                "sampler" if name.startswith("sampler") else name)
+            groups[group] = groups.get(group, 0.0) + used
+        print(f"\nbenchtop run ring --tui at {args.size}, {wall:.1f} s measured, redraws at 10 Hz\n")
+        print(f"{'threads':<32}{'CPU s':>8}{'% of a core':>14}")
+        for group, used in sorted(groups.items(), key=lambda g: -g[1]):
+            print(f"{group:<32}{used:>8.3f}{used / wall * 100:>13.2f}%")
+    finally:
+        subprocess.run(["tmux", "-L", socket, "send-keys", "-t", "b", "q"])
+        time.sleep(5)
+        subprocess.run(["tmux", "-L", socket, "kill-server"], stderr=subprocess.DEVNULL)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
