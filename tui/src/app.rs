@@ -17,57 +17,124 @@ use anyhow::{Context, Result};
 use benchtop_sessions::{StackKind, StackTree};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
+use benchtop_profilers::reaper::{self, ReapOptions};
+
+use crate::cli::RecordArgs;
 use crate::record::live::{LiveLink, Stopper};
 use crate::record::{self, RecordOptions, RecordOutcome};
+use crate::state::launcher::{LauncherState, RecentSession};
 use crate::state::{AppEvent, Effect, Key, State};
 use crate::term::TerminalGuard;
 use crate::view;
 
 /// The render tick: the screen is redrawn at most this often.
 const TICK: Duration = Duration::from_millis(100);
+/// Recent sessions the launcher lists.
+const RECENT_SESSIONS: usize = 8;
 
-/// Records `opts` with the live TUI on this terminal; prints the session's path and
-/// summary once the terminal is restored.
-pub fn run_tui(mut opts: RecordOptions) -> Result<ExitCode> {
-    let (link, live_events) = LiveLink::new();
-    let stopper = link.stopper();
-    opts.live = Some(link);
-    opts.record.quiet = true;
+/// What the TUI opens on.
+#[derive(Debug)]
+pub enum Start {
+    /// The launcher; runs are recorded with these options.
+    Launcher(RecordArgs),
+    /// A run of these options, at once.
+    Run(Box<RecordOptions>),
+}
+
+/// Runs the TUI on this terminal; once the terminal is restored, prints each session's
+/// path and summary as a headless run does. The exit code is the last run's.
+pub fn run_tui(start: Start) -> Result<ExitCode> {
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let params = opts
-        .params
-        .iter()
-        .map(|(k, v)| match v {
-            serde_json::Value::String(s) => format!("{k}={s}"),
-            v => format!("{k}={v}"),
-        })
-        .collect::<Vec<_>>()
-        .join(" ");
-    let mut state = State::new(&opts.workload, &params, color);
-
     let (tx, rx) = mpsc::channel();
-    let recorder = spawn_recorder(opts, tx.clone())?;
-    forward_live(live_events, tx.clone())?;
+    let mut runs = Runs {
+        tx: tx.clone(),
+        current: None,
+        finished: Vec::new(),
+    };
+    let (mut state, record) = match start {
+        Start::Run(opts) => {
+            let params = crate::state::live::params_text(&opts.params);
+            let state = State::new(&opts.workload, &params, color);
+            let record = opts.record.clone();
+            runs.start(*opts)?;
+            (state, record)
+        }
+        Start::Launcher(record) => {
+            let state = State::with_launcher(LauncherState::from_cli(), color);
+            for effect in [Effect::ListSessions, Effect::ScanOrphans] {
+                carry_out(effect, &tx, &mut runs, &record)?;
+            }
+            (state, record)
+        }
+    };
     let input_done = Arc::new(AtomicBool::new(false));
     let input = read_terminal(tx.clone(), input_done.clone())?;
 
     let result = {
         let mut guard = TerminalGuard::enter().context("cannot set the terminal up")?;
-        drive(&mut guard, &mut state, &rx, &tx, &stopper)
+        drive(&mut guard, &mut state, &rx, &mut runs, &record)
     };
     input_done.store(true, Ordering::SeqCst);
     let _ = input.join();
     result?;
 
-    // Left before the recording ended (q twice): it is stopping; wait for the session.
-    stopper.stop();
-    if !state.run.status.is_over() {
-        eprintln!("benchtop: stopping the workload and writing the session…");
+    // Left while a run was still stopping (q twice): wait for its session here.
+    if let Some(current) = &runs.current {
+        current.0.stop();
+        if !state.run.status.is_over() {
+            eprintln!("benchtop: stopping the workload and writing the session…");
+        }
     }
-    let outcome = recorder
-        .join()
-        .map_err(|_| anyhow::anyhow!("the recorder panicked"))??;
-    crate::report(&outcome)
+    runs.finish_all();
+    let mut code = ExitCode::SUCCESS;
+    for outcome in runs.finished {
+        code = match outcome {
+            Ok(outcome) => crate::report(&outcome)?,
+            Err(e) => {
+                eprintln!("benchtop: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    Ok(code)
+}
+
+/// The recordings of this TUI: the one running, and those that ended.
+struct Runs {
+    tx: Sender<AppEvent>,
+    current: Option<(Stopper, JoinHandle<Result<RecordOutcome>>)>,
+    finished: Vec<Result<RecordOutcome>>,
+}
+
+impl Runs {
+    /// Starts recording `opts` with a live link to the TUI.
+    fn start(&mut self, mut opts: RecordOptions) -> Result<()> {
+        self.finish_all();
+        let (link, live_events) = LiveLink::new();
+        let stopper = link.stopper();
+        opts.live = Some(link);
+        opts.record.quiet = true;
+        forward_live(live_events, self.tx.clone())?;
+        let recorder = spawn_recorder(opts, self.tx.clone())?;
+        self.current = Some((stopper, recorder));
+        Ok(())
+    }
+
+    fn stop(&self) {
+        if let Some((stopper, _)) = &self.current {
+            stopper.stop();
+        }
+    }
+
+    /// Waits for the recorder of the last run, if there is one.
+    fn finish_all(&mut self) {
+        if let Some((_, recorder)) = self.current.take() {
+            let outcome = recorder
+                .join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("the recorder panicked")));
+            self.finished.push(outcome);
+        }
+    }
 }
 
 /// The loop proper, inside the terminal guard.
@@ -75,8 +142,8 @@ fn drive(
     guard: &mut TerminalGuard,
     state: &mut State,
     rx: &Receiver<AppEvent>,
-    tx: &Sender<AppEvent>,
-    stopper: &Stopper,
+    runs: &mut Runs,
+    record: &RecordArgs,
 ) -> Result<()> {
     // Replaced stacks are freed here, off the render path.
     let (free, freed) = mpsc::channel::<Vec<StackTree>>();
@@ -84,6 +151,7 @@ fn drive(
         .name("bt-free".into())
         .spawn(move || freed.into_iter().for_each(drop))
         .context("cannot start the thread that frees old stacks")?;
+    let tx = runs.tx.clone();
     let mut next_draw = Instant::now();
     loop {
         let now = Instant::now();
@@ -103,10 +171,12 @@ fn drive(
         for event in std::iter::once(first).chain(rx.try_iter()) {
             let is_key = matches!(event, AppEvent::Key(_) | AppEvent::Resize(..));
             for effect in state.update(event, Instant::now()) {
-                match effect {
-                    Effect::StopRecording => stopper.stop(),
-                    Effect::LoadFinalStacks(dir) => load_final_stacks(dir, tx.clone()),
-                    Effect::Quit => return Ok(()),
+                if effect == Effect::Quit {
+                    return Ok(());
+                }
+                if let Err(e) = carry_out(effect, &tx, runs, record) {
+                    // An effect that fails is said in the footer; the TUI stays up.
+                    let _ = tx.send(AppEvent::Finished(Err(format!("{e:#}"))));
                 }
             }
             if is_key {
@@ -120,6 +190,82 @@ fn drive(
             let _ = free.send(retired);
         }
     }
+}
+
+/// Carries out one effect; work that takes time runs on a thread and answers with an
+/// event.
+fn carry_out(
+    effect: Effect,
+    tx: &Sender<AppEvent>,
+    runs: &mut Runs,
+    record: &RecordArgs,
+) -> Result<()> {
+    match effect {
+        Effect::StopRecording => runs.stop(),
+        Effect::LoadFinalStacks(dir) => load_final_stacks(dir, tx.clone()),
+        Effect::Quit => {}
+        Effect::Launch(workload) => {
+            let opts = crate::workload_options(*workload, record.clone())?;
+            runs.start(opts)?;
+        }
+        Effect::ScanOrphans => background(tx, "bt-orphans", || {
+            AppEvent::Orphans(reaper::find_orphans().map_err(|e| e.to_string()))
+        }),
+        Effect::Reap(orphans, signal) => background(tx, "bt-reap", move || {
+            let mut opts = ReapOptions::default();
+            opts.signal = signal;
+            let outcomes = reaper::reap(&orphans, &opts);
+            AppEvent::Reaped(
+                orphans
+                    .iter()
+                    .zip(outcomes)
+                    .map(|(o, outcome)| (o.pid, outcome.to_string()))
+                    .collect(),
+            )
+        }),
+        Effect::ListSessions => background(tx, "bt-sessions", || {
+            AppEvent::Sessions(recent_sessions(Path::new(record::DEFAULT_SESSIONS_DIR)))
+        }),
+    }
+    Ok(())
+}
+
+/// Runs `work` on a thread of its own and sends its event. Without a thread nothing is
+/// sent: the screen keeps what it had.
+fn background(tx: &Sender<AppEvent>, name: &str, work: impl FnOnce() -> AppEvent + Send + 'static) {
+    let tx = tx.clone();
+    let _ = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let _ = tx.send(work());
+        });
+}
+
+/// The most recent sessions under `root` (newest first, by directory name, which starts
+/// with the date); directories that are not sessions are skipped.
+fn recent_sessions(root: &Path) -> Vec<RecentSession> {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<std::path::PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("session.json").is_file())
+        .collect();
+    dirs.sort_unstable_by(|a, b| b.cmp(a));
+    dirs.into_iter()
+        .filter_map(|dir| {
+            let text = std::fs::read(dir.join("session.json")).ok()?;
+            let meta: benchtop_sessions::SessionMeta = serde_json::from_slice(&text).ok()?;
+            Some(RecentSession {
+                name: dir.file_name()?.to_string_lossy().into_owned(),
+                workload: meta.workload.name,
+                status: meta.status.to_string(),
+                started: meta.started_at,
+            })
+        })
+        .take(RECENT_SESSIONS)
+        .collect()
 }
 
 fn spawn_recorder(

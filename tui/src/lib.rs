@@ -29,10 +29,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         None => {
             warn_of_orphans();
-            let opts = workload_options(Workload::default(), RecordArgs::default())?;
             if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
-                app::run_tui(opts)
+                app::run_tui(app::Start::Launcher(RecordArgs::default()))
             } else {
+                let opts = workload_options(Workload::default(), RecordArgs::default())?;
                 eprintln!(
                     "benchtop: standard output is not a terminal: recording the default \
                      workload headless (`benchtop run --help` for more)"
@@ -44,7 +44,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             warn_of_orphans();
             match (args.workload, args.command.is_empty()) {
                 (Some(workload), true) if args.record.tui => {
-                    app::run_tui(workload_options(workload, args.record)?)
+                    let opts = workload_options(workload, args.record)?;
+                    app::run_tui(app::Start::Run(Box::new(opts)))
                 }
                 (Some(workload), true) => record_workload(workload, args.record),
                 (None, false) if args.record.tui => anyhow::bail!(
@@ -93,7 +94,7 @@ fn record_workload(workload: Workload, record: RecordArgs) -> Result<ExitCode> {
 }
 
 /// What recording `workload` takes, its parameters checked.
-fn workload_options(workload: Workload, record: RecordArgs) -> Result<RecordOptions> {
+pub(crate) fn workload_options(workload: Workload, record: RecordArgs) -> Result<RecordOptions> {
     if workload.is_node() {
         anyhow::bail!(
             "`{}` is a node process that a workload's main node starts, not a workload to run",

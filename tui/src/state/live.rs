@@ -243,6 +243,18 @@ impl LiveRun {
     }
 }
 
+/// The `name=value …` line of a run's parameters, as the header shows them.
+pub fn params_text(params: &std::collections::BTreeMap<String, serde_json::Value>) -> String {
+    params
+        .iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => format!("{k}={s}"),
+            v => format!("{k}={v}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn push_bounded<T>(series: &mut VecDeque<T>, item: T) {
     if series.len() == MAX_POINTS {
         series.pop_front();

@@ -5,17 +5,23 @@
 //! ([`Effect`]) for the loop to carry out. Views read the state and never change it.
 
 pub mod flame;
+pub mod launcher;
 pub mod live;
+pub mod orphans;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use benchtop_profilers::reaper::{Orphan, ReapSignal};
 use benchtop_sessions::StackTree;
+use benchtop_workloads::worker::Workload;
 
 use crate::record::RecordOutcome;
 use crate::record::live::LiveEvent;
 use flame::{FlameState, FlameUnit};
+use launcher::{LauncherFocus, LauncherState, RecentSession};
 use live::{LatencySummary, LiveRun, RunStatus};
+use orphans::OrphansState;
 
 /// How long a flash message stays in the footer.
 pub const FLASH_FOR: Duration = Duration::from_secs(5);
@@ -69,10 +75,16 @@ pub enum AppEvent {
     /// The complete stacks of the finished session, read from its folded files:
     /// cpu.folded and offcpu.folded, when there are.
     FinalStacks(Box<(Option<StackTree>, Option<StackTree>)>),
+    /// What a scan for orphans found, or why it failed.
+    Orphans(Result<Vec<Orphan>, String>),
+    /// What became of the orphans asked to end: pid and outcome, in words.
+    Reaped(Vec<(u32, String)>),
+    /// The most recent sessions under ./sessions.
+    Sessions(Vec<RecentSession>),
 }
 
 /// A side effect for the loop to carry out.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     /// Ask the recording to stop (the worker is told `stop`).
     StopRecording,
@@ -81,6 +93,26 @@ pub enum Effect {
     LoadFinalStacks(PathBuf),
     /// Leave the TUI.
     Quit,
+    /// Start recording this workload (from the launcher).
+    Launch(Box<Workload>),
+    /// Look for orphans (answered with [`AppEvent::Orphans`]).
+    ScanOrphans,
+    /// End these orphans with this first signal (answered with [`AppEvent::Reaped`]).
+    Reap(Vec<Orphan>, ReapSignal),
+    /// List the recent sessions (answered with [`AppEvent::Sessions`]).
+    ListSessions,
+}
+
+/// The screens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Screen {
+    /// The workloads, their parameters, the recent sessions.
+    Launcher,
+    /// A run, live.
+    #[default]
+    Live,
+    /// What earlier runs left behind.
+    Orphans,
 }
 
 /// The panes of the live screen, in focus order (`1`–`4`).
@@ -165,6 +197,14 @@ pub struct Baseline {
 /// The whole state of the TUI.
 #[derive(Debug)]
 pub struct State {
+    /// The screen shown.
+    pub screen: Screen,
+    /// The launcher.
+    pub launcher: LauncherState,
+    /// The orphans screen.
+    pub orphans: OrphansState,
+    /// The run was started from the launcher (Esc goes back there once it is over).
+    pub from_launcher: bool,
     /// The live run.
     pub run: LiveRun,
     /// The flame pane of the on-CPU stacks.
@@ -205,6 +245,10 @@ impl State {
     /// The state of a new run of `workload` with `params` (`name=value …`).
     pub fn new(workload: &str, params: &str, color: bool) -> Self {
         State {
+            screen: Screen::Live,
+            launcher: LauncherState::default(),
+            orphans: OrphansState::default(),
+            from_launcher: false,
             run: LiveRun {
                 workload: workload.to_owned(),
                 params: params.to_owned(),
@@ -227,6 +271,32 @@ impl State {
             held: Vec::new(),
             retired: Vec::new(),
         }
+    }
+
+    /// The state of the launcher, the start screen.
+    pub fn with_launcher(launcher: LauncherState, color: bool) -> Self {
+        State {
+            screen: Screen::Launcher,
+            launcher,
+            from_launcher: true,
+            ..State::new("", "", color)
+        }
+    }
+
+    /// A new run of `workload` replaces the last one on the live screen.
+    fn begin_run(&mut self, workload: &str, params: &str) {
+        let keep = State::new(workload, params, self.color);
+        self.run = keep.run;
+        self.cpu_flame = keep.cpu_flame;
+        self.off_flame = keep.off_flame;
+        self.flame_kind = FlameKind::OnCpu;
+        self.baseline = None;
+        self.differential = false;
+        self.paused = false;
+        self.held.clear();
+        self.search_input = None;
+        self.quit_requested = false;
+        self.screen = Screen::Live;
     }
 
     /// The flame pane's state for the stacks it shows.
@@ -273,6 +343,30 @@ impl State {
                 Vec::new()
             }
             AppEvent::Finished(result) => self.on_finished(result, now),
+            AppEvent::Orphans(result) => {
+                self.orphans.set(result);
+                Vec::new()
+            }
+            AppEvent::Reaped(outcomes) => {
+                self.orphans.ending = 0;
+                let failed = outcomes
+                    .iter()
+                    .filter(|(_, o)| o.starts_with("failed"))
+                    .count();
+                let text = match outcomes.as_slice() {
+                    [(pid, outcome)] => format!("{pid}: {outcome}"),
+                    _ => format!(
+                        "{} processes ended, {failed} failed",
+                        outcomes.len() - failed
+                    ),
+                };
+                self.flash(text, failed > 0, now);
+                vec![Effect::ScanOrphans]
+            }
+            AppEvent::Sessions(sessions) => {
+                self.launcher.recent = sessions;
+                Vec::new()
+            }
             AppEvent::FinalStacks(stacks) => {
                 let (cpu, offcpu) = *stacks;
                 if let Some(tree) = cpu {
@@ -411,6 +505,11 @@ impl State {
             }
             return Vec::new();
         }
+        match self.screen {
+            Screen::Launcher => return self.on_launcher_key(key),
+            Screen::Orphans => return self.on_orphans_key(key),
+            Screen::Live => {}
+        }
         match key {
             Key::Char('q') | Key::CtrlC => return self.quit(now),
             Key::Char('?') | Key::F1 => self.help = true,
@@ -436,7 +535,7 @@ impl State {
             Key::Char('-') => self.window_s = (self.window_s * 2.0).min(WINDOW_RANGE_S.1),
             Key::Char('b') => self.take_baseline(now),
             Key::Char('d') => self.toggle_differential(now),
-            Key::Esc => self.back_out(),
+            Key::Esc => return self.back_out(),
             _ if self.focus == Pane::Flame => self.on_flame_key(key),
             _ => {}
         }
@@ -468,14 +567,95 @@ impl State {
         }
     }
 
-    /// Esc: close what is open, one level at a time; never quits.
-    fn back_out(&mut self) {
+    /// Esc: close what is open, one level at a time; never quits. A run that is over
+    /// goes back to the launcher it came from.
+    fn back_out(&mut self) -> Vec<Effect> {
         if self.focus == Pane::Flame && self.flame_mut().zoom_out() {
-            return;
+            return Vec::new();
         }
         if self.maximized {
             self.maximized = false;
+            return Vec::new();
         }
+        if self.from_launcher && self.run.status.is_over() {
+            self.screen = Screen::Launcher;
+            return vec![Effect::ListSessions, Effect::ScanOrphans];
+        }
+        Vec::new()
+    }
+
+    fn on_launcher_key(&mut self, key: Key) -> Vec<Effect> {
+        let l = &mut self.launcher;
+        if let Some(value) = &mut l.editing {
+            match key {
+                Key::Char(c) => value.push(c),
+                Key::Backspace => {
+                    value.pop();
+                }
+                Key::Enter | Key::Tab => l.commit(),
+                Key::Esc => l.editing = None,
+                Key::CtrlC => return vec![Effect::Quit],
+                _ => {}
+            }
+            return Vec::new();
+        }
+        match key {
+            Key::Char('q') | Key::CtrlC => return vec![Effect::Quit],
+            Key::Char('?') | Key::F1 => self.help = true,
+            Key::Up | Key::Char('k') => l.step(-1),
+            Key::Down | Key::Char('j') => l.step(1),
+            Key::Tab | Key::Right | Key::Char('l') => l.focus = LauncherFocus::Params,
+            Key::BackTab | Key::Left | Key::Char('h') | Key::Esc => {
+                l.focus = LauncherFocus::Workloads;
+            }
+            Key::Char('r') => {
+                self.screen = Screen::Orphans;
+                return vec![Effect::ScanOrphans];
+            }
+            Key::Enter if l.focus == LauncherFocus::Params => l.edit(),
+            Key::Enter => {
+                if let Some(workload) = l.launch() {
+                    let params = live::params_text(&workload.params_json());
+                    self.begin_run(workload.name(), &params);
+                    return vec![Effect::Launch(Box::new(workload))];
+                }
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn on_orphans_key(&mut self, key: Key) -> Vec<Effect> {
+        let o = &mut self.orphans;
+        if o.confirm.is_some() {
+            match key {
+                Key::Left | Key::Right | Key::Tab | Key::Char('h') | Key::Char('l') => {
+                    o.toggle_signal();
+                }
+                Key::Enter | Key::Char('y') => {
+                    if let Some((targets, signal)) = o.answer(true) {
+                        return vec![Effect::Reap(targets, signal)];
+                    }
+                }
+                Key::CtrlC => return vec![Effect::Quit],
+                _ => {
+                    o.answer(false);
+                }
+            }
+            return Vec::new();
+        }
+        match key {
+            Key::Char('q') | Key::CtrlC => return vec![Effect::Quit],
+            Key::Char('?') | Key::F1 => self.help = true,
+            Key::Up => o.step(-1),
+            Key::Down | Key::Char('j') => o.step(1),
+            Key::Char('k') => o.ask(false),
+            Key::Char('K') => o.ask(true),
+            Key::Char('r') => return vec![Effect::ScanOrphans],
+            Key::Esc => self.screen = Screen::Launcher,
+            _ => {}
+        }
+        Vec::new()
     }
 
     fn quit(&mut self, now: Instant) -> Vec<Effect> {
@@ -685,6 +865,98 @@ mod tests {
         let weights: Vec<u64> = retired.iter().map(StackTree::total_weight).collect();
         assert_eq!(weights, [0, 3], "the empty start, then the first profile");
         assert!(s.take_retired().is_empty());
+    }
+
+    #[test]
+    fn the_launcher_edits_a_parameter_and_enter_launches_the_workload() {
+        let mut s = State::with_launcher(LauncherState::from_cli(), true);
+        let now = Instant::now();
+        assert_eq!(s.screen, Screen::Launcher);
+        // Tab to the parameters; the first is num-nodes; Enter edits, Enter keeps.
+        keys(&mut s, &[Key::Tab, Key::Enter], now);
+        assert!(s.launcher.editing.is_some());
+        let mut typed: Vec<Key> = "250".chars().map(Key::Char).collect();
+        typed.push(Key::Enter);
+        keys(&mut s, &typed, now);
+        assert!(s.launcher.error.is_none(), "{:?}", s.launcher.error);
+        keys(&mut s, &[Key::BackTab], now);
+        let effects = keys(&mut s, &[Key::Enter], now);
+        let [Effect::Launch(workload)] = effects.as_slice() else {
+            panic!("{effects:?}")
+        };
+        let Workload::Ring(params) = workload.as_ref() else {
+            panic!("not the ring")
+        };
+        assert_eq!(params.num_nodes, 250);
+        assert_eq!(s.screen, Screen::Live);
+        assert_eq!(s.run.workload, "ring");
+        assert!(s.run.params.contains("num-nodes=250"), "{}", s.run.params);
+    }
+
+    #[test]
+    fn q_on_the_launcher_quits_and_esc_cancels_an_edit() {
+        let mut s = State::with_launcher(LauncherState::from_cli(), true);
+        let now = Instant::now();
+        keys(
+            &mut s,
+            &[Key::Tab, Key::Enter, Key::Char('9'), Key::Esc],
+            now,
+        );
+        assert!(s.launcher.editing.is_none());
+        assert!(s.launcher.workloads[0].params[0].value.is_empty());
+        assert_eq!(keys(&mut s, &[Key::Char('q')], now), [Effect::Quit]);
+    }
+
+    #[test]
+    fn a_finished_run_goes_back_to_the_launcher_with_esc() {
+        let mut s = State::with_launcher(LauncherState::from_cli(), true);
+        let now = Instant::now();
+        keys(&mut s, &[Key::Enter], now);
+        assert_eq!(s.screen, Screen::Live);
+        assert!(keys(&mut s, &[Key::Esc], now).is_empty(), "still running");
+        assert_eq!(s.screen, Screen::Live);
+        s.update(AppEvent::Finished(Err("refused".into())), now);
+        let effects = keys(&mut s, &[Key::Esc], now);
+        assert_eq!(s.screen, Screen::Launcher);
+        assert!(effects.contains(&Effect::ListSessions));
+    }
+
+    #[test]
+    fn orphans_are_ended_only_after_a_confirmation() {
+        let mut s = State::with_launcher(LauncherState::from_cli(), true);
+        let now = Instant::now();
+        assert_eq!(keys(&mut s, &[Key::Char('r')], now), [Effect::ScanOrphans]);
+        assert_eq!(s.screen, Screen::Orphans);
+        let orphan = |pid| benchtop_profilers::reaper::Orphan {
+            pid,
+            start_ticks: 1,
+            command: "bt-ring-node".into(),
+            owner: benchtop_profilers::reaper::Owner {
+                pid: 1,
+                start_ticks: 2,
+            },
+            owner_state: benchtop_profilers::reaper::OwnerState::Gone,
+            session: None,
+            age: Duration::from_secs(5),
+            rss_bytes: 0,
+        };
+        s.update(AppEvent::Orphans(Ok(vec![orphan(7), orphan(8)])), now);
+        assert!(
+            keys(&mut s, &[Key::Char('K'), Key::Esc], now).is_empty(),
+            "no"
+        );
+        let effects = keys(&mut s, &[Key::Char('K'), Key::Right, Key::Enter], now);
+        let [Effect::Reap(targets, ReapSignal::Kill)] = effects.as_slice() else {
+            panic!("{effects:?}")
+        };
+        assert_eq!(targets.len(), 2);
+        let effects = s.update(
+            AppEvent::Reaped(vec![(7, "ended".into()), (8, "ended".into())]),
+            now,
+        );
+        assert_eq!(effects, [Effect::ScanOrphans], "look again after ending");
+        keys(&mut s, &[Key::Esc], now);
+        assert_eq!(s.screen, Screen::Launcher);
     }
 
     #[test]

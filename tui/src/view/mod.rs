@@ -2,6 +2,8 @@
 //! the time they are given; they change nothing and read no clock.
 
 pub mod flame;
+mod launcher;
+mod orphans;
 mod panes;
 
 use std::time::Instant;
@@ -12,8 +14,9 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
 
+use crate::state::launcher::LauncherFocus;
 use crate::state::live::RunStatus;
-use crate::state::{FlameKind, Pane, State};
+use crate::state::{FlameKind, Pane, Screen, State};
 
 /// Below this size the screen only says what size it needs.
 pub const MIN_SIZE: (u16, u16) = (60, 18);
@@ -24,12 +27,22 @@ pub fn draw(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
         too_small(area, buf);
         return;
     }
-    let [header, body, footer] = Layout::vertical([
-        Constraint::Length(2),
-        Constraint::Min(0),
-        Constraint::Length(1),
-    ])
-    .areas(area);
+    let [screen, footer] =
+        Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(area);
+    match state.screen {
+        Screen::Launcher => launcher::draw(state, screen, buf),
+        Screen::Orphans => orphans::draw(state, screen, buf),
+        Screen::Live => draw_live(state, now, screen, buf),
+    }
+    draw_footer(state, footer, buf);
+    if state.help {
+        draw_help(state, area, buf);
+    }
+}
+
+/// The live run: header, then the panes (or the focused one, maximized).
+fn draw_live(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
+    let [header, body] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(area);
     draw_header(state, now, header, buf);
     if state.maximized {
         draw_pane(state, state.focus, body, buf);
@@ -47,10 +60,6 @@ pub fn draw(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
         draw_pane(state, Pane::Latency, latency, buf);
         draw_pane(state, Pane::Resources, resources, buf);
         draw_pane(state, Pane::Flame, right, buf);
-    }
-    draw_footer(state, footer, buf);
-    if state.help {
-        draw_help(state, area, buf);
     }
 }
 
@@ -179,6 +188,18 @@ fn draw_footer(state: &State, area: Rect, buf: &mut Buffer) {
                 Style::new().add_modifier(Modifier::DIM),
             ),
         ])
+    } else if state.screen == Screen::Launcher && state.launcher.editing.is_some() {
+        Line::from(Span::styled(
+            " type a value (empty: the default)  Enter keep  Esc cancel",
+            accent(state, Color::Yellow),
+        ))
+    } else if let Some(error) = state
+        .launcher
+        .error
+        .as_ref()
+        .filter(|_| state.screen == Screen::Launcher)
+    {
+        Line::from(Span::styled(format!(" {error}"), accent(state, Color::Red)))
     } else if let Some(flash) = &state.flash {
         let style = if flash.error {
             accent(state, Color::Red)
@@ -186,16 +207,28 @@ fn draw_footer(state: &State, area: Rect, buf: &mut Buffer) {
             accent(state, Color::Yellow)
         };
         Line::from(Span::styled(format!(" {}", flash.text), style))
+    } else if state.screen == Screen::Launcher {
+        let enter = match state.launcher.focus {
+            LauncherFocus::Workloads => "Enter run",
+            LauncherFocus::Params => "Enter edit",
+        };
+        Line::from(Span::raw(format!(
+            " ↑↓ select  Tab/←→ workloads|parameters  {enter}  r orphans  ? help  q quit"
+        )))
+    } else if state.screen == Screen::Orphans {
+        Line::from(Span::raw(
+            " ↑↓ select  k end one  K end all  r rescan  Esc back  ? help  q quit",
+        ))
     } else {
         let pane_keys = match state.focus {
             Pane::Flame => "←↓↑→ select  Enter zoom  Esc out  / search  n/N  o on/off-CPU  ",
             Pane::Throughput | Pane::Resources => "+/- time  ",
             Pane::Latency => "",
         };
-        let over = if state.run.status.is_over() {
-            "q quit"
-        } else {
-            "q stop+quit"
+        let over = match (state.run.status.is_over(), state.from_launcher) {
+            (true, true) => "Esc launcher  q quit",
+            (true, false) => "q quit",
+            (false, _) => "q stop+quit",
         };
         Line::from(vec![
             Span::styled(format!(" {pane_keys}"), accent(state, Color::Cyan)),
@@ -209,7 +242,32 @@ fn draw_footer(state: &State, area: Rect, buf: &mut Buffer) {
 
 /// Every key, in a box over the screen.
 fn draw_help(state: &State, area: Rect, buf: &mut Buffer) {
-    let keys: &[(&str, &str)] = &[
+    let launcher: &[(&str, &str)] = &[
+        ("↑ ↓, j k", "select a workload or a parameter"),
+        (
+            "Tab, ← →",
+            "move between the workloads and their parameters",
+        ),
+        (
+            "Enter",
+            "run the selected workload; on a parameter: edit it",
+        ),
+        (
+            "Enter, Esc",
+            "while editing: keep the value (checked), cancel",
+        ),
+        ("r", "processes earlier runs left behind"),
+        ("q, Ctrl-C", "quit"),
+    ];
+    let orphans: &[(&str, &str)] = &[
+        ("↑ ↓, j", "select a process"),
+        ("k", "end the selected process (asks first; TERM or KILL)"),
+        ("K", "end every process listed (asks first)"),
+        ("r", "look again"),
+        ("Esc", "back to the launcher"),
+        ("q, Ctrl-C", "quit"),
+    ];
+    let live: &[(&str, &str)] = &[
         (
             "q, Ctrl-C",
             "stop the workload, write the session, quit (twice: at once)",
@@ -234,6 +292,11 @@ fn draw_help(state: &State, area: Rect, buf: &mut Buffer) {
         ),
         ("o", "flamegraph: on-CPU / off-CPU stacks"),
     ];
+    let keys = match state.screen {
+        Screen::Launcher => launcher,
+        Screen::Orphans => orphans,
+        Screen::Live => live,
+    };
     let width = area.width.min(78);
     let height = (keys.len() as u16 + 4).min(area.height);
     let popup = Rect {
@@ -443,6 +506,79 @@ mod tests {
         assert!(screen.contains("signal 9"), "{screen}");
     }
 
+    fn launcher() -> State {
+        let mut s = State::with_launcher(crate::state::launcher::LauncherState::from_cli(), true);
+        s.launcher.recent = vec![crate::state::launcher::RecentSession {
+            name: "20261123-154211-ring".into(),
+            workload: "ring".into(),
+            status: "complete".into(),
+            started: "2026-11-23T15:42:11.463Z".into(),
+        }];
+        s
+    }
+
+    fn orphan(pid: u32) -> benchtop_profilers::reaper::Orphan {
+        benchtop_profilers::reaper::Orphan {
+            pid,
+            start_ticks: 1,
+            command: "/usr/bin/benchtop worker ipc-node --role ring --node-id 1".into(),
+            owner: benchtop_profilers::reaper::Owner {
+                pid: 4242,
+                start_ticks: 2,
+            },
+            owner_state: benchtop_profilers::reaper::OwnerState::Gone,
+            session: Some("20261123-154211-ring".into()),
+            age: Duration::from_secs(192),
+            rss_bytes: 3 << 20,
+        }
+    }
+
+    #[test]
+    fn the_launcher_at_80x24_with_an_orphan_warning() {
+        let base = Instant::now();
+        let mut s = launcher();
+        s.update(AppEvent::Orphans(Ok(vec![orphan(101)])), base);
+        let screen = render(&s, base, 80, 24);
+        assert!(screen.contains("1 process left behind"), "{screen}");
+        insta::assert_snapshot!(screen);
+    }
+
+    #[test]
+    fn the_launcher_at_160x48_editing_a_parameter() {
+        let base = Instant::now();
+        let mut s = launcher();
+        for key in [Key::Tab, Key::Enter, Key::Char('1'), Key::Char('0')] {
+            s.update(AppEvent::Key(key), base);
+        }
+        insta::assert_snapshot!(render(&s, base, 160, 48));
+    }
+
+    #[test]
+    fn a_refused_value_is_said_in_the_footer() {
+        let base = Instant::now();
+        let mut s = launcher();
+        for key in [Key::Tab, Key::Enter, Key::Char('x'), Key::Enter] {
+            s.update(AppEvent::Key(key), base);
+        }
+        let screen = render(&s, base, 80, 24);
+        let footer = screen.lines().last().unwrap();
+        assert!(footer.contains("'x'"), "{footer}");
+    }
+
+    #[test]
+    fn the_orphans_screen_with_a_confirmation() {
+        let base = Instant::now();
+        let mut s = launcher();
+        s.update(AppEvent::Key(Key::Char('r')), base);
+        s.update(AppEvent::Orphans(Ok(vec![orphan(101), orphan(102)])), base);
+        s.update(AppEvent::Key(Key::Down), base);
+        insta::assert_snapshot!("orphans_list", render(&s, base, 80, 24));
+        s.update(AppEvent::Key(Key::Char('k')), base);
+        let screen = render(&s, base, 80, 24);
+        assert!(screen.contains("End process 102?"), "{screen}");
+        insta::assert_snapshot!("orphans_confirm", screen);
+    }
+
     #[test]
     fn views_survive_every_small_size() {
         let base = Instant::now();
@@ -451,5 +587,8 @@ mod tests {
             render(&s, at(base, 1), w, h);
         }
         render(&State::new("ring", "", false), base, 80, 24);
+        for (w, h) in [(0, 0), (60, 18), (61, 19)] {
+            render(&launcher(), base, w, h);
+        }
     }
 }

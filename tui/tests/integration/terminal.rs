@@ -161,14 +161,38 @@ fn tui_ring(dir: &Path) -> Tmux {
 }
 
 #[test]
-fn the_tui_shows_the_run_live_takes_a_baseline_searches_and_quits_cleanly() {
+fn benchtop_opens_the_launcher_runs_the_ring_live_takes_a_baseline_searches_and_quits() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("tui");
-    let tmux = tui_ring(&dir);
-    tmux.wait_for("● running");
+    // `benchtop` alone, in a directory of its own: sessions go to ./sessions/.
+    let tmux = Tmux::start(&format!(
+        "cd {} && {}; echo EXIT=$?; sleep 60",
+        shell_quote(tmp.path()),
+        shell_quote(Path::new(env!("CARGO_BIN_EXE_benchtop")))
+    ));
+    let screen = tmux.wait_for("parameters of ring");
+    assert!(
+        screen.contains("▶ ring") && screen.contains("storm"),
+        "{screen}"
+    );
     assert!(
         tmux.alternate_screen(),
         "the TUI runs on the alternate screen"
+    );
+    // Parameters edited in place: a smaller ring that runs until stopped.
+    tmux.keys("Tab");
+    tmux.keys("Enter");
+    tmux.type_text("1000");
+    tmux.keys("Enter");
+    tmux.keys("Down");
+    tmux.keys("Enter");
+    tmux.type_text("100000000");
+    tmux.keys("Enter");
+    tmux.keys("BTab");
+    tmux.keys("Enter");
+    let screen = tmux.wait_for("● running");
+    assert!(
+        screen.contains("num-nodes=1000") && screen.contains("num-rounds=100000000"),
+        "{screen}"
     );
     // The histogram pane shows counts, the flame pane the ring worker's frames.
     let screen = tmux.wait_for("count");
@@ -194,9 +218,15 @@ fn the_tui_shows_the_run_live_takes_a_baseline_searches_and_quits_cleanly() {
     assert!(screen.contains("EXIT=0"), "{screen}");
     assert!(screen.contains("(stopped)"), "{screen}");
     assert!(!tmux.alternate_screen(), "the terminal is restored");
-    let session = Session::load(&dir).unwrap();
+    let sessions: Vec<_> = std::fs::read_dir(tmp.path().join("sessions"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    let session = Session::load(&sessions[0]).unwrap();
     assert_eq!(session.meta.status, Status::Stopped);
-    assert!(dir.join("cpu.folded").exists());
+    assert!(sessions[0].join("cpu.folded").exists());
 }
 
 #[test]

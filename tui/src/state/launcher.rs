@@ -1,0 +1,312 @@
+//! The launcher: the built-in workloads with their parameters, editable in place and
+//! checked as the command line would check them, and the recent sessions.
+//!
+//! Workloads and parameters come from the command line's own definition (clap), so the
+//! launcher offers exactly what `benchtop run <workload> --help` does, with the same
+//! defaults, and refuses what it refuses, with its message.
+
+use benchtop_workloads::worker::Workload;
+use clap::{Command, FromArgMatches, Subcommand};
+
+/// One parameter of a workload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Param {
+    /// Its long name, without dashes (`num-nodes`).
+    pub name: String,
+    /// Its help line.
+    pub help: String,
+    /// The default, as the command line prints it; empty when it has none.
+    pub default: String,
+    /// The value to launch with; empty means the default.
+    pub value: String,
+    /// The values it accepts, when it is a choice.
+    pub choices: Vec<String>,
+}
+
+/// One workload of the launcher.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkloadEntry {
+    /// Its name (`ring`).
+    pub name: String,
+    /// What it mirrors, in a line.
+    pub about: String,
+    /// Its parameters.
+    pub params: Vec<Param>,
+}
+
+impl WorkloadEntry {
+    /// The command-line arguments for its current values: the name, then each value that
+    /// differs from the default.
+    pub fn args(&self) -> Vec<String> {
+        let mut args = vec![self.name.clone()];
+        for p in self.params.iter().filter(|p| !p.value.is_empty()) {
+            args.push(format!("--{}", p.name));
+            args.push(p.value.clone());
+        }
+        args
+    }
+}
+
+/// A recent session, as the launcher lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecentSession {
+    /// Its directory name.
+    pub name: String,
+    /// Its workload.
+    pub workload: String,
+    /// Its status.
+    pub status: String,
+    /// When it started (RFC 3339).
+    pub started: String,
+}
+
+/// Where the launcher's keys go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LauncherFocus {
+    /// The list of workloads.
+    #[default]
+    Workloads,
+    /// The parameters of the selected workload.
+    Params,
+}
+
+/// The launcher's state.
+#[derive(Debug, Clone, Default)]
+pub struct LauncherState {
+    /// The workloads, the default first.
+    pub workloads: Vec<WorkloadEntry>,
+    /// The selected workload.
+    pub selected: usize,
+    /// The selected parameter of the selected workload.
+    pub param: usize,
+    /// Where the keys go.
+    pub focus: LauncherFocus,
+    /// The value being typed, while a parameter is edited.
+    pub editing: Option<String>,
+    /// Why the last value or launch was refused.
+    pub error: Option<String>,
+    /// The most recent sessions under ./sessions.
+    pub recent: Vec<RecentSession>,
+}
+
+impl LauncherState {
+    /// The built-in workloads, from the command line's definition; node processes and
+    /// other hidden entries are left out.
+    pub fn from_cli() -> Self {
+        let command = Workload::augment_subcommands(Command::new("worker"));
+        let workloads = command
+            .get_subcommands()
+            .filter(|c| !c.is_hide_set())
+            .map(|c| WorkloadEntry {
+                name: c.get_name().to_owned(),
+                about: c.get_about().map(|a| a.to_string()).unwrap_or_default(),
+                params: c
+                    .get_arguments()
+                    .filter(|a| !a.is_hide_set() && a.get_long().is_some())
+                    .filter(|a| !matches!(a.get_id().as_str(), "help" | "version"))
+                    .map(|a| Param {
+                        name: a.get_long().unwrap_or_default().to_owned(),
+                        help: a
+                            .get_help()
+                            .map(|h| h.to_string())
+                            .unwrap_or_default()
+                            .lines()
+                            .next()
+                            .unwrap_or_default()
+                            .to_owned(),
+                        default: a
+                            .get_default_values()
+                            .iter()
+                            .map(|v| v.to_string_lossy().into_owned())
+                            .collect::<Vec<_>>()
+                            .join(","),
+                        value: String::new(),
+                        choices: a
+                            .get_possible_values()
+                            .iter()
+                            .filter(|v| !v.is_hide_set())
+                            .map(|v| v.get_name().to_owned())
+                            .collect(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        LauncherState {
+            workloads,
+            ..LauncherState::default()
+        }
+    }
+
+    /// The selected workload.
+    pub fn workload(&self) -> Option<&WorkloadEntry> {
+        self.workloads.get(self.selected)
+    }
+
+    /// Moves the selection (workloads or parameters) by `by`, staying in range.
+    pub fn step(&mut self, by: isize) {
+        let (index, len) = match self.focus {
+            LauncherFocus::Workloads => (&mut self.selected, self.workloads.len()),
+            LauncherFocus::Params => {
+                let len = self.workload().map_or(0, |w| w.params.len());
+                (&mut self.param, len)
+            }
+        };
+        if len > 0 {
+            *index = (*index as isize + by).clamp(0, len as isize - 1) as usize;
+        }
+        if self.focus == LauncherFocus::Workloads {
+            self.param = 0;
+        }
+    }
+
+    /// Starts editing the selected parameter with its current value.
+    pub fn edit(&mut self) {
+        let value = self
+            .workload()
+            .and_then(|w| w.params.get(self.param))
+            .map(|p| p.value.clone());
+        if let Some(value) = value {
+            self.editing = Some(value);
+        }
+    }
+
+    /// Ends editing: keeps the value if the command line accepts the workload with it,
+    /// else keeps the old one and says why.
+    pub fn commit(&mut self) {
+        let Some(value) = self.editing.take() else {
+            return;
+        };
+        let Some(entry) = self.workloads.get(self.selected) else {
+            return;
+        };
+        let mut candidate = entry.clone();
+        if let Some(p) = candidate.params.get_mut(self.param) {
+            p.value = value.trim().to_owned();
+        }
+        match parse(&candidate.args()) {
+            Ok(_) => {
+                self.workloads[self.selected] = candidate;
+                self.error = None;
+            }
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    /// The selected workload with its values, checked as `benchtop run` checks it.
+    pub fn launch(&mut self) -> Option<Workload> {
+        let args = self.workload()?.args();
+        match parse(&args) {
+            Ok(workload) => {
+                self.error = None;
+                Some(workload)
+            }
+            Err(e) => {
+                self.error = Some(e);
+                None
+            }
+        }
+    }
+}
+
+/// Parses `args` (a workload name and its parameters) as `benchtop run` would, and checks
+/// the combinations clap cannot see; the error is the command line's message, first line.
+pub fn parse(args: &[String]) -> Result<Workload, String> {
+    let command = Workload::augment_subcommands(
+        Command::new("benchtop run")
+            .subcommand_required(true)
+            .no_binary_name(true),
+    );
+    let matches = command
+        .try_get_matches_from(args)
+        .map_err(|e| first_line(&e.to_string()))?;
+    let workload = Workload::from_arg_matches(&matches).map_err(|e| first_line(&e.to_string()))?;
+    workload.validate().map_err(|e| e.to_string())?;
+    Ok(workload)
+}
+
+fn first_line(text: &str) -> String {
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or(text)
+        .trim_start_matches("error: ")
+        .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_launcher_offers_the_visible_workloads_with_their_defaults_ring_first() {
+        let l = LauncherState::from_cli();
+        let names: Vec<&str> = l.workloads.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names[0], "ring", "{names:?}");
+        assert!(
+            names.contains(&"storm") && !names.contains(&"ipc-node"),
+            "{names:?}"
+        );
+        let ring = &l.workloads[0];
+        assert!(!ring.about.is_empty());
+        let nodes = ring.params.iter().find(|p| p.name == "num-nodes").unwrap();
+        assert_eq!(nodes.default, "5000");
+        let mode = ring.params.iter().find(|p| p.name == "mode").unwrap();
+        assert_eq!(mode.choices, ["tell", "ask"]);
+        assert_eq!(ring.args(), ["ring"], "defaults are not spelled out");
+    }
+
+    #[test]
+    fn a_bad_value_is_refused_with_the_command_lines_message_and_the_old_one_kept() {
+        let mut l = LauncherState::from_cli();
+        l.focus = LauncherFocus::Params;
+        let i = l.workloads[0]
+            .params
+            .iter()
+            .position(|p| p.name == "num-nodes")
+            .unwrap();
+        l.param = i;
+        l.edit();
+        l.editing = Some("lots".into());
+        l.commit();
+        let error = l.error.clone().unwrap();
+        assert!(
+            error.contains("lots") && error.contains("num-nodes"),
+            "{error}"
+        );
+        assert_eq!(l.workloads[0].params[i].value, "");
+        l.edit();
+        l.editing = Some("100".into());
+        l.commit();
+        assert!(l.error.is_none());
+        assert_eq!(l.workloads[0].args(), ["ring", "--num-nodes", "100"]);
+        let Some(Workload::Ring(params)) = l.launch() else {
+            panic!("not a ring")
+        };
+        assert_eq!(params.num_nodes, 100);
+    }
+
+    #[test]
+    fn combinations_the_workload_refuses_are_refused_at_launch() {
+        let mut l = LauncherState::from_cli();
+        let crash = l.workloads[0]
+            .params
+            .iter()
+            .position(|p| p.name == "crash-after")
+            .unwrap();
+        l.workloads[0].params[crash].value = "5".into();
+        assert!(l.launch().is_none());
+        assert!(
+            l.error.as_deref().unwrap().contains("--transport ipc"),
+            "{:?}",
+            l.error
+        );
+    }
+
+    #[test]
+    fn selection_stays_in_range() {
+        let mut l = LauncherState::from_cli();
+        l.step(-3);
+        assert_eq!(l.selected, 0);
+        l.step(100);
+        assert_eq!(l.selected, l.workloads.len() - 1);
+    }
+}

@@ -1,0 +1,154 @@
+//! The orphans screen: the processes earlier runs left behind, as the reaper finds them,
+//! and a confirmation before any of them is signalled.
+
+use benchtop_profilers::reaper::{Orphan, ReapSignal};
+
+/// A confirmation that is open: which orphans, and the signal chosen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confirm {
+    /// Every orphan (`K`) or the selected one (`k`).
+    pub all: bool,
+    /// The first signal: TERM (then KILL after the grace period) or KILL at once.
+    pub signal: ReapSignal,
+}
+
+/// The orphans screen's state.
+#[derive(Debug, Clone, Default)]
+pub struct OrphansState {
+    /// What the last scan found; `None` until one has come back.
+    pub list: Option<Vec<Orphan>>,
+    /// The selected row.
+    pub selected: usize,
+    /// The confirmation, while it is open.
+    pub confirm: Option<Confirm>,
+    /// The orphans being ended, while the reaper works.
+    pub ending: usize,
+    /// Why the last scan failed.
+    pub error: Option<String>,
+}
+
+impl OrphansState {
+    /// How many orphans the last scan found.
+    pub fn count(&self) -> usize {
+        self.list.as_ref().map_or(0, Vec::len)
+    }
+
+    /// Their resident memory, bytes.
+    pub fn rss(&self) -> u64 {
+        self.list
+            .as_ref()
+            .map_or(0, |l| l.iter().map(|o| o.rss_bytes).sum())
+    }
+
+    /// A new scan's result.
+    pub fn set(&mut self, result: Result<Vec<Orphan>, String>) {
+        match result {
+            Ok(list) => {
+                self.selected = self.selected.min(list.len().saturating_sub(1));
+                self.list = Some(list);
+                self.error = None;
+            }
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    /// Moves the selection by `by`.
+    pub fn step(&mut self, by: isize) {
+        let len = self.count();
+        if len > 0 {
+            self.selected = (self.selected as isize + by).clamp(0, len as isize - 1) as usize;
+        }
+    }
+
+    /// Opens the confirmation for the selected orphan or all of them; TERM is chosen.
+    pub fn ask(&mut self, all: bool) {
+        if self.count() > 0 && self.ending == 0 {
+            self.confirm = Some(Confirm {
+                all,
+                signal: ReapSignal::Term,
+            });
+        }
+    }
+
+    /// Switches the confirmation's signal between TERM and KILL.
+    pub fn toggle_signal(&mut self) {
+        if let Some(c) = &mut self.confirm {
+            c.signal = match c.signal {
+                ReapSignal::Term => ReapSignal::Kill,
+                _ => ReapSignal::Term,
+            };
+        }
+    }
+
+    /// Closes the confirmation; returns the orphans to end and the signal when it was
+    /// confirmed.
+    pub fn answer(&mut self, yes: bool) -> Option<(Vec<Orphan>, ReapSignal)> {
+        let confirm = self.confirm.take()?;
+        if !yes {
+            return None;
+        }
+        let list = self.list.as_ref()?;
+        let targets: Vec<Orphan> = if confirm.all {
+            list.clone()
+        } else {
+            list.get(self.selected).cloned().into_iter().collect()
+        };
+        self.ending = targets.len();
+        Some((targets, confirm.signal))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use benchtop_profilers::reaper::{Owner, OwnerState};
+
+    use super::*;
+
+    fn orphan(pid: u32) -> Orphan {
+        Orphan {
+            pid,
+            start_ticks: 100,
+            command: "bt-ring-node".into(),
+            owner: Owner {
+                pid: 1,
+                start_ticks: 7,
+            },
+            owner_state: OwnerState::Gone,
+            session: Some("s".into()),
+            age: Duration::from_secs(60),
+            rss_bytes: 1 << 20,
+        }
+    }
+
+    #[test]
+    fn k_ends_the_selected_one_and_capital_k_all_after_a_yes_with_term_by_default() {
+        let mut o = OrphansState::default();
+        o.set(Ok(vec![orphan(10), orphan(11), orphan(12)]));
+        o.step(1);
+        o.ask(false);
+        assert_eq!(o.confirm.as_ref().map(|c| c.signal), Some(ReapSignal::Term));
+        let (targets, signal) = o.answer(true).unwrap();
+        assert_eq!(
+            (targets[0].pid, targets.len(), signal),
+            (11, 1, ReapSignal::Term)
+        );
+        o.ending = 0;
+        o.ask(true);
+        o.toggle_signal();
+        let (targets, signal) = o.answer(true).unwrap();
+        assert_eq!((targets.len(), signal), (3, ReapSignal::Kill));
+    }
+
+    #[test]
+    fn a_no_signals_nothing_and_nothing_is_asked_with_no_orphans() {
+        let mut o = OrphansState::default();
+        o.ask(true);
+        assert!(o.confirm.is_none());
+        o.set(Ok(vec![orphan(10)]));
+        o.ask(false);
+        assert!(o.answer(false).is_none() && o.confirm.is_none());
+        assert_eq!(o.rss(), 1 << 20);
+    }
+}
