@@ -20,14 +20,17 @@ it with Linux perf events (on-CPU and off-CPU stacks, symbolized while it runs),
 memory, threads and CPU of its whole process tree, and records a session directory: \
 session.json, timeseries.jsonl, latency.hlog (HdrHistogram log), cpu.folded and cpu.svg, \
 offcpu.folded and offcpu.svg (flamegraphs), threads.csv, worker.log.\n\n\
-With no command it runs the default workload (the actor ring) and records it under \
-./sessions/.",
+With no command, on a terminal, it opens the TUI: a launcher of the workloads, then the run \
+live (throughput, latency, resources and flamegraph side by side), recorded under \
+./sessions/. Without a terminal it records the default workload (the actor ring) headless.",
     after_help = "Examples:\n  benchtop run ring --num-nodes 1000 --mode ask\n  \
 benchtop run ring --record /tmp/ring-tell --duration 10s --frequency 499\n  \
+benchtop run ring --tui\n  \
 benchtop show sessions/20261121-101500-ring"
 )]
 pub struct Cli {
-    /// What to do; the default records the default workload.
+    /// What to do; the default opens the TUI (or, without a terminal, records the default
+    /// workload).
     #[command(subcommand)]
     pub command: Option<Command>,
 }
