@@ -5,6 +5,7 @@
 //! channel of [`AppEvent`]s. The loop drains it, applies every event to the [`State`],
 //! carries out the effects, and draws at most once per tick from the state.
 
+use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -15,15 +16,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use benchtop_sessions::{StackKind, StackTree};
-use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::event::{
+    self, Event, KeyCode, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind,
+};
 
 use benchtop_profilers::reaper::{self, ReapOptions};
 
 use crate::cli::RecordArgs;
-use crate::record::live::{LiveLink, Stopper};
+use crate::record::live::{Control, LiveLink};
 use crate::record::{self, RecordOptions, RecordOutcome};
 use crate::state::launcher::{LauncherState, RecentSession};
-use crate::state::{AppEvent, Effect, Key, State};
+use crate::state::{AppEvent, Effect, Key, MouseKind, Pane, State};
 use crate::term::TerminalGuard;
 use crate::view;
 
@@ -45,6 +48,21 @@ pub enum Start {
 /// path and summary as a headless run does. The exit code is the last run's.
 pub fn run_tui(start: Start) -> Result<ExitCode> {
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let baseline = match &start {
+        Start::Launcher(record) => record.baseline.clone(),
+        Start::Run(opts) => opts.record.baseline.clone(),
+    };
+    // Refused before the terminal changes or a run starts: a bad directory is a typo.
+    let baseline = baseline
+        .map(|dir| {
+            benchtop_sessions::Session::load(&dir)
+                .map(crate::state::live::session_baseline)
+                .with_context(|| format!("cannot use {} as the baseline", dir.display()))
+        })
+        .transpose()?;
+    if !std::io::stdout().is_terminal() {
+        anyhow::bail!("the TUI needs a terminal; record headless without --tui");
+    }
     let (tx, rx) = mpsc::channel();
     let mut runs = Runs {
         tx: tx.clone(),
@@ -67,11 +85,15 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
             (state, record)
         }
     };
+    if let Some(baseline) = baseline {
+        state.set_initial_baseline(baseline);
+    }
     let input_done = Arc::new(AtomicBool::new(false));
     let input = read_terminal(tx.clone(), input_done.clone())?;
 
     let result = {
-        let mut guard = TerminalGuard::enter().context("cannot set the terminal up")?;
+        let mut guard =
+            TerminalGuard::enter(!record.no_mouse).context("cannot set the terminal up")?;
         drive(&mut guard, &mut state, &rx, &mut runs, &record)
     };
     input_done.store(true, Ordering::SeqCst);
@@ -102,7 +124,7 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
 /// The recordings of this TUI: the one running, and those that ended.
 struct Runs {
     tx: Sender<AppEvent>,
-    current: Option<(Stopper, JoinHandle<Result<RecordOutcome>>)>,
+    current: Option<(Control, JoinHandle<Result<RecordOutcome>>)>,
     finished: Vec<Result<RecordOutcome>>,
 }
 
@@ -111,18 +133,24 @@ impl Runs {
     fn start(&mut self, mut opts: RecordOptions) -> Result<()> {
         self.finish_all();
         let (link, live_events) = LiveLink::new();
-        let stopper = link.stopper();
+        let control = link.control();
         opts.live = Some(link);
         opts.record.quiet = true;
         forward_live(live_events, self.tx.clone())?;
         let recorder = spawn_recorder(opts, self.tx.clone())?;
-        self.current = Some((stopper, recorder));
+        self.current = Some((control, recorder));
         Ok(())
     }
 
     fn stop(&self) {
-        if let Some((stopper, _)) = &self.current {
-            stopper.stop();
+        if let Some((control, _)) = &self.current {
+            control.stop();
+        }
+    }
+
+    fn save(&self) {
+        if let Some((control, _)) = &self.current {
+            control.save();
         }
     }
 
@@ -168,8 +196,22 @@ fn drive(
             Err(RecvTimeoutError::Disconnected) => return Ok(()),
         };
         // Everything that is waiting, then one draw.
+        let mut events = Vec::new();
         for event in std::iter::once(first).chain(rx.try_iter()) {
-            let is_key = matches!(event, AppEvent::Key(_) | AppEvent::Resize(..));
+            match event {
+                AppEvent::Mouse { kind, x, y } => {
+                    let size = guard.terminal().size().context("cannot read the size")?;
+                    let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
+                    events.extend(mouse_events(state, area, kind, x, y));
+                }
+                event => events.push(event),
+            }
+        }
+        for event in events {
+            let is_key = matches!(
+                event,
+                AppEvent::Key(_) | AppEvent::Resize(..) | AppEvent::Focus(_)
+            );
             for effect in state.update(event, Instant::now()) {
                 if effect == Effect::Quit {
                     return Ok(());
@@ -192,6 +234,30 @@ fn drive(
     }
 }
 
+/// What a mouse event means where it happened: a click focuses the pane under it; the
+/// wheel over the flamegraph moves the selection up or down a frame.
+fn mouse_events(
+    state: &State,
+    area: ratatui::layout::Rect,
+    kind: MouseKind,
+    x: u16,
+    y: u16,
+) -> Vec<AppEvent> {
+    let Some(pane) = view::pane_at(state, area, x, y) else {
+        return Vec::new();
+    };
+    match kind {
+        MouseKind::Click => vec![AppEvent::Focus(pane)],
+        MouseKind::ScrollUp if pane == Pane::Flame => {
+            vec![AppEvent::Focus(pane), AppEvent::Key(Key::Up)]
+        }
+        MouseKind::ScrollDown if pane == Pane::Flame => {
+            vec![AppEvent::Focus(pane), AppEvent::Key(Key::Down)]
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// Carries out one effect; work that takes time runs on a thread and answers with an
 /// event.
 fn carry_out(
@@ -202,6 +268,7 @@ fn carry_out(
 ) -> Result<()> {
     match effect {
         Effect::StopRecording => runs.stop(),
+        Effect::SaveSnapshot => runs.save(),
         Effect::LoadFinalStacks(dir) => load_final_stacks(dir, tx.clone()),
         Effect::Quit => {}
         Effect::Launch(workload) => {
@@ -321,6 +388,19 @@ fn read_terminal(tx: Sender<AppEvent>, done: Arc<AtomicBool>) -> Result<JoinHand
                         }
                     }
                     Ok(Event::Resize(w, h)) => AppEvent::Resize(w, h),
+                    Ok(Event::Mouse(m)) => {
+                        let kind = match m.kind {
+                            MouseEventKind::Down(MouseButton::Left) => MouseKind::Click,
+                            MouseEventKind::ScrollUp => MouseKind::ScrollUp,
+                            MouseEventKind::ScrollDown => MouseKind::ScrollDown,
+                            _ => continue,
+                        };
+                        AppEvent::Mouse {
+                            kind,
+                            x: m.column,
+                            y: m.row,
+                        }
+                    }
                     Ok(_) => continue,
                     Err(_) => break,
                 };
@@ -372,6 +452,30 @@ fn read_folded(dir: &Path, kind: StackKind) -> Option<StackTree> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_click_focuses_the_pane_under_it_and_the_wheel_moves_in_the_flamegraph() {
+        let state = State::new("ring", "", true);
+        let area = ratatui::layout::Rect::new(0, 0, 80, 24);
+        let focus = |events: Vec<AppEvent>| match events.first() {
+            Some(AppEvent::Focus(p)) => Some(*p),
+            _ => None,
+        };
+        // Left column, top: throughput; right column: the flamegraph.
+        assert_eq!(
+            focus(mouse_events(&state, area, MouseKind::Click, 5, 4)),
+            Some(Pane::Throughput)
+        );
+        let wheel = mouse_events(&state, area, MouseKind::ScrollDown, 60, 10);
+        assert!(matches!(
+            wheel.as_slice(),
+            [AppEvent::Focus(Pane::Flame), AppEvent::Key(Key::Down)]
+        ));
+        assert!(mouse_events(&state, area, MouseKind::ScrollUp, 5, 4).is_empty());
+        // The header and the footer are no pane.
+        assert!(mouse_events(&state, area, MouseKind::Click, 5, 0).is_empty());
+        assert!(mouse_events(&state, area, MouseKind::Click, 5, 23).is_empty());
+    }
 
     #[test]
     fn terminal_keys_translate_to_the_states_keys() {

@@ -187,6 +187,14 @@ pub struct RecordArgs {
     /// workloads only; `benchtop` alone opens it on the default workload.
     #[arg(long, global = true)]
     pub tui: bool,
+    /// In the TUI: a saved session to compare the run with from the start (its stacks and
+    /// latency are the baseline that `b` would take).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub baseline: Option<PathBuf>,
+    /// In the TUI: leave the mouse to the terminal (selecting text) instead of clicking
+    /// panes and scrolling the flamegraph.
+    #[arg(long, global = true)]
+    pub no_mouse: bool,
 }
 
 /// The defaults are the command line's: one source of truth.

@@ -47,6 +47,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                     let opts = workload_options(workload, args.record)?;
                     app::run_tui(app::Start::Run(Box::new(opts)))
                 }
+                (_, _) if args.record.baseline.is_some() && !args.record.tui => anyhow::bail!(
+                    "--baseline compares a run in the TUI with a saved session: add --tui"
+                ),
                 (Some(workload), true) => record_workload(workload, args.record),
                 (None, false) if args.record.tui => anyhow::bail!(
                     "--tui watches built-in workloads; record a command headless (without --tui)"
@@ -63,8 +66,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Some(Command::Attach(args)) => {
             warn_of_orphans();
-            if args.record.tui {
-                anyhow::bail!("--tui watches built-in workloads; attach records headless");
+            if args.record.tui || args.record.baseline.is_some() {
+                anyhow::bail!(
+                    "--tui and --baseline watch built-in workloads; attach records headless"
+                );
             }
             external::attach(args.pid, args.record)
         }

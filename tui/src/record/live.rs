@@ -1,5 +1,5 @@
 //! A live view's link to a recording: what the recorder sends as the run goes on, and
-//! the flag that asks it to stop. The TUI runs the recorder on a thread of its own and
+//! the flags that ask it to stop or to save the stacks so far. The TUI runs the recorder on a thread of its own and
 //! reads these events; the headless recorder has no link.
 
 use std::path::PathBuf;
@@ -50,6 +50,7 @@ pub enum LiveEvent {
 pub struct LiveLink {
     events: Sender<LiveEvent>,
     stop: Arc<AtomicBool>,
+    save: Arc<AtomicBool>,
 }
 
 impl LiveLink {
@@ -60,14 +61,18 @@ impl LiveLink {
             LiveLink {
                 events,
                 stop: Arc::new(AtomicBool::new(false)),
+                save: Arc::new(AtomicBool::new(false)),
             },
             rx,
         )
     }
 
-    /// A handle that asks the recording to stop (as Ctrl-C does in a terminal).
-    pub fn stopper(&self) -> Stopper {
-        Stopper(self.stop.clone())
+    /// A handle that asks the recording to stop or to save what it has so far.
+    pub fn control(&self) -> Control {
+        Control {
+            stop: self.stop.clone(),
+            save: self.save.clone(),
+        }
     }
 
     /// Sends an event; a view that has gone is not the recording's concern.
@@ -78,16 +83,31 @@ impl LiveLink {
     pub(crate) fn stop_requested(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
     }
+
+    /// Whether a save was asked for since the last call.
+    pub(crate) fn take_save_request(&self) -> bool {
+        self.save.swap(false, Ordering::SeqCst)
+    }
 }
 
-/// Asks a recording to stop: the worker is told `stop`, and the session is finished as
-/// `stopped`.
+/// Asks a recording to stop, or to save a snapshot now.
 #[derive(Debug, Clone)]
-pub struct Stopper(Arc<AtomicBool>);
+pub struct Control {
+    stop: Arc<AtomicBool>,
+    save: Arc<AtomicBool>,
+}
 
-impl Stopper {
-    /// Asks once; asking again changes nothing.
+impl Control {
+    /// Asks the recording to stop: the worker is told `stop`, and the session is finished
+    /// as `stopped`. Asking again changes nothing.
     pub fn stop(&self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// Asks the recording to write the stacks so far (cpu.folded, offcpu.folded and their
+    /// SVGs) and threads.csv into the session now, so that a run cut off later keeps them;
+    /// the end of the run writes them again, whole.
+    pub fn save(&self) {
+        self.save.store(true, Ordering::SeqCst);
     }
 }

@@ -218,6 +218,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
         sampler_opts,
         monitor: None,
         rows_since_threads: 0,
+        save_pending: false,
         started_at: None,
         stop_sent_at: None,
         term_sent_at: None,
@@ -368,6 +369,8 @@ struct Run<'a> {
     monitor: Option<TreeMonitor>,
     /// Rows written since threads.csv was last rewritten.
     rows_since_threads: u32,
+    /// The live view asked for a save; it happens when the sampler's copy comes.
+    save_pending: bool,
     started_at: Option<Instant>,
     stop_sent_at: Option<Instant>,
     term_sent_at: Option<Instant>,
@@ -434,6 +437,7 @@ impl Run<'_> {
                 self.start()?;
             }
             self.write_monitor_row()?;
+            self.take_stacks()?;
             // The clock for `ready` starts at hello.
             let waiting_since = self.hello_at.unwrap_or(spawned);
             if self.opts.target == Target::Worker
@@ -718,8 +722,8 @@ impl Run<'_> {
         }
     }
 
-    /// Hands a written row, its histograms and the latest stacks to the live view, and
-    /// asks the sampler for the next copy of its stacks.
+    /// Hands a written row and its histograms to the live view, and asks the sampler for
+    /// a copy of its stacks ([`Run::take_stacks`] passes it on).
     fn publish(&self, row: &TimeseriesRow, histograms: Vec<(String, Histogram<u64>)>) {
         let Some(live) = &self.opts.live else {
             return;
@@ -729,11 +733,70 @@ impl Run<'_> {
             histograms,
         });
         if let Some(sampler) = &self.sampler {
-            if let Some(snapshot) = sampler.take_snapshot() {
-                live.send(LiveEvent::Stacks(Box::new(snapshot)));
-            }
             sampler.request_snapshot();
         }
+    }
+
+    /// Passes the sampler's copy of its stacks to the live view once it is made; a save
+    /// asked for by the view writes it (and threads.csv) into the session first.
+    fn take_stacks(&mut self) -> Result<()> {
+        let Some(live) = &self.opts.live else {
+            return Ok(());
+        };
+        if live.take_save_request() {
+            match &self.sampler {
+                Some(sampler) => {
+                    sampler.request_snapshot();
+                    self.save_pending = true;
+                }
+                None => {
+                    self.save_threads()?;
+                    self.say("snapshot saved: threads.csv (no stacks: sampling is off)");
+                }
+            }
+        }
+        let Some(snapshot) = self.sampler.as_ref().and_then(Sampler::take_snapshot) else {
+            return Ok(());
+        };
+        if std::mem::take(&mut self.save_pending) {
+            let workload = &self.opts.workload;
+            let mut saved = Vec::new();
+            for (kind, tree, title) in [
+                (StackKind::Cpu, &snapshot.cpu, "on-CPU"),
+                (
+                    StackKind::OffCpu,
+                    &snapshot.offcpu,
+                    "off-CPU (time blocked)",
+                ),
+            ] {
+                let wanted = match kind {
+                    StackKind::Cpu => self.sampler_opts.kind.on_cpu(),
+                    _ => self.sampler_opts.kind.off_cpu(),
+                };
+                if wanted {
+                    self.writer.write_stacks(
+                        kind,
+                        tree,
+                        &format!("{workload} — {title} (so far)"),
+                    )?;
+                    saved.push(kind.folded_file());
+                }
+            }
+            self.save_threads()?;
+            saved.push("threads.csv");
+            self.say(&format!("snapshot saved: {}", saved.join(", ")));
+        }
+        if let Some(live) = &self.opts.live {
+            live.send(LiveEvent::Stacks(Box::new(snapshot)));
+        }
+        Ok(())
+    }
+
+    fn save_threads(&mut self) -> Result<()> {
+        if let Some(monitor) = &self.monitor {
+            self.writer.write_threads(&monitor.threads_summary())?;
+        }
+        Ok(())
     }
 
     /// The monitors' part of a row: the tree's resources, per-core CPU and busiest

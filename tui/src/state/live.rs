@@ -243,6 +243,25 @@ impl LiveRun {
     }
 }
 
+/// The baseline a saved session gives: its stacks and the latency of its first metric.
+pub fn session_baseline(session: benchtop_sessions::Session) -> super::Baseline {
+    let mut latency = Latency::default();
+    let tag = session.latency.first().map(|i| i.tag.clone());
+    for interval in session
+        .latency
+        .iter()
+        .filter(|i| Some(&i.tag) == tag.as_ref())
+    {
+        latency.add(&interval.histogram);
+    }
+    super::Baseline {
+        cpu: session.cpu,
+        offcpu: session.offcpu,
+        latency: latency.run,
+        source: format!("from {}", session.dir.display()),
+    }
+}
+
 /// The `name=value …` line of a run's parameters, as the header shows them.
 pub fn params_text(params: &std::collections::BTreeMap<String, serde_json::Value>) -> String {
     params

@@ -66,6 +66,18 @@ pub enum AppEvent {
     Key(Key),
     /// The terminal was resized (columns, rows).
     Resize(u16, u16),
+    /// A pane was clicked: it takes the focus.
+    Focus(Pane),
+    /// The mouse, at a terminal cell; the loop turns it into [`AppEvent::Focus`] and keys
+    /// with the view's layout, so the state never sees it.
+    Mouse {
+        /// What the mouse did.
+        kind: MouseKind,
+        /// Column.
+        x: u16,
+        /// Row.
+        y: u16,
+    },
     /// The render tick (about 10 Hz): time passes for flash messages.
     Tick,
     /// The recording told something.
@@ -83,11 +95,24 @@ pub enum AppEvent {
     Sessions(Vec<RecentSession>),
 }
 
+/// What the mouse did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MouseKind {
+    /// The left button went down.
+    Click,
+    /// The wheel turned up.
+    ScrollUp,
+    /// The wheel turned down.
+    ScrollDown,
+}
+
 /// A side effect for the loop to carry out.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     /// Ask the recording to stop (the worker is told `stop`).
     StopRecording,
+    /// Ask the recording to write the stacks so far and threads.csv into the session now.
+    SaveSnapshot,
     /// Read the finished session's folded stacks (answered with
     /// [`AppEvent::FinalStacks`]).
     LoadFinalStacks(PathBuf),
@@ -239,6 +264,8 @@ pub struct State {
     held: Vec<LiveEvent>,
     /// Stacks replaced by newer ones, for the loop to free off the render path.
     retired: Vec<StackTree>,
+    /// The baseline every run starts with (`--baseline DIR`).
+    initial_baseline: Option<Baseline>,
 }
 
 impl State {
@@ -270,6 +297,7 @@ impl State {
             color,
             held: Vec::new(),
             retired: Vec::new(),
+            initial_baseline: None,
         }
     }
 
@@ -292,11 +320,26 @@ impl State {
         self.flame_kind = FlameKind::OnCpu;
         self.baseline = None;
         self.differential = false;
+        if let Some(baseline) = self.initial_baseline.clone() {
+            self.apply_baseline(baseline);
+        }
         self.paused = false;
         self.held.clear();
         self.search_input = None;
         self.quit_requested = false;
         self.screen = Screen::Live;
+    }
+
+    /// A baseline for this run and every later one (a saved session).
+    pub fn set_initial_baseline(&mut self, baseline: Baseline) {
+        self.initial_baseline = Some(baseline.clone());
+        self.apply_baseline(baseline);
+    }
+
+    fn apply_baseline(&mut self, baseline: Baseline) {
+        self.cpu_flame.set_baseline(baseline.cpu.clone());
+        self.off_flame.set_baseline(baseline.offcpu.clone());
+        self.baseline = Some(baseline);
     }
 
     /// The flame pane's state for the stacks it shows.
@@ -323,7 +366,13 @@ impl State {
     pub fn update(&mut self, event: AppEvent, now: Instant) -> Vec<Effect> {
         match event {
             AppEvent::Key(key) => self.on_key(key, now),
-            AppEvent::Resize(..) => Vec::new(),
+            AppEvent::Resize(..) | AppEvent::Mouse { .. } => Vec::new(),
+            AppEvent::Focus(pane) => {
+                if self.screen == Screen::Live && !self.help {
+                    self.focus = pane;
+                }
+                Vec::new()
+            }
             AppEvent::Tick => {
                 if self
                     .flash
@@ -410,6 +459,8 @@ impl State {
             LiveEvent::Status(text) => {
                 if text.starts_with("worker report:") || text.starts_with("no stack sampling") {
                     self.flash(text.clone(), true, now);
+                } else if text.starts_with("snapshot saved") {
+                    self.flash(text.clone(), false, now);
                 }
                 self.run.status_line = text;
             }
@@ -534,6 +585,18 @@ impl State {
             }
             Key::Char('-') => self.window_s = (self.window_s * 2.0).min(WINDOW_RANGE_S.1),
             Key::Char('b') => self.take_baseline(now),
+            Key::Char('s') => {
+                if self.run.status.is_over() {
+                    self.flash(
+                        "the run is over: its session is complete".into(),
+                        false,
+                        now,
+                    );
+                } else {
+                    self.flash("saving a snapshot of the session…".into(), false, now);
+                    return vec![Effect::SaveSnapshot];
+                }
+            }
             Key::Char('d') => self.toggle_differential(now),
             Key::Esc => return self.back_out(),
             _ if self.focus == Pane::Flame => self.on_flame_key(key),
@@ -692,14 +755,12 @@ impl State {
             latency: self.run.latency.run,
             source: format!("taken at {elapsed:.1} s"),
         };
-        self.cpu_flame.set_baseline(baseline.cpu.clone());
-        self.off_flame.set_baseline(baseline.offcpu.clone());
         self.flash(
             format!("baseline {} — d shows the difference", baseline.source),
             false,
             now,
         );
-        self.baseline = Some(baseline);
+        self.apply_baseline(baseline);
     }
 
     fn toggle_differential(&mut self, now: Instant) {
@@ -957,6 +1018,31 @@ mod tests {
         assert_eq!(effects, [Effect::ScanOrphans], "look again after ending");
         keys(&mut s, &[Key::Esc], now);
         assert_eq!(s.screen, Screen::Launcher);
+    }
+
+    #[test]
+    fn s_asks_for_a_snapshot_while_the_run_goes_on() {
+        let mut s = state();
+        let now = Instant::now();
+        assert_eq!(keys(&mut s, &[Key::Char('s')], now), [Effect::SaveSnapshot]);
+        s.update(AppEvent::Finished(Err("gone".into())), now);
+        assert!(keys(&mut s, &[Key::Char('s')], now).is_empty());
+    }
+
+    #[test]
+    fn a_saved_sessions_baseline_holds_for_every_run() {
+        let mut s = State::with_launcher(LauncherState::from_cli(), true);
+        let now = Instant::now();
+        s.set_initial_baseline(Baseline {
+            cpu: Some(tree(&[("bt-ring;main;work", 3)])),
+            offcpu: None,
+            latency: LatencySummary::default(),
+            source: "from sessions/x".into(),
+        });
+        keys(&mut s, &[Key::Enter], now);
+        assert!(s.baseline.is_some());
+        keys(&mut s, &[Key::Char('d')], now);
+        assert!(s.cpu_flame.differential() && s.cpu_flame.baseline().is_some());
     }
 
     #[test]

@@ -42,25 +42,46 @@ pub fn draw(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
 
 /// The live run: header, then the panes (or the focused one, maximized).
 fn draw_live(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
-    let [header, body] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(area);
+    let [header, _] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(area);
     draw_header(state, now, header, buf);
-    if state.maximized {
-        draw_pane(state, state.focus, body, buf);
-    } else {
-        let [left, right] =
-            Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)])
-                .areas(body);
-        let [throughput, latency, resources] = Layout::vertical([
-            Constraint::Percentage(28),
-            Constraint::Percentage(40),
-            Constraint::Percentage(32),
-        ])
-        .areas(left);
-        draw_pane(state, Pane::Throughput, throughput, buf);
-        draw_pane(state, Pane::Latency, latency, buf);
-        draw_pane(state, Pane::Resources, resources, buf);
-        draw_pane(state, Pane::Flame, right, buf);
+    for (pane, rect) in live_panes(state, area) {
+        draw_pane(state, pane, rect, buf);
     }
+}
+
+/// Where each pane of the live screen goes in `area` (the screen above the footer): the
+/// focused one alone when maximized.
+fn live_panes(state: &State, area: Rect) -> Vec<(Pane, Rect)> {
+    let [_, body] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(area);
+    if state.maximized {
+        return vec![(state.focus, body)];
+    }
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(body);
+    let [throughput, latency, resources] = Layout::vertical([
+        Constraint::Percentage(28),
+        Constraint::Percentage(40),
+        Constraint::Percentage(32),
+    ])
+    .areas(left);
+    vec![
+        (Pane::Throughput, throughput),
+        (Pane::Latency, latency),
+        (Pane::Resources, resources),
+        (Pane::Flame, right),
+    ]
+}
+
+/// The live screen's pane at column `x`, row `y` of a terminal of `area`, for the mouse.
+pub fn pane_at(state: &State, area: Rect, x: u16, y: u16) -> Option<Pane> {
+    if state.screen != Screen::Live || area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
+        return None;
+    }
+    let [screen, _] = Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(area);
+    live_panes(state, screen)
+        .into_iter()
+        .find(|(_, r)| r.contains(ratatui::layout::Position::new(x, y)))
+        .map(|(pane, _)| pane)
 }
 
 /// The style of emphasis: a color, or bold when colors are off.
@@ -283,6 +304,10 @@ fn draw_help(state: &State, area: Rect, buf: &mut Buffer) {
         ("space", "pause the display (the recording goes on)"),
         ("+ / -", "narrow / widen the time window of the series"),
         ("b", "take the current profile and latency as the baseline"),
+        (
+            "s",
+            "save the stacks so far and threads.csv into the session now",
+        ),
         ("d", "flamegraph: difference against the baseline"),
         ("arrows, hjkl", "flamegraph: select a frame"),
         ("Enter", "flamegraph: zoom into the selected frame"),

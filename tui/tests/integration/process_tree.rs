@@ -189,6 +189,12 @@ fn bad_workload_parameters_are_refused_before_a_session_exists() {
             &["ring", "--transport", "ipc", "--num-nodes", "1"][..],
             "at least 2",
         ),
+        (&["ring", "--baseline", "/nonexistent"][..], "add --tui"),
+        (
+            &["ring", "--tui", "--baseline", "/nonexistent"][..],
+            "cannot use /nonexistent as the baseline",
+        ),
+        (&["ring", "--tui"][..], "needs a terminal"),
     ] {
         let dir = tmp.path().join("refused");
         let output = benchtop()

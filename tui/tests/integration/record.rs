@@ -566,7 +566,7 @@ fn a_live_link_sees_rows_histograms_and_stacks_and_can_stop_the_run() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("live");
     let (link, events) = LiveLink::new();
-    let stopper = link.stopper();
+    let control = link.control();
     let opts = RecordOptions {
         target: Target::Worker,
         workload: "ring".into(),
@@ -628,7 +628,29 @@ fn a_live_link_sees_rows_histograms_and_stacks_and_can_stop_the_run() {
     let folded = stacks.unwrap().cpu.to_folded();
     assert!(folded.contains("benchtop_workloads::ring"), "{folded}");
 
-    stopper.stop();
+    // A snapshot asked for during the run is written into the session at once.
+    assert!(!dir.join("cpu.folded").exists());
+    control.save();
+    loop {
+        match events
+            .recv_timeout(Duration::from_secs(20))
+            .expect("live events")
+        {
+            LiveEvent::Status(text) if text.starts_with("snapshot saved") => {
+                assert!(
+                    text.contains("cpu.folded") && text.contains("threads.csv"),
+                    "{text}"
+                );
+                break;
+            }
+            _ => {}
+        }
+    }
+    let saved = std::fs::read_to_string(dir.join("cpu.folded")).unwrap();
+    assert!(saved.contains("benchtop_workloads::ring"), "{saved}");
+    assert!(dir.join("offcpu.folded").exists() && dir.join("threads.csv").exists());
+
+    control.stop();
     let outcome = recorder.join().unwrap().unwrap();
     assert_eq!(outcome.status, Status::Stopped);
     assert!(outcome.summary.iter().any(|l| l.starts_with("final_sum")));

@@ -212,6 +212,8 @@ fn benchtop_opens_the_launcher_runs_the_ring_live_takes_a_baseline_searches_and_
     tmux.keys("Enter");
     let screen = tmux.wait_for("/ring::actors:");
     assert!(screen.contains("% of"), "{screen}");
+    tmux.keys("s");
+    tmux.wait_for("snapshot saved: cpu.folded");
 
     tmux.keys("q");
     let screen = tmux.wait_for("EXIT=");
