@@ -605,6 +605,30 @@ mod tests {
     }
 
     #[test]
+    fn the_orphans_screen_and_the_help_at_160x48() {
+        let base = Instant::now();
+        let mut s = launcher();
+        s.update(AppEvent::Key(Key::Char('r')), base);
+        s.update(AppEvent::Orphans(Ok(vec![orphan(101), orphan(102)])), base);
+        let screen = render(&s, base, 160, 48);
+        assert!(
+            screen.contains("SESSION"),
+            "wide enough for the session column"
+        );
+        insta::assert_snapshot!("orphans_160x48", screen);
+        s.update(AppEvent::Key(Key::Char('?')), base);
+        insta::assert_snapshot!("orphans_help_160x48", render(&s, base, 160, 48));
+    }
+
+    #[test]
+    fn the_live_help_at_160x48() {
+        let base = Instant::now();
+        let mut s = running(base);
+        s.update(AppEvent::Key(Key::F1), at(base, 12));
+        insta::assert_snapshot!(render(&s, at(base, 12), 160, 48));
+    }
+
+    #[test]
     fn views_survive_every_small_size() {
         let base = Instant::now();
         let s = running(base);
