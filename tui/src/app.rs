@@ -98,16 +98,20 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
     };
     input_done.store(true, Ordering::SeqCst);
     let _ = input.join();
-    result?;
 
-    // Left while a run was still stopping (q twice): wait for its session here.
-    if let Some(current) = &runs.current {
-        current.0.stop();
-        if !state.run.status.is_over() {
-            eprintln!("benchtop: stopping the workload and writing the session…");
-        }
+    // Left while a run goes on (q twice, or the loop failed): stop it and wait for its
+    // session here, so that it is finished whatever happened to the screen.
+    if runs.current.is_some() && !state.run.status.is_over() {
+        runs.stop();
+        eprintln!("benchtop: stopping the workload and writing the session…");
     }
     runs.finish_all();
+    if let Err(e) = result {
+        for outcome in runs.finished.iter().flatten() {
+            crate::report(outcome)?;
+        }
+        return Err(e);
+    }
     let mut code = ExitCode::SUCCESS;
     for outcome in runs.finished {
         code = match outcome {
@@ -218,7 +222,7 @@ fn drive(
                 }
                 if let Err(e) = carry_out(effect, &tx, runs, record) {
                     // An effect that fails is said in the footer; the TUI stays up.
-                    let _ = tx.send(AppEvent::Finished(Err(format!("{e:#}"))));
+                    let _ = tx.send(AppEvent::Error(format!("{e:#}")));
                 }
             }
             if is_key {
@@ -342,7 +346,16 @@ fn spawn_recorder(
     std::thread::Builder::new()
         .name("bt-recorder".into())
         .spawn(move || {
-            let result = record::record(&opts);
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| record::record(&opts)))
+                    .unwrap_or_else(|payload| {
+                        let why = payload
+                            .downcast_ref::<&str>()
+                            .map(|s| (*s).to_owned())
+                            .or_else(|| payload.downcast_ref::<String>().cloned())
+                            .unwrap_or_default();
+                        Err(anyhow::anyhow!("the recorder panicked: {why}"))
+                    });
             let event = match &result {
                 Ok(outcome) => Ok(outcome.clone()),
                 Err(e) => Err(format!("{e:#}")),
@@ -416,6 +429,10 @@ fn read_terminal(tx: Sender<AppEvent>, done: Arc<AtomicBool>) -> Result<JoinHand
 fn translate(code: KeyCode, modifiers: KeyModifiers) -> Option<Key> {
     Some(match code {
         KeyCode::Char('c') if modifiers.contains(KeyModifiers::CONTROL) => Key::CtrlC,
+        // Ctrl-Q is not q, Alt-S is not s.
+        KeyCode::Char(_) if modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) => {
+            return None;
+        }
         KeyCode::Char(c) => Key::Char(c),
         KeyCode::Enter => Key::Enter,
         KeyCode::Esc => Key::Esc,
@@ -438,7 +455,7 @@ fn load_final_stacks(dir: std::path::PathBuf, tx: Sender<AppEvent>) {
         .spawn(move || {
             let cpu = read_folded(&dir, StackKind::Cpu);
             let offcpu = read_folded(&dir, StackKind::OffCpu);
-            let _ = tx.send(AppEvent::FinalStacks(Box::new((cpu, offcpu))));
+            let _ = tx.send(AppEvent::FinalStacks(Box::new((dir, cpu, offcpu))));
         });
     // Without the thread the live stacks stay on screen: nothing is lost.
     drop(spawned);
@@ -489,5 +506,11 @@ mod tests {
         );
         assert_eq!(translate(KeyCode::F(1), KeyModifiers::NONE), Some(Key::F1));
         assert_eq!(translate(KeyCode::F(5), KeyModifiers::NONE), None);
+        assert_eq!(translate(KeyCode::Char('q'), KeyModifiers::CONTROL), None);
+        assert_eq!(translate(KeyCode::Char('s'), KeyModifiers::ALT), None);
+        assert_eq!(
+            translate(KeyCode::Char('N'), KeyModifiers::SHIFT),
+            Some(Key::Char('N'))
+        );
     }
 }

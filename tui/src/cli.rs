@@ -184,7 +184,7 @@ pub struct RecordArgs {
     pub quiet: bool,
     /// Watch the run in the live TUI (histograms, resources and flamegraph side by side)
     /// instead of the progress line; the session is recorded the same way. Built-in
-    /// workloads only; `benchtop` alone opens it on the default workload.
+    /// workloads only; `benchtop` alone opens the TUI's launcher.
     #[arg(long, global = true)]
     pub tui: bool,
     /// In the TUI: a saved session to compare the run with from the start (its stacks and

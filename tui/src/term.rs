@@ -26,18 +26,27 @@ impl TerminalGuard {
     /// Enters raw mode and the alternate screen, and reports mouse events when `mouse`;
     /// a panic from here on restores the terminal before its message is printed.
     pub fn enter(mouse: bool) -> io::Result<TerminalGuard> {
-        // ratatui's hook leaves raw mode and the alternate screen; this one, run first,
-        // also stops mouse reporting.
         let terminal = ratatui::try_init()?;
-        if mouse {
-            let ratatui_hook = std::panic::take_hook();
-            std::panic::set_hook(Box::new(move |info| {
+        // ratatui's hook leaves raw mode and the alternate screen, for a panic on any
+        // thread. Only a panic of the TUI's own thread ends the screen: another thread's
+        // (the recorder's) is caught there and shown in the footer.
+        let ratatui_hook = std::panic::take_hook();
+        let tui_thread = std::thread::current().id();
+        std::panic::set_hook(Box::new(move |info| {
+            if std::thread::current().id() == tui_thread {
                 let _ = execute!(io::stdout(), DisableMouseCapture);
                 ratatui_hook(info);
-            }));
+            }
+        }));
+        let mut guard = TerminalGuard {
+            terminal,
+            mouse: false,
+        };
+        if mouse {
             execute!(io::stdout(), EnableMouseCapture)?;
+            guard.mouse = true;
         }
-        Ok(TerminalGuard { terminal, mouse })
+        Ok(guard)
     }
 
     /// The terminal to draw on.
@@ -51,9 +60,11 @@ impl Drop for TerminalGuard {
         if self.mouse {
             let _ = execute!(io::stdout(), DisableMouseCapture);
         }
-        // Show the cursor again, leave the alternate screen, leave raw mode.
+        // Show the cursor again, leave the alternate screen, leave raw mode, and give
+        // panics their default hook back.
         let _ = self.terminal.show_cursor();
         ratatui::restore();
+        drop(std::panic::take_hook());
         let _ = io::stdout().flush();
     }
 }

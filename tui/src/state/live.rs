@@ -113,14 +113,24 @@ impl Latency {
     pub fn add(&mut self, interval: &Histogram<u64>) {
         self.last = LatencySummary::of(interval);
         let merged = match &mut self.total {
+            // Totals stop short of the decoder's bound, as the session's own merge does.
+            Some(total)
+                if total.len().saturating_add(interval.len())
+                    > benchtop_sessions::histogram::MAX_TOTAL_COUNT =>
+            {
+                false
+            }
             Some(total) => total.add(interval).is_ok(),
             None => {
-                self.total = Some(interval.clone());
+                // A decoded interval keeps only the range its values need: the total grows
+                // with the slower intervals that come later.
+                let mut total = interval.clone();
+                total.auto(true);
+                self.total = Some(total);
                 true
             }
         };
         if !merged {
-            // Values beyond the total's range (the decoder bounds them): keep what we have.
             return;
         }
         if let Some(total) = &self.total {
@@ -306,6 +316,22 @@ mod tests {
             let ratio = pair[1].low as f64 / pair[0].low as f64;
             assert!((ratio - 10f64.powf(0.25)).abs() < 0.01, "{ratio}");
         }
+    }
+
+    #[test]
+    fn a_later_slower_interval_still_counts_in_the_run() {
+        // Decoded intervals are compacted to their own range, as the recorder sends them.
+        let decode = |values: &[u64]| {
+            let encoded = benchtop_workloads::protocol::encode_histogram(&histogram(values));
+            benchtop_sessions::histogram::HistogramDecoder::new()
+                .decode(&encoded)
+                .expect("decode")
+        };
+        let mut latency = Latency::default();
+        latency.add(&decode(&[1_000, 2_000]));
+        latency.add(&decode(&[5_000_000_000]));
+        assert_eq!(latency.run.count, 3);
+        assert!(latency.run.max >= 4_990_000_000, "{:?}", latency.run);
     }
 
     #[test]

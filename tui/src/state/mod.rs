@@ -84,9 +84,11 @@ pub enum AppEvent {
     Live(LiveEvent),
     /// The recording is over (the recorder's result, or why it failed).
     Finished(Result<RecordOutcome, String>),
-    /// The complete stacks of the finished session, read from its folded files:
-    /// cpu.folded and offcpu.folded, when there are.
-    FinalStacks(Box<(Option<StackTree>, Option<StackTree>)>),
+    /// The complete stacks of a finished session, read from its folded files: the
+    /// session's directory, then cpu.folded and offcpu.folded when there are.
+    FinalStacks(Box<(PathBuf, Option<StackTree>, Option<StackTree>)>),
+    /// Something the loop could not do; said in the footer.
+    Error(String),
     /// What a scan for orphans found, or why it failed.
     Orphans(Result<Vec<Orphan>, String>),
     /// What became of the orphans asked to end: pid and outcome, in words.
@@ -336,9 +338,11 @@ impl State {
         self.apply_baseline(baseline);
     }
 
-    fn apply_baseline(&mut self, baseline: Baseline) {
-        self.cpu_flame.set_baseline(baseline.cpu.clone());
-        self.off_flame.set_baseline(baseline.offcpu.clone());
+    /// Hands the baseline's stacks to the flame panes (which keep them) and keeps the
+    /// rest.
+    fn apply_baseline(&mut self, mut baseline: Baseline) {
+        self.cpu_flame.set_baseline(baseline.cpu.take());
+        self.off_flame.set_baseline(baseline.offcpu.take());
         self.baseline = Some(baseline);
     }
 
@@ -385,6 +389,10 @@ impl State {
             }
             AppEvent::Live(event) => {
                 if self.paused {
+                    if matches!(event, LiveEvent::Stacks(_)) {
+                        // Only the newest stacks matter: each copy holds the whole run.
+                        self.held.retain(|e| !matches!(e, LiveEvent::Stacks(_)));
+                    }
                     self.held.push(event);
                 } else {
                     self.on_live(event, now);
@@ -416,8 +424,16 @@ impl State {
                 self.launcher.recent = sessions;
                 Vec::new()
             }
+            AppEvent::Error(text) => {
+                self.flash(text, true, now);
+                Vec::new()
+            }
             AppEvent::FinalStacks(stacks) => {
-                let (cpu, offcpu) = *stacks;
+                let (dir, cpu, offcpu) = *stacks;
+                if self.run.dir.as_ref() != Some(&dir) {
+                    // An earlier run's, arriving after a new run began.
+                    return Vec::new();
+                }
                 if let Some(tree) = cpu {
                     self.set_tree(FlameKind::OnCpu, tree);
                 }
@@ -499,10 +515,13 @@ impl State {
                     status,
                     benchtop_sessions::Status::Complete | benchtop_sessions::Status::Stopped
                 );
+                // In the footer for a while, in the header for good.
+                self.run.status_line.clone_from(&text);
                 self.flash(text, bad, now);
                 effects.push(Effect::LoadFinalStacks(outcome.dir));
             }
             Err(e) => {
+                self.run.status_line = format!("the recording failed: {e}");
                 self.flash(format!("the recording failed: {e}"), true, now);
                 self.run.status = RunStatus::Failed(e);
             }
@@ -585,18 +604,20 @@ impl State {
             }
             Key::Char('-') => self.window_s = (self.window_s * 2.0).min(WINDOW_RANGE_S.1),
             Key::Char('b') => self.take_baseline(now),
-            Key::Char('s') => {
-                if self.run.status.is_over() {
-                    self.flash(
-                        "the run is over: its session is complete".into(),
-                        false,
-                        now,
-                    );
-                } else {
+            Key::Char('s') => match self.run.status {
+                RunStatus::Running => {
                     self.flash("saving a snapshot of the session…".into(), false, now);
                     return vec![Effect::SaveSnapshot];
                 }
-            }
+                RunStatus::Starting => {
+                    self.flash(
+                        "nothing to save yet: the run has not started".into(),
+                        true,
+                        now,
+                    );
+                }
+                _ => self.flash("the run is over: its session is written".into(), false, now),
+            },
             Key::Char('d') => self.toggle_differential(now),
             Key::Esc => return self.back_out(),
             _ if self.focus == Pane::Flame => self.on_flame_key(key),
@@ -722,7 +743,7 @@ impl State {
     }
 
     fn quit(&mut self, now: Instant) -> Vec<Effect> {
-        if self.run.status.is_over() || self.quit_requested {
+        if self.screen != Screen::Live || self.run.status.is_over() || self.quit_requested {
             // Over, or asked twice: leave now.
             return vec![Effect::Quit];
         }
@@ -1024,6 +1045,18 @@ mod tests {
     fn s_asks_for_a_snapshot_while_the_run_goes_on() {
         let mut s = state();
         let now = Instant::now();
+        assert!(
+            keys(&mut s, &[Key::Char('s')], now).is_empty(),
+            "not started"
+        );
+        s.update(
+            AppEvent::Live(LiveEvent::Started {
+                throughput: None,
+                latency: None,
+                sampling: String::new(),
+            }),
+            now,
+        );
         assert_eq!(keys(&mut s, &[Key::Char('s')], now), [Effect::SaveSnapshot]);
         s.update(AppEvent::Finished(Err("gone".into())), now);
         assert!(keys(&mut s, &[Key::Char('s')], now).is_empty());
@@ -1043,6 +1076,51 @@ mod tests {
         assert!(s.baseline.is_some());
         keys(&mut s, &[Key::Char('d')], now);
         assert!(s.cpu_flame.differential() && s.cpu_flame.baseline().is_some());
+    }
+
+    #[test]
+    fn while_paused_only_the_newest_stacks_are_held() {
+        let mut s = state();
+        let now = Instant::now();
+        keys(&mut s, &[Key::Char(' ')], now);
+        for w in 1..=5 {
+            s.update(stacks(tree(&[("bt-ring;main;work", w)])), now);
+        }
+        assert_eq!(s.held(), 1);
+        keys(&mut s, &[Key::Char(' ')], now);
+        assert_eq!(s.cpu_flame.tree().total_weight(), 5);
+    }
+
+    #[test]
+    fn final_stacks_of_an_earlier_run_are_ignored() {
+        let mut s = state();
+        let now = Instant::now();
+        s.update(
+            AppEvent::Live(LiveEvent::Spawned {
+                dir: "sessions/b".into(),
+                pid: 2,
+            }),
+            now,
+        );
+        let late = |dir: &str| {
+            AppEvent::FinalStacks(Box::new((
+                dir.into(),
+                Some(tree(&[("bt-ring;main;work", 9)])),
+                None,
+            )))
+        };
+        s.update(late("sessions/a"), now);
+        assert!(s.cpu_flame.is_empty());
+        s.update(late("sessions/b"), now);
+        assert_eq!(s.cpu_flame.tree().total_weight(), 9);
+    }
+
+    #[test]
+    fn q_with_the_help_open_on_the_launcher_quits_at_once() {
+        let mut s = State::with_launcher(LauncherState::from_cli(), true);
+        let now = Instant::now();
+        keys(&mut s, &[Key::Char('?')], now);
+        assert_eq!(keys(&mut s, &[Key::Char('q')], now), [Effect::Quit]);
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub fn draw(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
         Screen::Orphans => orphans::draw(state, screen, buf),
         Screen::Live => draw_live(state, now, screen, buf),
     }
-    draw_footer(state, footer, buf);
+    draw_footer(state, now, footer, buf);
     if state.help {
         draw_help(state, area, buf);
     }
@@ -155,13 +155,24 @@ fn draw_header(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
     if let Some(baseline) = &state.baseline {
         first.push(Span::raw(format!("  baseline {}", baseline.source)));
     }
-    let mut second = vec![Span::raw(format!(" {}", run.params))];
-    if let Some(dir) = &run.dir {
+    let mut second = Vec::new();
+    if !run.status_line.is_empty() && run.status != RunStatus::Running {
+        // Starting, stopping, how the run ended (SIGTERM to a worker that ignored stop…),
+        // before anything else on the line.
         second.push(Span::styled(
-            format!("  → {}", dir.display()),
-            Style::new().add_modifier(Modifier::DIM),
+            format!(" {}", run.status_line),
+            accent(state, status_color),
         ));
     }
+    second.push(Span::raw(format!(" {}", run.params)));
+    let dim = Style::new().add_modifier(Modifier::DIM);
+    if let Some(dir) = &run.dir {
+        second.push(Span::styled(format!("  → {}", dir.display()), dim));
+    }
+    if let Some(pid) = run.pid {
+        second.push(Span::styled(format!("  pid {pid}"), dim));
+    }
+
     Paragraph::new(vec![Line::from(first), Line::from(second)]).render(area, buf);
 }
 
@@ -199,7 +210,7 @@ fn draw_pane(state: &State, pane: Pane, area: Rect, buf: &mut Buffer) {
 }
 
 /// The keys that work where the focus is, or the flash message, or the search line.
-fn draw_footer(state: &State, area: Rect, buf: &mut Buffer) {
+fn draw_footer(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
     let line = if let Some(query) = &state.search_input {
         Line::from(vec![
             Span::styled("/", accent(state, Color::Yellow)),
@@ -221,7 +232,11 @@ fn draw_footer(state: &State, area: Rect, buf: &mut Buffer) {
         .filter(|_| state.screen == Screen::Launcher)
     {
         Line::from(Span::styled(format!(" {error}"), accent(state, Color::Red)))
-    } else if let Some(flash) = &state.flash {
+    } else if let Some(flash) = state
+        .flash
+        .as_ref()
+        .filter(|f| now.saturating_duration_since(f.at) < crate::state::FLASH_FOR)
+    {
         let style = if flash.error {
             accent(state, Color::Red)
         } else {
