@@ -46,6 +46,30 @@ pub(crate) fn write_sorted_folded_svg(
     out.flush().map_err(render)
 }
 
+/// Renders differential folded text ([`crate::compare::diff_folded`]: `stack a b` lines)
+/// as inferno's differential flamegraph: widths from B, red where B grew, blue where it
+/// shrank. `negate` draws the other view: widths from A, colours as from B to A (the
+/// frames that vanished stand out).
+pub fn write_differential_svg(
+    diff_folded: &str,
+    title: &str,
+    count_name: &str,
+    negate: bool,
+    mut out: impl Write,
+) -> Result<(), SessionError> {
+    let render = |e| SessionError::Flamegraph { source: e };
+    if diff_folded.trim().is_empty() {
+        return write_empty_svg(title, &mut out).map_err(render);
+    }
+    let mut options = Options::default();
+    options.title = title.to_owned();
+    options.count_name = count_name.to_owned();
+    options.hash = true;
+    options.negate_differentials = negate;
+    flamegraph::from_lines(&mut options, diff_folded.lines(), &mut out).map_err(render)?;
+    out.flush().map_err(render)
+}
+
 /// Renders folded stack lines (see [`StackTree::read_folded`]; `source` names them in errors)
 /// like [`write_flamegraph_svg`].
 pub fn write_folded_flamegraph_svg(
@@ -107,6 +131,18 @@ mod tests {
         let mut out = Vec::new();
         write_flamegraph_svg(tree, title, "samples", &mut out).unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_differential_svg_colours_growth_and_its_negation_differs() {
+        let diff = "p;grew 10 30\np;shrank 30 10\n";
+        let mut out = Vec::new();
+        write_differential_svg(diff, "diff", "samples", false, &mut out).unwrap();
+        let svg = String::from_utf8(out).unwrap();
+        assert!(svg.contains("grew") && svg.contains("shrank"));
+        let mut negated = Vec::new();
+        write_differential_svg(diff, "diff", "samples", true, &mut negated).unwrap();
+        assert_ne!(svg.as_bytes(), negated.as_slice());
     }
 
     #[test]

@@ -53,6 +53,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod compare;
 mod error;
 pub mod flame;
 pub mod histogram;

@@ -723,7 +723,7 @@ impl Session {
     }
 
     /// The intervals of latency.hlog merged per metric; merge failures go to `notes`.
-    fn merged_latency(&self, notes: &mut Vec<String>) -> BTreeMap<&str, Histogram<u64>> {
+    pub(crate) fn merged_latency(&self, notes: &mut Vec<String>) -> BTreeMap<&str, Histogram<u64>> {
         let mut merged: BTreeMap<&str, Histogram<u64>> = BTreeMap::new();
         let mut full: Vec<&str> = Vec::new();
         for interval in &self.latency {

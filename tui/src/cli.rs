@@ -61,6 +61,20 @@ benchtop attach $(pgrep -n my-server) --record /tmp/server-profile")]
         /// The session directory.
         dir: PathBuf,
     },
+    /// Compare session B against session A: every comparable figure with a verdict
+    /// judged from the per-interval samples, the differential flamegraphs, and the
+    /// functions whose share moved most.
+    ///
+    /// Verdicts come from a bootstrap of the intervals (95 %), as criterion judges: a
+    /// change is improved or regressed only beyond the threshold and the noise. The
+    /// differential stacks (diff-cpu.folded, diff-cpu.svg and diff-cpu-negated.svg, and
+    /// the same for off-CPU) go to --out.
+    #[command(
+        after_help = "Examples:\n  benchtop compare sessions/before sessions/after\n  \
+benchtop compare A B --markdown --threshold 5% --fail-on-regression\n  \
+benchtop compare A B --json --out /tmp/diff"
+    )]
+    Compare(CompareArgs),
     /// List the processes that earlier runs left behind, and end them.
     ///
     /// A process is left behind (an orphan) when it carries benchtop's marker environment
@@ -101,6 +115,52 @@ pub struct RunArgs {
     /// Any program to run and profile instead of a built-in workload: `-- <command> [args]`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,
+}
+
+/// `benchtop compare`: the two sessions and how to report.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The session to compare against (before).
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// The session compared (after).
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    /// Where the differential stacks go [default: `./compare-A-vs-B`, from the two
+    /// directories' names].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print JSON instead of the table.
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Print a Markdown table (for CI comments).
+    #[arg(long)]
+    pub markdown: bool,
+    /// Changes smaller than this are within noise (`2%` or `0.02`).
+    #[arg(long, value_name = "T", default_value = "2%", value_parser = parse_fraction)]
+    pub threshold: f64,
+    /// Exit with status 1 when a figure regressed beyond the threshold.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Compare raw stack weights instead of scaling A's to B's total first.
+    #[arg(long)]
+    pub no_normalize: bool,
+}
+
+/// `2%` or `0.02`.
+fn parse_fraction(text: &str) -> Result<f64, String> {
+    let (number, scale) = match text.trim().strip_suffix('%') {
+        Some(n) => (n, 100.0),
+        None => (text.trim(), 1.0),
+    };
+    let v: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a fraction (try 2% or 0.02)"))?;
+    let v = v / scale;
+    if !(0.0..1.0).contains(&v) {
+        return Err(format!("{text} is out of range: between 0% and 100%"));
+    }
+    Ok(v)
 }
 
 /// `benchtop attach`: the process and how to record it.
@@ -345,6 +405,14 @@ mod tests {
             assert_eq!(args.grace, Duration::from_secs(5));
         }
         assert!(Cli::try_parse_from(["benchtop", "reap", "--signal", "HUP"]).is_err());
+    }
+
+    #[test]
+    fn thresholds_read_as_percent_or_fraction() {
+        assert_eq!(parse_fraction("2%"), Ok(0.02));
+        assert_eq!(parse_fraction("0.05"), Ok(0.05));
+        assert!(parse_fraction("150%").is_err());
+        assert!(parse_fraction("two").unwrap_err().contains("try 2%"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 mod app;
 pub mod cli;
+mod compare;
 mod external;
 mod reap;
 pub mod record;
@@ -76,6 +77,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::ExecGate { command }) => Ok(external::exec_gate(&command)),
         Some(Command::Reap(args)) => reap::reap(&args),
         Some(Command::Show { dir }) => show::show(&dir),
+        Some(Command::Compare(args)) => compare::compare(&args),
         Some(Command::Worker { workload }) => worker(&workload),
     }
 }

@@ -5,6 +5,7 @@
 // the test functions themselves.
 #![allow(clippy::unwrap_used)]
 
+mod compare;
 mod compat;
 mod flame;
 mod hlog;

@@ -2,6 +2,7 @@
 //! terminal (tmux).
 #![allow(clippy::unwrap_used)]
 
+mod compare;
 mod deps;
 mod external;
 mod process_tree;

@@ -1,0 +1,174 @@
+//! `benchtop compare A B`: the comparison table, the differential stacks and the movers.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use benchtop_sessions::compare::{self, CompareOptions, Comparison, Mover};
+use benchtop_sessions::flame::write_differential_svg;
+use benchtop_sessions::store::Session;
+use benchtop_sessions::{StackKind, StackTree};
+use serde::Serialize;
+
+use crate::cli::CompareArgs;
+
+/// Functions listed as movers per profile.
+const MOVERS: usize = 10;
+
+/// What `--json` prints.
+#[derive(Debug, Serialize)]
+struct Report<'a> {
+    #[serde(flatten)]
+    comparison: &'a Comparison,
+    movers: Vec<Movers>,
+    files: Vec<String>,
+}
+
+/// The movers of one profile.
+#[derive(Debug, Serialize)]
+struct Movers {
+    profile: &'static str,
+    movers: Vec<Mover>,
+}
+
+/// Compares the sessions of `args` and prints the result; the exit code is 1 with
+/// `--fail-on-regression` when a figure regressed.
+pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
+    let load = |dir: &Path, which| {
+        Session::load(dir)
+            .with_context(|| format!("cannot open session {which} ({})", dir.display()))
+    };
+    let (a, b) = (load(&args.a, "A")?, load(&args.b, "B")?);
+    let mut opts = CompareOptions::default();
+    opts.threshold = args.threshold;
+    let comparison = compare::compare(&a, &b, &opts);
+
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out(&args.a, &args.b));
+    let mut files = Vec::new();
+    let mut movers = Vec::new();
+    for (kind, profile, ta, tb) in [
+        (StackKind::Cpu, "cpu", &a.cpu, &b.cpu),
+        (StackKind::OffCpu, "offcpu", &a.offcpu, &b.offcpu),
+    ] {
+        let (Some(ta), Some(tb)) = (ta, tb) else {
+            continue;
+        };
+        if ta.is_empty() && tb.is_empty() {
+            continue;
+        }
+        files.extend(write_diff(
+            &out_dir,
+            kind,
+            profile,
+            ta,
+            tb,
+            !args.no_normalize,
+        )?);
+        movers.push(Movers {
+            profile,
+            movers: compare::movers(ta, tb, MOVERS),
+        });
+    }
+
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let report = Report {
+            comparison: &comparison,
+            movers,
+            files: files.iter().map(|f| f.display().to_string()).collect(),
+        };
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+    } else if args.markdown {
+        out.write_all(comparison.to_markdown().as_bytes())?;
+    } else {
+        out.write_all(comparison.to_text().as_bytes())?;
+        for m in &movers {
+            writeln!(
+                out,
+                "\nmoved most ({}; share of the profile, A → B)",
+                m.profile
+            )?;
+            writeln!(out, "  {:>17}  {:>17}  function", "self", "total")?;
+            for x in &m.movers {
+                writeln!(
+                    out,
+                    "  {:>6.1}% → {:>5.1}%  {:>6.1}% → {:>5.1}%  {}",
+                    x.self_a * 100.0,
+                    x.self_b * 100.0,
+                    x.total_a * 100.0,
+                    x.total_b * 100.0,
+                    x.name
+                )?;
+            }
+        }
+        if !files.is_empty() {
+            writeln!(out, "\ndifferential stacks in {}", out_dir.display())?;
+        }
+    }
+    out.flush()?;
+    let regressed: Vec<&str> = comparison.regressions().map(|f| f.name.as_str()).collect();
+    if args.fail_on_regression && !regressed.is_empty() {
+        eprintln!(
+            "benchtop: regressed beyond {:.1}%: {}",
+            args.threshold * 100.0,
+            regressed.join(", ")
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `./compare-<A>-vs-<B>`, from the sessions' directory names.
+fn default_out(a: &Path, b: &Path) -> PathBuf {
+    let name = |p: &Path| {
+        p.file_name().map_or_else(
+            || "session".to_owned(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    };
+    PathBuf::from(format!("compare-{}-vs-{}", name(a), name(b)))
+}
+
+/// Writes diff-<profile>.folded and its two flamegraphs; returns the files.
+fn write_diff(
+    dir: &Path,
+    kind: StackKind,
+    profile: &str,
+    a: &StackTree,
+    b: &StackTree,
+    normalize: bool,
+) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let diff = compare::diff_folded(a, b, normalize)?;
+    let folded = dir.join(format!("diff-{profile}.folded"));
+    std::fs::write(&folded, &diff).with_context(|| format!("cannot write {}", folded.display()))?;
+    let mut files = vec![folded];
+    let what = match kind {
+        StackKind::Cpu => "on-CPU",
+        _ => "off-CPU",
+    };
+    for (negate, suffix, title) in [
+        (
+            false,
+            "",
+            format!("{what}: B against A (red grew, blue shrank)"),
+        ),
+        (
+            true,
+            "-negated",
+            format!("{what}: A against B (negated: what B lost)"),
+        ),
+    ] {
+        let path = dir.join(format!("diff-{profile}{suffix}.svg"));
+        let mut svg = Vec::new();
+        write_differential_svg(&diff, &title, kind.count_name(), negate, &mut svg)?;
+        std::fs::write(&path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+        files.push(path);
+    }
+    Ok(files)
+}

@@ -1,0 +1,163 @@
+//! `benchtop compare A B` end to end, on sessions written with known differences (the
+//! statistics are unit-tested in benchtop-sessions; here the command: table, files, JSON,
+//! Markdown, exit codes).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use benchtop_sessions::meta::{HostInfo, WorkloadInfo};
+use benchtop_sessions::{SessionMeta, SessionWriter, StackKind, StackTree, Status, TimeseriesRow};
+use hdrhistogram::Histogram;
+
+use crate::support::benchtop;
+
+/// Writes a finished ring session of 20 intervals: throughput around `rate` (±1 %), a lap
+/// histogram per interval, and on-CPU stacks where `hot` takes `hot_share` of the samples.
+fn session(dir: &Path, mode: &str, rate: f64, hot: &str, hot_share: u64) {
+    let params = BTreeMap::from([("mode".to_owned(), serde_json::Value::from(mode))]);
+    let meta = SessionMeta::new(
+        "s",
+        WorkloadInfo::new("ring", params),
+        HostInfo::default(),
+        "2026-11-23T12:00:00Z",
+    );
+    let mut w = SessionWriter::create(dir, meta).unwrap();
+    for i in 0..20u32 {
+        let mut row = TimeseriesRow::default();
+        row.t_s = f64::from(i + 1) * 0.2;
+        row.interval_s = 0.2;
+        let wobble = 1.0 + (f64::from(i % 5) - 2.0) * 0.005;
+        row.rates.insert("messages".into(), rate * wobble);
+        w.append_row(&row).unwrap();
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+        h.record_n((1e11 / rate * wobble) as u64, 100).unwrap();
+        w.append_latency("lap", f64::from(i) * 0.2, 0.2, &h)
+            .unwrap();
+    }
+    let mut cpu = StackTree::new();
+    cpu.add_names(["bt-ring", "main", "run", hot], hot_share);
+    cpu.add_names(["bt-ring", "main", "run", "mailbox::send"], 100 - hot_share);
+    w.write_stacks(StackKind::Cpu, &cpu, "on-CPU").unwrap();
+    w.finish(Status::Complete, "2026-11-23T12:00:05Z".into())
+        .unwrap();
+}
+
+#[test]
+fn comparing_a_slower_session_flags_it_and_writes_differential_stacks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, out) = (
+        tmp.path().join("tell"),
+        tmp.path().join("ask"),
+        tmp.path().join("diff"),
+    );
+    // B: a third less throughput (laps a half longer), and `AskActor::poll` from 10 % to
+    // 60 % of the samples.
+    session(&a, "tell", 1.2e6, "AskActor::poll", 10);
+    session(&b, "ask", 0.8e6, "AskActor::poll", 60);
+
+    let table = benchtop()
+        .arg("compare")
+        .args([&a, &b])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&table.stderr)
+    );
+    assert!(text.contains("warning: parameter mode"), "{text}");
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} row:\n{text}"))
+            .to_owned()
+    };
+    assert!(row("messages/s ").ends_with("regressed"), "{text}");
+    assert!(row("lap p99 ").ends_with("regressed"), "{text}");
+    let movers = text.split("moved most (cpu").nth(1).unwrap_or_default();
+    let top = movers.lines().nth(2).unwrap_or_default();
+    assert!(
+        top.contains("AskActor::poll") && top.contains("10.0% →  60.0%"),
+        "{text}"
+    );
+    let diff = std::fs::read_to_string(out.join("diff-cpu.folded")).unwrap();
+    assert!(
+        diff.lines().all(|l| l.rsplitn(3, ' ').count() == 3),
+        "stack, A's weight, B's weight:\n{diff}"
+    );
+    assert!(
+        diff.contains("bt-ring;main;run;AskActor::poll 10 60"),
+        "{diff}"
+    );
+    assert!(
+        !out.join("diff-offcpu.folded").exists(),
+        "no off-CPU stacks on either side"
+    );
+    for svg in ["diff-cpu.svg", "diff-cpu-negated.svg"] {
+        let body = std::fs::read_to_string(out.join(svg)).unwrap();
+        assert!(body.contains("<svg"), "{svg}");
+    }
+
+    // For CI: JSON, and a failing exit on the regression.
+    let json = benchtop()
+        .arg("compare")
+        .args([&a, &b])
+        .args(["--json", "--fail-on-regression", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(json.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&json.stderr);
+    assert!(
+        stderr.contains("regressed beyond 2.0%") && stderr.contains("messages/s"),
+        "{stderr}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let figures = report["figures"].as_array().unwrap();
+    let rate = figures.iter().find(|f| f["name"] == "messages/s").unwrap();
+    assert_eq!(rate["verdict"], "regressed");
+    assert!(rate["change"].as_f64().unwrap() < 0.0);
+    assert!(
+        report["movers"][0]["movers"]
+            .as_array()
+            .is_some_and(|m| !m.is_empty())
+    );
+
+    // Against itself: nothing regresses, and --fail-on-regression passes.
+    let same = benchtop()
+        .arg("compare")
+        .args([&a, &a])
+        .args(["--markdown", "--fail-on-regression", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&same.stdout);
+    assert!(same.status.success(), "{md}");
+    assert!(
+        md.contains("| messages/s |") && !md.contains("**regressed**"),
+        "{md}"
+    );
+}
+
+#[test]
+fn a_broken_session_is_refused_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::write(a.join("session.json"), "{ not json").unwrap();
+    let output = benchtop()
+        .arg("compare")
+        .arg(&a)
+        .arg(tmp.path().join("missing"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("session A") && stderr.contains("session.json"),
+        "{stderr}"
+    );
+}
