@@ -722,8 +722,10 @@ impl Session {
         }
     }
 
-    /// The intervals of latency.hlog merged per metric; merge failures go to `notes`.
-    pub(crate) fn merged_latency(&self, notes: &mut Vec<String>) -> BTreeMap<&str, Histogram<u64>> {
+    /// The intervals of latency.hlog merged per metric (the key is the interval tag, empty
+    /// for an untagged log); intervals that cannot be merged, or that would take a total past
+    /// [`crate::histogram::MAX_TOTAL_COUNT`], are left out and said in `notes`.
+    pub fn merged_latency(&self, notes: &mut Vec<String>) -> BTreeMap<&str, Histogram<u64>> {
         let mut merged: BTreeMap<&str, Histogram<u64>> = BTreeMap::new();
         let mut full: Vec<&str> = Vec::new();
         for interval in &self.latency {

@@ -75,6 +75,14 @@ benchtop compare A B --markdown --threshold 5% --fail-on-regression\n  \
 benchtop compare A B --json --out /tmp/diff"
     )]
     Compare(CompareArgs),
+    /// Write a session in formats other tools read: the latency percentile distribution
+    /// (`.hgrm`, for hdr-plot and HistogramLogAnalyzer), speedscope profiles, and the
+    /// summary as Markdown or CSV. Files go into the session directory unless --out.
+    #[command(
+        after_help = "Examples:\n  benchtop export sessions/20261121-101500-ring\n  \
+benchtop export DIR --format hgrm --out /tmp/plots"
+    )]
+    Export(ExportArgs),
     /// List the processes that earlier runs left behind, and end them.
     ///
     /// A process is left behind (an orphan) when it carries benchtop's marker environment
@@ -145,6 +153,33 @@ pub struct CompareArgs {
     /// Compare raw stack weights instead of scaling A's to B's total first.
     #[arg(long)]
     pub no_normalize: bool,
+}
+
+/// `benchtop export`: the session and the formats.
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// The session directory.
+    pub dir: PathBuf,
+    /// What to write; repeat or separate with commas [default: all of them].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub format: Vec<ExportFormat>,
+    /// Where the files go [default: the session directory].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// The formats of `benchtop export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// latency.hgrm (`latency-METRIC.hgrm` with several metrics): percentile
+    /// distribution, milliseconds.
+    Hgrm,
+    /// cpu.speedscope.json and offcpu.speedscope.json, for <https://www.speedscope.app>.
+    Speedscope,
+    /// summary.md: the run and its figures as a Markdown table.
+    SummaryMd,
+    /// summary.csv: section,figure,value,unit.
+    SummaryCsv,
 }
 
 /// `2%` or `0.02`.

@@ -13,7 +13,7 @@ use crate::support::benchtop;
 
 /// Writes a finished ring session of 20 intervals: throughput around `rate` (±1 %), a lap
 /// histogram per interval, and on-CPU stacks where `hot` takes `hot_share` of the samples.
-fn session(dir: &Path, mode: &str, rate: f64, hot: &str, hot_share: u64) {
+pub fn session(dir: &Path, mode: &str, rate: f64, hot: &str, hot_share: u64) {
     let params = BTreeMap::from([("mode".to_owned(), serde_json::Value::from(mode))]);
     let meta = SessionMeta::new(
         "s",

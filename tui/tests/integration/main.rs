@@ -4,6 +4,7 @@
 
 mod compare;
 mod deps;
+mod export;
 mod external;
 mod process_tree;
 mod reap;

@@ -1,0 +1,262 @@
+//! Exports of a session into formats other tools read: the percentile distribution
+//! (`.hgrm`, what HdrHistogram's `outputPercentileDistribution` prints and hdr-plot
+//! reads), speedscope's JSON profile, and the summary as Markdown or CSV.
+//!
+//! ```
+//! use benchtop_sessions::export::hgrm;
+//! use hdrhistogram::Histogram;
+//!
+//! let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+//! h.record_n(1_000_000, 99).unwrap(); // 1 ms
+//! h.record(5_000_000).unwrap(); // 5 ms
+//! let text = hgrm(&h, 1e6); // nanoseconds printed as milliseconds
+//! assert!(text.contains("Total count    =          100"));
+//! ```
+
+use std::fmt::Write as _;
+
+use hdrhistogram::Histogram;
+use serde_json::json;
+
+use crate::units::human_ns;
+use crate::{Session, StackTree};
+
+/// Percentile ticks per half distance to 100 %, as HdrHistogram's tools print.
+const TICKS_PER_HALF_DISTANCE: u32 = 5;
+
+/// The percentile distribution of `h` in HdrHistogram's text format, values divided by
+/// `scale` (1e6 prints nanoseconds as milliseconds, as HistogramLogProcessor does).
+pub fn hgrm(h: &Histogram<u64>, scale: f64) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:>12} {:>14} {:>10} {:>14}\n",
+        "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
+    );
+    let mut total = 0u64;
+    for v in h.iter_quantiles(TICKS_PER_HALF_DISTANCE) {
+        total += v.count_since_last_iteration();
+        let q = v.quantile_iterated_to();
+        let value = v.value_iterated_to() as f64 / scale;
+        if q < 1.0 {
+            let _ = writeln!(
+                out,
+                "{value:12.3} {q:2.12} {total:10} {:14.2}",
+                1.0 / (1.0 - q)
+            );
+        } else {
+            let _ = writeln!(out, "{value:12.3} {q:2.12} {total:10}");
+        }
+    }
+    let sub_buckets = (2.0 * 10f64.powi(i32::from(h.sigfig())))
+        .log2()
+        .ceil()
+        .exp2() as u64;
+    let _ = writeln!(
+        out,
+        "#[Mean    = {:12.3}, StdDeviation   = {:12.3}]",
+        h.mean() / scale,
+        h.stdev() / scale
+    );
+    let _ = writeln!(
+        out,
+        "#[Max     = {:12.3}, Total count    = {:12}]",
+        h.max() as f64 / scale,
+        h.len()
+    );
+    let _ = writeln!(
+        out,
+        "#[Buckets = {:12}, SubBuckets     = {:12}]",
+        h.buckets(),
+        sub_buckets
+    );
+    out
+}
+
+/// `tree` as a speedscope profile (<https://www.speedscope.app>, its file format): one
+/// sampled profile whose samples are the tree's stacks and weights its weights, in `unit`
+/// (`none` for samples, `microseconds` for off-CPU time).
+pub fn speedscope(tree: &StackTree, name: &str, unit: &str) -> serde_json::Value {
+    let mut frames: Vec<&str> = Vec::new();
+    let mut index: std::collections::HashMap<crate::FrameId, usize> =
+        std::collections::HashMap::new();
+    let mut samples: Vec<Vec<usize>> = Vec::new();
+    let mut weights: Vec<u64> = Vec::new();
+    tree.for_each_stack(|stack, weight| {
+        let ids = stack
+            .iter()
+            .map(|&f| {
+                *index.entry(f).or_insert_with(|| {
+                    frames.push(tree.name(f));
+                    frames.len() - 1
+                })
+            })
+            .collect();
+        samples.push(ids);
+        weights.push(weight);
+    });
+    json!({
+        "$schema": "https://www.speedscope.app/file-format-schema.json",
+        "exporter": format!("benchtop {}", env!("CARGO_PKG_VERSION")),
+        "name": name,
+        "activeProfileIndex": 0,
+        "shared": { "frames": frames.iter().map(|n| json!({ "name": n })).collect::<Vec<_>>() },
+        "profiles": [{
+            "type": "sampled",
+            "name": name,
+            "unit": unit,
+            "startValue": 0,
+            "endValue": tree.total_weight(),
+            "samples": samples,
+            "weights": weights,
+        }],
+    })
+}
+
+/// One line of the summary: section, name, value, unit.
+type SummaryLine = (&'static str, String, f64, String);
+
+/// What the summary holds: the workload's figures, the whole run's latency percentiles,
+/// peaks of the resources.
+fn summary_lines(s: &Session) -> Vec<SummaryLine> {
+    let mut lines: Vec<SummaryLine> = s
+        .meta
+        .summary
+        .iter()
+        .map(|f| ("workload", f.name.clone(), f.value, f.unit.clone()))
+        .collect();
+    let mut notes = Vec::new();
+    for (tag, h) in s.merged_latency(&mut notes) {
+        let tag = if tag.is_empty() { "latency" } else { tag };
+        for (name, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99.9", 0.999)] {
+            lines.push((
+                "latency",
+                format!("{tag} {name}"),
+                h.value_at_quantile(q) as f64,
+                "ns".into(),
+            ));
+        }
+        lines.push(("latency", format!("{tag} max"), h.max() as f64, "ns".into()));
+        lines.push((
+            "latency",
+            format!("{tag} count"),
+            h.len() as f64,
+            String::new(),
+        ));
+    }
+    let resources = || s.rows.iter().filter_map(|r| r.resources.as_ref());
+    if let Some(peak) = resources().map(|r| r.peak_rss_bytes.max(r.rss_bytes)).max() {
+        lines.push(("resources", "peak RSS".into(), peak as f64, "bytes".into()));
+    }
+    if let Some(threads) = resources().map(|r| r.threads).max() {
+        lines.push((
+            "resources",
+            "max threads".into(),
+            f64::from(threads),
+            String::new(),
+        ));
+    }
+    lines
+}
+
+/// The summary as Markdown: the run, then a table of its figures.
+pub fn summary_markdown(s: &Session) -> String {
+    let m = &s.meta;
+    let mut out = format!("# {} — {}\n\n", m.workload.name, m.id);
+    let _ = writeln!(
+        out,
+        "- status: {}\n- started: {}\n- host: {} ({} cores, Linux {})\n- benchtop {}\n",
+        m.status, m.started_at, m.host.hostname, m.host.cores, m.host.kernel, m.benchtop_version
+    );
+    out.push_str("| section | figure | value | unit |\n|---|---|---:|---|\n");
+    for (section, name, value, unit) in summary_lines(s) {
+        let shown = match unit.as_str() {
+            "ns" => human_ns(value),
+            _ => format!("{value}"),
+        };
+        let _ = writeln!(out, "| {section} | {name} | {shown} | {unit} |");
+    }
+    out
+}
+
+/// The summary as CSV: `section,figure,value,unit`, values in their unit (no rounding).
+pub fn summary_csv(s: &Session) -> String {
+    let mut out = String::from("section,figure,value,unit\n");
+    let quote = |v: &str| {
+        if v.contains([',', '"', '\n']) {
+            format!("\"{}\"", v.replace('"', "\"\""))
+        } else {
+            v.to_owned()
+        }
+    };
+    for (section, name, value, unit) in summary_lines(s) {
+        let _ = writeln!(out, "{section},{},{value},{}", quote(&name), quote(&unit));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn histogram() -> Histogram<u64> {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+        for v in 1..=1000u64 {
+            h.record(v * 1_000).unwrap();
+        }
+        h
+    }
+
+    #[test]
+    fn the_hgrm_text_has_hdrhistograms_header_rows_and_footer() {
+        let text = hgrm(&histogram(), 1e6);
+        let mut lines = text.lines();
+        assert_eq!(
+            lines.next(),
+            Some("       Value     Percentile TotalCount 1/(1-Percentile)")
+        );
+        assert_eq!(lines.next(), Some(""));
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .skip(1)
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        // Percentiles rise to 1, counts to the total, values to the max (1 ms).
+        let last = rows.last().unwrap();
+        assert_eq!(last[1], "1.000000000000");
+        assert_eq!(last[2], "1000");
+        assert!(last[0].starts_with("1.00"), "{last:?}");
+        assert!(
+            rows.windows(2)
+                .all(|w| w[0][2].parse::<u64>().unwrap() <= w[1][2].parse::<u64>().unwrap())
+        );
+        assert!(
+            text.contains("#[Max     =        1.000, Total count    =         1000]"),
+            "{text}"
+        );
+        assert!(text.contains("SubBuckets     =         2048"), "{text}");
+    }
+
+    #[test]
+    fn speedscope_profiles_share_frames_and_keep_weights() {
+        let mut t = StackTree::new();
+        t.add_names(["p", "main", "work"], 3);
+        t.add_names(["p", "main", "idle"], 1);
+        let v = speedscope(&t, "ring", "none");
+        let frames = v["shared"]["frames"].as_array().unwrap();
+        assert_eq!(frames.len(), 4, "p, main, work, idle once each");
+        let profile = &v["profiles"][0];
+        assert_eq!(profile["type"], "sampled");
+        assert_eq!(profile["endValue"], 4);
+        let weights: Vec<u64> = profile["weights"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_u64().unwrap())
+            .collect();
+        assert_eq!(weights.iter().sum::<u64>(), 4);
+        let first = profile["samples"][0].as_array().unwrap();
+        assert_eq!(frames[first[0].as_u64().unwrap() as usize]["name"], "p");
+    }
+}

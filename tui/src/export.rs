@@ -1,0 +1,104 @@
+//! `benchtop export DIR`: a session in formats other tools read.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use benchtop_sessions::StackTree;
+use benchtop_sessions::export::{hgrm, speedscope, summary_csv, summary_markdown};
+use benchtop_sessions::store::Session;
+
+use crate::cli::{ExportArgs, ExportFormat};
+
+/// Nanoseconds per millisecond: `.hgrm` files print milliseconds, as HdrHistogram's
+/// HistogramLogProcessor does.
+const NS_PER_MS: f64 = 1e6;
+
+/// Writes the formats asked for and prints each file written.
+pub fn export(args: &ExportArgs) -> Result<ExitCode> {
+    let session = Session::load(&args.dir)
+        .with_context(|| format!("cannot open the session {}", args.dir.display()))?;
+    let out = args.out.clone().unwrap_or_else(|| args.dir.clone());
+    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    let formats = if args.format.is_empty() {
+        vec![
+            ExportFormat::Hgrm,
+            ExportFormat::Speedscope,
+            ExportFormat::SummaryMd,
+            ExportFormat::SummaryCsv,
+        ]
+    } else {
+        args.format.clone()
+    };
+    let mut written = Vec::new();
+    for format in formats {
+        match format {
+            ExportFormat::Hgrm => {
+                let mut notes = Vec::new();
+                let merged = session.merged_latency(&mut notes);
+                for note in notes {
+                    eprintln!("benchtop: warning: {note}");
+                }
+                if merged.is_empty() {
+                    eprintln!("benchtop: no latency in this session: no .hgrm written");
+                }
+                let several = merged.len() > 1;
+                for (tag, h) in &merged {
+                    let name = match (several, tag.is_empty()) {
+                        (true, false) => format!("latency-{tag}.hgrm"),
+                        _ => "latency.hgrm".to_owned(),
+                    };
+                    written.push(write(&out, &name, hgrm(h, NS_PER_MS).as_bytes())?);
+                }
+            }
+            ExportFormat::Speedscope => {
+                let name = &session.meta.workload.name;
+                for (file, tree, unit) in [
+                    ("cpu.speedscope.json", &session.cpu, "none"),
+                    ("offcpu.speedscope.json", &session.offcpu, "microseconds"),
+                ] {
+                    if let Some(tree) = tree.as_ref().filter(|t| !t.is_empty()) {
+                        written.push(write_speedscope(&out, file, tree, name, unit)?);
+                    }
+                }
+            }
+            ExportFormat::SummaryMd => {
+                written.push(write(
+                    &out,
+                    "summary.md",
+                    summary_markdown(&session).as_bytes(),
+                )?);
+            }
+            ExportFormat::SummaryCsv => {
+                written.push(write(
+                    &out,
+                    "summary.csv",
+                    summary_csv(&session).as_bytes(),
+                )?);
+            }
+        }
+    }
+    let mut stdout = std::io::stdout().lock();
+    for path in written {
+        writeln!(stdout, "{}", path.display())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_speedscope(
+    dir: &Path,
+    file: &str,
+    tree: &StackTree,
+    name: &str,
+    unit: &str,
+) -> Result<PathBuf> {
+    let json = serde_json::to_vec(&speedscope(tree, name, unit))?;
+    write(dir, file, &json)
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
