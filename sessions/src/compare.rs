@@ -28,6 +28,7 @@ use std::fmt::{self, Write as _};
 use serde::Serialize;
 
 use crate::meta::Better;
+use crate::units::human_count;
 use crate::{Session, SessionError, StackTree};
 
 /// How to compare.
@@ -543,26 +544,11 @@ fn show(value: f64, unit: &str) -> String {
     match unit {
         "ns" => crate::units::human_ns(value),
         "bytes" => crate::units::human_bytes(value.max(0.0) as u64),
-        "/s" => format!("{}/s", count(value)),
+        "/s" => format!("{}/s", human_count(value)),
         "%" => format!("{value:.1}%"),
         "s" => format!("{value:.3} s"),
-        "" => count(value),
-        unit => format!("{} {unit}", count(value)),
-    }
-}
-
-fn count(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1e9 {
-        format!("{:.2} G", v / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.2} M", v / 1e6)
-    } else if a >= 1e4 {
-        format!("{:.1} k", v / 1e3)
-    } else if a == a.trunc() || a >= 100.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
+        "" => human_count(value),
+        unit => format!("{} {unit}", human_count(value)),
     }
 }
 

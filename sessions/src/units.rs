@@ -2,11 +2,29 @@
 //! `benchtop show` and the TUI print them.
 //!
 //! ```
-//! use benchtop_sessions::units::{human_bytes, human_ns};
+//! use benchtop_sessions::units::{human_bytes, human_count, human_ns};
 //!
+//! assert_eq!(human_count(12_345.0), "12.3 k");
 //! assert_eq!(human_ns(1_234.0), "1.23 µs");
 //! assert_eq!(human_bytes(14 << 20), "14.0 MiB");
 //! ```
+
+/// A count or rate for people, in a few characters: `950`, `41.5`, `12.3 k`, `8.20 M`,
+/// `1.05 G`. Below 100 a fraction keeps one decimal; whole numbers and larger values none.
+pub fn human_count(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.2} G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2} M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.1} k", v / 1e3)
+    } else if a == a.trunc() || a >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
 
 /// Nanoseconds for people: three significant digits, a space, and the largest of `ns`, `µs`,
 /// `ms` and `s` that keeps the number at 1 or more.

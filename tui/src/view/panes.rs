@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use benchtop_sessions::units::{human_bytes, human_ns};
+use benchtop_sessions::units::{human_bytes, human_count, human_ns};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -244,20 +244,6 @@ pub fn resources(state: &State, area: Rect, buf: &mut Buffer) {
         }))
         .collect();
     Paragraph::new(lines).render(bars, buf);
-}
-
-/// A count or rate in a few characters: 950, 12.3 k, 8.20 M, 1.05 G.
-pub fn human_count(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1e9 {
-        format!("{:.2} G", v / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.2} M", v / 1e6)
-    } else if a >= 1e4 {
-        format!("{:.1} k", v / 1e3)
-    } else {
-        format!("{v:.0}")
-    }
 }
 
 #[cfg(test)]
