@@ -63,6 +63,73 @@ const _: () = assert!(MAX_ENCODED_BYTES >= V2_HEADER_LEN + 9 * MAX_COUNTS_LEN);
 /// be merged before their sum can.
 pub const MAX_TOTAL_COUNT: u64 = 1 << 48;
 
+/// Why an interval was left out of a [`Total`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TotalError {
+    /// The total would pass [`MAX_TOTAL_COUNT`]; it takes no more intervals.
+    Full,
+    /// The interval does not fit the total (hdrhistogram's reason).
+    Add(String),
+}
+
+impl std::fmt::Display for TotalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TotalError::Full => write!(f, "the total would pass {MAX_TOTAL_COUNT} values"),
+            TotalError::Add(why) => f.write_str(why),
+        }
+    }
+}
+
+/// A running total of interval histograms of one metric: it grows to the range of later,
+/// slower intervals (a decoded interval keeps only the range its own values need), and
+/// stops short of [`MAX_TOTAL_COUNT`], past which percentiles would overflow.
+#[derive(Debug, Clone, Default)]
+pub struct Total {
+    histogram: Option<Histogram<u64>>,
+    full: bool,
+}
+
+impl Total {
+    /// Adds `interval`; one that would pass the cap, or that does not fit, is left out.
+    pub fn add(&mut self, interval: &Histogram<u64>) -> Result<(), TotalError> {
+        if self.full {
+            return Err(TotalError::Full);
+        }
+        match &mut self.histogram {
+            Some(total) if total.len().saturating_add(interval.len()) > MAX_TOTAL_COUNT => {
+                self.full = true;
+                Err(TotalError::Full)
+            }
+            Some(total) => total
+                .add(interval)
+                .map_err(|e| TotalError::Add(e.to_string())),
+            None => {
+                let mut total = interval.clone();
+                total.auto(true);
+                self.histogram = Some(total);
+                Ok(())
+            }
+        }
+    }
+
+    /// The total so far; `None` before the first interval.
+    pub fn histogram(&self) -> Option<&Histogram<u64>> {
+        self.histogram.as_ref()
+    }
+
+    /// The total took no more intervals at some point (see [`TotalError::Full`]).
+    pub fn is_full(&self) -> bool {
+        self.full
+    }
+
+    /// The total, ending it.
+    pub fn into_histogram(self) -> Option<Histogram<u64>> {
+        self.histogram
+    }
+}
+
 /// Cookie of the plain V2 encoding, as Java and hdrhistogram write it: the V2 cookie base
 /// `0x1c849303` with the word-size bits `0x10`.
 const V2_COOKIE: u32 = 0x1c84_9313;
@@ -449,6 +516,33 @@ mod tests {
     use hdrhistogram::serialization::{Serializer, V2DeflateSerializer, V2Serializer};
 
     use super::*;
+
+    #[test]
+    fn a_total_grows_to_later_slower_intervals_and_stops_at_the_cap() {
+        let interval = |v: u64, n: u64| {
+            let mut h = Histogram::<u64>::new_with_bounds(1, 2048, 3).unwrap();
+            h.auto(true);
+            h.record_n(v, n).unwrap();
+            h
+        };
+        let mut total = Total::default();
+        total.add(&interval(100, 1)).unwrap();
+        // Beyond the first interval's range: kept, not dropped.
+        total.add(&interval(5_000_000_000, 1)).unwrap();
+        assert_eq!(total.histogram().map(Histogram::len), Some(2));
+        assert!(total.histogram().unwrap().max() >= 4_990_000_000);
+        assert_eq!(
+            total.add(&interval(100, MAX_TOTAL_COUNT)),
+            Err(TotalError::Full)
+        );
+        assert!(total.is_full());
+        assert_eq!(
+            total.add(&interval(100, 1)),
+            Err(TotalError::Full),
+            "no more once full"
+        );
+        assert_eq!(total.into_histogram().map(|h| h.len()), Some(2));
+    }
 
     /// Decoding anything here must be quick; a big allocation or inflating gigabytes is not.
     const QUICK: Duration = Duration::from_secs(2);

@@ -726,44 +726,32 @@ impl Session {
     /// for an untagged log); intervals that cannot be merged, or that would take a total past
     /// [`crate::histogram::MAX_TOTAL_COUNT`], are left out and said in `notes`.
     pub fn merged_latency(&self, notes: &mut Vec<String>) -> BTreeMap<&str, Histogram<u64>> {
-        let mut merged: BTreeMap<&str, Histogram<u64>> = BTreeMap::new();
-        let mut full: Vec<&str> = Vec::new();
+        let mut totals: BTreeMap<&str, crate::histogram::Total> = BTreeMap::new();
         for interval in &self.latency {
-            if full.contains(&interval.tag.as_str()) {
-                continue;
-            }
-            match merged.get_mut(interval.tag.as_str()) {
-                // Percentiles sum counts with plain `+`: keep totals far from u64::MAX.
-                Some(total)
-                    if total.len().saturating_add(interval.histogram.len())
-                        > crate::histogram::MAX_TOTAL_COUNT =>
-                {
-                    notes.push(format!(
-                        "{LATENCY_FILE}: {:?} holds more than {} values; intervals from {:.3} s \
-                         on are left out of the totals",
-                        interval.tag,
-                        crate::histogram::MAX_TOTAL_COUNT,
-                        interval.start_offset_s
-                    ));
-                    full.push(&interval.tag);
-                }
-                Some(total) => {
-                    if let Err(e) = total.add(&interval.histogram) {
-                        notes.push(format!(
-                            "{LATENCY_FILE}: an interval of {:?} at {:.3} s cannot be merged: {e}",
-                            interval.tag, interval.start_offset_s
-                        ));
-                    }
-                }
-                None => {
-                    let mut total = interval.histogram.clone();
-                    total.auto(true);
-                    merged.insert(&interval.tag, total);
-                }
+            let total = totals.entry(interval.tag.as_str()).or_default();
+            let was_full = total.is_full();
+            match total.add(&interval.histogram) {
+                Ok(()) => {}
+                // Said once, at the first interval left out.
+                Err(crate::histogram::TotalError::Full) if was_full => {}
+                Err(crate::histogram::TotalError::Full) => notes.push(format!(
+                    "{LATENCY_FILE}: {:?} holds more than {} values; intervals from {:.3} s \
+                     on are left out of the totals",
+                    interval.tag,
+                    crate::histogram::MAX_TOTAL_COUNT,
+                    interval.start_offset_s
+                )),
+                Err(e) => notes.push(format!(
+                    "{LATENCY_FILE}: an interval of {:?} at {:.3} s cannot be merged: {e}",
+                    interval.tag, interval.start_offset_s
+                )),
             }
         }
-        merged.retain(|_, h| !h.is_empty());
-        merged
+        totals
+            .into_iter()
+            .filter_map(|(tag, total)| Some((tag, total.into_histogram()?)))
+            .filter(|(_, h)| !h.is_empty())
+            .collect()
     }
 }
 

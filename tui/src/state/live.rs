@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use benchtop_sessions::histogram::Total;
 use benchtop_sessions::{Resources, Status, TimeseriesRow};
 use hdrhistogram::Histogram;
 
@@ -99,7 +100,7 @@ pub struct Latency {
     /// The metric's name (`lap`, `rtt`…).
     pub metric: String,
     /// Every interval so far, merged.
-    pub total: Option<Histogram<u64>>,
+    pub total: Total,
     /// The last interval's percentiles.
     pub last: LatencySummary,
     /// The whole run's percentiles.
@@ -112,28 +113,12 @@ impl Latency {
     /// Adds one interval's histogram, then recomputes percentiles and bins.
     pub fn add(&mut self, interval: &Histogram<u64>) {
         self.last = LatencySummary::of(interval);
-        let merged = match &mut self.total {
-            // Totals stop short of the decoder's bound, as the session's own merge does.
-            Some(total)
-                if total.len().saturating_add(interval.len())
-                    > benchtop_sessions::histogram::MAX_TOTAL_COUNT =>
-            {
-                false
-            }
-            Some(total) => total.add(interval).is_ok(),
-            None => {
-                // A decoded interval keeps only the range its values need: the total grows
-                // with the slower intervals that come later.
-                let mut total = interval.clone();
-                total.auto(true);
-                self.total = Some(total);
-                true
-            }
-        };
-        if !merged {
+        // An interval left out (past the cap, or not fitting) leaves the run's figures as
+        // they were.
+        if self.total.add(interval).is_err() {
             return;
         }
-        if let Some(total) = &self.total {
+        if let Some(total) = self.total.histogram() {
             self.run = LatencySummary::of(total);
             self.bins = log_bins(total);
         }

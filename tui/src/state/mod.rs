@@ -760,7 +760,7 @@ impl State {
     fn take_baseline(&mut self, now: Instant) {
         if self.cpu_flame.is_empty()
             && self.off_flame.is_empty()
-            && self.run.latency.total.is_none()
+            && self.run.latency.total.histogram().is_none()
         {
             self.flash("nothing to take as a baseline yet".into(), true, now);
             return;

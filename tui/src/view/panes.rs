@@ -81,7 +81,7 @@ pub fn latency(state: &State, area: Rect, buf: &mut Buffer) {
         return;
     }
     let latency = &state.run.latency;
-    if latency.total.is_none() {
+    if latency.total.histogram().is_none() {
         let text = if latency.metric.is_empty() {
             "no latency metric yet"
         } else {
