@@ -813,7 +813,7 @@ impl Run<'_> {
         self.rows_since_threads += 1;
         if self.rows_since_threads >= THREADS_EVERY_ROWS {
             self.rows_since_threads = 0;
-            self.writer.write_threads(&monitor.threads_summary())?;
+            self.save_threads()?;
         }
         Ok(())
     }

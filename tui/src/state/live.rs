@@ -189,18 +189,11 @@ pub struct LiveRun {
     pub cpu_per_core: Vec<f64>,
     /// The busiest threads of the last interval: (process, thread, CPU %).
     pub top_threads: Vec<(String, String, f64)>,
-    /// Intervals received.
-    pub rows: u64,
-    /// The workload's summary lines, once the run is over.
-    pub summary: Vec<String>,
-    /// The session's warnings, once the run is over.
-    pub warnings: Vec<String>,
 }
 
 impl LiveRun {
     /// Adds one interval.
     pub fn add_row(&mut self, row: &TimeseriesRow, histograms: &[(String, Histogram<u64>)]) {
-        self.rows += 1;
         if let Some(rate) = self
             .throughput_metric
             .as_ref()

@@ -505,10 +505,9 @@ impl State {
             Ok(outcome) => {
                 let status = outcome.status;
                 self.run.status = RunStatus::Finished(status);
-                self.run.summary = outcome.summary;
-                self.run.warnings = outcome.warnings;
                 let mut text = format!("the run ended: {status}");
-                if let Some(w) = self.run.warnings.last() {
+                // The last warning says why, when the run did not end well.
+                if let Some(w) = outcome.warnings.last() {
                     text.push_str(&format!(" ({w})"));
                 }
                 let bad = !matches!(
@@ -627,19 +626,17 @@ impl State {
     }
 
     fn on_flame_key(&mut self, key: Key) {
+        // A move at an edge (or with nothing to select) changes nothing, as in a list; what
+        // each returns (whether it moved) is not needed here.
         let flame = self.flame_mut();
-        // Each move says whether it moved; at an edge nothing happens, as in a list.
-        let _moved = match key {
-            Key::Up | Key::Char('k') => flame.select_parent(),
-            Key::Down | Key::Char('j') => flame.select_child(),
-            Key::Left | Key::Char('h') => flame.select_prev(),
-            Key::Right | Key::Char('l') => flame.select_next(),
-            Key::Enter => flame.zoom_in(),
-            Key::Char('n') => flame.next_match(),
-            Key::Char('N') => flame.prev_match(),
-            _ => false,
-        };
         match key {
+            Key::Up | Key::Char('k') => _ = flame.select_parent(),
+            Key::Down | Key::Char('j') => _ = flame.select_child(),
+            Key::Left | Key::Char('h') => _ = flame.select_prev(),
+            Key::Right | Key::Char('l') => _ = flame.select_next(),
+            Key::Enter => _ = flame.zoom_in(),
+            Key::Char('n') => _ = flame.next_match(),
+            Key::Char('N') => _ = flame.prev_match(),
             Key::Char('/') => self.search_input = Some(String::new()),
             Key::Char('o') => {
                 self.flame_kind = match self.flame_kind {
