@@ -82,7 +82,6 @@ fn reap_lists_in_a_dry_run_then_ends_the_sessions_orphans() {
 
 /// Pids of the live processes whose environment names `session` (zombies excluded).
 fn marked_with(session: &str) -> Vec<u32> {
-    let needle = format!("BENCHTOP_SESSION={session}");
     let mut pids = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Some(pid) = entry
@@ -99,7 +98,10 @@ fn marked_with(session: &str) -> Vec<u32> {
             s.rsplit_once(") ")
                 .is_some_and(|(_, rest)| !rest.starts_with('Z'))
         });
-        if live && environ.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
+        // The reaper's own reading of the marker.
+        let ours = benchtop_profilers::reaper::parse_marker(&environ)
+            .is_some_and(|(_, s)| s.as_deref() == Some(session));
+        if live && ours {
             pids.push(pid);
         }
     }
