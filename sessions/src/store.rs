@@ -391,11 +391,7 @@ impl Session {
     /// recorder leaves in timeseries.jsonl or latency.hlog is dropped with a warning.
     /// latency.hlog, timeseries.jsonl, the folded files and threads.csv are optional.
     pub fn load(dir: &Path) -> Result<Session, SessionError> {
-        let meta_path = dir.join(SESSION_FILE);
-        let Some(bytes) = read_optional(&meta_path)? else {
-            return Err(SessionError::NotASession { path: dir.into() });
-        };
-        let mut meta = parse_meta(&bytes, &meta_path)?;
+        let mut meta = read_meta(dir)?;
         let mut warnings = Vec::new();
         if meta.status == Status::Running {
             meta.status = Status::Crashed;
@@ -755,6 +751,25 @@ impl Session {
     }
 }
 
+/// session.json of the session in `dir`, checked as [`Session::load`] checks it, without
+/// reading the rest: for listings of many sessions. A recording cut off before it
+/// finished (still `running`) reads as [`Status::Crashed`].
+pub fn load_meta(dir: &Path) -> Result<SessionMeta, SessionError> {
+    let mut meta = read_meta(dir)?;
+    if meta.status == Status::Running {
+        meta.status = Status::Crashed;
+    }
+    Ok(meta)
+}
+
+fn read_meta(dir: &Path) -> Result<SessionMeta, SessionError> {
+    let meta_path = dir.join(SESSION_FILE);
+    let Some(bytes) = read_optional(&meta_path)? else {
+        return Err(SessionError::NotASession { path: dir.into() });
+    };
+    parse_meta(&bytes, &meta_path)
+}
+
 /// The `n` frames with the largest self weight, largest first.
 fn hottest_frames(tree: &StackTree, n: usize) -> Vec<(&str, u64)> {
     let mut by_frame = HashMap::new();
@@ -945,6 +960,24 @@ mod tests {
         assert_eq!(new_session_id("x", before), "19700101-000000-x");
         let after = UNIX_EPOCH + Duration::from_secs(400_000_000_000);
         assert!(rfc3339(after).starts_with("9999-12-31T23:59:59"));
+    }
+
+    #[test]
+    fn load_meta_reads_a_cut_off_recording_as_crashed_and_refuses_what_is_no_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = SessionWriter::create(&dir.path().join("s"), meta()).unwrap();
+        // Still "running" on disk: the writer was never finished.
+        let m = load_meta(w.dir()).unwrap();
+        assert_eq!(
+            (m.status, m.id.as_str()),
+            (Status::Crashed, "20240501-120000-ring")
+        );
+        assert!(matches!(
+            load_meta(dir.path()),
+            Err(SessionError::NotASession { .. })
+        ));
+        fs::write(w.dir().join(SESSION_FILE), b"{ not json").unwrap();
+        assert!(load_meta(w.dir()).is_err());
     }
 
     #[test]

@@ -326,8 +326,8 @@ fn recent_sessions(root: &Path) -> Vec<RecentSession> {
     dirs.sort_unstable_by(|a, b| b.cmp(a));
     dirs.into_iter()
         .filter_map(|dir| {
-            let text = std::fs::read(dir.join("session.json")).ok()?;
-            let meta: benchtop_sessions::SessionMeta = serde_json::from_slice(&text).ok()?;
+            // Foreign, corrupt or newer sessions are left out of the list.
+            let meta = benchtop_sessions::store::load_meta(&dir).ok()?;
             Some(RecentSession {
                 name: dir.file_name()?.to_string_lossy().into_owned(),
                 workload: meta.workload.name,
@@ -492,6 +492,38 @@ mod tests {
         // The header and the footer are no pane.
         assert!(mouse_events(&state, area, MouseKind::Click, 5, 0).is_empty());
         assert!(mouse_events(&state, area, MouseKind::Click, 5, 23).is_empty());
+    }
+
+    #[test]
+    fn recent_sessions_are_the_newest_valid_ones() {
+        let tmp = tempfile::tempdir().unwrap();
+        for name in ["20261101-100000-ring", "20261102-100000-storm"] {
+            let meta = benchtop_sessions::SessionMeta::new(
+                name,
+                benchtop_sessions::meta::WorkloadInfo::new(
+                    name.rsplit('-').next().unwrap_or_default(),
+                    Default::default(),
+                ),
+                Default::default(),
+                "2026-11-01T10:00:00Z",
+            );
+            let w = benchtop_sessions::SessionWriter::create(&tmp.path().join(name), meta).unwrap();
+            w.finish(
+                benchtop_sessions::Status::Complete,
+                "2026-11-01T10:00:01Z".into(),
+            )
+            .unwrap();
+        }
+        let broken = tmp.path().join("20261103-100000-ring");
+        std::fs::create_dir(&broken).unwrap();
+        std::fs::write(broken.join("session.json"), "{").unwrap();
+        let recent = recent_sessions(tmp.path());
+        let names: Vec<&str> = recent.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["20261102-100000-storm", "20261101-100000-ring"]);
+        assert_eq!(
+            (recent[0].workload.as_str(), recent[0].status.as_str()),
+            ("storm", "complete")
+        );
     }
 
     #[test]
