@@ -60,6 +60,8 @@ pub mod flame;
 pub mod histogram;
 pub mod hlog;
 pub mod meta;
+pub mod plot;
+pub mod pprof;
 pub mod stacks;
 pub mod store;
 pub mod timeseries;
@@ -69,7 +71,7 @@ pub use error::SessionError;
 pub use hlog::{Hlog, HlogInterval, HlogWriter, read_hlog};
 pub use meta::{SessionMeta, Status};
 pub use stacks::{FrameId, NodeId, StackTree};
-pub use store::{Session, SessionWriter, StackKind, new_session_id, rfc3339};
+pub use store::{Session, SessionFiles, SessionWriter, StackKind, new_session_id, rfc3339};
 pub use timeseries::{
     ContextSwitches, IoCounters, Percentiles, Resources, ThreadCpu, ThreadSummary, TimeseriesRow,
 };

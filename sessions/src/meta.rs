@@ -184,6 +184,9 @@ pub struct SamplingInfo {
     /// offcpu.folded holds one `[blocked: no stack …]` frame per thread.
     #[serde(default)]
     pub offcpu_stacks: bool,
+    /// Stacks carry the thread's name under the process's (`--per-thread`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub per_thread: bool,
     /// Context switches of the sampled threads that were recorded (off-CPU).
     #[serde(default)]
     pub switches: u64,

@@ -29,6 +29,10 @@ pub const LATENCY_FILE: &str = "latency.hlog";
 pub const WORKER_LOG_FILE: &str = "worker.log";
 /// Every thread the monitors saw, one CSV line each.
 pub const THREADS_FILE: &str = "threads.csv";
+/// The latency percentile plot ([`crate::plot`]).
+pub const LATENCY_PLOT_FILE: &str = "latency.svg";
+/// The stacks as a pprof profile ([`crate::pprof`]).
+pub const PPROF_FILE: &str = "profile.pb.gz";
 
 /// How many names [`SessionWriter::create_unique`] tries: `id`, then `id-2` to `id-100`.
 pub const MAX_UNIQUE_ATTEMPTS: u32 = 100;
@@ -260,6 +264,30 @@ impl SessionWriter {
             })
     }
 
+    /// Writes profile.pb.gz: the stacks as a pprof profile labelled with this session's
+    /// metadata as it stands ([`crate::pprof::encode`]), replacing any earlier version
+    /// atomically. Call it after the `sampling` section is final.
+    pub fn write_pprof(
+        &mut self,
+        cpu: Option<&StackTree>,
+        offcpu: Option<&StackTree>,
+        duration_s: f64,
+    ) -> Result<(), SessionError> {
+        let bytes = crate::pprof::encode(&self.meta, cpu, offcpu, duration_s);
+        write_atomically(&self.dir.join(PPROF_FILE), &bytes)
+    }
+
+    /// Writes latency.svg, the percentile plot of the whole run's histograms
+    /// ([`crate::plot::percentile_svg`]), replacing any earlier version atomically.
+    pub fn write_latency_plot(
+        &mut self,
+        series: &[(&str, &Histogram<u64>)],
+    ) -> Result<(), SessionError> {
+        let title = crate::plot::title(&self.meta.workload.name);
+        let svg = crate::plot::percentile_svg(&title, series);
+        write_atomically(&self.dir.join(LATENCY_PLOT_FILE), svg.as_bytes())
+    }
+
     /// Writes threads.csv, the table of every thread the monitors saw, replacing any
     /// earlier version atomically. A recorder may call it during the run, so that a run cut
     /// off keeps the table as it last was, and once at the end.
@@ -352,6 +380,25 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
     Ok(())
 }
 
+/// The bytes of the files a session is loaded from; `None` for an optional file that is
+/// absent.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct SessionFiles {
+    /// session.json.
+    pub session_json: Vec<u8>,
+    /// timeseries.jsonl.
+    pub timeseries: Option<Vec<u8>>,
+    /// latency.hlog.
+    pub latency: Option<Vec<u8>>,
+    /// cpu.folded.
+    pub cpu_folded: Option<Vec<u8>>,
+    /// offcpu.folded.
+    pub offcpu_folded: Option<Vec<u8>>,
+    /// threads.csv.
+    pub threads: Option<Vec<u8>>,
+}
+
 /// A recorded session, loaded and checked.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -391,7 +438,26 @@ impl Session {
     /// recorder leaves in timeseries.jsonl or latency.hlog is dropped with a warning.
     /// latency.hlog, timeseries.jsonl, the folded files and threads.csv are optional.
     pub fn load(dir: &Path) -> Result<Session, SessionError> {
-        let mut meta = read_meta(dir)?;
+        let read = |name: &str| read_optional(&dir.join(name));
+        let Some(session_json) = read(SESSION_FILE)? else {
+            return Err(SessionError::NotASession { path: dir.into() });
+        };
+        let files = SessionFiles {
+            session_json,
+            timeseries: read(TIMESERIES_FILE)?,
+            latency: read(LATENCY_FILE)?,
+            cpu_folded: read(StackKind::Cpu.folded_file())?,
+            offcpu_folded: read(StackKind::OffCpu.folded_file())?,
+            threads: read(THREADS_FILE)?,
+        };
+        Session::from_files(dir, files)
+    }
+
+    /// Checks and parses a session's files as [`Session::load`] does, from their bytes;
+    /// `dir` names them in errors. Reads nothing from disk: the loader's whole parsing
+    /// half, which the fuzz targets drive.
+    pub fn from_files(dir: &Path, files: SessionFiles) -> Result<Session, SessionError> {
+        let mut meta = parse_meta(&files.session_json, &dir.join(SESSION_FILE))?;
         let mut warnings = Vec::new();
         if meta.status == Status::Running {
             meta.status = Status::Crashed;
@@ -402,31 +468,27 @@ impl Session {
             );
         }
 
-        let path = dir.join(TIMESERIES_FILE);
-        let rows = match read_optional(&path)? {
-            Some(bytes) => parse_rows(&bytes, &path, &mut warnings)?,
+        let rows = match &files.timeseries {
+            Some(bytes) => parse_rows(bytes, &dir.join(TIMESERIES_FILE), &mut warnings)?,
             None => Vec::new(),
         };
-
-        let path = dir.join(LATENCY_FILE);
-        let latency = match read_optional(&path)? {
+        let latency = match &files.latency {
             Some(bytes) => {
-                let log = hlog::parse_hlog(&bytes, &path)?;
+                let log = hlog::parse_hlog(bytes, &dir.join(LATENCY_FILE))?;
                 warnings.extend(log.warnings);
                 log.intervals
             }
             None => Vec::new(),
         };
-
-        let stacks = |kind: StackKind| -> Result<Option<StackTree>, SessionError> {
+        let stacks = |kind: StackKind, bytes: &Option<Vec<u8>>| {
             let path = dir.join(kind.folded_file());
-            read_optional(&path)?
+            bytes
+                .as_ref()
                 .map(|bytes| StackTree::read_folded(&bytes[..], &path.display().to_string()))
                 .transpose()
         };
-        let path = dir.join(THREADS_FILE);
-        let threads = match read_optional(&path)? {
-            Some(bytes) => parse_threads_csv(&bytes, &path)?,
+        let threads = match &files.threads {
+            Some(bytes) => parse_threads_csv(bytes, &dir.join(THREADS_FILE))?,
             None => Vec::new(),
         };
         Ok(Session {
@@ -434,8 +496,8 @@ impl Session {
             meta,
             rows,
             latency,
-            cpu: stacks(StackKind::Cpu)?,
-            offcpu: stacks(StackKind::OffCpu)?,
+            cpu: stacks(StackKind::Cpu, &files.cpu_folded)?,
+            offcpu: stacks(StackKind::OffCpu, &files.offcpu_folded)?,
             threads,
             warnings,
         })
@@ -702,7 +764,7 @@ impl Session {
     }
 
     /// From started_at to ended_at, or to the end of the last row when the run never ended.
-    fn duration(&self) -> Option<Duration> {
+    pub fn duration(&self) -> Option<Duration> {
         let start = humantime::parse_rfc3339_weak(&self.meta.started_at).ok();
         let end = self
             .meta

@@ -180,6 +180,11 @@ pub enum ExportFormat {
     SummaryMd,
     /// summary.csv: section,figure,value,unit.
     SummaryCsv,
+    /// profile.pb.gz: on- and off-CPU stacks as a pprof profile with labels (workload,
+    /// parameters, host, process, thread), for `go tool pprof`, Pyroscope and Parca.
+    Pprof,
+    /// latency.svg: the whole run's latency by percentile, one line per metric.
+    LatencySvg,
 }
 
 /// `2%` or `0.02`.

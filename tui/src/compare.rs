@@ -73,6 +73,9 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
             movers: compare::movers(ta, tb, MOVERS),
         });
     }
+    if let Some(plot) = write_latency_plot(&out_dir, &a, &b)? {
+        files.push(plot);
+    }
 
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -107,7 +110,11 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
             }
         }
         if !files.is_empty() {
-            writeln!(out, "\ndifferential stacks in {}", out_dir.display())?;
+            writeln!(
+                out,
+                "\ndifferential stacks and the latency plot in {}",
+                out_dir.display()
+            )?;
         }
     }
     out.flush()?;
@@ -121,6 +128,39 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// latency.svg in `dir`: both sessions' whole-run latency per metric on one percentile
+/// plot; `None` when neither has latency.
+fn write_latency_plot(dir: &Path, a: &Session, b: &Session) -> Result<Option<PathBuf>> {
+    let mut notes = Vec::new();
+    let (la, lb) = (a.merged_latency(&mut notes), b.merged_latency(&mut notes));
+    for note in notes {
+        eprintln!("benchtop: warning: {note}");
+    }
+    let label = |side: &str, tag: &str| match tag {
+        "" => side.to_owned(),
+        tag => format!("{side}: {tag}"),
+    };
+    let labelled: Vec<(String, &hdrhistogram::Histogram<u64>)> = la
+        .iter()
+        .map(|(tag, h)| (label("A", tag), h))
+        .chain(lb.iter().map(|(tag, h)| (label("B", tag), h)))
+        .collect();
+    if labelled.is_empty() {
+        return Ok(None);
+    }
+    let series: Vec<(&str, &hdrhistogram::Histogram<u64>)> =
+        labelled.iter().map(|(l, h)| (l.as_str(), *h)).collect();
+    let title = format!("latency: A {} against B {}", a.meta.id, b.meta.id);
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join("latency.svg");
+    std::fs::write(
+        &path,
+        benchtop_sessions::plot::percentile_svg(&title, &series),
+    )
+    .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(Some(path))
 }
 
 /// `./compare-<A>-vs-<B>`, from the sessions' directory names.

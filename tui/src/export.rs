@@ -7,7 +7,10 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use benchtop_sessions::StackTree;
 use benchtop_sessions::export::{hgrm, speedscope, summary_csv, summary_markdown};
+use benchtop_sessions::plot::{self, percentile_svg};
+use benchtop_sessions::pprof::encode_session;
 use benchtop_sessions::store::Session;
+use hdrhistogram::Histogram;
 
 use crate::cli::{ExportArgs, ExportFormat};
 
@@ -27,6 +30,8 @@ pub fn export(args: &ExportArgs) -> Result<ExitCode> {
             ExportFormat::Speedscope,
             ExportFormat::SummaryMd,
             ExportFormat::SummaryCsv,
+            ExportFormat::Pprof,
+            ExportFormat::LatencySvg,
         ]
     } else {
         args.format.clone()
@@ -69,6 +74,32 @@ pub fn export(args: &ExportArgs) -> Result<ExitCode> {
                     "summary.md",
                     summary_markdown(&session).as_bytes(),
                 )?);
+            }
+            ExportFormat::LatencySvg => {
+                let mut notes = Vec::new();
+                let merged = session.merged_latency(&mut notes);
+                if merged.is_empty() {
+                    eprintln!("benchtop: no latency in this session: no latency.svg written");
+                } else {
+                    let series: Vec<(&str, &Histogram<u64>)> = merged
+                        .iter()
+                        .map(|(tag, h)| (if tag.is_empty() { "latency" } else { *tag }, h))
+                        .collect();
+                    let title = plot::title(&session.meta.workload.name);
+                    written.push(write(
+                        &out,
+                        "latency.svg",
+                        percentile_svg(&title, &series).as_bytes(),
+                    )?);
+                }
+            }
+            ExportFormat::Pprof => {
+                let empty = |t: &Option<StackTree>| t.as_ref().is_none_or(StackTree::is_empty);
+                if empty(&session.cpu) && empty(&session.offcpu) {
+                    eprintln!("benchtop: no stacks in this session: no profile.pb.gz written");
+                } else {
+                    written.push(write(&out, "profile.pb.gz", &encode_session(&session))?);
+                }
             }
             ExportFormat::SummaryCsv => {
                 written.push(write(

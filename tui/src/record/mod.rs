@@ -22,7 +22,7 @@ use anyhow::{Context, Result};
 use benchtop_profilers::monitor::{TreeMonitor, TreeMonitorOptions};
 use benchtop_profilers::sampler::{SampleEvent, Sampler, SamplerOptions};
 use benchtop_profilers::{ProfilerError, SymbolDetail, host, process_start_ticks};
-use benchtop_sessions::histogram::HistogramDecoder;
+use benchtop_sessions::histogram::{HistogramDecoder, Total};
 use benchtop_sessions::meta::{Better, Figure, WorkloadInfo};
 use benchtop_sessions::store::{SessionWriter, StackKind, new_session_id, rfc3339};
 use benchtop_sessions::{Percentiles, SessionMeta, Status, TimeseriesRow};
@@ -231,6 +231,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
         worker_error: None,
         protocol_errors: 0,
         histograms: HistogramDecoder::new(),
+        latency_totals: BTreeMap::new(),
         hello_at: None,
         ready: false,
         last_t_ns: 0,
@@ -387,6 +388,8 @@ struct Run<'a> {
     protocol_errors: usize,
     /// Decodes tick histograms with every size bounded (worker input is untrusted).
     histograms: HistogramDecoder,
+    /// The whole run's latency per metric, for latency.svg.
+    latency_totals: BTreeMap<String, Total>,
     /// When the worker said hello (the clock for `ready` starts there).
     hello_at: Option<Instant>,
     ready: bool,
@@ -668,6 +671,12 @@ impl Run<'_> {
                         .insert(name.clone(), Percentiles::of(&histogram));
                     self.writer
                         .append_latency(name, start_s, interval_s, &histogram)?;
+                    // A total past its cap stops growing; latency.hlog keeps every interval.
+                    let _ = self
+                        .latency_totals
+                        .entry(name.clone())
+                        .or_default()
+                        .add(&histogram);
                     if self.opts.live.is_some() {
                         live_histograms.push((name.clone(), histogram));
                     }
@@ -999,11 +1008,28 @@ impl Run<'_> {
                             warnings.push(format!("off-CPU stacks: {e}"));
                         }
                     }
-                    let sampling = profile.sampling_info();
+                    let mut sampling = profile.sampling_info();
+                    sampling.per_thread = self.opts.record.per_thread;
                     let _ = self.writer.update_meta(|m| m.sampling = sampling);
+                    let elapsed = self.started_at.map_or(0.0, |t| t.elapsed().as_secs_f64());
+                    let cpu = profile.kind.on_cpu().then_some(&profile.cpu);
+                    let offcpu = profile.kind.off_cpu().then_some(&profile.offcpu);
+                    if let Err(e) = self.writer.write_pprof(cpu, offcpu, elapsed) {
+                        warnings.push(format!("profile.pb.gz: {e}"));
+                    }
                 }
                 Err(e) => warnings.push(format!("stack sampling failed: {e}")),
             }
+        }
+        let totals: Vec<(&str, &Histogram<u64>)> = self
+            .latency_totals
+            .iter()
+            .filter_map(|(name, total)| Some((name.as_str(), total.histogram()?)))
+            .collect();
+        if !totals.is_empty()
+            && let Err(e) = self.writer.write_latency_plot(&totals)
+        {
+            warnings.push(format!("latency.svg: {e}"));
         }
         if let Some(monitor) = &self.monitor {
             if let Err(e) = self.writer.write_threads(&monitor.threads_summary()) {

@@ -100,6 +100,11 @@ fn comparing_a_slower_session_flags_it_and_writes_differential_stacks() {
         let body = std::fs::read_to_string(out.join(svg)).unwrap();
         assert!(body.contains("<svg"), "{svg}");
     }
+    let plot = std::fs::read_to_string(out.join("latency.svg")).unwrap();
+    assert!(
+        plot.contains("<title>A: lap</title>") && plot.contains("<title>B: lap</title>"),
+        "{plot}"
+    );
 
     // For CI: JSON, and a failing exit on the regression.
     let json = benchtop()

@@ -21,6 +21,8 @@ fn export_writes_hgrm_speedscope_and_the_summary_into_the_session() {
         "cpu.speedscope.json",
         "summary.md",
         "summary.csv",
+        "profile.pb.gz",
+        "latency.svg",
     ] {
         assert!(listed.contains(file), "{file} not listed:\n{listed}");
     }
@@ -52,6 +54,11 @@ fn export_writes_hgrm_speedscope_and_the_summary_into_the_session() {
         csv.lines()
             .any(|l| l.starts_with("latency,lap p99,") && l.ends_with(",ns")),
         "{csv}"
+    );
+    let svg = std::fs::read_to_string(dir.join("latency.svg")).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("<title>lap</title>"),
+        "{svg}"
     );
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(md.contains("| latency | lap p99 |"), "{md}");
@@ -87,4 +94,67 @@ fn one_format_goes_where_it_is_told() {
         !unknown.status.success() && stderr.contains("speedscope"),
         "{stderr}"
     );
+}
+
+/// `go`, which CI installs (.ci/run): its `go tool pprof` is the reference reader.
+fn go() -> std::process::Command {
+    let found = std::process::Command::new("go").arg("version").output();
+    assert!(
+        found.is_ok_and(|o| o.status.success()),
+        "this test reads the profile with `go tool pprof`: install Go (Debian: apt-get install \
+         golang-go; .ci/run does)"
+    );
+    std::process::Command::new("go")
+}
+
+#[test]
+fn the_pprof_export_reads_back_with_labels_and_go_tool_pprof_lists_our_frames() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    session(&dir, "tell", 1e6, "AskActor::poll", 30);
+    let output = benchtop()
+        .arg("export")
+        .arg(&dir)
+        .args(["--format", "pprof"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let path = dir.join("profile.pb.gz");
+    let profile = benchtop_sessions::pprof::decode(&std::fs::read(&path).unwrap()).unwrap();
+    let samples: i64 = profile.sample.iter().map(|s| s.value[0]).sum();
+    assert_eq!(samples, 100);
+    let hot = profile
+        .sample
+        .iter()
+        .find(|s| profile.frames(s).last() == Some(&"AskActor::poll"))
+        .unwrap();
+    assert_eq!(profile.frames(hot), ["main", "run", "AskActor::poll"]);
+    assert_eq!(hot.value[0], 30);
+    assert_eq!(profile.label(hot, "process"), Some("bt-ring"));
+    assert_eq!(profile.label(hot, "workload"), Some("ring"));
+    assert_eq!(profile.label(hot, "param_mode"), Some("tell"));
+
+    let top = go()
+        .args(["tool", "pprof", "-top", "-sample_index=samples"])
+        .arg(&path)
+        .env("PPROF_TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&top.stdout);
+    assert!(
+        top.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&top.stderr)
+    );
+    // `flat` of the hot frame: 30 of 100 samples.
+    let line = text
+        .lines()
+        .find(|l| l.ends_with("AskActor::poll"))
+        .unwrap_or_else(|| panic!("AskActor::poll not in pprof -top:\n{text}"));
+    assert!(line.trim_start().starts_with("30 30.00%"), "{line}");
+    assert!(text.contains("mailbox::send"), "{text}");
 }

@@ -72,6 +72,24 @@ fn a_recorded_ring_session_holds_symbolized_stacks_ticks_and_the_summary() {
     let svg = std::fs::read_to_string(dir.join("cpu.svg")).unwrap();
     assert!(svg.contains("<svg") && svg.contains("benchtop_workloads"));
 
+    // The same stacks as a pprof profile, and the latency plot.
+    let pprof =
+        benchtop_sessions::pprof::decode(&std::fs::read(dir.join("profile.pb.gz")).unwrap())
+            .unwrap();
+    let pprof_samples: i64 = pprof.sample.iter().map(|s| s.value[0]).sum();
+    assert_eq!(
+        pprof_samples as u64,
+        session.cpu.as_ref().unwrap().total_weight()
+    );
+    assert!(
+        pprof
+            .sample
+            .iter()
+            .all(|s| pprof.label(s, "process") == Some("bt-ring"))
+    );
+    let plot = std::fs::read_to_string(dir.join("latency.svg")).unwrap();
+    assert!(plot.contains("<polyline"), "{plot}");
+
     assert_eq!(session.meta.sampling.unwind, "frame-pointers");
     assert_eq!(session.meta.sampling.symbols, "inlined");
 
