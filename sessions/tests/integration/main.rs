@@ -7,6 +7,7 @@
 
 mod compare;
 mod compat;
+mod corrupt;
 mod flame;
 mod hlog;
 mod monitors;
