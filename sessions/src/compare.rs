@@ -560,6 +560,25 @@ fn percent(c: f64) -> String {
     }
 }
 
+/// The columns of a comparison table, as [`FigureComparison::cells`] fills them.
+pub const TABLE_HEAD: [&str; 6] = ["figure", "A", "B", "change", "95% interval", "verdict"];
+
+impl FigureComparison {
+    /// The row as the table shows it: figure, A, B, change, 95 % interval, verdict.
+    pub fn cells(&self) -> [String; 6] {
+        [
+            self.name.clone(),
+            show(self.a, &self.unit),
+            show(self.b, &self.unit),
+            percent(self.change.change),
+            self.change.ci.map_or(String::new(), |(lo, hi)| {
+                format!("[{}, {}]", percent(lo), percent(hi))
+            }),
+            self.change.verdict.to_string(),
+        ]
+    }
+}
+
 impl Comparison {
     /// The table as text: figure, A, B, change, 95 % interval, verdict.
     pub fn to_text(&self) -> String {
@@ -571,23 +590,8 @@ impl Comparison {
         if !self.warnings.is_empty() {
             out.push('\n');
         }
-        let cells: Vec<[String; 6]> = self
-            .figures
-            .iter()
-            .map(|f| {
-                [
-                    f.name.clone(),
-                    show(f.a, &f.unit),
-                    show(f.b, &f.unit),
-                    percent(f.change.change),
-                    f.change.ci.map_or(String::new(), |(lo, hi)| {
-                        format!("[{}, {}]", percent(lo), percent(hi))
-                    }),
-                    f.change.verdict.to_string(),
-                ]
-            })
-            .collect();
-        let head = ["figure", "A", "B", "change", "95% interval", "verdict"].map(String::from);
+        let cells: Vec<[String; 6]> = self.figures.iter().map(FigureComparison::cells).collect();
+        let head = TABLE_HEAD.map(String::from);
         let mut widths = head.clone().map(|h| h.chars().count());
         for row in &cells {
             for (w, cell) in widths.iter_mut().zip(row) {

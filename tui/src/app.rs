@@ -22,7 +22,7 @@ use ratatui::crossterm::event::{
 
 use benchtop_profilers::reaper::{self, ReapOptions};
 
-use crate::cli::RecordArgs;
+use crate::cli::{OpenArgs, RecordArgs};
 use crate::record::live::{Control, LiveLink};
 use crate::record::{self, RecordOptions, RecordOutcome};
 use crate::state::launcher::{LauncherState, RecentSession};
@@ -80,7 +80,7 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
         Start::Launcher(record) => {
             let state = State::with_launcher(LauncherState::from_cli(), color);
             for effect in [Effect::ListSessions, Effect::ScanOrphans] {
-                carry_out(effect, &tx, &mut runs, &record)?;
+                carry_out(effect, &tx, &mut runs, Some(&record))?;
             }
             (state, record)
         }
@@ -94,7 +94,7 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
     let result = {
         let mut guard =
             TerminalGuard::enter(!record.no_mouse).context("cannot set the terminal up")?;
-        drive(&mut guard, &mut state, &rx, &mut runs, &record)
+        drive(&mut guard, &mut state, &rx, &mut runs, Some(&record))
     };
     input_done.store(true, Ordering::SeqCst);
     let _ = input.join();
@@ -123,6 +123,48 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
         };
     }
     Ok(code)
+}
+
+/// `benchtop open A [B]`: one saved session on the live screen, or two on the compare
+/// screen. Both load (and are checked) before the terminal changes.
+pub fn open(args: &OpenArgs) -> Result<ExitCode> {
+    let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let load = |dir: &Path, which: &str| {
+        benchtop_sessions::Session::load(dir)
+            .with_context(|| format!("cannot open session {which}({})", dir.display()))
+    };
+    let a = load(&args.a, if args.b.is_some() { "A " } else { "" })?;
+    let b = args.b.as_deref().map(|b| load(b, "B ")).transpose()?;
+    if !std::io::stdout().is_terminal() {
+        anyhow::bail!(
+            "the TUI needs a terminal; `benchtop show DIR` and `benchtop compare A B` print              the same figures"
+        );
+    }
+    let mut state = match b {
+        Some(b) => {
+            let mut opts = benchtop_sessions::compare::CompareOptions::default();
+            opts.threshold = args.threshold;
+            let comparison = benchtop_sessions::compare::compare(&a, &b, &opts);
+            State::with_comparison(a, b, comparison, color)
+        }
+        None => State::with_session(a, Instant::now(), color),
+    };
+    let (tx, rx) = mpsc::channel();
+    let mut runs = Runs {
+        tx: tx.clone(),
+        current: None,
+        finished: Vec::new(),
+    };
+    let input_done = Arc::new(AtomicBool::new(false));
+    let input = read_terminal(tx, input_done.clone())?;
+    let result = {
+        let mut guard =
+            TerminalGuard::enter(!args.no_mouse).context("cannot set the terminal up")?;
+        drive(&mut guard, &mut state, &rx, &mut runs, None)
+    };
+    input_done.store(true, Ordering::SeqCst);
+    let _ = input.join();
+    result.map(|()| ExitCode::SUCCESS)
 }
 
 /// The recordings of this TUI: the one running, and those that ended.
@@ -175,7 +217,7 @@ fn drive(
     state: &mut State,
     rx: &Receiver<AppEvent>,
     runs: &mut Runs,
-    record: &RecordArgs,
+    record: Option<&RecordArgs>,
 ) -> Result<()> {
     // Replaced stacks are freed here, off the render path.
     let (free, freed) = mpsc::channel::<Vec<StackTree>>();
@@ -268,7 +310,7 @@ fn carry_out(
     effect: Effect,
     tx: &Sender<AppEvent>,
     runs: &mut Runs,
-    record: &RecordArgs,
+    record: Option<&RecordArgs>,
 ) -> Result<()> {
     match effect {
         Effect::StopRecording => runs.stop(),
@@ -276,6 +318,7 @@ fn carry_out(
         Effect::LoadFinalStacks(dir) => load_final_stacks(dir, tx.clone()),
         Effect::Quit => {}
         Effect::Launch(workload) => {
+            let record = record.context("this screen does not record runs")?;
             let opts = crate::workload_options(*workload, record.clone())?;
             runs.start(opts)?;
         }

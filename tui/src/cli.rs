@@ -75,12 +75,25 @@ benchtop compare A B --markdown --threshold 5% --fail-on-regression\n  \
 benchtop compare A B --json --out /tmp/diff"
     )]
     Compare(CompareArgs),
+    /// Browse a recorded session in the TUI, or two side by side.
+    ///
+    /// One session opens on the live screen as its run ended: throughput, latency,
+    /// resources and the flamegraph (zoom, search, on/off-CPU). Two open the compare
+    /// screen: every comparable figure with its verdict (as `benchtop compare` judges
+    /// them), both latency histograms on one scale, and B's flamegraph against A's.
+    #[command(
+        after_help = "Examples:\n  benchtop open sessions/20261121-101500-ring\n  \
+benchtop open sessions/before sessions/after --threshold 5%"
+    )]
+    Open(OpenArgs),
     /// Write a session in formats other tools read: the latency percentile distribution
-    /// (`.hgrm`, for hdr-plot and HistogramLogAnalyzer), speedscope profiles, and the
+    /// (`.hgrm`, for hdr-plot and HistogramLogAnalyzer) and its plot (SVG), a pprof
+    /// profile (for go tool pprof, Pyroscope, Parca), speedscope profiles, and the
     /// summary as Markdown or CSV. Files go into the session directory unless --out.
     #[command(
         after_help = "Examples:\n  benchtop export sessions/20261121-101500-ring\n  \
-benchtop export DIR --format hgrm --out /tmp/plots"
+benchtop export DIR --format hgrm --out /tmp/plots\n  \
+benchtop export DIR --format pprof && go tool pprof -top DIR/profile.pb.gz"
     )]
     Export(ExportArgs),
     /// List the processes that earlier runs left behind, and end them.
@@ -153,6 +166,23 @@ pub struct CompareArgs {
     /// Compare raw stack weights instead of scaling A's to B's total first.
     #[arg(long)]
     pub no_normalize: bool,
+}
+
+/// `benchtop open`: one session, or two to compare.
+#[derive(Debug, Clone, Args)]
+pub struct OpenArgs {
+    /// The session to browse, or the one to compare against (before).
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// The session compared with A (after).
+    #[arg(value_name = "B")]
+    pub b: Option<PathBuf>,
+    /// Changes smaller than this are within noise (`2%` or `0.02`).
+    #[arg(long, value_name = "T", default_value = "2%", value_parser = parse_fraction)]
+    pub threshold: f64,
+    /// Leave the mouse to the terminal (text selection) instead of focusing panes.
+    #[arg(long)]
+    pub no_mouse: bool,
 }
 
 /// `benchtop export`: the session and the formats.

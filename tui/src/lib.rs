@@ -79,6 +79,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Reap(args)) => reap::reap(&args),
         Some(Command::Show { dir }) => show::show(&dir),
         Some(Command::Compare(args)) => compare::compare(&args),
+        Some(Command::Open(args)) => app::open(&args),
         Some(Command::Export(args)) => export::export(&args),
         Some(Command::Worker { workload }) => worker(&workload),
     }

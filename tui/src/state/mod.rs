@@ -4,6 +4,7 @@
 //! [`AppEvent`] channel; [`State::update`] applies an event and returns the side effects
 //! ([`Effect`]) for the loop to carry out. Views read the state and never change it.
 
+pub mod compare;
 pub mod flame;
 pub mod launcher;
 pub mod live;
@@ -18,6 +19,7 @@ use benchtop_workloads::worker::Workload;
 
 use crate::record::RecordOutcome;
 use crate::record::live::LiveEvent;
+use compare::{ComparePane, CompareState};
 use flame::{FlameState, FlameUnit};
 use launcher::{LauncherFocus, LauncherState, RecentSession};
 use live::{LatencySummary, LiveRun, RunStatus};
@@ -140,6 +142,8 @@ pub enum Screen {
     Live,
     /// What earlier runs left behind.
     Orphans,
+    /// Two saved sessions side by side (`benchtop open A B`).
+    Compare,
 }
 
 /// The panes of the live screen, in focus order (`1`–`4`).
@@ -230,6 +234,8 @@ pub struct State {
     pub launcher: LauncherState,
     /// The orphans screen.
     pub orphans: OrphansState,
+    /// The compare screen.
+    pub compare: CompareState,
     /// The run was started from the launcher (Esc goes back there once it is over).
     pub from_launcher: bool,
     /// The live run.
@@ -277,6 +283,7 @@ impl State {
             screen: Screen::Live,
             launcher: LauncherState::default(),
             orphans: OrphansState::default(),
+            compare: CompareState::default(),
             from_launcher: false,
             run: LiveRun {
                 workload: workload.to_owned(),
@@ -311,6 +318,87 @@ impl State {
             from_launcher: true,
             ..State::new("", "", color)
         }
+    }
+
+    /// The live screen showing a saved session, as its run ended (`benchtop open DIR`):
+    /// its series, latency, resources and stacks, to browse.
+    pub fn with_session(session: benchtop_sessions::Session, now: Instant, color: bool) -> Self {
+        let meta = &session.meta;
+        let mut state = State::new(
+            &meta.workload.name,
+            &live::params_text(&meta.workload.params),
+            color,
+        );
+        let run = &mut state.run;
+        run.dir = Some(session.dir.clone());
+        run.pid = meta.worker.pid;
+        run.status = RunStatus::Finished(meta.status);
+        run.status_line = format!("recorded {}, {}", meta.started_at, meta.status);
+        let length = session.duration().unwrap_or_default();
+        run.started_at = Some(now.checked_sub(length).unwrap_or(now));
+        run.ended_at = Some(now);
+        run.sampling = if meta.sampling.enabled {
+            format!("{} {} Hz", meta.sampling.event, meta.sampling.frequency_hz)
+        } else {
+            "no sampling".into()
+        };
+        run.throughput_metric = session
+            .rows
+            .iter()
+            .find_map(|r| r.rates.keys().next().cloned());
+        for row in &session.rows {
+            run.add_row(row, &[]);
+        }
+        if let Some(tag) = session.latency.first().map(|i| i.tag.clone()) {
+            run.latency.metric = if tag.is_empty() {
+                "latency".into()
+            } else {
+                tag.clone()
+            };
+            for interval in session.latency.iter().filter(|i| i.tag == tag) {
+                run.latency.add(&interval.histogram);
+            }
+        }
+        if let Some(tree) = session.cpu {
+            state.set_tree(FlameKind::OnCpu, tree);
+        }
+        if let Some(tree) = session.offcpu {
+            state.set_tree(FlameKind::OffCpu, tree);
+        }
+        if state.cpu_flame.is_empty() && !state.off_flame.is_empty() {
+            state.flame_kind = FlameKind::OffCpu;
+        }
+        state.retired.clear();
+        state
+    }
+
+    /// The compare screen of sessions `a` and `b` (`benchtop open A B`): the table of
+    /// `comparison`, both latencies, and B's stacks against A's, differential on.
+    pub fn with_comparison(
+        a: benchtop_sessions::Session,
+        b: benchtop_sessions::Session,
+        comparison: benchtop_sessions::compare::Comparison,
+        color: bool,
+    ) -> Self {
+        let mut state = State::new(&b.meta.workload.name, "", color);
+        state.screen = Screen::Compare;
+        state.compare = CompareState::new(&a, &b, comparison);
+        for (flame, tree_b, tree_a) in [
+            (&mut state.cpu_flame, b.cpu, a.cpu),
+            (&mut state.off_flame, b.offcpu, a.offcpu),
+        ] {
+            if let Some(tree) = tree_b {
+                // A fresh pane hands back an empty tree.
+                drop(flame.set_tree(tree));
+            }
+            flame.set_baseline(tree_a);
+            flame.set_differential(true);
+        }
+        state.differential = true;
+        if state.cpu_flame.is_empty() && !state.off_flame.is_empty() {
+            state.flame_kind = FlameKind::OffCpu;
+        }
+        state
     }
 
     /// A new run of `workload` replaces the last one on the live screen.
@@ -577,6 +665,7 @@ impl State {
         match self.screen {
             Screen::Launcher => return self.on_launcher_key(key),
             Screen::Orphans => return self.on_orphans_key(key),
+            Screen::Compare => return self.on_compare_key(key),
             Screen::Live => {}
         }
         match key {
@@ -701,6 +790,38 @@ impl State {
                     return vec![Effect::Launch(Box::new(workload))];
                 }
             }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn on_compare_key(&mut self, key: Key) -> Vec<Effect> {
+        let focus = self.compare.focus;
+        match key {
+            Key::Char('q') | Key::CtrlC => return vec![Effect::Quit],
+            Key::Char('?') | Key::F1 => self.help = true,
+            Key::Tab => self.compare.focus = focus.step(1),
+            Key::BackTab => self.compare.focus = focus.step(-1),
+            Key::Char(c @ '1'..='9') => {
+                let i = c as usize - '1' as usize;
+                if let Some(&pane) = ComparePane::ALL.get(i) {
+                    self.compare.focus = pane;
+                }
+            }
+            Key::Char('e') => self.maximized = !self.maximized,
+            Key::Char('d') => {
+                self.differential = !self.differential;
+                self.cpu_flame.set_differential(self.differential);
+                self.off_flame.set_differential(self.differential);
+            }
+            Key::Esc => {
+                // Out of the flamegraph's zoom first, then out of a maximized pane.
+                let zoomed_out = focus == ComparePane::Flame && self.flame_mut().zoom_out();
+                self.maximized = self.maximized && zoomed_out;
+            }
+            _ if focus == ComparePane::Flame => self.on_flame_key(key),
+            Key::Up | Key::Char('k') if focus == ComparePane::Table => self.compare.scroll_by(-1),
+            Key::Down | Key::Char('j') if focus == ComparePane::Table => self.compare.scroll_by(1),
             _ => {}
         }
         Vec::new()
@@ -833,6 +954,28 @@ mod tests {
         assert_eq!(s.focus, Pane::Latency);
         keys(&mut s, &[Key::Char('9')], now);
         assert_eq!(s.focus, Pane::Latency, "no ninth pane");
+    }
+
+    #[test]
+    fn on_the_compare_screen_keys_focus_toggle_the_difference_and_q_quits_at_once() {
+        let mut s = state();
+        s.screen = Screen::Compare;
+        s.differential = true;
+        let now = Instant::now();
+        assert_eq!(s.compare.focus, ComparePane::Table);
+        keys(&mut s, &[Key::Tab, Key::Tab], now);
+        assert_eq!(s.compare.focus, ComparePane::Flame);
+        keys(&mut s, &[Key::Char('2')], now);
+        assert_eq!(s.compare.focus, ComparePane::Latency);
+        keys(&mut s, &[Key::Char('d')], now);
+        assert!(!s.differential && !s.cpu_flame.differential());
+        keys(&mut s, &[Key::Char('e'), Key::Esc], now);
+        assert!(!s.maximized);
+        keys(&mut s, &[Key::Char('?')], now);
+        assert!(s.help);
+        keys(&mut s, &[Key::Char('x')], now);
+        assert!(!s.help);
+        assert_eq!(keys(&mut s, &[Key::Char('q')], now), [Effect::Quit]);
     }
 
     #[test]

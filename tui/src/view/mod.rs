@@ -1,6 +1,7 @@
 //! The TUI's views: pure functions of the state into a buffer. They read the state and
 //! the time they are given; they change nothing and read no clock.
 
+mod compare;
 pub mod flame;
 mod launcher;
 mod orphans;
@@ -33,6 +34,7 @@ pub fn draw(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
         Screen::Launcher => launcher::draw(state, screen, buf),
         Screen::Orphans => orphans::draw(state, screen, buf),
         Screen::Live => draw_live(state, now, screen, buf),
+        Screen::Compare => compare::draw(state, screen, buf),
     }
     draw_footer(state, now, footer, buf);
     if state.help {
@@ -251,6 +253,18 @@ fn draw_footer(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
         Line::from(Span::raw(format!(
             " ↑↓ select  Tab/←→ workloads|parameters  {enter}  r orphans  ? help  q quit"
         )))
+    } else if state.screen == Screen::Compare {
+        let pane_keys = match state.compare.focus {
+            crate::state::compare::ComparePane::Flame => {
+                "←↓↑→ select  Enter zoom  Esc out  / search  n/N  o on/off-CPU  "
+            }
+            crate::state::compare::ComparePane::Table => "↑↓ scroll  ",
+            crate::state::compare::ComparePane::Latency => "",
+        };
+        Line::from(vec![
+            Span::styled(format!(" {pane_keys}"), accent(state, Color::Cyan)),
+            Span::raw("d diff/B only  e max  Tab focus  ? help  q quit"),
+        ])
     } else if state.screen == Screen::Orphans {
         Line::from(Span::raw(
             " ↑↓ select  k end one  K end all  r rescan  Esc back  ? help  q quit",
@@ -332,10 +346,34 @@ fn draw_help(state: &State, area: Rect, buf: &mut Buffer) {
         ),
         ("o", "flamegraph: on-CPU / off-CPU stacks"),
     ];
+    let compare: &[(&str, &str)] = &[
+        ("q, Ctrl-C", "quit"),
+        (
+            "Esc",
+            "back out: zoom out, leave a maximized pane, close help",
+        ),
+        ("? , F1", "this help"),
+        ("Tab, Shift-Tab", "focus the next, previous pane"),
+        ("1-3", "focus figures, latency, flamegraph"),
+        ("e", "maximize the focused pane (again: restore)"),
+        ("↑ ↓, j k", "figures: scroll"),
+        (
+            "d",
+            "flamegraph: B against A (red grew, blue shrank), or B alone",
+        ),
+        ("arrows, hjkl", "flamegraph: select a frame"),
+        ("Enter", "flamegraph: zoom into the selected frame"),
+        (
+            "/ , n, N",
+            "flamegraph: search frames, next, previous match",
+        ),
+        ("o", "flamegraph: on-CPU / off-CPU stacks"),
+    ];
     let keys = match state.screen {
         Screen::Launcher => launcher,
         Screen::Orphans => orphans,
         Screen::Live => live,
+        Screen::Compare => compare,
     };
     let width = area.width.min(78);
     let height = (keys.len() as u16 + 4).min(area.height);
@@ -544,6 +582,116 @@ mod tests {
         let screen = render(&s, at(base, 30), 80, 24);
         assert!(screen.contains("● crashed  00:00:05"), "{screen}");
         assert!(screen.contains("signal 9"), "{screen}");
+    }
+
+    /// A ring session recorded into `dir`: 20 intervals of `rate` laps per second (100 laps
+    /// of 1e11 / `rate` ns each) and on-CPU stacks where `hot` takes `hot_share` of 100
+    /// samples.
+    fn recorded(dir: &std::path::Path, mode: &str, rate: f64, hot: &str, hot_share: u64) {
+        use benchtop_sessions::meta::{HostInfo, WorkloadInfo};
+        use benchtop_sessions::{SessionMeta, SessionWriter, StackKind, Status};
+        let params =
+            std::collections::BTreeMap::from([("mode".to_owned(), serde_json::Value::from(mode))]);
+        let meta = SessionMeta::new(
+            format!("20261123-12000{}-ring", if mode == "tell" { 0 } else { 9 }),
+            WorkloadInfo::new("ring", params),
+            HostInfo::default(),
+            "2026-11-23T12:00:00Z",
+        );
+        let mut w = SessionWriter::create(dir, meta).unwrap();
+        for i in 0..20u32 {
+            let mut row = TimeseriesRow::default();
+            row.t_s = f64::from(i + 1) * 0.2;
+            row.interval_s = 0.2;
+            let wobble = 1.0 + (f64::from(i % 5) - 2.0) * 0.005;
+            row.rates.insert("messages".into(), rate * wobble);
+            w.append_row(&row).unwrap();
+            let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+            h.record_n((1e11 / rate * wobble) as u64, 95).unwrap();
+            h.record_n((4e11 / rate * wobble) as u64, 5).unwrap();
+            w.append_latency("lap", f64::from(i) * 0.2, 0.2, &h)
+                .unwrap();
+        }
+        let mut cpu = StackTree::new();
+        cpu.add_names(["bt-ring", "main", "run", hot], hot_share);
+        cpu.add_names(["bt-ring", "main", "run", "mailbox::send"], 100 - hot_share);
+        w.write_stacks(StackKind::Cpu, &cpu, "on-CPU").unwrap();
+        w.finish(Status::Complete, "2026-11-23T12:00:05Z".into())
+            .unwrap();
+    }
+
+    /// The compare screen of a tell session against a slower ask session, where
+    /// `AskActor::poll` grew from 10 % to 60 % of the samples.
+    fn comparing() -> State {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        recorded(&a, "tell", 1.2e6, "AskActor::poll", 10);
+        recorded(&b, "ask", 0.8e6, "AskActor::poll", 60);
+        let (a, b) = (
+            benchtop_sessions::Session::load(&a).unwrap(),
+            benchtop_sessions::Session::load(&b).unwrap(),
+        );
+        let comparison = benchtop_sessions::compare::compare(&a, &b, &Default::default());
+        State::with_comparison(a, b, comparison, true)
+    }
+
+    #[test]
+    fn the_compare_screen_at_120x32() {
+        let s = comparing();
+        let screen = render(&s, Instant::now(), 120, 32);
+        assert!(screen.contains("parameter mode"), "{screen}");
+        assert!(screen.contains("regressed"), "{screen}");
+        assert!(screen.contains("diff: B against A"), "{screen}");
+        assert!(
+            screen.contains("AskActor::poll") || screen.contains("run"),
+            "{screen}"
+        );
+        insta::assert_snapshot!(screen);
+    }
+
+    #[test]
+    fn the_compare_screen_at_80x24_with_the_latency_maximized() {
+        let mut s = comparing();
+        for key in [Key::Char('2'), Key::Char('e')] {
+            s.update(AppEvent::Key(key), Instant::now());
+        }
+        let screen = render(&s, Instant::now(), 80, 24);
+        assert!(screen.contains("share per bin"), "{screen}");
+        insta::assert_snapshot!(screen);
+    }
+
+    #[test]
+    fn the_compare_flamegraph_zooms_and_shows_b_alone_with_d() {
+        let mut s = comparing();
+        for key in [
+            Key::Char('3'),
+            Key::Down,
+            Key::Down,
+            Key::Enter,
+            Key::Char('d'),
+        ] {
+            s.update(AppEvent::Key(key), Instant::now());
+        }
+        let screen = render(&s, Instant::now(), 120, 32);
+        assert!(screen.contains("on-CPU of B"), "{screen}");
+        insta::assert_snapshot!(screen);
+        s.update(AppEvent::Key(Key::Char('?')), Instant::now());
+        let help = render(&s, Instant::now(), 120, 32);
+        assert!(help.contains("B against A"), "{help}");
+    }
+
+    #[test]
+    fn an_opened_session_shows_its_run_as_it_ended() {
+        let session = benchtop_sessions::Session::load(std::path::Path::new(
+            "../sessions/tests/data/v1-session",
+        ))
+        .unwrap();
+        let now = Instant::now();
+        let s = State::with_session(session, now, true);
+        let screen = render(&s, now, 100, 30);
+        assert!(screen.contains("● complete"), "{screen}");
+        assert!(screen.contains("ring::hop"), "{screen}");
+        insta::assert_snapshot!(screen);
     }
 
     fn launcher() -> State {

@@ -130,14 +130,7 @@ pub fn latency(state: &State, area: Rect, buf: &mut Buffer) {
         },
         Style::new().add_modifier(Modifier::BOLD),
     ))];
-    let rows: [Percentile; 5] = [
-        ("p50", |s| s.p50),
-        ("p90", |s| s.p90),
-        ("p99", |s| s.p99),
-        ("p99.9", |s| s.p999),
-        ("max", |s| s.max),
-    ];
-    for (name, get) in rows {
+    for (name, get) in PERCENTILES {
         let mut text = format!(
             "{name:<5}{:>8} {:>8}",
             human_ns(get(&latency.run) as f64),
@@ -161,7 +154,16 @@ pub fn latency(state: &State, area: Rect, buf: &mut Buffer) {
 }
 
 /// A row of the percentile table: its name and how to read it from a summary.
-type Percentile = (&'static str, fn(&LatencySummary) -> u64);
+pub(super) type Percentile = (&'static str, fn(&LatencySummary) -> u64);
+
+/// The rows of the percentile tables.
+pub(super) const PERCENTILES: [Percentile; 5] = [
+    ("p50", |s| s.p50),
+    ("p90", |s| s.p90),
+    ("p99", |s| s.p99),
+    ("p99.9", |s| s.p999),
+    ("max", |s| s.max),
+];
 
 /// RSS (figure and sparkline), threads and processes, context switches, per-core CPU.
 pub fn resources(state: &State, area: Rect, buf: &mut Buffer) {

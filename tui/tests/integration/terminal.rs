@@ -260,3 +260,60 @@ fn a_workload_killed_from_outside_is_reported_and_the_tui_stays_up() {
     let session = Session::load(&dir).unwrap();
     assert_eq!(session.meta.status, Status::Crashed);
 }
+
+#[test]
+fn benchtop_open_shows_two_sessions_side_by_side_and_one_session_as_it_ended() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("tell"), tmp.path().join("ask"));
+    crate::compare::session(&a, "tell", 1.2e6, "AskActor::poll", 10);
+    crate::compare::session(&b, "ask", 0.8e6, "AskActor::poll", 60);
+    let benchtop = shell_quote(Path::new(env!("CARGO_BIN_EXE_benchtop")));
+    let tmux = Tmux::start(&format!(
+        "{benchtop} open {} {}; echo EXIT=$?; sleep 60",
+        shell_quote(&a),
+        shell_quote(&b)
+    ));
+    let screen = tmux.wait_for("diff: B against A");
+    assert!(
+        screen.contains("messages/s") && screen.contains("regressed"),
+        "{screen}"
+    );
+    assert!(screen.contains("share per bin"), "{screen}");
+    // Into the flamegraph: search, then B alone.
+    tmux.keys("3");
+    tmux.type_text("/AskActor");
+    tmux.keys("Enter");
+    tmux.wait_for("1 match");
+    tmux.keys("d");
+    tmux.wait_for("on-CPU of B");
+    tmux.keys("q");
+    let screen = tmux.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    assert!(!tmux.alternate_screen(), "the terminal was not restored");
+
+    let tmux = Tmux::start(&format!(
+        "{benchtop} open {}; echo EXIT=$?; sleep 60",
+        shell_quote(&a)
+    ));
+    let screen = tmux.wait_for("● complete");
+    assert!(
+        screen.contains("lap, whole run") && screen.contains("mailbox::send"),
+        "{screen}"
+    );
+    tmux.keys("q");
+    assert!(tmux.wait_for("EXIT=").contains("EXIT=0"));
+
+    // A broken session is refused before the terminal changes.
+    std::fs::write(b.join("session.json"), "{").unwrap();
+    let tmux = Tmux::start(&format!(
+        "{benchtop} open {} {}; echo EXIT=$?; sleep 60",
+        shell_quote(&a),
+        shell_quote(&b)
+    ));
+    let screen = tmux.wait_for("EXIT=");
+    assert!(
+        screen.contains("cannot open session B") && screen.contains("session.json: corrupt"),
+        "{screen}"
+    );
+    assert!(screen.contains("EXIT=1"), "{screen}");
+}

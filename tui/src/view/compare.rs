@@ -1,0 +1,272 @@
+//! The compare screen (`benchtop open A B`): which sessions, the figures with their
+//! verdicts, both latency histograms on one scale, and B's flamegraph against A's.
+
+use benchtop_sessions::compare::{TABLE_HEAD, Verdict};
+use benchtop_sessions::units::{human_count, human_ns};
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget};
+
+use super::panes::PERCENTILES;
+use super::{accent, flame};
+use crate::state::compare::{ComparePane, LatencyOverlay};
+use crate::state::{FlameKind, State};
+
+/// Draws the compare screen into `area` (the screen above the footer).
+pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
+    let [header, body] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(area);
+    draw_header(state, header, buf);
+    for (pane, rect) in panes(state, body) {
+        draw_pane(state, pane, rect, buf);
+    }
+}
+
+/// Where each pane goes in `body`: the figures over the latency on the left, the
+/// flamegraph on the right; the focused one alone when maximized.
+fn panes(state: &State, body: Rect) -> Vec<(ComparePane, Rect)> {
+    if state.maximized {
+        return vec![(state.compare.focus, body)];
+    }
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(body);
+    let [table, latency] =
+        Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(left);
+    vec![
+        (ComparePane::Table, table),
+        (ComparePane::Latency, latency),
+        (ComparePane::Flame, right),
+    ]
+}
+
+fn draw_header(state: &State, area: Rect, buf: &mut Buffer) {
+    let c = &state.compare;
+    let side = |label: &str, color: Color, side: &Option<crate::state::compare::Side>| {
+        let mut spans = vec![Span::styled(
+            format!(" {label} "),
+            accent(state, color).add_modifier(Modifier::BOLD),
+        )];
+        if let Some(s) = side {
+            spans.push(Span::styled(
+                s.id.clone(),
+                Style::new().add_modifier(Modifier::BOLD),
+            ));
+            spans.push(Span::raw(format!("  {}  ", s.what)));
+            spans.push(Span::styled(
+                s.status.clone(),
+                Style::new().add_modifier(Modifier::DIM),
+            ));
+        }
+        Line::from(spans)
+    };
+    let mut first = side("A", Color::Blue, &c.a);
+    first.spans.insert(
+        0,
+        Span::styled(
+            " benchtop compare",
+            accent(state, Color::Cyan).add_modifier(Modifier::BOLD),
+        ),
+    );
+    Paragraph::new(vec![
+        first,
+        side(&format!("{:>17}", "B"), Color::Magenta, &c.b),
+    ])
+    .render(area, buf);
+}
+
+fn draw_pane(state: &State, pane: ComparePane, area: Rect, buf: &mut Buffer) {
+    let focused = state.compare.focus == pane;
+    let mut title = vec![Span::raw(format!(" {} {} ", pane.number(), pane.title()))];
+    if pane == ComparePane::Flame {
+        title.push(Span::raw(match state.flame_kind {
+            FlameKind::OnCpu => "on-CPU ",
+            FlameKind::OffCpu => "off-CPU ",
+        }));
+        if state.differential {
+            title.push(Span::styled(
+                "diff: B against A ",
+                accent(state, Color::Red),
+            ));
+        } else {
+            title.push(Span::raw("of B "));
+        }
+    }
+    let border = if focused {
+        accent(state, Color::Cyan).add_modifier(Modifier::BOLD)
+    } else {
+        Style::new().add_modifier(Modifier::DIM)
+    };
+    let block = Block::new()
+        .borders(Borders::ALL)
+        .border_style(border)
+        .title(Line::from(title));
+    let inner = block.inner(area);
+    block.render(area, buf);
+    match pane {
+        ComparePane::Table => table(state, inner, buf),
+        ComparePane::Latency => match &state.compare.latency {
+            Some(overlay) => latency(state, overlay, inner, buf),
+            None => {
+                Paragraph::new("no latency metric recorded by both sessions").render(inner, buf)
+            }
+        },
+        ComparePane::Flame => {
+            if state.flame().is_empty() {
+                Paragraph::new(match state.flame_kind {
+                    FlameKind::OnCpu => "no on-CPU stacks in B (o: off-CPU)",
+                    FlameKind::OffCpu => "no off-CPU stacks in B (o: on-CPU)",
+                })
+                .render(inner, buf);
+            } else {
+                flame::render_flame(state.flame(), inner, buf, focused, state.color);
+            }
+        }
+    }
+}
+
+/// The figures: warnings first, then one row per figure from the scroll position, the
+/// verdict in colour, and how verdicts are judged at the bottom.
+fn table(state: &State, area: Rect, buf: &mut Buffer) {
+    let c = &state.compare;
+    let mut lines: Vec<Line> = c
+        .warnings
+        .iter()
+        .map(|w| Line::from(Span::styled(format!("⚠ {w}"), accent(state, Color::Yellow))))
+        .collect();
+    let cells: Vec<[String; 6]> = c.figures.iter().map(|f| f.cells()).collect();
+    let mut widths = TABLE_HEAD.map(str::len);
+    for row in &cells {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    // The judgement first (change and verdict), then the values, the interval last, so a
+    // narrow pane cuts the least telling columns; the figure's name gives way down to 14
+    // characters.
+    let others: usize = widths[3] + widths[5] + 2;
+    widths[0] = widths[0].min(usize::from(area.width).saturating_sub(others).max(14));
+    let row = |cells: [&str; 6]| {
+        let [name, a, b, change, ci, verdict] = cells;
+        let name: String = name.chars().take(widths[0]).collect();
+        format!(
+            "{name:<w0$} {change:>w3$} {verdict:<w5$} {a:>w1$} {b:>w2$} {ci}",
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3],
+            w5 = widths[5],
+        )
+    };
+    lines.push(Line::from(Span::styled(
+        row(TABLE_HEAD),
+        Style::new().add_modifier(Modifier::BOLD),
+    )));
+    let room = usize::from(area.height)
+        .saturating_sub(lines.len() + 1)
+        .max(1);
+    for (f, cells) in c.figures.iter().zip(&cells).skip(c.scroll).take(room) {
+        let text = row([
+            &cells[0], &cells[1], &cells[2], &cells[3], &cells[4], &cells[5],
+        ]);
+        let style = match f.change.verdict {
+            Verdict::Regressed => accent(state, Color::Red),
+            Verdict::Improved => accent(state, Color::Green),
+            Verdict::Changed => accent(state, Color::Yellow),
+            _ => Style::new(),
+        };
+        lines.push(Line::from(Span::styled(text, style)));
+    }
+    let below = c.figures.len().saturating_sub(c.scroll + room);
+    let mut note = format!(
+        "bootstrap 95% of the intervals; under {:.1}% is noise",
+        c.threshold * 100.0
+    );
+    if below > 0 {
+        note.push_str(&format!("  ↓ {below} more"));
+    }
+    lines.push(Line::from(Span::styled(
+        note,
+        Style::new().add_modifier(Modifier::DIM),
+    )));
+    Paragraph::new(lines).render(area, buf);
+}
+
+/// Both histograms: two bars per bin (A above B) beside the percentiles of each.
+fn latency(state: &State, overlay: &LatencyOverlay, area: Rect, buf: &mut Buffer) {
+    let [bars, numbers] =
+        Layout::horizontal([Constraint::Min(0), Constraint::Length(30)]).areas(area);
+    let bins = &overlay.bins;
+    let per_bin = 2;
+    let rows = usize::from(bars.height.saturating_sub(1)) / per_bin;
+    let start = if bins.len() > rows {
+        // The window of bins holding the most values of either.
+        (0..=bins.len() - rows)
+            .max_by_key(|&i| bins[i..i + rows].iter().map(|b| b.a + b.b).sum::<u64>())
+            .unwrap_or(0)
+    } else {
+        0
+    };
+    let shown = &bins[start..(start + rows).min(bins.len())];
+    // Each side's share of its own values, so sessions of different lengths compare.
+    let total_a = bins.iter().map(|b| b.a).sum::<u64>().max(1) as f64;
+    let total_b = bins.iter().map(|b| b.b).sum::<u64>().max(1) as f64;
+    let most = shown
+        .iter()
+        .map(|b| (b.a as f64 / total_a).max(b.b as f64 / total_b))
+        .fold(0.0, f64::max)
+        .max(f64::MIN_POSITIVE);
+    let label = 9usize;
+    let room = usize::from(bars.width).saturating_sub(label + 1);
+    let bar = |share: f64| {
+        let len = (share / most * room as f64).ceil() as usize;
+        "█".repeat(if share > 0.0 { len.clamp(1, room) } else { 0 })
+    };
+    let mut lines = vec![Line::from(vec![
+        Span::styled(
+            format!("{}, share per bin  ", overlay.metric),
+            Style::new().add_modifier(Modifier::BOLD),
+        ),
+        Span::styled("A", accent(state, Color::Blue)),
+        Span::raw(" "),
+        Span::styled("B", accent(state, Color::Magenta)),
+    ])];
+    for b in shown {
+        lines.push(Line::from(vec![
+            Span::raw(format!("{:>8} ", human_ns(b.low as f64))),
+            Span::styled(bar(b.a as f64 / total_a), accent(state, Color::Blue)),
+        ]));
+        lines.push(Line::from(vec![
+            Span::raw(" ".repeat(label)),
+            Span::styled(bar(b.b as f64 / total_b), accent(state, Color::Magenta)),
+        ]));
+    }
+    Paragraph::new(lines).render(bars, buf);
+
+    let percent = |a: u64, b: u64| {
+        if a == 0 {
+            String::new()
+        } else {
+            format!("{:+.1}%", (b as f64 / a as f64 - 1.0) * 100.0)
+        }
+    };
+    let mut lines = vec![Line::from(Span::styled(
+        "          A        B  change",
+        Style::new().add_modifier(Modifier::BOLD),
+    ))];
+    for (name, get) in PERCENTILES {
+        let (a, b) = (get(&overlay.a), get(&overlay.b));
+        lines.push(Line::from(format!(
+            "{name:<5}{:>8} {:>8} {:>7}",
+            human_ns(a as f64),
+            human_ns(b as f64),
+            percent(a, b)
+        )));
+    }
+    lines.push(Line::from(format!(
+        "count{:>8} {:>8}",
+        human_count(overlay.a.count as f64),
+        human_count(overlay.b.count as f64)
+    )));
+    Paragraph::new(lines).render(numbers, buf);
+}
