@@ -7,7 +7,10 @@
 //! criterion judges a change: intervals are resampled with replacement, the relative change
 //! of the means recomputed, and the middle 95 % kept. A change is `improved` or `regressed`
 //! only when the interval excludes zero *and* the change is at least the threshold;
-//! otherwise it is `within noise`. Figures with one value per session (the workload's own
+//! otherwise it is `within noise`. Latency percentiles are the whole run's (every interval
+//! merged), so their interval comes from resampling whole intervals and recomputing the
+//! merged percentile ([`judge_percentiles`]), the same statistic as the change shown.
+//! Figures with one value per session (the workload's own
 //! summary figures, the peak RSS) are shown with their change and no verdict: two numbers
 //! alone cannot tell a change from noise.
 //!
@@ -25,6 +28,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::{self, Write as _};
 
+use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::meta::Better;
@@ -166,19 +170,49 @@ impl Comparison {
 /// Compares session B against session A.
 pub fn compare(a: &Session, b: &Session, opts: &CompareOptions) -> Comparison {
     let mut figures = Vec::new();
-    let side = |s: &Session| Samples::of(s);
-    let (sa, sb) = (side(a), side(b));
+    let (sa, sb) = (Samples::of(a), Samples::of(b));
+    let mut percentiles: HashMap<String, Change> = HashMap::new();
+    for (tag, a_intervals) in &sa.intervals {
+        if let Some(b_intervals) = sb.intervals.get(tag) {
+            for ((q_name, _), change) in
+                QUANTILES
+                    .iter()
+                    .zip(judge_percentiles(a_intervals, b_intervals, opts))
+            {
+                percentiles.insert(format!("{tag} {q_name}"), change);
+            }
+        }
+    }
     for (name, a_vals) in &sa.series {
         let Some(b_vals) = sb.series.get(name) else {
             continue;
         };
         let (unit, better) = sa.kinds.get(name).cloned().unwrap_or_default();
-        let mut change = judge(a_vals, b_vals, better, opts);
         let (a_value, b_value) = match (sa.whole.get(name), sb.whole.get(name)) {
             (Some(&x), Some(&y)) => (x, y),
             _ => (mean(a_vals), mean(b_vals)),
         };
-        change.change = relative(a_value, b_value);
+        let shown = relative(a_value, b_value);
+        let mut change = match percentiles.get(name) {
+            Some(&binned) => {
+                // The interval was read in 0.5 % bins: move it by what the bins took
+                // off the change, so that it is about the exact percentiles shown.
+                let shift = if shown.is_finite() && binned.change.is_finite() {
+                    shown - binned.change
+                } else {
+                    0.0
+                };
+                let ci = binned.ci.map(|(lo, hi)| (lo + shift, hi + shift));
+                let exact = Change {
+                    change: shown,
+                    ci,
+                    verdict: binned.verdict,
+                };
+                with_verdict(exact, better, opts)
+            }
+            None => judge(a_vals, b_vals, better, opts),
+        };
+        change.change = shown;
         // The shown change and the judged one must agree in direction to be a verdict.
         if let Some((lo, hi)) = change.ci
             && ((change.change > 0.0 && hi < 0.0) || (change.change < 0.0 && lo > 0.0))
@@ -265,21 +299,191 @@ pub fn judge(a: &[f64], b: &[f64], better: Option<Better>, opts: &CompareOptions
             verdict: Verdict::TooFewSamples,
         };
     }
+    with_verdict(
+        Change {
+            change,
+            ci: Some(middle_95(&mut changes)),
+            verdict: Verdict::WithinNoise,
+        },
+        better,
+        opts,
+    )
+}
+
+/// The 2.5 % and 97.5 % points of `changes` (not empty), sorting them.
+fn middle_95(changes: &mut [f64]) -> (f64, f64) {
     changes.sort_unstable_by(f64::total_cmp);
     let at = |q: f64| changes[((changes.len() - 1) as f64 * q).round() as usize];
-    let ci = (at(0.025), at(0.975));
-    let beyond_noise = (ci.0 > 0.0 || ci.1 < 0.0) && change.abs() >= opts.threshold;
-    let verdict = match (beyond_noise, better) {
+    (at(0.025), at(0.975))
+}
+
+/// `change` with its verdict from its interval, the threshold and the better direction
+/// (no interval: too few samples).
+fn with_verdict(mut change: Change, better: Option<Better>, opts: &CompareOptions) -> Change {
+    let Some(ci) = change.ci else {
+        change.verdict = Verdict::TooFewSamples;
+        return change;
+    };
+    let beyond_noise = (ci.0 > 0.0 || ci.1 < 0.0) && change.change.abs() >= opts.threshold;
+    change.verdict = match (beyond_noise, better) {
         (false, _) => Verdict::WithinNoise,
         (true, None) => Verdict::Changed,
-        (true, Some(Better::Higher)) if change > 0.0 => Verdict::Improved,
-        (true, Some(Better::Lower)) if change < 0.0 => Verdict::Improved,
+        (true, Some(Better::Higher)) if change.change > 0.0 => Verdict::Improved,
+        (true, Some(Better::Lower)) if change.change < 0.0 => Verdict::Improved,
         (true, Some(_)) => Verdict::Regressed,
     };
-    Change {
-        change,
-        ci: Some(ci),
-        verdict,
+    change
+}
+
+/// Resamples of whole-run percentiles: each merges as many intervals as the run has, so
+/// fewer than for means suffice (criterion's default of 100 000 is for means of samples).
+pub const PERCENTILE_RESAMPLES: usize = 2_000;
+/// Width of the bins the resampled histograms are merged in: 0.5 %, well inside the
+/// noise threshold.
+const PERCENTILE_BIN_RATIO: f64 = 1.005;
+
+/// The whole run's latency percentiles of A against B (p50, p90, p99, p99.9 and the
+/// maximum, as [`QUANTILES`] orders them), from their interval histograms: the change of
+/// the merged percentiles, and a bootstrap 95 % interval from resampling whole intervals
+/// with replacement and merging them again (in 0.5 % bins). Intervals are the unit of
+/// resampling because values within one are not independent. The verdicts wait for the
+/// figure's better direction ([`compare`] gives them); with fewer than two intervals a
+/// side there is no interval.
+pub fn judge_percentiles(
+    a: &[&Histogram<u64>],
+    b: &[&Histogram<u64>],
+    opts: &CompareOptions,
+) -> Vec<Change> {
+    let (ba, bb) = (Binned::of(a), Binned::of(b));
+    let whole = |h: &Binned| -> Vec<f64> {
+        let all = vec![1u32; h.intervals.len()];
+        h.quantiles(&all, &mut Vec::new())
+    };
+    let (wa, wb) = (whole(&ba), whole(&bb));
+    let mut changes: Vec<Change> = wa
+        .iter()
+        .zip(&wb)
+        .map(|(&x, &y)| Change {
+            change: relative(x, y),
+            ci: None,
+            verdict: Verdict::TooFewSamples,
+        })
+        .collect();
+    if a.len() < 2 || b.len() < 2 {
+        return changes;
+    }
+    let mut rng = XorShift(opts.seed | 1);
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); QUANTILES.len()];
+    let (mut ma, mut mb) = (vec![0u32; a.len()], vec![0u32; b.len()]);
+    let mut scratch = Vec::new();
+    for _ in 0..opts.resamples.clamp(100, PERCENTILE_RESAMPLES) {
+        for m in [&mut ma, &mut mb] {
+            m.fill(0);
+            let n = m.len();
+            for _ in 0..n {
+                m[rng.below(n)] += 1;
+            }
+        }
+        let qa = ba.quantiles(&ma, &mut scratch);
+        let qb = bb.quantiles(&mb, &mut scratch);
+        for ((x, y), out) in qa.iter().zip(&qb).zip(&mut samples) {
+            let c = relative(*x, *y);
+            if c.is_finite() {
+                out.push(c);
+            }
+        }
+    }
+    for (change, mut resampled) in changes.iter_mut().zip(samples) {
+        if !resampled.is_empty() {
+            change.ci = Some(middle_95(&mut resampled));
+        }
+    }
+    changes
+}
+
+/// Interval histograms reduced to 0.5 % bins, for merging many times over.
+struct Binned {
+    /// Each interval's non-empty bins (index from `lowest`) and counts, and its maximum.
+    intervals: Vec<(Vec<(u32, u64)>, u64)>,
+    /// Bin index of the lowest value of any interval.
+    lowest: i64,
+    /// Bins from the lowest to the highest.
+    len: usize,
+}
+
+impl Binned {
+    fn bin(v: u64) -> i64 {
+        ((v.max(1) as f64).ln() / PERCENTILE_BIN_RATIO.ln()).floor() as i64
+    }
+
+    fn of(histograms: &[&Histogram<u64>]) -> Binned {
+        let lowest = histograms
+            .iter()
+            .map(|h| Binned::bin(h.min()))
+            .min()
+            .unwrap_or(0);
+        let highest = histograms
+            .iter()
+            .map(|h| Binned::bin(h.max()))
+            .max()
+            .unwrap_or(0);
+        let intervals = histograms
+            .iter()
+            .map(|h| {
+                let mut bins: Vec<(u32, u64)> = Vec::new();
+                for v in h.iter_recorded() {
+                    let i = (Binned::bin(v.value_iterated_to()) - lowest) as u32;
+                    match bins.last_mut() {
+                        Some((last, count)) if *last == i => *count += v.count_at_value(),
+                        _ => bins.push((i, v.count_at_value())),
+                    }
+                }
+                (bins, h.max())
+            })
+            .collect();
+        Binned {
+            intervals,
+            lowest,
+            len: (highest - lowest + 1).max(1) as usize,
+        }
+    }
+
+    /// The percentiles of [`QUANTILES`] of the intervals merged `times[i]` times each
+    /// (the value of a bin is its lower edge; the maximum is exact).
+    fn quantiles(&self, times: &[u32], merged: &mut Vec<u64>) -> Vec<f64> {
+        merged.clear();
+        merged.resize(self.len, 0);
+        let mut total = 0u64;
+        let mut max = 0u64;
+        for ((bins, interval_max), &m) in self.intervals.iter().zip(times) {
+            if m == 0 {
+                continue;
+            }
+            max = max.max(*interval_max);
+            for &(i, count) in bins {
+                let add = count.saturating_mul(u64::from(m));
+                merged[i as usize] = merged[i as usize].saturating_add(add);
+                total = total.saturating_add(add);
+            }
+        }
+        let mut out = Vec::with_capacity(QUANTILES.len());
+        let (mut i, mut seen) = (0usize, 0u64);
+        for &(_, q) in &QUANTILES {
+            if q >= 1.0 {
+                out.push(max as f64);
+                continue;
+            }
+            // The value at which at least q of the values are counted, as HdrHistogram's
+            // value_at_quantile reads it.
+            let target = ((q * total as f64).ceil() as u64).max(1);
+            while i < merged.len() && seen + merged[i] < target {
+                seen += merged[i];
+                i += 1;
+            }
+            let bin = self.lowest + i.min(merged.len() - 1) as i64;
+            out.push(PERCENTILE_BIN_RATIO.powf(bin as f64));
+        }
+        out
     }
 }
 
@@ -301,9 +505,20 @@ impl XorShift {
     }
 }
 
+/// The latency figures of each metric: name suffix and quantile (1.0: the maximum).
+const QUANTILES: [(&str, f64); 5] = [
+    ("p50", 0.5),
+    ("p90", 0.9),
+    ("p99", 0.99),
+    ("p99.9", 0.999),
+    ("max", 1.0),
+];
+
 /// A session's samples: per-interval series, whole-run values, single values.
 #[derive(Default)]
-struct Samples {
+struct Samples<'a> {
+    /// The non-empty latency intervals of each metric.
+    intervals: BTreeMap<String, Vec<&'a Histogram<u64>>>,
     /// Per-interval samples by figure name, in a stable order.
     series: BTreeMap<String, Vec<f64>>,
     /// Unit and better direction by figure name.
@@ -314,8 +529,8 @@ struct Samples {
     single: BTreeMap<String, (f64, String, Option<Better>)>,
 }
 
-impl Samples {
-    fn of(s: &Session) -> Samples {
+impl<'a> Samples<'a> {
+    fn of(s: &'a Session) -> Samples<'a> {
         let mut out = Samples::default();
         let push = |out: &mut Samples, name: String, unit: &str, better, v: f64| {
             out.kinds
@@ -365,18 +580,15 @@ impl Samples {
         }
         // Latency percentiles of each interval of latency.hlog; the whole run's from the
         // merged histogram.
-        const QUANTILES: [(&str, f64); 5] = [
-            ("p50", 0.5),
-            ("p90", 0.9),
-            ("p99", 0.99),
-            ("p99.9", 0.999),
-            ("max", 1.0),
-        ];
         for interval in &s.latency {
             let h = &interval.histogram;
             if h.is_empty() {
                 continue;
             }
+            out.intervals
+                .entry(tag_name(&interval.tag).to_owned())
+                .or_default()
+                .push(h);
             for (q_name, q) in QUANTILES {
                 let name = format!("{} {q_name}", tag_name(&interval.tag));
                 let v = if q >= 1.0 {
@@ -666,6 +878,84 @@ mod tests {
         (0..n)
             .map(|_| base * (1.0 + (rng.below(1000) as f64 / 1000.0 - 0.5) * 0.04))
             .collect()
+    }
+
+    /// `n` intervals of 1000 latencies each: a body around `body` ns and a tail of
+    /// `tail_share` (per thousand) around `tail` ns, with some spread.
+    fn intervals(
+        body: u64,
+        tail: u64,
+        tail_share: u64,
+        n: usize,
+        seed: u64,
+    ) -> Vec<Histogram<u64>> {
+        let mut rng = XorShift(seed);
+        (0..n)
+            .map(|_| {
+                let mut h = Histogram::<u64>::new(3).unwrap();
+                for i in 0..1000u64 {
+                    let base = if i < tail_share { tail } else { body };
+                    let spread = rng.below(200) as u64;
+                    h.record(base + base * spread / 1000).unwrap();
+                }
+                h
+            })
+            .collect()
+    }
+
+    fn percentiles(a: &[Histogram<u64>], b: &[Histogram<u64>]) -> Vec<Change> {
+        let (a, b): (Vec<_>, Vec<_>) = (a.iter().collect(), b.iter().collect());
+        judge_percentiles(&a, &b, &CompareOptions::default())
+    }
+
+    #[test]
+    fn whole_run_percentiles_of_one_distribution_have_intervals_around_no_change() {
+        let a = intervals(100_000, 1_000_000, 20, 20, 1);
+        let b = intervals(100_000, 1_000_000, 20, 20, 2);
+        for (change, (name, _)) in percentiles(&a, &b).iter().zip(QUANTILES) {
+            let (lo, hi) = change.ci.unwrap();
+            assert!(lo <= 0.0 && hi >= 0.0, "{name}: {lo} … {hi}");
+            assert!(change.change.abs() < 0.05, "{name}: {}", change.change);
+        }
+    }
+
+    #[test]
+    fn a_doubled_tail_moves_p99_beyond_noise_and_leaves_p50() {
+        let a = intervals(100_000, 1_000_000, 20, 20, 1);
+        let b = intervals(100_000, 2_000_000, 20, 20, 2);
+        let changes = percentiles(&a, &b);
+        let (p50, p99) = (changes[0], changes[2]);
+        let (lo, hi) = p99.ci.unwrap();
+        assert!((p99.change - 1.0).abs() < 0.1, "{}", p99.change);
+        assert!(lo > 0.5 && hi < 1.5, "{lo} … {hi}");
+        let (lo, hi) = p50.ci.unwrap();
+        assert!(lo <= 0.0 && hi >= 0.0, "{lo} … {hi}");
+    }
+
+    #[test]
+    fn the_interval_of_a_whole_run_percentile_holds_its_change() {
+        // Intervals that differ from one another: half the run fast, half slow, so no
+        // interval's p90 is the run's. The interval judges the merged percentile, the
+        // figure shown, so it must hold its change (give or take the 0.5 % bins).
+        let mut a = intervals(100_000, 200_000, 50, 10, 1);
+        a.extend(intervals(300_000, 900_000, 50, 10, 2));
+        let mut b = intervals(110_000, 200_000, 50, 10, 3);
+        b.extend(intervals(400_000, 900_000, 50, 10, 4));
+        for (change, (name, _)) in percentiles(&a, &b).iter().zip(QUANTILES) {
+            let (lo, hi) = change.ci.unwrap();
+            assert!(
+                lo - 0.01 <= change.change && change.change <= hi + 0.01,
+                "{name}: {} not in {lo} … {hi}",
+                change.change
+            );
+        }
+    }
+
+    #[test]
+    fn one_interval_a_side_has_no_interval() {
+        let a = intervals(100_000, 1_000_000, 20, 1, 1);
+        let b = intervals(100_000, 1_000_000, 20, 3, 2);
+        assert!(percentiles(&a, &b).iter().all(|c| c.ci.is_none()));
     }
 
     #[test]
