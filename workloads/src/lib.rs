@@ -34,6 +34,7 @@
 
 mod error;
 pub mod ipc;
+pub mod kvstore;
 pub mod protocol;
 pub mod report;
 pub mod ring;

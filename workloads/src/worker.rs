@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use crate::WorkloadError;
 use crate::ipc::{self, NodeParams};
+use crate::kvstore::{self, KvMetrics, KvParams};
 use crate::protocol::{Hello, PROTOCOL_VERSION, Summary, WorkerMessage};
 use crate::report::{
     Metrics, Reporter, StopSignal, Ticker, interval_from_env, listen_for_stop, wait_for_start,
@@ -28,6 +29,9 @@ pub enum Workload {
     Ring(RingParams),
     /// Node processes storm the main node with messages, which it sums.
     Storm(StormParams),
+    /// gRPC key-value service with simulated work (writes 50 ms, reads 10 ms) and its
+    /// clients.
+    Kvstore(KvParams),
     /// A node process of `ring --transport ipc` or `storm`, started by its main node.
     #[command(hide = true, name = "ipc-node")]
     IpcNode(NodeParams),
@@ -46,6 +50,7 @@ impl Workload {
         match self {
             Workload::Ring(_) => ring::NAME,
             Workload::Storm(_) => storm::NAME,
+            Workload::Kvstore(_) => kvstore::NAME,
             Workload::IpcNode(_) => "ipc-node",
         }
     }
@@ -63,6 +68,7 @@ impl Workload {
         match self {
             Workload::Ring(params) => params.validate(),
             Workload::Storm(params) => params.validate(),
+            Workload::Kvstore(params) => params.validate(),
             Workload::IpcNode(_) => Ok(()),
         }
     }
@@ -73,6 +79,7 @@ impl Workload {
         let params = match self {
             Workload::Ring(params) => params.to_args(),
             Workload::Storm(params) => params.to_args(),
+            Workload::Kvstore(params) => params.to_args(),
             Workload::IpcNode(params) => params.to_args(),
         };
         std::iter::once(self.name().to_owned())
@@ -85,6 +92,7 @@ impl Workload {
         match self {
             Workload::Ring(params) => params.params_json(),
             Workload::Storm(params) => params.params_json(),
+            Workload::Kvstore(params) => params.params_json(),
             Workload::IpcNode(params) => params.params_json(),
         }
     }
@@ -170,6 +178,7 @@ fn report_error(reporter: &Reporter, error: WorkloadError) -> WorkloadError {
 enum Registered<'a> {
     Ring(&'a RingParams, RingMetrics),
     Storm(&'a StormParams, StormMetrics),
+    Kvstore(&'a KvParams, KvMetrics),
 }
 
 /// What a finished run reports: its summary, and what the log says besides it.
@@ -192,6 +201,15 @@ impl Registered<'_> {
                             params.total_hops()
                         )
                     }),
+                })
+            }
+            Registered::Kvstore(params, metrics) => {
+                let outcome = kvstore::run(params, metrics, stop)?;
+                Ok(Finished {
+                    summary: kvstore::summary(&outcome),
+                    stopped_note: outcome
+                        .stopped
+                        .then(|| "stopped before the duration".to_owned()),
                 })
             }
             Registered::Storm(params, metrics) => {
@@ -223,6 +241,9 @@ fn drive(
     let registered = match workload {
         Workload::Ring(params) => Registered::Ring(params, RingMetrics::register(&mut metrics)?),
         Workload::Storm(params) => Registered::Storm(params, StormMetrics::register(&mut metrics)?),
+        Workload::Kvstore(params) => {
+            Registered::Kvstore(params, KvMetrics::register(&mut metrics)?)
+        }
         Workload::IpcNode(_) => {
             return Err(WorkloadError::Broken {
                 workload: "ipc-node",

@@ -6,6 +6,7 @@ mod compare;
 mod deps;
 mod export;
 mod external;
+mod kvstore;
 mod process_tree;
 mod reap;
 mod record;

@@ -7,6 +7,7 @@
 
 mod fixture;
 mod ipc;
+mod kvstore;
 mod ring;
 mod stop;
 mod support;

@@ -1,0 +1,678 @@
+//! `kvstore`: the gRPC key-value benchmark with simulated work, after the kvstore example
+//! of gRPC's "Optimizing gRPC" posts.
+//!
+//! A key-value service answers Create, Retrieve, Update and Delete on byte keys and
+//! values ([`proto`], compiled from proto/kvstore.proto at build time with a vendored
+//! protoc). Writes simulate 50 ms of work and reads 10 ms, as a blocking sleep on the
+//! server's blocking pool: the thread yields its CPU, so the work shows in off-CPU
+//! profiles (under `simulate_work`), not on-CPU ones. Clients pick operations as the
+//! original did — a quarter reads, the rest creates, updates and deletes of random keys,
+//! "already exists" and "not found" answers counted as such rather than as failures — so
+//! one sequential client reaches at most 25 RPC/s (0.75 × 50 ms + 0.25 × 10 ms = 40 ms per
+//! RPC). With `--disable-work-simulation` the benchmark measures RPC overhead.
+//!
+//! `--role both` (the default) runs the server and the clients in this process, each on a
+//! runtime of its own (threads `kv-server…`, `kv-client…`); `--role server` and `--role
+//! client` with `--listen` and `--connect` put them on two hosts. Every RPC has a deadline
+//! (`--rpc-timeout`); every connection attempt too.
+
+mod client;
+mod server;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::WorkloadError;
+use crate::protocol::{Better, Figure, Summary};
+use crate::report::{Counter, IntervalHistogram, Metrics, StopSignal};
+
+pub use client::connect;
+pub use client::{ClientOutcome, Operation};
+pub use server::{KvServer, KvService, serve};
+
+/// The service's messages and its client and server, generated from proto/kvstore.proto.
+#[allow(missing_docs, clippy::all, clippy::pedantic, clippy::unwrap_used)]
+pub mod proto {
+    tonic::include_proto!("benchtop.kvstore");
+}
+
+/// The workload's name on the command line and in `hello`.
+pub const NAME: &str = "kvstore";
+
+/// The original's port.
+pub const DEFAULT_PORT: u16 = 50051;
+
+/// Which side of the benchmark this process runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Role {
+    /// The key-value server only, until stopped.
+    Server,
+    /// The clients only, against `--connect`.
+    Client,
+    /// Server and clients in this process.
+    #[default]
+    Both,
+}
+
+impl Role {
+    /// The name on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Server => "server",
+            Role::Client => "client",
+            Role::Both => "both",
+        }
+    }
+}
+
+/// A fraction between 0 and 1, e.g. `0.25`; compared by value, so parameters stay `Eq`.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Fraction(pub f64);
+
+impl Eq for Fraction {}
+
+impl FromStr for Fraction {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let v: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("{s:?} is not a number between 0 and 1"))?;
+        if !(0.0..=1.0).contains(&v) {
+            return Err(format!("{v} is not between 0 and 1"));
+        }
+        Ok(Fraction(v))
+    }
+}
+
+impl fmt::Display for Fraction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// `50ms`, `1.5s`, `2m` (humantime's syntax).
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s.trim()).map_err(|e| format!("{s:?}: {e} (try 50ms or 10s)"))
+}
+
+/// A positive rate, RPC per second.
+fn parse_rate(s: &str) -> Result<Rate, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a rate (RPC per second, e.g. 200)"))?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("{v} is not a positive rate"));
+    }
+    Ok(Rate(v))
+}
+
+/// RPC per second, positive; compared by value.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Rate(pub f64);
+
+impl Eq for Rate {}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Parameters of the kvstore benchmark, with the original's names where it has them.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct KvParams {
+    /// Answer at once instead of simulating work (measures RPC overhead)
+    #[arg(long)]
+    pub disable_work_simulation: bool,
+    /// Simulated work of a create, update or delete
+    #[arg(long, default_value = "50ms", value_parser = parse_duration, value_name = "DURATION")]
+    pub write_delay: Duration,
+    /// Simulated work of a retrieve
+    #[arg(long, default_value = "10ms", value_parser = parse_duration, value_name = "DURATION")]
+    pub read_delay: Duration,
+    /// Share of operations that are retrieves; the rest are creates, updates and deletes
+    #[arg(long, default_value = "0.25", value_name = "FRACTION")]
+    pub read_fraction: Fraction,
+    /// Clients, each with a connection of its own
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub clients: u32,
+    /// Outstanding RPCs per client
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub concurrency: u32,
+    /// How long the clients run [default: 10s; a server alone runs until stopped]
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub duration: Option<Duration>,
+    /// Open loop: start this many RPCs per second in all (latency counted from each RPC's
+    /// intended start, coordinated omission corrected) instead of one after another
+    #[arg(long, value_parser = parse_rate, value_name = "RPC/S")]
+    pub rate: Option<Rate>,
+    /// Run the server, the clients, or both in this process
+    #[arg(long, value_enum, default_value_t = Role::Both)]
+    pub role: Role,
+    /// Where the server listens [default: 127.0.0.1:50051]
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// Where the clients connect [default: 127.0.0.1:50051; with --role both, the server
+    /// of this process]
+    #[arg(long, value_name = "ADDR")]
+    pub connect: Option<SocketAddr>,
+    /// Mean key size in bytes (sizes are drawn from an exponential distribution, as the
+    /// original's)
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub mean_key_size: u32,
+    /// Mean value size in bytes
+    #[arg(long, default_value_t = 65536,
+          value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
+    pub mean_value_size: u32,
+    /// Deadline of every RPC; one that passes it counts as a DEADLINE_EXCEEDED failure
+    #[arg(long, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
+    pub rpc_timeout: Duration,
+}
+
+impl Default for KvParams {
+    fn default() -> Self {
+        KvParams {
+            disable_work_simulation: false,
+            write_delay: Duration::from_millis(50),
+            read_delay: Duration::from_millis(10),
+            read_fraction: Fraction(0.25),
+            clients: 1,
+            concurrency: 1,
+            duration: None,
+            rate: None,
+            role: Role::Both,
+            listen: None,
+            connect: None,
+            mean_key_size: 64,
+            mean_value_size: 65536,
+            rpc_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// How long the clients run when `--duration` is not given.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+
+impl KvParams {
+    /// The arguments that parse back into these parameters.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if self.disable_work_simulation {
+            args.push("--disable-work-simulation".to_owned());
+        }
+        args.extend([
+            "--write-delay".to_owned(),
+            humantime::format_duration(self.write_delay).to_string(),
+            "--read-delay".to_owned(),
+            humantime::format_duration(self.read_delay).to_string(),
+            "--read-fraction".to_owned(),
+            self.read_fraction.to_string(),
+            "--clients".to_owned(),
+            self.clients.to_string(),
+            "--concurrency".to_owned(),
+            self.concurrency.to_string(),
+            "--role".to_owned(),
+            self.role.as_str().to_owned(),
+            "--mean-key-size".to_owned(),
+            self.mean_key_size.to_string(),
+            "--mean-value-size".to_owned(),
+            self.mean_value_size.to_string(),
+            "--rpc-timeout".to_owned(),
+            humantime::format_duration(self.rpc_timeout).to_string(),
+        ]);
+        if let Some(d) = self.duration {
+            args.extend([
+                "--duration".to_owned(),
+                humantime::format_duration(d).to_string(),
+            ]);
+        }
+        if let Some(rate) = self.rate {
+            args.extend(["--rate".to_owned(), rate.to_string()]);
+        }
+        if let Some(a) = self.listen {
+            args.extend(["--listen".to_owned(), a.to_string()]);
+        }
+        if let Some(a) = self.connect {
+            args.extend(["--connect".to_owned(), a.to_string()]);
+        }
+        args
+    }
+
+    /// The parameters for `hello`, keyed by their command-line names.
+    pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
+        let ms = |d: Duration| serde_json::Value::from(d.as_secs_f64() * 1e3);
+        let mut json = BTreeMap::from([
+            (
+                "disable-work-simulation".to_owned(),
+                self.disable_work_simulation.into(),
+            ),
+            ("write-delay-ms".to_owned(), ms(self.write_delay)),
+            ("read-delay-ms".to_owned(), ms(self.read_delay)),
+            ("read-fraction".to_owned(), self.read_fraction.0.into()),
+            ("clients".to_owned(), self.clients.into()),
+            ("concurrency".to_owned(), self.concurrency.into()),
+            ("role".to_owned(), self.role.as_str().into()),
+            ("mean-key-size".to_owned(), self.mean_key_size.into()),
+            ("mean-value-size".to_owned(), self.mean_value_size.into()),
+            ("rpc-timeout-ms".to_owned(), ms(self.rpc_timeout)),
+        ]);
+        if let Some(d) = self.duration {
+            json.insert("duration-s".to_owned(), d.as_secs_f64().into());
+        }
+        if let Some(rate) = self.rate {
+            json.insert("rate".to_owned(), rate.0.into());
+        }
+        if let Some(a) = self.listen {
+            json.insert("listen".to_owned(), a.to_string().into());
+        }
+        if let Some(a) = self.connect {
+            json.insert("connect".to_owned(), a.to_string().into());
+        }
+        json
+    }
+
+    /// Checks what clap cannot: combinations, and ranges for parameters built in code.
+    pub fn validate(&self) -> Result<(), WorkloadError> {
+        if !(0.0..=1.0).contains(&self.read_fraction.0) {
+            return Err(WorkloadError::BadParam {
+                name: "read-fraction",
+                value: self.read_fraction.to_string(),
+                reason: "must be between 0 and 1",
+            });
+        }
+        if self.clients == 0 || self.concurrency == 0 {
+            return Err(WorkloadError::BadParam {
+                name: if self.clients == 0 {
+                    "clients"
+                } else {
+                    "concurrency"
+                },
+                value: "0".to_owned(),
+                reason: "must be at least 1",
+            });
+        }
+        if self.rpc_timeout.is_zero() {
+            return Err(WorkloadError::BadParam {
+                name: "rpc-timeout",
+                value: "0s".to_owned(),
+                reason: "every RPC needs a deadline above zero",
+            });
+        }
+        if self.role == Role::Server && (self.connect.is_some() || self.rate.is_some()) {
+            return Err(WorkloadError::BadParam {
+                name: if self.connect.is_some() {
+                    "connect"
+                } else {
+                    "rate"
+                },
+                value: "(given)".to_owned(),
+                reason: "is for clients; --role server only listens",
+            });
+        }
+        if self.role == Role::Client && self.listen.is_some() {
+            return Err(WorkloadError::BadParam {
+                name: "listen",
+                value: "(given)".to_owned(),
+                reason: "is for the server; --role client only connects (--connect)",
+            });
+        }
+        if self.role == Role::Both && self.connect.is_some() {
+            return Err(WorkloadError::BadParam {
+                name: "connect",
+                value: "(given)".to_owned(),
+                reason: "with --role both the clients use this process's server; \
+                         use --role client to reach another",
+            });
+        }
+        Ok(())
+    }
+
+    /// The simulated work of `op` (none with `--disable-work-simulation`).
+    pub fn work(&self, op: Operation) -> Duration {
+        match (self.disable_work_simulation, op) {
+            (true, _) => Duration::ZERO,
+            (false, Operation::Retrieve) => self.read_delay,
+            (false, _) => self.write_delay,
+        }
+    }
+
+    /// The most RPC/s the clients can complete against the simulated work, were RPCs
+    /// free: each outstanding RPC takes the mean work of the operation mix. `None` without
+    /// simulated work (the ceiling is then the machine's).
+    pub fn theoretical_max(&self) -> Option<f64> {
+        if self.disable_work_simulation {
+            return None;
+        }
+        let rf = self.read_fraction.0;
+        let mean = rf * self.read_delay.as_secs_f64() + (1.0 - rf) * self.write_delay.as_secs_f64();
+        if mean <= 0.0 {
+            return None;
+        }
+        let outstanding = f64::from(self.clients) * f64::from(self.concurrency);
+        let closed = outstanding / mean;
+        Some(match self.rate {
+            Some(rate) => closed.min(rate.0),
+            None => closed,
+        })
+    }
+
+    /// Where the server listens.
+    pub fn listen_addr(&self) -> SocketAddr {
+        self.listen
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT)))
+    }
+
+    /// Where the clients connect (`--role client`).
+    pub fn connect_addr(&self) -> SocketAddr {
+        self.connect
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT)))
+    }
+}
+
+/// The workload's metrics.
+#[derive(Debug, Clone)]
+pub struct KvMetrics {
+    /// `rpcs`: RPCs completed by the clients (or served, for a server alone), whatever
+    /// their answer.
+    pub rpcs: Arc<Counter>,
+    /// `failures`: RPCs that failed (deadline, unavailable, any status other than OK,
+    /// ALREADY_EXISTS on create and NOT_FOUND on retrieve and update).
+    pub failures: Arc<Counter>,
+    /// `not_found`: retrieves and updates of keys that were not there.
+    pub not_found: Arc<Counter>,
+    /// `already_exists`: creates of keys that were there.
+    pub already_exists: Arc<Counter>,
+    /// `rpc`: latency of every RPC.
+    pub rpc: Arc<IntervalHistogram>,
+    /// Latency per operation: create, retrieve, update, delete.
+    pub per_op: [Arc<IntervalHistogram>; 4],
+}
+
+impl KvMetrics {
+    /// Registers the counters and histograms (`rpcs` first: the throughput; `rpc` first:
+    /// the latency).
+    pub fn register(metrics: &mut Metrics) -> Result<Self, WorkloadError> {
+        let rpcs = metrics.counter("rpcs", "RPCs", "RPCs completed so far, any answer")?;
+        let failures = metrics.counter(
+            "failures",
+            "RPCs",
+            "RPCs that failed: deadline, connection, unexpected status",
+        )?;
+        let not_found = metrics.counter(
+            "not_found",
+            "RPCs",
+            "retrieves and updates answered NOT_FOUND (expected, not failures)",
+        )?;
+        let already_exists = metrics.counter(
+            "already_exists",
+            "RPCs",
+            "creates answered ALREADY_EXISTS (expected, not failures)",
+        )?;
+        let rpc = metrics.histogram("rpc", "latency of every RPC, any operation")?;
+        let mut per_op = Vec::new();
+        for op in Operation::ALL {
+            per_op.push(metrics.histogram(op.name(), &format!("latency of {} RPCs", op.name()))?);
+        }
+        let per_op: [Arc<IntervalHistogram>; 4] =
+            per_op.try_into().map_err(|_| WorkloadError::Broken {
+                workload: NAME,
+                reason: "four operations, four histograms".to_owned(),
+            })?;
+        Ok(KvMetrics {
+            rpcs,
+            failures,
+            not_found,
+            already_exists,
+            rpc,
+            per_op,
+        })
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Outcome {
+    /// The parameters.
+    pub params: KvParams,
+    /// The clients' results, when clients ran.
+    pub client: Option<ClientOutcome>,
+    /// RPCs the server answered, when it ran here.
+    pub served: Option<u64>,
+    /// The server's address, when it ran here.
+    pub listened: Option<SocketAddr>,
+    /// Ended by a stop before the duration.
+    pub stopped: bool,
+}
+
+/// Runs the benchmark until its duration passes or `stop` is set.
+pub fn run(
+    params: &KvParams,
+    metrics: &KvMetrics,
+    stop: &StopSignal,
+) -> Result<Outcome, WorkloadError> {
+    params.validate()?;
+    let server = match params.role {
+        Role::Server | Role::Both => Some(KvServer::start(params, metrics.clone())?),
+        Role::Client => None,
+    };
+    let listened = server.as_ref().map(KvServer::addr);
+    let (client, stopped) = match params.role {
+        Role::Server => {
+            let until = params.duration.map(|d| std::time::Instant::now() + d);
+            let mut stopped = false;
+            loop {
+                if stop.is_set() {
+                    stopped = true;
+                    break;
+                }
+                if until.is_some_and(|u| std::time::Instant::now() >= u) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            (None, stopped)
+        }
+        Role::Client | Role::Both => {
+            let target = listened.unwrap_or_else(|| params.connect_addr());
+            let outcome = client::run(params, target, metrics, stop)?;
+            let stopped = outcome.stopped;
+            (Some(outcome), stopped)
+        }
+    };
+    let served = match server {
+        Some(server) => Some(server.shutdown()?).filter(|_| params.role == Role::Server),
+        None => None,
+    };
+    Ok(Outcome {
+        params: params.clone(),
+        client,
+        served,
+        listened,
+        stopped,
+    })
+}
+
+/// The summary: the original's figures (RPCs, RPC/s, per-operation counts), the
+/// theoretical maximum for the parameters beside the measured RPC/s, and failures by
+/// status code.
+pub fn summary(outcome: &Outcome) -> Summary {
+    let mut figures = Vec::new();
+    let mut lines = Vec::new();
+    if let Some(addr) = outcome.listened {
+        lines.push(format!("server listening on {addr}"));
+    }
+    if let Some(served) = outcome.served {
+        figures.push(Figure::new("rpcs_served", served as f64, "RPCs"));
+        lines.push(format!("rpcs_served: {served}"));
+    }
+    if let Some(c) = &outcome.client {
+        let rate = c.rpcs_per_second();
+        figures.push(Figure::new("rpcs", c.rpcs as f64, "RPCs"));
+        figures.push(Figure::new("rpcs_per_second", rate, "RPC/s").better(Better::Higher));
+        lines.push(format!("Did {} RPCs/s", format_rate(rate)));
+        lines.push(format!(
+            "rpcs: {} in {:.3} s ({} create, {} retrieve, {} update, {} delete)",
+            c.rpcs,
+            c.elapsed.as_secs_f64(),
+            c.per_op[0],
+            c.per_op[1],
+            c.per_op[2],
+            c.per_op[3]
+        ));
+        match outcome.params.theoretical_max() {
+            Some(max) => {
+                figures.push(Figure::new("theoretical_max_rpcs_per_second", max, "RPC/s"));
+                lines.push(format!(
+                    "theoretical_max_rpcs_per_second: {} (measured {:.1}% of it)",
+                    format_rate(max),
+                    rate / max * 100.0
+                ));
+            }
+            None => lines.push(
+                "theoretical_max_rpcs_per_second: none (work simulation disabled)".to_owned(),
+            ),
+        }
+        figures.push(Figure::new("not_found", c.not_found as f64, "RPCs"));
+        figures.push(Figure::new(
+            "already_exists",
+            c.already_exists as f64,
+            "RPCs",
+        ));
+        figures.push(Figure::new("failures", c.failures() as f64, "RPCs").better(Better::Lower));
+        lines.push(format!(
+            "not_found: {}  already_exists: {}  failures: {}",
+            c.not_found,
+            c.already_exists,
+            c.failures()
+        ));
+        for (code, n) in &c.failures_by_code {
+            lines.push(format!("failed with {code}: {n}"));
+        }
+    }
+    Summary { figures, lines }
+}
+
+fn format_rate(rate: f64) -> String {
+    if rate >= 100.0 {
+        format!("{rate:.0}")
+    } else {
+        format!("{rate:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        params: KvParams,
+    }
+
+    fn parse(args: &[&str]) -> Result<KvParams, String> {
+        Cli::try_parse_from(std::iter::once("kvstore").chain(args.iter().copied()))
+            .map(|c| c.params)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_are_the_originals() {
+        let p = parse(&[]).unwrap();
+        assert_eq!(p, KvParams::default());
+        assert_eq!(p.listen_addr().port(), 50051);
+        // One sequential client: 0.75 × 50 ms + 0.25 × 10 ms = 40 ms an RPC.
+        assert!((p.theoretical_max().unwrap() - 25.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn arguments_round_trip() {
+        let p = parse(&[
+            "--disable-work-simulation",
+            "--read-fraction",
+            "0.5",
+            "--clients",
+            "4",
+            "--concurrency",
+            "8",
+            "--duration",
+            "3s",
+            "--rate",
+            "150",
+            "--role",
+            "client",
+            "--connect",
+            "10.0.0.1:7000",
+            "--rpc-timeout",
+            "250ms",
+        ])
+        .unwrap();
+        let args = p.to_args();
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_eq!(parse(&refs).unwrap(), p);
+        assert_eq!(p.theoretical_max(), None);
+    }
+
+    #[test]
+    fn the_maximum_scales_with_outstanding_rpcs_and_stops_at_the_rate() {
+        let mut p = KvParams {
+            clients: 2,
+            concurrency: 4,
+            ..KvParams::default()
+        };
+        assert!((p.theoretical_max().unwrap() - 200.0).abs() < 1e-9);
+        p.rate = Some(Rate(120.0));
+        assert!((p.theoretical_max().unwrap() - 120.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn bad_values_and_combinations_are_refused_with_their_names() {
+        for (args, needle) in [
+            (&["--read-fraction", "1.5"][..], "between 0 and 1"),
+            (&["--clients", "0"], "clients"),
+            (&["--write-delay", "soon"], "try 50ms"),
+            (&["--rate=-3"], "positive"),
+        ] {
+            let err = parse(args).unwrap_err();
+            assert!(err.contains(needle), "{args:?}: {err}");
+        }
+        for (params, needle) in [
+            (
+                KvParams {
+                    role: Role::Server,
+                    connect: Some("127.0.0.1:1".parse().unwrap()),
+                    ..KvParams::default()
+                },
+                "--connect",
+            ),
+            (
+                KvParams {
+                    role: Role::Client,
+                    listen: Some("127.0.0.1:1".parse().unwrap()),
+                    ..KvParams::default()
+                },
+                "--listen",
+            ),
+            (
+                KvParams {
+                    rpc_timeout: Duration::ZERO,
+                    ..KvParams::default()
+                },
+                "deadline",
+            ),
+        ] {
+            let err = params.validate().unwrap_err().to_string();
+            assert!(err.contains(needle), "{err}");
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! The key-value server: a concurrent map behind the gRPC service, simulated work as a
+//! blocking sleep on the runtime's blocking pool, and a runtime of its own.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dashmap::DashMap;
+use dashmap::mapref::entry::Entry;
+use tokio::sync::oneshot;
+use tonic::transport::Server;
+use tonic::transport::server::TcpIncoming;
+use tonic::{Request, Response, Status};
+
+use super::proto::key_value_service_server::{KeyValueService, KeyValueServiceServer};
+use super::proto::{
+    CreateRequest, CreateResponse, DeleteRequest, DeleteResponse, RetrieveRequest,
+    RetrieveResponse, UpdateRequest, UpdateResponse,
+};
+use super::{KvMetrics, KvParams, NAME, Operation};
+use crate::WorkloadError;
+
+/// Server worker threads: the machine's cores, at most 8 (the work is sleeping, not
+/// computing; the blocking pool holds the sleepers).
+const MAX_SERVER_THREADS: usize = 8;
+/// How long a shutdown waits for RPCs in flight.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// The service: the map and the work each operation simulates.
+#[derive(Debug, Clone)]
+pub struct KvService {
+    store: Arc<DashMap<Vec<u8>, Vec<u8>>>,
+    write_delay: Duration,
+    read_delay: Duration,
+    /// RPCs answered, when the server reports its own (`--role server`).
+    served: Option<KvMetrics>,
+}
+
+impl KvService {
+    /// A service with an empty map; `served` counts answered RPCs into its `rpcs`.
+    pub fn new(params: &KvParams, served: Option<KvMetrics>) -> Self {
+        KvService {
+            store: Arc::new(DashMap::new()),
+            write_delay: params.work(Operation::Create),
+            read_delay: params.work(Operation::Retrieve),
+            served,
+        }
+    }
+
+    /// Keys in the map.
+    pub fn len(&self) -> usize {
+        self.store.len()
+    }
+
+    /// Whether the map is empty.
+    pub fn is_empty(&self) -> bool {
+        self.store.is_empty()
+    }
+
+    fn answered(&self) {
+        if let Some(m) = &self.served {
+            m.rpcs.increment();
+        }
+    }
+}
+
+/// The server's simulated work: the calling task waits while a thread of the blocking
+/// pool sleeps, as the original's executor thread did. The sleeping thread is off-CPU with
+/// this function on its stack, which is what an off-CPU profile shows.
+#[inline(never)]
+async fn simulate_work(delay: Duration) -> Result<(), Status> {
+    if delay.is_zero() {
+        return Ok(());
+    }
+    tokio::task::spawn_blocking(move || sleep_for_work(delay))
+        .await
+        .map_err(|e| Status::internal(format!("simulated work failed: {e}")))
+}
+
+/// The sleep itself, named so that off-CPU stacks say what the time went to.
+#[inline(never)]
+fn sleep_for_work(delay: Duration) {
+    std::thread::sleep(delay);
+}
+
+#[tonic::async_trait]
+impl KeyValueService for KvService {
+    async fn create(
+        &self,
+        request: Request<CreateRequest>,
+    ) -> Result<Response<CreateResponse>, Status> {
+        simulate_work(self.write_delay).await?;
+        let CreateRequest { key, value } = request.into_inner();
+        let answer = match self.store.entry(key) {
+            Entry::Occupied(_) => Err(Status::already_exists("key already exists")),
+            Entry::Vacant(slot) => {
+                slot.insert(value);
+                Ok(Response::new(CreateResponse {}))
+            }
+        };
+        self.answered();
+        answer
+    }
+
+    async fn retrieve(
+        &self,
+        request: Request<RetrieveRequest>,
+    ) -> Result<Response<RetrieveResponse>, Status> {
+        simulate_work(self.read_delay).await?;
+        let key = request.into_inner().key;
+        let answer = match self.store.get(&key) {
+            Some(value) => Ok(Response::new(RetrieveResponse {
+                value: value.clone(),
+            })),
+            None => Err(Status::not_found("key not found")),
+        };
+        self.answered();
+        answer
+    }
+
+    async fn update(
+        &self,
+        request: Request<UpdateRequest>,
+    ) -> Result<Response<UpdateResponse>, Status> {
+        simulate_work(self.write_delay).await?;
+        let UpdateRequest { key, value } = request.into_inner();
+        let answer = match self.store.get_mut(&key) {
+            Some(mut slot) => {
+                *slot = value;
+                Ok(Response::new(UpdateResponse {}))
+            }
+            None => Err(Status::not_found("key not found")),
+        };
+        self.answered();
+        answer
+    }
+
+    async fn delete(
+        &self,
+        request: Request<DeleteRequest>,
+    ) -> Result<Response<DeleteResponse>, Status> {
+        simulate_work(self.write_delay).await?;
+        self.store.remove(&request.into_inner().key);
+        self.answered();
+        Ok(Response::new(DeleteResponse {}))
+    }
+}
+
+/// Serves `service` on `listener` until `shutdown` resolves.
+pub async fn serve(
+    service: KvService,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), tonic::transport::Error> {
+    Server::builder()
+        .serve_with_incoming_shutdown(
+            KeyValueServiceServer::new(service).max_decoding_message_size(usize::MAX),
+            TcpIncoming::from(listener).with_nodelay(Some(true)),
+            shutdown,
+        )
+        .await
+}
+
+/// A server running on a runtime of its own (threads `kv-server`).
+#[derive(Debug)]
+pub struct KvServer {
+    runtime: tokio::runtime::Runtime,
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+    served: Arc<crate::report::Counter>,
+    count_served: bool,
+}
+
+impl KvServer {
+    /// Binds `params.listen_addr()` (port 0 picks one) and starts serving.
+    pub fn start(params: &KvParams, metrics: KvMetrics) -> Result<KvServer, WorkloadError> {
+        let addr = params.listen_addr();
+        let threads = std::thread::available_parallelism()
+            .map_or(2, usize::from)
+            .min(MAX_SERVER_THREADS);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("kv-server")
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(|source| WorkloadError::Runtime {
+                threads: threads as u16,
+                source,
+            })?;
+        let std_listener =
+            std::net::TcpListener::bind(addr).map_err(|source| WorkloadError::Ipc {
+                workload: NAME,
+                context: format!(
+                    "listening on {addr}{}",
+                    if source.kind() == std::io::ErrorKind::AddrInUse {
+                        " (another server holds the port: --listen another, or port 0 for any)"
+                    } else {
+                        ""
+                    }
+                ),
+                source,
+            })?;
+        let bound = std_listener
+            .local_addr()
+            .map_err(|source| WorkloadError::Ipc {
+                workload: NAME,
+                context: format!("reading the address bound for {addr}"),
+                source,
+            })?;
+        std_listener
+            .set_nonblocking(true)
+            .map_err(|source| WorkloadError::Ipc {
+                workload: NAME,
+                context: "making the listener non-blocking".to_owned(),
+                source,
+            })?;
+        let listener = {
+            let _guard = runtime.enter();
+            tokio::net::TcpListener::from_std(std_listener).map_err(|source| {
+                WorkloadError::Ipc {
+                    workload: NAME,
+                    context: "registering the listener".to_owned(),
+                    source,
+                }
+            })?
+        };
+        // A server alone counts what it serves; with clients here, they count.
+        let count_served = params.role == super::Role::Server;
+        let served = metrics.rpcs.clone();
+        let service = KvService::new(params, count_served.then_some(metrics));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = runtime.spawn(serve(service, listener, async move {
+            let _ = stopped.await;
+        }));
+        Ok(KvServer {
+            runtime,
+            addr: bound,
+            stop: Some(stop),
+            task,
+            served,
+            count_served,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting, lets RPCs in flight finish (for a few seconds at most), and returns
+    /// the RPCs it answered (counted only for a server alone; 0 otherwise).
+    pub fn shutdown(mut self) -> Result<u64, WorkloadError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let task = self.task;
+        let result = self
+            .runtime
+            .block_on(async { tokio::time::timeout(SHUTDOWN_GRACE, task).await });
+        self.runtime.shutdown_timeout(Duration::from_secs(1));
+        match result {
+            Ok(Ok(Ok(()))) | Err(_) => {}
+            Ok(Ok(Err(e))) => {
+                return Err(WorkloadError::Broken {
+                    workload: NAME,
+                    reason: format!("the server failed: {e}"),
+                });
+            }
+            Ok(Err(e)) => {
+                return Err(WorkloadError::Panicked {
+                    what: "the kvstore server".to_owned(),
+                    message: e.to_string(),
+                });
+            }
+        }
+        Ok(if self.count_served {
+            self.served.get()
+        } else {
+            0
+        })
+    }
+}
