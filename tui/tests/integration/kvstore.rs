@@ -113,3 +113,95 @@ fn without_work_the_on_cpu_profile_is_the_rpc_stack() {
         rpc * 100.0
     );
 }
+
+#[test]
+fn client_and_server_in_two_network_namespaces_talk_over_listen_and_connect() {
+    let hosts = crate::netns::Hosts::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let (server_dir, client_dir) = (tmp.path().join("server"), tmp.path().join("client"));
+    let benchtop = env!("CARGO_BIN_EXE_benchtop");
+    let listen = format!("{}:50051", hosts.addr_a);
+    let mut server = hosts
+        .command(&hosts.a, benchtop)
+        .args([
+            "run",
+            "kvstore",
+            "--role",
+            "server",
+            "--disable-work-simulation",
+        ])
+        .args([
+            "--listen",
+            &listen,
+            "--duration",
+            "6s",
+            "--profile",
+            "none",
+            "--quiet",
+        ])
+        .arg("--record")
+        .arg(&server_dir)
+        .spawn()
+        .unwrap();
+    // The server is up once host b can open a connection to it.
+    crate::support::wait_until(
+        "the server in namespace a",
+        std::time::Duration::from_secs(20),
+        || {
+            hosts
+                .command(&hosts.b, "bash")
+                .args(["-c", &format!("exec 3<>/dev/tcp/{}/50051", hosts.addr_a)])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        },
+    );
+    let client = hosts
+        .command(&hosts.b, benchtop)
+        .args([
+            "run",
+            "kvstore",
+            "--role",
+            "client",
+            "--disable-work-simulation",
+        ])
+        .args([
+            "--connect",
+            &listen,
+            "--concurrency",
+            "4",
+            "--duration",
+            "1s",
+        ])
+        .args([
+            "--mean-value-size",
+            "512",
+            "--profile",
+            "none",
+            "--quiet",
+            "--record",
+        ])
+        .arg(&client_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&client.stdout);
+    assert!(
+        client.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&client.stderr)
+    );
+    assert!(server.wait().unwrap().success());
+    let client = benchtop_sessions::Session::load(&client_dir).unwrap();
+    let server = benchtop_sessions::Session::load(&server_dir).unwrap();
+    let rpcs = figure(&client, "rpcs");
+    assert!(rpcs > 10.0, "{stdout}");
+    assert_eq!(figure(&client, "failures"), 0.0, "{stdout}");
+    assert_eq!(
+        figure(&server, "rpcs_served"),
+        rpcs,
+        "every RPC answered by the other host"
+    );
+    assert_eq!(
+        server.meta.workload.params["listen"],
+        serde_json::json!(listen)
+    );
+}

@@ -7,6 +7,7 @@ mod deps;
 mod export;
 mod external;
 mod kvstore;
+mod netns;
 mod process_tree;
 mod reap;
 mod record;

@@ -205,3 +205,30 @@ fn a_client_that_outruns_its_deadlines_counts_them_as_failures_and_finishes() {
         "no wait past the deadlines"
     );
 }
+
+#[test]
+fn an_open_loop_that_outruns_the_server_counts_latency_from_the_intended_start() {
+    // 20 RPC/s against one outstanding RPC of 100 ms: the server keeps up with 10 a
+    // second, so RPCs fall further and further behind their schedule, and the latencies,
+    // counted from each RPC's intended start, say so (the service time alone is 100 ms).
+    let params = any_port(KvParams {
+        write_delay: Duration::from_millis(100),
+        read_delay: Duration::from_millis(100),
+        rate: Some(kvstore::Rate(20.0)),
+        duration: Some(Duration::from_secs(2)),
+        mean_value_size: 64,
+        ..KvParams::default()
+    });
+    let m = metrics();
+    let outcome = kvstore::run(&params, &m, &StopSignal::new()).unwrap();
+    let client = outcome.client.unwrap();
+    assert_eq!(client.rpcs, 40, "every scheduled RPC ran: {client:?}");
+    let mut latency = benchtop_workloads::protocol::new_latency_histogram();
+    m.rpc.swap(&mut latency);
+    assert_eq!(latency.len(), 40);
+    let (p50, max) = (latency.value_at_quantile(0.5), latency.max());
+    assert!(
+        p50 > 700_000_000 && max > 1_500_000_000,
+        "p50 {p50} ns, max {max} ns: latency from the send, not the schedule"
+    );
+}
