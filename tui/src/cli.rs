@@ -127,7 +127,8 @@ benchtop reap --signal KILL\n  benchtop reap --grace 10s"
 /// `benchtop run`: the workload and how to record it.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// How to record; these options go before or after the workload's name.
+    /// How to record; these options go after the workload's name (before `--` for a
+    /// command).
     #[command(flatten)]
     pub record: RecordArgs,
     /// The workload and its parameters (`benchtop run <workload> --help` lists them).
