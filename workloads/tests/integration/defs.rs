@@ -72,3 +72,189 @@ fn generated_definitions_are_a_fixed_point_and_keep_their_counts() {
         assert_fixed_point(&text, &format!("scale {scale}"));
     }
 }
+
+mod workload {
+    use std::time::Duration;
+
+    use benchtop_workloads::defs::{CheckpointMode, DefsParams, Format, LogFlush};
+    use benchtop_workloads::protocol::WorkerMessage;
+    use benchtop_workloads::worker::Workload;
+
+    use crate::support::{RunningWorker, figure};
+
+    fn run(params: DefsParams) -> (Vec<WorkerMessage>, String) {
+        let worker = RunningWorker::start(Workload::Defs(params), Duration::from_millis(100));
+        let reports = worker.reports.clone();
+        let (result, log) = worker.wait(Duration::from_secs(120));
+        result.unwrap();
+        (reports.messages(), log)
+    }
+
+    fn phases(messages: &[WorkerMessage]) -> Vec<&benchtop_workloads::protocol::Phase> {
+        messages
+            .iter()
+            .filter_map(|m| match m {
+                WorkerMessage::Phase(p) => Some(p),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_phase_is_reported_with_its_figures_and_every_format_compares_equal() {
+        let dir = tempfile::tempdir().unwrap();
+        let (messages, log) = run(DefsParams {
+            scale: 0.005,
+            dir: Some(dir.path().to_owned()),
+            ..DefsParams::default()
+        });
+        let names: Vec<&str> = phases(&messages).iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "generate",
+                "parse",
+                "checkpoint-text",
+                "reload-text",
+                "compare-text",
+                "checkpoint-json",
+                "reload-json",
+                "compare-json",
+                "checkpoint-binary",
+                "reload-binary",
+                "compare-binary"
+            ]
+        );
+        for phase in phases(&messages) {
+            let has = |n: &str| phase.figures.iter().any(|f| f.name == n);
+            assert!(has("seconds") && has("peak_rss_bytes"), "{phase:?}");
+            if !phase.name.starts_with("compare") {
+                assert!(has("bytes") && has("mb_per_s"), "{phase:?}");
+            } else {
+                let equal = phase.figures.iter().find(|f| f.name == "equal").unwrap();
+                assert_eq!(equal.value, 1.0, "{phase:?}");
+            }
+        }
+        let summary = messages.last().unwrap();
+        assert_eq!(figure(summary, "nodes"), 1605.0);
+        let text = figure(summary, "checkpoint_text_bytes");
+        let binary = figure(summary, "checkpoint_binary_bytes");
+        assert!(binary < text, "binary {binary} < text {text}");
+        assert!(
+            log.contains("definition: 1 suites, 527 families, 1077 tasks"),
+            "{log}"
+        );
+        // The checkpoints are left in the directory asked for, whole.
+        for format in Format::ALL {
+            assert!(dir.path().join(format.file_name()).is_file(), "{format:?}");
+        }
+    }
+
+    #[test]
+    fn a_malformed_input_fails_with_line_and_column_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("bad.def");
+        std::fs::write(&input, "suite s\n  task t\n    meter m 0\nendsuite\n").unwrap();
+        let out = dir.path().join("out");
+        let worker = RunningWorker::start(
+            Workload::Defs(DefsParams {
+                input: Some(input.clone()),
+                dir: Some(out.clone()),
+                ..DefsParams::default()
+            }),
+            Duration::from_millis(100),
+        );
+        let reports = worker.reports.clone();
+        let (result, _) = worker.wait(Duration::from_secs(60));
+        let err = result.unwrap_err().to_string();
+        assert!(
+            err.contains("bad.def") && err.contains("line 3, column 14"),
+            "{err}"
+        );
+        let messages = reports.messages();
+        assert!(matches!(messages.last(), Some(WorkerMessage::Error { .. })));
+        assert!(phases(&messages).iter().all(|p| p.name == "read"));
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "no checkpoint");
+    }
+
+    fn server_sim(mode: CheckpointMode, dir: &std::path::Path) -> (f64, f64, f64) {
+        let (messages, log) = run(DefsParams {
+            scale: 0.03,
+            formats: vec![Format::Text],
+            dir: Some(dir.to_owned()),
+            server_sim: true,
+            sim_seconds: 3.0,
+            rate: 2000,
+            checkpoint_every: 0.25,
+            checkpoint_mode: mode,
+            log_flush: LogFlush::Buffered,
+            ..DefsParams::default()
+        });
+        let summary = messages.last().unwrap();
+        let checkpoints = phases(&messages)
+            .iter()
+            .filter(|p| p.name == "server-checkpoint")
+            .count();
+        assert!(
+            checkpoints >= 4,
+            "{mode:?}: {checkpoints} checkpoints\n{log}"
+        );
+        assert_eq!(figure(summary, "checkpoints"), checkpoints as f64);
+        eprintln!("{mode:?}:\n{log}");
+        (
+            figure(summary, "request_p99_ns"),
+            figure(summary, "max_stall_s"),
+            figure(summary, "requests"),
+        )
+    }
+
+    #[test]
+    fn background_checkpoints_keep_the_request_p99_below_blocking_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let (blocking_p99, blocking_stall, _) = server_sim(CheckpointMode::Blocking, dir.path());
+        let (background_p99, background_stall, requests) =
+            server_sim(CheckpointMode::Background, dir.path());
+        assert!(requests > 1000.0, "{requests}");
+        assert!(
+            background_stall < blocking_stall,
+            "stall: background {background_stall} s, blocking {blocking_stall} s"
+        );
+        assert!(
+            background_p99 < blocking_p99,
+            "p99: background {background_p99} ns, blocking {blocking_p99} ns"
+        );
+    }
+
+    #[test]
+    fn every_write_logging_makes_a_write_call_per_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut counts = Vec::new();
+        for log_flush in [LogFlush::EveryWrite, LogFlush::Buffered] {
+            let (messages, _) = run(DefsParams {
+                scale: 0.001,
+                dir: Some(dir.path().to_owned()),
+                server_sim: true,
+                sim_seconds: 0.5,
+                rate: 2000,
+                checkpoint_every: 10.0,
+                log_flush,
+                ..DefsParams::default()
+            });
+            let summary = messages.last().unwrap();
+            counts.push((
+                figure(summary, "write_syscalls"),
+                figure(summary, "requests"),
+            ));
+        }
+        let (every, requests) = counts[0];
+        let (buffered, _) = counts[1];
+        assert!(
+            every >= requests,
+            "{every} write calls for {requests} requests"
+        );
+        assert!(
+            buffered < requests / 10.0,
+            "{buffered} write calls buffered"
+        );
+    }
+}
