@@ -5,7 +5,8 @@
 //! counts multiplied by a scale (rounded; at least one suite and one task, and one limit
 //! when there are inlimits), deterministically from a seed. Families nest up to four deep;
 //! every trigger and complete expression names nodes that exist (absolute paths), every
-//! inlimit a limit that exists.
+//! inlimit a limit that exists, and no suite has a trigger or complete expression (ecFlow
+//! refuses them there): ecFlow loads the result and its `check()` finds nothing wrong.
 
 use super::expr::{CmpOp, Expr, Interner};
 use super::model::{
@@ -61,11 +62,13 @@ pub fn shape(scale: f64) -> Counts {
     if shape.inlimits > 0 {
         shape.limits = shape.limits.max(1);
     }
-    // Attributes held at most once per node cannot outnumber the nodes.
+    // Attributes held at most once per node cannot outnumber the nodes (expressions
+    // the families and tasks).
     let nodes = shape.nodes();
+    for c in [&mut shape.triggers, &mut shape.completes] {
+        *c = (*c).min(nodes - shape.suites);
+    }
     for c in [
-        &mut shape.triggers,
-        &mut shape.completes,
         &mut shape.lates,
         &mut shape.inlimits,
         &mut shape.times,
@@ -192,14 +195,17 @@ pub fn generate(scale: f64, seed: u64) -> Defs {
     let mut interner = Interner::new();
     let n = slots.len() as u64;
     let mut order: Vec<u32> = (0..n as u32).collect();
+    // ecFlow allows no trigger or complete expression on a suite.
+    let mut below_suites: Vec<u32> = (shape.suites as u32..n as u32).collect();
 
     // Attributes in the order ecFlow writes them: defstatus, late, complete, trigger,
     // repeat, edit, limit, inlimit, label, meter, event, time.
     for i in pick(&mut rng, &mut order, shape.defstatus) {
-        let state = match rng.below(10) {
-            0..=5 => State::Complete,
-            6..=8 => State::Suspended,
-            _ => State::Queued,
+        // Not `queued`: that is every node's default, which ecFlow does not write.
+        let state = if rng.chance(70) {
+            State::Complete
+        } else {
+            State::Suspended
         };
         slots[i].node.attrs.push(Attr::Defstatus(state));
     }
@@ -224,7 +230,7 @@ pub fn generate(scale: f64, seed: u64) -> Defs {
         slots[i].node.attrs.push(Attr::Late(late));
     }
     for (kind, count) in [("complete", shape.completes), ("trigger", shape.triggers)] {
-        for i in pick(&mut rng, &mut order, count) {
+        for i in pick(&mut rng, &mut below_suites, count) {
             let expr = expression(&mut rng, &slots, &paths, i, &mut interner, &mut defs);
             let id = interner.expr(&mut defs, expr);
             let e = ExprAttr {

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod defs;
+mod ecflow;
 mod fixture;
 mod ipc;
 mod ring;
