@@ -192,6 +192,46 @@ mod tests {
     }
 
     #[test]
+    fn the_deepest_definition_the_reader_accepts_reloads_in_every_format() {
+        use crate::defs::MAX_NESTING;
+        use crate::defs::expr::MAX_DEPTH;
+
+        let mut text = String::from("suite s\n");
+        for i in 0..MAX_NESTING - 2 {
+            text.push_str(&format!("family f{i}\n"));
+        }
+        let mut expr = "/s/f0:e == set or a:m + 1 >= 2".to_owned();
+        // `not (` nests two levels, `(` one: up to the limit exactly.
+        let mut depth = 0;
+        for i in 0.. {
+            let more = if i % 2 == 0 { 2 } else { 1 };
+            if depth + more > MAX_DEPTH {
+                break;
+            }
+            depth += more;
+            expr = if i % 2 == 0 {
+                format!("not ({expr} and b == complete)")
+            } else {
+                format!("(a == active or {expr})")
+            };
+        }
+        assert_eq!(depth, MAX_DEPTH);
+        text.push_str(&format!("task t\ntrigger {expr}\n"));
+        text.push_str(&"endfamily\n".repeat(MAX_NESTING - 2));
+        text.push_str("endsuite\n");
+        let defs = crate::defs::parse(&text).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        for format in Format::ALL {
+            let path = dir.path().join(format.file_name());
+            save(&defs, format, &path).unwrap();
+            assert_eq!(load(&path, format).unwrap().0, defs, "{format:?}");
+        }
+        let deeper = text.replacen("family f0\n", "family f0\nfamily extra\n", 1);
+        let err = crate::defs::parse(&deeper).unwrap_err();
+        assert!(err.reason.contains("nested more than 50"), "{err}");
+    }
+
+    #[test]
     fn a_failed_write_leaves_the_previous_checkpoint_whole() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("checkpoint.def");

@@ -378,9 +378,10 @@ impl Interner {
     }
 }
 
-/// Nesting beyond this is refused (parentheses and `not`), so hostile input cannot
-/// overflow the stack.
-const MAX_DEPTH: u32 = 64;
+/// Parentheses and `not` nested deeper than this are refused, so hostile input cannot
+/// overflow the stack, and the JSON checkpoint of any expression stays within
+/// serde_json's 128 levels.
+pub const MAX_DEPTH: u32 = 20;
 
 struct Parser<'a, 'i> {
     lexer: Lexer<'a>,

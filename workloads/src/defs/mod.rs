@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 
 pub use self::checkpoint::Format;
 pub use self::model::{Attr, Counts, Defs, ExprId, Node, NodeKind, PathId, State};
-pub use self::parse::{ParseError, parse};
+pub use self::parse::{MAX_NESTING, ParseError, parse};
 pub use self::server::{CheckpointMode, LogFlush};
 pub use self::write::{DEFAULT_VERSION, write, write_into};
 use crate::WorkloadError;

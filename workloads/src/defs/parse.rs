@@ -75,6 +75,11 @@ pub fn parse(text: &str) -> Result<Defs, ParseError> {
     Ok(reader.defs)
 }
 
+/// Suites, families and tasks nested deeper than this are refused: real definitions
+/// nest a handful of levels, and the limit keeps a hostile file from exhausting the
+/// stack of the writer and the serializers (serde_json reads at most 128 levels).
+pub const MAX_NESTING: usize = 50;
+
 struct Reader {
     defs: Defs,
     interner: Interner,
@@ -358,9 +363,17 @@ impl Reader {
         tokens: &mut Tokens<'_>,
         kind: NodeKind,
     ) -> Result<(), ParseError> {
-        let (name_at, name) = at.need(tokens, &format!("a name after {}", kind.keyword()))?;
+        if self.stack.len() >= MAX_NESTING {
+            return Err(at.err(0, format!("nodes nested more than {MAX_NESTING} deep")));
+        }
+        let what = match kind {
+            NodeKind::Suite => "a name after suite",
+            NodeKind::Family => "a name after family",
+            NodeKind::Task => "a name after task",
+        };
+        let (name_at, name) = at.need(tokens, what)?;
         if name.starts_with('#') {
-            return Err(at.err(name_at, format!("expected a name after {}", kind.keyword())));
+            return Err(at.err(name_at, format!("expected {what}")));
         }
         let mut node = Node::new(kind, name);
         let (rest_at, rest) = tokens.rest();
@@ -418,6 +431,10 @@ impl Reader {
                         rest_at += rest.len() - trimmed.len();
                         rest = trimmed;
                     }
+                }
+                // An expression holds no `#`: what follows one is a comment.
+                if let Some(hash) = rest.find('#') {
+                    rest = rest[..hash].trim_end();
                 }
                 if rest.is_empty() {
                     return Err(at.err(rest_at, format!("expected an expression after {keyword}")));

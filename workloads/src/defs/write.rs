@@ -1,5 +1,5 @@
 //! Writing a [`Defs`] as `.def` text, as ecFlow 5.9 `save_as_defs` lays it out: the
-//! version line, externs, then each suite with two spaces of indentation per level,
+//! version line (when the tree has a version), externs, then each suite with two spaces of indentation per level,
 //! attributes before child nodes, `endfamily`/`endsuite` closing (tasks need no end).
 
 use std::fmt::Write as _;
@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 use super::expr::write_expr;
 use super::model::{Attr, Clock, Defs, Node, NodeKind, Part, Repeat};
 
-/// The version written when a tree has none: the ecFlow release whose layout this is.
+/// The ecFlow release whose layout the writer follows, which the generator puts in the
+/// version line. A tree read without a version line is written without one.
 pub const DEFAULT_VERSION: &str = "5.9.2";
 
 /// The definition as text.
@@ -29,9 +30,11 @@ pub fn write(defs: &Defs) -> String {
 
 /// Appends the definition as text to `out`.
 pub fn write_into(defs: &Defs, out: &mut String) {
-    out.push('#');
-    out.push_str(defs.version.as_deref().unwrap_or(DEFAULT_VERSION));
-    out.push('\n');
+    if let Some(version) = &defs.version {
+        out.push('#');
+        out.push_str(version);
+        out.push('\n');
+    }
     for path in &defs.externs {
         out.push_str("extern ");
         out.push_str(path);

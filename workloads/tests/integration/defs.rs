@@ -151,6 +151,30 @@ mod workload {
     }
 
     #[test]
+    fn a_users_definition_reloads_equal_in_every_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let fixture = std::fs::read_to_string(crate::defs::data("every-attribute.def")).unwrap();
+        // Without its version line, and with a comment after an expression.
+        let text = fixture.split_once('\n').unwrap().1.replace(
+            "trigger -a t0:named == set",
+            "trigger -a t0:named == set # and named",
+        );
+        let input = dir.path().join("mine.def");
+        std::fs::write(&input, text).unwrap();
+        let (messages, log) = run(DefsParams {
+            input: Some(input),
+            ..DefsParams::default()
+        });
+        let names: Vec<&str> = phases(&messages).iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names[..2], ["read", "parse"]);
+        assert_eq!(
+            names.iter().filter(|n| n.starts_with("compare-")).count(),
+            3
+        );
+        assert!(log.contains("(11 nodes)"), "{log}");
+    }
+
+    #[test]
     fn a_malformed_input_fails_with_line_and_column_and_writes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let input = dir.path().join("bad.def");
