@@ -342,7 +342,8 @@ pub fn generate(scale: f64, seed: u64) -> Defs {
             name: suffixed("step", k),
             min: 0,
             max: 240,
-            threshold: rng.chance(80).then_some(240),
+            // ecFlow writes the threshold even when it is not set (it is the maximum).
+            threshold: Some(240),
         }));
     }
     per_node.iter_mut().for_each(|c| *c = 0);

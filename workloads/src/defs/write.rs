@@ -223,7 +223,11 @@ fn write_attr(defs: &Defs, attr: &Attr, out: &mut String) {
                     end,
                     step,
                 } => {
-                    let _ = write!(out, "integer {var} {start} {end} {step}");
+                    // As ecFlow writes it: no step when it is 1.
+                    let _ = write!(out, "integer {var} {start} {end}");
+                    if *step != 1 {
+                        let _ = write!(out, " {step}");
+                    }
                 }
                 Repeat::Enumerated { var, items } | Repeat::String { var, items } => {
                     let kind = if matches!(r, Repeat::String { .. }) {

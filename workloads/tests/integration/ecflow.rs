@@ -126,3 +126,35 @@ fn definitions_ecflow_writes_parse_in_benchtop_with_the_same_counts() {
         assert_eq!(write(&defs), text, "{}", file.display());
     }
 }
+
+#[test]
+fn ecflow_saves_a_generated_definition_byte_for_byte_as_benchtop_wrote_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ours = dir.path().join("ours.def");
+    let theirs = dir.path().join("theirs.def");
+    let text = write(&generate(0.02, 13));
+    std::fs::write(&ours, &text).unwrap();
+    let out = python()
+        .arg(data("ecflow_resave.py"))
+        .arg(&ours)
+        .arg(&theirs)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let saved = std::fs::read_to_string(&theirs).unwrap();
+    // ecFlow ends its files with a comment of its own.
+    let saved = saved.strip_suffix("# enddef\n").unwrap_or(&saved);
+    if saved != text {
+        let (line, (a, b)) = text
+            .lines()
+            .zip(saved.lines())
+            .enumerate()
+            .find(|(_, (a, b))| a != b)
+            .unwrap_or((0, ("", "")));
+        panic!("line {}: benchtop wrote {a:?}, ecFlow {b:?}", line + 1);
+    }
+}
