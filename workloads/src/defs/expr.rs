@@ -18,6 +18,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -323,7 +324,7 @@ impl Interner {
             return id;
         }
         let id = PathId(u32::try_from(defs.paths.len()).unwrap_or(u32::MAX));
-        defs.paths.push(path.to_owned());
+        Arc::make_mut(&mut defs.paths).push(path.to_owned());
         self.paths.insert(path.to_owned(), id);
         id
     }
@@ -355,7 +356,7 @@ impl Interner {
                 }
             }
         }
-        defs.exprs.push(expr);
+        Arc::make_mut(&mut defs.exprs).push(expr);
         new_id
     }
 
@@ -654,7 +655,7 @@ mod tests {
     fn paths_are_interned_once() {
         let (defs, expr) = parse("/s/a == complete and /s/a != aborted and ./b:ev");
         expr.unwrap();
-        assert_eq!(defs.paths, ["/s/a", "./b"]);
+        assert_eq!(*defs.paths, ["/s/a", "./b"]);
     }
 
     #[test]

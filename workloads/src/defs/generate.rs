@@ -8,6 +8,8 @@
 //! inlimit a limit that exists, and no suite has a trigger or complete expression (ecFlow
 //! refuses them there): ecFlow loads the result and its `check()` finds nothing wrong.
 
+use std::sync::Arc;
+
 use super::expr::{CmpOp, Expr, Interner};
 use super::model::{
     Attr, Clock, Counts, Defs, Event, ExprAttr, Inlimit, Label, Late, Limit, Meter, Node, NodeKind,
@@ -529,32 +531,20 @@ fn expression(
 }
 
 /// Moves the slots' nodes into a tree, children in the order they were added.
-fn build(slots: &mut [Slot]) -> Vec<Node> {
-    // Children come after their parents: attach from the last slot back.
-    for i in (0..slots.len()).rev() {
-        let parent = slots[i].parent;
-        if parent == NO_PARENT {
-            continue;
-        }
-        let node = std::mem::replace(&mut slots[i].node, Node::new(NodeKind::Task, ""));
-        slots[parent as usize].node.children.push(node);
+fn build(slots: &mut [Slot]) -> Vec<Arc<Node>> {
+    fn take(slots: &mut [Slot], i: usize) -> Arc<Node> {
+        let mut node = std::mem::replace(&mut slots[i].node, Node::new(NodeKind::Task, ""));
+        let children = std::mem::take(&mut slots[i].children);
+        node.children = children
+            .into_iter()
+            .map(|c| take(slots, c as usize))
+            .collect();
+        Arc::new(node)
     }
-    slots
-        .iter_mut()
-        .filter(|s| s.parent == NO_PARENT)
-        .map(|s| {
-            let mut node = std::mem::replace(&mut s.node, Node::new(NodeKind::Task, ""));
-            reverse_children(&mut node);
-            node
-        })
-        .collect()
-}
-
-fn reverse_children(node: &mut Node) {
-    node.children.reverse();
-    for child in &mut node.children {
-        reverse_children(child);
-    }
+    let suites: Vec<usize> = (0..slots.len())
+        .filter(|&i| slots[i].parent == NO_PARENT)
+        .collect();
+    suites.into_iter().map(|i| take(slots, i)).collect()
 }
 
 #[cfg(test)]
@@ -596,16 +586,16 @@ mod tests {
         let mut stack: Vec<(String, &Node)> = defs
             .suites
             .iter()
-            .map(|s| (format!("/{}", s.name), s))
+            .map(|s| (format!("/{}", s.name), &**s))
             .collect();
         while let Some((path, node)) = stack.pop() {
             for child in &node.children {
-                stack.push((format!("{path}/{}", child.name), child));
+                stack.push((format!("{path}/{}", child.name), &**child));
             }
             nodes.insert(path);
         }
         assert!(!defs.paths.is_empty());
-        for path in &defs.paths {
+        for path in defs.paths.iter() {
             assert!(nodes.contains(path), "{path}");
         }
         // Whole expressions repeat and are stored once.

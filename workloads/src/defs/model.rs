@@ -4,6 +4,13 @@
 //! gives the same tree. Trigger and complete expressions live once in
 //! [`Defs::exprs`] and node paths once in [`Defs::paths`]: a node refers to them by
 //! [`ExprId`] and an expression to its paths by [`PathId`].
+//!
+//! Nodes, the expression table and the path table are shared (`Arc`), so cloning a whole
+//! definition copies a few pointers: a snapshot for a checkpoint costs next to nothing,
+//! and changing a node of a shared tree ([`std::sync::Arc::make_mut`]) copies only the
+//! nodes on its path. Serialized, an `Arc` is its content.
+
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -20,11 +27,11 @@ pub struct Defs {
     /// Top-level comments: how many suites come before each, and its text after `#`.
     pub comments: Vec<(u32, String)>,
     /// The suites, in order.
-    pub suites: Vec<Node>,
+    pub suites: Vec<Arc<Node>>,
     /// Every distinct trigger or complete expression, indexed by [`ExprId`].
-    pub exprs: Vec<Expr>,
+    pub exprs: Arc<Vec<Expr>>,
     /// Every distinct node path named in an expression, indexed by [`PathId`].
-    pub paths: Vec<String>,
+    pub paths: Arc<Vec<String>>,
 }
 
 /// An index into [`Defs::exprs`].
@@ -69,7 +76,7 @@ pub struct Node {
     /// Attributes in the order read.
     pub attrs: Vec<Attr>,
     /// Families and tasks inside (always empty for a task).
-    pub children: Vec<Node>,
+    pub children: Vec<Arc<Node>>,
 }
 
 impl Node {

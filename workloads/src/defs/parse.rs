@@ -5,6 +5,8 @@
 //! `endfamily`, `endsuite` or an optional `endtask`. Attributes may come in any order;
 //! one the reader does not know is kept verbatim ([`Attr::Other`]).
 
+use std::sync::Arc;
+
 use super::expr::Interner;
 use super::model::{
     Attr, Clock, Defs, Event, ExprAttr, Inlimit, Label, Late, Limit, Meter, Node, NodeKind, Part,
@@ -394,6 +396,7 @@ impl Reader {
 
     fn close(&mut self) {
         if let Some(node) = self.stack.pop() {
+            let node = Arc::new(node);
             match self.stack.last_mut() {
                 Some(parent) => parent.children.push(node),
                 None => self.defs.suites.push(node),
