@@ -501,7 +501,8 @@ pub fn run(
             (text, path.display().to_string())
         }
         None => {
-            let text = write(&generate::generate(params.scale, params.seed));
+            let generated = generate::generate(params.scale, params.seed);
+            let text = write(&generated);
             let nodes = generate::shape(params.scale).nodes();
             phases.finish(
                 "generate",
@@ -509,6 +510,8 @@ pub fn run(
                 text.len() as u64,
                 vec![Figure::new("nodes", nodes as f64, "")],
             )?;
+            // Freed before parsing, as before, but outside the phase's time.
+            drop(generated);
             (text, "generated definition".to_owned())
         }
     };
