@@ -7,7 +7,9 @@
 //!
 //! A checkpoint is written to a temporary file beside its destination, synced to disk,
 //! then renamed over the destination (and the directory synced), so a write that fails
-//! or is killed part way leaves the previous checkpoint whole.
+//! or is killed part way leaves the previous checkpoint whole. A killed writer's temporary
+//! file stays behind until the next run in that directory removes it
+//! ([`remove_stale_temps`]).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -154,6 +156,31 @@ fn temp_path(path: &Path) -> PathBuf {
         .file_name()
         .map_or_else(|| "checkpoint".into(), |n| n.to_string_lossy());
     path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+/// Removes the temporary files that writers killed part way left in `dir`: those of
+/// [`write_atomic`] whose process is gone. Returns how many were removed.
+pub fn remove_stale_temps(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.starts_with('.'))
+            .and_then(|n| n.rsplit_once(".tmp-"))
+            .and_then(|(_, pid)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let gone = pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists();
+        if gone && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 /// Saves `defs` to `path` in `format` ([`write_atomic`]); returns the bytes written.

@@ -465,6 +465,7 @@ impl Dir {
             path: path.clone(),
             source,
         })?;
+        checkpoint::remove_stale_temps(&path);
         Ok(Dir { path, remove })
     }
 }

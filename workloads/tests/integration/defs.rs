@@ -282,3 +282,80 @@ mod workload {
         );
     }
 }
+
+mod killed {
+    use std::time::{Duration, Instant};
+
+    use benchtop_workloads::defs::generate::shape;
+    use benchtop_workloads::defs::parse;
+    use benchtop_workloads::protocol::WorkerMessage;
+
+    use crate::fixture::{FixtureWorker, Reports};
+
+    fn temps(dir: &std::path::Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".tmp-"))
+            .collect()
+    }
+
+    #[test]
+    fn a_worker_killed_while_checkpointing_never_leaves_a_truncated_checkpoint() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let dir_arg = dir.display().to_string();
+        let nodes = shape(0.05).nodes();
+        let mut interrupted = 0;
+        for round in 0..5u64 {
+            let before = temps(dir);
+            // Blocking checkpoints back to back: the loop is nearly always writing one.
+            let worker = FixtureWorker::start(
+                &[
+                    "defs",
+                    "--scale",
+                    "0.05",
+                    "--formats",
+                    "text",
+                    "--dir",
+                    &dir_arg,
+                    "--server-sim",
+                    "--sim-seconds",
+                    "120",
+                    "--rate",
+                    "100",
+                    "--checkpoint-every",
+                    "0.01",
+                ],
+                Reports::Fd3,
+            );
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !worker
+                .messages()
+                .iter()
+                .any(|m| matches!(m, WorkerMessage::Phase(p) if p.name == "server-checkpoint"))
+            {
+                assert!(Instant::now() < deadline, "no checkpoint within 60 s");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            // Whatever an earlier, killed worker left half-written is gone.
+            let now = temps(dir);
+            assert!(
+                before.iter().all(|t| !now.contains(t)),
+                "{before:?} {now:?}"
+            );
+            std::thread::sleep(Duration::from_millis(17 * round + 5));
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe {
+                libc::kill(worker.pid() as libc::pid_t, libc::SIGKILL);
+            }
+            let ended = worker.wait(Duration::from_secs(30));
+            assert!(!ended.status.success());
+            interrupted += temps(dir).len();
+            let text = std::fs::read_to_string(dir.join("checkpoint.def")).unwrap();
+            let defs = parse(&text).unwrap_or_else(|e| panic!("round {round}: {e}"));
+            assert_eq!(defs.counts().nodes(), nodes, "round {round}");
+        }
+        eprintln!("{interrupted} of 5 kills interrupted a checkpoint's write");
+    }
+}
