@@ -212,15 +212,20 @@ impl<'a> Lexer<'a> {
                     "le" => Tok::Cmp(CmpOp::Le),
                     "gt" => Tok::Cmp(CmpOp::Gt),
                     "ge" => Tok::Cmp(CmpOp::Ge),
-                    _ if word.bytes().all(|c| c.is_ascii_digit()) => match word.parse() {
-                        Ok(n) => Tok::Int(n),
-                        Err(_) => {
-                            return Err(ExprError {
-                                offset: start,
-                                reason: format!("integer {word} is out of range"),
-                            });
+                    // `007` is a node's name (an integer would be written back as `7`).
+                    _ if word.bytes().all(|c| c.is_ascii_digit())
+                        && !(word.len() > 1 && word.starts_with('0')) =>
+                    {
+                        match word.parse() {
+                            Ok(n) => Tok::Int(n),
+                            Err(_) => {
+                                return Err(ExprError {
+                                    offset: start,
+                                    reason: format!("integer {word} is out of range"),
+                                });
+                            }
                         }
-                    },
+                    }
                     _ => Tok::Word(word),
                 };
                 (len, tok)
@@ -648,6 +653,10 @@ mod tests {
         assert_eq!(
             round("t:e == set or t:e == clear"),
             "t:e == set or t:e == clear"
+        );
+        assert_eq!(
+            round("../007 == complete and x:m > 07"),
+            "../007 == complete and x:m > 07"
         );
     }
 

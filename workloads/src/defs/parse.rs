@@ -45,6 +45,7 @@ pub fn parse(text: &str) -> Result<Defs, ParseError> {
         stack: Vec::with_capacity(8),
     };
     let mut last = 0u64;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (index, raw) in text.split('\n').enumerate() {
         let number = index as u64 + 1;
         let line = raw.strip_suffix('\r').unwrap_or(raw);
@@ -689,6 +690,13 @@ mod tests {
         assert_eq!(f, ["a", "b", "g", "d"]);
         let c = defs.counts();
         assert_eq!((c.suites, c.families, c.tasks), (1, 2, 5));
+    }
+
+    #[test]
+    fn a_byte_order_mark_and_crlf_line_ends_are_read_through() {
+        let defs = parse("\u{feff}#5.9.2\r\nsuite s\r\n  task t\r\nendsuite\r\n").unwrap();
+        assert_eq!(defs.version.as_deref(), Some("5.9.2"));
+        assert_eq!(defs.counts().tasks, 1);
     }
 
     #[test]

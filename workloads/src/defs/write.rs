@@ -237,7 +237,8 @@ fn write_attr(defs: &Defs, attr: &Attr, out: &mut String) {
                     };
                     let _ = write!(out, "{kind} {var}");
                     for item in items {
-                        let _ = write!(out, " \"{item}\"");
+                        let q = if item.contains('"') { '\'' } else { '"' };
+                        let _ = write!(out, " {q}{item}{q}");
                     }
                 }
                 Repeat::Day { step } => {
