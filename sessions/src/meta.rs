@@ -40,6 +40,10 @@ pub struct SessionMeta {
     /// Everything a reader should know that went wrong or was left out.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The timed phases of a workload made of phases (e.g. `defs`), in the order they
+    /// ended; empty for other workloads.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseInfo>,
 }
 
 impl SessionMeta {
@@ -66,6 +70,7 @@ impl SessionMeta {
             worker: WorkerInfo::default(),
             summary: Vec::new(),
             warnings: Vec::new(),
+            phases: Vec::new(),
         }
     }
 }
@@ -216,6 +221,35 @@ pub struct WorkerInfo {
     pub peak_rss_bytes: Option<u64>,
 }
 
+/// One timed phase of a workload, as its `phase` report gave it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PhaseInfo {
+    /// Phase name, e.g. `parse`, `checkpoint-binary`.
+    pub name: String,
+    /// Start of the phase, seconds since the worker started measured work.
+    #[serde(deserialize_with = "crate::timeseries::f64_or_nan")]
+    pub t_s: f64,
+    /// Length of the phase, seconds.
+    #[serde(deserialize_with = "crate::timeseries::f64_or_nan")]
+    pub duration_s: f64,
+    /// Figures of the phase (bytes, MB/s, RSS…).
+    #[serde(default)]
+    pub figures: Vec<Figure>,
+}
+
+impl PhaseInfo {
+    /// A phase of `duration_s` seconds starting `t_s` seconds into the run.
+    pub fn new(name: impl Into<String>, t_s: f64, duration_s: f64, figures: Vec<Figure>) -> Self {
+        PhaseInfo {
+            name: name.into(),
+            t_s,
+            duration_s,
+            figures,
+        }
+    }
+}
+
 /// One named result figure of a workload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -254,4 +288,41 @@ pub enum Better {
     Higher,
     /// Lower is better.
     Lower,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> SessionMeta {
+        SessionMeta::new(
+            "20260101-000000-defs",
+            WorkloadInfo::new("defs", BTreeMap::new()),
+            HostInfo::default(),
+            "2026-01-01T00:00:00.000Z",
+        )
+    }
+
+    #[test]
+    fn phases_are_optional_and_written_only_when_there_are_some() {
+        let mut m = meta();
+        let json = serde_json::to_string(&m).unwrap();
+        assert!(!json.contains("phases"), "{json}");
+        let back: SessionMeta = serde_json::from_str(&json).unwrap();
+        assert!(back.phases.is_empty());
+
+        m.phases.push(PhaseInfo::new(
+            "parse",
+            0.25,
+            0.5,
+            vec![Figure::new("bytes", 1e6, "bytes")],
+        ));
+        let json = serde_json::to_string(&m).unwrap();
+        assert!(
+            json.contains("\"phases\":[{\"name\":\"parse\",\"t_s\":0.25"),
+            "{json}"
+        );
+        let back: SessionMeta = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, m);
+    }
 }

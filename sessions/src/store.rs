@@ -608,6 +608,25 @@ impl Session {
             }
         }
 
+        if !m.phases.is_empty() {
+            writeln!(out, "\nphases")?;
+            let width = m.phases.iter().map(|p| p.name.len()).max().unwrap_or(0);
+            for p in &m.phases {
+                write!(out, "  {:<width$} {:>9.3} s", p.name, p.duration_s)?;
+                let figure = |name: &str| p.figures.iter().find(|f| f.name == name);
+                if let Some(f) = figure("bytes") {
+                    write!(out, "  {:>10}", human_bytes(f.value as u64))?;
+                }
+                if let Some(f) = figure("mb_per_s") {
+                    write!(out, "  {:>8.1} MB/s", f.value)?;
+                }
+                if let Some(f) = figure("rss_bytes") {
+                    write!(out, "  RSS {}", human_bytes(f.value as u64))?;
+                }
+                writeln!(out)?;
+            }
+        }
+
         let mut notes = Vec::new();
         let merged = self.merged_latency(&mut notes);
         if !merged.is_empty() {

@@ -151,6 +151,36 @@ pub enum WorkloadError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A definition does not parse; nothing was built from it.
+    #[error("{origin}: {source}")]
+    DefsParse {
+        /// Where the text came from: a file's path, `generated` or a checkpoint.
+        origin: String,
+        /// Line, column and reason.
+        #[source]
+        source: crate::defs::ParseError,
+    },
+    /// Writing or reading a checkpoint or input file failed.
+    #[error("{action} {}: {source}", path.display())]
+    File {
+        /// What was being done, e.g. `writing checkpoint`.
+        action: &'static str,
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// A checkpoint's content is not a definition in its format.
+    #[error("{format} checkpoint {}: {reason}", path.display())]
+    Checkpoint {
+        /// `text`, `json` or `binary`.
+        format: &'static str,
+        /// The file.
+        path: std::path::PathBuf,
+        /// What the decoder said.
+        reason: String,
+    },
     /// The workload ended in a way it should not have.
     #[error("{workload}: {reason}")]
     Broken {

@@ -32,6 +32,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod defs;
 mod error;
 pub mod ipc;
 pub mod kvstore;

@@ -11,11 +11,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::WorkloadError;
+use crate::defs::{self, DefsMetrics, DefsParams};
 use crate::ipc::{self, NodeParams};
 use crate::kvstore::{self, KvMetrics, KvParams};
 use crate::protocol::{Hello, PROTOCOL_VERSION, Summary, WorkerMessage};
 use crate::report::{
-    Metrics, Reporter, StopSignal, Ticker, interval_from_env, listen_for_stop, wait_for_start,
+    Metrics, Reporter, Start, StopSignal, Ticker, interval_from_env, listen_for_stop,
+    wait_for_start,
 };
 use crate::ring::{self, RingMetrics, RingParams};
 use crate::storm::{self, StormMetrics, StormParams};
@@ -32,6 +34,9 @@ pub enum Workload {
     /// gRPC key-value service with simulated work (writes 50 ms, reads 10 ms) and its
     /// clients.
     Kvstore(KvParams),
+    /// An ecFlow definition parsed, checkpointed and reloaded; --server-sim: checkpoints
+    /// under request load.
+    Defs(DefsParams),
     /// A node process of `ring --transport ipc` or `storm`, started by its main node.
     #[command(hide = true, name = "ipc-node")]
     IpcNode(NodeParams),
@@ -51,6 +56,7 @@ impl Workload {
             Workload::Ring(_) => ring::NAME,
             Workload::Storm(_) => storm::NAME,
             Workload::Kvstore(_) => kvstore::NAME,
+            Workload::Defs(_) => defs::NAME,
             Workload::IpcNode(_) => "ipc-node",
         }
     }
@@ -69,6 +75,7 @@ impl Workload {
             Workload::Ring(params) => params.validate(),
             Workload::Storm(params) => params.validate(),
             Workload::Kvstore(params) => params.validate(),
+            Workload::Defs(params) => params.validate(),
             Workload::IpcNode(_) => Ok(()),
         }
     }
@@ -80,6 +87,7 @@ impl Workload {
             Workload::Ring(params) => params.to_args(),
             Workload::Storm(params) => params.to_args(),
             Workload::Kvstore(params) => params.to_args(),
+            Workload::Defs(params) => params.to_args(),
             Workload::IpcNode(params) => params.to_args(),
         };
         std::iter::once(self.name().to_owned())
@@ -93,6 +101,7 @@ impl Workload {
             Workload::Ring(params) => params.params_json(),
             Workload::Storm(params) => params.params_json(),
             Workload::Kvstore(params) => params.params_json(),
+            Workload::Defs(params) => params.params_json(),
             Workload::IpcNode(params) => params.params_json(),
         }
     }
@@ -179,6 +188,7 @@ enum Registered<'a> {
     Ring(&'a RingParams, RingMetrics),
     Storm(&'a StormParams, StormMetrics),
     Kvstore(&'a KvParams, KvMetrics),
+    Defs(&'a DefsParams, DefsMetrics),
 }
 
 /// What a finished run reports: its summary, and what the log says besides it.
@@ -188,7 +198,12 @@ struct Finished {
 }
 
 impl Registered<'_> {
-    fn run(&self, stop: &StopSignal) -> Result<Finished, WorkloadError> {
+    fn run(
+        &self,
+        stop: &StopSignal,
+        reporter: &Reporter,
+        start: Start,
+    ) -> Result<Finished, WorkloadError> {
         match self {
             Registered::Ring(params, metrics) => {
                 let outcome = ring::run(params, metrics, stop)?;
@@ -225,6 +240,15 @@ impl Registered<'_> {
                     }),
                 })
             }
+            Registered::Defs(params, metrics) => {
+                let outcome = defs::run(params, metrics, stop, reporter, start)?;
+                Ok(Finished {
+                    summary: defs::summary(&outcome),
+                    stopped_note: outcome
+                        .stopped
+                        .then(|| format!("stopped early after {} phases", outcome.phases.len())),
+                })
+            }
         }
     }
 }
@@ -243,6 +267,9 @@ fn drive(
         Workload::Storm(params) => Registered::Storm(params, StormMetrics::register(&mut metrics)?),
         Workload::Kvstore(params) => {
             Registered::Kvstore(params, KvMetrics::register(&mut metrics)?)
+        }
+        Workload::Defs(params) => {
+            Registered::Defs(params, DefsMetrics::register(&mut metrics, params)?)
         }
         Workload::IpcNode(_) => {
             return Err(WorkloadError::Broken {
@@ -264,7 +291,7 @@ fn drive(
     let stop = StopSignal::new();
     listen_for_stop(input, stop.clone())?;
     let ticker = Ticker::start(reporter.clone(), &metrics, interval, start, stop.clone())?;
-    let finished = registered.run(&stop);
+    let finished = registered.run(&stop, reporter, start);
     let ticked = ticker.finish();
     let finished = finished?;
     ticked?;

@@ -23,7 +23,7 @@ use benchtop_profilers::monitor::{TreeMonitor, TreeMonitorOptions};
 use benchtop_profilers::sampler::{SampleEvent, Sampler, SamplerOptions};
 use benchtop_profilers::{ProfilerError, SymbolDetail, host, process_start_ticks};
 use benchtop_sessions::histogram::{HistogramDecoder, Total};
-use benchtop_sessions::meta::{Better, Figure, WorkloadInfo};
+use benchtop_sessions::meta::{Better, Figure, PhaseInfo, WorkloadInfo};
 use benchtop_sessions::store::{SessionWriter, StackKind, new_session_id, rfc3339};
 use benchtop_sessions::{Percentiles, SessionMeta, Status, TimeseriesRow};
 use benchtop_workloads::protocol::{
@@ -49,6 +49,10 @@ const EXIT_GRACE: Duration = Duration::from_secs(5);
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 /// Bad report lines kept verbatim in the session's warnings; the rest are counted.
 const MAX_PROTOCOL_WARNINGS: usize = 20;
+
+/// Phases kept in session.json; a workload reporting more (a long server-sim run
+/// checkpointing every second) has the rest counted in a warning.
+const MAX_PHASES: usize = 1000;
 /// Events queued between the reader threads and the conductor: beyond this the pipes
 /// push back on the worker instead of the conductor's memory growing.
 const EVENT_QUEUE: usize = 256;
@@ -230,6 +234,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
         summary: None,
         worker_error: None,
         protocol_errors: 0,
+        phases_dropped: 0,
         histograms: HistogramDecoder::new(),
         latency_totals: BTreeMap::new(),
         hello_at: None,
@@ -386,6 +391,8 @@ struct Run<'a> {
     summary: Option<protocol::Summary>,
     worker_error: Option<String>,
     protocol_errors: usize,
+    /// Phases beyond [`MAX_PHASES`], counted rather than kept.
+    phases_dropped: usize,
     /// Decodes tick histograms with every size bounded (worker input is untrusted).
     histograms: HistogramDecoder,
     /// The whole run's latency per metric, for latency.svg.
@@ -546,6 +553,17 @@ impl Run<'_> {
                 );
                 self.writer
                     .append_worker_log(format!("{text}\n").as_bytes())?;
+                if self.writer.meta().phases.len() < MAX_PHASES {
+                    let info = PhaseInfo::new(
+                        phase.name,
+                        phase.t_ns as f64 / 1e9,
+                        phase.duration_ns as f64 / 1e9,
+                        phase.figures.into_iter().map(session_figure).collect(),
+                    );
+                    self.writer.update_meta(|m| m.phases.push(info))?;
+                } else {
+                    self.phases_dropped += 1;
+                }
             }
             WorkerMessage::Summary(summary) => {
                 if self.summary.is_some() {
@@ -1043,6 +1061,12 @@ impl Run<'_> {
                     TreeMonitorOptions::default().max_exited_threads
                 ));
             }
+        }
+        if self.phases_dropped > 0 {
+            warnings.push(format!(
+                "{} phases left out of session.json (it keeps the first {MAX_PHASES})",
+                self.phases_dropped
+            ));
         }
         if self.protocol_errors > MAX_PROTOCOL_WARNINGS {
             warnings.push(format!(

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod compare;
+mod defs;
 mod deps;
 mod export;
 mod external;

@@ -5,6 +5,8 @@
 // Tests may unwrap (clippy.toml allows it in #[test] functions; this covers helpers).
 #![allow(clippy::unwrap_used)]
 
+mod defs;
+mod ecflow;
 mod fixture;
 mod ipc;
 mod kvstore;
