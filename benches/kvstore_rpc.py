@@ -7,7 +7,9 @@ Each round runs every configuration back to back (interleaved) on a release buil
 - benchtop's own client and server in one worker (`benchtop run kvstore
   --disable-work-simulation --concurrency N`), with the original's mix and sizes (keys of
   64 bytes, values of 64 KiB on average) and with small values (64 bytes), so that the
-  RPC's cost shows apart from copying;
+  RPC's cost shows apart from copying; and with one runtime thread each for server and
+  client (`--server-threads 1 --client-threads 1`), which on a small machine keeps the
+  two sides from preempting each other;
 - ghz (the Go gRPC load tool, installed from the Go module proxy into target/tools on
   first use) against `benchtop run kvstore --role server`, calling Delete with a 3-byte
   key (an empty answer; ghz sends the same request every time), with N concurrent
@@ -46,12 +48,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def ours(concurrency, value_size, seconds, tmp):
+def ours(concurrency, value_size, seconds, tmp, threads=None):
     d = tempfile.mkdtemp(dir=tmp)
     cmd = [BENCHTOP, "run", "kvstore", "--disable-work-simulation", "--listen", "127.0.0.1:0",
            "--concurrency", str(concurrency), "--duration", f"{seconds}s",
            "--mean-value-size", str(value_size), "--profile", "none", "--quiet",
            "--record", os.path.join(d, "s")]
+    if threads is not None:
+        cmd += ["--server-threads", str(threads[0]), "--client-threads", str(threads[1])]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(os.path.join(d, "s", "session.json")) as f:
         figures = {fig["name"]: fig["value"] for fig in json.load(f)["summary"]}
@@ -116,6 +120,9 @@ def main():
     for c in (1, 8, 64):
         configs.append((f"benchtop client, 64 KiB values, c={c}", lambda t, c=c: ours(c, 65536, args.seconds, t)))
         configs.append((f"benchtop client, 64 B values, c={c}", lambda t, c=c: ours(c, 64, args.seconds, t)))
+        if c > 1:
+            configs.append((f"benchtop client, 64 B values, c={c}, 1+1 threads",
+                            lambda t, c=c: ours(c, 64, args.seconds, t, (1, 1))))
         if ghz:
             configs.append((f"ghz Delete, c={c}", lambda t, c=c: with_ghz(c, args.seconds, t)))
     results = {name: [] for name, _ in configs}
@@ -124,10 +131,10 @@ def main():
             for name, fn in configs:
                 results[name].append(fn(tmp))
                 print(f"round {r + 1}: {name}: {results[name][-1]:.0f} RPC/s", file=sys.stderr)
-    print(f"\n{'configuration':<40} {'RPC/s (median)':>15} {'× Java 4,700':>13}")
+    print(f"\n{'configuration':<48} {'RPC/s (median)':>15} {'× Java 4,700':>13}")
     for name, _ in configs:
         m = statistics.median(results[name])
-        print(f"{name:<40} {m:>15.0f} {m / JAVA_REFERENCE:>12.1f}×")
+        print(f"{name:<48} {m:>15.0f} {m / JAVA_REFERENCE:>12.1f}×")
 
 
 if __name__ == "__main__":

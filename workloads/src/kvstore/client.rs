@@ -19,8 +19,6 @@ use crate::report::StopSignal;
 
 /// How long a client tries to connect before the run fails.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Client runtime threads at most.
-const MAX_CLIENT_THREADS: usize = 8;
 /// Sizes are capped at this multiple of their mean (the exponential tail is unbounded;
 /// gRPC's messages are not).
 const MAX_SIZE_OVER_MEAN: f64 = 16.0;
@@ -217,9 +215,7 @@ pub fn run(
     metrics: &KvMetrics,
     stop: &StopSignal,
 ) -> Result<ClientOutcome, WorkloadError> {
-    let threads = std::thread::available_parallelism()
-        .map_or(2, usize::from)
-        .min(MAX_CLIENT_THREADS);
+    let threads = super::runtime_threads(params.client_threads);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .thread_name("kv-client")

@@ -174,6 +174,12 @@ pub struct KvParams {
     /// Deadline of every RPC; one that passes it counts as a DEADLINE_EXCEEDED failure
     #[arg(long, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
     pub rpc_timeout: Duration,
+    /// Worker threads of the server's runtime [default: the machine's cores, at most 8]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub server_threads: Option<u16>,
+    /// Worker threads of the clients' runtime [default: the machine's cores, at most 8]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub client_threads: Option<u16>,
 }
 
 impl Default for KvParams {
@@ -193,8 +199,25 @@ impl Default for KvParams {
             mean_key_size: 64,
             mean_value_size: 65536,
             rpc_timeout: Duration::from_secs(5),
+            server_threads: None,
+            client_threads: None,
         }
     }
+}
+
+/// Runtime threads at most, unless asked for more.
+const MAX_DEFAULT_THREADS: usize = 8;
+
+/// `asked`, or the machine's cores (at most [`MAX_DEFAULT_THREADS`]).
+fn runtime_threads(asked: Option<u16>) -> usize {
+    asked.map_or_else(
+        || {
+            std::thread::available_parallelism()
+                .map_or(2, usize::from)
+                .min(MAX_DEFAULT_THREADS)
+        },
+        usize::from,
+    )
 }
 
 /// How long the clients run when `--duration` is not given.
@@ -242,6 +265,12 @@ impl KvParams {
         if let Some(a) = self.connect {
             args.extend(["--connect".to_owned(), a.to_string()]);
         }
+        if let Some(n) = self.server_threads {
+            args.extend(["--server-threads".to_owned(), n.to_string()]);
+        }
+        if let Some(n) = self.client_threads {
+            args.extend(["--client-threads".to_owned(), n.to_string()]);
+        }
         args
     }
 
@@ -274,6 +303,12 @@ impl KvParams {
         }
         if let Some(a) = self.connect {
             json.insert("connect".to_owned(), a.to_string().into());
+        }
+        if let Some(n) = self.server_threads {
+            json.insert("server-threads".to_owned(), n.into());
+        }
+        if let Some(n) = self.client_threads {
+            json.insert("client-threads".to_owned(), n.into());
         }
         json
     }
@@ -615,6 +650,8 @@ mod tests {
             "10.0.0.1:7000",
             "--rpc-timeout",
             "250ms",
+            "--client-threads",
+            "1",
         ])
         .unwrap();
         let args = p.to_args();

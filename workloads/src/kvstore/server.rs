@@ -20,9 +20,6 @@ use super::proto::{
 use super::{KvMetrics, KvParams, NAME, Operation};
 use crate::WorkloadError;
 
-/// Server worker threads: the machine's cores, at most 8 (the work is sleeping, not
-/// computing; the blocking pool holds the sleepers).
-const MAX_SERVER_THREADS: usize = 8;
 /// How long a shutdown waits for RPCs in flight.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -176,9 +173,8 @@ impl KvServer {
     /// Binds `params.listen_addr()` (port 0 picks one) and starts serving.
     pub fn start(params: &KvParams, metrics: KvMetrics) -> Result<KvServer, WorkloadError> {
         let addr = params.listen_addr();
-        let threads = std::thread::available_parallelism()
-            .map_or(2, usize::from)
-            .min(MAX_SERVER_THREADS);
+        // The work is sleeping, not computing: the blocking pool holds the sleepers.
+        let threads = super::runtime_threads(params.server_threads);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(threads)
             .thread_name("kv-server")
