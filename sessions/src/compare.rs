@@ -343,7 +343,7 @@ pub const PERCENTILE_RESAMPLES: usize = 2_000;
 const PERCENTILE_BIN_RATIO: f64 = 1.005;
 
 /// The whole run's latency percentiles of A against B (p50, p90, p99, p99.9 and the
-/// maximum, as [`QUANTILES`] orders them), from their interval histograms: the change of
+/// maximum, in that order), from their interval histograms: the change of
 /// the merged percentiles, and a bootstrap 95 % interval from resampling whole intervals
 /// with replacement and merging them again (in 0.5 % bins). Intervals are the unit of
 /// resampling because values within one are not independent. The verdicts wait for the
@@ -448,7 +448,7 @@ impl Binned {
         }
     }
 
-    /// The percentiles of [`QUANTILES`] of the intervals merged `times[i]` times each
+    /// The percentiles of `QUANTILES` of the intervals merged `times[i]` times each
     /// (the value of a bin is its lower edge; the maximum is exact).
     fn quantiles(&self, times: &[u32], merged: &mut Vec<u64>) -> Vec<f64> {
         merged.clear();
