@@ -32,6 +32,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod echo;
 mod error;
 pub mod ipc;
 pub mod protocol;

@@ -11,10 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::WorkloadError;
+use crate::echo::{self, EchoMetrics, EchoParams};
 use crate::ipc::{self, NodeParams};
 use crate::protocol::{Hello, PROTOCOL_VERSION, Summary, WorkerMessage};
 use crate::report::{
-    Metrics, Reporter, StopSignal, Ticker, interval_from_env, listen_for_stop, wait_for_start,
+    Metrics, Reporter, Start, StopSignal, Ticker, interval_from_env, listen_for_stop,
+    wait_for_start,
 };
 use crate::ring::{self, RingMetrics, RingParams};
 use crate::storm::{self, StormMetrics, StormParams};
@@ -28,6 +30,10 @@ pub enum Workload {
     Ring(RingParams),
     /// Node processes storm the main node with messages, which it sums.
     Storm(StormParams),
+    /// Echo latency and throughput over UDP or TCP (Demikernel's experiments): clients
+    /// and a server, on this host or two; tokio, busy-poll or batched back ends.
+    #[command(name = "udp-echo")]
+    UdpEcho(EchoParams),
     /// A node process of `ring --transport ipc` or `storm`, started by its main node.
     #[command(hide = true, name = "ipc-node")]
     IpcNode(NodeParams),
@@ -46,6 +52,7 @@ impl Workload {
         match self {
             Workload::Ring(_) => ring::NAME,
             Workload::Storm(_) => storm::NAME,
+            Workload::UdpEcho(_) => echo::NAME,
             Workload::IpcNode(_) => "ipc-node",
         }
     }
@@ -63,6 +70,7 @@ impl Workload {
         match self {
             Workload::Ring(params) => params.validate(),
             Workload::Storm(params) => params.validate(),
+            Workload::UdpEcho(params) => params.validate(),
             Workload::IpcNode(_) => Ok(()),
         }
     }
@@ -73,6 +81,7 @@ impl Workload {
         let params = match self {
             Workload::Ring(params) => params.to_args(),
             Workload::Storm(params) => params.to_args(),
+            Workload::UdpEcho(params) => params.to_args(),
             Workload::IpcNode(params) => params.to_args(),
         };
         std::iter::once(self.name().to_owned())
@@ -85,6 +94,7 @@ impl Workload {
         match self {
             Workload::Ring(params) => params.params_json(),
             Workload::Storm(params) => params.params_json(),
+            Workload::UdpEcho(params) => params.params_json(),
             Workload::IpcNode(params) => params.params_json(),
         }
     }
@@ -170,6 +180,7 @@ fn report_error(reporter: &Reporter, error: WorkloadError) -> WorkloadError {
 enum Registered<'a> {
     Ring(&'a RingParams, RingMetrics),
     Storm(&'a StormParams, StormMetrics),
+    UdpEcho(&'a EchoParams, EchoMetrics),
 }
 
 /// What a finished run reports: its summary, and what the log says besides it.
@@ -179,7 +190,12 @@ struct Finished {
 }
 
 impl Registered<'_> {
-    fn run(&self, stop: &StopSignal) -> Result<Finished, WorkloadError> {
+    fn run(
+        &self,
+        stop: &StopSignal,
+        reporter: &Reporter,
+        start: Start,
+    ) -> Result<Finished, WorkloadError> {
         match self {
             Registered::Ring(params, metrics) => {
                 let outcome = ring::run(params, metrics, stop)?;
@@ -207,6 +223,13 @@ impl Registered<'_> {
                     }),
                 })
             }
+            Registered::UdpEcho(params, metrics) => {
+                let outcome = echo::run(params, metrics, stop, reporter, start)?;
+                Ok(Finished {
+                    summary: echo::summary(&outcome),
+                    stopped_note: outcome.stopped.then(|| "stopped early".to_owned()),
+                })
+            }
         }
     }
 }
@@ -223,6 +246,9 @@ fn drive(
     let registered = match workload {
         Workload::Ring(params) => Registered::Ring(params, RingMetrics::register(&mut metrics)?),
         Workload::Storm(params) => Registered::Storm(params, StormMetrics::register(&mut metrics)?),
+        Workload::UdpEcho(params) => {
+            Registered::UdpEcho(params, EchoMetrics::register(&mut metrics)?)
+        }
         Workload::IpcNode(_) => {
             return Err(WorkloadError::Broken {
                 workload: "ipc-node",
@@ -243,7 +269,7 @@ fn drive(
     let stop = StopSignal::new();
     listen_for_stop(input, stop.clone())?;
     let ticker = Ticker::start(reporter.clone(), &metrics, interval, start, stop.clone())?;
-    let finished = registered.run(&stop);
+    let finished = registered.run(&stop, reporter, start);
     let ticked = ticker.finish();
     let finished = finished?;
     ticked?;
