@@ -864,7 +864,8 @@ pub fn run(
                 params: params.clone(),
                 points: Vec::new(),
                 server: Some(tally),
-                stopped: stop.is_set(),
+                // A server serves until told to stop: that is how it ends.
+                stopped: false,
             })
         }
         Role::Client => {

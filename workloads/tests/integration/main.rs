@@ -5,6 +5,7 @@
 // Tests may unwrap (clippy.toml allows it in #[test] functions; this covers helpers).
 #![allow(clippy::unwrap_used)]
 
+mod echo;
 mod fixture;
 mod ipc;
 mod ring;
