@@ -30,8 +30,7 @@ pub enum Workload {
     Ring(RingParams),
     /// Node processes storm the main node with messages, which it sums.
     Storm(StormParams),
-    /// Echo latency and throughput over UDP or TCP (Demikernel's experiments): clients
-    /// and a server, on this host or two; tokio, busy-poll or batched back ends.
+    /// Echo round trips and throughput over UDP or TCP, after Demikernel's experiments.
     #[command(name = "udp-echo")]
     UdpEcho(EchoParams),
     /// A node process of `ring --transport ipc` or `storm`, started by its main node.

@@ -4,6 +4,7 @@
 
 mod compare;
 mod deps;
+mod echo;
 mod export;
 mod external;
 mod process_tree;
