@@ -965,6 +965,7 @@ fn run_points(
     reporter: &Reporter,
     start: Start,
 ) -> Result<Outcome, WorkloadError> {
+    wait_for_server(params, server, nodes.as_deref_mut(), stop)?;
     let mut points = Vec::new();
     let mut first_seq = 0u64;
     for (name, point) in params.points() {
@@ -995,6 +996,55 @@ fn run_points(
         server: None,
         stopped: stop.is_set(),
     })
+}
+
+/// Probes the server with single 64-byte messages until one comes back, so that no
+/// measured round trip includes the server's start (`--role both` starts it as a process
+/// just before). Gives up after five timeouts (at least 2 s) with an error naming the
+/// address; a server process that ends meanwhile is named instead.
+fn wait_for_server(
+    params: &EchoParams,
+    server: SocketAddr,
+    mut nodes: Option<&mut Nodes>,
+    stop: &StopSignal,
+) -> Result<(), WorkloadError> {
+    let patience = (params.timeout * SILENT_TIMEOUTS).max(Duration::from_secs(2));
+    let probe = EchoParams {
+        backend: Backend::Mmsg,
+        buffer_size: 64,
+        num_clients: 1,
+        num_iters: Some(1),
+        duration: None,
+        rate: None,
+        mode: Mode::Echo,
+        timeout: params.timeout.min(Duration::from_millis(200)),
+        sweep: None,
+        ..params.clone()
+    };
+    // Numbers apart from every point's: a late answer to a probe is a stray.
+    let mut setup = probe.client_setup(server, wire::PROBE_SEQ);
+    setup.silence = patience;
+    let throwaway = EchoMetrics::register(&mut Metrics::new())?;
+    let until = Instant::now() + patience;
+    loop {
+        let (tally, _) = client::run(&setup, &throwaway, stop)?;
+        if tally.messages > 0 || stop.is_set() {
+            return Ok(());
+        }
+        if let Some(nodes) = nodes.as_deref_mut() {
+            nodes.check()?;
+        }
+        if Instant::now() >= until {
+            return Err(WorkloadError::Broken {
+                workload: NAME,
+                reason: format!(
+                    "no answer from {server} within {patience:?}: is a {NAME} server with \
+                     --protocol {} listening there, and reachable?",
+                    value_name(params.protocol)
+                ),
+            });
+        }
+    }
 }
 
 /// Runs the clients on a thread of their own (pinned with `--backend poll`) while this one

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::sockets::{self, BATCH, Core, Mmsg, grow_buffers, net_error, ppoll};
-use super::wire::{HEADER, Header, MAX_DATAGRAM, StreamBuf};
+use super::wire::{HEADER, Header, MAX_DATAGRAM, PROBE_SEQ, StreamBuf};
 use super::{Backend, EchoMetrics, Protocol};
 use crate::WorkloadError;
 use crate::report::StopSignal;
@@ -131,9 +131,11 @@ impl Until<'_> {
     }
 }
 
-/// Counts one datagram or frame echoed.
+/// Counts one datagram or frame echoed (not the clients' start-up probes).
 fn count(piece: &[u8], metrics: &EchoMetrics) {
-    if let Some(h) = Header::decode(piece) {
+    if let Some(h) = Header::decode(piece)
+        && h.seq < PROBE_SEQ
+    {
         let payload = (piece.len() - HEADER) as u64;
         metrics.bytes.add(payload);
         if u64::from(h.offset) + payload >= u64::from(h.total) {

@@ -21,6 +21,10 @@ pub(crate) const FRAGMENT: usize = 63 * 1024;
 /// The longest datagram sent or expected (within UDP's 65,507-byte limit).
 pub(crate) const MAX_DATAGRAM: usize = HEADER + FRAGMENT;
 
+/// Sequence numbers from here on are the clients' start-up probes: echoed like any
+/// message, counted by no one.
+pub(crate) const PROBE_SEQ: u64 = 1 << 62;
+
 /// The header of a datagram or frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Header {

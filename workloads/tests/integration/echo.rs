@@ -91,6 +91,41 @@ fn a_client_with_nothing_to_talk_to_fails_clearly_and_soon() {
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 
+#[test]
+fn a_client_whose_server_never_answers_fails_clearly_and_soon() {
+    // Bound, so no ICMP refusal: datagrams arrive and nobody answers.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap().to_string();
+    let started = Instant::now();
+    let worker = FixtureWorker::start(
+        &[
+            "udp-echo",
+            "--role",
+            "client",
+            "--connect",
+            &addr,
+            "--timeout",
+            "100ms",
+        ],
+        Reports::Stdout,
+    );
+    let ended = worker.wait(Duration::from_secs(30));
+    assert!(!ended.status.success());
+    assert!(
+        ended
+            .log
+            .contains(&format!("no answer from {addr} within 2s"))
+            && ended.log.contains("listening there"),
+        "{}",
+        ended.log
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(matches!(
+        ended.messages.last(),
+        Some(WorkerMessage::Error { .. })
+    ));
+}
+
 /// Two network namespaces joined by a veth pair, deleted (with the pair) when dropped.
 struct TwoHosts {
     names: [String; 2],
