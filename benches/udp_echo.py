@@ -97,7 +97,8 @@ def main():
         p99["sockperf"].append(b)
         for backend in BACKENDS:
             fig = benchtop(["--backend", backend, "--mode", "throughput", "--buffer-size", "1024",
-                            "--sweep", "num-clients=" + ",".join(map(str, CLIENTS)), "--duration", s],
+                            "--sweep", "num-clients=" + ",".join(map(str, CLIENTS)),
+                            "--duration", f"{args.seconds * len(CLIENTS)}s"],
                            tmp, f"tput-{backend}-{r}")
             for n in CLIENTS:
                 mps[(backend, n)].append(fig[f"num-clients={n}:messages_per_second"])

@@ -67,3 +67,30 @@ fn an_oversized_buffer_is_refused_before_anything_starts() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_timed_sweep_shares_the_recordings_duration_among_its_points() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("timed");
+    let (_, session) = record_run(
+        &dir,
+        &[
+            "udp-echo",
+            "--sweep",
+            "num-clients=1,2",
+            "--duration",
+            "1s",
+            "--backend",
+            "mmsg",
+        ],
+    );
+    assert_eq!(session.meta.status, Status::Complete);
+    let log = std::fs::read_to_string(dir.join("worker.log")).unwrap();
+    let phases = log.lines().filter(|l| l.starts_with("phase ")).count();
+    assert_eq!(phases, 2, "{log}");
+    assert!(!log.contains("stopped early"), "{log}");
+    for point in ["num-clients=1", "num-clients=2"] {
+        let took = figure(&session, &format!("{point}:messages_per_second"));
+        assert!(took > 0.0, "{point}");
+    }
+}

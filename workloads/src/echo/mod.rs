@@ -229,8 +229,8 @@ pub struct EchoParams {
     /// echo: one message in flight per client (latency); throughput: --window of them
     #[arg(long, value_enum, default_value_t = Mode::Echo)]
     pub mode: Mode,
-    /// Run the clients (each sweep point) this long instead of --num-iters messages; a
-    /// server serves this long [default: until stopped]
+    /// Run the clients this long instead of --num-iters messages (a sweep shares it
+    /// evenly among its points); a server serves this long [default: until stopped]
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// Open loop: messages per second from all clients together, sent on schedule
@@ -471,12 +471,14 @@ impl EchoParams {
         let Some(sweep) = &self.sweep else {
             return vec![(None, self.clone())];
         };
+        let share = self.duration.map(|d| d / sweep.values.len().max(1) as u32);
         sweep
             .values
             .iter()
             .map(|&v| {
                 let mut p = self.clone();
                 p.sweep = None;
+                p.duration = share;
                 match sweep.param {
                     SweepParam::BufferSize => p.buffer_size = v,
                     SweepParam::NumClients => p.num_clients = v as u32,
@@ -968,8 +970,10 @@ fn run_points(
     wait_for_server(params, server, nodes.as_deref_mut(), stop)?;
     let mut points = Vec::new();
     let mut first_seq = 0u64;
+    let mut stopped = false;
     for (name, point) in params.points() {
         if stop.is_set() {
+            stopped = true;
             break;
         }
         let setup = point.client_setup(server, first_seq);
@@ -979,6 +983,9 @@ fn run_points(
         let began = Instant::now();
         let began_ns = began.saturating_duration_since(start.at);
         let (tally, elapsed) = run_clients_watched(&setup, metrics, stop, nodes.as_deref_mut())?;
+        // A point bounded by time that a stop ends within its last 5 % is complete: under
+        // `benchtop run --duration` the recording's stop and the clients' end race.
+        stopped = stop.is_set() && point.duration.is_none_or(|d| elapsed < d.mul_f64(0.95));
         let point = Point::from_tally(name, &point, tally, elapsed);
         if let Some(name) = &point.name {
             reporter.send(&WorkerMessage::Phase(Phase {
@@ -989,12 +996,15 @@ fn run_points(
             }))?;
         }
         points.push(point);
+        if stopped {
+            break;
+        }
     }
     Ok(Outcome {
         params: params.clone(),
         points,
         server: None,
-        stopped: stop.is_set(),
+        stopped,
     })
 }
 

@@ -148,6 +148,14 @@ fn a_sweep_is_its_points_in_order() {
     );
     assert_eq!(points[2].1.buffer_size, 262_144);
     assert!(points.iter().all(|(_, p)| p.sweep.is_none()));
+    // A duration is the whole sweep's, shared among its points.
+    let timed = parse(&["--sweep", "num-clients=1,2,4,8", "--duration", "2s"]).unwrap();
+    assert!(
+        timed
+            .points()
+            .iter()
+            .all(|(_, p)| p.duration == Some(Duration::from_millis(500)))
+    );
     assert_eq!(
         params.to_args().last().unwrap(),
         "buffer-size=64,1024,262144"
