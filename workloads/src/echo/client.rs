@@ -284,20 +284,23 @@ fn flush_batch(
     Ok(())
 }
 
-/// Takes whatever has come back for this client, without waiting.
+/// Takes whatever has come back for this client: without waiting, or (`wait`, a lone
+/// mmsg client on a blocking socket) waiting in `recvmmsg` for the first datagram.
 fn receive(
     c: &mut SyncClient,
     setup: &ClientSetup,
     bufs: &mut SyncBufs,
     metrics: &EchoMetrics,
+    mut wait: bool,
 ) -> Result<(), WorkloadError> {
     match &mut c.sock {
         SyncSock::Udp(sock) => {
             if let Some(batch) = bufs.batch.as_mut() {
                 loop {
                     let n = batch
-                        .recv(sock.as_raw_fd(), false)
+                        .recv(sock.as_raw_fd(), false, wait)
                         .map_err(|e| setup.io_error("receiving from", e))?;
+                    wait = false;
                     if n == 0 {
                         return Ok(());
                     }
@@ -394,6 +397,19 @@ fn run_sync(
         batch: (!spin && setup.protocol == Protocol::Udp).then(|| Mmsg::new(setup.datagram_len())),
         lens: [0; BATCH],
     };
+    // A lone mmsg UDP client in closed loop waits in recvmmsg itself (its socket blocking,
+    // with a receive timeout): one system call per answer, as the server. Its deadlines
+    // are then looked at every WAIT_SLICE at worst. Several clients, or sends on a
+    // schedule, wait in ppoll instead.
+    let block = !spin
+        && setup.protocol == Protocol::Udp
+        && clients.len() == 1
+        && setup.pacing.interval_ns.is_none();
+    if block && let SyncSock::Udp(sock) = &clients[0].sock {
+        sock.set_nonblocking(false)
+            .and_then(|()| sock.set_read_timeout(Some(WAIT_SLICE)))
+            .map_err(|e| net_error("setting a client socket's receive timeout", e))?;
+    }
     let mut fds: Vec<libc::pollfd> = Vec::with_capacity(clients.len());
     let began = Instant::now();
     let began_ns = monotonic_ns();
@@ -422,6 +438,10 @@ fn run_sync(
         if all_done {
             break;
         }
+        if block {
+            receive(&mut clients[0], setup, &mut bufs, metrics, true)?;
+            continue;
+        }
         if !spin {
             fds.clear();
             fds.extend(clients.iter().map(|c| libc::pollfd {
@@ -440,7 +460,7 @@ fn run_sync(
             if !spin && fds[i].revents == 0 {
                 continue;
             }
-            receive(c, setup, &mut bufs, metrics)?;
+            receive(c, setup, &mut bufs, metrics, false)?;
         }
     }
     let elapsed = began.elapsed();

@@ -240,8 +240,13 @@ fn udp_poll(sock: &UdpSocket, metrics: &EchoMetrics, until: &Until) -> Result<()
     }
 }
 
-/// Batches: up to [`BATCH`] datagrams in one `recvmmsg`, sent back in one `sendmmsg`.
+/// Batches: up to [`BATCH`] datagrams in one `recvmmsg`, sent back in one `sendmmsg`. The
+/// receive waits in the kernel (a blocking socket with a receive timeout of
+/// [`WAIT_SLICE`], so the stop signal is seen), the send never does.
 fn udp_mmsg(sock: &UdpSocket, metrics: &EchoMetrics, until: &Until) -> Result<(), WorkloadError> {
+    sock.set_nonblocking(false)
+        .and_then(|()| sock.set_read_timeout(Some(WAIT_SLICE)))
+        .map_err(|e| net_error("setting the server socket's receive timeout", e))?;
     let fd = sock.as_raw_fd();
     let mut batch = Mmsg::new(MAX_DATAGRAM);
     let mut lens = [0usize; BATCH];
@@ -254,14 +259,12 @@ fn udp_mmsg(sock: &UdpSocket, metrics: &EchoMetrics, until: &Until) -> Result<()
         if until.over() {
             return Ok(());
         }
-        let n = match batch.recv(fd, true) {
+        let n = match batch.recv(fd, true, true) {
             Ok(n) => n,
             Err(e) if transient(&e) => continue,
             Err(e) => return Err(net_error("receiving on the server socket", e)),
         };
         if n == 0 {
-            fds[0].events = libc::POLLIN;
-            ppoll(&mut fds, WAIT_SLICE).map_err(|e| net_error("waiting for datagrams", e))?;
             continue;
         }
         for (i, len) in lens.iter_mut().enumerate().take(n) {

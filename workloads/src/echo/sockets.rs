@@ -187,8 +187,11 @@ impl Mmsg {
         }
     }
 
-    /// Receives up to `BATCH` datagrams without waiting; 0 when none is there.
-    pub(crate) fn recv(&mut self, fd: RawFd, named: bool) -> io::Result<usize> {
+    /// Receives up to `BATCH` datagrams; 0 when none is there. Without `wait`, it does
+    /// not wait; with it (on a blocking socket) it waits for the first datagram, at most
+    /// the socket's receive timeout, and takes what else is there with it
+    /// (`MSG_WAITFORONE`): one system call per wake-up instead of a poll and a receive.
+    pub(crate) fn recv(&mut self, fd: RawFd, named: bool, wait: bool) -> io::Result<usize> {
         self.aim(BATCH, None, named);
         // SAFETY: the headers point at buffers, iovecs and address slots owned by `self`,
         // each as long as its header says; the kernel writes within them.
@@ -197,7 +200,11 @@ impl Mmsg {
                 fd,
                 self.hdr.as_mut_ptr(),
                 BATCH as libc::c_uint,
-                libc::MSG_DONTWAIT,
+                if wait {
+                    libc::MSG_WAITFORONE
+                } else {
+                    libc::MSG_DONTWAIT
+                },
                 std::ptr::null_mut(),
             )
         };
@@ -288,7 +295,7 @@ mod tests {
         }];
         ppoll(&mut fds, Duration::from_secs(5)).unwrap();
         std::thread::sleep(Duration::from_millis(20));
-        let n = batch.recv(server.as_raw_fd(), true).unwrap();
+        let n = batch.recv(server.as_raw_fd(), true, false).unwrap();
         assert_eq!(n, 2);
         assert_eq!(batch.received(0), b"from a");
         assert!(batch.name_len(0) > 0);
@@ -310,7 +317,12 @@ mod tests {
     fn nothing_to_receive_is_zero_not_a_wait() {
         let server = UdpSocket::bind("127.0.0.1:0").unwrap();
         let mut batch = Mmsg::new(64);
-        assert_eq!(batch.recv(server.as_raw_fd(), true).unwrap(), 0);
+        assert_eq!(batch.recv(server.as_raw_fd(), true, false).unwrap(), 0);
+        // Waiting ends at the socket's receive timeout.
+        server
+            .set_read_timeout(Some(Duration::from_millis(5)))
+            .unwrap();
+        assert_eq!(batch.recv(server.as_raw_fd(), true, true).unwrap(), 0);
         let mut fds = [libc::pollfd {
             fd: server.as_raw_fd(),
             events: libc::POLLIN,
