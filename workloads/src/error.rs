@@ -181,6 +181,17 @@ pub enum WorkloadError {
         /// What the decoder said.
         reason: String,
     },
+    /// A network socket of a client/server workload (`udp-echo`) failed.
+    #[error("{workload}: {context}: {source}")]
+    Net {
+        /// Workload name.
+        workload: &'static str,
+        /// What was being done, e.g. `sending to 10.0.0.2:7777`.
+        context: String,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
     /// The workload ended in a way it should not have.
     #[error("{workload}: {reason}")]
     Broken {

@@ -33,6 +33,7 @@
 #![deny(missing_docs)]
 
 pub mod defs;
+pub mod echo;
 mod error;
 pub mod ipc;
 pub mod kvstore;

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use crate::WorkloadError;
 use crate::defs::{self, DefsMetrics, DefsParams};
+use crate::echo::{self, EchoMetrics, EchoParams};
 use crate::ipc::{self, NodeParams};
 use crate::kvstore::{self, KvMetrics, KvParams};
 use crate::protocol::{Hello, PROTOCOL_VERSION, Summary, WorkerMessage};
@@ -37,6 +38,9 @@ pub enum Workload {
     /// An ecFlow definition parsed, checkpointed and reloaded; --server-sim: checkpoints
     /// under request load.
     Defs(DefsParams),
+    /// Echo round trips and throughput over UDP or TCP, after Demikernel's experiments.
+    #[command(name = "udp-echo")]
+    UdpEcho(EchoParams),
     /// A node process of `ring --transport ipc` or `storm`, started by its main node.
     #[command(hide = true, name = "ipc-node")]
     IpcNode(NodeParams),
@@ -57,6 +61,7 @@ impl Workload {
             Workload::Storm(_) => storm::NAME,
             Workload::Kvstore(_) => kvstore::NAME,
             Workload::Defs(_) => defs::NAME,
+            Workload::UdpEcho(_) => echo::NAME,
             Workload::IpcNode(_) => "ipc-node",
         }
     }
@@ -76,6 +81,7 @@ impl Workload {
             Workload::Storm(params) => params.validate(),
             Workload::Kvstore(params) => params.validate(),
             Workload::Defs(params) => params.validate(),
+            Workload::UdpEcho(params) => params.validate(),
             Workload::IpcNode(_) => Ok(()),
         }
     }
@@ -88,6 +94,7 @@ impl Workload {
             Workload::Storm(params) => params.to_args(),
             Workload::Kvstore(params) => params.to_args(),
             Workload::Defs(params) => params.to_args(),
+            Workload::UdpEcho(params) => params.to_args(),
             Workload::IpcNode(params) => params.to_args(),
         };
         std::iter::once(self.name().to_owned())
@@ -102,6 +109,7 @@ impl Workload {
             Workload::Storm(params) => params.params_json(),
             Workload::Kvstore(params) => params.params_json(),
             Workload::Defs(params) => params.params_json(),
+            Workload::UdpEcho(params) => params.params_json(),
             Workload::IpcNode(params) => params.params_json(),
         }
     }
@@ -189,6 +197,7 @@ enum Registered<'a> {
     Storm(&'a StormParams, StormMetrics),
     Kvstore(&'a KvParams, KvMetrics),
     Defs(&'a DefsParams, DefsMetrics),
+    UdpEcho(&'a EchoParams, EchoMetrics),
 }
 
 /// What a finished run reports: its summary, and what the log says besides it.
@@ -249,6 +258,13 @@ impl Registered<'_> {
                         .then(|| format!("stopped early after {} phases", outcome.phases.len())),
                 })
             }
+            Registered::UdpEcho(params, metrics) => {
+                let outcome = echo::run(params, metrics, stop, reporter, start)?;
+                Ok(Finished {
+                    summary: echo::summary(&outcome),
+                    stopped_note: outcome.stopped.then(|| "stopped early".to_owned()),
+                })
+            }
         }
     }
 }
@@ -270,6 +286,9 @@ fn drive(
         }
         Workload::Defs(params) => {
             Registered::Defs(params, DefsMetrics::register(&mut metrics, params)?)
+        }
+        Workload::UdpEcho(params) => {
+            Registered::UdpEcho(params, EchoMetrics::register(&mut metrics)?)
         }
         Workload::IpcNode(_) => {
             return Err(WorkloadError::Broken {

@@ -5,6 +5,7 @@
 mod compare;
 mod defs;
 mod deps;
+mod echo;
 mod export;
 mod external;
 mod kvstore;

@@ -181,7 +181,23 @@ impl Nodes {
         params: &NodeParams,
         keep: [RawFd; 2],
     ) -> Result<(), WorkloadError> {
-        let node = params.node_id;
+        let mut args: Vec<OsString> = vec!["worker".into(), "ipc-node".into()];
+        args.extend(params.to_args().into_iter().map(OsString::from));
+        self.spawn_args(params.node_id, &args, keep, Stdio::null())?;
+        Ok(())
+    }
+
+    /// Starts `<program> <args>` as node `node`, as [`Nodes::spawn`] starts a node: the
+    /// marker environment, PDEATHSIG, no report descriptor, only the descriptors in `keep`
+    /// inherited. Standard input is `stdin` (a pipe when the child is a worker that this
+    /// process conducts, e.g. the echo server); the child is returned for its pipes.
+    pub(crate) fn spawn_args(
+        &mut self,
+        node: u32,
+        args: &[OsString],
+        keep: [RawFd; 2],
+        stdin: Stdio,
+    ) -> Result<&mut Child, WorkloadError> {
         let keep_fds = keep;
         let report_fd = self
             .report_fd
@@ -191,13 +207,11 @@ impl Nodes {
         // SAFETY: getpid has no preconditions.
         let parent = unsafe { libc::getpid() };
 
-        let mut args: Vec<OsString> = vec!["worker".into(), "ipc-node".into()];
-        args.extend(params.to_args().into_iter().map(OsString::from));
         let mut command = Command::new(&self.program);
         command
-            .args(&args)
+            .args(args)
             .env_remove(REPORT_FD_ENV)
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::null())
             .stderr(if leave_behind {
                 Stdio::null()
@@ -238,7 +252,14 @@ impl Nodes {
             source,
         })?;
         self.children.push((node, child));
-        Ok(())
+        let (_, child) = self
+            .children
+            .last_mut()
+            .ok_or_else(|| WorkloadError::Broken {
+                workload: self.workload,
+                reason: "a node just started is missing from the list".to_owned(),
+            })?;
+        Ok(child)
     }
 
     /// An error for a node that has exited, if one has: while the run goes on, no node

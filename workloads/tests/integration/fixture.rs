@@ -74,8 +74,22 @@ impl FixtureWorker {
     /// Starts `worker-fixture worker <args>` with a fresh session marker and a 100 ms
     /// tick, and sends `start`.
     pub fn start(args: &[&str], reports: Reports) -> FixtureWorker {
+        Self::start_wrapped(&[], args, reports)
+    }
+
+    /// [`FixtureWorker::start`] through a wrapper command: `<wrapper…> worker-fixture
+    /// worker <args>` (e.g. `ip netns exec NS`).
+    pub fn start_wrapped(wrapper: &[&str], args: &[&str], reports: Reports) -> FixtureWorker {
         let session = unique_session();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_worker-fixture"));
+        let fixture = env!("CARGO_BIN_EXE_worker-fixture");
+        let mut command = match wrapper.split_first() {
+            None => Command::new(fixture),
+            Some((program, rest)) => {
+                let mut command = Command::new(program);
+                command.args(rest).arg(fixture);
+                command
+            }
+        };
         command
             .arg("worker")
             .args(args)

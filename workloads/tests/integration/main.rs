@@ -7,6 +7,7 @@
 
 mod defs;
 mod ecflow;
+mod echo;
 mod fixture;
 mod ipc;
 mod kvstore;

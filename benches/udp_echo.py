@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""udp-echo on loopback, each back end against sockperf, measured side by side.
+
+Latency: 64-byte UDP closed loop, one client (Demikernel's Table 2): round-trip p50 and
+p99 for each back end (tokio, poll, mmsg), and `sockperf ping-pong -m 64 --full-rtt`
+against `sockperf server` in the same rounds, as the reference for kernel UDP sockets.
+Throughput: 1 KiB UDP messages, `--mode throughput`, with 1, 4 and 16 clients per back
+end (one run per back end, `--sweep num-clients=1,4,16`; the figures of each point).
+
+Each round runs every configuration back to back (interleaved); the table gives medians
+over rounds. The machine is shared and noisy: compare within a run, not across runs.
+Every benchtop run is `benchtop run udp-echo … --profile none` (no sampling): the
+workload's own figures, as session.json records them.
+
+Usage: benches/udp_echo.py [--rounds N] [--seconds S]
+Needs: a release build (built on first use) and sockperf (installed with apt-get when
+missing, which needs root).
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+BENCHTOP = os.path.join(TARGET, "release", "benchtop")
+BACKENDS = ["tokio", "poll", "mmsg"]
+CLIENTS = [1, 4, 16]
+
+
+def benchtop(args, tmp, tag):
+    d = os.path.join(tmp, tag)
+    cmd = [BENCHTOP, "run", "udp-echo", *args, "--profile", "none", "--quiet", "--record", d]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(os.path.join(d, "session.json")) as f:
+        meta = json.load(f)
+    shutil.rmtree(d, ignore_errors=True)
+    return {fig["name"]: fig["value"] for fig in meta["summary"]}
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def sockperf(seconds):
+    """p50 and p99 round trip (µs) of sockperf ping-pong, 64 B UDP on loopback."""
+    port = str(free_port())
+    server = subprocess.Popen(["sockperf", "server", "-i", "127.0.0.1", "-p", port],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        out = subprocess.run(
+            ["sockperf", "ping-pong", "-i", "127.0.0.1", "-p", port, "-m", "64",
+             "-t", str(seconds), "--full-rtt"],
+            check=True, capture_output=True, text=True).stdout
+    finally:
+        server.terminate()
+        server.wait()
+    pct = {float(p): float(v) for p, v in
+           re.findall(r"percentile\s+([\d.]+)\s+=\s+([\d.]+)", out)}
+    return pct[50.0], pct[99.0]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=int, default=3, help="length of each latency run and each throughput point")
+    args = ap.parse_args()
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "benchtop"], cwd=ROOT, check=True)
+    if shutil.which("sockperf") is None:
+        print("sockperf is missing: installing it (apt-get install -y sockperf)", file=sys.stderr)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "sockperf"], check=True,
+                       stdout=subprocess.DEVNULL)
+    s = f"{args.seconds}s"
+    tmp = tempfile.mkdtemp(prefix="benchtop-udp-echo-bench-")
+    p50 = {k: [] for k in BACKENDS + ["sockperf"]}
+    p99 = {k: [] for k in BACKENDS + ["sockperf"]}
+    mps = {(b, n): [] for b in BACKENDS for n in CLIENTS}
+    mbs = {(b, n): [] for b in BACKENDS for n in CLIENTS}
+    for r in range(args.rounds):
+        for backend in BACKENDS:
+            fig = benchtop(["--backend", backend, "--duration", s], tmp, f"lat-{backend}-{r}")
+            p50[backend].append(fig["rtt_p50_us"])
+            p99[backend].append(fig["rtt_p99_us"])
+        a, b = sockperf(args.seconds)
+        p50["sockperf"].append(a)
+        p99["sockperf"].append(b)
+        for backend in BACKENDS:
+            fig = benchtop(["--backend", backend, "--mode", "throughput", "--buffer-size", "1024",
+                            "--sweep", "num-clients=" + ",".join(map(str, CLIENTS)),
+                            "--duration", f"{args.seconds * len(CLIENTS)}s"],
+                           tmp, f"tput-{backend}-{r}")
+            for n in CLIENTS:
+                mps[(backend, n)].append(fig[f"num-clients={n}:messages_per_second"])
+                mbs[(backend, n)].append(fig[f"num-clients={n}:mb_per_second"])
+        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+    med = statistics.median
+    ref = med(p50["sockperf"])
+    print(f"\n64 B UDP closed loop on loopback, one client: round trip in µs "
+          f"(medians of {args.rounds} interleaved rounds of {s})\n")
+    print(f"{'configuration':<28}{'p50':>10}{'p99':>10}{'p50 / sockperf':>16}")
+    for key in BACKENDS + ["sockperf"]:
+        label = "sockperf ping-pong" if key == "sockperf" else f"udp-echo --backend {key}"
+        print(f"{label:<28}{med(p50[key]):>10.1f}{med(p99[key]):>10.1f}{med(p50[key]) / ref:>15.2f}x")
+    best = min(BACKENDS, key=lambda k: med(p50[k]))
+    print(f"\nbest back end: {best}, p50 {med(p50[best]) / ref:.2f}x sockperf's (goal: at most 1.2x)")
+
+    print(f"\n1 KiB UDP, --mode throughput: messages/s (MB/s), medians of {args.rounds} rounds\n")
+    print(f"{'back end':<12}" + "".join(f"{f'{n} client' + ('s' if n > 1 else ''):>22}" for n in CLIENTS))
+    for backend in BACKENDS:
+        cells = "".join(f"{f'{med(mps[(backend, n)]):,.0f} ({med(mbs[(backend, n)]):.1f})':>22}"
+                        for n in CLIENTS)
+        print(f"{backend:<12}{cells}")
+
+
+if __name__ == "__main__":
+    main()
