@@ -7,7 +7,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Widget};
+use ratatui::widgets::{Paragraph, Widget};
 
 use super::panes::PERCENTILES;
 use super::{accent, flame};
@@ -92,17 +92,7 @@ fn draw_pane(state: &State, pane: ComparePane, area: Rect, buf: &mut Buffer) {
             title.push(Span::raw("of B "));
         }
     }
-    let border = if focused {
-        accent(state, Color::Cyan).add_modifier(Modifier::BOLD)
-    } else {
-        Style::new().add_modifier(Modifier::DIM)
-    };
-    let block = Block::new()
-        .borders(Borders::ALL)
-        .border_style(border)
-        .title(Line::from(title));
-    let inner = block.inner(area);
-    block.render(area, buf);
+    let inner = super::pane_frame(state, focused, title, area, buf);
     match pane {
         ComparePane::Table => table(state, inner, buf),
         ComparePane::Latency => match &state.compare.latency {

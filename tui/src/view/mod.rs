@@ -190,6 +190,26 @@ fn draw_pane(state: &State, pane: Pane, area: Rect, buf: &mut Buffer) {
             title.push(Span::styled("diff ", accent(state, Color::Red)));
         }
     }
+    let inner = pane_frame(state, focused, title, area, buf);
+    match pane {
+        Pane::Throughput => panes::throughput(state, inner, buf),
+        Pane::Latency => panes::latency(state, inner, buf),
+        Pane::Resources => panes::resources(state, inner, buf),
+        Pane::Flame => {
+            flame::render_flame(state.flame(), inner, buf, focused, state.color);
+        }
+    }
+}
+
+/// A pane's border and title (bold and coloured when focused, dim otherwise), drawn
+/// into `area`; returns the area inside.
+fn pane_frame(
+    state: &State,
+    focused: bool,
+    title: Vec<Span<'static>>,
+    area: Rect,
+    buf: &mut Buffer,
+) -> Rect {
     let border = if focused {
         accent(state, Color::Cyan).add_modifier(Modifier::BOLD)
     } else {
@@ -201,14 +221,7 @@ fn draw_pane(state: &State, pane: Pane, area: Rect, buf: &mut Buffer) {
         .title(Line::from(title));
     let inner = block.inner(area);
     block.render(area, buf);
-    match pane {
-        Pane::Throughput => panes::throughput(state, inner, buf),
-        Pane::Latency => panes::latency(state, inner, buf),
-        Pane::Resources => panes::resources(state, inner, buf),
-        Pane::Flame => {
-            flame::render_flame(state.flame(), inner, buf, focused, state.color);
-        }
-    }
+    inner
 }
 
 /// The keys that work where the focus is, or the flash message, or the search line.
