@@ -151,6 +151,131 @@ pub fn percentile_svg(title: &str, series: &[(&str, &Histogram<u64>)]) -> String
     out
 }
 
+/// Panels of the phase plot at most: the first figures that change from phase to phase.
+const MAX_PHASE_PANELS: usize = 6;
+
+/// The figures of a workload's phases (a sweep's points: `buffer-size=64`,
+/// `buffer-size=1024`, …) as one small chart per figure, phases along the x axis in their
+/// order — the curves the original papers drew. Only figures with a better direction (the
+/// results, not the settings) that differ between phases are drawn, at most six; `None`
+/// with fewer than two phases or nothing to draw.
+pub fn phases_svg(title: &str, phases: &[crate::meta::PhaseInfo]) -> Option<String> {
+    if phases.len() < 2 {
+        return None;
+    }
+    // Figure names in first-seen order, with their unit.
+    let mut names: Vec<(&str, &str)> = Vec::new();
+    for f in phases.iter().flat_map(|p| &p.figures) {
+        if f.better.is_some() && !names.iter().any(|(n, _)| *n == f.name) {
+            names.push((&f.name, &f.unit));
+        }
+    }
+    let value = |p: &crate::meta::PhaseInfo, name: &str| {
+        p.figures
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| f.value)
+            .filter(|v| v.is_finite())
+    };
+    names.retain(|(name, _)| {
+        let values: Vec<f64> = phases.iter().filter_map(|p| value(p, name)).collect();
+        values.len() >= 2 && values.iter().any(|v| *v != values[0])
+    });
+    names.truncate(MAX_PHASE_PANELS);
+    if names.is_empty() {
+        return None;
+    }
+    let (cols, panel_w, panel_h) = (2usize, 440.0, 230.0);
+    let rows = names.len().div_ceil(cols);
+    let (width, height) = (cols as f64 * panel_w + 20.0, rows as f64 * panel_h + 50.0);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(
+        out,
+        r#"<rect width="{width}" height="{height}" fill="white"/><text x="{:.1}" y="24" text-anchor="middle" font-size="16">{}</text>"#,
+        width / 2.0,
+        escape(title)
+    );
+    for (i, (name, unit)) in names.iter().enumerate() {
+        let (ox, oy) = (
+            10.0 + (i % cols) as f64 * panel_w,
+            40.0 + (i / cols) as f64 * panel_h,
+        );
+        let (left, top, w, h) = (ox + 70.0, oy + 24.0, panel_w - 90.0, panel_h - 80.0);
+        let points: Vec<(usize, f64)> = phases
+            .iter()
+            .enumerate()
+            .filter_map(|(k, p)| Some((k, value(p, name)?)))
+            .collect();
+        let max = points.iter().map(|p| p.1).fold(0.0, f64::max);
+        let (y_max, y_step) = nice_axis(max);
+        let x = |k: usize| left + w * k as f64 / (phases.len() - 1) as f64;
+        let y = |v: f64| top + h - v.max(0.0) / y_max * h;
+        let label = if unit.is_empty() {
+            (*name).to_owned()
+        } else {
+            format!("{name} ({unit})")
+        };
+        let _ = writeln!(
+            out,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="13">{}</text><rect x="{left:.1}" y="{top:.1}" width="{w:.1}" height="{h:.1}" fill="none" stroke="black"/>"#,
+            left + w / 2.0,
+            oy + 16.0,
+            escape(&label)
+        );
+        let mut v = 0.0;
+        while v <= y_max + y_step / 2.0 {
+            let _ = writeln!(
+                out,
+                r##"<line x1="{left:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+                y(v),
+                left + w,
+                y(v),
+                left - 4.0,
+                y(v) + 4.0,
+                escape(&crate::units::human_count(v))
+            );
+            v += y_step;
+        }
+        for (k, phase) in phases.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                r#"<text transform="translate({:.1} {:.1}) rotate(30)" font-size="10">{}</text>"#,
+                x(k) - 4.0,
+                top + h + 12.0,
+                escape(&phase.name)
+            );
+        }
+        let line: Vec<String> = points
+            .iter()
+            .map(|&(k, v)| format!("{:.1},{:.1}", x(k), y(v)))
+            .collect();
+        let _ = writeln!(
+            out,
+            r#"<polyline fill="none" stroke="{}" stroke-width="2" points="{}"><title>{}</title></polyline>"#,
+            COLOURS[0],
+            line.join(" "),
+            escape(name)
+        );
+        for &(k, v) in &points {
+            let _ = writeln!(
+                out,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{}"><title>{}: {}</title></circle>"#,
+                x(k),
+                y(v),
+                COLOURS[0],
+                escape(&phases[k].name),
+                escape(&crate::units::human_count(v))
+            );
+        }
+    }
+    out.push_str("</svg>\n");
+    Some(out)
+}
+
 /// The plot's title for a session of `workload`.
 pub fn title(workload: &str) -> String {
     format!("{workload} — latency by percentile")
@@ -193,6 +318,40 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn phases_plot_the_results_that_change_and_leave_out_settings() {
+        use crate::meta::{Better, Figure, PhaseInfo};
+        let better = |name: &str, v: f64, unit: &str, b: Better| {
+            let mut f = Figure::new(name, v, unit);
+            f.better = Some(b);
+            f
+        };
+        let phase = |name: &str, size: f64, rate: f64| {
+            PhaseInfo::new(
+                name,
+                0.0,
+                1.0,
+                vec![
+                    Figure::new("buffer_size", size, "bytes"),
+                    better("messages_per_second", rate, "messages/s", Better::Higher),
+                    better("payload_errors", 0.0, "messages", Better::Lower),
+                ],
+            )
+        };
+        let phases = [
+            phase("buffer-size=64", 64.0, 90_000.0),
+            phase("buffer-size=1024", 1024.0, 80_000.0),
+            phase("buffer-size=65536", 65536.0, 9_000.0),
+        ];
+        let svg = phases_svg("udp-echo sweep", &phases).unwrap();
+        // One panel: the rate changes; the size is a setting, the errors never change.
+        assert_eq!(svg.matches("<polyline").count(), 1);
+        assert!(svg.contains("messages_per_second (messages/s)"));
+        assert_eq!(svg.matches("<circle").count(), 3);
+        assert!(svg.contains("buffer-size=65536"));
+        assert!(phases_svg("one", &phases[..1]).is_none());
+    }
 
     #[test]
     fn percentile_labels_go_one_nine_per_decade() {

@@ -31,6 +31,8 @@ pub const WORKER_LOG_FILE: &str = "worker.log";
 pub const THREADS_FILE: &str = "threads.csv";
 /// The latency percentile plot ([`crate::plot`]).
 pub const LATENCY_PLOT_FILE: &str = "latency.svg";
+/// The phases' figures, one chart each ([`crate::plot::phases_svg`]).
+pub const PHASE_PLOT_FILE: &str = "phases.svg";
 /// The stacks as a pprof profile ([`crate::pprof`]).
 pub const PPROF_FILE: &str = "profile.pb.gz";
 
@@ -286,6 +288,19 @@ impl SessionWriter {
         let title = crate::plot::title(&self.meta.workload.name);
         let svg = crate::plot::percentile_svg(&title, series);
         write_atomically(&self.dir.join(LATENCY_PLOT_FILE), svg.as_bytes())
+    }
+
+    /// Writes phases.svg, the phases' figures as charts, when there are two phases or
+    /// more and figures that change between them; returns whether it wrote one.
+    pub fn write_phase_plot(&mut self) -> Result<bool, SessionError> {
+        let title = format!("{} — by phase", self.meta.workload.name);
+        match crate::plot::phases_svg(&title, &self.meta.phases) {
+            Some(svg) => {
+                write_atomically(&self.dir.join(PHASE_PLOT_FILE), svg.as_bytes())?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     /// Writes threads.csv, the table of every thread the monitors saw, replacing any

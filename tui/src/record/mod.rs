@@ -1062,6 +1062,9 @@ impl Run<'_> {
                 ));
             }
         }
+        if let Err(e) = self.writer.write_phase_plot() {
+            warnings.push(format!("phases.svg: {e}"));
+        }
         if self.phases_dropped > 0 {
             warnings.push(format!(
                 "{} phases left out of session.json (it keeps the first {MAX_PHASES})",

@@ -49,6 +49,22 @@ fn a_udp_echo_sweep_session_logs_one_phase_line_per_point_and_the_table() {
     assert!(figure(&session, "buffer-size=1024:messages_per_second") > 0.0);
     // The server ran as a process of its own and said what it echoed.
     assert!(log.contains("server_messages_echoed: 900"), "{log}");
+    // One result per point in session.json, and the curves in phases.svg.
+    let points: Vec<&str> = session
+        .meta
+        .phases
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(
+        points,
+        ["buffer-size=64", "buffer-size=1024", "buffer-size=9000"]
+    );
+    let plot = std::fs::read_to_string(dir.join("phases.svg")).unwrap();
+    assert!(
+        plot.contains("messages_per_second") && plot.matches("<circle").count() >= 3,
+        "{plot}"
+    );
 }
 
 #[test]
