@@ -289,6 +289,18 @@ fn mouse_events(
     x: u16,
     y: u16,
 ) -> Vec<AppEvent> {
+    if let Some(pane) = view::compare_pane_at(state, area, x, y) {
+        // The compare screen focuses by number, as its keys do.
+        let focus = AppEvent::Key(Key::Char(char::from(b'0' + pane.number() as u8)));
+        let flame = pane == crate::state::compare::ComparePane::Flame;
+        let table = pane == crate::state::compare::ComparePane::Table;
+        return match kind {
+            MouseKind::Click => vec![focus],
+            MouseKind::ScrollUp if flame || table => vec![focus, AppEvent::Key(Key::Up)],
+            MouseKind::ScrollDown if flame || table => vec![focus, AppEvent::Key(Key::Down)],
+            _ => Vec::new(),
+        };
+    }
     let Some(pane) = view::pane_at(state, area, x, y) else {
         return Vec::new();
     };
@@ -534,6 +546,28 @@ mod tests {
         assert!(mouse_events(&state, area, MouseKind::ScrollUp, 5, 4).is_empty());
         // The header and the footer are no pane.
         assert!(mouse_events(&state, area, MouseKind::Click, 5, 0).is_empty());
+        assert!(mouse_events(&state, area, MouseKind::Click, 5, 23).is_empty());
+    }
+
+    #[test]
+    fn on_the_compare_screen_a_click_focuses_by_number_and_the_wheel_scrolls() {
+        let mut state = State::new("ring", "", true);
+        state.screen = crate::state::Screen::Compare;
+        let area = ratatui::layout::Rect::new(0, 0, 80, 24);
+        // Left top: the figures (1); left bottom: the latency (2); right: the flamegraph (3).
+        assert!(matches!(
+            mouse_events(&state, area, MouseKind::Click, 5, 4).as_slice(),
+            [AppEvent::Key(Key::Char('1'))]
+        ));
+        assert!(matches!(
+            mouse_events(&state, area, MouseKind::Click, 5, 20).as_slice(),
+            [AppEvent::Key(Key::Char('2'))]
+        ));
+        assert!(matches!(
+            mouse_events(&state, area, MouseKind::ScrollDown, 60, 10).as_slice(),
+            [AppEvent::Key(Key::Char('3')), AppEvent::Key(Key::Down)]
+        ));
+        assert!(mouse_events(&state, area, MouseKind::ScrollUp, 5, 20).is_empty());
         assert!(mouse_events(&state, area, MouseKind::Click, 5, 23).is_empty());
     }
 

@@ -23,6 +23,15 @@ pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
     }
 }
 
+/// The pane at column `x`, row `y` of `area` (the screen above the footer).
+pub fn pane_at(state: &State, area: Rect, x: u16, y: u16) -> Option<ComparePane> {
+    let [_, body] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(area);
+    panes(state, body)
+        .into_iter()
+        .find(|(_, r)| r.contains(ratatui::layout::Position::new(x, y)))
+        .map(|(pane, _)| pane)
+}
+
 /// Where each pane goes in `body`: the figures over the latency on the left, the
 /// flamegraph on the right; the focused one alone when maximized.
 fn panes(state: &State, body: Rect) -> Vec<(ComparePane, Rect)> {

@@ -86,6 +86,20 @@ pub fn pane_at(state: &State, area: Rect, x: u16, y: u16) -> Option<Pane> {
         .map(|(pane, _)| pane)
 }
 
+/// The compare screen's pane at column `x`, row `y` of a terminal of `area`.
+pub fn compare_pane_at(
+    state: &State,
+    area: Rect,
+    x: u16,
+    y: u16,
+) -> Option<crate::state::compare::ComparePane> {
+    if state.screen != Screen::Compare || area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
+        return None;
+    }
+    let [screen, _] = Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(area);
+    compare::pane_at(state, screen, x, y)
+}
+
 /// The style of emphasis: a color, or bold when colors are off.
 fn accent(state: &State, color: Color) -> Style {
     if state.color {
