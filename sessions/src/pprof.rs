@@ -286,7 +286,7 @@ impl Builder {
         id
     }
 
-    /// Adds `tree`'s stacks with `value(weight)` at `slot` of three values.
+    /// Adds `tree`'s stacks as samples whose three values `values(weight)` gives.
     fn add_tree(&mut self, tree: &StackTree, per_thread: bool, values: impl Fn(u64) -> [i64; 3]) {
         tree.for_each_stack(|stack, weight| {
             let names: Vec<&str> = stack.iter().map(|&f| tree.name(f)).collect();
