@@ -264,6 +264,9 @@ fn lossy_server(drop_every: u64) -> (SocketAddr, StopSignal, std::thread::JoinHa
     (addr, stop, thread)
 }
 
+/// How long the lossy tests wait for a silent test server before giving up on it.
+const PATIENT: Duration = Duration::from_secs(10);
+
 #[test]
 fn lost_datagrams_are_counted_as_timeouts_not_waited_for() {
     for backend in BACKENDS {
@@ -276,13 +279,12 @@ fn lost_datagrams_are_counted_as_timeouts_not_waited_for() {
             timeout: Duration::from_millis(50),
             ..EchoParams::default()
         };
+        // Losses count at 50 ms, but the server is a test thread that a busy machine
+        // may hold off for longer than five of them: give up on it only after seconds.
+        let mut setup = params.client_setup(addr, 0);
+        setup.silence = PATIENT;
         let started = Instant::now();
-        let (tally, _) = client::run(
-            &params.client_setup(addr, 0),
-            &metrics(),
-            &StopSignal::new(),
-        )
-        .unwrap();
+        let (tally, _) = client::run(&setup, &metrics(), &StopSignal::new()).unwrap();
         stop.set();
         let dropped = server.join().unwrap();
         assert_eq!(dropped, 10, "{backend:?}");
@@ -308,12 +310,9 @@ fn a_lost_fragment_loses_its_message_only() {
         timeout: Duration::from_millis(50),
         ..EchoParams::default()
     };
-    let (tally, _) = client::run(
-        &params.client_setup(addr, 0),
-        &metrics(),
-        &StopSignal::new(),
-    )
-    .unwrap();
+    let mut setup = params.client_setup(addr, 0);
+    setup.silence = PATIENT;
+    let (tally, _) = client::run(&setup, &metrics(), &StopSignal::new()).unwrap();
     stop.set();
     assert_eq!(server.join().unwrap(), 6);
     assert_eq!(tally.messages + tally.timeouts, 8);
