@@ -36,6 +36,7 @@ pub mod defs;
 mod error;
 pub mod ipc;
 pub mod kvstore;
+pub mod messenger;
 pub mod protocol;
 pub mod report;
 pub mod ring;

@@ -14,6 +14,7 @@ use crate::WorkloadError;
 use crate::defs::{self, DefsMetrics, DefsParams};
 use crate::ipc::{self, NodeParams};
 use crate::kvstore::{self, KvMetrics, KvParams};
+use crate::messenger::{self, MsgrMetrics, MsgrParams};
 use crate::protocol::{Hello, PROTOCOL_VERSION, Summary, WorkerMessage};
 use crate::report::{
     Metrics, Reporter, Start, StopSignal, Ticker, interval_from_env, listen_for_stop,
@@ -37,6 +38,9 @@ pub enum Workload {
     /// An ecFlow definition parsed, checkpointed and reloaded; --server-sim: checkpoints
     /// under request load.
     Defs(DefsParams),
+    /// Echo messenger: a shard-per-core (crimson) or shared-pool (async) server and
+    /// clients at queue depth, with per-second IOPS, latency and server CPU%.
+    Messenger(MsgrParams),
     /// A node process of `ring --transport ipc` or `storm`, started by its main node.
     #[command(hide = true, name = "ipc-node")]
     IpcNode(NodeParams),
@@ -57,6 +61,7 @@ impl Workload {
             Workload::Storm(_) => storm::NAME,
             Workload::Kvstore(_) => kvstore::NAME,
             Workload::Defs(_) => defs::NAME,
+            Workload::Messenger(_) => messenger::NAME,
             Workload::IpcNode(_) => "ipc-node",
         }
     }
@@ -76,6 +81,7 @@ impl Workload {
             Workload::Storm(params) => params.validate(),
             Workload::Kvstore(params) => params.validate(),
             Workload::Defs(params) => params.validate(),
+            Workload::Messenger(params) => params.validate(),
             Workload::IpcNode(_) => Ok(()),
         }
     }
@@ -88,6 +94,7 @@ impl Workload {
             Workload::Storm(params) => params.to_args(),
             Workload::Kvstore(params) => params.to_args(),
             Workload::Defs(params) => params.to_args(),
+            Workload::Messenger(params) => params.to_args(),
             Workload::IpcNode(params) => params.to_args(),
         };
         std::iter::once(self.name().to_owned())
@@ -102,6 +109,7 @@ impl Workload {
             Workload::Storm(params) => params.params_json(),
             Workload::Kvstore(params) => params.params_json(),
             Workload::Defs(params) => params.params_json(),
+            Workload::Messenger(params) => params.params_json(),
             Workload::IpcNode(params) => params.params_json(),
         }
     }
@@ -189,6 +197,7 @@ enum Registered<'a> {
     Storm(&'a StormParams, StormMetrics),
     Kvstore(&'a KvParams, KvMetrics),
     Defs(&'a DefsParams, DefsMetrics),
+    Messenger(&'a MsgrParams, MsgrMetrics),
 }
 
 /// What a finished run reports: its summary, and what the log says besides it.
@@ -225,6 +234,15 @@ impl Registered<'_> {
                     stopped_note: outcome
                         .stopped
                         .then(|| "stopped before the duration".to_owned()),
+                })
+            }
+            Registered::Messenger(params, metrics) => {
+                let outcome = messenger::run(params, metrics, stop)?;
+                Ok(Finished {
+                    summary: messenger::summary(&outcome),
+                    stopped_note: outcome
+                        .stopped
+                        .then(|| "stopped before the message time".to_owned()),
                 })
             }
             Registered::Storm(params, metrics) => {
@@ -270,6 +288,9 @@ fn drive(
         }
         Workload::Defs(params) => {
             Registered::Defs(params, DefsMetrics::register(&mut metrics, params)?)
+        }
+        Workload::Messenger(params) => {
+            Registered::Messenger(params, MsgrMetrics::register(&mut metrics, params)?)
         }
         Workload::IpcNode(_) => {
             return Err(WorkloadError::Broken {

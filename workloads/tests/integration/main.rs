@@ -10,6 +10,7 @@ mod ecflow;
 mod fixture;
 mod ipc;
 mod kvstore;
+mod messenger;
 mod ring;
 mod stop;
 mod support;
