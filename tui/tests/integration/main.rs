@@ -8,6 +8,7 @@ mod deps;
 mod export;
 mod external;
 mod kvstore;
+mod messenger;
 mod netns;
 mod process_tree;
 mod reap;
