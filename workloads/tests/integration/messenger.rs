@@ -348,3 +348,36 @@ fn a_server_and_its_clients_in_two_roles_meet_over_listen_and_connect() {
         "{lines:#?}"
     );
 }
+
+#[test]
+fn a_stop_mid_run_drains_every_connection_and_ends_with_a_whole_block() {
+    for server in [ServerMode::Crimson, ServerMode::Async] {
+        let mut worker = RunningWorker::start(
+            Workload::Messenger(MsgrParams {
+                server,
+                msgtime: Some(600),
+                listen: any_port(),
+                ..MsgrParams::default()
+            }),
+            Duration::from_millis(100),
+        );
+        worker.wait_for_progress("messages", Duration::from_secs(60));
+        let asked = std::time::Instant::now();
+        worker.send("{\"type\":\"stop\"}");
+        let reports = worker.reports.clone();
+        let (result, log) = worker.wait(Duration::from_secs(60));
+        result.unwrap();
+        assert!(asked.elapsed() < Duration::from_secs(10), "{server:?}");
+        assert!(log.contains("stopped before the message time"), "{log}");
+        let messages = reports.messages();
+        let summary = messages.last().unwrap();
+        let WorkerMessage::Tick(last_tick) = &messages[messages.len() - 2] else {
+            panic!("no final tick");
+        };
+        // Every message sent before the stop came back and is counted, once.
+        let received = figure(summary, "messages");
+        assert!(received > 0.0);
+        assert_eq!(last_tick.counters["messages"] as f64, received);
+        assert!(log.contains("all(depth=512):"), "{log}");
+    }
+}
