@@ -8,7 +8,9 @@ to round) on a release build: `benchtop run messenger --server crimson|async
 --server-cpuset 0 --client-cpuset 1 --msg-size 4096 --depth 512` (one client, two
 connections, as the originals' default), recorded without profiling. The table gives
 medians over the rounds of IOPS, mean and p99 latency, the server core's CPU%, and the
-crimson/async ratio of each (goal: crimson ahead, as in the published study).
+crimson/async ratio of each (goal: crimson ahead, as in the published study), with the
+range of IOPS over the rounds and the load average before and after: the two CPUs are the
+whole machine here, so anything else running shows as spread.
 
 Usage: benches/messenger.py [--rounds N] [--seconds S] [--server-cpu C] [--client-cpu C]
 Needs: cargo; a machine with at least two CPUs.
@@ -59,6 +61,7 @@ def main():
     args = ap.parse_args()
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "benchtop"], cwd=ROOT, check=True)
     results = {mode: {name: [] for name, _, _ in FIGURES} for mode in MODES}
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             order = MODES if r % 2 == 0 else tuple(reversed(MODES))
@@ -68,15 +71,21 @@ def main():
                     results[mode][name].append(figures[name])
                 print(f"round {r + 1}: {mode}: {figures['iops']:.0f} IOPS, "
                       f"{figures['latency_ms']:.2f} ms mean", file=sys.stderr)
+    load_after = os.getloadavg()[0]
     print(f"\n4 KiB, depth 512, 1 client x 2 connections, server on CPU {args.server_cpu}, "
           f"client on CPU {args.client_cpu}; medians of {args.rounds} rounds of "
-          f"{args.seconds} s\n")
+          f"{args.seconds} s; load average {load_before:.1f} before, {load_after:.1f} after\n")
     print(f"{'figure':<20} {'crimson':>12} {'async':>12} {'crimson/async':>14}")
     for name, label, fmt in FIGURES:
         c = statistics.median(results["crimson"][name])
         a = statistics.median(results["async"][name])
         ratio = c / a if a else float("nan")
         print(f"{label:<20} {fmt.format(c):>12} {fmt.format(a):>12} {ratio:>13.2f}x")
+    for mode in MODES:
+        iops = results[mode]["iops"]
+        print(f"IOPS range, {mode}: {min(iops):.0f} .. {max(iops):.0f}")
+    wins = sum(c > a for c, a in zip(results["crimson"]["iops"], results["async"]["iops"]))
+    print(f"rounds where crimson had more IOPS: {wins} of {args.rounds}")
 
 
 if __name__ == "__main__":

@@ -198,10 +198,9 @@ impl Topology {
         let parse = |path: &Path, text: &str| {
             text.trim()
                 .parse::<CpuSet>()
-                .map_err(|reason| WorkloadError::CpuSet {
-                    param: "topology",
-                    value: path.display().to_string(),
-                    reason,
+                .map_err(|reason| WorkloadError::Broken {
+                    workload: super::NAME,
+                    reason: format!("reading the CPU topology, {}: {reason}", path.display()),
                 })
         };
         let online_path = root.join("cpu/online");

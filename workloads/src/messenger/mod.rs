@@ -373,7 +373,18 @@ pub fn plan(params: &MsgrParams, topology: &Topology) -> Result<Plan, WorkloadEr
             reason: format!("{} CPU(s) cannot be split between {n} instances", set.len()),
         })
     };
-    let shares = split("instances", &topology.cpus)?;
+    let shares = topology
+        .cpus
+        .split(n)
+        .ok_or_else(|| WorkloadError::CpuSet {
+            param: "instances",
+            value: n.to_string(),
+            reason: format!(
+                "this machine has {} CPU(s) ({}): fewer than the instances",
+                topology.cpus.len(),
+                topology.cpus
+            ),
+        })?;
     let servers = params
         .server_cpuset
         .as_ref()
@@ -1120,5 +1131,14 @@ mod tests {
         let p = MsgrParams { instances: 2, ..p };
         let err = plan(&p, &two_cpus()).unwrap_err().to_string();
         assert!(err.contains("cannot be split between 2 instances"), "{err}");
+        let p = MsgrParams {
+            instances: 3,
+            ..MsgrParams::default()
+        };
+        let err = plan(&p, &two_cpus()).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "--instances 3: this machine has 2 CPU(s) (0-1): fewer than the instances"
+        );
     }
 }
