@@ -31,6 +31,9 @@ use crate::report::StopSignal;
 pub const FLUSH_EVERY: Duration = Duration::from_millis(50);
 /// Frames a sender writes at most in one write.
 const MAX_BATCH: usize = 64;
+/// Bytes a sender writes at most in one write (large messages: fewer frames a batch, at
+/// least one).
+const MAX_BATCH_BYTES: usize = 1 << 20;
 /// Bytes a receiver reads at once.
 const READ_BUF: usize = 256 << 10;
 /// How long a client tries to connect before the run fails.
@@ -333,7 +336,8 @@ async fn connection(
     let sender = {
         let (room, in_flight) = (room.clone(), in_flight.clone());
         async move {
-            let mut batch = Vec::with_capacity(MAX_BATCH * frame_len);
+            let max_batch = (MAX_BATCH_BYTES / frame_len).clamp(1, MAX_BATCH);
+            let mut batch = Vec::with_capacity(max_batch * frame_len);
             let mut bytes_out = 0u64;
             let mut sent = 0u64;
             loop {
@@ -344,7 +348,7 @@ async fn connection(
                 let Ok(Ok(permit)) = permit else { break };
                 permit.forget();
                 let mut n = 1;
-                while n < MAX_BATCH {
+                while n < max_batch {
                     match room.try_acquire() {
                         Ok(p) => {
                             p.forget();
