@@ -20,7 +20,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 
-use super::cpuset::{CpuSet, pin_current_thread};
+use super::cpuset::{CpuSet, affinity, current_tid, last_cpu, pin_current_thread};
 use super::frame::{self, HEADER_LEN, Header, Messages};
 use super::{NAME, Tally};
 use crate::WorkloadError;
@@ -81,6 +81,21 @@ pub struct ClientOutcome {
     pub latency_sum_ns: u128,
     /// Ended by a stop before the message time.
     pub stopped: bool,
+    /// Each client thread: where it was pinned and where it last ran.
+    pub threads: Vec<ClientThread>,
+}
+
+/// A client thread, read back at its end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientThread {
+    /// Its thread id.
+    pub tid: i32,
+    /// The CPU it was pinned to.
+    pub cpu: usize,
+    /// The CPUs it was allowed on at its end (sched_getaffinity).
+    pub allowed: Option<CpuSet>,
+    /// The CPU it last ran on (field 39 of its /proc stat).
+    pub last_cpu: Option<usize>,
 }
 
 impl ClientOutcome {
@@ -169,10 +184,14 @@ pub fn run(
     barrier.wait();
     let connected = Instant::now();
     let mut results = Vec::new();
+    let mut threads = Vec::new();
     let mut first_error = None;
     for (i, h) in handles.into_iter().enumerate() {
         match h.join() {
-            Ok(Ok(r)) => results.extend(r),
+            Ok(Ok((r, thread))) => {
+                results.extend(r);
+                threads.extend(thread);
+            }
             Ok(Err(e)) => {
                 first_error.get_or_insert(e);
             }
@@ -197,6 +216,7 @@ pub fn run(
         latency: new_latency_histogram(),
         latency_sum_ns: 0,
         stopped: stop.is_set(),
+        threads,
     };
     let mut last = connected;
     for r in results {
@@ -220,7 +240,7 @@ fn client_main(
     stop: &StopSignal,
     barrier: &Barrier,
     failed: &AtomicBool,
-) -> Result<Vec<ConnResult>, WorkloadError> {
+) -> Result<(Vec<ConnResult>, Option<ClientThread>), WorkloadError> {
     let prepared = (|| {
         pin_current_thread(&CpuSet::of([cpu])).map_err(|source| WorkloadError::Ipc {
             workload: NAME,
@@ -248,10 +268,10 @@ fn client_main(
     barrier.wait();
     let (runtime, streams) = prepared?;
     if failed.load(Ordering::SeqCst) {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     }
     let deadline = Instant::now() + plan.msgtime;
-    runtime.block_on(async {
+    let results = runtime.block_on(async {
         let mut tasks = tokio::task::JoinSet::new();
         for (c, stream) in streams.into_iter().enumerate() {
             let seed = ((index as u64) << 32) | c as u64;
@@ -281,7 +301,15 @@ fn client_main(
             }
         }
         Ok(results)
-    })
+    })?;
+    let tid = current_tid();
+    let thread = ClientThread {
+        tid,
+        cpu,
+        allowed: affinity(0).ok(),
+        last_cpu: last_cpu(tid),
+    };
+    Ok((results, Some(thread)))
 }
 
 async fn connect(target: SocketAddr) -> Result<TcpStream, WorkloadError> {

@@ -75,6 +75,14 @@ fn at_depth_512_nothing_is_lost_or_duplicated_over_many_connections() {
     assert!(c.received > 8 * 512, "{c:?}");
     assert_eq!(c.sent, c.received);
     assert_eq!(c.latency.len(), c.received);
+    // Each client thread ran where it was pinned, round robin over the client set.
+    let client_cpus = outcome.instances[0].instance.client.cpus();
+    assert_eq!(c.threads.len(), 2);
+    for (i, t) in c.threads.iter().enumerate() {
+        assert_eq!(t.cpu, client_cpus[i % client_cpus.len()]);
+        assert_eq!(t.allowed, Some(CpuSet::of([t.cpu])), "{t:?}");
+        assert_eq!(t.last_cpu, Some(t.cpu), "{t:?}");
+    }
 }
 
 /// A server that echoes through `mangle` (frame in, bytes to send back out).
