@@ -150,3 +150,22 @@ fn server_and_clients_in_two_network_namespaces_meet_over_listen_and_connect() {
         serde_json::json!(listen)
     );
 }
+
+#[test]
+fn a_cpu_the_machine_does_not_have_is_refused_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("bad");
+    let output = crate::support::run_command(
+        &dir,
+        &["messenger", "--server-cpuset", "0,4095", "--msgtime", "1"],
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--server-cpuset 0,4095: this machine has no CPU 4095"),
+        "{stderr}"
+    );
+    assert!(!dir.exists(), "no session for a run that never started");
+}

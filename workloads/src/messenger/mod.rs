@@ -236,9 +236,18 @@ impl MsgrParams {
         json
     }
 
-    /// Checks what clap cannot: combinations, and ranges for parameters built in code.
-    /// CPU sets are checked against the machine by [`plan`].
+    /// Checks what clap cannot: combinations, ranges for parameters built in code, and
+    /// given CPU sets against this machine's CPUs (so a conductor refuses a CPU the machine
+    /// does not have before anything starts).
     pub fn validate(&self) -> Result<(), WorkloadError> {
+        self.validate_params()?;
+        if self.server_cpuset.is_some() || self.client_cpuset.is_some() {
+            plan(self, &Topology::current()?)?;
+        }
+        Ok(())
+    }
+
+    fn validate_params(&self) -> Result<(), WorkloadError> {
         let zero = |name: &'static str, v: u32| {
             (v == 0).then(|| WorkloadError::BadParam {
                 name,
@@ -628,7 +637,7 @@ pub fn run(
     metrics: &MsgrMetrics,
     stop: &StopSignal,
 ) -> Result<Outcome, WorkloadError> {
-    params.validate()?;
+    params.validate_params()?;
     let topology = Topology::current()?;
     let plan = plan(params, &topology)?;
     let n = plan.instances.len();
