@@ -10,7 +10,8 @@
 
 Each round runs every configuration back to back (interleaved, the order alternating from
 round to round) on a release build, recorded without profiling. The tables give medians
-over the rounds of IOPS, mean and p99 latency, the server's CPU%, and the crimson/async
+over the rounds of IOPS, mean and p99 latency, the server's CPU% (its cores, anything that
+ran there) and its threads' own CPU time per message, and the crimson/async
 ratio of each (goal: crimson ahead, as in the published study), with the range of IOPS
 over the rounds and the load average before and after: the two CPUs are the whole machine
 here, so anything else running shows as spread.
@@ -37,6 +38,7 @@ FIGURES = (
     ("latency_ms", "mean latency (ms)", "{:.2f}"),
     ("latency_p99_ms", "p99 latency (ms)", "{:.2f}"),
     ("server_cpu_percent", "server CPU%", "{:.0f}"),
+    ("server_cpu_us_per_message", "server µs/message", "{:.3f}"),
 )
 
 

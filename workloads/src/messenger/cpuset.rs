@@ -447,6 +447,23 @@ pub fn last_cpu(tid: libc::pid_t) -> Option<usize> {
     after.split_whitespace().nth(36)?.parse().ok()
 }
 
+/// CPU time thread `tid` of this process has used: the first field of
+/// `/proc/self/task/<tid>/schedstat` (nanoseconds on CPU), else user and system time from
+/// its `stat` (clock ticks, assumed 100 Hz).
+pub fn thread_cpu_time(tid: libc::pid_t) -> Option<std::time::Duration> {
+    if let Ok(text) = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))
+        && let Some(ns) = text.split_whitespace().next().and_then(|f| f.parse().ok())
+    {
+        return Some(std::time::Duration::from_nanos(ns));
+    }
+    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    let after = &text[text.rfind(')')? + 1..];
+    let mut fields = after.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(std::time::Duration::from_millis((utime + stime) * 10))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -586,6 +603,8 @@ mod tests {
             }
             std::hint::black_box(x);
             assert_eq!(last_cpu(current_tid()), Some(cpu));
+            let used = thread_cpu_time(current_tid()).unwrap();
+            assert!(used > std::time::Duration::ZERO && used < std::time::Duration::from_secs(60));
         })
         .join()
         .unwrap();

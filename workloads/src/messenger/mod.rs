@@ -608,8 +608,10 @@ pub struct InstanceOutcome {
     pub served: Option<u64>,
     /// Its server's address, when it ran here.
     pub listened: Option<SocketAddr>,
-    /// Its server's mean CPU% per core over the run.
+    /// Its server's mean CPU% per core over the run (anything that ran there).
     pub server_cpu: Vec<(usize, f64)>,
+    /// CPU time its server's own threads used over the run.
+    pub server_cpu_time: Option<Duration>,
 }
 
 /// What a run did.
@@ -660,6 +662,10 @@ pub fn run(
         servers.resize_with(n, || None);
     }
 
+    let server_cpu_start: Vec<Option<Duration>> = servers
+        .iter()
+        .map(|s| s.as_ref().map(Server::cpu_time))
+        .collect();
     let mut clients = Vec::new();
     if params.role.sends() {
         for (i, inst) in plan.instances.iter().enumerate() {
@@ -783,6 +789,10 @@ pub fn run(
     let mut instances = Vec::with_capacity(n);
     for (i, (inst, server)) in plan.instances.iter().zip(servers).enumerate() {
         let server_cpu = CpuTimes::read(&inst.server).percent_since(&first_cpu[i]);
+        let server_cpu_time = server
+            .as_ref()
+            .zip(server_cpu_start[i])
+            .map(|(s, at_start)| s.cpu_time().saturating_sub(at_start));
         let (served, listened) = match server {
             Some(s) => {
                 let served = s.served().0;
@@ -799,6 +809,7 @@ pub fn run(
             served,
             listened,
             server_cpu,
+            server_cpu_time,
         });
     }
     if let Some(e) = first_error {
@@ -941,6 +952,28 @@ pub fn summary(outcome: &Outcome) -> Summary {
                 "messages",
             ));
             lines.push(format!("{prefix}messages served: {served}"));
+        }
+        let handled = i
+            .client
+            .as_ref()
+            .map(|c| c.received)
+            .or(i.served)
+            .unwrap_or(0);
+        if let Some(t) = i.server_cpu_time.filter(|_| handled > 0) {
+            let per = t.as_secs_f64() * 1e6 / handled as f64;
+            figures.push(
+                Figure::new(format!("{prefix}server_cpu_us_per_message"), per, "us")
+                    .better(Better::Lower),
+            );
+            lines.push(format!(
+                "{}server threads' CPU time: {:.3}s, {per:.3}us per message",
+                if tagged {
+                    format!("{}: ", i.instance.tag)
+                } else {
+                    String::new()
+                },
+                t.as_secs_f64()
+            ));
         }
         if !i.server_cpu.is_empty() {
             let mean = i.server_cpu.iter().map(|(_, p)| p).sum::<f64>() / i.server_cpu.len() as f64;

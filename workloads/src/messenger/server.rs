@@ -18,7 +18,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::watch;
 
-use super::cpuset::{CpuSet, current_tid, pin_current_thread};
+use super::cpuset::{CpuSet, current_tid, pin_current_thread, thread_cpu_time};
 use super::frame::{self, MAX_PAYLOAD};
 use super::{NAME, ServerMode};
 use crate::WorkloadError;
@@ -298,6 +298,15 @@ impl Server {
                 b + c.bytes.load(Ordering::Relaxed),
             )
         })
+    }
+
+    /// CPU time its threads have used so far (the async pool: the threads it started
+    /// with).
+    pub fn cpu_time(&self) -> Duration {
+        self.threads
+            .iter()
+            .filter_map(|t| thread_cpu_time(t.tid))
+            .sum()
     }
 
     /// Errors its connections ended with (the first few).

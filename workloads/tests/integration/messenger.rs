@@ -274,6 +274,9 @@ fn the_per_second_lines_and_the_block_agree_with_the_figures_and_counters() {
         assert!((l.mb_per_s - mb).abs() <= 0.05 + 0.01 * mb, "{l:?}");
     }
     assert!(figure(&summary, "server_cpu_percent") > 0.0);
+    // The server's own threads' CPU time, per message: some, and below the wall time.
+    let per = figure(&summary, "server_cpu_us_per_message");
+    assert!(per > 0.0 && per * block.messages as f64 / 1e6 <= block.messaging_time_s * 1.5);
 }
 
 #[test]
