@@ -24,6 +24,22 @@ fn any_port() -> Option<std::net::SocketAddr> {
     Some("127.0.0.1:0".parse().unwrap())
 }
 
+/// The last CPU alone. Server and clients run flat out; kept to one CPU they leave the
+/// others to the tests beside them (some of which time sleeps).
+fn last_cpu_only() -> Option<CpuSet> {
+    let cpus = Topology::current().unwrap().cpus.cpus();
+    Some(CpuSet::of([*cpus.last().unwrap()]))
+}
+
+/// Flat-out parameters on the last CPU alone.
+fn contained(params: MsgrParams) -> MsgrParams {
+    MsgrParams {
+        server_cpuset: last_cpu_only(),
+        client_cpuset: last_cpu_only(),
+        ..params
+    }
+}
+
 fn run(params: &MsgrParams) -> messenger::Outcome {
     let metrics = MsgrMetrics::register(&mut Metrics::new(), params).unwrap();
     messenger::run(params, &metrics, &StopSignal::new())
@@ -34,14 +50,14 @@ fn run(params: &MsgrParams) -> messenger::Outcome {
 fn every_message_comes_back_intact_and_once_in_both_modes_at_several_sizes_and_depths() {
     for server in [ServerMode::Crimson, ServerMode::Async] {
         for (msg_size, depth) in [(1, 1), (100, 16), (4096, 512), (65536, 8), (300_000, 2)] {
-            let params = MsgrParams {
+            let params = contained(MsgrParams {
                 server,
                 msg_size,
                 depth,
                 msgtime: Some(1),
                 listen: any_port(),
                 ..MsgrParams::default()
-            };
+            });
             let outcome = run(&params);
             let c = outcome.instances[0].client.as_ref().unwrap();
             // The clients check each answer's sequence number, size and checksum and fail
@@ -63,13 +79,13 @@ fn every_message_comes_back_intact_and_once_in_both_modes_at_several_sizes_and_d
 
 #[test]
 fn at_depth_512_nothing_is_lost_or_duplicated_over_many_connections() {
-    let params = MsgrParams {
+    let params = contained(MsgrParams {
         clients: 2,
         conns_per_client: 4,
         msgtime: Some(2),
         listen: any_port(),
         ..MsgrParams::default()
-    };
+    });
     let outcome = run(&params);
     let c = outcome.instances[0].client.as_ref().unwrap();
     assert!(c.received > 8 * 512, "{c:?}");
@@ -225,12 +241,12 @@ fn worker_run(
 
 #[test]
 fn the_per_second_lines_and_the_block_agree_with_the_figures_and_counters() {
-    let (summary, counters, _) = worker_run(MsgrParams {
+    let (summary, counters, _) = worker_run(contained(MsgrParams {
         msgtime: Some(3),
         depth: 64,
         listen: any_port(),
         ..MsgrParams::default()
-    });
+    }));
     let WorkerMessage::Summary(s) = &summary else {
         panic!("{summary:?}")
     };
@@ -281,8 +297,9 @@ fn the_per_second_lines_and_the_block_agree_with_the_figures_and_counters() {
 
 #[test]
 fn two_instances_are_recorded_under_their_own_tags() {
+    // Both CPUs (one an instance) for a second: the one test not kept to one CPU.
     let (summary, counters, metrics) = worker_run(MsgrParams {
-        msgtime: Some(2),
+        msgtime: Some(1),
         depth: 64,
         instances: 2,
         listen: any_port(),
@@ -331,6 +348,7 @@ fn a_server_and_its_clients_in_two_roles_meet_over_listen_and_connect() {
     let server_params = MsgrParams {
         role: Role::Server,
         listen: Some(addr),
+        server_cpuset: last_cpu_only(),
         ..MsgrParams::default()
     };
     let server = {
@@ -344,6 +362,7 @@ fn a_server_and_its_clients_in_two_roles_meet_over_listen_and_connect() {
         role: Role::Client,
         connect: Some(addr),
         msgtime: Some(1),
+        client_cpuset: last_cpu_only(),
         ..MsgrParams::default()
     });
     stop.set();
@@ -364,12 +383,12 @@ fn a_server_and_its_clients_in_two_roles_meet_over_listen_and_connect() {
 fn a_stop_mid_run_drains_every_connection_and_ends_with_a_whole_block() {
     for server in [ServerMode::Crimson, ServerMode::Async] {
         let mut worker = RunningWorker::start(
-            Workload::Messenger(MsgrParams {
+            Workload::Messenger(contained(MsgrParams {
                 server,
                 msgtime: Some(600),
                 listen: any_port(),
                 ..MsgrParams::default()
-            }),
+            })),
             Duration::from_millis(100),
         );
         worker.wait_for_progress("messages", Duration::from_secs(60));
