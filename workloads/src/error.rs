@@ -65,6 +65,16 @@ pub enum WorkloadError {
         /// Why it is refused.
         reason: &'static str,
     },
+    /// A CPU set names CPUs this machine does not have, or cannot be used as asked.
+    #[error("--{param} {value}: {reason}")]
+    CpuSet {
+        /// The parameter, e.g. `server-cpuset`.
+        param: &'static str,
+        /// The set as given.
+        value: String,
+        /// What is wrong, naming the CPUs there are.
+        reason: String,
+    },
     /// Two metrics were registered under one name.
     #[error("metric {name:?} is registered twice")]
     DuplicateMetric {

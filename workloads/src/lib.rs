@@ -37,6 +37,7 @@ pub mod echo;
 mod error;
 pub mod ipc;
 pub mod kvstore;
+pub mod messenger;
 pub mod protocol;
 pub mod report;
 pub mod ring;

@@ -15,6 +15,7 @@ use crate::defs::{self, DefsMetrics, DefsParams};
 use crate::echo::{self, EchoMetrics, EchoParams};
 use crate::ipc::{self, NodeParams};
 use crate::kvstore::{self, KvMetrics, KvParams};
+use crate::messenger::{self, MsgrMetrics, MsgrParams};
 use crate::protocol::{Hello, PROTOCOL_VERSION, Summary, WorkerMessage};
 use crate::report::{
     Metrics, Reporter, Start, StopSignal, Ticker, interval_from_env, listen_for_stop,
@@ -41,6 +42,9 @@ pub enum Workload {
     /// Echo round trips and throughput over UDP or TCP, after Demikernel's experiments.
     #[command(name = "udp-echo")]
     UdpEcho(EchoParams),
+    /// Echo messenger: a shard-per-core (crimson) or shared-pool (async) server and
+    /// clients at queue depth, with per-second IOPS, latency and server CPU%.
+    Messenger(MsgrParams),
     /// A node process of `ring --transport ipc` or `storm`, started by its main node.
     #[command(hide = true, name = "ipc-node")]
     IpcNode(NodeParams),
@@ -62,6 +66,7 @@ impl Workload {
             Workload::Kvstore(_) => kvstore::NAME,
             Workload::Defs(_) => defs::NAME,
             Workload::UdpEcho(_) => echo::NAME,
+            Workload::Messenger(_) => messenger::NAME,
             Workload::IpcNode(_) => "ipc-node",
         }
     }
@@ -82,6 +87,7 @@ impl Workload {
             Workload::Kvstore(params) => params.validate(),
             Workload::Defs(params) => params.validate(),
             Workload::UdpEcho(params) => params.validate(),
+            Workload::Messenger(params) => params.validate(),
             Workload::IpcNode(_) => Ok(()),
         }
     }
@@ -95,6 +101,7 @@ impl Workload {
             Workload::Kvstore(params) => params.to_args(),
             Workload::Defs(params) => params.to_args(),
             Workload::UdpEcho(params) => params.to_args(),
+            Workload::Messenger(params) => params.to_args(),
             Workload::IpcNode(params) => params.to_args(),
         };
         std::iter::once(self.name().to_owned())
@@ -110,6 +117,7 @@ impl Workload {
             Workload::Kvstore(params) => params.params_json(),
             Workload::Defs(params) => params.params_json(),
             Workload::UdpEcho(params) => params.params_json(),
+            Workload::Messenger(params) => params.params_json(),
             Workload::IpcNode(params) => params.params_json(),
         }
     }
@@ -198,6 +206,7 @@ enum Registered<'a> {
     Kvstore(&'a KvParams, KvMetrics),
     Defs(&'a DefsParams, DefsMetrics),
     UdpEcho(&'a EchoParams, EchoMetrics),
+    Messenger(&'a MsgrParams, MsgrMetrics),
 }
 
 /// What a finished run reports: its summary, and what the log says besides it.
@@ -234,6 +243,15 @@ impl Registered<'_> {
                     stopped_note: outcome
                         .stopped
                         .then(|| "stopped before the duration".to_owned()),
+                })
+            }
+            Registered::Messenger(params, metrics) => {
+                let outcome = messenger::run(params, metrics, stop)?;
+                Ok(Finished {
+                    summary: messenger::summary(&outcome),
+                    stopped_note: outcome
+                        .stopped
+                        .then(|| "stopped before the message time".to_owned()),
                 })
             }
             Registered::Storm(params, metrics) => {
@@ -289,6 +307,9 @@ fn drive(
         }
         Workload::UdpEcho(params) => {
             Registered::UdpEcho(params, EchoMetrics::register(&mut metrics)?)
+        }
+        Workload::Messenger(params) => {
+            Registered::Messenger(params, MsgrMetrics::register(&mut metrics, params)?)
         }
         Workload::IpcNode(_) => {
             return Err(WorkloadError::Broken {

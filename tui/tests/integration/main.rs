@@ -9,6 +9,7 @@ mod echo;
 mod export;
 mod external;
 mod kvstore;
+mod messenger;
 mod netns;
 mod process_tree;
 mod reap;

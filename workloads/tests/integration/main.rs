@@ -11,6 +11,7 @@ mod echo;
 mod fixture;
 mod ipc;
 mod kvstore;
+mod messenger;
 mod ring;
 mod stop;
 mod support;
