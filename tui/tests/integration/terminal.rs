@@ -132,6 +132,23 @@ impl Tmux {
         assert!(status.success());
     }
 
+    /// Waits for every one of `texts` on the screen at once (at most a minute) and returns
+    /// the screen.
+    fn wait_for_all(&self, texts: &[&str]) -> String {
+        let start = std::time::Instant::now();
+        loop {
+            let screen = self.screen();
+            if texts.iter().all(|t| screen.contains(t)) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "timed out waiting for all of {texts:?} on the screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Whether the pane shows the alternate screen (a TUI that did not restore it).
     fn alternate_screen(&self) -> bool {
         let out = Command::new("tmux")
@@ -273,12 +290,14 @@ fn benchtop_open_shows_two_sessions_side_by_side_and_one_session_as_it_ended() {
         shell_quote(&a),
         shell_quote(&b)
     ));
-    let screen = tmux.wait_for("diff: B against A");
-    assert!(
-        screen.contains("messages/s") && screen.contains("regressed"),
-        "{screen}"
-    );
-    assert!(screen.contains("share per bin"), "{screen}");
+    // A frame is written top to bottom: wait for every part, not the first.
+    tmux.wait_for_all(&[
+        "diff: B against A",
+        "messages/s",
+        "regressed",
+        "share per bin",
+        "d diff/B only",
+    ]);
     // Into the flamegraph: search, then B alone.
     tmux.keys("3");
     tmux.type_text("/AskActor");
@@ -295,11 +314,12 @@ fn benchtop_open_shows_two_sessions_side_by_side_and_one_session_as_it_ended() {
         "{benchtop} open {}; echo EXIT=$?; sleep 60",
         shell_quote(&a)
     ));
-    let screen = tmux.wait_for("● complete");
-    assert!(
-        screen.contains("lap, whole run") && screen.contains("mailbox::send"),
-        "{screen}"
-    );
+    tmux.wait_for_all(&[
+        "● complete",
+        "lap, whole run",
+        "mailbox::send",
+        "b baseline",
+    ]);
     tmux.keys("q");
     assert!(tmux.wait_for("EXIT=").contains("EXIT=0"));
 

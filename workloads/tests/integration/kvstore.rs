@@ -95,31 +95,31 @@ fn every_rpc_answers_as_the_map_says_under_concurrent_clients() {
 
 #[test]
 fn one_sequential_client_reaches_the_theoretical_maximum_within_three_percent() {
-    // The work model, not the machine: the original's 50 ms and 10 ms, four times over
-    // (160 ms of simulated work per RPC on average), so that an RPC's own cost in a debug
-    // build on a busy machine (a few milliseconds) stays well inside the 3 %; small values
-    // keep it small too. The default delays give 25 RPC/s (unit-tested).
+    // The work model, not the machine: the original's 50 ms and 10 ms, eight times over
+    // (320 ms of simulated work per RPC on average), so that an RPC's own cost in a debug
+    // build on a machine busy with other builds (up to 5 ms measured) stays well inside the
+    // 3 %; small values keep it small too. The default delays give 25 RPC/s (unit-tested).
     let params = any_port(KvParams {
-        duration: Some(Duration::from_secs(12)),
-        write_delay: Duration::from_millis(200),
-        read_delay: Duration::from_millis(40),
+        duration: Some(Duration::from_secs(16)),
+        write_delay: Duration::from_millis(400),
+        read_delay: Duration::from_millis(80),
         mean_value_size: 256,
         ..KvParams::default()
     });
     let outcome = kvstore::run(&params, &metrics(), &StopSignal::new()).unwrap();
     let client = outcome.client.as_ref().unwrap();
     let max = params.theoretical_max().unwrap();
-    assert!((max - 6.25).abs() < 1e-9);
+    assert!((max - 3.125).abs() < 1e-9);
     let measured = client.rpcs_per_second();
     assert!(
         (measured / max - 1.0).abs() <= 0.03,
         "{measured:.2} RPC/s against a maximum of {max}: {client:?}"
     );
     assert_eq!(client.failures(), 0, "{client:?}");
-    // A quarter reads, exactly.
-    let reads = client.per_op[1];
+    // A quarter reads, to the operation.
+    let reads = client.per_op[1] as f64;
     assert!(
-        (reads as f64 / client.rpcs as f64 - 0.25).abs() < 0.02,
+        (reads - client.rpcs as f64 * 0.25).abs() <= 1.0,
         "{client:?}"
     );
     let summary = kvstore::summary(&outcome);
@@ -127,7 +127,7 @@ fn one_sequential_client_reaches_the_theoretical_maximum_within_three_percent() 
         summary
             .lines
             .iter()
-            .any(|l| l.starts_with("theoretical_max_rpcs_per_second: 6.25")),
+            .any(|l| l.starts_with("theoretical_max_rpcs_per_second: 3.12")),
         "{:?}",
         summary.lines
     );
