@@ -48,6 +48,19 @@ pub use error::WorkloadError;
 
 #[cfg(test)]
 pub(crate) mod test_support {
+    /// Parses `args` as the parameters `T` of the workload `name` would be on a command
+    /// line, or says why clap refused them.
+    pub(crate) fn parse_params<T: clap::Args>(
+        name: &'static str,
+        args: &[&str],
+    ) -> Result<T, String> {
+        let command = T::augment_args(clap::Command::new(name));
+        let matches = command
+            .try_get_matches_from(std::iter::once(name).chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        T::from_arg_matches(&matches).map_err(|e| e.to_string())
+    }
+
     use std::io::Write;
     use std::sync::{Arc, Mutex};
 

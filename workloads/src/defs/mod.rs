@@ -692,20 +692,11 @@ pub fn summary_lines(outcome: &Outcome) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
 
     use super::*;
 
-    #[derive(Parser, Debug)]
-    struct Cli {
-        #[command(flatten)]
-        params: DefsParams,
-    }
-
     fn parse_args(args: &[&str]) -> Result<DefsParams, String> {
-        Cli::try_parse_from(std::iter::once("defs").chain(args.iter().copied()))
-            .map(|c| c.params)
-            .map_err(|e| e.to_string())
+        crate::test_support::parse_params("defs", args)
     }
 
     #[test]

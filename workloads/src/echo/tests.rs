@@ -1,20 +1,10 @@
 use std::net::UdpSocket;
 
-use clap::Parser;
-
 use super::wire::{HEADER, Header};
 use super::*;
 
-#[derive(Parser, Debug)]
-struct Cli {
-    #[command(flatten)]
-    params: EchoParams,
-}
-
 fn parse(args: &[&str]) -> Result<EchoParams, String> {
-    Cli::try_parse_from(std::iter::once("udp-echo").chain(args.iter().copied()))
-        .map(|c| c.params)
-        .map_err(|e| e.to_string())
+    crate::test_support::parse_params("udp-echo", args)
 }
 
 fn metrics() -> EchoMetrics {

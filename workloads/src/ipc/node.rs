@@ -462,20 +462,11 @@ fn storm_node(id: u32, mut main: UnixStream, linger: bool) -> Result<(), Workloa
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
 
     use super::*;
 
-    #[derive(Parser, Debug)]
-    struct Cli {
-        #[command(flatten)]
-        params: NodeParams,
-    }
-
     fn parse(args: &[&str]) -> Result<NodeParams, String> {
-        Cli::try_parse_from(std::iter::once("ipc-node").chain(args.iter().copied()))
-            .map(|c| c.params)
-            .map_err(|e| e.to_string())
+        crate::test_support::parse_params("ipc-node", args)
     }
 
     #[test]

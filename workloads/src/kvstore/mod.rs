@@ -605,20 +605,11 @@ fn format_rate(rate: f64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
 
     use super::*;
 
-    #[derive(Parser, Debug)]
-    struct Cli {
-        #[command(flatten)]
-        params: KvParams,
-    }
-
     fn parse(args: &[&str]) -> Result<KvParams, String> {
-        Cli::try_parse_from(std::iter::once("kvstore").chain(args.iter().copied()))
-            .map(|c| c.params)
-            .map_err(|e| e.to_string())
+        crate::test_support::parse_params("kvstore", args)
     }
 
     #[test]

@@ -1015,20 +1015,11 @@ pub fn summary(outcome: &Outcome) -> Summary {
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
 
     use super::*;
 
-    #[derive(Parser, Debug)]
-    struct Cli {
-        #[command(flatten)]
-        params: MsgrParams,
-    }
-
     fn parse(args: &[&str]) -> Result<MsgrParams, String> {
-        Cli::try_parse_from(std::iter::once("messenger").chain(args.iter().copied()))
-            .map(|c| c.params)
-            .map_err(|e| e.to_string())
+        crate::test_support::parse_params("messenger", args)
     }
 
     #[test]

@@ -492,20 +492,11 @@ pub fn run(
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
 
     use super::*;
 
-    #[derive(Parser, Debug)]
-    struct Cli {
-        #[command(flatten)]
-        params: RingParams,
-    }
-
     fn parse(args: &[&str]) -> Result<RingParams, String> {
-        Cli::try_parse_from(std::iter::once("ring").chain(args.iter().copied()))
-            .map(|c| c.params)
-            .map_err(|e| e.to_string())
+        crate::test_support::parse_params("ring", args)
     }
 
     #[test]

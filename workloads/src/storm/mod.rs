@@ -327,20 +327,11 @@ pub fn run(
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
 
     use super::*;
 
-    #[derive(Parser, Debug)]
-    struct Cli {
-        #[command(flatten)]
-        params: StormParams,
-    }
-
     fn parse(args: &[&str]) -> Result<StormParams, String> {
-        Cli::try_parse_from(std::iter::once("storm").chain(args.iter().copied()))
-            .map(|c| c.params)
-            .map_err(|e| e.to_string())
+        crate::test_support::parse_params("storm", args)
     }
 
     #[test]
