@@ -41,6 +41,7 @@ pub mod messenger;
 pub mod protocol;
 pub mod report;
 pub mod ring;
+pub mod role;
 pub mod storm;
 pub mod worker;
 

@@ -143,18 +143,7 @@ fn client_and_server_in_two_network_namespaces_talk_over_listen_and_connect() {
         .arg(&server_dir)
         .spawn()
         .unwrap();
-    // The server is up once host b can open a connection to it.
-    crate::support::wait_until(
-        "the server in namespace a",
-        std::time::Duration::from_secs(20),
-        || {
-            hosts
-                .command(&hosts.b, "bash")
-                .args(["-c", &format!("exec 3<>/dev/tcp/{}/50051", hosts.addr_a)])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        },
-    );
+    hosts.wait_for_server_on_a(50051);
     let client = hosts
         .command(&hosts.b, benchtop)
         .args([

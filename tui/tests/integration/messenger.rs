@@ -110,17 +110,7 @@ fn server_and_clients_in_two_network_namespaces_meet_over_listen_and_connect() {
         .arg(&server_dir)
         .spawn()
         .unwrap();
-    crate::support::wait_until(
-        "the server in namespace a",
-        std::time::Duration::from_secs(20),
-        || {
-            hosts
-                .command(&hosts.b, "bash")
-                .args(["-c", &format!("exec 3<>/dev/tcp/{}/9010", hosts.addr_a)])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        },
-    );
+    hosts.wait_for_server_on_a(9010);
     let client = hosts
         .command(&hosts.b, bin)
         .args(["run", "messenger", "--role", "client", "--connect", &listen])

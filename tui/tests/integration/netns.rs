@@ -59,6 +59,21 @@ impl Hosts {
         hosts
     }
 
+    /// Waits (at most 20 s) until host b can open a TCP connection to `port` on host a:
+    /// the server there is up.
+    pub fn wait_for_server_on_a(&self, port: u16) {
+        crate::support::wait_until(
+            "the server in namespace a",
+            std::time::Duration::from_secs(20),
+            || {
+                self.command(&self.b, "bash")
+                    .args(["-c", &format!("exec 3<>/dev/tcp/{}/{port}", self.addr_a)])
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            },
+        );
+    }
+
     /// `program args…` inside namespace `ns`.
     pub fn command(&self, ns: &str, program: &str) -> Command {
         let mut command = Command::new("ip");

@@ -92,17 +92,7 @@ pub const DEFAULT_SERVER_PORT: u16 = 7777;
 /// Timeouts in a row without an answer after which the peer is declared silent.
 const SILENT_TIMEOUTS: u32 = 5;
 
-/// Which side(s) a worker runs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Role {
-    /// The server only, on `--listen`.
-    Server,
-    /// The clients only, to the server on `--connect`.
-    Client,
-    /// A server process and the clients on this host.
-    #[default]
-    Both,
-}
+pub use crate::role::Role;
 
 /// What the clients measure.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]

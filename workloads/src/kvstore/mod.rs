@@ -46,28 +46,7 @@ pub const NAME: &str = "kvstore";
 /// The original's port.
 pub const DEFAULT_PORT: u16 = 50051;
 
-/// Which side of the benchmark this process runs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Role {
-    /// The key-value server only, until stopped.
-    Server,
-    /// The clients only, against `--connect`.
-    Client,
-    /// Server and clients in this process.
-    #[default]
-    Both,
-}
-
-impl Role {
-    /// The name on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Server => "server",
-            Role::Client => "client",
-            Role::Both => "both",
-        }
-    }
-}
+pub use crate::role::Role;
 
 /// A fraction between 0 and 1, e.g. `0.25`; compared by value, so parameters stay `Eq`.
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]

@@ -67,36 +67,7 @@ impl ServerMode {
     }
 }
 
-/// Which side of the benchmark this process runs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Role {
-    /// The server only, until stopped (or for `--msgtime`, when given).
-    Server,
-    /// The clients only, against `--connect`.
-    Client,
-    /// Server and clients in this process, each on threads of their own.
-    #[default]
-    Both,
-}
-
-impl Role {
-    /// The name on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Server => "server",
-            Role::Client => "client",
-            Role::Both => "both",
-        }
-    }
-
-    fn serves(self) -> bool {
-        self != Role::Client
-    }
-
-    fn sends(self) -> bool {
-        self != Role::Server
-    }
-}
+pub use crate::role::Role;
 
 /// Parameters of the messenger benchmark, with the originals' names.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
