@@ -55,6 +55,7 @@
 
 pub mod compare;
 mod error;
+pub mod escape;
 pub mod export;
 pub mod flame;
 pub mod histogram;
