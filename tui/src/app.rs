@@ -26,7 +26,7 @@ use crate::cli::{OpenArgs, RecordArgs};
 use crate::record::live::{Control, LiveLink};
 use crate::record::{self, RecordOptions, RecordOutcome};
 use crate::state::launcher::{LauncherState, RecentSession};
-use crate::state::{AppEvent, Effect, Key, MouseKind, Pane, State};
+use crate::state::{AppEvent, Effect, Ending, Key, MouseKind, Pane, Signal, State};
 use crate::term::TerminalGuard;
 use crate::view;
 
@@ -64,6 +64,8 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
         anyhow::bail!("the TUI needs a terminal; record headless without --tui");
     }
     let (tx, rx) = mpsc::channel();
+    // Before any recorder starts: the TUI, not the recorder, hears the signals.
+    let signals = watch_signals(tx.clone())?;
     let mut runs = Runs {
         tx: tx.clone(),
         current: None,
@@ -88,22 +90,23 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
     if let Some(baseline) = baseline {
         state.set_initial_baseline(baseline);
     }
-    let input_done = Arc::new(AtomicBool::new(false));
-    let input = read_terminal(tx.clone(), input_done.clone())?;
+    let input = Input::start(tx.clone())?;
+    let result = in_terminal(!record.no_mouse, |guard| {
+        drive(guard, &mut state, &rx, &mut runs, Some(&record))
+    });
+    input.end();
+    // The terminal is restored: a signal from here on ends benchtop at once.
+    signals.leave();
+    say_ending(&state);
 
-    let result = {
-        let mut guard =
-            TerminalGuard::enter(!record.no_mouse).context("cannot set the terminal up")?;
-        drive(&mut guard, &mut state, &rx, &mut runs, Some(&record))
-    };
-    input_done.store(true, Ordering::SeqCst);
-    let _ = input.join();
-
-    // Left while a run goes on (q twice, or the loop failed): stop it and wait for its
-    // session here, so that it is finished whatever happened to the screen.
+    // Left while a run goes on (q twice, a signal, or the loop failed): stop it and wait
+    // for its session here, so that it is finished whatever happened to the screen.
     if runs.current.is_some() && !state.run.status.is_over() {
         runs.stop();
-        eprintln!("benchtop: stopping the workload and writing the session…");
+        crate::say(
+            "stopping the workload and writing the session… (a signal now ends benchtop \
+             at once and leaves the session cut off)",
+        );
     }
     runs.finish_all();
     if let Err(e) = result {
@@ -117,12 +120,51 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
         code = match outcome {
             Ok(outcome) => crate::report(&outcome)?,
             Err(e) => {
-                eprintln!("benchtop: {e:#}");
+                crate::say(format_args!("{e:#}"));
                 ExitCode::FAILURE
             }
         };
     }
-    Ok(code)
+    Ok(signalled_code(&state).unwrap_or(code))
+}
+
+/// Runs `body` with the terminal set up, and restores it however `body` ends: returning,
+/// failing, or panicking (the panic becomes an error, so that a run still gets stopped
+/// and written; the panic hook has printed its message once the terminal was restored).
+fn in_terminal(mouse: bool, body: impl FnOnce(&mut TerminalGuard) -> Result<()>) -> Result<()> {
+    let mut guard = TerminalGuard::enter(mouse).context("cannot set the terminal up")?;
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&mut guard)));
+    drop(guard);
+    result.unwrap_or_else(|payload| {
+        let why = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(anyhow::anyhow!(
+            "the TUI failed (a bug in benchtop; the terminal was restored): {why}"
+        ))
+    })
+}
+
+/// Says on the restored terminal why the TUI left, when no key left it.
+fn say_ending(state: &State) {
+    match state.ending {
+        Some(Ending::Signal(signal)) => crate::say(format_args!("{signal}: leaving the TUI")),
+        Some(Ending::TerminalGone) => crate::say("the terminal went away"),
+        None => {}
+    }
+}
+
+/// The exit code of a TUI a signal ended: 128 plus the signal's number, as shells report
+/// a process that a signal ended.
+fn signalled_code(state: &State) -> Option<ExitCode> {
+    match state.ending {
+        Some(Ending::Signal(signal)) => {
+            u8::try_from(128 + signal.number()).ok().map(ExitCode::from)
+        }
+        _ => None,
+    }
 }
 
 /// `benchtop open A [B]`: one saved session on the live screen, or two on the compare
@@ -150,21 +192,67 @@ pub fn open(args: &OpenArgs) -> Result<ExitCode> {
         None => State::with_session(a, Instant::now(), color),
     };
     let (tx, rx) = mpsc::channel();
+    let signals = watch_signals(tx.clone())?;
     let mut runs = Runs {
         tx: tx.clone(),
         current: None,
         finished: Vec::new(),
     };
-    let input_done = Arc::new(AtomicBool::new(false));
-    let input = read_terminal(tx, input_done.clone())?;
-    let result = {
-        let mut guard =
-            TerminalGuard::enter(!args.no_mouse).context("cannot set the terminal up")?;
-        drive(&mut guard, &mut state, &rx, &mut runs, None)
-    };
-    input_done.store(true, Ordering::SeqCst);
-    let _ = input.join();
-    result.map(|()| ExitCode::SUCCESS)
+    let input = Input::start(tx)?;
+    let result = in_terminal(!args.no_mouse, |guard| {
+        drive(guard, &mut state, &rx, &mut runs, None)
+    });
+    input.end();
+    signals.leave();
+    say_ending(&state);
+    result.map(|()| signalled_code(&state).unwrap_or(ExitCode::SUCCESS))
+}
+
+/// The signals that end the TUI, heard on a thread of their own (`bt-signals`) and sent
+/// as [`AppEvent::Signal`]s to the loop, which leaves through the state.
+struct SignalWatch {
+    /// Once set, a signal takes its default action (the TUI has left).
+    leaving: Arc<AtomicBool>,
+}
+
+/// Starts hearing SIGTERM, SIGHUP, SIGINT and SIGQUIT for the TUI. Installed before a
+/// recorder starts, so that its own Ctrl-C handler stands aside.
+fn watch_signals(tx: Sender<AppEvent>) -> Result<SignalWatch> {
+    // The recorder installs a Ctrl-C handler of its own (ctrlc: SIGINT, SIGTERM, SIGHUP)
+    // that would replace the handlers below and stop a run behind the TUI's back, leaving
+    // the screen up. ctrlc takes one handler per process: taking it here with nothing to
+    // do makes the recorder's a no-op, and signal-hook, installed after it, chains to it.
+    let _ = ctrlc::set_handler(|| {});
+    let numbers = Signal::ALL.map(Signal::number);
+    let leaving = Arc::new(AtomicBool::new(false));
+    for number in numbers {
+        signal_hook::flag::register_conditional_default(number, leaving.clone())
+            .context("cannot watch for signals")?;
+    }
+    let mut signals =
+        signal_hook::iterator::Signals::new(numbers).context("cannot watch for signals")?;
+    std::thread::Builder::new()
+        .name("bt-signals".into())
+        .spawn(move || {
+            for number in signals.forever() {
+                let Some(signal) = Signal::from_number(number) else {
+                    continue;
+                };
+                if tx.send(AppEvent::Signal(signal)).is_err() {
+                    break;
+                }
+            }
+        })
+        .context("cannot start the thread that hears signals")?;
+    Ok(SignalWatch { leaving })
+}
+
+impl SignalWatch {
+    /// The TUI has left and the terminal is restored: from now on a signal takes its
+    /// default action and ends benchtop at once.
+    fn leave(&self) {
+        self.leaving.store(true, Ordering::SeqCst);
+    }
 }
 
 /// The recordings of this TUI: the one running, and those that ended.
@@ -437,47 +525,149 @@ fn forward_live(
         .context("cannot start the live-event thread")
 }
 
-/// Reads the terminal's events until `done`; polls so that it can notice `done`.
-fn read_terminal(tx: Sender<AppEvent>, done: Arc<AtomicBool>) -> Result<JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("bt-input".into())
-        .spawn(move || {
-            while !done.load(Ordering::SeqCst) {
-                match event::poll(Duration::from_millis(50)) {
-                    Ok(true) => {}
-                    Ok(false) => continue,
-                    Err(_) => break,
-                }
-                let event = match event::read() {
-                    Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => {
-                        match translate(key.code, key.modifiers) {
-                            Some(key) => AppEvent::Key(key),
-                            None => continue,
-                        }
-                    }
-                    Ok(Event::Resize(w, h)) => AppEvent::Resize(w, h),
-                    Ok(Event::Mouse(m)) => {
-                        let kind = match m.kind {
-                            MouseEventKind::Down(MouseButton::Left) => MouseKind::Click,
-                            MouseEventKind::ScrollUp => MouseKind::ScrollUp,
-                            MouseEventKind::ScrollDown => MouseKind::ScrollDown,
-                            _ => continue,
-                        };
-                        AppEvent::Mouse {
-                            kind,
-                            x: m.column,
-                            y: m.row,
-                        }
-                    }
-                    Ok(_) => continue,
-                    Err(_) => break,
-                };
-                if tx.send(event).is_err() {
-                    break;
+/// The terminal reader (`bt-input`), and the flag that ends it.
+struct Input {
+    done: Arc<AtomicBool>,
+    thread: JoinHandle<()>,
+}
+
+impl Input {
+    /// How long the reader waits for the terminal before it looks at its flag again.
+    const POLL: Duration = Duration::from_millis(50);
+
+    /// Starts reading the terminal's events into `tx`.
+    fn start(tx: Sender<AppEvent>) -> Result<Input> {
+        let done = Arc::new(AtomicBool::new(false));
+        let tty = TerminalInput::open().context("cannot read the terminal")?;
+        let flag = done.clone();
+        let thread = std::thread::Builder::new()
+            .name("bt-input".into())
+            .spawn(move || read_terminal(&tty, &tx, &flag))
+            .context("cannot start the terminal input thread")?;
+        Ok(Input { done, thread })
+    }
+
+    /// Ends the reader and waits for it a moment. A reader caught inside crossterm on a
+    /// terminal that went away at that very moment is left behind, to end with the process,
+    /// rather than holding the exit up.
+    fn end(self) {
+        self.done.store(true, Ordering::SeqCst);
+        let asked = Instant::now();
+        while !self.thread.is_finished() && asked.elapsed() < Input::POLL * 20 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if self.thread.is_finished() {
+            let _ = self.thread.join();
+        }
+    }
+}
+
+/// The descriptor crossterm reads keys from: standard input when it is a terminal,
+/// /dev/tty otherwise (held open here as long as the reader runs).
+#[derive(Debug)]
+enum TerminalInput {
+    Stdin,
+    Tty(std::fs::File),
+}
+
+impl TerminalInput {
+    fn open() -> std::io::Result<TerminalInput> {
+        if std::io::stdin().is_terminal() {
+            Ok(TerminalInput::Stdin)
+        } else {
+            std::fs::File::open("/dev/tty").map(TerminalInput::Tty)
+        }
+    }
+
+    /// Waits up to `timeout` for input: `Some(true)` when there is some, `Some(false)` when
+    /// there is none yet, `None` when the terminal is gone (hung up, closed, in error).
+    fn wait(&self, timeout: Duration) -> Option<bool> {
+        use std::os::fd::AsRawFd;
+        let fd = match self {
+            TerminalInput::Stdin => std::io::stdin().as_raw_fd(),
+            TerminalInput::Tty(file) => file.as_raw_fd(),
+        };
+        let mut pollfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let millis = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: `pollfd` is one valid, initialized pollfd that outlives the call, and the
+        // count passed is 1; `fd` is open (stdin, or the file `self` holds).
+        let ready = unsafe { libc::poll(&mut pollfd, 1, millis) };
+        if ready < 0 {
+            // Interrupted by a signal: no input yet. Any other failure: no terminal.
+            return (std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted)
+                .then_some(false);
+        }
+        if pollfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            return None;
+        }
+        Some(ready > 0)
+    }
+}
+
+/// Reads the terminal's events until `done` or until the terminal is gone.
+///
+/// crossterm's reader loops for ever on a terminal that hangs up (its reads return 0 or
+/// EIO and it reads again), so the descriptor is polled here first: a hang-up or an error
+/// ends the reader (with [`AppEvent::TerminalGone`]), and crossterm is asked only for
+/// what is waiting (keys, and the resizes it hears of by SIGWINCH).
+fn read_terminal(tty: &TerminalInput, tx: &Sender<AppEvent>, done: &AtomicBool) {
+    while !done.load(Ordering::SeqCst) {
+        let Some(_input) = tty.wait(Input::POLL) else {
+            let _ = tx.send(AppEvent::TerminalGone);
+            return;
+        };
+        loop {
+            match event::poll(Duration::ZERO) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(_) => {
+                    let _ = tx.send(AppEvent::TerminalGone);
+                    return;
                 }
             }
-        })
-        .context("cannot start the terminal input thread")
+            let event = match event::read() {
+                Ok(event) => event,
+                Err(_) => {
+                    let _ = tx.send(AppEvent::TerminalGone);
+                    return;
+                }
+            };
+            let Some(event) = app_event(event) else {
+                continue;
+            };
+            if tx.send(event).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// The app's event for a terminal event, if it has one.
+fn app_event(event: Event) -> Option<AppEvent> {
+    Some(match event {
+        Event::Key(key) if key.kind != KeyEventKind::Release => {
+            AppEvent::Key(translate(key.code, key.modifiers)?)
+        }
+        Event::Resize(w, h) => AppEvent::Resize(w, h),
+        Event::Mouse(m) => {
+            let kind = match m.kind {
+                MouseEventKind::Down(MouseButton::Left) => MouseKind::Click,
+                MouseEventKind::ScrollUp => MouseKind::ScrollUp,
+                MouseEventKind::ScrollDown => MouseKind::ScrollDown,
+                _ => return None,
+            };
+            AppEvent::Mouse {
+                kind,
+                x: m.column,
+                y: m.row,
+            }
+        }
+        _ => return None,
+    })
 }
 
 /// The state's key for a terminal key, if it has one.

@@ -35,9 +35,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 app::run_tui(app::Start::Launcher(RecordArgs::default()))
             } else {
                 let opts = workload_options(Workload::default(), RecordArgs::default())?;
-                eprintln!(
-                    "benchtop: standard output is not a terminal: recording the default \
-                     workload headless (`benchtop run --help` for more)"
+                say(
+                    "standard output is not a terminal: recording the default workload \
+                     headless (`benchtop run --help` for more)",
                 );
                 report(&record::record(&opts)?)
             }
@@ -85,10 +85,16 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
+/// Writes `benchtop: {what}` on standard error. A standard error that is gone (the
+/// terminal hung up) is no reason to fail, let alone to panic as `eprintln!` would.
+pub(crate) fn say(what: impl std::fmt::Display) {
+    let _ = writeln!(std::io::stderr().lock(), "benchtop: {what}");
+}
+
 /// Says when earlier runs left processes behind (every start but the worker's and reap's).
 fn warn_of_orphans() {
     if let Some(notice) = reap::orphan_notice() {
-        eprintln!("benchtop: {notice}");
+        say(notice);
     }
 }
 
@@ -135,7 +141,7 @@ pub(crate) fn workload_options(workload: Workload, record: RecordArgs) -> Result
 /// Prints how a recording ended; the exit code says whether it ended well.
 pub(crate) fn report(outcome: &RecordOutcome) -> Result<ExitCode> {
     for warning in &outcome.warnings {
-        eprintln!("benchtop: warning: {warning}");
+        say(format_args!("warning: {warning}"));
     }
     let mut out = std::io::stdout().lock();
     for line in &outcome.summary {

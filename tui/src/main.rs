@@ -1,5 +1,6 @@
 //! The benchtop binary: parse, run, exit code.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -10,7 +11,8 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("benchtop: {}", message(&e));
+            // Not eprintln!: a standard error that is gone must not turn into a panic.
+            let _ = writeln!(std::io::stderr().lock(), "benchtop: {}", message(&e));
             ExitCode::FAILURE
         }
     }

@@ -97,6 +97,64 @@ pub enum AppEvent {
     Reaped(Vec<(u32, String)>),
     /// The most recent sessions under ./sessions.
     Sessions(Vec<RecentSession>),
+    /// A signal asked benchtop to end: the TUI leaves at once (a run goes on being
+    /// stopped and written once the terminal is restored).
+    Signal(Signal),
+    /// The terminal is gone (hung up, closed): the TUI leaves at once.
+    TerminalGone,
+}
+
+/// The signals that end the TUI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// SIGTERM: asked to terminate.
+    Term,
+    /// SIGHUP: the terminal hung up.
+    Hup,
+    /// SIGINT: an interrupt (Ctrl-C typed outside raw mode, or `kill -INT`).
+    Int,
+    /// SIGQUIT: asked to quit.
+    Quit,
+}
+
+impl Signal {
+    /// Every signal the TUI watches for.
+    pub const ALL: [Signal; 4] = [Signal::Term, Signal::Hup, Signal::Int, Signal::Quit];
+
+    /// The signal's number.
+    pub fn number(self) -> i32 {
+        match self {
+            Signal::Term => libc::SIGTERM,
+            Signal::Hup => libc::SIGHUP,
+            Signal::Int => libc::SIGINT,
+            Signal::Quit => libc::SIGQUIT,
+        }
+    }
+
+    /// The signal of this number, if the TUI watches for it.
+    pub fn from_number(number: i32) -> Option<Signal> {
+        Signal::ALL.into_iter().find(|s| s.number() == number)
+    }
+}
+
+impl std::fmt::Display for Signal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Signal::Term => "SIGTERM",
+            Signal::Hup => "SIGHUP",
+            Signal::Int => "SIGINT",
+            Signal::Quit => "SIGQUIT",
+        })
+    }
+}
+
+/// Why the TUI left other than by a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// A signal.
+    Signal(Signal),
+    /// The terminal went away.
+    TerminalGone,
 }
 
 /// What the mouse did.
@@ -266,6 +324,8 @@ pub struct State {
     pub flash: Option<Flash>,
     /// Quitting was asked for: leave once the recording is finished.
     pub quit_requested: bool,
+    /// The TUI was ended by a signal or by its terminal going away, not by a key.
+    pub ending: Option<Ending>,
     /// Colors are allowed (`NO_COLOR` unset).
     pub color: bool,
     /// Events held while paused, applied on resume.
@@ -303,6 +363,7 @@ impl State {
             window_s: DEFAULT_WINDOW_S,
             flash: None,
             quit_requested: false,
+            ending: None,
             color,
             held: Vec::new(),
             retired: Vec::new(),
@@ -515,6 +576,14 @@ impl State {
             AppEvent::Error(text) => {
                 self.flash(text, true, now);
                 Vec::new()
+            }
+            AppEvent::Signal(signal) => {
+                self.ending = Some(Ending::Signal(signal));
+                vec![Effect::Quit]
+            }
+            AppEvent::TerminalGone => {
+                self.ending = Some(Ending::TerminalGone);
+                vec![Effect::Quit]
             }
             AppEvent::FinalStacks(stacks) => {
                 let (dir, cpu, offcpu) = *stacks;
@@ -989,6 +1058,25 @@ mod tests {
         assert_eq!(s.run.status, RunStatus::Stopping);
         let effects = s.update(AppEvent::Finished(Err("the disk is full".into())), now);
         assert_eq!(effects, [Effect::Quit]);
+    }
+
+    #[test]
+    fn a_signal_or_a_lost_terminal_leaves_at_once_even_mid_run() {
+        let now = Instant::now();
+        for signal in Signal::ALL {
+            let mut s = state();
+            assert_eq!(s.update(AppEvent::Signal(signal), now), [Effect::Quit]);
+            assert_eq!(s.ending, Some(Ending::Signal(signal)));
+            assert_eq!(Signal::from_number(signal.number()), Some(signal));
+        }
+        let mut s = state();
+        assert_eq!(s.update(AppEvent::TerminalGone, now), [Effect::Quit]);
+        assert_eq!(s.ending, Some(Ending::TerminalGone));
+        // A key leaves no ending behind.
+        let mut s = state();
+        keys(&mut s, &[Key::Char('q'), Key::Char('q')], now);
+        assert_eq!(s.ending, None);
+        assert_eq!(Signal::from_number(libc::SIGWINCH), None);
     }
 
     #[test]

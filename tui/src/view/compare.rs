@@ -191,10 +191,25 @@ fn table(state: &State, area: Rect, buf: &mut Buffer) {
     Paragraph::new(lines).render(area, buf);
 }
 
+/// Columns of the percentile table beside the latency bars.
+const NUMBERS_WIDTH: u16 = 30;
+/// The narrowest the latency bars are drawn beside the table: a label and a few cells.
+const BARS_MIN_WIDTH: u16 = 20;
+
 /// Both histograms: two bars per bin (A above B) beside the percentiles of each.
 fn latency(state: &State, overlay: &LatencyOverlay, area: Rect, buf: &mut Buffer) {
-    let [bars, numbers] =
-        Layout::horizontal([Constraint::Min(0), Constraint::Length(30)]).areas(area);
+    // Side by side when the bars have room beside the percentiles; otherwise the
+    // percentiles first and the bars in the rows left under them.
+    let [bars, numbers] = if area.width >= NUMBERS_WIDTH + BARS_MIN_WIDTH {
+        Layout::horizontal([Constraint::Min(0), Constraint::Length(NUMBERS_WIDTH)]).areas(area)
+    } else {
+        let [numbers, bars] = Layout::vertical([
+            Constraint::Length(PERCENTILES.len() as u16 + 2),
+            Constraint::Min(0),
+        ])
+        .areas(area);
+        [bars, numbers]
+    };
     let bins = &overlay.bins;
     let per_bin = 2;
     let rows = usize::from(bars.height.saturating_sub(1)) / per_bin;
@@ -219,7 +234,12 @@ fn latency(state: &State, overlay: &LatencyOverlay, area: Rect, buf: &mut Buffer
     let room = usize::from(bars.width).saturating_sub(label + 1);
     let bar = |share: f64| {
         let len = (share / most * room as f64).ceil() as usize;
-        "█".repeat(if share > 0.0 { len.clamp(1, room) } else { 0 })
+        // Any share shows as one cell at least, when there is a cell to show it in.
+        "█".repeat(if share > 0.0 {
+            len.min(room).max(room.min(1))
+        } else {
+            0
+        })
     };
     let mut lines = vec![Line::from(vec![
         Span::styled(

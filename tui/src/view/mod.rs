@@ -109,14 +109,15 @@ fn accent(state: &State, color: Color) -> Style {
     }
 }
 
+/// Below the minimum: the size needed first, so that even a sliver of a terminal shows
+/// the start of it, then the size it has and how to leave.
 fn too_small(area: Rect, buf: &mut Buffer) {
     let text = vec![
-        Line::from("benchtop needs a larger terminal"),
         Line::from(format!(
-            "at least {}×{}; this one is {}×{}",
+            "{}×{} or more needed; this terminal is {}×{}",
             MIN_SIZE.0, MIN_SIZE.1, area.width, area.height
         )),
-        Line::from("q quits"),
+        Line::from("benchtop: make the terminal larger, or q quits"),
     ];
     Paragraph::new(text)
         .wrap(Wrap { trim: true })
@@ -563,7 +564,7 @@ mod tests {
         let s = running(base);
         let screen = render(&s, at(base, 12), 50, 10);
         assert!(
-            screen.contains("at least 60×18; this one is 50×10"),
+            screen.contains("60×18 or more needed; this terminal is 50×10"),
             "{screen}"
         );
         insta::assert_snapshot!(screen);
@@ -818,16 +819,95 @@ mod tests {
         insta::assert_snapshot!(render(&s, at(base, 12), 160, 48));
     }
 
+    /// Every screen and overlay, in the states that lay out differently: each pane
+    /// focused and maximized, help open, colors off.
+    fn every_screen(base: Instant) -> Vec<State> {
+        let mut states = vec![
+            running(base),
+            State::new("ring", "", false),
+            launcher(),
+            comparing(),
+        ];
+        let mut orphans = launcher();
+        orphans.update(
+            AppEvent::Orphans(Ok(vec![orphan(4242), orphan(4243)])),
+            at(base, 1),
+        );
+        orphans.update(AppEvent::Key(Key::Char('o')), at(base, 1));
+        states.push(orphans);
+        for keys in [
+            &[Key::Char('e')][..],
+            &[Key::Char('2'), Key::Char('e')],
+            &[Key::Char('3'), Key::Char('e')],
+            &[Key::Char('4'), Key::Char('e')],
+            &[Key::Char('?')],
+            &[Key::Char('/'), Key::Char('x')],
+        ] {
+            for mut s in [running(base), comparing()] {
+                for key in keys {
+                    s.update(AppEvent::Key(*key), at(base, 12));
+                }
+                states.push(s);
+            }
+        }
+        states
+    }
+
     #[test]
-    fn views_survive_every_small_size() {
+    fn views_survive_every_size_from_1x1() {
         let base = Instant::now();
-        let s = running(base);
-        for (w, h) in [(0, 0), (1, 1), (60, 18), (61, 19), (80, 24)] {
-            render(&s, at(base, 1), w, h);
+        // Every width where the panes squeeze (at the minimum up to past 85 columns, where
+        // the compare screen's latency bars once asked for less than no room), every height,
+        // and the corners of both.
+        let mut sizes = Vec::new();
+        for w in MIN_SIZE.0 - 4..=100 {
+            sizes.extend([(w, 1), (w, MIN_SIZE.1), (w, 24)]);
         }
-        render(&State::new("ring", "", false), base, 80, 24);
-        for (w, h) in [(0, 0), (60, 18), (61, 19)] {
-            render(&launcher(), base, w, h);
+        for h in 0..=50 {
+            sizes.extend([(1, h), (MIN_SIZE.0, h), (80, h)]);
         }
+        for w in [0, 1, 2, 3, 7, 20, 120, 160, 170] {
+            for h in [0, 1, 2, 5, 17, 19, 31, 48] {
+                sizes.push((w, h));
+            }
+        }
+        for state in every_screen(base) {
+            for &(w, h) in &sizes {
+                render(&state, at(base, 12), w, h);
+            }
+        }
+    }
+
+    #[test]
+    fn the_compare_screen_at_80x24_and_at_the_minimum() {
+        let s = comparing();
+        // Too narrow for the bars beside the percentiles: the percentiles come first.
+        let screen = render(&s, Instant::now(), 80, 24);
+        assert!(
+            screen.contains("p99.9  337 µs   505 µs  +49.9%"),
+            "{screen}"
+        );
+        assert!(screen.contains("diff: B against A"), "{screen}");
+        insta::assert_snapshot!(screen);
+        let small = render(&s, Instant::now(), MIN_SIZE.0, MIN_SIZE.1);
+        assert!(small.contains("p50"), "{small}");
+    }
+
+    #[test]
+    fn the_compare_screen_at_160x48() {
+        let s = comparing();
+        let screen = render(&s, Instant::now(), 160, 48);
+        assert!(screen.contains("share per bin"), "{screen}");
+        assert!(screen.contains("p99.9"), "{screen}");
+        insta::assert_snapshot!(screen);
+    }
+
+    #[test]
+    fn at_1x1_and_below_the_minimum_the_size_needed_comes_first() {
+        let s = comparing();
+        let tiny = render(&s, Instant::now(), 1, 1);
+        assert_eq!(tiny.trim(), "6", "{tiny}");
+        let narrow = render(&s, Instant::now(), 12, 3);
+        assert!(narrow.starts_with("60×18 or"), "{narrow}");
     }
 }
