@@ -258,7 +258,7 @@ pub struct ReapArgs {
     #[arg(long, value_name = "D", default_value = "5s", value_parser = parse_duration)]
     pub grace: Duration,
     /// Only the processes of this session (the `id` in its session.json).
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", value_parser = Utf8Text)]
     pub session: Option<String>,
 }
 
@@ -287,7 +287,8 @@ pub struct RecordArgs {
     #[arg(long, global = true, value_name = "HZ", default_value_t = 999,
           value_parser = clap::value_parser!(u64).range(1..=MAX_FREQUENCY_HZ))]
     pub frequency: u64,
-    /// Interval of the workload's reports and the monitors (at least 100ms).
+    /// Interval of the workload's reports and the monitors (100ms to 1day, whole
+    /// milliseconds).
     #[arg(long, global = true, value_name = "D", default_value = "1s", value_parser = parse_interval)]
     pub interval: Duration,
     /// Which stacks to sample: `cpu` (on-CPU, driven by --event), `offcpu` (where threads
@@ -389,21 +390,67 @@ pub enum PerfEvent {
     Cycles,
 }
 
+/// Text that must be UTF-8: an argument that is not is refused naming its option and
+/// showing its bytes escaped (clap's own error names neither).
+#[derive(Debug, Clone, Copy)]
+struct Utf8Text;
+
+impl clap::builder::TypedValueParser for Utf8Text {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        value.to_str().map(str::to_owned).ok_or_else(|| {
+            let name = arg.map_or_else(|| "the argument".to_owned(), ToString::to_string);
+            let shown = value.as_encoded_bytes().escape_ascii().to_string();
+            clap::Error::raw(
+                clap::error::ErrorKind::InvalidUtf8,
+                format!("{name} takes UTF-8 text; \"{shown}\" is not\n"),
+            )
+            .with_cmd(cmd)
+        })
+    }
+}
+
+/// The longest duration any option takes (`--duration`, `--grace`): a year (365.25 days,
+/// humantime's), far beyond
+/// any run, and far inside what a clock can add without overflowing.
+pub const MAX_DURATION: Duration = Duration::from_secs(31_557_600);
+/// The longest `--interval`: a day. The worker takes whole milliseconds of at least
+/// [`MIN_INTERVAL`]; longer than a day is no interval a run could show.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(text).map_err(|e| format!("{e} (try 10s, 500ms, 2m)"))?;
     if d.is_zero() {
         return Err("must be longer than zero".into());
     }
+    if d > MAX_DURATION {
+        return Err(format!(
+            "longer than the longest allowed, {} (durations run from 1ns to {})",
+            humantime::format_duration(MAX_DURATION),
+            humantime::format_duration(MAX_DURATION)
+        ));
+    }
     Ok(d)
 }
 
 fn parse_interval(text: &str) -> Result<Duration, String> {
-    let d = parse_duration(text)?;
-    if d < MIN_INTERVAL {
-        return Err(format!(
-            "the shortest interval is {}",
-            humantime::format_duration(MIN_INTERVAL)
-        ));
+    let range = format!(
+        "intervals run from {} to {}, in whole milliseconds",
+        humantime::format_duration(MIN_INTERVAL),
+        humantime::format_duration(MAX_INTERVAL)
+    );
+    let d = humantime::parse_duration(text).map_err(|e| format!("{e} ({range})"))?;
+    if d < MIN_INTERVAL || d > MAX_INTERVAL {
+        return Err(format!("out of range: {range}"));
+    }
+    if d.subsec_nanos() % 1_000_000 != 0 {
+        return Err(format!("not a whole number of milliseconds: {range}"));
     }
     Ok(d)
 }
@@ -484,6 +531,35 @@ mod tests {
         assert_eq!(parse_fraction("0.05"), Ok(0.05));
         assert!(parse_fraction("150%").is_err());
         assert!(parse_fraction("two").unwrap_err().contains("try 2%"));
+    }
+
+    #[test]
+    fn intervals_and_durations_beyond_their_range_are_refused_naming_the_flag() {
+        for (args, says) in [
+            (
+                &["run", "ring", "--interval", "584542046090y"][..],
+                "intervals run from 100ms to 1day",
+            ),
+            (&["run", "ring", "--interval", "25h"], "out of range"),
+            (&["run", "ring", "--interval", "100500us"], "whole number"),
+            (
+                &["run", "ring", "--duration", "584542046090y"],
+                "1ns to 1year",
+            ),
+            (
+                &["reap", "--grace", "2years"],
+                "longer than the longest allowed",
+            ),
+        ] {
+            let err = Cli::try_parse_from(std::iter::once("benchtop").chain(args.iter().copied()))
+                .unwrap_err()
+                .to_string();
+            let flag = args[args.len() - 2];
+            assert!(err.contains(flag), "{args:?}: {err}");
+            assert!(err.contains(says), "{args:?}: {err}");
+        }
+        let ok = Cli::try_parse_from(["benchtop", "run", "ring", "--interval", "1day"]);
+        assert!(ok.is_ok());
     }
 
     #[test]

@@ -45,7 +45,7 @@ pub fn record_command(command: &[OsString], record: RecordArgs) -> Result<ExitCo
         params,
         program: benchtop_exe()?.into_os_string(),
         args,
-        command_line: std::env::args().collect(),
+        command_line: crate::command_line(),
         record,
         live: None,
     };
@@ -78,7 +78,7 @@ pub fn attach(pid: u32, record: RecordArgs) -> Result<ExitCode> {
         params,
         program: OsString::new(),
         args: Vec::new(),
-        command_line: std::env::args().collect(),
+        command_line: crate::command_line(),
         record,
         live: None,
     };

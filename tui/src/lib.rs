@@ -131,11 +131,20 @@ pub(crate) fn workload_options(workload: Workload, record: RecordArgs) -> Result
         params: workload.params_json(),
         program: program.into_os_string(),
         args,
-        command_line: std::env::args().collect(),
+        command_line: command_line(),
         record,
         live: None,
     };
     Ok(opts)
+}
+
+/// benchtop's own command line as the session records it: text, with any byte that is not
+/// UTF-8 shown as U+FFFD (`std::env::args` would panic on it; the command itself is run
+/// from the `OsString`s clap parsed, exactly as given).
+pub(crate) fn command_line() -> Vec<String> {
+    std::env::args_os()
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect()
 }
 
 /// Prints how a recording ended; the exit code says whether it ended well.

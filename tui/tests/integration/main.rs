@@ -8,6 +8,7 @@ mod deps;
 mod echo;
 mod export;
 mod external;
+mod hostile_args;
 mod kvstore;
 mod messenger;
 mod netns;

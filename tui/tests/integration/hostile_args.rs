@@ -1,0 +1,99 @@
+//! Command lines no user would type on purpose: bytes that are not UTF-8 in a command, a
+//! path and a text option, and durations beyond any clock. Each gives a clear message or
+//! works; none panics (exit 101).
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::process::Output;
+
+use benchtop_sessions::Status;
+use benchtop_sessions::store::Session;
+
+use crate::support::benchtop;
+
+fn no_panic(out: &Output) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(101), "a panic: {stderr}");
+    assert!(!stderr.contains("panicked"), "a panic: {stderr}");
+}
+
+#[test]
+fn a_command_and_a_session_path_that_are_not_utf8_are_run_and_recorded_as_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A directory named with a byte that is not UTF-8, and an argument with one.
+    let dir = tmp.path().join(OsStr::from_bytes(b"session-\xff"));
+    let out = benchtop()
+        .args(["run", "--profile", "none", "--record"])
+        .arg(&dir)
+        .args(["--", "printf", "%s"])
+        .arg(OsStr::from_bytes(b"a\xffb"))
+        .output()
+        .unwrap();
+    no_panic(&out);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The command got the bytes as they were.
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Complete);
+    let log = std::fs::read(dir.join("worker.log")).unwrap();
+    assert!(
+        log.windows(3).any(|w| w == b"a\xffb"),
+        "{}",
+        String::from_utf8_lossy(&log)
+    );
+    // The session's record of the command line shows the byte it could not keep.
+    assert!(
+        session.meta.command_line.iter().any(|a| a == "a\u{fffd}b"),
+        "{:?}",
+        session.meta.command_line
+    );
+}
+
+#[test]
+fn a_text_option_that_is_not_utf8_is_a_clap_error_naming_it() {
+    let out = benchtop()
+        .args(["reap", "--dry-run", "--session"])
+        .arg(OsStr::from_bytes(b"x\xffy"))
+        .output()
+        .unwrap();
+    no_panic(&out);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--session"), "{stderr}");
+    assert!(stderr.contains("UTF-8"), "{stderr}");
+}
+
+#[test]
+fn paths_that_are_not_utf8_and_do_not_exist_are_said_plainly() {
+    for args in [&["show"][..], &["open"], &["export"]] {
+        let out = benchtop()
+            .args(args)
+            .arg(OsStr::from_bytes(b"/nonexistent/\xfe\xff"))
+            .output()
+            .unwrap();
+        no_panic(&out);
+        assert!(!out.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("/nonexistent/"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn an_interval_past_what_a_clock_holds_is_refused_before_anything_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("never");
+    let out = benchtop()
+        .args(["run", "ring", "--interval", "584542046090y", "--record"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    no_panic(&out);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--interval"), "{stderr}");
+    assert!(stderr.contains("100ms to 1day"), "{stderr}");
+    assert!(!dir.exists(), "a session was started");
+}
