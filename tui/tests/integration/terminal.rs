@@ -9,12 +9,17 @@ use benchtop_sessions::Status;
 use benchtop_sessions::store::Session;
 
 /// A tmux server of its own, killed on drop.
-struct Tmux {
-    socket: String,
+pub(crate) struct Tmux {
+    pub(crate) socket: String,
 }
 
 impl Tmux {
-    fn start(command: &str) -> Tmux {
+    pub(crate) fn start(command: &str) -> Tmux {
+        Tmux::start_sized(command, 120, 30)
+    }
+
+    /// A server whose one pane runs `command` in a window of `width`×`height`.
+    pub(crate) fn start_sized(command: &str, width: u16, height: u16) -> Tmux {
         let found = Command::new("tmux").arg("-V").output();
         assert!(
             found.is_ok_and(|o| o.status.success()),
@@ -33,9 +38,9 @@ impl Tmux {
                 "-s",
                 "t",
                 "-x",
-                "120",
+                &width.to_string(),
                 "-y",
-                "30",
+                &height.to_string(),
             ])
             .arg(command)
             .status()
@@ -44,7 +49,7 @@ impl Tmux {
         Tmux { socket }
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         let out = Command::new("tmux")
             .args(["-L", &self.socket, "capture-pane", "-p", "-t", "t"])
             .output()
@@ -52,7 +57,7 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn keys(&self, keys: &str) {
+    pub(crate) fn keys(&self, keys: &str) {
         let status = Command::new("tmux")
             .args(["-L", &self.socket, "send-keys", "-t", "t", keys])
             .status()
@@ -62,7 +67,7 @@ impl Tmux {
 
     /// Waits for `text` on the screen (at most a minute) and returns the screen; the
     /// failure shows the last screen.
-    fn wait_for(&self, text: &str) -> String {
+    pub(crate) fn wait_for(&self, text: &str) -> String {
         let start = std::time::Instant::now();
         loop {
             let screen = self.screen();
@@ -86,7 +91,7 @@ impl Drop for Tmux {
     }
 }
 
-fn shell_quote(path: &Path) -> String {
+pub(crate) fn shell_quote(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
 }
 
@@ -124,7 +129,7 @@ fn in_a_terminal_the_progress_line_is_live_and_ctrl_c_stops_the_run_cleanly() {
 
 impl Tmux {
     /// Types `text` as it is (no key names).
-    fn type_text(&self, text: &str) {
+    pub(crate) fn type_text(&self, text: &str) {
         let status = Command::new("tmux")
             .args(["-L", &self.socket, "send-keys", "-l", "-t", "t", text])
             .status()
@@ -134,7 +139,7 @@ impl Tmux {
 
     /// Waits for every one of `texts` on the screen at once (at most a minute) and returns
     /// the screen.
-    fn wait_for_all(&self, texts: &[&str]) -> String {
+    pub(crate) fn wait_for_all(&self, texts: &[&str]) -> String {
         let start = std::time::Instant::now();
         loop {
             let screen = self.screen();
@@ -150,7 +155,7 @@ impl Tmux {
     }
 
     /// Whether the pane shows the alternate screen (a TUI that did not restore it).
-    fn alternate_screen(&self) -> bool {
+    pub(crate) fn alternate_screen(&self) -> bool {
         let out = Command::new("tmux")
             .args([
                 "-L",
