@@ -128,6 +128,50 @@ pub struct Orphan {
     pub age: Duration,
     /// Resident set size, bytes.
     pub rss_bytes: u64,
+    /// The user it runs as (its effective uid).
+    pub uid: u32,
+    /// That user's name, or the uid as a number when it has none.
+    pub user: String,
+}
+
+impl Orphan {
+    /// Whether it runs as another user than this process (which, as root, may signal it
+    /// all the same: `reap` asks for `--all-users` first).
+    pub fn belongs_to_another_user(&self) -> bool {
+        self.uid != current_uid()
+    }
+}
+
+/// This process's effective uid.
+pub fn current_uid() -> u32 {
+    // SAFETY: geteuid(2) takes nothing, touches no memory and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The name of user `uid` (from the password database), or the uid as a number.
+pub fn user_name(uid: u32) -> String {
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: all-zero bytes are a valid `passwd` (null pointers, zero ids); it is only
+    // read after getpwuid_r filled it.
+    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: `entry`, `buf` (with its true length) and `found` are valid for writes for
+    // the call; the strings getpwuid_r stores point into `buf`, which outlives their use.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            uid,
+            &mut entry,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut found,
+        )
+    };
+    if rc != 0 || found.is_null() || entry.pw_name.is_null() {
+        return uid.to_string();
+    }
+    // SAFETY: on success pw_name is a NUL-terminated string inside `buf`.
+    let name = unsafe { std::ffi::CStr::from_ptr(entry.pw_name) };
+    String::from_utf8_lossy(name.to_bytes()).into_owned()
 }
 
 /// Lists the orphans on this machine that this user may inspect: processes carrying the
@@ -171,6 +215,8 @@ fn inspect(pid: u32, uptime: Duration, ticks: u64) -> Option<Orphan> {
     let rss_bytes = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .map(|text| procfs::parse_status(&text).rss_kb * 1024)
         .unwrap_or(0);
+    // /proc/<pid> belongs to the process's effective uid.
+    let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(format!("/proc/{pid}")).ok()?);
     Some(Orphan {
         pid,
         start_ticks,
@@ -180,6 +226,8 @@ fn inspect(pid: u32, uptime: Duration, ticks: u64) -> Option<Orphan> {
         session,
         age: uptime.saturating_sub(started),
         rss_bytes,
+        uid,
+        user: user_name(uid),
     })
 }
 

@@ -260,6 +260,10 @@ pub struct ReapArgs {
     /// Only the processes of this session (the `id` in its session.json).
     #[arg(long, value_name = "ID", value_parser = Utf8Text)]
     pub session: Option<String>,
+    /// Also end other users' processes (as root). Without it they are listed and left
+    /// alone.
+    #[arg(long)]
+    pub all_users: bool,
 }
 
 /// The first signal `reap` sends.

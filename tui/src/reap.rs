@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use benchtop_profilers::reaper::{self, Orphan, ReapOptions, ReapOutcome, ReapSignal};
+use benchtop_sessions::escape::Escaped;
 use benchtop_sessions::units::human_bytes;
 
 use crate::cli::{ReapArgs, ReapSignalArg};
@@ -30,6 +31,26 @@ pub fn reap(args: &ReapArgs) -> Result<ExitCode> {
     if args.dry_run {
         writeln!(out, "dry run: nothing signalled")?;
         return Ok(ExitCode::SUCCESS);
+    }
+    // Another user's processes are ended only when asked for by name (root can signal
+    // them; nobody else even sees them).
+    let (orphans, others): (Vec<Orphan>, Vec<Orphan>) = orphans
+        .into_iter()
+        .partition(|o| args.all_users || !o.belongs_to_another_user());
+    if !others.is_empty() {
+        let mut users: Vec<&str> = others.iter().map(|o| o.user.as_str()).collect();
+        users.sort_unstable();
+        users.dedup();
+        let users: Vec<String> = users.iter().map(|u| Escaped(u).to_string()).collect();
+        writeln!(
+            out,
+            "left alone: {} of other users ({}); `benchtop reap --all-users` ends them too",
+            processes(others.len()),
+            users.join(", ")
+        )?;
+    }
+    if orphans.is_empty() {
+        return Ok(ExitCode::FAILURE);
     }
     let mut opts = ReapOptions::default();
     opts.grace = args.grace;
@@ -57,26 +78,35 @@ pub fn reap(args: &ReapArgs) -> Result<ExitCode> {
         writeln!(out, "{} could not be ended", processes(failed))?;
         return Ok(ExitCode::FAILURE);
     }
-    Ok(ExitCode::SUCCESS)
+    // Processes left alone are processes still there.
+    Ok(if others.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
+/// The orphans, one a line. Every text a process supplies (its command line, the
+/// session named in its environment, its user's name) is escaped: a process may carry
+/// escape sequences or line breaks meant to forge rows or rewrite the terminal.
 fn write_table(out: &mut impl Write, orphans: &[Orphan]) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:>7}  {:>8}  {:>9}  {:<24}  {:<28}  COMMAND",
-        "PID", "AGE", "RSS", "OWNER", "SESSION"
+        "{:>7}  {:<10}  {:>8}  {:>9}  {:<24}  {:<28}  COMMAND",
+        "PID", "USER", "AGE", "RSS", "OWNER", "SESSION"
     )?;
     for o in orphans {
         let owner = format!("{} ({})", o.owner.pid, o.owner_state.describe());
         writeln!(
             out,
-            "{:>7}  {:>8}  {:>9}  {:<24}  {:<28}  {}",
+            "{:>7}  {:<10}  {:>8}  {:>9}  {:<24}  {:<28}  {}",
             o.pid,
+            Escaped(&o.user).to_string(),
             age(o.age),
             human_bytes(o.rss_bytes),
             owner,
-            o.session.as_deref().unwrap_or("-"),
-            o.command
+            Escaped(o.session.as_deref().unwrap_or("-")).to_string(),
+            Escaped(&o.command)
         )?;
     }
     Ok(())
@@ -122,6 +152,33 @@ mod tests {
         assert_eq!(age(Duration::from_secs(0)), "0s");
         assert_eq!(age(Duration::from_secs(192)), "3m12s");
         assert_eq!(age(Duration::from_secs(2 * 3600 + 61)), "2h1m");
+    }
+
+    #[test]
+    fn the_table_names_the_user_and_escapes_what_processes_supply() {
+        let orphan = Orphan {
+            pid: 77,
+            start_ticks: 1,
+            command: "bt-ring\r\n     1  evil  \x1b]0;owned\x07".into(),
+            owner: benchtop_profilers::reaper::Owner {
+                pid: 5,
+                start_ticks: 2,
+            },
+            owner_state: benchtop_profilers::reaper::OwnerState::Gone,
+            session: Some("s\x1b[2J".into()),
+            age: Duration::from_secs(3),
+            rss_bytes: 0,
+            uid: 1001,
+            user: "alice".into(),
+        };
+        let mut out = Vec::new();
+        write_table(&mut out, &[orphan]).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(!text.contains('\x1b') && !text.contains('\r'), "{text}");
+        assert!(text.contains("alice"), "{text}");
+        assert!(text.contains("s\\x1b[2J"), "{text}");
+        assert!(text.contains("bt-ring\\r\\n"), "{text}");
     }
 
     #[test]

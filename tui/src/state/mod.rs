@@ -1249,6 +1249,8 @@ mod tests {
             session: None,
             age: Duration::from_secs(5),
             rss_bytes: 0,
+            uid: benchtop_profilers::reaper::current_uid(),
+            user: "tester".into(),
         };
         s.update(AppEvent::Orphans(Ok(vec![orphan(7), orphan(8)])), now);
         assert!(

@@ -25,6 +25,9 @@ pub struct OrphansState {
     pub ending: usize,
     /// Why the last scan failed.
     pub error: Option<String>,
+    /// Other users' processes the last confirmation left alone (`benchtop reap
+    /// --all-users`, as root, ends them).
+    pub left_alone: usize,
 }
 
 impl OrphansState {
@@ -88,11 +91,19 @@ impl OrphansState {
             return None;
         }
         let list = self.list.as_ref()?;
-        let targets: Vec<Orphan> = if confirm.all {
+        let chosen: Vec<Orphan> = if confirm.all {
             list.clone()
         } else {
             list.get(self.selected).cloned().into_iter().collect()
         };
+        // Another user's processes are never ended from here.
+        let (targets, others): (Vec<Orphan>, Vec<Orphan>) = chosen
+            .into_iter()
+            .partition(|o| !o.belongs_to_another_user());
+        self.left_alone = others.len();
+        if targets.is_empty() {
+            return None;
+        }
         self.ending = targets.len();
         Some((targets, confirm.signal))
     }
@@ -119,6 +130,8 @@ mod tests {
             session: Some("s".into()),
             age: Duration::from_secs(60),
             rss_bytes: 1 << 20,
+            uid: benchtop_profilers::reaper::current_uid(),
+            user: "tester".into(),
         }
     }
 
@@ -139,6 +152,23 @@ mod tests {
         o.toggle_signal();
         let (targets, signal) = o.answer(true).unwrap();
         assert_eq!((targets.len(), signal), (3, ReapSignal::Kill));
+    }
+
+    #[test]
+    fn another_users_orphans_are_left_alone_and_counted() {
+        let mut o = OrphansState::default();
+        let mut theirs = orphan(11);
+        theirs.uid = benchtop_profilers::reaper::current_uid().wrapping_add(1);
+        o.set(Ok(vec![orphan(10), theirs]));
+        o.ask(true);
+        let (targets, _) = o.answer(true).unwrap();
+        assert_eq!(targets.iter().map(|t| t.pid).collect::<Vec<_>>(), [10]);
+        assert_eq!(o.left_alone, 1);
+        o.ending = 0;
+        o.step(1);
+        o.ask(false);
+        assert!(o.answer(true).is_none());
+        assert_eq!((o.left_alone, o.ending), (1, 0));
     }
 
     #[test]

@@ -746,6 +746,8 @@ mod tests {
             session: Some("20261123-154211-ring".into()),
             age: Duration::from_secs(192),
             rss_bytes: 3 << 20,
+            uid: benchtop_profilers::reaper::current_uid(),
+            user: "tester".into(),
         }
     }
 

@@ -1,6 +1,7 @@
 //! The orphans screen: what the reaper finds, and the confirmation before ending them.
 
 use benchtop_profilers::reaper::ReapSignal;
+use benchtop_sessions::escape::{Escaped, escaped};
 use benchtop_sessions::units::human_bytes;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -35,10 +36,20 @@ pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
             Span::raw("processes left behind by earlier runs: "),
             Span::styled(summary, Style::new().add_modifier(Modifier::BOLD)),
         ]),
-        Line::from(Span::styled(
-            " only processes carrying benchtop's marker whose owner (pid and start time) is gone",
-            Style::new().add_modifier(Modifier::DIM),
-        )),
+        if o.left_alone > 0 {
+            Line::from(Span::styled(
+                format!(
+                    " {} of other users left alone: `benchtop reap --all-users` as root ends them",
+                    o.left_alone
+                ),
+                accent(state, Color::Yellow),
+            ))
+        } else {
+            Line::from(Span::styled(
+                " only processes carrying benchtop's marker whose owner (pid and start time) is gone",
+                Style::new().add_modifier(Modifier::DIM),
+            ))
+        },
     ])
     .render(head, buf);
 
@@ -59,8 +70,9 @@ pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
     };
     let mut lines = vec![Line::from(Span::styled(
         format!(
-            "  {:>7}  {:>8}  {:>9}  {:<16}  {}COMMAND",
+            "  {:>7}  {:<8}  {:>8}  {:>9}  {:<16}  {}COMMAND",
             "PID",
+            "USER",
             "AGE",
             "RSS",
             "OWNER",
@@ -78,14 +90,15 @@ pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
             format!("{}m{}s", secs / 60, secs % 60)
         };
         let text = format!(
-            "{} {:>7}  {:>8}  {:>9}  {:<16}  {}{}",
+            "{} {:>7}  {:<8}  {:>8}  {:>9}  {:<16}  {}{}",
             if i == o.selected { "▶" } else { " " },
             orphan.pid,
+            Escaped(&orphan.user).to_string(),
             age,
             human_bytes(orphan.rss_bytes),
             format!("{} ({})", orphan.owner.pid, orphan.owner_state.describe()),
-            session_col(orphan.session.as_deref().unwrap_or("-")),
-            orphan.command
+            session_col(&escaped(orphan.session.as_deref().unwrap_or("-"))),
+            Escaped(&orphan.command)
         );
         let style = if i == o.selected {
             Style::new().add_modifier(Modifier::REVERSED)

@@ -244,3 +244,107 @@ fn after_an_ipc_ring_crash_reap_ends_exactly_the_nodes_left_behind() {
         child.wait().unwrap();
     }
 }
+
+/// A child killed when the test ends, passed or failed: an orphan left running would
+/// hold the test's output open.
+struct EndOnDrop(Child);
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A marked `sleep` running as `uid`, with escape sequences and a forged row in its
+/// argv and its session marker.
+fn spawn_hostile_orphan(session: &str, uid: u32) -> Child {
+    let init_start = benchtop_profilers::process_start_ticks(1).unwrap();
+    // bash's `exec -a` makes the hostile text sleep's argv[0].
+    Command::new("bash")
+        .args([
+            "-c",
+            "exec -a \"$0\" sleep 1000",
+            "sleep\x1b]0;owned\x07\r\n 999  root  fake row",
+        ])
+        .env("BENCHTOP_OWNER", format!("1:{}", init_start + 1))
+        .env("BENCHTOP_SESSION", format!("{session}\x1b[2J"))
+        .uid(uid)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn as_root_reap_names_another_users_orphan_leaves_it_until_all_users_and_escapes_its_text() {
+    // SAFETY: geteuid(2) cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root && std::env::var_os("BENCHTOP_TESTS_WITHOUT_ROOT").is_some() {
+        return;
+    }
+    assert!(
+        root,
+        "this test needs root (to start a process as another user); \
+         BENCHTOP_TESTS_WITHOUT_ROOT=1 opts out"
+    );
+    let session = format!("reap-other-{}", std::process::id());
+    // nobody's uid: a user that exists everywhere.
+    let nobody = 65534;
+    let mut orphan = EndOnDrop(spawn_hostile_orphan(&session, nobody));
+    let orphan = &mut orphan.0;
+    let pid = orphan.id().to_string();
+    wait_until("the orphan to exec sleep", Duration::from_secs(5), || {
+        std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep")
+    });
+    let escaped_session = format!("{session}\\x1b[2J");
+
+    let output = benchtop()
+        .args(["reap", "--dry-run", "--session"])
+        .arg(format!("{session}\x1b[2J"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{out}");
+    assert!(!out.contains('\x1b') && !out.contains('\r'), "{out:?}");
+    let line = out.lines().find(|l| l.contains(&pid)).expect(&out);
+    assert!(line.contains("nobody") || line.contains("65534"), "{line}");
+    assert!(line.contains(&escaped_session), "{line}");
+    assert_eq!(
+        out.lines().filter(|l| l.contains("fake row")).count(),
+        1,
+        "{out}"
+    );
+
+    // Without --all-users: listed, left alone, said how to end it, exit 1.
+    let output = benchtop()
+        .args(["reap", "--session"])
+        .arg(format!("{session}\x1b[2J"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("left alone: 1 process of other users"),
+        "{out}"
+    );
+    assert!(out.contains("--all-users"), "{out}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        orphan.try_wait().unwrap().is_none(),
+        "another user's process was signalled"
+    );
+
+    let output = benchtop()
+        .args(["reap", "--all-users", "--session"])
+        .arg(format!("{session}\x1b[2J"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{out}");
+    assert!(out.contains(&format!("{pid}  ended")), "{out}");
+    let mut status = None;
+    wait_until("the orphan to end", Duration::from_secs(5), || {
+        status = orphan.try_wait().unwrap();
+        status.is_some()
+    });
+}
