@@ -60,6 +60,7 @@ pub fn attach(pid: u32, record: RecordArgs) -> Result<ExitCode> {
     }
     let start_ticks = process_start_ticks(pid)
         .with_context(|| format!("no process with pid {pid} (or /proc/{pid} is unreadable)"))?;
+    may_trace(pid)?;
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|c| c.trim_end().to_owned())
         .unwrap_or_else(|_| format!("pid-{pid}"));
@@ -83,6 +84,58 @@ pub fn attach(pid: u32, record: RecordArgs) -> Result<ExitCode> {
         live: None,
     };
     report(&record::record(&opts)?)
+}
+
+/// Refuses a process this user may not profile, naming why, before a session exists.
+///
+/// Sampling another process and reading its maps and stacks pass the kernel's ptrace
+/// access check (PTRACE_MODE_READ_REALCREDS): the process's real, effective and saved
+/// uids must all be this user's real uid, or this user needs CAP_SYS_PTRACE. Without the
+/// check the kernel refuses every perf event and the session would hold monitors only,
+/// blaming perf_event_paranoid.
+fn may_trace(pid: u32) -> Result<()> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .with_context(|| format!("cannot read /proc/{pid}/status"))?;
+    let Some(uids) = status_ids(&status, "Uid:") else {
+        anyhow::bail!("/proc/{pid}/status has no Uid line");
+    };
+    // SAFETY: getuid(2) takes nothing and cannot fail.
+    let me = unsafe { libc::getuid() };
+    if uids.iter().take(3).all(|&uid| uid == me) || has_cap_sys_ptrace() {
+        return Ok(());
+    }
+    let theirs = uids[1];
+    let name = |uid: u32| benchtop_profilers::reaper::user_name(uid);
+    anyhow::bail!(
+        "cannot attach to pid {pid}: it runs as user {} (uid {theirs}) and benchtop as {} \
+         (uid {me}); profiling another user's process needs CAP_SYS_PTRACE (run benchtop \
+         as root or as that user)",
+        benchtop_sessions::escape::Escaped(&name(theirs)),
+        benchtop_sessions::escape::Escaped(&name(me)),
+    )
+}
+
+/// The ids of a `/proc/<pid>/status` line such as `Uid:\treal\teffective\tsaved\tfs`.
+fn status_ids(status: &str, key: &str) -> Option<Vec<u32>> {
+    let line = status.lines().find_map(|l| l.strip_prefix(key))?;
+    let ids: Vec<u32> = line
+        .split_whitespace()
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .ok()?;
+    (ids.len() >= 3).then_some(ids)
+}
+
+/// Whether this process holds CAP_SYS_PTRACE (in its effective set).
+fn has_cap_sys_ptrace() -> bool {
+    const CAP_SYS_PTRACE: u32 = 19;
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+            u64::from_str_radix(hex.trim(), 16).ok()
+        })
+        .is_some_and(|caps| caps & (1 << CAP_SYS_PTRACE) != 0)
 }
 
 fn command_text(command: &[OsString]) -> String {
@@ -144,4 +197,23 @@ fn wait_at_gate() -> bool {
 fn fd_is_open(fd: i32) -> bool {
     // SAFETY: F_GETFD only reads the descriptor's flags.
     unsafe { libc::fcntl(fd, libc::F_GETFD) >= 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_ids_read_real_effective_and_saved() {
+        let status = "Name:\tsleep\nUid:\t1000\t0\t1000\t0\nGid:\t5\t5\t5\t5\n";
+        assert_eq!(status_ids(status, "Uid:"), Some(vec![1000, 0, 1000, 0]));
+        assert_eq!(status_ids("Uid:\t1\tx\t1\t1\n", "Uid:"), None);
+        assert_eq!(status_ids("Uid:\t1\n", "Uid:"), None);
+    }
+
+    #[test]
+    fn this_process_may_trace_itself_by_uid() {
+        // Its own children (and itself) pass whatever its capabilities.
+        assert!(may_trace(std::process::id()).is_ok());
+    }
 }

@@ -97,3 +97,45 @@ fn an_interval_past_what_a_clock_holds_is_refused_before_anything_starts() {
     assert!(stderr.contains("100ms to 1day"), "{stderr}");
     assert!(!dir.exists(), "a session was started");
 }
+
+#[test]
+fn attach_to_another_users_process_is_refused_naming_the_users_and_the_capability() {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid(2) cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root && std::env::var_os("BENCHTOP_TESTS_WITHOUT_ROOT").is_some() {
+        return;
+    }
+    assert!(
+        root,
+        "this test needs root (to run benchtop as another user); \
+         BENCHTOP_TESTS_WITHOUT_ROOT=1 opts out"
+    );
+    // A process of root's, and benchtop as nobody (65534) trying to attach to it.
+    let mut target = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("never");
+    let out = benchtop()
+        .args(["attach", &target.id().to_string(), "--record"])
+        .arg(&dir)
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let _ = target.kill();
+    let _ = target.wait();
+    no_panic(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot attach to pid"), "{stderr}");
+    assert!(
+        stderr.contains("(uid 0)") && stderr.contains("(uid 65534)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("CAP_SYS_PTRACE"), "{stderr}");
+    assert!(!stderr.contains("perf_event_paranoid"), "{stderr}");
+    assert!(!dir.exists(), "a session was started");
+}
