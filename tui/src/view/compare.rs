@@ -2,6 +2,7 @@
 //! verdicts, both latency histograms on one scale, and B's flamegraph against A's.
 
 use benchtop_sessions::compare::{TABLE_HEAD, Verdict};
+use benchtop_sessions::escape::{Escaped, escaped};
 use benchtop_sessions::units::{human_count, human_ns};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -58,12 +59,12 @@ fn draw_header(state: &State, area: Rect, buf: &mut Buffer) {
         )];
         if let Some(s) = side {
             spans.push(Span::styled(
-                s.id.clone(),
+                escaped(&s.id).into_owned(),
                 Style::new().add_modifier(Modifier::BOLD),
             ));
-            spans.push(Span::raw(format!("  {}  ", s.what)));
+            spans.push(Span::raw(format!("  {}  ", Escaped(&s.what))));
             spans.push(Span::styled(
-                s.status.clone(),
+                escaped(&s.status).into_owned(),
                 Style::new().add_modifier(Modifier::DIM),
             ));
         }
@@ -131,7 +132,12 @@ fn table(state: &State, area: Rect, buf: &mut Buffer) {
     let mut lines: Vec<Line> = c
         .warnings
         .iter()
-        .map(|w| Line::from(Span::styled(format!("⚠ {w}"), accent(state, Color::Yellow))))
+        .map(|w| {
+            Line::from(Span::styled(
+                format!("⚠ {}", Escaped(w)),
+                accent(state, Color::Yellow),
+            ))
+        })
         .collect();
     let cells: Vec<[String; 6]> = c.figures.iter().map(|f| f.cells()).collect();
     let mut widths = TABLE_HEAD.map(str::len);

@@ -7,6 +7,7 @@
 //! match the search; the selected box is reversed. Without color (`NO_COLOR`) matches are
 //! underlined, boxes end in a `│`, and changes show as `+` and `-`.
 
+use benchtop_sessions::escape::escaped;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -75,7 +76,8 @@ fn draw_title(state: &FlameState, line: Rect, buf: &mut Buffer, focused: bool) {
         query => {
             let n = state.matches();
             format!(
-                "/{query}: {n} {}, {:.1}% of {}",
+                "/{}: {n} {}, {:.1}% of {}",
+                escaped(query),
                 if n == 1 { "match" } else { "matches" },
                 state.match_share() * 100.0,
                 state.unit().format(state.zoom_total()),
@@ -108,12 +110,15 @@ fn draw_title(state: &FlameState, line: Rect, buf: &mut Buffer, focused: bool) {
 /// `all › bt-ring › main`, keeping the deepest names that fit in `room` columns and an
 /// ellipsis for the others.
 fn breadcrumb(state: &FlameState, room: usize) -> String {
-    let crumbs: Vec<&str> = std::iter::once("all").chain(state.zoom_path()).collect();
+    let crumbs: Vec<std::borrow::Cow<'_, str>> = std::iter::once("all")
+        .chain(state.zoom_path())
+        .map(escaped)
+        .collect();
     let sep = Span::raw(CRUMB).width();
     let mut keep = crumbs.len();
     let mut used = 0;
     for (i, crumb) in crumbs.iter().enumerate().rev() {
-        let width = Span::raw(*crumb).width() + if i + 1 < crumbs.len() { sep } else { 0 };
+        let width = Span::raw(&**crumb).width() + if i + 1 < crumbs.len() { sep } else { 0 };
         let ellipsis = if i > 0 { 1 + sep } else { 0 };
         // The deepest name always stays; the line cuts it if it must.
         if used + width + ellipsis > room && i + 1 < crumbs.len() {
@@ -270,6 +275,8 @@ impl Look<'_> {
 /// Writes `name` in `width` columns from `x`, cut with an ellipsis when it does not fit.
 /// One column is too few to say anything: it stays blank.
 fn put_name(buf: &mut Buffer, x: u16, y: u16, width: u16, name: &str, style: Style) {
+    // A recorded name may hold control characters: shown escaped, measured as shown.
+    let name = &*escaped(name);
     let width = usize::from(width);
     if width < 2 && Span::raw(name).width() > width {
         return;

@@ -1,6 +1,7 @@
 //! The launcher: workloads, the selected one's parameters, recent sessions, and a warning
 //! when earlier runs left processes behind.
 
+use benchtop_sessions::escape::{Escaped, escaped};
 use benchtop_sessions::units::human_bytes;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -154,7 +155,10 @@ pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
             .map(|s| {
                 Line::from(format!(
                     "{:<32} {:<8} {:<9} {}",
-                    s.name, s.workload, s.status, s.started
+                    escaped(&s.name),
+                    escaped(&s.workload),
+                    escaped(&s.status),
+                    Escaped(&s.started)
                 ))
             })
             .collect()

@@ -7,6 +7,7 @@ mod launcher;
 mod orphans;
 mod panes;
 
+use benchtop_sessions::escape::{Escaped, escaped};
 use std::time::Instant;
 
 use ratatui::buffer::Buffer;
@@ -144,7 +145,7 @@ fn draw_header(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
             accent(state, Color::Cyan).add_modifier(Modifier::BOLD),
         ),
         Span::styled(
-            run.workload.clone(),
+            escaped(&run.workload),
             Style::new().add_modifier(Modifier::BOLD),
         ),
         Span::raw(" "),
@@ -170,21 +171,27 @@ fn draw_header(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
         ));
     }
     if let Some(baseline) = &state.baseline {
-        first.push(Span::raw(format!("  baseline {}", baseline.source)));
+        first.push(Span::raw(format!(
+            "  baseline {}",
+            Escaped(&baseline.source)
+        )));
     }
     let mut second = Vec::new();
     if !run.status_line.is_empty() && run.status != RunStatus::Running {
         // Starting, stopping, how the run ended (SIGTERM to a worker that ignored stop…),
         // before anything else on the line.
         second.push(Span::styled(
-            format!(" {}", run.status_line),
+            format!(" {}", Escaped(&run.status_line)),
             accent(state, status_color),
         ));
     }
-    second.push(Span::raw(format!(" {}", run.params)));
+    second.push(Span::raw(format!(" {}", Escaped(&run.params))));
     let dim = Style::new().add_modifier(Modifier::DIM);
     if let Some(dir) = &run.dir {
-        second.push(Span::styled(format!("  → {}", dir.display()), dim));
+        second.push(Span::styled(
+            format!("  → {}", Escaped(&dir.to_string_lossy())),
+            dim,
+        ));
     }
     if let Some(pid) = run.pid {
         second.push(Span::styled(format!("  pid {pid}"), dim));
@@ -272,7 +279,7 @@ fn draw_footer(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
         } else {
             accent(state, Color::Yellow)
         };
-        Line::from(Span::styled(format!(" {}", flash.text), style))
+        Line::from(Span::styled(format!(" {}", Escaped(&flash.text)), style))
     } else if state.screen == Screen::Launcher {
         let enter = match state.launcher.focus {
             LauncherFocus::Workloads => "Enter run",
@@ -661,6 +668,98 @@ mod tests {
         );
         let comparison = benchtop_sessions::compare::compare(&a, &b, &Default::default());
         State::with_comparison(a, b, comparison, true)
+    }
+
+    /// A session whose every recorded string carries escape sequences and line breaks:
+    /// the workload's name, a parameter, a warning, a thread's name, a frame's name.
+    fn hostile(dir: &std::path::Path) -> benchtop_sessions::Session {
+        use benchtop_sessions::meta::{HostInfo, WorkloadInfo};
+        use benchtop_sessions::{SessionMeta, SessionWriter, StackKind, Status};
+        let params = std::collections::BTreeMap::from([(
+            "mode".to_owned(),
+            serde_json::Value::from("\x1b[2J\x1b[Hfake\r\nrow"),
+        )]);
+        let mut meta = SessionMeta::new(
+            "20261123-120000-ring",
+            WorkloadInfo::new("ring\x1b]0;owned\x07", params),
+            HostInfo::default(),
+            "2026-11-23T12:00:00Z",
+        );
+        meta.warnings.push("warn\x1b[31m\u{202e}desrever".into());
+        let mut w = SessionWriter::create(dir, meta).unwrap();
+        for i in 0..5u32 {
+            let mut row = TimeseriesRow::default();
+            row.t_s = f64::from(i + 1);
+            row.interval_s = 1.0;
+            row.rates.insert("messages\x1b[5m".into(), 1e6);
+            row.top_threads = vec![ThreadCpu::new(1, 2, "bt\x1b[8m", "th\x1bread\n", 50.0)];
+            let mut r = Resources::default();
+            r.threads = 1;
+            r.processes = 1;
+            row.resources = Some(r);
+            w.append_row(&row).unwrap();
+        }
+        let mut cpu = StackTree::new();
+        cpu.add_names(["bt-ring", "evil\x1b[31m\x07frame"], 10);
+        w.write_stacks(StackKind::Cpu, &cpu, "on-CPU").unwrap();
+        w.finish(Status::Complete, "2026-11-23T12:00:05Z".into())
+            .unwrap();
+        benchtop_sessions::Session::load(dir).unwrap()
+    }
+
+    /// Draws `state` through ratatui's TestBackend, as the terminal would get it.
+    fn backend_cells(state: &State, width: u16, height: u16) -> (String, Vec<String>) {
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).unwrap();
+        let now = Instant::now();
+        terminal
+            .draw(|frame| draw(state, now, frame.area(), frame.buffer_mut()))
+            .unwrap();
+        let buf = terminal.backend().buffer().clone();
+        let cells = buf.content.iter().map(|c| c.symbol().to_owned()).collect();
+        (text(&buf), cells)
+    }
+
+    #[test]
+    fn escape_sequences_in_a_sessions_strings_are_drawn_visible_and_never_sent() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        let live = State::with_session(hostile(&a), Instant::now(), true);
+        let comparison = {
+            let (a, b) = (hostile(&b), hostile(&tmp.path().join("b2")));
+            let c = benchtop_sessions::compare::compare(&a, &b, &Default::default());
+            State::with_comparison(a, b, c, true)
+        };
+        let mut zoomed = State::with_session(hostile(&tmp.path().join("z")), Instant::now(), true);
+        for key in [Key::Char('4'), Key::Down, Key::Down, Key::Enter] {
+            zoomed.update(AppEvent::Key(key), Instant::now());
+        }
+        for (what, state) in [("live", live), ("compare", comparison), ("zoomed", zoomed)] {
+            for (w, h) in [(80, 24), (160, 48)] {
+                let (screen, cells) = backend_cells(&state, w, h);
+                for cell in &cells {
+                    assert!(
+                        !cell.chars().any(|c| c.is_control()
+                            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')),
+                        "{what} {w}x{h}: a control character reached the screen: {cell:?}\n{screen}"
+                    );
+                }
+                assert!(
+                    screen.contains("\\x1b"),
+                    "{what} {w}x{h}: not shown\n{screen}"
+                );
+            }
+        }
+        let (screen, _) = backend_cells(
+            &State::with_session(hostile(&tmp.path().join("c")), Instant::now(), true),
+            160,
+            48,
+        );
+        assert!(screen.contains("ring\\x1b]0;owned\\x07"), "{screen}");
+        assert!(screen.contains("\\x1b[2J\\x1b[Hfake\\r\\nrow"), "{screen}");
+        assert!(screen.contains("th\\x1bread\\n"), "{screen}");
+        assert!(screen.contains("evil\\x1b[31m\\x07frame"), "{screen}");
+        assert!(screen.contains("messages\\x1b[5m"), "{screen}");
     }
 
     #[test]

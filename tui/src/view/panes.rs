@@ -1,5 +1,6 @@
 //! The series and numbers panes of the live screen: throughput, latency, resources.
 
+use benchtop_sessions::escape::Escaped;
 use std::collections::VecDeque;
 
 use benchtop_sessions::units::{human_bytes, human_count, human_ns};
@@ -30,7 +31,7 @@ pub fn throughput(state: &State, area: Rect, buf: &mut Buffer) {
         .fold(0.0f64, f64::max);
     Paragraph::new(Line::from(vec![
         Span::styled(
-            format!("{metric} "),
+            format!("{} ", Escaped(metric)),
             Style::new().add_modifier(Modifier::BOLD),
         ),
         Span::raw(now_text),
@@ -109,7 +110,7 @@ pub fn latency(state: &State, area: Rect, buf: &mut Buffer) {
     let label_width = 8usize;
     let bar_room = usize::from(bars.width).saturating_sub(label_width + 1);
     let mut lines = vec![Line::from(Span::styled(
-        format!("{}, whole run", latency.metric),
+        format!("{}, whole run", Escaped(&latency.metric)),
         Style::new().add_modifier(Modifier::BOLD),
     ))];
     for bin in shown {
@@ -240,7 +241,7 @@ pub fn resources(state: &State, area: Rect, buf: &mut Buffer) {
         })
         .chain(run.top_threads.iter().map(|(process, thread, pct)| {
             Line::from(Span::styled(
-                format!("{pct:>5.1}%  {thread} ({process})"),
+                format!("{pct:>5.1}%  {} ({})", Escaped(thread), Escaped(process)),
                 Style::new().add_modifier(Modifier::DIM),
             ))
         }))
