@@ -721,6 +721,19 @@ mod tests {
     }
 
     #[test]
+    fn open_a_b_draws_through_the_test_backend_at_80x24_and_1x1() {
+        let s = comparing();
+        let (screen, _) = backend_cells(&s, 80, 24);
+        assert!(
+            screen.contains("p99.9  337 µs   505 µs  +49.9%"),
+            "{screen}"
+        );
+        assert!(screen.contains("q quit"), "{screen}");
+        let (tiny, cells) = backend_cells(&s, 1, 1);
+        assert_eq!(cells, ["6"], "{tiny}");
+    }
+
+    #[test]
     fn escape_sequences_in_a_sessions_strings_are_drawn_visible_and_never_sent() {
         let tmp = tempfile::tempdir().unwrap();
         let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
