@@ -20,6 +20,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use benchtop_sessions::Status;
+use benchtop_sessions::escape::Escaped;
 use benchtop_workloads::worker::Workload;
 
 pub use cli::Cli;
@@ -149,17 +150,19 @@ pub(crate) fn command_line() -> Vec<String> {
 
 /// Prints how a recording ended; the exit code says whether it ended well.
 pub(crate) fn report(outcome: &RecordOutcome) -> Result<ExitCode> {
+    // The warnings quote what the worker said and the summary is its own output: both
+    // escaped, so that a worker cannot write to the terminal through them.
     for warning in &outcome.warnings {
-        say(format_args!("warning: {warning}"));
+        say(format_args!("warning: {}", Escaped(warning)));
     }
     let mut out = std::io::stdout().lock();
     for line in &outcome.summary {
-        writeln!(out, "{line}")?;
+        writeln!(out, "{}", Escaped(line))?;
     }
     writeln!(
         out,
         "session: {} ({})",
-        outcome.dir.display(),
+        Escaped(&outcome.dir.to_string_lossy()),
         outcome.status
     )?;
     Ok(match outcome.status {

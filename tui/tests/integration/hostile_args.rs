@@ -139,3 +139,31 @@ fn attach_to_another_users_process_is_refused_naming_the_users_and_the_capabilit
     assert!(!stderr.contains("perf_event_paranoid"), "{stderr}");
     assert!(!dir.exists(), "a session was started");
 }
+
+#[test]
+fn a_workers_summary_lines_reach_the_terminal_escaped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("summary");
+    // A program speaking the report protocol whose summary line would set the terminal's
+    // title and forge a line.
+    let script = r#"
+printf '%s\n' '{"type":"hello","protocol":1,"workload":"w","params":{},"metrics":[]}' >&3
+printf '%s\n' '{"type":"ready"}' >&3
+read line
+printf '%s\n' '{"type":"summary","figures":[],"lines":["\u001b]0;owned\u0007sum\r\nfake"]}' >&3
+"#;
+    let out = benchtop()
+        .args(["run", "--profile", "none", "--record"])
+        .arg(&dir)
+        .args(["--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    no_panic(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        !stdout.contains('\x1b') && !stdout.contains('\r'),
+        "{stdout:?}"
+    );
+    assert!(stdout.contains(r"\x1b]0;owned\x07sum\r\nfake"), "{stdout}");
+}
