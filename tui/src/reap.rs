@@ -135,7 +135,9 @@ pub fn orphan_notice() -> Option<String> {
     if orphans.is_empty() {
         return None;
     }
-    let rss: u64 = orphans.iter().map(|o| o.rss_bytes).sum();
+    let rss = orphans
+        .iter()
+        .fold(0u64, |sum, o| sum.saturating_add(o.rss_bytes));
     Some(format!(
         "{} left behind by earlier runs ({} resident); `benchtop reap` lists and ends them",
         processes(orphans.len()),

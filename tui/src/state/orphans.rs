@@ -38,9 +38,10 @@ impl OrphansState {
 
     /// Their resident memory, bytes.
     pub fn rss(&self) -> u64 {
-        self.list
-            .as_ref()
-            .map_or(0, |l| l.iter().map(|o| o.rss_bytes).sum())
+        self.list.as_ref().map_or(0, |l| {
+            l.iter()
+                .fold(0u64, |sum, o| sum.saturating_add(o.rss_bytes))
+        })
     }
 
     /// A new scan's result.
