@@ -318,10 +318,15 @@ fn drive(
     loop {
         let now = Instant::now();
         if now >= next_draw {
-            guard
+            let drawn = guard
                 .terminal()
-                .draw(|frame| view::draw(state, now, frame.area(), frame.buffer_mut()))
-                .context("cannot draw")?;
+                .draw(|frame| view::draw(state, now, frame.area(), frame.buffer_mut()));
+            if drawn.is_err() {
+                // A terminal that cannot be drawn on has gone away (hung up, closed): it
+                // ends the TUI as the input thread's word that it is gone would.
+                state.update(AppEvent::TerminalGone, now);
+                return Ok(());
+            }
             next_draw = now + TICK;
         }
         let first = match rx.recv_timeout(next_draw.saturating_duration_since(Instant::now())) {
