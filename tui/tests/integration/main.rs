@@ -14,5 +14,6 @@ mod netns;
 mod process_tree;
 mod reap;
 mod record;
+mod setup;
 mod support;
 mod terminal;
