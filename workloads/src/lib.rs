@@ -35,6 +35,7 @@
 pub mod defs;
 pub mod echo;
 mod error;
+pub mod footprint;
 pub mod ipc;
 pub mod kvstore;
 pub mod messenger;
