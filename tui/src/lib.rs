@@ -8,6 +8,7 @@ pub mod cli;
 mod compare;
 mod export;
 mod external;
+mod manual;
 mod reap;
 pub mod record;
 mod show;
@@ -82,6 +83,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Open(args)) => app::open(&args),
         Some(Command::Export(args)) => export::export(&args),
         Some(Command::Worker { workload }) => worker(&workload),
+        Some(Command::Completions { shell }) => manual::completions(shell),
+        Some(Command::Man { out }) => manual::man(out.as_deref()),
     }
 }
 
