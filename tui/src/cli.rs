@@ -65,8 +65,9 @@ benchtop attach $(pgrep -n my-server) --record /tmp/server-profile")]
     /// judged from the per-interval samples, the differential flamegraphs, and the
     /// functions whose share moved most.
     ///
-    /// Verdicts come from a bootstrap of the intervals (95 %), as criterion judges: a
-    /// change is improved or regressed only beyond the threshold and the noise. The
+    /// Verdicts come from a bootstrap of the intervals, with 99 % confidence for all the
+    /// figures together (Bonferroni): a change is improved or regressed only beyond the
+    /// threshold and the noise. The
     /// differential stacks (diff-cpu.folded, diff-cpu.svg and diff-cpu-negated.svg, and
     /// the same for off-CPU) go to --out.
     #[command(
