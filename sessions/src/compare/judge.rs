@@ -32,7 +32,7 @@ pub(crate) type Run = Vec<(f64, f64)>;
 /// Resamples of whole-run percentiles: each merges every interval of every run drawn, so
 /// fewer than for means suffice for a standard error (`benches/compare.rs` measures the
 /// cost of two series of 30 runs).
-pub const PERCENTILE_RESAMPLES: usize = 1_000;
+pub const PERCENTILE_RESAMPLES: usize = 500;
 /// Width of the bins the resampled histograms are merged in: 0.5 %, well inside the
 /// noise threshold.
 const PERCENTILE_BIN_RATIO: f64 = 1.005;
