@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use benchtop_profilers::process_start_ticks;
-use benchtop_workloads::protocol::{self, WorkerMessage};
+use benchtop_protocol::{self as protocol, WorkerMessage};
 
 use crate::cli::RecordArgs;
 use crate::record::child::{GATE_FD, REPORT_FD};

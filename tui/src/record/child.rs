@@ -15,7 +15,7 @@ use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use benchtop_profilers::reaper::Owner;
-use benchtop_workloads::protocol::{INTERVAL_MS_ENV, REPORT_FD_ENV};
+use benchtop_protocol::{INTERVAL_MS_ENV, REPORT_FD_ENV};
 
 /// The file descriptor number of the report channel inside the worker.
 pub const REPORT_FD: i32 = 3;

@@ -22,13 +22,13 @@ use anyhow::{Context, Result};
 use benchtop_profilers::monitor::{TreeMonitor, TreeMonitorOptions};
 use benchtop_profilers::sampler::{SampleEvent, Sampler, SamplerOptions};
 use benchtop_profilers::{ProfilerError, SymbolDetail, host, process_start_ticks};
+use benchtop_protocol::{
+    self as protocol, ConductorMessage, MetricKind, ProtocolError, ReportReader, WorkerMessage,
+};
 use benchtop_sessions::histogram::{HistogramDecoder, Total};
 use benchtop_sessions::meta::{Better, Figure, PhaseInfo, WorkloadInfo};
 use benchtop_sessions::store::{SessionWriter, StackKind, new_session_id, rfc3339};
 use benchtop_sessions::{Percentiles, SessionMeta, Status, TimeseriesRow};
-use benchtop_workloads::protocol::{
-    self, ConductorMessage, MetricKind, ProtocolError, ReportReader, WorkerMessage,
-};
 use hdrhistogram::Histogram;
 
 use crate::cli::{PerfEvent, RecordArgs, Symbols};
