@@ -23,7 +23,7 @@ use benchtop_sessions::store::{SessionWriter, new_session_id, rfc3339};
 use benchtop_sessions::{SessionMeta, Status};
 
 use crate::RecordError;
-use crate::child::{Process, WorkerExit, WorkerProcess, WorkerSpec};
+use crate::child::{Process, WorkerExit, WorkerPipes, WorkerProcess, WorkerSpec};
 use crate::live::LiveEvent;
 use crate::machine::{Action, Conductor, Event, Kind, Signal, step};
 use crate::notice::{Failure, Notice, ReportIssue};
@@ -72,73 +72,15 @@ fn install_interrupt_handler() {
 /// Once the session exists it is always finished, however the run ends; the outcome's
 /// status says how. An error means no run took place (the options, the directory, the
 /// worker could not start) or the recorder itself failed.
+///
+/// The first call installs a handler (once per process) that counts Ctrl-C, SIGTERM and
+/// SIGHUP; each recording stops its worker on the first that arrives after it began and
+/// kills it on the second.
 pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     install_interrupt_handler();
     let interrupts_at_start = INTERRUPTS.load(Ordering::SeqCst);
-    let started = SystemTime::now();
     let began = Instant::now();
-    let id = new_session_id(&opts.workload, started);
-
-    let mut meta = SessionMeta::new(
-        id.clone(),
-        WorkloadInfo::new(opts.workload.clone(), opts.params.clone()),
-        host::host_info(),
-        rfc3339(started),
-    );
-    meta.command_line = opts.command_line.clone();
-    meta.benchtop_version = env!("CARGO_PKG_VERSION").to_owned();
-    // What is asked for; the sampler says what it got once it runs.
-    meta.sampling.event = opts.sampler.event.name().into();
-    meta.sampling.frequency_hz = opts.sampler.frequency_hz;
-    if opts.sample_stacks {
-        match Sampler::check(&opts.sampler) {
-            // Refused perf events are not fatal: the run goes on without stacks.
-            Ok(()) | Err(ProfilerError::PermissionDenied { .. }) => {}
-            Err(e) => return Err(RecordError::Sampling(e)),
-        }
-    }
-    let mut writer = match &opts.dir {
-        Some(dir) => {
-            SessionWriter::create(dir, meta).map_err(|source| RecordError::CreateSession {
-                path: dir.clone(),
-                source,
-            })?
-        }
-        // Two recordings started in the same second get `-2`, `-3`… directories.
-        None => SessionWriter::create_unique(Path::new(DEFAULT_SESSIONS_DIR), &id, meta).map_err(
-            |source| RecordError::CreateSessionUnder {
-                root: DEFAULT_SESSIONS_DIR.into(),
-                source,
-            },
-        )?,
-    };
-    let id = writer.meta().id.clone();
-
-    let (worker, pipes) = match opts.target {
-        Target::Attach { pid, start_ticks } => (Process::Attached { pid, start_ticks }, None),
-        Target::Worker | Target::Command => {
-            let spec = WorkerSpec {
-                program: opts.program.clone(),
-                args: opts.args.clone(),
-                session_id: id,
-                interval: opts.interval,
-                gate: opts.target == Target::Command,
-            };
-            match WorkerProcess::spawn(&spec) {
-                Ok((worker, pipes)) => (Process::Child(worker), Some(pipes)),
-                Err(source) => {
-                    let error = RecordError::Spawn {
-                        program: PathBuf::from(&opts.program),
-                        source,
-                    };
-                    let reason = error.to_string();
-                    let _ = writer.update_meta(|m| m.warnings.push(reason));
-                    let _ = writer.finish(Status::Crashed, rfc3339(SystemTime::now()));
-                    return Err(error);
-                }
-            }
-        }
-    };
+    let (mut writer, worker, pipes) = start_worker(opts, create_session(opts)?)?;
     // A failed write here is retried by every later one and by finish.
     let _ = writer.update_meta(|m| m.worker.pid = Some(worker.pid()));
 
@@ -195,6 +137,83 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         })
     });
     run.finalize(result)
+}
+
+/// The session directory with its first session.json, once the sampling options are
+/// known to work (before any directory or worker exists).
+fn create_session(opts: &RecordOptions) -> Result<SessionWriter, RecordError> {
+    let started = SystemTime::now();
+    let id = new_session_id(&opts.workload, started);
+
+    let mut meta = SessionMeta::new(
+        id.clone(),
+        WorkloadInfo::new(opts.workload.clone(), opts.params.clone()),
+        host::host_info(),
+        rfc3339(started),
+    );
+    meta.command_line = opts.command_line.clone();
+    meta.benchtop_version = env!("CARGO_PKG_VERSION").to_owned();
+    // What is asked for; the sampler says what it got once it runs.
+    meta.sampling.event = opts.sampler.event.name().into();
+    meta.sampling.frequency_hz = opts.sampler.frequency_hz;
+    if opts.sample_stacks {
+        match Sampler::check(&opts.sampler) {
+            // Refused perf events are not fatal: the run goes on without stacks.
+            Ok(()) | Err(ProfilerError::PermissionDenied { .. }) => {}
+            Err(e) => return Err(RecordError::Sampling(e)),
+        }
+    }
+    let writer = match &opts.dir {
+        Some(dir) => {
+            SessionWriter::create(dir, meta).map_err(|source| RecordError::CreateSession {
+                path: dir.clone(),
+                source,
+            })?
+        }
+        // Two recordings started in the same second get `-2`, `-3`… directories.
+        None => SessionWriter::create_unique(Path::new(DEFAULT_SESSIONS_DIR), &id, meta).map_err(
+            |source| RecordError::CreateSessionUnder {
+                root: DEFAULT_SESSIONS_DIR.into(),
+                source,
+            },
+        )?,
+    };
+    Ok(writer)
+}
+
+/// Starts the worker (or takes the attached process); a worker that cannot start leaves
+/// the session finished as crashed, saying why.
+fn start_worker(
+    opts: &RecordOptions,
+    mut writer: SessionWriter,
+) -> Result<(SessionWriter, Process, Option<WorkerPipes>), RecordError> {
+    let id = writer.meta().id.clone();
+    let (worker, pipes) = match opts.target {
+        Target::Attach { pid, start_ticks } => (Process::Attached { pid, start_ticks }, None),
+        Target::Worker | Target::Command => {
+            let spec = WorkerSpec {
+                program: opts.program.clone(),
+                args: opts.args.clone(),
+                session_id: id,
+                interval: opts.interval,
+                gate: opts.target == Target::Command,
+            };
+            match WorkerProcess::spawn(&spec) {
+                Ok((worker, pipes)) => (Process::Child(worker), Some(pipes)),
+                Err(source) => {
+                    let error = RecordError::Spawn {
+                        program: PathBuf::from(&opts.program),
+                        source,
+                    };
+                    let reason = error.to_string();
+                    let _ = writer.update_meta(|m| m.warnings.push(reason));
+                    let _ = writer.finish(Status::Crashed, rfc3339(SystemTime::now()));
+                    return Err(error);
+                }
+            }
+        }
+    };
+    Ok((writer, worker, pipes))
 }
 
 /// What the run has measured so far: the data side, apart from the lifecycle.

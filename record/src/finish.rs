@@ -25,7 +25,44 @@ impl Run<'_> {
     ) -> Result<RecordOutcome, RecordError> {
         self.say(Notice::WritingSession);
         let mut warnings = Vec::new();
-        let ending = match &result {
+        let ending = self.ending(&result, &mut warnings);
+        let attached = matches!(self.worker, Process::Attached { .. });
+        if !attached {
+            self.end_worker();
+        }
+        self.write_profile(&mut warnings);
+        self.write_tables(&mut warnings);
+        // How the run ended, with the reason when it did not end well.
+        warnings.extend(ending.warnings());
+        let status = ending.status();
+        let exit = self.exit;
+        let summary = self.summary.take();
+        let lines = summary.as_ref().map(summary_lines).unwrap_or_default();
+        let figures: Vec<Figure> = summary
+            .map(|s| s.figures.into_iter().map(session_figure).collect())
+            .unwrap_or_default();
+        let _ = self.writer.update_meta(|m| {
+            m.worker.exit = exit.map(|e| e.to_string());
+            // An attached process is not our child: wait4 tells nothing of it.
+            m.worker.cpu_time_s = exit.filter(|_| !attached).map(|e| e.cpu_time_s);
+            m.worker.peak_rss_bytes = exit.filter(|_| !attached).map(|e| e.peak_rss_bytes);
+            m.summary = figures;
+            m.warnings.extend(warnings);
+        });
+        let all_warnings = self.writer.meta().warnings.clone();
+        let dir = self.writer.finish(status, rfc3339(SystemTime::now()))?;
+        Ok(RecordOutcome {
+            dir,
+            status,
+            summary: lines,
+            warnings: all_warnings,
+        })
+    }
+
+    /// Why the run ended: the machine's ending, or the loop's failure (said as the
+    /// session's first warning).
+    fn ending(&self, result: &Result<(), RecordError>, warnings: &mut Vec<String>) -> Ending {
+        match result {
             // The loop failed (the disk, most likely): end the worker, keep what we can.
             Err(e) => {
                 let failure = Failure::Recording(chain(e));
@@ -46,9 +83,12 @@ impl Run<'_> {
                     "the recorder stopped before the run ended".into(),
                 )),
             },
-        };
-        let attached = matches!(self.worker, Process::Attached { .. });
-        if self.exit.is_none() && !attached {
+        }
+    }
+
+    /// A worker still running when the loop ended (it failed) is killed and reaped.
+    fn end_worker(&mut self) {
+        if self.exit.is_none() {
             self.worker.signal_group(libc::SIGKILL);
             for _ in 0..100 {
                 if let Ok(Some(exit)) = self.worker.try_reap() {
@@ -58,6 +98,10 @@ impl Run<'_> {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
+    }
+
+    /// The sampler's stacks, flamegraphs and pprof profile, and what it says of itself.
+    fn write_profile(&mut self, warnings: &mut Vec<String>) {
         if let Some(sampler) = self.sampler.take() {
             match sampler.finish() {
                 Ok(profile) => {
@@ -105,6 +149,10 @@ impl Run<'_> {
                 Err(e) => warnings.push(format!("stack sampling failed: {e}")),
             }
         }
+    }
+
+    /// latency.svg, threads.csv, phases.svg, and what was left out along the way.
+    fn write_tables(&mut self, warnings: &mut Vec<String>) {
         let totals: Vec<(&str, &Histogram<u64>)> = self
             .data
             .latency_totals
@@ -144,31 +192,6 @@ impl Run<'_> {
                 self.protocol_errors - MAX_PROTOCOL_WARNINGS
             ));
         }
-        // How the run ended, with the reason when it did not end well.
-        warnings.extend(ending.warnings());
-        let status = ending.status();
-        let exit = self.exit;
-        let summary = self.summary.take();
-        let lines = summary.as_ref().map(summary_lines).unwrap_or_default();
-        let figures: Vec<Figure> = summary
-            .map(|s| s.figures.into_iter().map(session_figure).collect())
-            .unwrap_or_default();
-        let _ = self.writer.update_meta(|m| {
-            m.worker.exit = exit.map(|e| e.to_string());
-            // An attached process is not our child: wait4 tells nothing of it.
-            m.worker.cpu_time_s = exit.filter(|_| !attached).map(|e| e.cpu_time_s);
-            m.worker.peak_rss_bytes = exit.filter(|_| !attached).map(|e| e.peak_rss_bytes);
-            m.summary = figures;
-            m.warnings.extend(warnings);
-        });
-        let all_warnings = self.writer.meta().warnings.clone();
-        let dir = self.writer.finish(status, rfc3339(SystemTime::now()))?;
-        Ok(RecordOutcome {
-            dir,
-            status,
-            summary: lines,
-            warnings: all_warnings,
-        })
     }
 }
 
