@@ -3,7 +3,7 @@
 //! the current time, and returns the next state and the [`Action`]s to carry out. It does
 //! no I/O and reads no clock, so every path (a worker that dies before `hello`, a stop
 //! escalated to SIGTERM and SIGKILL, a second Ctrl-C) is tested without a process; the
-//! driver ([`crate::driver`]) performs the actions and feeds the events in.
+//! driver ([`crate::record`]) performs the actions and feeds the events in.
 //!
 //! ```text
 //! Starting ──ready──> Ready ──started──> Running ──exit──> Finishing ──drained──> Done(Ending)
