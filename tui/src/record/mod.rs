@@ -61,3 +61,43 @@ pub fn headless(opts: &RecordOptions, quiet: bool) -> Result<RecordOutcome> {
     progress.finish();
     Ok(outcome?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Profile;
+
+    #[test]
+    fn the_command_lines_recording_arguments_become_the_conductors_options() {
+        let args = RecordArgs {
+            record: Some("/tmp/s".into()),
+            duration: Some(std::time::Duration::from_secs(10)),
+            frequency: 499,
+            profile: Profile::Offcpu,
+            per_thread: true,
+            event: PerfEvent::CpuClock,
+            symbols: Symbols::Names,
+            ..RecordArgs::default()
+        };
+        let opts = options_from(&args);
+        assert_eq!(opts.dir.as_deref(), Some(std::path::Path::new("/tmp/s")));
+        assert_eq!(opts.duration, args.duration);
+        assert_eq!(opts.interval, args.interval);
+        assert!(opts.sample_stacks);
+        assert_eq!(opts.sampler.frequency_hz, 499);
+        assert_eq!(
+            opts.sampler.kind,
+            benchtop_profilers::sampler::ProfileKind::OffCpu
+        );
+        assert!(opts.sampler.per_thread);
+        assert_eq!(opts.sampler.event, SampleEvent::CpuClock);
+        assert_eq!(opts.sampler.symbols, SymbolDetail::NamesOnly);
+        let none = options_from(&RecordArgs {
+            profile: Profile::None,
+            ..RecordArgs::default()
+        });
+        assert!(!none.sample_stacks);
+        // Nothing to record yet: the caller names the target and the worker.
+        assert!(none.args.is_empty() && none.live.is_none());
+    }
+}
