@@ -566,7 +566,7 @@ impl State {
                 match notice.kind() {
                     NoticeKind::Warning => self.flash(text.clone(), true, now),
                     NoticeKind::Done => self.flash(text.clone(), false, now),
-                    _ => {}
+                    NoticeKind::Progress => {}
                 }
                 self.run.status_line = text;
             }
