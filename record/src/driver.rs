@@ -21,6 +21,7 @@ use benchtop_sessions::histogram::{HistogramDecoder, Total};
 use benchtop_sessions::meta::{PhaseInfo, WorkloadInfo};
 use benchtop_sessions::store::{SessionWriter, new_session_id, rfc3339};
 use benchtop_sessions::{SessionMeta, Status};
+use hdrhistogram::Histogram;
 
 use crate::RecordError;
 use crate::child::{Process, WorkerExit, WorkerPipes, WorkerProcess, WorkerSpec};
@@ -37,6 +38,9 @@ pub(crate) const MAX_PROTOCOL_WARNINGS: usize = 20;
 pub(crate) const MAX_PHASES: usize = 1000;
 /// Streams read from a worker: reports, stdout, stderr.
 const STREAMS: usize = 3;
+/// What worker.log keeps of a worker's output (64 MiB; docs/session-format.md): a chatty
+/// worker cannot fill the disk through it.
+pub(crate) const MAX_WORKER_LOG_BYTES: u64 = 64 << 20;
 /// How often the loop turns when nothing arrives: the resolution of every grace period.
 const TURN: Duration = Duration::from_millis(50);
 
@@ -228,8 +232,20 @@ pub(crate) struct RunData {
     pub(crate) histograms: HistogramDecoder,
     /// The whole run's latency per metric, for latency.svg.
     pub(crate) latency_totals: BTreeMap<String, Total>,
+    /// The end of the last row written, ns from `start`.
     pub(crate) last_t_ns: u64,
     pub(crate) last_counters: BTreeMap<String, u64>,
+    /// Ticks accepted, and the last one's `t_ns`.
+    pub(crate) ticks: u64,
+    pub(crate) last_tick_ns: u64,
+    /// Ticks that came too soon after the last row, merged into the next one: their
+    /// latest tick and their histograms together.
+    pub(crate) held: Option<(benchtop_protocol::Tick, BTreeMap<String, Histogram<u64>>)>,
+    /// Ticks merged into a later row.
+    pub(crate) ticks_merged: u64,
+    /// Bytes kept in worker.log, and those dropped past its cap.
+    pub(crate) worker_log_bytes: u64,
+    pub(crate) worker_log_dropped: u64,
     pub(crate) throughput_metric: Option<String>,
     pub(crate) latency_metric: Option<String>,
     /// Rows written since threads.csv was last rewritten.
@@ -248,6 +264,12 @@ impl RunData {
             latency_totals: BTreeMap::new(),
             last_t_ns: 0,
             last_counters: BTreeMap::new(),
+            ticks: 0,
+            last_tick_ns: 0,
+            held: None,
+            ticks_merged: 0,
+            worker_log_bytes: 0,
+            worker_log_dropped: 0,
             throughput_metric: None,
             latency_metric: None,
             rows_since_threads: 0,
@@ -375,8 +397,8 @@ impl Run<'_> {
 
     fn on_input(&mut self, input: Input) -> Result<(), RecordError> {
         match input {
-            Input::Report(message) => self.on_report(message),
-            Input::Output(bytes) => Ok(self.writer.append_worker_log(&bytes)?),
+            Input::Report(message, line) => self.on_report(message, line),
+            Input::Output(bytes) => self.append_worker_log(&bytes),
             Input::Closed => {
                 self.closed_streams += 1;
                 Ok(())
@@ -384,9 +406,33 @@ impl Run<'_> {
         }
     }
 
+    /// What the worker printed, into worker.log up to [`MAX_WORKER_LOG_BYTES`]; beyond,
+    /// counted and said once the run ends.
+    fn append_worker_log(&mut self, bytes: &[u8]) -> Result<(), RecordError> {
+        let room = MAX_WORKER_LOG_BYTES.saturating_sub(self.data.worker_log_bytes);
+        let kept = bytes.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        if kept > 0 {
+            self.writer.append_worker_log(&bytes[..kept])?;
+            self.data.worker_log_bytes += kept as u64;
+        }
+        let dropped = (bytes.len() - kept) as u64;
+        if dropped > 0 {
+            if self.data.worker_log_dropped == 0 {
+                let note = format!(
+                    "\n[benchtop: worker.log is capped at {MAX_WORKER_LOG_BYTES} bytes; what \
+                     the worker printed after this is counted, not kept]\n"
+                );
+                self.writer.append_worker_log(note.as_bytes())?;
+            }
+            self.data.worker_log_dropped += dropped;
+        }
+        Ok(())
+    }
+
     fn on_report(
         &mut self,
         message: Result<WorkerMessage, ProtocolError>,
+        line: u64,
     ) -> Result<(), RecordError> {
         let message = match message {
             Ok(m) => m,
@@ -421,9 +467,24 @@ impl Run<'_> {
                 }
                 self.feed(Event::Ready)
             }
+            WorkerMessage::Tick(_) | WorkerMessage::Phase(_) | WorkerMessage::Summary(_)
+                if !self.conductor.said.hello =>
+            {
+                self.report_issue(ReportIssue::BeforeHello {
+                    kind: message.kind(),
+                    line,
+                })
+            }
             WorkerMessage::Tick(tick) => {
                 if self.data.started_at.is_none() {
                     return self.report_issue(ReportIssue::TickBeforeStart);
+                }
+                if self.data.ticks > 0 && tick.t_ns < self.data.last_tick_ns {
+                    return self.report_issue(ReportIssue::TimeWentBack {
+                        line,
+                        from_ns: self.data.last_tick_ns,
+                        to_ns: tick.t_ns,
+                    });
                 }
                 self.on_tick(&tick)
             }

@@ -25,6 +25,9 @@ impl Run<'_> {
     ) -> Result<RecordOutcome, RecordError> {
         self.say(Notice::WritingSession);
         let mut warnings = Vec::new();
+        if let Err(e) = self.flush_held_tick() {
+            warnings.push(format!("the last interval was not written: {e}"));
+        }
         let ending = self.ending(&result, &mut warnings);
         let attached = matches!(self.worker, Process::Attached { .. });
         if !attached {
@@ -184,6 +187,20 @@ impl Run<'_> {
             warnings.push(format!(
                 "{} phases left out of session.json (it keeps the first {MAX_PHASES})",
                 self.phases_dropped
+            ));
+        }
+        if self.data.ticks_merged > 0 {
+            warnings.push(format!(
+                "{} ticks came sooner than half an interval after the one before and were \
+                 merged into the next row",
+                self.data.ticks_merged
+            ));
+        }
+        if self.data.worker_log_dropped > 0 {
+            warnings.push(format!(
+                "worker.log: {} bytes of the worker's output past its {} MiB cap were not kept",
+                self.data.worker_log_dropped,
+                crate::driver::MAX_WORKER_LOG_BYTES >> 20
             ));
         }
         if self.protocol_errors > MAX_PROTOCOL_WARNINGS {

@@ -583,7 +583,9 @@ fn ending(c: &Conductor) -> Ending {
         Some((cause, escalation)) if exit.success() || escalation != Escalation::Asked => {
             stop_ending(c, cause, escalation, Some(exit))
         }
-        None if exit.success() && c.said.summary => Ending::Complete,
+        // A summary is a built-in worker's duty; for a command it is optional
+        // (docs/protocol.md), so one that speaks the protocol and exits 0 is complete.
+        None if exit.success() && (c.said.summary || c.kind == Kind::Command) => Ending::Complete,
         None if exit.success() => Ending::WorkerCrashed(Crash::NoSummary),
         _ => Ending::WorkerCrashed(Crash::EndedEarly { exit }),
     }

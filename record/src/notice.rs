@@ -114,6 +114,22 @@ pub enum ReportIssue {
     ReadyBeforeHello,
     /// A tick before `start`.
     TickBeforeStart,
+    /// A tick, phase or summary before `hello`, on this line of the report stream.
+    BeforeHello {
+        /// The message's type.
+        kind: &'static str,
+        /// Its line.
+        line: u64,
+    },
+    /// A tick whose `t_ns` is before the previous tick's: ignored.
+    TimeWentBack {
+        /// Its line.
+        line: u64,
+        /// The previous tick's time, ns.
+        from_ns: u64,
+        /// This tick's, ns.
+        to_ns: u64,
+    },
     /// A second summary, which replaced the first.
     SecondSummary,
     /// A message of a kind newer than this conductor.
@@ -134,6 +150,18 @@ impl fmt::Display for ReportIssue {
             ReportIssue::SecondHello => f.write_str("a second hello was ignored"),
             ReportIssue::ReadyBeforeHello => f.write_str("ready before hello"),
             ReportIssue::TickBeforeStart => f.write_str("a tick before start was ignored"),
+            ReportIssue::BeforeHello { kind, line } => {
+                write!(f, "line {line}: a {kind} before hello was ignored")
+            }
+            ReportIssue::TimeWentBack {
+                line,
+                from_ns,
+                to_ns,
+            } => write!(
+                f,
+                "line {line}: a tick at t_ns {to_ns}, before the previous one's {from_ns}, \
+                 was ignored (t_ns never decreases)"
+            ),
             ReportIssue::SecondSummary => f.write_str("a second summary replaced the first"),
             ReportIssue::NewerKind => f.write_str("a message of a newer kind was ignored"),
             ReportIssue::Histogram { metric, error } => {

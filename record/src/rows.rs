@@ -2,6 +2,8 @@
 //! latency.hlog intervals, a target without ticks gets a row of monitors every interval,
 //! and a live consumer gets the rows, the sampler's stacks and the progress figures.
 
+use std::collections::BTreeMap;
+
 use benchtop_sessions::store::StackKind;
 use benchtop_sessions::{Percentiles, TimeseriesRow};
 use hdrhistogram::Histogram;
@@ -25,7 +27,58 @@ impl Run<'_> {
             .is_some_and(|l| l.detail() == detail)
     }
 
+    /// A tick: its histograms decoded, then a row and latency.hlog intervals. A tick that
+    /// comes sooner than half an interval after the last row (a worker flooding ticks) is
+    /// held and merged into the next row, so rows come at most about once an interval
+    /// whatever the worker sends; [`Run::flush_held_tick`] writes what is held at the end.
     pub(crate) fn on_tick(&mut self, tick: &benchtop_protocol::Tick) -> Result<(), RecordError> {
+        self.data.ticks += 1;
+        self.data.last_tick_ns = tick.t_ns;
+        let mut decoded = BTreeMap::new();
+        for (name, encoded) in &tick.histograms {
+            match self.data.histograms.decode(encoded) {
+                Ok(histogram) => {
+                    decoded.insert(name.clone(), histogram);
+                }
+                Err(e) => self.report_issue(ReportIssue::histogram(name, &e))?,
+            }
+        }
+        if let Some((_, held)) = self.data.held.take() {
+            for (name, histogram) in held {
+                match decoded.get_mut(&name) {
+                    // Merging only fails past the decoder's own bounds: the tick keeps its own.
+                    Some(mine) => {
+                        let _ = mine.add(&histogram);
+                    }
+                    None => {
+                        decoded.insert(name, histogram);
+                    }
+                }
+            }
+        }
+        let since_row = tick.t_ns.saturating_sub(self.data.last_t_ns);
+        let too_soon = u128::from(since_row) * 2 < self.opts.interval.as_nanos();
+        if too_soon && self.data.ticks > 1 {
+            self.data.ticks_merged += 1;
+            self.data.held = Some((tick.clone(), decoded));
+            return Ok(());
+        }
+        self.write_tick_row(tick, decoded)
+    }
+
+    /// Writes what a held tick carries, as the run's last row.
+    pub(crate) fn flush_held_tick(&mut self) -> Result<(), RecordError> {
+        match self.data.held.take() {
+            Some((tick, histograms)) => self.write_tick_row(&tick, histograms),
+            None => Ok(()),
+        }
+    }
+
+    fn write_tick_row(
+        &mut self,
+        tick: &benchtop_protocol::Tick,
+        histograms: BTreeMap<String, Histogram<u64>>,
+    ) -> Result<(), RecordError> {
         let interval_ns = tick.t_ns.saturating_sub(self.data.last_t_ns);
         let interval_s = interval_ns as f64 / 1e9;
         // latency.hlog offsets count from the session's start time (its StartTime header).
@@ -44,25 +97,20 @@ impl Run<'_> {
             }
         }
         let mut live_histograms = Vec::new();
-        for (name, encoded) in &tick.histograms {
-            match self.data.histograms.decode(encoded) {
-                Ok(histogram) => {
-                    row.latency
-                        .insert(name.clone(), Percentiles::of(&histogram));
-                    self.writer
-                        .append_latency(name, start_s, interval_s, &histogram)?;
-                    // A total past its cap stops growing; latency.hlog keeps every interval.
-                    let _ = self
-                        .data
-                        .latency_totals
-                        .entry(name.clone())
-                        .or_default()
-                        .add(&histogram);
-                    if self.wants(Detail::Full) {
-                        live_histograms.push((name.clone(), histogram));
-                    }
-                }
-                Err(e) => self.report_issue(ReportIssue::histogram(name, &e))?,
+        for (name, histogram) in histograms {
+            row.latency
+                .insert(name.clone(), Percentiles::of(&histogram));
+            self.writer
+                .append_latency(&name, start_s, interval_s, &histogram)?;
+            // A total past its cap stops growing; latency.hlog keeps every interval.
+            let _ = self
+                .data
+                .latency_totals
+                .entry(name.clone())
+                .or_default()
+                .add(&histogram);
+            if self.wants(Detail::Full) {
+                live_histograms.push((name, histogram));
             }
         }
         self.monitor_row(&mut row)?;

@@ -15,7 +15,8 @@ const EVENT_QUEUE: usize = 256;
 /// What the reader threads send.
 #[derive(Debug)]
 pub(crate) enum Input {
-    Report(Result<WorkerMessage, ProtocolError>),
+    /// A report message (or what was wrong with its line) and the line's number.
+    Report(Result<WorkerMessage, ProtocolError>, u64),
     Output(Vec<u8>),
     /// One of the worker's three streams reached its end.
     Closed,
@@ -33,7 +34,8 @@ pub(crate) fn spawn_readers(
         .spawn(move || {
             let mut reader = ReportReader::new(BufReader::new(reports));
             while let Some(message) = reader.next_message() {
-                if report_tx.send(Input::Report(message)).is_err() {
+                let line = reader.lines_read();
+                if report_tx.send(Input::Report(message, line)).is_err() {
                     return;
                 }
             }

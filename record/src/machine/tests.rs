@@ -481,6 +481,18 @@ fn a_command_that_speaks_the_protocol_gets_start_after_ready_and_stop_as_a_messa
 }
 
 #[test]
+fn a_command_that_speaks_the_protocol_and_exits_0_without_a_summary_is_complete() {
+    // The summary is optional for a command (docs/protocol.md), not for a built-in worker.
+    let (mut sim, _) = Sim::new(Kind::Command, None);
+    sim.feed(Event::Started);
+    sim.feed(Event::Hello);
+    sim.at(1.0);
+    let ending = sim.exits(exit_code(0)).clone();
+    assert_eq!(ending, Ending::Complete);
+    assert!(ending.warnings().is_empty());
+}
+
+#[test]
 fn an_attached_process_is_detached_from_never_signalled() {
     let (mut sim, first) = Sim::new(Kind::Attach, Some(Duration::from_secs(2)));
     assert_eq!(first, [Action::Start]);

@@ -15,6 +15,7 @@ mod netns;
 mod process_tree;
 mod reap;
 mod record;
+mod reports;
 mod setup;
 mod support;
 mod terminal;
