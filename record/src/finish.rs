@@ -32,6 +32,12 @@ impl Run<'_> {
         let attached = matches!(self.worker, Process::Attached { .. });
         if !attached {
             self.end_worker();
+            // The worker is reaped: what still carries this run's marker outlived it.
+            let group = Some(self.worker.pid());
+            let leftovers = crate::leftover::find(&self.writer.meta().id, group);
+            if !leftovers.is_empty() {
+                warnings.push(crate::leftover::Warning(&leftovers).to_string());
+            }
         }
         self.write_profile(&mut warnings);
         self.write_tables(&mut warnings);

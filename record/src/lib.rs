@@ -47,6 +47,7 @@ mod driver;
 mod ending;
 mod error;
 mod finish;
+pub mod leftover;
 pub mod live;
 pub mod machine;
 pub mod notice;

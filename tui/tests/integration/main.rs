@@ -9,6 +9,7 @@ mod echo;
 mod export;
 mod external;
 mod kvstore;
+mod leftovers;
 mod manual;
 mod messenger;
 mod netns;
