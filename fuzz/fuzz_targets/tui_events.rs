@@ -8,12 +8,11 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use benchtop::record::RecordOutcome;
-use benchtop::record::live::LiveEvent;
 use benchtop::state::launcher::{LauncherState, RecentSession};
 use benchtop::state::{AppEvent, Key, Pane, Signal, State};
 use benchtop_profilers::Snapshot;
 use benchtop_profilers::reaper::{Orphan, Owner, OwnerState};
+use benchtop_record::{LiveEvent, Notice, RecordOutcome};
 use benchtop_sessions::timeseries::ThreadCpu;
 use benchtop_sessions::{Resources, StackTree, Status, TimeseriesRow};
 use hdrhistogram::Histogram;
@@ -152,7 +151,12 @@ fn live(b: &mut Bytes) -> LiveEvent {
             snapshot.offcpu = b.tree();
             LiveEvent::Stacks(Box::new(snapshot))
         }
-        _ => LiveEvent::Status(b.text()),
+        _ => LiveEvent::Notice(match b.byte() % 4 {
+            0 => Notice::Starting,
+            1 => Notice::Running,
+            2 => Notice::IgnoresStop,
+            _ => Notice::NoSampling(b.text()),
+        }),
     }
 }
 

@@ -63,6 +63,7 @@ pub mod hlog;
 pub mod meta;
 pub mod plot;
 pub mod pprof;
+pub mod series;
 pub mod stacks;
 pub mod store;
 pub mod timeseries;

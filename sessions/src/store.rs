@@ -376,7 +376,7 @@ fn open_append<'a>(
 
 /// Replaces `path` with `bytes`: writes `<path>.tmp` beside it, syncs it, renames it over
 /// `path`, then syncs the directory so the rename itself is durable.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
@@ -913,7 +913,7 @@ fn or_unknown(s: &str) -> &str {
 }
 
 /// The content of a file that may be absent.
-fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, SessionError> {
+pub(crate) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, SessionError> {
     match fs::read(path) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e)

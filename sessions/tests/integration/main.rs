@@ -12,6 +12,7 @@ mod flame;
 mod hlog;
 mod monitors;
 mod store;
+mod verdicts;
 
 use std::collections::BTreeMap;
 

@@ -23,7 +23,7 @@ impl Tmux {
         let found = Command::new("tmux").arg("-V").output();
         assert!(
             found.is_ok_and(|o| o.status.success()),
-            "tmux is needed for the terminal tests: apt-get install tmux (.ci/run installs it)"
+            "tmux is needed for the terminal tests: apt-get install tmux (scripts/test installs it)"
         );
         // A server per test: tests of this binary run in parallel.
         static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -274,6 +274,15 @@ fn a_workload_killed_from_outside_is_reported_and_the_tui_stays_up() {
     tmux.keys("?");
     tmux.wait_for("any key closes");
     tmux.keys("Escape");
+    // Esc and q read together are Alt-q, which is no key: q only once the help is closed.
+    let start = std::time::Instant::now();
+    while tmux.screen().contains("any key closes") {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the help stayed open"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     tmux.keys("q");
     let screen = tmux.wait_for("EXIT=");
     assert!(screen.contains("EXIT=1"), "{screen}");
