@@ -73,6 +73,44 @@ impl ServerMode {
     }
 }
 
+/// Which threads of this process busy-poll their sockets instead of sleeping in
+/// `epoll_wait` ([`reactor`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum PollMode {
+    /// None: every thread sleeps in `epoll_wait` when it has nothing to do.
+    #[default]
+    Off,
+    /// The crimson server's shards and the clients, as seastar's `--poll-mode` does for
+    /// every reactor of a process.
+    All,
+    /// The crimson server's shards alone.
+    Server,
+    /// The clients alone.
+    Clients,
+}
+
+impl PollMode {
+    /// The name on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PollMode::Off => "off",
+            PollMode::All => "all",
+            PollMode::Server => "server",
+            PollMode::Clients => "clients",
+        }
+    }
+
+    /// Whether the server's shards poll.
+    pub fn server(self) -> bool {
+        matches!(self, PollMode::All | PollMode::Server)
+    }
+
+    /// Whether the clients poll.
+    pub fn clients(self) -> bool {
+        matches!(self, PollMode::All | PollMode::Clients)
+    }
+}
+
 pub use crate::role::Role;
 
 /// Parameters of the messenger benchmark, with the originals' names.
@@ -81,10 +119,12 @@ pub struct MsgrParams {
     /// Server design: crimson (shard per core) or async (shared worker pool)
     #[arg(long, value_enum, default_value_t = ServerMode::Crimson)]
     pub server: ServerMode,
-    /// Busy-poll the sockets instead of sleeping in epoll, as seastar's --poll-mode: the
-    /// crimson server's shards and the clients (not the async server)
-    #[arg(long)]
-    pub poll_mode: bool,
+    /// Busy-poll the sockets instead of sleeping in epoll, as seastar's --poll-mode: all
+    /// (the crimson server's shards and the clients; the flag alone), server, clients or
+    /// off
+    #[arg(long, value_enum, value_name = "WHO", default_value_t = PollMode::Off,
+          num_args = 0..=1, default_missing_value = "all")]
+    pub poll_mode: PollMode,
     /// Payload bytes of each message (a 16-byte header comes on top)
     #[arg(long, default_value_t = 4096,
           value_parser = clap::value_parser!(u32).range(1..=16_777_216))]
@@ -132,7 +172,7 @@ impl Default for MsgrParams {
     fn default() -> Self {
         MsgrParams {
             server: ServerMode::Crimson,
-            poll_mode: false,
+            poll_mode: PollMode::Off,
             msg_size: 4096,
             clients: 1,
             conns_per_client: 2,
@@ -170,8 +210,8 @@ impl MsgrParams {
             "--role".to_owned(),
             self.role.as_str().to_owned(),
         ];
-        if self.poll_mode {
-            args.push("--poll-mode".to_owned());
+        if self.poll_mode != PollMode::Off {
+            args.extend(["--poll-mode".to_owned(), self.poll_mode.as_str().to_owned()]);
         }
         if let Some(t) = self.msgtime {
             args.extend(["--msgtime".to_owned(), t.to_string()]);
@@ -195,7 +235,7 @@ impl MsgrParams {
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
         let mut json = BTreeMap::from([
             ("server".to_owned(), self.server.as_str().into()),
-            ("poll-mode".to_owned(), self.poll_mode.into()),
+            ("poll-mode".to_owned(), self.poll_mode.as_str().into()),
             ("msg-size".to_owned(), self.msg_size.into()),
             ("clients".to_owned(), self.clients.into()),
             ("conns-per-client".to_owned(), self.conns_per_client.into()),
@@ -289,11 +329,25 @@ impl MsgrParams {
                 "is for the server; --role client only connects (--connect)",
             ));
         }
-        if self.poll_mode && self.server == ServerMode::Async && self.role.serves() {
-            return Err(given(
-                "poll-mode",
+        let poll = |reason: &'static str| WorkloadError::BadParam {
+            name: "poll-mode",
+            value: self.poll_mode.as_str().to_owned(),
+            reason,
+        };
+        if self.poll_mode.server() && self.server == ServerMode::Async && self.role.serves() {
+            return Err(poll(
                 "is for --server crimson: the async messenger's shared pool sleeps in epoll \
-                 by design (--role client --poll-mode polls the clients alone)",
+                 by design (--poll-mode clients polls the clients alone)",
+            ));
+        }
+        if self.poll_mode == PollMode::Server && !self.role.serves() {
+            return Err(poll(
+                "polls nothing: --role client runs no server (--poll-mode clients)",
+            ));
+        }
+        if self.poll_mode == PollMode::Clients && !self.role.sends() {
+            return Err(poll(
+                "polls nothing: --role server runs no clients (--poll-mode server)",
             ));
         }
         if self.role == Role::Both && self.connect.is_some() {
@@ -672,7 +726,7 @@ pub fn run(
     let mut servers: Vec<Option<Server>> = Vec::with_capacity(n);
     if params.role.serves() {
         for inst in &plan.instances {
-            let started = if params.poll_mode {
+            let started = if params.poll_mode.server() {
                 Server::start_poll_mode(inst.listen, &inst.server)
             } else {
                 Server::start(params.server, inst.listen, &inst.server)
@@ -715,7 +769,7 @@ pub fn run(
                 msgtime: params.msgtime(),
                 cpus: inst.client.clone(),
                 target,
-                poll_mode: params.poll_mode,
+                poll_mode: params.poll_mode.clients(),
             };
             let (tally, client_stop) = (tallies[i].clone(), stop.clone());
             let handle = std::thread::Builder::new()
@@ -992,7 +1046,12 @@ pub fn summary(outcome: &Outcome) -> Summary {
         "messenger: server {}{}, {} client(s) x {} connection(s), depth {}, {}-byte messages, \
          {} instance(s)",
         p.server.as_str(),
-        if p.poll_mode { " (poll mode)" } else { "" },
+        match p.poll_mode {
+            PollMode::Off => "",
+            PollMode::All => " (poll mode: server and clients)",
+            PollMode::Server => " (poll mode: server)",
+            PollMode::Clients => " (poll mode: clients)",
+        },
         p.clients,
         p.conns_per_client,
         p.depth,
@@ -1287,42 +1346,68 @@ mod tests {
             "--poll-mode",
         ])
         .unwrap();
-        assert!(p.poll_mode);
+        assert_eq!(
+            p.poll_mode,
+            PollMode::All,
+            "the flag alone polls everything"
+        );
         let args = p.to_args();
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         assert_eq!(parse(&refs).unwrap(), p);
         assert_eq!(p.params_json()["server-cpuset"], "0-3,56-59");
-        assert_eq!(p.params_json()["poll-mode"], true);
-        assert_eq!(MsgrParams::default().params_json()["poll-mode"], false);
+        assert_eq!(p.params_json()["poll-mode"], "all");
+        assert_eq!(MsgrParams::default().params_json()["poll-mode"], "off");
+        for (args, mode) in [
+            (&["--poll-mode", "--depth", "4"][..], PollMode::All),
+            (&["--poll-mode", "server"], PollMode::Server),
+            (&["--poll-mode=clients"], PollMode::Clients),
+            (&[], PollMode::Off),
+        ] {
+            let p = parse(args).unwrap();
+            assert_eq!(p.poll_mode, mode, "{args:?}");
+            let back = p.to_args();
+            let refs: Vec<&str> = back.iter().map(String::as_str).collect();
+            assert_eq!(parse(&refs).unwrap(), p);
+        }
     }
 
     #[test]
-    fn poll_mode_is_refused_for_an_async_server_and_kept_for_clients_alone() {
-        for role in [Role::Both, Role::Server] {
-            let p = MsgrParams {
-                server: ServerMode::Async,
-                poll_mode: true,
-                role,
-                ..MsgrParams::default()
-            };
-            let err = p.validate().unwrap_err().to_string();
-            assert!(
-                err.starts_with("--poll-mode (given): is for --server crimson"),
-                "{err}"
-            );
+    fn poll_mode_is_refused_for_an_async_server_and_where_it_would_poll_nothing() {
+        let p = |server, poll_mode, role| MsgrParams {
+            server,
+            poll_mode,
+            role,
+            ..MsgrParams::default()
+        };
+        for (params, needle) in [
+            (
+                p(ServerMode::Async, PollMode::All, Role::Both),
+                "--poll-mode all: is for --server crimson",
+            ),
+            (
+                p(ServerMode::Async, PollMode::Server, Role::Server),
+                "--poll-mode server: is for --server crimson",
+            ),
+            (
+                p(ServerMode::Crimson, PollMode::Server, Role::Client),
+                "--poll-mode server: polls nothing: --role client runs no server",
+            ),
+            (
+                p(ServerMode::Crimson, PollMode::Clients, Role::Server),
+                "--poll-mode clients: polls nothing: --role server runs no clients",
+            ),
+        ] {
+            let err = params.validate().unwrap_err().to_string();
+            assert!(err.starts_with(needle), "{params:?}: {err}");
         }
-        let clients = MsgrParams {
-            server: ServerMode::Async,
-            poll_mode: true,
-            role: Role::Client,
-            ..MsgrParams::default()
-        };
-        assert!(clients.validate().is_ok());
-        let crimson = MsgrParams {
-            poll_mode: true,
-            ..MsgrParams::default()
-        };
-        assert!(crimson.validate().is_ok());
+        for params in [
+            p(ServerMode::Async, PollMode::Clients, Role::Both),
+            p(ServerMode::Async, PollMode::All, Role::Client),
+            p(ServerMode::Crimson, PollMode::All, Role::Both),
+            p(ServerMode::Crimson, PollMode::All, Role::Server),
+        ] {
+            assert!(params.validate().is_ok(), "{params:?}");
+        }
     }
 
     #[test]

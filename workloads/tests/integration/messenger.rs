@@ -13,7 +13,9 @@ use benchtop_workloads::messenger::cpuset::{CpuSet, Topology, affinity, last_cpu
 use benchtop_workloads::messenger::frame::{HEADER_LEN, Header};
 use benchtop_workloads::messenger::progress::{Block, Line};
 use benchtop_workloads::messenger::server::Server;
-use benchtop_workloads::messenger::{self, MsgrMetrics, MsgrParams, Role, ServerMode, Tally};
+use benchtop_workloads::messenger::{
+    self, MsgrMetrics, MsgrParams, PollMode, Role, ServerMode, Tally,
+};
 use benchtop_workloads::protocol::WorkerMessage;
 use benchtop_workloads::report::{Metrics, StopSignal};
 use benchtop_workloads::worker::Workload;
@@ -46,11 +48,11 @@ fn run(params: &MsgrParams) -> messenger::Outcome {
         .unwrap_or_else(|e| panic!("{params:?}: {e}"))
 }
 
-/// The server designs: crimson sleeping in epoll, crimson polling, async.
-const DESIGNS: [(ServerMode, bool); 3] = [
-    (ServerMode::Crimson, false),
-    (ServerMode::Crimson, true),
-    (ServerMode::Async, false),
+/// The designs: crimson sleeping in epoll, crimson polling with its clients, async.
+const DESIGNS: [(ServerMode, PollMode); 3] = [
+    (ServerMode::Crimson, PollMode::Off),
+    (ServerMode::Crimson, PollMode::All),
+    (ServerMode::Async, PollMode::Off),
 ];
 
 #[test]
@@ -72,11 +74,11 @@ fn every_message_comes_back_intact_and_once_in_every_mode_at_several_sizes_and_d
             // the run on a lost, duplicated or damaged one; here, the counts agree too.
             assert!(
                 c.received > 0,
-                "{server:?} poll {poll_mode} {msg_size} B depth {depth}: {c:?}"
+                "{server:?} poll {poll_mode:?} {msg_size} B depth {depth}: {c:?}"
             );
             assert_eq!(
                 c.sent, c.received,
-                "{server:?} poll {poll_mode} {msg_size} B depth {depth}"
+                "{server:?} poll {poll_mode:?} {msg_size} B depth {depth}"
             );
             assert_eq!(outcome.instances[0].served, Some(c.received));
             assert!(
@@ -441,8 +443,8 @@ fn poll_mode_shards_never_wait_in_epoll_where_the_async_server_waits_for_every_m
             ..MsgrParams::default()
         })
     };
-    let sleeping = run(&params(ServerMode::Async, false));
-    let polling = run(&params(ServerMode::Crimson, true));
+    let sleeping = run(&params(ServerMode::Async, PollMode::Off));
+    let polling = run(&params(ServerMode::Crimson, PollMode::Server));
     let switches = |o: &messenger::Outcome| o.instances[0].server_switches.unwrap();
     let (asleep, _) = switches(&sleeping);
     let (polled, preempted) = switches(&polling);
@@ -497,15 +499,17 @@ fn poll_mode_shards_never_wait_in_epoll_where_the_async_server_waits_for_every_m
 }
 
 #[test]
-fn poll_mode_clients_poll_and_report_their_reactors() {
+fn poll_mode_clients_poll_and_report_their_reactors_against_either_server() {
     let outcome = run(&contained(MsgrParams {
-        poll_mode: true,
+        server: ServerMode::Async,
+        poll_mode: PollMode::Clients,
         clients: 2,
         msgtime: Some(1),
         depth: 16,
         listen: any_port(),
         ..MsgrParams::default()
     }));
+    assert!(outcome.instances[0].server_reactor.is_empty());
     let c = outcome.instances[0].client.as_ref().unwrap();
     assert_eq!(c.sent, c.received);
     assert_eq!(c.threads.len(), 2);
