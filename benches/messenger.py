@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
-"""messenger: the crimson (shard per core) server against the async (shared pool) one at
-4 KiB messages, depth 512, measured side by side in two settings:
+"""messenger: the crimson (shard per core) server, sleeping in epoll and in poll mode
+(`--poll-mode server`: the shards busy-poll, as seastar's reactor under its --poll-mode;
+`--poll-mode all`: the clients too, as perf-crimson-msgr under it),
+against the async (shared pool) one at 4 KiB messages, depth 512, measured side by side in
+two settings:
 
 - one core each: `--server-cpuset 0 --client-cpuset 1`, one client with two connections
   (the originals' default) — the cost per message of the two designs on one server core;
@@ -12,16 +15,20 @@ Each round runs every configuration back to back (interleaved, the order alterna
 round to round) on a release build, recorded without profiling. The tables give medians
 over the rounds of IOPS, mean and p99 latency, the server's CPU% (its cores, anything that
 ran there) and its threads' own CPU time per message, and the crimson/async
-ratio of each (goal: crimson ahead, as in the published study), with the range of IOPS
-over the rounds and the load average before and after: the two CPUs are the whole machine
-here, so anything else running shows as spread.
+ratio of each to async (goal: crimson ahead, as in the published study), with the range
+of IOPS over the rounds and the load average before and after: the two CPUs are the whole
+machine here, so anything else running shows as spread. In poll mode the server's CPU% is
+100 by design; its busy share (the rest is polling idle), busy µs per message and its
+threads' voluntary context switches (waits; near zero when it polls) say what it did.
 
 Usage: benches/messenger.py [--rounds N] [--seconds S] [--one-core-only]
+                            [--designs crimson,crimson-poll,crimson-poll-all,async]
 Needs: cargo; a machine with at least two CPUs.
 """
 
 import argparse
 import json
+import math
 import os
 import shutil
 import statistics
@@ -32,13 +39,25 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
 BENCHTOP = os.path.join(TARGET, "release", "benchtop")
-MODES = ("crimson", "async")
+# Each design: its name in the tables and its arguments.
+DESIGNS = {
+    "crimson": ["--server", "crimson"],
+    # The server's shards poll; the clients sleep in epoll as async's do.
+    "crimson-poll": ["--server", "crimson", "--poll-mode", "server"],
+    # Shards and clients poll, as seastar's --poll-mode in perf-crimson-msgr.
+    "crimson-poll-all": ["--server", "crimson", "--poll-mode", "all"],
+    "async": ["--server", "async"],
+}
+BASELINE = "async"
 FIGURES = (
     ("iops", "IOPS", "{:.0f}"),
     ("latency_ms", "mean latency (ms)", "{:.2f}"),
     ("latency_p99_ms", "p99 latency (ms)", "{:.2f}"),
     ("server_cpu_percent", "server CPU%", "{:.0f}"),
+    ("server_busy_percent", "server busy%", "{:.0f}"),
     ("server_cpu_us_per_message", "server µs/message", "{:.3f}"),
+    ("server_busy_us_per_message", "busy µs/message", "{:.3f}"),
+    ("server_voluntary_switches", "voluntary switches", "{:.0f}"),
 )
 
 
@@ -50,9 +69,9 @@ SETTINGS = (
 )
 
 
-def once(mode, setting, args, tmp):
+def once(design, setting, args, tmp):
     d = tempfile.mkdtemp(dir=tmp)
-    cmd = [BENCHTOP, "run", "messenger", "--server", mode, "--msg-size", "4096",
+    cmd = [BENCHTOP, "run", "messenger", *DESIGNS[design], "--msg-size", "4096",
            "--depth", "512", "--conns-per-client", "2", *setting,
            "--msgtime", str(args.seconds), "--listen", "127.0.0.1:0",
            "--profile", "none", "--quiet", "--record", os.path.join(d, "s")]
@@ -69,36 +88,56 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--one-core-only", action="store_true")
+    ap.add_argument("--designs", default="crimson,crimson-poll,crimson-poll-all,async",
+                    help="comma-separated, from " + ", ".join(DESIGNS))
     args = ap.parse_args()
+    designs = [d for d in args.designs.split(",") if d]
+    unknown = [d for d in designs if d not in DESIGNS]
+    if unknown or BASELINE not in designs or len(designs) < 2:
+        ap.error(f"--designs: {args.designs!r}: names from {', '.join(DESIGNS)}, "
+                 f"{BASELINE} and at least one other")
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "benchtop"], cwd=ROOT, check=True)
     settings = SETTINGS[:1] if args.one_core_only else SETTINGS
-    runs = [(label, setting, mode) for label, setting in settings for mode in MODES]
-    results = {(label, mode): {name: [] for name, _, _ in FIGURES} for label, _, mode in runs}
+    runs = [(label, setting, design) for label, setting in settings for design in designs]
+    results = {(label, d): {name: [] for name, _, _ in FIGURES} for label, _, d in runs}
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
-            for label, setting, mode in (runs if r % 2 == 0 else list(reversed(runs))):
-                figures = once(mode, setting, args, tmp)
+            for label, setting, design in (runs if r % 2 == 0 else list(reversed(runs))):
+                figures = once(design, setting, args, tmp)
                 for name, _, _ in FIGURES:
-                    results[(label, mode)][name].append(figures[name])
-                print(f"round {r + 1}: {label.split(':')[0]}: {mode}: {figures['iops']:.0f} IOPS, "
-                      f"{figures['latency_ms']:.2f} ms mean", file=sys.stderr)
+                    results[(label, design)][name].append(figures.get(name, float("nan")))
+                print(f"round {r + 1}: {label.split(':')[0]}: {design}: "
+                      f"{figures['iops']:.0f} IOPS, {figures['latency_ms']:.2f} ms mean",
+                      file=sys.stderr)
     load_after = os.getloadavg()[0]
     print(f"\n4 KiB, depth 512; medians of {args.rounds} rounds of {args.seconds} s; "
           f"load average {load_before:.1f} before, {load_after:.1f} after")
+    others = [d for d in designs if d != BASELINE]
     for label, _ in settings:
-        crimson, asynch = results[(label, "crimson")], results[(label, "async")]
+        base = results[(label, BASELINE)]
         print(f"\n{label}\n")
-        print(f"{'figure':<20} {'crimson':>12} {'async':>12} {'crimson/async':>14}")
+        print(f"{'figure':<20}" + "".join(f" {d:>13}" for d in designs)
+              + "".join(f" {d + '/' + BASELINE:>19}" for d in others))
         for name, title, fmt in FIGURES:
-            c = statistics.median(crimson[name])
-            a = statistics.median(asynch[name])
-            ratio = c / a if a else float("nan")
-            print(f"{title:<20} {fmt.format(c):>12} {fmt.format(a):>12} {ratio:>13.2f}x")
-        for mode, res in (("crimson", crimson), ("async", asynch)):
-            print(f"IOPS range, {mode}: {min(res['iops']):.0f} .. {max(res['iops']):.0f}")
-        wins = sum(c > a for c, a in zip(crimson["iops"], asynch["iops"]))
-        print(f"rounds where crimson had more IOPS: {wins} of {args.rounds}")
+            med = {d: median(results[(label, d)][name]) for d in designs}
+            if all(math.isnan(v) for v in med.values()):
+                continue
+            ratios = [med[d] / med[BASELINE] if med[BASELINE] else float("nan") for d in others]
+            print(f"{title:<20}" + "".join(f" {fmt.format(med[d]):>13}" for d in designs)
+                  + "".join(f" {r:>18.2f}x" for r in ratios))
+        for d in designs:
+            res = results[(label, d)]
+            print(f"IOPS range, {d}: {min(res['iops']):.0f} .. {max(res['iops']):.0f}")
+        for d in others:
+            wins = sum(c > a for c, a in zip(results[(label, d)]["iops"], base["iops"]))
+            print(f"rounds where {d} had more IOPS than {BASELINE}: {wins} of {args.rounds}")
+
+
+def median(values):
+    """The median of the values a design reported (NaN when it reports none)."""
+    present = [v for v in values if not math.isnan(v)]
+    return statistics.median(present) if present else float("nan")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,10 @@
 //!
 //! Counts and latencies are kept per connection and added to the shared metrics every
 //! [`FLUSH_EVERY`], off the per-message path.
+//!
+//! In poll mode (`--poll-mode`, as perf-crimson-msgr's clients under seastar's
+//! `--poll-mode`) each client thread's runtime is driven by [`reactor::polling`]: it
+//! busy-polls its connections instead of sleeping in `epoll_wait`.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -22,6 +26,7 @@ use tokio::sync::Semaphore;
 
 use super::cpuset::{CpuSet, affinity, current_tid, last_cpu, pin_current_thread};
 use super::frame::{self, HEADER_LEN, Header, Messages};
+use super::reactor::{self, ReactorClock, ReactorTimes};
 use super::{NAME, Tally};
 use crate::WorkloadError;
 use crate::protocol::new_latency_histogram;
@@ -71,6 +76,8 @@ pub struct ClientPlan {
     pub cpus: CpuSet,
     /// The server.
     pub target: SocketAddr,
+    /// Busy-poll the connections instead of sleeping in `epoll_wait` (`--poll-mode`).
+    pub poll_mode: bool,
 }
 
 /// What the clients of one instance did.
@@ -109,6 +116,8 @@ pub struct ClientThread {
     pub allowed: Option<CpuSet>,
     /// The CPU it last ran on (field 39 of its /proc stat).
     pub last_cpu: Option<usize>,
+    /// Its reactor's busy and idle-polling time over the messaging (poll mode).
+    pub reactor: Option<ReactorTimes>,
 }
 
 impl ClientOutcome {
@@ -284,7 +293,8 @@ fn client_main(
         return Ok((Vec::new(), None));
     }
     let deadline = Instant::now() + plan.msgtime;
-    let results = runtime.block_on(async {
+    let clock = plan.poll_mode.then(ReactorClock::default);
+    let messaging = async {
         let mut tasks = tokio::task::JoinSet::new();
         for (c, stream) in streams.into_iter().enumerate() {
             let seed = ((index as u64) << 32) | c as u64;
@@ -314,13 +324,18 @@ fn client_main(
             }
         }
         Ok(results)
-    })?;
+    };
+    let results = match &clock {
+        Some(clock) => runtime.block_on(reactor::polling(messaging, clock)),
+        None => runtime.block_on(messaging),
+    }?;
     let tid = current_tid();
     let thread = ClientThread {
         tid,
         cpu,
         allowed: affinity(0).ok(),
         last_cpu: last_cpu(tid),
+        reactor: clock.as_ref().map(ReactorClock::read),
     };
     Ok((results, Some(thread)))
 }
@@ -410,6 +425,7 @@ async fn connection(
                     .write_all(&batch)
                     .await
                     .map_err(|e| format!("sending: {e}"))?;
+                reactor::note_work();
                 bytes_out += batch.len() as u64;
                 sent += n as u64;
             }
@@ -463,6 +479,7 @@ async fn connection(
                 ));
             };
             frame::check_answer(&frame, &header).map_err(|e| e.to_string())?;
+            reactor::note_work();
             room.add_permits(1);
             let ns = u64::try_from((now - at).as_nanos()).unwrap_or(u64::MAX);
             if pending.record(ns).is_err() {

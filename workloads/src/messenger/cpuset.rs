@@ -464,6 +464,28 @@ pub fn thread_cpu_time(tid: libc::pid_t) -> Option<std::time::Duration> {
     Some(std::time::Duration::from_millis((utime + stime) * 10))
 }
 
+/// Context switches of thread `tid` of this process so far, voluntary (it waited: a sleep
+/// in `epoll_wait`, a lock, a read with nothing to read) and involuntary (the kernel took
+/// its CPU, or it yielded), from `/proc/self/task/<tid>/status`.
+pub fn thread_switches(tid: libc::pid_t) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).ok()?;
+    parse_switches(&text)
+}
+
+/// The `voluntary_ctxt_switches` and `nonvoluntary_ctxt_switches` of a status file.
+fn parse_switches(status: &str) -> Option<(u64, u64)> {
+    let field = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    Some((
+        field("voluntary_ctxt_switches:")?,
+        field("nonvoluntary_ctxt_switches:")?,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -608,5 +630,17 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    #[test]
+    fn context_switches_are_read_from_the_status_file() {
+        let status = "Name:\tx\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n";
+        assert_eq!(parse_switches(status), Some((12, 3)));
+        assert_eq!(parse_switches("Name:\tx\n"), None);
+        let before = thread_switches(current_tid()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let after = thread_switches(current_tid()).unwrap();
+        // A sleep is a voluntary switch.
+        assert!(after.0 > before.0, "{before:?} {after:?}");
     }
 }

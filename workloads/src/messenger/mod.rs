@@ -15,11 +15,16 @@
 //! each on half the machine (the study's left/right experiment), each recorded under its
 //! own tag. Each second a line gives messages, IOPS, MB/s, mean latency and the CPU% of
 //! each server core ([`progress`]); the run ends with the originals' `all(depth=…)` block.
+//!
+//! `--poll-mode`, as seastar's: the crimson shards and the client threads busy-poll their
+//! sockets instead of sleeping in `epoll_wait`, and the shards' busy share of their time
+//! (the rest is polling that found nothing) is printed beside their CPU% ([`reactor`]).
 
 pub mod client;
 pub mod cpuset;
 pub mod frame;
 pub mod progress;
+pub mod reactor;
 pub mod server;
 
 use std::collections::BTreeMap;
@@ -32,6 +37,7 @@ use hdrhistogram::Histogram;
 use self::client::{ClientOutcome, ClientPlan};
 use self::cpuset::{CpuAlloc, CpuSet, Topology};
 use self::progress::{Block, CpuTimes, Line};
+use self::reactor::ReactorTimes;
 use self::server::Server;
 use crate::WorkloadError;
 use crate::protocol::{Better, Figure, Summary};
@@ -67,6 +73,44 @@ impl ServerMode {
     }
 }
 
+/// Which threads of this process busy-poll their sockets instead of sleeping in
+/// `epoll_wait` ([`reactor`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum PollMode {
+    /// None: every thread sleeps in `epoll_wait` when it has nothing to do.
+    #[default]
+    Off,
+    /// The crimson server's shards and the clients, as seastar's `--poll-mode` does for
+    /// every reactor of a process.
+    All,
+    /// The crimson server's shards alone.
+    Server,
+    /// The clients alone.
+    Clients,
+}
+
+impl PollMode {
+    /// The name on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PollMode::Off => "off",
+            PollMode::All => "all",
+            PollMode::Server => "server",
+            PollMode::Clients => "clients",
+        }
+    }
+
+    /// Whether the server's shards poll.
+    pub fn server(self) -> bool {
+        matches!(self, PollMode::All | PollMode::Server)
+    }
+
+    /// Whether the clients poll.
+    pub fn clients(self) -> bool {
+        matches!(self, PollMode::All | PollMode::Clients)
+    }
+}
+
 pub use crate::role::Role;
 
 /// Parameters of the messenger benchmark, with the originals' names.
@@ -75,6 +119,12 @@ pub struct MsgrParams {
     /// Server design: crimson (shard per core) or async (shared worker pool)
     #[arg(long, value_enum, default_value_t = ServerMode::Crimson)]
     pub server: ServerMode,
+    /// Busy-poll the sockets instead of sleeping in epoll, as seastar's --poll-mode: all
+    /// (the crimson server's shards and the clients; the flag alone), server, clients or
+    /// off
+    #[arg(long, value_enum, value_name = "WHO", default_value_t = PollMode::Off,
+          num_args = 0..=1, default_missing_value = "all")]
+    pub poll_mode: PollMode,
     /// Payload bytes of each message (a 16-byte header comes on top)
     #[arg(long, default_value_t = 4096,
           value_parser = clap::value_parser!(u32).range(1..=16_777_216))]
@@ -122,6 +172,7 @@ impl Default for MsgrParams {
     fn default() -> Self {
         MsgrParams {
             server: ServerMode::Crimson,
+            poll_mode: PollMode::Off,
             msg_size: 4096,
             clients: 1,
             conns_per_client: 2,
@@ -159,6 +210,9 @@ impl MsgrParams {
             "--role".to_owned(),
             self.role.as_str().to_owned(),
         ];
+        if self.poll_mode != PollMode::Off {
+            args.extend(["--poll-mode".to_owned(), self.poll_mode.as_str().to_owned()]);
+        }
         if let Some(t) = self.msgtime {
             args.extend(["--msgtime".to_owned(), t.to_string()]);
         }
@@ -181,6 +235,7 @@ impl MsgrParams {
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
         let mut json = BTreeMap::from([
             ("server".to_owned(), self.server.as_str().into()),
+            ("poll-mode".to_owned(), self.poll_mode.as_str().into()),
             ("msg-size".to_owned(), self.msg_size.into()),
             ("clients".to_owned(), self.clients.into()),
             ("conns-per-client".to_owned(), self.conns_per_client.into()),
@@ -272,6 +327,27 @@ impl MsgrParams {
             return Err(given(
                 "server-cpuset",
                 "is for the server; --role client only connects (--connect)",
+            ));
+        }
+        let poll = |reason: &'static str| WorkloadError::BadParam {
+            name: "poll-mode",
+            value: self.poll_mode.as_str().to_owned(),
+            reason,
+        };
+        if self.poll_mode.server() && self.server == ServerMode::Async && self.role.serves() {
+            return Err(poll(
+                "is for --server crimson: the async messenger's shared pool sleeps in epoll \
+                 by design (--poll-mode clients polls the clients alone)",
+            ));
+        }
+        if self.poll_mode == PollMode::Server && !self.role.serves() {
+            return Err(poll(
+                "polls nothing: --role client runs no server (--poll-mode clients)",
+            ));
+        }
+        if self.poll_mode == PollMode::Clients && !self.role.sends() {
+            return Err(poll(
+                "polls nothing: --role server runs no clients (--poll-mode server)",
             ));
         }
         if self.role == Role::Both && self.connect.is_some() {
@@ -609,6 +685,11 @@ pub struct InstanceOutcome {
     pub server_cpu: Vec<(usize, f64)>,
     /// CPU time its server's own threads used over the run.
     pub server_cpu_time: Option<Duration>,
+    /// Voluntary and involuntary context switches of its server's threads over the run.
+    pub server_switches: Option<(u64, u64)>,
+    /// Each poll-mode shard's CPU and reactor times over the run (empty when its server
+    /// does not poll or did not run here).
+    pub server_reactor: Vec<(usize, ReactorTimes)>,
 }
 
 /// What a run did.
@@ -645,7 +726,12 @@ pub fn run(
     let mut servers: Vec<Option<Server>> = Vec::with_capacity(n);
     if params.role.serves() {
         for inst in &plan.instances {
-            match Server::start(params.server, inst.listen, &inst.server) {
+            let started = if params.poll_mode.server() {
+                Server::start_poll_mode(inst.listen, &inst.server)
+            } else {
+                Server::start(params.server, inst.listen, &inst.server)
+            };
+            match started {
                 Ok(s) => servers.push(Some(s)),
                 Err(e) => {
                     for s in servers.into_iter().flatten() {
@@ -663,6 +749,14 @@ pub fn run(
         .iter()
         .map(|s| s.as_ref().map(Server::cpu_time))
         .collect();
+    let server_switches_start: Vec<Option<(u64, u64)>> = servers
+        .iter()
+        .map(|s| s.as_ref().map(Server::switches))
+        .collect();
+    let reactor_start: Vec<Vec<(usize, ReactorTimes)>> = servers
+        .iter()
+        .map(|s| s.as_ref().map(Server::reactor_times).unwrap_or_default())
+        .collect();
     let mut clients = Vec::new();
     if params.role.sends() {
         for (i, inst) in plan.instances.iter().enumerate() {
@@ -675,6 +769,7 @@ pub fn run(
                 msgtime: params.msgtime(),
                 cpus: inst.client.clone(),
                 target,
+                poll_mode: params.poll_mode.clients(),
             };
             let (tally, client_stop) = (tallies[i].clone(), stop.clone());
             let handle = std::thread::Builder::new()
@@ -702,7 +797,8 @@ pub fn run(
 
     // Each second: a line per instance. A server alone counts what it echoes.
     let tagged = n > 1;
-    let mut lines = vec![progress::heading(tagged)];
+    let polled = servers.iter().flatten().any(Server::polls);
+    let mut lines = vec![progress::heading(tagged, polled)];
     let start = Instant::now();
     let first_cpu: Vec<CpuTimes> = plan
         .instances
@@ -710,6 +806,7 @@ pub fn run(
         .map(|i| CpuTimes::read(&i.server))
         .collect();
     let mut last_cpu = first_cpu.clone();
+    let mut last_reactor = reactor_start.clone();
     let mut last: Vec<(u64, u64, u64)> = vec![(0, 0, 0); n];
     let server_until = params.msgtime.map(|_| start + params.msgtime());
     let mut next = start + Duration::from_secs(1);
@@ -739,6 +836,10 @@ pub fn run(
             }
             let totals = tallies[i].totals();
             let cpu = CpuTimes::read(&inst.server);
+            let reactor = servers[i]
+                .as_ref()
+                .map(Server::reactor_times)
+                .unwrap_or_default();
             let elapsed = now - start;
             let dt = (now - last_at).as_secs_f64().max(1e-9);
             let messages = totals.0 - last[i].0;
@@ -754,10 +855,12 @@ pub fn run(
                     (totals.2 - last[i].2) as f64 / messages as f64 / 1e6
                 },
                 cpu: cpu.percent_since(&last_cpu[i]),
+                busy: busy_since(&reactor, &last_reactor[i]),
             };
             lines.push(line.format());
             last[i] = totals;
             last_cpu[i] = cpu;
+            last_reactor[i] = reactor;
         }
         last_at = now;
         next += Duration::from_secs(1);
@@ -790,6 +893,17 @@ pub fn run(
             .as_ref()
             .zip(server_cpu_start[i])
             .map(|(s, at_start)| s.cpu_time().saturating_sub(at_start));
+        let server_switches = server
+            .as_ref()
+            .zip(server_switches_start[i])
+            .map(|(s, at_start)| {
+                let (v, iv) = s.switches();
+                (v.saturating_sub(at_start.0), iv.saturating_sub(at_start.1))
+            });
+        let server_reactor = server
+            .as_ref()
+            .map(|s| reactor_since(&s.reactor_times(), &reactor_start[i]))
+            .unwrap_or_default();
         let (served, listened) = match server {
             Some(s) => {
                 let served = s.served().0;
@@ -807,6 +921,8 @@ pub fn run(
             listened,
             server_cpu,
             server_cpu_time,
+            server_switches,
+            server_reactor,
         });
     }
     if let Some(e) = first_error {
@@ -831,6 +947,34 @@ pub fn run(
         server_errors,
         stopped: stop.is_set(),
     })
+}
+
+/// Each shard's reactor times between `earlier` and `now` (matched by CPU).
+fn reactor_since(
+    now: &[(usize, ReactorTimes)],
+    earlier: &[(usize, ReactorTimes)],
+) -> Vec<(usize, ReactorTimes)> {
+    now.iter()
+        .map(|(cpu, t)| {
+            let before = earlier
+                .iter()
+                .find(|(c, _)| c == cpu)
+                .map(|(_, e)| *e)
+                .unwrap_or_default();
+            (*cpu, t.since(&before))
+        })
+        .collect()
+}
+
+/// Each shard's busy percentage between `earlier` and `now`.
+fn busy_since(
+    now: &[(usize, ReactorTimes)],
+    earlier: &[(usize, ReactorTimes)],
+) -> Vec<(usize, f64)> {
+    reactor_since(now, earlier)
+        .into_iter()
+        .map(|(cpu, t)| (cpu, t.busy_percent()))
+        .collect()
 }
 
 /// The `all(depth=…)` block of `outcomes` together.
@@ -899,9 +1043,15 @@ pub fn summary(outcome: &Outcome) -> Summary {
     let mut lines = Vec::new();
     let p = &outcome.params;
     lines.push(format!(
-        "messenger: server {}, {} client(s) x {} connection(s), depth {}, {}-byte messages, \
+        "messenger: server {}{}, {} client(s) x {} connection(s), depth {}, {}-byte messages, \
          {} instance(s)",
         p.server.as_str(),
+        match p.poll_mode {
+            PollMode::Off => "",
+            PollMode::All => " (poll mode: server and clients)",
+            PollMode::Server => " (poll mode: server)",
+            PollMode::Clients => " (poll mode: clients)",
+        },
         p.clients,
         p.conns_per_client,
         p.depth,
@@ -993,6 +1143,89 @@ pub fn summary(outcome: &Outcome) -> Summary {
                 },
                 per_core.join(" ")
             ));
+        }
+        let label = if tagged {
+            format!("{}: ", i.instance.tag)
+        } else {
+            String::new()
+        };
+        if let Some((voluntary, involuntary)) = i.server_switches {
+            figures.push(
+                Figure::new(
+                    format!("{prefix}server_voluntary_switches"),
+                    voluntary as f64,
+                    "switches",
+                )
+                .better(Better::Lower),
+            );
+            figures.push(Figure::new(
+                format!("{prefix}server_involuntary_switches"),
+                involuntary as f64,
+                "switches",
+            ));
+            lines.push(format!(
+                "{label}server threads' context switches: {voluntary} voluntary (waits), \
+                 {involuntary} involuntary (preempted or yielded)"
+            ));
+        }
+        if !i.server_reactor.is_empty() {
+            let total = i
+                .server_reactor
+                .iter()
+                .fold(ReactorTimes::default(), |a, (_, t)| ReactorTimes {
+                    busy: a.busy + t.busy,
+                    idle: a.idle + t.idle,
+                    yielded: a.yielded + t.yielded,
+                    turns: a.turns + t.turns,
+                    idle_turns: a.idle_turns + t.idle_turns,
+                    yields: a.yields + t.yields,
+                });
+            figures.push(Figure::new(
+                format!("{prefix}server_busy_percent"),
+                total.busy_percent(),
+                "%",
+            ));
+            if handled > 0 {
+                let per = total.busy.as_secs_f64() * 1e6 / handled as f64;
+                figures.push(
+                    Figure::new(format!("{prefix}server_busy_us_per_message"), per, "us")
+                        .better(Better::Lower),
+                );
+                lines.push(format!(
+                    "{label}server reactors' busy time: {:.3}s, {per:.3}us per message",
+                    total.busy.as_secs_f64()
+                ));
+            }
+            let per_core: Vec<String> = i
+                .server_reactor
+                .iter()
+                .map(|(c, t)| format!("{c}:{:.0}", t.busy_percent()))
+                .collect();
+            lines.push(format!(
+                "{label}server reactors busy% (the rest polling idle): {}; {} turns, {} idle, \
+                 {} yielded the CPU for {:.3}s",
+                per_core.join(" "),
+                total.turns,
+                total.idle_turns,
+                total.yields,
+                total.yielded.as_secs_f64()
+            ));
+        }
+        if let Some(c) = &i.client {
+            let reactors: Vec<String> = c
+                .threads
+                .iter()
+                .filter_map(|t| {
+                    t.reactor
+                        .map(|r| format!("{}:{:.0}", t.cpu, r.busy_percent()))
+                })
+                .collect();
+            if !reactors.is_empty() {
+                lines.push(format!(
+                    "{label}client reactors busy% (the rest polling idle): {}",
+                    reactors.join(" ")
+                ));
+            }
         }
     }
     if !all.is_empty() {
@@ -1110,12 +1343,71 @@ mod tests {
             "client",
             "--connect",
             "10.0.0.1:7000",
+            "--poll-mode",
         ])
         .unwrap();
+        assert_eq!(
+            p.poll_mode,
+            PollMode::All,
+            "the flag alone polls everything"
+        );
         let args = p.to_args();
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         assert_eq!(parse(&refs).unwrap(), p);
         assert_eq!(p.params_json()["server-cpuset"], "0-3,56-59");
+        assert_eq!(p.params_json()["poll-mode"], "all");
+        assert_eq!(MsgrParams::default().params_json()["poll-mode"], "off");
+        for (args, mode) in [
+            (&["--poll-mode", "--depth", "4"][..], PollMode::All),
+            (&["--poll-mode", "server"], PollMode::Server),
+            (&["--poll-mode=clients"], PollMode::Clients),
+            (&[], PollMode::Off),
+        ] {
+            let p = parse(args).unwrap();
+            assert_eq!(p.poll_mode, mode, "{args:?}");
+            let back = p.to_args();
+            let refs: Vec<&str> = back.iter().map(String::as_str).collect();
+            assert_eq!(parse(&refs).unwrap(), p);
+        }
+    }
+
+    #[test]
+    fn poll_mode_is_refused_for_an_async_server_and_where_it_would_poll_nothing() {
+        let p = |server, poll_mode, role| MsgrParams {
+            server,
+            poll_mode,
+            role,
+            ..MsgrParams::default()
+        };
+        for (params, needle) in [
+            (
+                p(ServerMode::Async, PollMode::All, Role::Both),
+                "--poll-mode all: is for --server crimson",
+            ),
+            (
+                p(ServerMode::Async, PollMode::Server, Role::Server),
+                "--poll-mode server: is for --server crimson",
+            ),
+            (
+                p(ServerMode::Crimson, PollMode::Server, Role::Client),
+                "--poll-mode server: polls nothing: --role client runs no server",
+            ),
+            (
+                p(ServerMode::Crimson, PollMode::Clients, Role::Server),
+                "--poll-mode clients: polls nothing: --role server runs no clients",
+            ),
+        ] {
+            let err = params.validate().unwrap_err().to_string();
+            assert!(err.starts_with(needle), "{params:?}: {err}");
+        }
+        for params in [
+            p(ServerMode::Async, PollMode::Clients, Role::Both),
+            p(ServerMode::Async, PollMode::All, Role::Client),
+            p(ServerMode::Crimson, PollMode::All, Role::Both),
+            p(ServerMode::Crimson, PollMode::All, Role::Server),
+        ] {
+            assert!(params.validate().is_ok(), "{params:?}");
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The lines the originals print, and reading them back: a line each second (elapsed,
 //! messages, IOPS, MB/s, mean latency, CPU% of each of the server's cores, from
-//! /proc/stat) and the `all(depth=…)` block at the end.
+//! /proc/stat, and in poll mode each shard's busy share after `busy`) and the
+//! `all(depth=…)` block at the end.
 
 use std::fmt::Write as _;
 
@@ -80,18 +81,26 @@ pub struct Line {
     pub latency_ms: f64,
     /// Busy percentage of each of the server's CPUs.
     pub cpu: Vec<(usize, f64)>,
+    /// Poll mode: each shard's busy share of its reactor's time, by CPU (the rest is
+    /// polling that found nothing); empty otherwise.
+    pub busy: Vec<(usize, f64)>,
 }
 
-/// The heading above the per-second lines.
-pub fn heading(tagged: bool) -> String {
+/// The heading above the per-second lines (`polled`: with the shards' busy shares).
+pub fn heading(tagged: bool, polled: bool) -> String {
     format!(
-        "{}{:>8} {:>10} {:>10} {:>9} {:>9}  cpu%(server cores)",
+        "{}{:>8} {:>10} {:>10} {:>9} {:>9}  cpu%(server cores){}",
         if tagged { "instance " } else { "" },
         "sec",
         "messages",
         "IOPS",
         "MB/s",
-        "lat(ms)"
+        "lat(ms)",
+        if polled {
+            "  busy%(server reactors; the rest polls idle)"
+        } else {
+            ""
+        }
     )
 }
 
@@ -110,6 +119,12 @@ impl Line {
         for (cpu, pct) in &self.cpu {
             let _ = write!(s, " {cpu}:{pct:.0}");
         }
+        if !self.busy.is_empty() {
+            s.push_str("  busy");
+            for (cpu, pct) in &self.busy {
+                let _ = write!(s, " {cpu}:{pct:.0}");
+            }
+        }
         s
     }
 
@@ -126,12 +141,20 @@ impl Line {
         let iops = fields.next()?.parse().ok()?;
         let mb_per_s = fields.next()?.parse().ok()?;
         let latency_ms = fields.next()?.parse().ok()?;
-        let cpu = fields
-            .map(|f| {
-                let (c, p) = f.split_once(':')?;
-                Some((c.parse().ok()?, p.parse().ok()?))
-            })
-            .collect::<Option<Vec<_>>>()?;
+        let share = |f: &str| {
+            let (c, p) = f.split_once(':')?;
+            Some((c.parse().ok()?, p.parse().ok()?))
+        };
+        let mut cpu = Vec::new();
+        let mut busy = Vec::new();
+        let mut into = &mut cpu;
+        for f in fields {
+            if f == "busy" {
+                into = &mut busy;
+            } else {
+                into.push(share(f)?);
+            }
+        }
         Some(Line {
             tag,
             elapsed_s,
@@ -140,6 +163,7 @@ impl Line {
             mb_per_s,
             latency_ms,
             cpu,
+            busy,
         })
     }
 }
@@ -234,14 +258,23 @@ mod tests {
             mb_per_s: 50.6,
             latency_ms: 41.5,
             cpu: vec![(0, 99.0), (1, 12.0)],
+            busy: Vec::new(),
         };
         assert_eq!(Line::parse(&line.format(), true), Some(line.clone()));
         let plain = Line {
             tag: String::new(),
             ..line
         };
-        assert_eq!(Line::parse(&plain.format(), false), Some(plain));
-        assert_eq!(Line::parse(&heading(false), false), None);
+        assert_eq!(Line::parse(&plain.format(), false), Some(plain.clone()));
+        let polled = Line {
+            cpu: vec![(0, 100.0), (1, 100.0)],
+            busy: vec![(0, 37.0), (1, 41.0)],
+            ..plain
+        };
+        assert!(polled.format().ends_with(" 0:100 1:100  busy 0:37 1:41"));
+        assert_eq!(Line::parse(&polled.format(), false), Some(polled));
+        assert_eq!(Line::parse(&heading(false, false), false), None);
+        assert_eq!(Line::parse(&heading(false, true), false), None);
         let block = Block {
             title: "all".to_owned(),
             depth: 512,

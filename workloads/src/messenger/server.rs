@@ -7,6 +7,10 @@
 //!
 //! Both echo each complete frame unchanged once its checksum is checked, in batches:
 //! read what the socket has, write back the whole frames in one write.
+//!
+//! Crimson in poll mode ([`Server::start_poll_mode`]): each shard's runtime is driven by
+//! [`reactor::polling`], so the shard busy-polls its sockets on its CPU instead of
+//! sleeping in `epoll_wait`, and counts its busy and idle-polling time.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,8 +22,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::watch;
 
-use super::cpuset::{CpuSet, current_tid, pin_current_thread, thread_cpu_time};
+use super::cpuset::{CpuSet, current_tid, pin_current_thread, thread_cpu_time, thread_switches};
 use super::frame::{self, MAX_PAYLOAD};
+use super::reactor::{self, ReactorClock, ReactorTimes};
 use super::{NAME, ServerMode};
 use crate::WorkloadError;
 
@@ -91,6 +96,8 @@ pub struct Server {
     stop: watch::Sender<bool>,
     kind: Kind,
     threads: Vec<ServerThread>,
+    /// Each shard's reactor clock, beside `threads` (poll mode only).
+    clocks: Vec<Arc<ReactorClock>>,
     book: Arc<Book>,
 }
 
@@ -151,14 +158,25 @@ impl Server {
         cpus: &CpuSet,
     ) -> Result<Server, WorkloadError> {
         match mode {
-            ServerMode::Crimson => Self::start_crimson(addr, cpus),
+            ServerMode::Crimson => Self::start_crimson(addr, cpus, false),
             ServerMode::Async => Self::start_async(addr, cpus),
         }
     }
 
-    fn start_crimson(addr: SocketAddr, cpus: &CpuSet) -> Result<Server, WorkloadError> {
+    /// Starts a crimson server in poll mode on `cpus`, listening on `addr`: each shard
+    /// busy-polls its sockets on its CPU and never sleeps waiting for them.
+    pub fn start_poll_mode(addr: SocketAddr, cpus: &CpuSet) -> Result<Server, WorkloadError> {
+        Self::start_crimson(addr, cpus, true)
+    }
+
+    fn start_crimson(addr: SocketAddr, cpus: &CpuSet, poll: bool) -> Result<Server, WorkloadError> {
         let (stop, stopped) = watch::channel(false);
         let book = Arc::new(Book::default());
+        let clocks: Vec<Arc<ReactorClock>> = if poll {
+            cpus.cpus().iter().map(|_| Arc::default()).collect()
+        } else {
+            Vec::new()
+        };
         let mut handles = Vec::new();
         let mut threads = Vec::new();
         let mut bound = addr;
@@ -168,17 +186,19 @@ impl Server {
             stop: stop.clone(),
             kind: Kind::Crimson(handles),
             threads,
+            clocks: clocks.clone(),
             book: book.clone(),
         };
         for (shard, cpu) in cpus.cpus().into_iter().enumerate() {
             let (ready_tx, ready) = mpsc::channel();
             let stopped = stopped.clone();
             let book = book.clone();
+            let clock = clocks.get(shard).cloned();
             // The first shard binds (port 0 picks a port); the others join its port.
             let at = bound;
             let handle = std::thread::Builder::new()
                 .name(format!("msgr-shard-{shard}"))
-                .spawn(move || shard_main(cpu, at, stopped, book, ready_tx))
+                .spawn(move || shard_main(cpu, at, stopped, book, clock, ready_tx))
                 .map_err(|source| WorkloadError::Thread {
                     thread: "msgr-shard",
                     source,
@@ -276,6 +296,7 @@ impl Server {
             stop,
             kind: Kind::Async(runtime),
             threads,
+            clocks: Vec::new(),
             book,
         })
     }
@@ -315,6 +336,29 @@ impl Server {
             .sum()
     }
 
+    /// Voluntary and involuntary context switches of its threads so far (the async pool:
+    /// the threads it started with).
+    pub fn switches(&self) -> (u64, u64) {
+        self.threads
+            .iter()
+            .filter_map(|t| thread_switches(t.tid))
+            .fold((0, 0), |(v, i), (dv, di)| (v + dv, i + di))
+    }
+
+    /// Whether its shards poll (crimson in poll mode).
+    pub fn polls(&self) -> bool {
+        !self.clocks.is_empty()
+    }
+
+    /// Each shard's CPU and reactor times so far (poll mode; empty otherwise).
+    pub fn reactor_times(&self) -> Vec<(usize, ReactorTimes)> {
+        self.threads
+            .iter()
+            .zip(&self.clocks)
+            .map(|(t, c)| (t.cpus.cpus().first().copied().unwrap_or(0), c.read()))
+            .collect()
+    }
+
     /// Errors its connections ended with (the first few).
     pub fn errors(&self) -> Vec<String> {
         self.book
@@ -340,12 +384,14 @@ impl Server {
 
 type Ready = mpsc::Sender<Result<(i32, SocketAddr), WorkloadError>>;
 
-/// One crimson shard: pin, build its runtime, bind its listener, serve until stopped.
+/// One crimson shard: pin, build its runtime, bind its listener, serve until stopped;
+/// with a reactor clock, in poll mode.
 fn shard_main(
     cpu: usize,
     addr: SocketAddr,
     mut stopped: watch::Receiver<bool>,
     book: Arc<Book>,
+    clock: Option<Arc<ReactorClock>>,
     ready: Ready,
 ) {
     if let Err(source) = pin_current_thread(&CpuSet::of([cpu])) {
@@ -384,7 +430,22 @@ fn shard_main(
             }
         };
         tokio::spawn(accept_loop(listener, stopped.clone(), book));
-        let _ = stopped.wait_for(|s| *s).await;
+        match clock {
+            Some(clock) => {
+                // Polled every turn: a look at the flag, no waker needed.
+                let until_stopped = std::future::poll_fn(|_| {
+                    if *stopped.borrow() {
+                        std::task::Poll::Ready(())
+                    } else {
+                        std::task::Poll::Pending
+                    }
+                });
+                reactor::polling(until_stopped, &clock).await;
+            }
+            None => {
+                let _ = stopped.wait_for(|s| *s).await;
+            }
+        }
     });
     // Dropping the runtime drops its connections.
 }
@@ -400,6 +461,7 @@ async fn accept_loop(listener: TcpListener, mut stopped: watch::Receiver<bool>, 
         };
         match accepted {
             Ok((stream, peer)) => {
+                reactor::note_work();
                 let _ = stream.set_nodelay(true);
                 let count = book.open();
                 let book = book.clone();
@@ -439,6 +501,7 @@ async fn echo(mut stream: TcpStream, count: &ConnCount) -> Result<(), String> {
             };
         }
         filled += n;
+        reactor::note_work();
         let (whole, frames) =
             frame::scan(&buf[..filled], MAX_PAYLOAD).map_err(|e| e.to_string())?;
         if whole > 0 {

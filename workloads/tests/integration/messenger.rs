@@ -13,7 +13,9 @@ use benchtop_workloads::messenger::cpuset::{CpuSet, Topology, affinity, last_cpu
 use benchtop_workloads::messenger::frame::{HEADER_LEN, Header};
 use benchtop_workloads::messenger::progress::{Block, Line};
 use benchtop_workloads::messenger::server::Server;
-use benchtop_workloads::messenger::{self, MsgrMetrics, MsgrParams, Role, ServerMode, Tally};
+use benchtop_workloads::messenger::{
+    self, MsgrMetrics, MsgrParams, PollMode, Role, ServerMode, Tally,
+};
 use benchtop_workloads::protocol::WorkerMessage;
 use benchtop_workloads::report::{Metrics, StopSignal};
 use benchtop_workloads::worker::Workload;
@@ -46,12 +48,20 @@ fn run(params: &MsgrParams) -> messenger::Outcome {
         .unwrap_or_else(|e| panic!("{params:?}: {e}"))
 }
 
+/// The designs: crimson sleeping in epoll, crimson polling with its clients, async.
+const DESIGNS: [(ServerMode, PollMode); 3] = [
+    (ServerMode::Crimson, PollMode::Off),
+    (ServerMode::Crimson, PollMode::All),
+    (ServerMode::Async, PollMode::Off),
+];
+
 #[test]
-fn every_message_comes_back_intact_and_once_in_both_modes_at_several_sizes_and_depths() {
-    for server in [ServerMode::Crimson, ServerMode::Async] {
+fn every_message_comes_back_intact_and_once_in_every_mode_at_several_sizes_and_depths() {
+    for (server, poll_mode) in DESIGNS {
         for (msg_size, depth) in [(1, 1), (100, 16), (4096, 512), (65536, 8), (300_000, 2)] {
             let params = contained(MsgrParams {
                 server,
+                poll_mode,
                 msg_size,
                 depth,
                 msgtime: Some(1),
@@ -64,9 +74,12 @@ fn every_message_comes_back_intact_and_once_in_both_modes_at_several_sizes_and_d
             // the run on a lost, duplicated or damaged one; here, the counts agree too.
             assert!(
                 c.received > 0,
-                "{server:?} {msg_size} B depth {depth}: {c:?}"
+                "{server:?} poll {poll_mode:?} {msg_size} B depth {depth}: {c:?}"
             );
-            assert_eq!(c.sent, c.received, "{server:?} {msg_size} B depth {depth}");
+            assert_eq!(
+                c.sent, c.received,
+                "{server:?} poll {poll_mode:?} {msg_size} B depth {depth}"
+            );
             assert_eq!(outcome.instances[0].served, Some(c.received));
             assert!(
                 outcome.server_errors.is_empty(),
@@ -137,6 +150,7 @@ fn against(addr: std::net::SocketAddr) -> String {
         msgtime: Duration::from_millis(500),
         cpus: Topology::current().unwrap().cpus,
         target: addr,
+        poll_mode: false,
     };
     client::run(&plan, &Arc::new(Tally::new()), &StopSignal::new())
         .unwrap_err()
@@ -381,10 +395,11 @@ fn a_server_and_its_clients_in_two_roles_meet_over_listen_and_connect() {
 
 #[test]
 fn a_stop_mid_run_drains_every_connection_and_ends_with_a_whole_block() {
-    for server in [ServerMode::Crimson, ServerMode::Async] {
+    for (server, poll_mode) in DESIGNS {
         let mut worker = RunningWorker::start(
             Workload::Messenger(contained(MsgrParams {
                 server,
+                poll_mode,
                 msgtime: Some(600),
                 listen: any_port(),
                 ..MsgrParams::default()
@@ -410,4 +425,103 @@ fn a_stop_mid_run_drains_every_connection_and_ends_with_a_whole_block() {
         assert_eq!(last_tick.counters["messages"] as f64, received);
         assert!(log.contains("all(depth=512):"), "{log}");
     }
+}
+
+#[test]
+fn poll_mode_shards_never_wait_in_epoll_where_the_async_server_waits_for_every_message() {
+    // One connection at depth 1: every message leaves the server with nothing to do until
+    // the next, so the async pool goes to sleep in epoll once a message; poll-mode shards
+    // poll on. Same parameters, same CPU.
+    let params = |server, poll_mode| {
+        contained(MsgrParams {
+            server,
+            poll_mode,
+            depth: 1,
+            conns_per_client: 1,
+            msgtime: Some(2),
+            listen: any_port(),
+            ..MsgrParams::default()
+        })
+    };
+    let sleeping = run(&params(ServerMode::Async, PollMode::Off));
+    let polling = run(&params(ServerMode::Crimson, PollMode::Server));
+    let switches = |o: &messenger::Outcome| o.instances[0].server_switches.unwrap();
+    let (asleep, _) = switches(&sleeping);
+    let (polled, preempted) = switches(&polling);
+    assert!(asleep >= 100, "the async server waited {asleep} times");
+    assert!(
+        polled * 100 < asleep,
+        "poll mode: {polled} voluntary switches ({preempted} involuntary) against async's {asleep}"
+    );
+    // Answers are checked as in every run: all back, once.
+    let c = polling.instances[0].client.as_ref().unwrap();
+    assert!(c.received > 0 && c.sent == c.received, "{c:?}");
+    assert_eq!(polling.instances[0].served, Some(c.received));
+    // The shard's time is split into busy and polling idle, and both are reported.
+    let reactor = &polling.instances[0].server_reactor;
+    assert_eq!(reactor.len(), 1, "{reactor:?}");
+    let (cpu, times) = reactor[0];
+    assert_eq!(Some(cpu), last_cpu_only().unwrap().cpus().first().copied());
+    assert!(
+        times.busy > Duration::ZERO && times.idle > Duration::ZERO,
+        "{times:?}"
+    );
+    assert!(
+        times.idle_turns > 0 && times.turns > times.idle_turns,
+        "{times:?}"
+    );
+    assert!(sleeping.instances[0].server_reactor.is_empty());
+    let lines = messenger::summary(&polling).lines;
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("server reactors busy% (the rest polling idle): ")),
+        "{lines:#?}"
+    );
+    let per_second: Vec<Line> = lines.iter().filter_map(|l| Line::parse(l, false)).collect();
+    assert!(!per_second.is_empty(), "{lines:#?}");
+    for l in &per_second {
+        assert_eq!(l.busy.len(), 1, "{l:?}");
+        assert!((0.0..=100.0).contains(&l.busy[0].1), "{l:?}");
+    }
+    let figures = messenger::summary(&polling).figures;
+    let figure = |name: &str| {
+        figures
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap_or_else(|| panic!("no {name}: {figures:?}"))
+            .value
+    };
+    assert_eq!(figure("server_voluntary_switches"), polled as f64);
+    let busy = figure("server_busy_percent");
+    assert!(busy > 0.0 && busy < 100.0, "{busy}");
+    assert!(figure("server_busy_us_per_message") > 0.0);
+}
+
+#[test]
+fn poll_mode_clients_poll_and_report_their_reactors_against_either_server() {
+    let outcome = run(&contained(MsgrParams {
+        server: ServerMode::Async,
+        poll_mode: PollMode::Clients,
+        clients: 2,
+        msgtime: Some(1),
+        depth: 16,
+        listen: any_port(),
+        ..MsgrParams::default()
+    }));
+    assert!(outcome.instances[0].server_reactor.is_empty());
+    let c = outcome.instances[0].client.as_ref().unwrap();
+    assert_eq!(c.sent, c.received);
+    assert_eq!(c.threads.len(), 2);
+    for t in &c.threads {
+        let r = t.reactor.unwrap_or_else(|| panic!("{t:?}"));
+        assert!(r.turns > 0 && r.busy > Duration::ZERO, "{t:?}");
+    }
+    let lines = messenger::summary(&outcome).lines;
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("client reactors busy% (the rest polling idle): ")),
+        "{lines:#?}"
+    );
 }
