@@ -310,6 +310,18 @@ pub struct RecordArgs {
     /// binaries, no inlined frames). Compare sessions symbolized the same way.
     #[arg(long, global = true, value_enum, default_value_t = Symbols::Inlined)]
     pub symbols: Symbols,
+    /// How user stacks are walked: `fp` follows frame pointers (cheapest; stacks cut
+    /// short in code built without them), `dwarf` unwinds a copy of each sample's stack
+    /// with each module's .eh_frame, `auto` picks per module (frame pointers where kept,
+    /// .eh_frame elsewhere) and copies stacks like `dwarf` [default: auto; fp for the
+    /// built-in workloads, which keep frame pointers]. Compare sessions unwound the same way.
+    #[arg(long, global = true, value_enum)]
+    pub unwind: Option<Unwind>,
+    /// Bytes of user stack copied with each sample by `--unwind auto|dwarf` (perf's
+    /// default; at most 65536). Deeper stacks end in `[truncated: stack copy too small]`.
+    #[arg(long, global = true, value_name = "BYTES", default_value_t = 8192,
+          value_parser = clap::value_parser!(u32).range(8..=65536))]
+    pub stack_size: u32,
     /// Do not show the progress line.
     #[arg(long, short, global = true)]
     pub quiet: bool,
@@ -377,6 +389,17 @@ pub enum Symbols {
 /// The highest `--frequency`. Measured on the ring (2-CPU VM): at 100 kHz the worker
 /// starved (messages/s fell from 6 M to nearly 0, millions of samples lost).
 pub const MAX_FREQUENCY_HZ: u64 = 10_000;
+
+/// How user stacks are walked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Unwind {
+    /// Per module: frame pointers where kept, .eh_frame elsewhere.
+    Auto,
+    /// Frame pointers only.
+    Fp,
+    /// .eh_frame (DWARF CFI) everywhere it exists.
+    Dwarf,
+}
 
 /// The event that drives on-CPU sampling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{Context, Result};
 use benchtop_profilers::monitor::{TreeMonitor, TreeMonitorOptions};
 use benchtop_profilers::sampler::{SampleEvent, Sampler, SamplerOptions};
-use benchtop_profilers::{ProfilerError, SymbolDetail, host, process_start_ticks};
+use benchtop_profilers::{ProfilerError, SymbolDetail, UnwindMode, host, process_start_ticks};
 use benchtop_sessions::histogram::{HistogramDecoder, Total};
 use benchtop_sessions::meta::{Better, Figure, PhaseInfo, WorkloadInfo};
 use benchtop_sessions::store::{SessionWriter, StackKind, new_session_id, rfc3339};
@@ -31,7 +31,7 @@ use benchtop_workloads::protocol::{
 };
 use hdrhistogram::Histogram;
 
-use crate::cli::{PerfEvent, RecordArgs, Symbols};
+use crate::cli::{PerfEvent, RecordArgs, Symbols, Unwind};
 use child::{WorkerExit, WorkerProcess, WorkerSpec};
 use live::{LiveEvent, LiveLink};
 use progress::{Progress, ProgressFigures};
@@ -156,7 +156,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome> {
     );
     meta.command_line = opts.command_line.clone();
     meta.benchtop_version = env!("CARGO_PKG_VERSION").to_owned();
-    let sampler_opts = sampler_options(&opts.record);
+    let sampler_opts = sampler_options(&opts.record, opts.target);
     // What is asked for; the sampler says what it got once it runs.
     meta.sampling.event = sampler_opts.event.name().into();
     meta.sampling.frequency_hz = sampler_opts.frequency_hz;
@@ -1201,8 +1201,9 @@ fn summary_lines(summary: &protocol::Summary) -> Vec<String> {
         .collect()
 }
 
-/// The sampler's options from the command line's.
-fn sampler_options(record: &RecordArgs) -> SamplerOptions {
+/// The sampler's options from the command line's. Built-in workers keep frame pointers:
+/// they stay on them unless `--unwind` says otherwise.
+fn sampler_options(record: &RecordArgs, target: Target) -> SamplerOptions {
     let mut opts = SamplerOptions::default();
     opts.kind = record.profile.kind().unwrap_or_default();
     opts.per_thread = record.per_thread;
@@ -1216,6 +1217,12 @@ fn sampler_options(record: &RecordArgs) -> SamplerOptions {
         Symbols::Inlined => SymbolDetail::Inlined,
         Symbols::Names => SymbolDetail::NamesOnly,
     };
+    opts.unwind = match (record.unwind, target) {
+        (None, Target::Worker) | (Some(Unwind::Fp), _) => UnwindMode::FramePointers,
+        (None | Some(Unwind::Auto), _) => UnwindMode::Auto,
+        (Some(Unwind::Dwarf), _) => UnwindMode::Dwarf,
+    };
+    opts.stack_size = record.stack_size;
     opts
 }
 
