@@ -342,3 +342,201 @@ fn benchtop_and_perf_record_call_graph_dwarf_agree_on_the_same_program() {
         );
     }
 }
+
+/// A library that the program below loads after its start: work → lib_a (6 units) /
+/// lib_b (4 units) → lib_spin, 60/40 %.
+const LIB_C: &str = r#"
+static volatile unsigned long sink;
+__attribute__((noinline)) void lib_spin(unsigned long n) {
+    for (unsigned long i = 0; i < n; i++) sink += i ^ (sink >> 3);
+}
+#define UNIT 200000UL
+__attribute__((noinline)) void lib_a(void) { lib_spin(6 * UNIT); }
+__attribute__((noinline)) void lib_b(void) { lib_spin(4 * UNIT); }
+void work(void) { lib_a(); lib_b(); }
+"#;
+
+/// Loads argv[2] with dlopen once running and calls its `work` for argv[1] seconds
+/// of CPU time.
+const DLOPEN_C: &str = r#"
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+int main(int argc, char **argv) {
+    double seconds = atof(argv[1]);
+    void *lib = dlopen(argv[2], RTLD_NOW);
+    if (!lib) { fprintf(stderr, "%s\n", dlerror()); return 1; }
+    void (*work)(void) = (void (*)(void))dlsym(lib, "work");
+    struct timespec t;
+    do {
+        work();
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    } while (t.tv_sec + t.tv_nsec / 1e9 < seconds);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_library_loaded_after_the_start_is_unwound_through() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut lib_flags = NO_FP.to_vec();
+    lib_flags.extend(["-shared", "-fPIC"]);
+    let lib = build_c(dir.path(), "libwork.so", LIB_C, &lib_flags);
+    let prog = build_c(dir.path(), "loader", DLOPEN_C, NO_FP);
+    let lib_arg = lib.to_str().expect("utf-8 path");
+    let profile = record(&prog, &["3", lib_arg], UnwindMode::Auto);
+    let stacks = user_stacks(&profile.cpu.to_folded());
+    let main = reaching(&stacks, "main");
+    assert!(
+        main >= 0.99,
+        "{:.2} % reach main:\n{stacks:#?}",
+        main * 100.0
+    );
+    let split = [
+        ("main;work;lib_a;lib_spin", 0.6),
+        ("main;work;lib_b;lib_spin", 0.4),
+    ];
+    assert_split(&stacks, &split, 2.0, "dlopen'd library");
+    let modules = &profile.unwinding.modules;
+    assert_eq!(
+        modules.get("libwork.so").map(|m| m.name()),
+        Some("dwarf"),
+        "{modules:?}"
+    );
+}
+
+/// Forks a child that execs argv[1..] and waits for it.
+const LAUNCHER_C: &str = r#"
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    (void)argc;
+    pid_t child = fork();
+    if (child == 0) { execv(argv[1], argv + 1); perror("execv"); _exit(127); }
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+"#;
+
+#[test]
+fn a_forked_child_that_execs_a_program_without_frame_pointers_is_unwound() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prog = build_c(dir.path(), "split", SPLIT_C, NO_FP);
+    let launcher = build_c(
+        dir.path(),
+        "launcher",
+        LAUNCHER_C,
+        &["-O2", "-fno-omit-frame-pointer"],
+    );
+    let prog_arg = prog.to_str().expect("utf-8 path");
+    let profile = record(&launcher, &[prog_arg, "3"], UnwindMode::Auto);
+    let folded = profile.cpu.to_folded();
+    // The child's samples only: its stacks are rooted at its name after the exec.
+    let child: String = folded
+        .lines()
+        .filter(|l| l.starts_with("split;"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let stacks = user_stacks(&child);
+    assert!(
+        stacks.values().sum::<u64>() > 1000,
+        "too few samples of the child:\n{folded}"
+    );
+    let main = reaching(&stacks, "main");
+    assert!(
+        main >= 0.99,
+        "{:.2} % reach main:\n{stacks:#?}",
+        main * 100.0
+    );
+    assert_split(&stacks, &SPLIT, 2.0, "forked and exec'd child");
+}
+
+/// The same call tree in Rust, built by rustc without `force-frame-pointers` (as
+/// release builds are by default): rounds of rs_mid_x → rs_leaf_a / rs_leaf_b and
+/// rs_mid_y → rs_leaf_c, 50/30/20 %.
+const SPLIT_RS: &str = r#"
+use std::hint::black_box;
+// Each caller uses its callee's result, so that no call is a tail call.
+#[inline(never)]
+fn rs_spin(n: u64) -> u64 {
+    let mut s = 0u64;
+    for i in 0..n {
+        s = black_box(s ^ i).wrapping_add(i >> 3);
+    }
+    s
+}
+const UNIT: u64 = 400_000;
+#[inline(never)]
+fn rs_leaf_a() -> u64 { rs_spin(5 * UNIT).wrapping_add(1) }
+#[inline(never)]
+fn rs_leaf_b() -> u64 { rs_spin(3 * UNIT).wrapping_add(2) }
+#[inline(never)]
+fn rs_leaf_c() -> u64 { rs_spin(2 * UNIT).wrapping_add(3) }
+#[inline(never)]
+fn rs_mid_x() -> u64 { rs_leaf_a().wrapping_add(rs_leaf_b()).wrapping_add(4) }
+#[inline(never)]
+fn rs_mid_y() -> u64 { rs_leaf_c().wrapping_add(5) }
+fn main() {
+    let rounds: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(100);
+    for _ in 0..rounds {
+        black_box(rs_mid_x().wrapping_add(rs_mid_y()));
+    }
+}
+"#;
+
+#[test]
+fn a_rust_program_built_without_frame_pointers_gets_full_stacks_in_auto() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("rsplit.rs");
+    std::fs::write(&src, SPLIT_RS).expect("write the fixture");
+    let prog = dir.path().join("rsplit");
+    let status = Command::new("rustc")
+        .args([
+            "-O",
+            "-C",
+            "force-frame-pointers=no",
+            "-C",
+            "debuginfo=1",
+            "-o",
+        ])
+        .arg(&prog)
+        .arg(&src)
+        .status()
+        .unwrap_or_else(|e| panic!("this test builds a Rust fixture with `rustc`: {e}"));
+    assert!(status.success(), "rustc {}", src.display());
+    // Calibrate the rounds to about three seconds of CPU time on this machine.
+    let started = std::time::Instant::now();
+    let status = Command::new(&prog).arg("20").status().expect("run rsplit");
+    assert!(status.success());
+    let per_round = started.elapsed().as_secs_f64() / 20.0;
+    let rounds = ((3.0 / per_round.max(1e-4)) as u64)
+        .clamp(50, 5000)
+        .to_string();
+    let profile = record(&prog, &[&rounds], UnwindMode::Auto);
+    let stacks = user_stacks(&profile.cpu.to_folded());
+    let main = reaching(&stacks, "rsplit::main");
+    assert!(
+        main >= 0.99,
+        "{:.2} % reach main:\n{stacks:#?}",
+        main * 100.0
+    );
+    let split = [
+        ("rsplit::rs_mid_x;rsplit::rs_leaf_a;rsplit::rs_spin", 0.5),
+        ("rsplit::rs_mid_x;rsplit::rs_leaf_b;rsplit::rs_spin", 0.3),
+        ("rsplit::rs_mid_y;rsplit::rs_leaf_c;rsplit::rs_spin", 0.2),
+    ];
+    assert_split(&stacks, &split, 2.0, "rustc without frame pointers");
+    let modules = &profile.unwinding.modules;
+    assert_eq!(
+        modules.get("rsplit").map(|m| m.name()),
+        Some("dwarf"),
+        "{modules:?}"
+    );
+    assert_eq!(profile.sampling_info().unwind, "auto");
+}
