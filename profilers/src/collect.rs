@@ -131,6 +131,8 @@ pub(crate) struct Collector {
     offcpu: OffCpu,
     /// Ids of the events whose samples are off-CPU samples, sorted.
     off_ids: Vec<u64>,
+    /// One switch in this many is sampled (with a stack).
+    off_every: u32,
     /// Off-CPU (stack, µs) of a batch, and those with addresses to resolve (reused).
     off_batch: Vec<(u32, u64)>,
     off_deferred: Vec<(u32, u64)>,
@@ -190,6 +192,7 @@ impl Collector {
             deferred: Vec::new(),
             offcpu: OffCpu::default(),
             off_ids,
+            off_every: opts.offcpu_stack_every.max(1),
             off_batch: Vec::new(),
             off_deferred: Vec::new(),
             last_pid: None,
@@ -554,7 +557,9 @@ impl Collector {
     fn on_off_sample(&mut self, misc: u16, s: &Sample<'_>) {
         self.n_off += 1;
         self.sample_key(misc, s);
-        self.offcpu.on_sample(s.cpu, s.tid, s.time, &self.key);
+        // The event's fixed period: one switch in `off_every` is sampled.
+        self.offcpu
+            .on_sample(s.cpu, s.tid, s.time, &self.key, self.off_every);
     }
 
     fn on_switch(&mut self, sw: &Switch) {
@@ -567,9 +572,13 @@ impl Collector {
         }
         self.n_switches += 1;
         let sampled = self.offcpu.take_stash(sw.cpu, sw.tid, sw.time);
-        let stack = match sampled {
-            _ if sw.preempt => NO_STACK,
-            Some(stack) => stack,
+        let (stack, scale) = match sampled {
+            Some((_, scale)) if sw.preempt => (NO_STACK, scale),
+            Some(sampled) => sampled,
+            // One switch in every `offcpu_stack_every` is sampled: the sampled ones
+            // stand for the others (their weight is scaled by N).
+            None if self.off_stacks && self.off_every > 1 => return,
+            None if sw.preempt => (NO_STACK, 1),
             None => {
                 let process = self.name_of(sw.pid, sw.pid);
                 let thread = self.name_of(sw.pid, sw.tid);
@@ -585,11 +594,11 @@ impl Collector {
                     u64::from(sw.pid),
                     why,
                 ]);
-                self.offcpu.intern(&self.key)
+                (self.offcpu.intern(&self.key), 1)
             }
         };
         self.offcpu
-            .on_switch_out(sw.tid, sw.time, sw.preempt, stack);
+            .on_switch_out(sw.tid, sw.time, sw.preempt, stack, scale);
     }
 
     fn on_comm(&mut self, misc: u16, c: &Comm<'_>) {
@@ -1166,7 +1175,6 @@ mod tests {
         body.extend(time.to_ne_bytes());
         body.extend(0u32.to_ne_bytes()); // cpu
         body.extend(0u32.to_ne_bytes());
-        body.extend(1_001_001u64.to_ne_bytes()); // period
         body.extend((chain.len() as u64).to_ne_bytes());
         for &a in chain {
             body.extend(a.to_ne_bytes());

@@ -1,6 +1,6 @@
 //! Perf ring-buffer records, read in place.
 //!
-//! The sampler asks for a fixed sample layout (IDENTIFIER, IP, TID, TIME, CPU, PERIOD,
+//! The sampler asks for a fixed sample layout (IDENTIFIER, IP, TID, TIME, CPU,
 //! CALLCHAIN, and with DWARF unwinding REGS_USER and STACK_USER) and `sample_id_all`, so every record is decoded here from its bytes without
 //! copying or allocating. Layouts are those of `perf_event_open(2)`.
 //!
@@ -107,8 +107,6 @@ pub(crate) struct Sample<'a> {
     pub tid: u32,
     pub time: u64,
     pub cpu: u32,
-    #[allow(dead_code)]
-    pub period: u64,
     /// The raw callchain: `nr` native-endian u64s, leaf first, with context markers.
     chain: &'a [u8],
     /// The user registers and stack copy, when the layout has them and the sample was
@@ -148,7 +146,6 @@ impl<'a> Sample<'a> {
         let time = c.u64()?;
         let cpu = c.u32()?;
         let _res = c.u32()?;
-        let period = c.u64()?;
         let nr = usize::try_from(c.u64()?).ok()?;
         let chain = c.take(nr.checked_mul(8)?)?;
         let user = if user_stack {
@@ -163,7 +160,6 @@ impl<'a> Sample<'a> {
             tid,
             time,
             cpu,
-            period,
             chain,
             user,
         })
@@ -499,11 +495,11 @@ mod tests {
         body.extend(bytes(&[1_000_000]));
         body.extend(1u32.to_ne_bytes());
         body.extend(0u32.to_ne_bytes());
-        body.extend(bytes(&[1_001_001, 3, PERF_CONTEXT_USER, 0x4000, 0x5001]));
+        body.extend(bytes(&[3, PERF_CONTEXT_USER, 0x4000, 0x5001]));
         let s = Sample::parse(&body, false).unwrap();
         assert_eq!(
-            (s.id, s.ip, s.pid, s.tid, s.time, s.cpu, s.period),
-            (77, 0x4000, 42, 43, 1_000_000, 1, 1_001_001)
+            (s.id, s.ip, s.pid, s.tid, s.time, s.cpu),
+            (77, 0x4000, 42, 43, 1_000_000, 1)
         );
         assert_eq!(
             s.callchain().collect::<Vec<_>>(),
@@ -523,9 +519,9 @@ mod tests {
         body.extend(bytes(&[1_000]));
         body.extend(0u32.to_ne_bytes());
         body.extend(0u32.to_ne_bytes());
-        // period, an empty callchain, ABI 64 with bp, sp, ip, a 32-byte copy of which
-        // 24 bytes were filled.
-        body.extend(bytes(&[1, 0, 2, 0x7ff0, 0x7fe0, 0x4000, 32]));
+        // An empty callchain, ABI 64 with bp, sp, ip, a 32-byte copy of which 24 bytes
+        // were filled.
+        body.extend(bytes(&[0, 2, 0x7ff0, 0x7fe0, 0x4000, 32]));
         body.extend(bytes(&[11, 22, 33, 0]));
         body.extend(bytes(&[24]));
         let s = Sample::parse(&body, true).unwrap();
@@ -540,7 +536,7 @@ mod tests {
             assert!(Sample::parse(&body[..len], true).is_none(), "{len}");
         }
         // A kernel thread's sample: ABI 0, no registers, no stack bytes.
-        let mut kernel = body[..56].to_vec();
+        let mut kernel = body[..48].to_vec();
         kernel.extend(bytes(&[0, 0]));
         assert!(Sample::parse(&kernel, true).unwrap().user.is_none());
     }

@@ -185,6 +185,12 @@ pub struct SamplerOptions {
     /// [`crate::unwind::MAX_STACK_SIZE`]. Deeper stacks end in
     /// `[truncated: stack copy too small]`.
     pub stack_size: u32,
+    /// Off-CPU stacks are sampled at one context switch in this many (default 1: every
+    /// switch). Each sampled blocked interval then stands for this many, its time
+    /// multiplied by it; the others are not recorded. Raise it for programs that switch
+    /// tens of thousands of times a second, where a stack copy per switch would be
+    /// hundreds of MB/s (8 KiB each).
+    pub offcpu_stack_every: u32,
 }
 
 /// The perf event that drives on-CPU sampling.
@@ -223,6 +229,7 @@ impl Default for SamplerOptions {
             event: SampleEvent::Auto,
             unwind: UnwindMode::Auto,
             stack_size: DEFAULT_STACK_SIZE,
+            offcpu_stack_every: 1,
         }
     }
 }
@@ -485,6 +492,7 @@ pub struct Sampler {
     started: Instant,
     unwind: UnwindMode,
     stack_size: u32,
+    offcpu_stack_every: u32,
 }
 
 impl Sampler {
@@ -622,6 +630,7 @@ impl Sampler {
                     .unwind
                     .copies_stacks()
                     .then(|| stack_copy_size(opts.stack_size)),
+                off_every: opts.offcpu_stack_every.max(1),
             };
             let attempt = match open_events(&tids, &cpus, &plan, &mut pages) {
                 Err(OpenError::Denied(errno)) if plan.kernel_sampled() => {
@@ -744,6 +753,7 @@ impl Sampler {
             started: Instant::now(),
             unwind: opts.unwind,
             stack_size: plan.stack_size.unwrap_or(0),
+            offcpu_stack_every: plan.off_every,
         })
     }
 
@@ -885,6 +895,13 @@ impl Sampler {
             warnings.push(format!(
                 "{} {what} lost: ring buffers overflowed ({} data pages per CPU)",
                 stats.lost, self.buffer_pages
+            ));
+        }
+        if self.offcpu_stacks && self.offcpu_stack_every > 1 {
+            warnings.push(format!(
+                "off-CPU stacks were sampled at one context switch in {}: each sampled \
+                 blocked interval stands for {} and its time is scaled so",
+                self.offcpu_stack_every, self.offcpu_stack_every
             ));
         }
         if stats.throttled > 0 {
@@ -1057,6 +1074,8 @@ pub(crate) struct EventPlan {
     /// (see [`crate::records::UserStack`]); the user part of the kernel's callchain is
     /// then left out.
     stack_size: Option<u32>,
+    /// The `context-switches` event's sample period.
+    off_every: u32,
 }
 
 impl EventPlan {
@@ -1066,14 +1085,15 @@ impl EventPlan {
     }
 }
 
-/// The sample layout every event of a sampler shares (see [`crate::records`]).
+/// The sample layout every event of a sampler shares (see [`crate::records`]). Not
+/// PERIOD: with it, the kernel samples a software event at every occurrence whatever
+/// its period, which [`SamplerOptions::offcpu_stack_every`] needs.
 fn sample_flags(plan: &EventPlan) -> SampleFlag {
     let flags = SampleFlag::IDENTIFIER
         | SampleFlag::IP
         | SampleFlag::TID
         | SampleFlag::TIME
         | SampleFlag::CPU
-        | SampleFlag::PERIOD
         | SampleFlag::CALLCHAIN;
     if plan.stack_size.is_some() {
         flags | SampleFlag::REGS_USER | SampleFlag::STACK_USER
@@ -1108,10 +1128,11 @@ fn common(b: &mut Builder<'static>, tid: u32, cpu: usize, plan: &EventPlan, data
     }
 }
 
-/// The `context-switches` event, sampled at every switch.
-fn switches_builder() -> Builder<'static> {
+/// The `context-switches` event, sampled at every switch (or every Nth: see
+/// [`SamplerOptions::offcpu_stack_every`]).
+fn switches_builder(plan: &EventPlan) -> Builder<'static> {
     let mut b = Builder::new(Software::CONTEXT_SWITCHES);
-    b.sample_period(1);
+    b.sample_period(u64::from(plan.off_every.max(1)));
     b
 }
 
@@ -1124,7 +1145,7 @@ fn main_builder(tid: u32, cpu: usize, plan: &EventPlan, data_bytes: usize) -> Bu
             b.sample_frequency(plan.frequency_hz);
             (b, plan.kernel_frames)
         }
-        None => (switches_builder(), plan.off_stacks),
+        None => (switches_builder(plan), plan.off_stacks),
     };
     common(&mut b, tid, cpu, plan, data_bytes);
     b.comm(true)
@@ -1139,7 +1160,7 @@ fn main_builder(tid: u32, cpu: usize, plan: &EventPlan, data_bytes: usize) -> Bu
 
 /// The off-CPU stack event next to an on-CPU event.
 fn off_builder(tid: u32, cpu: usize, plan: &EventPlan, data_bytes: usize) -> Builder<'static> {
-    let mut b = switches_builder();
+    let mut b = switches_builder(plan);
     common(&mut b, tid, cpu, plan, data_bytes);
     // Its samples are taken in the scheduler, in kernel mode: excluding the kernel
     // would drop every one of them.

@@ -540,3 +540,87 @@ fn a_rust_program_built_without_frame_pointers_gets_full_stacks_in_auto() {
     );
     assert_eq!(profile.sampling_info().unwind, "auto");
 }
+
+/// Blocks in the C library's nanosleep from two functions: wait_long 30 ms and
+/// wait_short 10 ms per loop, 75/25 % of the blocked time, for argv[1] loops.
+const SLEEP_C: &str = r#"
+#include <stdlib.h>
+#include <time.h>
+__attribute__((noinline)) void wait_long(void) {
+    struct timespec t = {0, 30000000};
+    nanosleep(&t, 0);
+}
+__attribute__((noinline)) void wait_short(void) {
+    struct timespec t = {0, 10000000};
+    nanosleep(&t, 0);
+}
+int main(int argc, char **argv) {
+    int loops = argc > 1 ? atoi(argv[1]) : 50;
+    for (int i = 0; i < loops; i++) {
+        wait_long();
+        wait_short();
+    }
+    return 0;
+}
+"#;
+
+/// Off-CPU stacks of [`SLEEP_C`] built with `flags`, recorded with `unwind`.
+fn sleeping(flags: &[&str], unwind: UnwindMode, every: u32) -> BTreeMap<String, u64> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prog = build_c(dir.path(), "sleeper", SLEEP_C, flags);
+    let held = Held::spawn(&prog, &["60"]);
+    let mut opts = SamplerOptions::default();
+    opts.kind = ProfileKind::OffCpu;
+    opts.unwind = unwind;
+    opts.offcpu_stack_every = every;
+    let sampler = expect_sampler(Sampler::start_on_exec(held.pid(), &opts), "start");
+    crate::fixture::require_offcpu_stacks(&sampler);
+    held.run();
+    let profile = sampler.finish().expect("finish");
+    user_stacks(&profile.offcpu.to_folded())
+}
+
+/// The blocked time of [`SLEEP_C`]: 75 % under wait_long, 25 % under wait_short, every
+/// stack through main.
+fn assert_sleep_split(stacks: &BTreeMap<String, u64>, what: &str) {
+    let main = reaching(stacks, "main");
+    assert!(
+        main >= 0.99,
+        "{what}: {:.2} % reach main:\n{stacks:#?}",
+        main * 100.0
+    );
+    let split = [("main;wait_long", 0.75), ("main;wait_short", 0.25)];
+    assert_split(stacks, &split, 2.0, what);
+}
+
+#[test]
+fn off_cpu_stacks_keep_the_function_that_blocked_in_the_c_library_with_frame_pointers() {
+    // The program keeps frame pointers, the C library does not: by frame pointers
+    // alone the frame that called nanosleep is lost.
+    let fp = [
+        "-O2",
+        "-fno-omit-frame-pointer",
+        "-mno-omit-leaf-frame-pointer",
+    ];
+    let stacks = sleeping(&fp, UnwindMode::Auto, 1);
+    assert_sleep_split(&stacks, "auto, program with frame pointers");
+}
+
+#[test]
+fn off_cpu_stacks_of_a_program_without_frame_pointers_are_unwound() {
+    let stacks = sleeping(NO_FP, UnwindMode::Dwarf, 1);
+    assert_sleep_split(&stacks, "dwarf, program without frame pointers");
+}
+
+#[test]
+fn off_cpu_stacks_sampled_at_one_switch_in_three_keep_the_split_and_the_total() {
+    // One in three, not two: the program's switches alternate between its two
+    // functions, and sampling one in two of them could see only one.
+    let every_one = sleeping(NO_FP, UnwindMode::Auto, 1);
+    let every_other = sleeping(NO_FP, UnwindMode::Auto, 3);
+    assert_sleep_split(&every_other, "one switch in three");
+    // Scaled by three, the blocked time is about the whole of it (60 loops of 40 ms).
+    let (all, half): (u64, u64) = (every_one.values().sum(), every_other.values().sum());
+    let ratio = half as f64 / all as f64;
+    assert!((0.8..=1.2).contains(&ratio), "{half} µs against {all} µs");
+}
