@@ -172,17 +172,21 @@ impl Proc {
 }
 
 /// The unwinder of one sampler: every sampled process's modules, the shared tables
-/// and framehop's rule cache.
-pub(crate) struct Unwinder {
+/// and framehop's rule cache. The sampler drives it from its records;
+/// [`Unwinder::unwind_copy`] unwinds one stack copy directly (the throughput bench).
+///
+/// Speed, measured by `cargo bench -p benchtop-profilers --bench unwind` on this 2-CPU
+/// VM: see docs/user-guide.md ("Unwinding"); it allocates nothing per stack.
+pub struct Unwinder {
     mode: UnwindMode,
     procs: HashMap<u32, Proc>,
     files: Vec<FileEntry>,
     file_ids: HashMap<PathBuf, u32>,
     tables: TableCache,
     cache: CacheX86_64,
-    pub counts: UnwindCounts,
+    pub(crate) counts: UnwindCounts,
     /// Files whose tables could not be read, with why (reported once each).
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     line: String,
 }
 
@@ -245,6 +249,8 @@ impl ModuleSectionInfo<Arc<[u8]>> for NoSections {
 }
 
 impl Unwinder {
+    /// An unwinder that walks modules as `mode` says (`FramePointers` walks every
+    /// module by frame pointer).
     pub fn new(mode: UnwindMode) -> Self {
         Unwinder {
             mode,
@@ -260,7 +266,7 @@ impl Unwinder {
     }
 
     /// The file name of module `file`.
-    pub fn file_name(&self, file: u32) -> &str {
+    pub(crate) fn file_name(&self, file: u32) -> &str {
         self.files
             .get(file as usize)
             .map_or("?", |f| f.short.as_str())
@@ -318,7 +324,7 @@ impl Unwinder {
         entry.tables.clone().flatten()
     }
 
-    /// Makes sure `pid` has its modules: read from /proc when first seen.
+    /// Makes sure `pid` has its modules: read from `/proc/<pid>/maps` when first seen.
     pub fn see_process(&mut self, pid: u32) {
         if self.procs.get(&pid).is_some_and(|p| p.maps_known) {
             return;
@@ -341,7 +347,7 @@ impl Unwinder {
     }
 
     /// A new executable mapping of `pid` (from /proc or a `PERF_RECORD_MMAP2`).
-    pub fn add_mapping(
+    pub(crate) fn add_mapping(
         &mut self,
         pid: u32,
         start: u64,
@@ -401,7 +407,7 @@ impl Unwinder {
     }
 
     /// `child` was forked from `parent`: the same modules until it execs.
-    pub fn on_fork(&mut self, parent: u32, child: u32) {
+    pub(crate) fn on_fork(&mut self, parent: u32, child: u32) {
         self.see_process(parent);
         let Some(p) = self.procs.get(&parent) else {
             return;
@@ -416,7 +422,7 @@ impl Unwinder {
     }
 
     /// `pid` exec'd: a new address space, filled by the MMAP2 records that follow.
-    pub fn on_exec(&mut self, pid: u32) {
+    pub(crate) fn on_exec(&mut self, pid: u32) {
         self.procs.insert(
             pid,
             Proc {
@@ -427,14 +433,14 @@ impl Unwinder {
     }
 
     /// `pid` exited during batch `batch`.
-    pub fn on_exit(&mut self, pid: u32, batch: u64) {
+    pub(crate) fn on_exit(&mut self, pid: u32, batch: u64) {
         if let Some(p) = self.procs.get_mut(&pid) {
             p.exited_at.get_or_insert(batch);
         }
     }
 
     /// Forgets processes that exited before batch `before`.
-    pub fn end_batch(&mut self, before: u64) {
+    pub(crate) fn end_batch(&mut self, before: u64) {
         self.procs
             .retain(|_, p| p.exited_at.is_none_or(|at| at >= before));
     }
@@ -442,7 +448,12 @@ impl Unwinder {
     /// Unwinds the user stack of a sample of `pid` into `out`, leaf first: the sampled
     /// instruction, then return addresses moved back by one (into the call, as the
     /// symbolizer wants them). Returns how the stack ends.
-    pub fn unwind(&mut self, pid: u32, user: Option<&UserStack<'_>>, out: &mut Vec<u64>) -> Ending {
+    pub(crate) fn unwind(
+        &mut self,
+        pid: u32,
+        user: Option<&UserStack<'_>>,
+        out: &mut Vec<u64>,
+    ) -> Ending {
         out.clear();
         let Some(u) = user else {
             self.counts.no_stack += 1;
@@ -465,7 +476,7 @@ impl Unwinder {
 
     /// The counts so far, with the modules stacks went through (at most
     /// [`MAX_LISTED_MODULES`]).
-    pub fn take_counts(&mut self) -> UnwindCounts {
+    pub(crate) fn take_counts(&mut self) -> UnwindCounts {
         let mut counts = std::mem::take(&mut self.counts);
         for f in self.files.iter().filter(|f| f.used) {
             if counts.modules.len() == MAX_LISTED_MODULES {
@@ -476,8 +487,34 @@ impl Unwinder {
         counts
     }
 
+    /// Unwinds a stack copy of a thread of `pid` (its modules read as
+    /// [`Unwinder::see_process`] does): `ip`, `sp` and `bp` as the thread had them, `stack`
+    /// the bytes from `sp` up, `full` when the copy may have cut the stack short. Fills
+    /// `out` with the frames, leaf first (return addresses moved back into the call);
+    /// returns whether the walk reached the root.
+    #[allow(clippy::too_many_arguments)]
+    pub fn unwind_copy(
+        &mut self,
+        pid: u32,
+        ip: u64,
+        sp: u64,
+        bp: u64,
+        stack: &[u8],
+        full: bool,
+        out: &mut Vec<u64>,
+    ) -> bool {
+        let user = UserStack {
+            ip,
+            sp,
+            bp,
+            stack,
+            full,
+        };
+        self.unwind(pid, Some(&user), out) == Ending::Complete
+    }
+
     /// The frame that ends a truncated stack, in words.
-    pub fn ending_frame(&self, ending: Ending) -> Option<String> {
+    pub(crate) fn ending_frame(&self, ending: Ending) -> Option<String> {
         Some(match ending {
             Ending::Complete | Ending::NoStack => return None,
             Ending::NoUnwindInfo(Some(file)) => {

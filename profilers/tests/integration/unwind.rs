@@ -191,7 +191,7 @@ fn dwarf_unwinding_gives_full_stacks_of_a_c_program_without_frame_pointers() {
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().expect("tempdir");
     let prog = build_c(dir.path(), "split", SPLIT_C, NO_FP);
-    let profile = record(&prog, &["3"], UnwindMode::Dwarf);
+    let profile = record(&prog, &["2"], UnwindMode::Dwarf);
     let stacks = user_stacks(&profile.cpu.to_folded());
     assert!(profile.samples > 1000, "{} samples", profile.samples);
     let main = reaching(&stacks, "main");
@@ -329,8 +329,8 @@ fn benchtop_and_perf_record_call_graph_dwarf_agree_on_the_same_program() {
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().expect("tempdir");
     let prog = build_c(dir.path(), "split", SPLIT_C, NO_FP);
-    let perf = perf_dwarf(dir.path(), &prog, &["3"]);
-    let ours = user_stacks(&record(&prog, &["3"], UnwindMode::Dwarf).cpu.to_folded());
+    let perf = perf_dwarf(dir.path(), &prog, &["2"]);
+    let ours = user_stacks(&record(&prog, &["2"], UnwindMode::Dwarf).cpu.to_folded());
     assert!(perf.values().sum::<u64>() > 1000, "{perf:#?}");
     for (path, _) in SPLIT {
         let (a, b) = (share_of(&ours, path), share_of(&perf, path));
@@ -386,7 +386,7 @@ fn a_library_loaded_after_the_start_is_unwound_through() {
     let lib = build_c(dir.path(), "libwork.so", LIB_C, &lib_flags);
     let prog = build_c(dir.path(), "loader", DLOPEN_C, NO_FP);
     let lib_arg = lib.to_str().expect("utf-8 path");
-    let profile = record(&prog, &["3", lib_arg], UnwindMode::Auto);
+    let profile = record(&prog, &["2", lib_arg], UnwindMode::Auto);
     let stacks = user_stacks(&profile.cpu.to_folded());
     let main = reaching(&stacks, "main");
     assert!(
@@ -434,7 +434,7 @@ fn a_forked_child_that_execs_a_program_without_frame_pointers_is_unwound() {
         &["-O2", "-fno-omit-frame-pointer"],
     );
     let prog_arg = prog.to_str().expect("utf-8 path");
-    let profile = record(&launcher, &[prog_arg, "3"], UnwindMode::Auto);
+    let profile = record(&launcher, &[prog_arg, "2"], UnwindMode::Auto);
     let folded = profile.cpu.to_folded();
     // The child's samples only: its stacks are rooted at its name after the exec.
     let child: String = folded
@@ -510,12 +510,12 @@ fn a_rust_program_built_without_frame_pointers_gets_full_stacks_in_auto() {
         .status()
         .unwrap_or_else(|e| panic!("this test builds a Rust fixture with `rustc`: {e}"));
     assert!(status.success(), "rustc {}", src.display());
-    // Calibrate the rounds to about three seconds of CPU time on this machine.
+    // Calibrate the rounds to about two seconds of CPU time on this machine.
     let started = std::time::Instant::now();
     let status = Command::new(&prog).arg("20").status().expect("run rsplit");
     assert!(status.success());
     let per_round = started.elapsed().as_secs_f64() / 20.0;
-    let rounds = ((3.0 / per_round.max(1e-4)) as u64)
+    let rounds = ((2.0 / per_round.max(1e-4)) as u64)
         .clamp(50, 5000)
         .to_string();
     let profile = record(&prog, &[&rounds], UnwindMode::Auto);
