@@ -322,6 +322,12 @@ pub struct RecordArgs {
     #[arg(long, global = true, value_name = "BYTES", default_value_t = 8192,
           value_parser = clap::value_parser!(u32).range(8..=65536))]
     pub stack_size: u32,
+    /// Take an off-CPU stack at one context switch in N (each then stands for N, its
+    /// blocked time scaled by N): for programs switching tens of thousands of times a
+    /// second, where a stack copy per switch costs hundreds of MB/s.
+    #[arg(long, global = true, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub offcpu_stack_every: u32,
     /// Do not show the progress line.
     #[arg(long, short, global = true)]
     pub quiet: bool,

@@ -602,3 +602,176 @@ fn walk(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pid no process has: its /proc files cannot be read.
+    const NO_PID: u32 = u32::MAX - 7;
+
+    fn words(w: &[u64]) -> Vec<u8> {
+        w.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+
+    fn stack(ip: u64, sp: u64, bp: u64, bytes: &[u8], full: bool) -> UserStack<'_> {
+        UserStack {
+            ip,
+            sp,
+            bp,
+            stack: bytes,
+            full,
+        }
+    }
+
+    #[test]
+    fn a_module_whose_file_is_gone_ends_its_stacks_in_a_named_truncated_frame() {
+        let mut u = Unwinder::new(UnwindMode::Dwarf);
+        u.add_mapping(
+            NO_PID,
+            0x10_0000,
+            0x20_0000,
+            0,
+            Path::new("/gone/libgone.so"),
+            None,
+        );
+        // Frame pointers lead from the module to an address in no module.
+        let bytes = words(&[0x7000_0100, 0x5000, 0, 0]);
+        let s = stack(0x10_0500, 0x7000_0000, 0x7000_0000, &bytes, false);
+        let mut out = Vec::new();
+        let ending = u.unwind(NO_PID, Some(&s), &mut out);
+        assert_eq!(
+            u.ending_frame(ending).as_deref(),
+            Some("[truncated: no unwind info for libgone.so]")
+        );
+        assert_eq!(out.first(), Some(&0x10_0500));
+        assert_eq!(u.counts.truncated_no_unwind_info, 1);
+        assert!(
+            u.warnings.iter().any(|w| w.contains("libgone.so")),
+            "{:?}",
+            u.warnings
+        );
+        let counts = u.take_counts();
+        assert_eq!(counts.modules.get("libgone.so"), Some(&ModuleUnwind::None));
+    }
+
+    #[test]
+    fn a_frame_beyond_a_full_stack_copy_is_a_copy_too_small() {
+        let mut u = Unwinder::new(UnwindMode::Dwarf);
+        u.add_mapping(
+            NO_PID,
+            0x10_0000,
+            0x20_0000,
+            0,
+            Path::new("/gone/libgone.so"),
+            None,
+        );
+        // The frame pointer points past the 16 bytes copied.
+        let bytes = words(&[1, 2]);
+        let s = stack(0x10_0500, 0x7000_0000, 0x7000_0100, &bytes, true);
+        let mut out = Vec::new();
+        let ending = u.unwind(NO_PID, Some(&s), &mut out);
+        assert_eq!(ending, Ending::StackCopyTooSmall);
+        assert_eq!(
+            u.ending_frame(ending).as_deref(),
+            Some("[truncated: stack copy too small]")
+        );
+    }
+
+    #[test]
+    fn code_in_no_file_and_garbage_registers_end_truncated_without_panicking() {
+        let mut u = Unwinder::new(UnwindMode::Auto);
+        let mut out = Vec::new();
+        // A JIT region: no module at all.
+        let bytes = words(&[0x7000_0100, 0x1234_5678, 0, 0]);
+        let s = stack(0x5555_0000, 0x7000_0000, 0x7000_0000, &bytes, false);
+        let ending = u.unwind(NO_PID, Some(&s), &mut out);
+        assert_eq!(ending, Ending::NoUnwindInfo(None));
+        assert_eq!(
+            u.ending_frame(ending).as_deref(),
+            Some("[truncated: no unwind info for code outside any file]")
+        );
+        // Empty copies, registers at the ends of the address space, no stack at all.
+        for (ip, sp, bp) in [
+            (0, 0, 0),
+            (u64::MAX, u64::MAX, u64::MAX),
+            (1, u64::MAX - 3, 8),
+        ] {
+            let _ = u.unwind(NO_PID, Some(&stack(ip, sp, bp, &[], true)), &mut out);
+            let _ = u.unwind(NO_PID, Some(&stack(ip, sp, bp, &bytes, false)), &mut out);
+            assert!(out.len() <= MAX_FRAMES);
+        }
+        assert_eq!(u.unwind(NO_PID, None, &mut out), Ending::NoStack);
+        assert_eq!(u.counts.no_stack, 1);
+        assert_eq!(u.ending_frame(Ending::Complete), None);
+    }
+
+    #[test]
+    fn a_stack_that_loops_is_cut_at_the_depth_limit_or_refused() {
+        let mut u = Unwinder::new(UnwindMode::Dwarf);
+        u.add_mapping(
+            NO_PID,
+            0x10_0000,
+            0x20_0000,
+            0,
+            Path::new("/gone/libloop.so"),
+            None,
+        );
+        // A frame pointer chain that points back at itself, returning into the module.
+        let bytes = words(&[0x7000_0000, 0x10_0600, 0, 0]);
+        let s = stack(0x10_0500, 0x7000_0000, 0x7000_0000, &bytes, false);
+        let mut out = Vec::new();
+        let ending = u.unwind(NO_PID, Some(&s), &mut out);
+        assert_ne!(ending, Ending::Complete);
+        assert!(out.len() <= MAX_FRAMES);
+    }
+
+    #[test]
+    fn this_process_unwinds_to_its_root_from_a_copy_of_its_own_stack() {
+        let (ip, sp, bp): (u64, u64, u64);
+        // SAFETY: reads three registers into outputs; no memory is touched.
+        unsafe {
+            std::arch::asm!(
+                "lea {ip}, [rip]",
+                "mov {sp}, rsp",
+                "mov {bp}, rbp",
+                ip = out(reg) ip,
+                sp = out(reg) sp,
+                bp = out(reg) bp,
+                options(nomem, nostack, preserves_flags),
+            );
+        }
+        // Copy our own stack up to the end of its mapping, at most 64 KiB.
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let end = maps
+            .lines()
+            .filter_map(procfs_range)
+            .find(|r| r.contains(&sp))
+            .map(|r| r.end)
+            .unwrap();
+        let len = usize::try_from((end - sp).min(65528)).unwrap();
+        let mut bytes = vec![0u8; len];
+        // SAFETY: [sp, sp + len) is inside this thread's stack mapping (found above),
+        // above the current frame, and stays mapped while we copy it.
+        unsafe { std::ptr::copy_nonoverlapping(sp as *const u8, bytes.as_mut_ptr(), len) };
+        let pid = std::process::id();
+        let mut u = Unwinder::new(UnwindMode::Dwarf);
+        let mut out = Vec::new();
+        let full = len == 65528;
+        let complete = u.unwind_copy(pid, ip, sp, bp, &bytes, full, &mut out);
+        // A test thread: this function, the test harness's frames, the thread's start.
+        assert!(out.len() >= 5, "{out:x?}");
+        assert!(complete || full, "{out:x?} {:?}", u.counts);
+        assert!(
+            u.take_counts()
+                .modules
+                .values()
+                .all(|m| *m == ModuleUnwind::Dwarf)
+        );
+    }
+
+    fn procfs_range(line: &str) -> Option<std::ops::Range<u64>> {
+        let (a, b) = line.split(' ').next()?.split_once('-')?;
+        Some(u64::from_str_radix(a, 16).ok()?..u64::from_str_radix(b, 16).ok()?)
+    }
+}

@@ -1223,6 +1223,7 @@ fn sampler_options(record: &RecordArgs, target: Target) -> SamplerOptions {
         (Some(Unwind::Dwarf), _) => UnwindMode::Dwarf,
     };
     opts.stack_size = record.stack_size;
+    opts.offcpu_stack_every = record.offcpu_stack_every;
     opts
 }
 
