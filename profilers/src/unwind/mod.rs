@@ -421,15 +421,11 @@ impl Unwinder {
         self.procs.entry(child).or_insert(copy);
     }
 
-    /// `pid` exec'd: a new address space, filled by the MMAP2 records that follow.
+    /// `pid` exec'd: a new address space. Its maps are read again from /proc at its
+    /// next sample (records of other CPUs' buffers, a library's MMAP2 among them, may
+    /// have been read before this one), and the MMAP2 records that follow add to them.
     pub(crate) fn on_exec(&mut self, pid: u32) {
-        self.procs.insert(
-            pid,
-            Proc {
-                maps_known: true,
-                ..Proc::default()
-            },
-        );
+        self.procs.insert(pid, Proc::default());
     }
 
     /// `pid` exited during batch `batch`.
