@@ -624,3 +624,31 @@ fn off_cpu_stacks_sampled_at_one_switch_in_three_keep_the_split_and_the_total() 
     let ratio = half as f64 / all as f64;
     assert!((0.8..=1.2).contains(&ratio), "{half} µs against {all} µs");
 }
+
+#[test]
+fn attaching_to_a_running_program_without_frame_pointers_unwinds_its_stacks() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prog = build_c(dir.path(), "split", SPLIT_C, NO_FP);
+    let mut child = Command::new(&prog)
+        .arg("2")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn the fixture");
+    let mut opts = SamplerOptions::default();
+    opts.kind = ProfileKind::Cpu;
+    let sampler = expect_sampler(Sampler::attach(child.id(), &opts), "Sampler::attach");
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{status}");
+    let profile = sampler.finish().expect("finish");
+    let stacks = user_stacks(&profile.cpu.to_folded());
+    assert!(profile.samples > 500, "{} samples", profile.samples);
+    let main = reaching(&stacks, "main");
+    assert!(
+        main >= 0.99,
+        "{:.2} % reach main:\n{stacks:#?}",
+        main * 100.0
+    );
+    assert_split(&stacks, &SPLIT, 2.0, "attach, auto");
+    assert_eq!(profile.sampling_info().unwind, "auto");
+}
