@@ -564,6 +564,7 @@ fn walk(
         if let Some(f) = here.and_then(|m| files.get_mut(m.file as usize)) {
             f.used = true;
         }
+        beyond.set(false);
         let result = proc
             .unwinder
             .unwind_frame(address, &mut regs, cache, &mut read);
