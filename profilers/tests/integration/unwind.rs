@@ -541,21 +541,26 @@ fn a_rust_program_built_without_frame_pointers_gets_full_stacks_in_auto() {
     assert_eq!(profile.sampling_info().unwind, "auto");
 }
 
-/// Blocks in the C library's nanosleep from two functions: wait_long 30 ms and
-/// wait_short 10 ms per loop, 75/25 % of the blocked time, for argv[1] loops.
+/// Blocks in the C library's nanosleep from two functions: wait_long 3 units and
+/// wait_short 1 unit per loop, 75/25 % of the blocked time, for argv[1] loops of
+/// argv[2] ms units. Units of 100 ms rather than 10, because off-CPU time runs to the switch-in: the wait for a CPU after the
+/// timer fires (milliseconds on a busy machine) adds to both, and would pull 30/10 ms
+/// sleeps off their split by more than the tests allow.
 const SLEEP_C: &str = r#"
 #include <stdlib.h>
 #include <time.h>
+static long unit_ns;
 __attribute__((noinline)) void wait_long(void) {
-    struct timespec t = {0, 30000000};
+    struct timespec t = {0, 3 * unit_ns};
     nanosleep(&t, 0);
 }
 __attribute__((noinline)) void wait_short(void) {
-    struct timespec t = {0, 10000000};
+    struct timespec t = {0, unit_ns};
     nanosleep(&t, 0);
 }
 int main(int argc, char **argv) {
-    int loops = argc > 1 ? atoi(argv[1]) : 50;
+    int loops = atoi(argv[1]);
+    unit_ns = atol(argv[2]) * 1000000L;
     for (int i = 0; i < loops; i++) {
         wait_long();
         wait_short();
@@ -565,10 +570,16 @@ int main(int argc, char **argv) {
 "#;
 
 /// Off-CPU stacks of [`SLEEP_C`] built with `flags`, recorded with `unwind`.
-fn sleeping(flags: &[&str], unwind: UnwindMode, every: u32) -> BTreeMap<String, u64> {
+fn sleeping(
+    flags: &[&str],
+    unwind: UnwindMode,
+    every: u32,
+    loops: &str,
+    unit_ms: &str,
+) -> BTreeMap<String, u64> {
     let dir = tempfile::tempdir().expect("tempdir");
     let prog = build_c(dir.path(), "sleeper", SLEEP_C, flags);
-    let held = Held::spawn(&prog, &["60"]);
+    let held = Held::spawn(&prog, &[loops, unit_ms]);
     let mut opts = SamplerOptions::default();
     opts.kind = ProfileKind::OffCpu;
     opts.unwind = unwind;
@@ -602,13 +613,13 @@ fn off_cpu_stacks_keep_the_function_that_blocked_in_the_c_library_with_frame_poi
         "-fno-omit-frame-pointer",
         "-mno-omit-leaf-frame-pointer",
     ];
-    let stacks = sleeping(&fp, UnwindMode::Auto, 1);
+    let stacks = sleeping(&fp, UnwindMode::Auto, 1, "8", "100");
     assert_sleep_split(&stacks, "auto, program with frame pointers");
 }
 
 #[test]
 fn off_cpu_stacks_of_a_program_without_frame_pointers_are_unwound() {
-    let stacks = sleeping(NO_FP, UnwindMode::Dwarf, 1);
+    let stacks = sleeping(NO_FP, UnwindMode::Dwarf, 1, "8", "100");
     assert_sleep_split(&stacks, "dwarf, program without frame pointers");
 }
 
@@ -616,10 +627,20 @@ fn off_cpu_stacks_of_a_program_without_frame_pointers_are_unwound() {
 fn off_cpu_stacks_sampled_at_one_switch_in_three_keep_the_split_and_the_total() {
     // One in three, not two: the program's switches alternate between its two
     // functions, and sampling one in two of them could see only one.
-    let every_one = sleeping(NO_FP, UnwindMode::Auto, 1);
-    let every_other = sleeping(NO_FP, UnwindMode::Auto, 3);
-    assert_sleep_split(&every_other, "one switch in three");
-    // Scaled by three, the blocked time is about the whole of it (60 loops of 40 ms).
+    // 30 loops of 160 ms: some 20 sampled switches, half of each function's.
+    let every_one = sleeping(NO_FP, UnwindMode::Auto, 1, "30", "40");
+    let every_other = sleeping(NO_FP, UnwindMode::Auto, 3, "30", "40");
+    // Some 20 sampled intervals: one more of either function moves the split by about
+    // two points, so the band is wider than for a stack at every switch.
+    let main = reaching(&every_other, "main");
+    assert!(
+        main >= 0.99,
+        "{:.2} % reach main:\n{every_other:#?}",
+        main * 100.0
+    );
+    let split = [("main;wait_long", 0.75), ("main;wait_short", 0.25)];
+    assert_split(&every_other, &split, 5.0, "one switch in three");
+    // Scaled by three, the blocked time is about the whole of it.
     let (all, half): (u64, u64) = (every_one.values().sum(), every_other.values().sum());
     let ratio = half as f64 / all as f64;
     assert!((0.8..=1.2).contains(&ratio), "{half} µs against {all} µs");
