@@ -5,13 +5,13 @@
 //! Each sampled process has a framehop unwinder holding its executable mappings
 //! (modules): from `/proc/<pid>/maps` when first seen, then from `PERF_RECORD_MMAP2`
 //! records (libraries loaded later, a child's exec), copied at fork. A module's unwind
-//! tables are read once per file ([`tables::TableCache`]) and shared by every process
-//! that maps it. With [`UnwindMode::Auto`] a module that keeps frame pointers is given
-//! to framehop without tables, so it is walked by frame pointer; the others by their
-//! CFI.
+//! tables are read once per file (keyed by device and inode) and shared by every
+//! process that maps it. With [`UnwindMode::Auto`] a module that keeps frame pointers
+//! (every function sets one up) is given to framehop without tables, so it is walked by
+//! frame pointer; the others by their CFI.
 //!
-//! A stack that does not reach its root ends in a frame saying why
-//! ([`Ending`]), counted in [`UnwindCounts`]: never a silently shortened stack.
+//! A stack that does not reach its root ends in a `[truncated: …]` frame saying why,
+//! counted in [`UnwindCounts`]: never a silently shortened stack.
 //! Unwinding runs on the collector's thread as records are read, beside the batched
 //! symbolization, and allocates nothing per sample.
 
