@@ -19,6 +19,7 @@ use crate::offcpu::{NO_STACK, OffCpu};
 use crate::records::{self, Comm, Mmap2, Sample, SplitChain, Switch, Task};
 use crate::sampler::{self, EventPlan, Ring, SamplerOptions, Shared, Snapshot};
 use crate::symbolize::Resolver;
+use crate::unwind::{Ending, UnwindCounts, UnwindMode, Unwinder};
 
 /// Longest wait in the drainer's poll: stop requests also arrive through the eventfd,
 /// so this only bounds how stale the live counters get (and how often a buffer whose
@@ -43,6 +44,10 @@ const NO_STACK_MISSING: u64 = u64::MAX - 1;
 const DENIED_FRAME: &str = "[blocked: no stack — kernel sampling not permitted]";
 /// The frame of [`NO_STACK_MISSING`] stacks.
 const MISSING_FRAME: &str = "[blocked: stack not sampled]";
+/// A user "address" of a key that is an interned frame (a `[truncated: …]` frame),
+/// in its low 32 bits: no user or kernel address has these top bits on x86_64.
+const FRAME_TAG: u64 = 0xfffe_0000_0000_0000;
+const FRAME_TAG_MASK: u64 = 0xffff_0000_0000_0000;
 /// How long a thread may be listed in /proc before its creator's fork record arrives
 /// (the kernel lists it a moment before it writes the record).
 const FORK_RECORD_GRACE: Duration = Duration::from_millis(5);
@@ -58,11 +63,15 @@ pub(crate) struct Collected {
     pub final_batch_time: Duration,
     pub stopped_at: Instant,
     pub unresolved: u64,
+    pub unwinding: UnwindCounts,
 }
 
 /// How the events were opened, for the collector.
 #[derive(Debug)]
 pub(crate) struct Setup {
+    /// Samples carry user registers and stack copies, unwound this way; `None` with
+    /// frame pointers (the kernel's callchain).
+    pub unwind: Option<UnwindMode>,
     /// Callchains include kernel frames.
     pub kernel_frames: bool,
     /// Switch records come (off-CPU time).
@@ -122,6 +131,8 @@ pub(crate) struct Collector {
     offcpu: OffCpu,
     /// Ids of the events whose samples are off-CPU samples, sorted.
     off_ids: Vec<u64>,
+    /// One switch in this many is sampled (with a stack).
+    off_every: u32,
     /// Off-CPU (stack, µs) of a batch, and those with addresses to resolve (reused).
     off_batch: Vec<(u32, u64)>,
     off_deferred: Vec<(u32, u64)>,
@@ -130,6 +141,10 @@ pub(crate) struct Collector {
     /// The process the events were opened on.
     target: u32,
     resolver: Resolver,
+    /// The user-stack unwinder, when samples carry stack copies.
+    unwinder: Option<Unwinder>,
+    /// The interned `[truncated: …]` frame of each way a stack ends.
+    endings: HashMap<Ending, FrameId>,
     batches: u64,
     /// Threads and processes that exited, with the batch number when seen.
     exited_threads: Vec<(u32, u64)>,
@@ -177,11 +192,14 @@ impl Collector {
             deferred: Vec::new(),
             offcpu: OffCpu::default(),
             off_ids,
+            off_every: opts.offcpu_stack_every.max(1),
             off_batch: Vec::new(),
             off_deferred: Vec::new(),
             last_pid: None,
             target: pid,
             resolver: Resolver::new(opts.symbols),
+            unwinder: setup.unwind.map(Unwinder::new),
+            endings: HashMap::new(),
             batches: 0,
             exited_threads: Vec::new(),
             malformed: 0,
@@ -201,6 +219,9 @@ impl Collector {
         if !c.on_exec {
             c.name_of(pid, pid);
             c.resolver.see_process(pid);
+            if let Some(u) = &mut c.unwinder {
+                u.see_process(pid);
+            }
             c.last_pid = Some(pid);
         }
         c
@@ -322,6 +343,13 @@ impl Collector {
         }
         let mut warnings = std::mem::take(&mut self.warnings);
         warnings.append(&mut self.resolver.warnings);
+        let unwinding = match &mut self.unwinder {
+            Some(u) => {
+                warnings.append(&mut u.warnings);
+                u.take_counts()
+            }
+            None => UnwindCounts::default(),
+        };
         if self.malformed > 0 {
             warnings.push(format!(
                 "{} perf records were malformed and skipped",
@@ -337,6 +365,7 @@ impl Collector {
             final_batch_time,
             stopped_at,
             unresolved: self.resolver.counts.unresolved,
+            unwinding,
         })
     }
 
@@ -385,7 +414,7 @@ impl Collector {
 
     fn on_record(&mut self, ty: u32, misc: u16, body: &[u8]) {
         match ty {
-            records::RECORD_SAMPLE => match Sample::parse(body) {
+            records::RECORD_SAMPLE => match Sample::parse(body, self.unwinder.is_some()) {
                 Some(s) if self.off_ids.binary_search(&s.id).is_ok() => {
                     self.on_off_sample(misc, &s)
                 }
@@ -406,6 +435,20 @@ impl Collector {
                 Some(m) if m.prot & libc::PROT_EXEC as u32 != 0 => {
                     let time = records::sample_id_time(body).unwrap_or(0);
                     self.resolver.on_mmap(m.pid, &m, time);
+                    if let Some(u) = &mut self.unwinder
+                        && m.filename.starts_with(b"/")
+                    {
+                        use std::os::unix::ffi::OsStrExt as _;
+                        let ino = (misc & records::MISC_MMAP_BUILD_ID == 0).then_some(m.ino);
+                        u.add_mapping(
+                            m.pid,
+                            m.addr,
+                            m.addr.saturating_add(m.len),
+                            m.pgoff,
+                            std::path::Path::new(std::ffi::OsStr::from_bytes(m.filename)),
+                            ino,
+                        );
+                    }
                 }
                 Some(_) => {}
                 None => self.malformed += 1,
@@ -417,6 +460,9 @@ impl Collector {
                     }
                     if t.pid != t.ppid {
                         self.resolver.on_fork(t.ppid, t.pid);
+                        if let Some(u) = &mut self.unwinder {
+                            u.on_fork(t.ppid, t.pid);
+                        }
                     }
                 }
                 None => self.malformed += 1,
@@ -426,6 +472,9 @@ impl Collector {
                     self.exited_threads.push((t.tid, self.batches));
                     if t.pid == t.tid {
                         self.resolver.on_exit(t.pid, self.batches);
+                        if let Some(u) = &mut self.unwinder {
+                            u.on_exit(t.pid, self.batches);
+                        }
                     }
                 }
                 None => self.malformed += 1,
@@ -480,7 +529,17 @@ impl Collector {
             self.split.kernel.len() as u64,
         ]);
         self.key.extend_from_slice(&self.split.kernel);
-        self.key.extend_from_slice(&self.split.user);
+        match &mut self.unwinder {
+            Some(u) => {
+                let ending = u.unwind(s.pid, s.user.as_ref(), &mut self.split.user);
+                self.key.extend_from_slice(&self.split.user);
+                if let Some(frame) = ending_frame(&mut self.endings, &mut self.interner, u, ending)
+                {
+                    self.key.push(FRAME_TAG | u64::from(frame.0));
+                }
+            }
+            None => self.key.extend_from_slice(&self.split.user),
+        }
     }
 
     fn on_sample(&mut self, misc: u16, s: &Sample<'_>) {
@@ -498,7 +557,9 @@ impl Collector {
     fn on_off_sample(&mut self, misc: u16, s: &Sample<'_>) {
         self.n_off += 1;
         self.sample_key(misc, s);
-        self.offcpu.on_sample(s.cpu, s.tid, s.time, &self.key);
+        // The event's fixed period: one switch in `off_every` is sampled.
+        self.offcpu
+            .on_sample(s.cpu, s.tid, s.time, &self.key, self.off_every);
     }
 
     fn on_switch(&mut self, sw: &Switch) {
@@ -511,9 +572,13 @@ impl Collector {
         }
         self.n_switches += 1;
         let sampled = self.offcpu.take_stash(sw.cpu, sw.tid, sw.time);
-        let stack = match sampled {
-            _ if sw.preempt => NO_STACK,
-            Some(stack) => stack,
+        let (stack, scale) = match sampled {
+            Some((_, scale)) if sw.preempt => (NO_STACK, scale),
+            Some(sampled) => sampled,
+            // One switch in every `offcpu_stack_every` is sampled: the sampled ones
+            // stand for the others (their weight is scaled by N).
+            None if self.off_stacks && self.off_every > 1 => return,
+            None if sw.preempt => (NO_STACK, 1),
             None => {
                 let process = self.name_of(sw.pid, sw.pid);
                 let thread = self.name_of(sw.pid, sw.tid);
@@ -529,16 +594,19 @@ impl Collector {
                     u64::from(sw.pid),
                     why,
                 ]);
-                self.offcpu.intern(&self.key)
+                (self.offcpu.intern(&self.key), 1)
             }
         };
         self.offcpu
-            .on_switch_out(sw.tid, sw.time, sw.preempt, stack);
+            .on_switch_out(sw.tid, sw.time, sw.preempt, stack, scale);
     }
 
     fn on_comm(&mut self, misc: u16, c: &Comm<'_>) {
         if misc & records::MISC_COMM_EXEC != 0 && c.pid == c.tid {
             self.resolver.on_exec(c.pid);
+            if let Some(u) = &mut self.unwinder {
+                u.on_exec(c.pid);
+            }
         }
         let name = String::from_utf8_lossy(c.name);
         let id = self.interner.intern(&name);
@@ -631,6 +699,9 @@ impl Collector {
         let before = self.batches.saturating_sub(1);
         self.resolver.end_batch(before);
         let names = &mut self.names;
+        if let Some(u) = &mut self.unwinder {
+            u.end_batch(before);
+        }
         let offcpu = &mut self.offcpu;
         self.exited_threads.retain(|&(tid, at)| {
             let keep = at >= before;
@@ -959,6 +1030,28 @@ fn key_addresses(key: &[u64]) -> Option<(&[u64], &[u64])> {
     key.get(KEY_HEADER..)?.split_at_checked(nk as usize)
 }
 
+/// The interned frame a user "address" of a key stands for, when it is one
+/// ([`FRAME_TAG`]).
+fn tagged_frame(a: u64) -> Option<FrameId> {
+    (a & FRAME_TAG_MASK == FRAME_TAG).then_some(FrameId(a as u32))
+}
+
+/// The `[truncated: …]` frame of a stack that ended this way, interned once.
+fn ending_frame(
+    endings: &mut HashMap<Ending, FrameId>,
+    interner: &mut StackTree,
+    unwinder: &Unwinder,
+    ending: Ending,
+) -> Option<FrameId> {
+    if let Some(&f) = endings.get(&ending) {
+        return Some(f);
+    }
+    let name = unwinder.ending_frame(ending)?;
+    let f = interner.intern(&name);
+    endings.insert(ending, f);
+    Some(f)
+}
+
 /// The frame that stands for the addresses of a stack without any.
 fn marker_frame(interner: &mut StackTree, key: &[u64]) -> Option<FrameId> {
     match key.get(3) {
@@ -990,6 +1083,10 @@ fn known_frames(
     let missing_before = want_user.len() + want_kernel.len();
     // Callchains are leaf first; the tree wants the root first.
     for &a in user.iter().rev() {
+        if let Some(f) = tagged_frame(a) {
+            frames.push(f);
+            continue;
+        }
         match resolver.user(pid, a) {
             Some(f) => frames.extend_from_slice(f),
             None => want_user.push((pid, a)),
@@ -1023,7 +1120,10 @@ fn resolved_frames(
     };
     let pid = key[2] as u32;
     for &a in user.iter().rev() {
-        frames.extend_from_slice(resolver.user(pid, a).unwrap_or(&[unknown]));
+        match tagged_frame(a) {
+            Some(f) => frames.push(f),
+            None => frames.extend_from_slice(resolver.user(pid, a).unwrap_or(&[unknown])),
+        }
     }
     for &a in kernel.iter().rev() {
         frames.extend_from_slice(resolver.kernel(a).unwrap_or(&[unknown]));
@@ -1075,7 +1175,6 @@ mod tests {
         body.extend(time.to_ne_bytes());
         body.extend(0u32.to_ne_bytes()); // cpu
         body.extend(0u32.to_ne_bytes());
-        body.extend(1_001_001u64.to_ne_bytes()); // period
         body.extend((chain.len() as u64).to_ne_bytes());
         for &a in chain {
             body.extend(a.to_ne_bytes());
@@ -1098,6 +1197,7 @@ mod tests {
             ..SamplerOptions::default()
         };
         let setup = Setup {
+            unwind: None,
             kernel_frames: false,
             off_cpu: true,
             off_stacks,

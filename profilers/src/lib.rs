@@ -34,6 +34,7 @@ pub mod reaper;
 mod records;
 pub mod sampler;
 mod symbolize;
+pub mod unwind;
 
 pub use error::ProfilerError;
 pub use host::host_info;
@@ -47,3 +48,4 @@ pub use sampler::{
     Profile, SampleEvent, Sampler, SamplerOptions, SamplerStats, Snapshot, probe_access,
 };
 pub use symbolize::SymbolDetail;
+pub use unwind::{UnwindCounts, UnwindMode};

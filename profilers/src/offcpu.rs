@@ -41,8 +41,13 @@ const MAX_CPUS: usize = 1 << 14;
 /// What happened to a thread, queued until it can be applied in time order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    /// Switched out; `stack` indexes the interned keys.
-    Out { stack: u32, preempt: bool },
+    /// Switched out; `stack` indexes the interned keys; the interval stands for
+    /// `scale` switches (its sample's period: one in every `scale` switches is sampled).
+    Out {
+        stack: u32,
+        preempt: bool,
+        scale: u32,
+    },
     /// Switched in.
     In,
     /// Records were lost: an interval open now may have lost its end.
@@ -62,6 +67,7 @@ struct Blocked {
     since: u64,
     stack: u32,
     preempt: bool,
+    scale: u32,
 }
 
 /// The last off-CPU sample of a CPU, waiting for its switch-out record.
@@ -70,6 +76,7 @@ struct Stash {
     tid: u32,
     time: u64,
     stack: u32,
+    scale: u32,
 }
 
 /// Off-CPU state of one sampler; see the module docs.
@@ -131,8 +138,9 @@ impl OffCpu {
         self.new_keys
     }
 
-    /// An off-CPU sample of `tid` on `cpu` with its raw stack `key`.
-    pub fn on_sample(&mut self, cpu: u32, tid: u32, time: u64, key: &[u64]) {
+    /// An off-CPU sample of `tid` on `cpu` with its raw stack `key`, taken at one in
+    /// every `scale` switches (the sample's period).
+    pub fn on_sample(&mut self, cpu: u32, tid: u32, time: u64, key: &[u64], scale: u32) {
         let cpu = cpu as usize;
         if cpu >= MAX_CPUS {
             return;
@@ -141,19 +149,36 @@ impl OffCpu {
         if self.stash.len() <= cpu {
             self.stash.resize(cpu + 1, None);
         }
-        self.stash[cpu] = Some(Stash { tid, time, stack });
+        self.stash[cpu] = Some(Stash {
+            tid,
+            time,
+            stack,
+            scale: scale.max(1),
+        });
     }
 
-    /// The stack sampled for the switch-out of `tid` on `cpu` at `time`, if its sample
-    /// was read (it comes just before the record). The slot is emptied either way.
-    pub fn take_stash(&mut self, cpu: u32, tid: u32, time: u64) -> Option<u32> {
+    /// The stack sampled for the switch-out of `tid` on `cpu` at `time` and its scale,
+    /// if its sample was read (it comes just before the record). The slot is emptied
+    /// either way.
+    pub fn take_stash(&mut self, cpu: u32, tid: u32, time: u64) -> Option<(u32, u32)> {
         let s = self.stash.get_mut(cpu as usize)?.take()?;
-        (s.tid == tid && s.time <= time && time - s.time <= MAX_STASH_AGE_NS).then_some(s.stack)
+        (s.tid == tid && s.time <= time && time - s.time <= MAX_STASH_AGE_NS)
+            .then_some((s.stack, s.scale))
     }
 
-    /// `tid` was switched out at `time`; `stack` is an index from [`OffCpu::intern`].
-    pub fn on_switch_out(&mut self, tid: u32, time: u64, preempt: bool, stack: u32) {
-        self.push(time, tid, Kind::Out { stack, preempt });
+    /// `tid` was switched out at `time`; `stack` is an index from [`OffCpu::intern`];
+    /// the interval weighs `scale` times its length.
+    pub fn on_switch_out(&mut self, tid: u32, time: u64, preempt: bool, stack: u32, scale: u32) {
+        let scale = scale.max(1);
+        self.push(
+            time,
+            tid,
+            Kind::Out {
+                stack,
+                preempt,
+                scale,
+            },
+        );
     }
 
     /// `tid` was switched in at `time`.
@@ -202,7 +227,11 @@ impl OffCpu {
 
     fn apply(&mut self, e: Event) {
         match e.kind {
-            Kind::Out { stack, preempt } => {
+            Kind::Out {
+                stack,
+                preempt,
+                scale,
+            } => {
                 // An earlier switch-out without its switch-in (lost) is replaced.
                 self.blocked.insert(
                     e.tid,
@@ -210,6 +239,7 @@ impl OffCpu {
                         since: e.time,
                         stack,
                         preempt,
+                        scale,
                     },
                 );
             }
@@ -218,7 +248,10 @@ impl OffCpu {
                 let Some(b) = self.blocked.remove(&e.tid) else {
                     return;
                 };
-                let ns = e.time.saturating_sub(b.since);
+                let ns = e
+                    .time
+                    .saturating_sub(b.since)
+                    .saturating_mul(u64::from(b.scale));
                 if b.preempt {
                     self.preempted_ns = self.preempted_ns.saturating_add(ns);
                 } else if let Some(w) = self.weight_ns.get_mut(b.stack as usize) {
@@ -312,9 +345,22 @@ mod tests {
 
     /// A switch-out of `tid` on `cpu` at `t` with its sample just before.
     fn block(o: &mut OffCpu, cpu: u32, tid: u32, t: u64, key: &[u64]) {
-        o.on_sample(cpu, tid, t - 100, key);
-        let stack = o.take_stash(cpu, tid, t).expect("the sample just read");
-        o.on_switch_out(tid, t, false, stack);
+        o.on_sample(cpu, tid, t - 100, key, 1);
+        let (stack, scale) = o.take_stash(cpu, tid, t).expect("the sample just read");
+        o.on_switch_out(tid, t, false, stack, scale);
+    }
+
+    #[test]
+    fn an_interval_sampled_at_one_in_n_switches_weighs_n_times_its_length() {
+        let mut o = OffCpu::default();
+        o.on_sample(0, 7, 10 * MS - 100, &[1, 2], 4);
+        let (stack, scale) = o.take_stash(0, 7, 10 * MS).expect("sampled");
+        assert_eq!(scale, 4);
+        o.on_switch_out(7, 10 * MS, false, stack, scale);
+        o.on_switch_in(7, 11 * MS);
+        o.flush();
+        assert_eq!(weights(&mut o), [(vec![1, 2], 4_000)]);
+        assert_eq!(o.blocked_ns, 4 * MS);
     }
 
     #[test]
@@ -373,9 +419,9 @@ mod tests {
     #[test]
     fn preempted_time_is_counted_apart_and_not_weighed() {
         let mut o = OffCpu::default();
-        o.on_sample(0, 7, MS - 10, &[10]);
-        let stack = o.take_stash(0, 7, MS).expect("sampled");
-        o.on_switch_out(7, MS, true, stack);
+        o.on_sample(0, 7, MS - 10, &[10], 1);
+        let (stack, _) = o.take_stash(0, 7, MS).expect("sampled");
+        o.on_switch_out(7, MS, true, stack, 1);
         o.on_switch_in(7, 3 * MS);
         o.flush();
         assert!(weights(&mut o).is_empty());
@@ -407,14 +453,14 @@ mod tests {
     #[test]
     fn a_stale_or_foreign_sample_is_not_taken_for_a_switch_outs_stack() {
         let mut o = OffCpu::default();
-        o.on_sample(0, 7, MS, &[10]);
+        o.on_sample(0, 7, MS, &[10], 1);
         // Another thread's switch-out on that CPU.
         assert_eq!(o.take_stash(0, 8, MS + 10), None);
         // The slot was emptied: a late record of thread 7 gets nothing either.
         assert_eq!(o.take_stash(0, 7, MS + 20), None);
-        o.on_sample(0, 7, MS, &[10]);
+        o.on_sample(0, 7, MS, &[10], 1);
         assert_eq!(o.take_stash(0, 7, MS + 2 * MAX_STASH_AGE_NS), None);
-        o.on_sample(1, 7, MS, &[10]);
+        o.on_sample(1, 7, MS, &[10], 1);
         assert_eq!(o.take_stash(0, 7, MS + 10), None, "other CPU");
         assert!(o.take_stash(1, 7, MS + 10).is_some());
         assert_eq!(o.take_stash(99_999, 7, MS), None);

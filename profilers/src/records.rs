@@ -1,7 +1,7 @@
 //! Perf ring-buffer records, read in place.
 //!
-//! The sampler asks for a fixed sample layout (IDENTIFIER, IP, TID, TIME, CPU, PERIOD,
-//! CALLCHAIN) and `sample_id_all`, so every record is decoded here from its bytes without
+//! The sampler asks for a fixed sample layout (IDENTIFIER, IP, TID, TIME, CPU,
+//! CALLCHAIN, and with DWARF unwinding REGS_USER and STACK_USER) and `sample_id_all`, so every record is decoded here from its bytes without
 //! copying or allocating. Layouts are those of `perf_event_open(2)`.
 //!
 //! Several events can write into one ring buffer (the off-CPU `context-switches` event
@@ -42,6 +42,10 @@ pub(crate) const MISC_SWITCH_OUT_PREEMPT: u16 = 1 << 14;
 /// Bytes of the `sample_id` trailer that `sample_id_all` appends to every non-sample
 /// record with the sampler's sample type: pid/tid, time, cpu/res, identifier.
 pub(crate) const SAMPLE_ID_LEN: usize = 32;
+
+/// `PERF_RECORD_MISC_MMAP_BUILD_ID`: an MMAP2 record carries a build id where the
+/// device and inode would be.
+pub(crate) const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
 
 /// `PERF_RECORD_MISC_COMM_EXEC`: the COMM record comes from an exec.
 pub(crate) const MISC_COMM_EXEC: u16 = 1 << 13;
@@ -103,15 +107,37 @@ pub(crate) struct Sample<'a> {
     pub tid: u32,
     pub time: u64,
     pub cpu: u32,
-    #[allow(dead_code)]
-    pub period: u64,
     /// The raw callchain: `nr` native-endian u64s, leaf first, with context markers.
     chain: &'a [u8],
+    /// The user registers and stack copy, when the layout has them and the sample was
+    /// taken with a user context (not in a kernel thread).
+    pub user: Option<UserStack<'a>>,
+}
+
+/// The registers the sampler asks for with `PERF_SAMPLE_REGS_USER` on x86_64, as the
+/// mask of `sample_regs_user`: BP (bit 6), SP (bit 7), IP (bit 8). The kernel writes
+/// them in bit order.
+pub(crate) const REGS_USER_MASK: u64 = (1 << 6) | (1 << 7) | (1 << 8);
+/// How many registers [`REGS_USER_MASK`] selects.
+const REGS_USER_COUNT: usize = 3;
+
+/// A sample's user registers and the copy of its user stack (`PERF_SAMPLE_REGS_USER`
+/// and `PERF_SAMPLE_STACK_USER`), borrowing the record.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UserStack<'a> {
+    pub ip: u64,
+    pub sp: u64,
+    pub bp: u64,
+    /// The bytes copied from `sp` upwards: `dyn_size` of them, at most the size asked.
+    pub stack: &'a [u8],
+    /// The stack copy was as large as asked for: the stack may go on beyond it.
+    pub full: bool,
 }
 
 impl<'a> Sample<'a> {
-    /// Decodes a sample record body (after the 8-byte header).
-    pub fn parse(body: &'a [u8]) -> Option<Self> {
+    /// Decodes a sample record body (after the 8-byte header); `user_stack` says the
+    /// layout has REGS_USER (with [`REGS_USER_MASK`]) and STACK_USER after the callchain.
+    pub fn parse(body: &'a [u8], user_stack: bool) -> Option<Self> {
         let mut c = Cursor { buf: body };
         let id = c.u64()?;
         let ip = c.u64()?;
@@ -120,9 +146,13 @@ impl<'a> Sample<'a> {
         let time = c.u64()?;
         let cpu = c.u32()?;
         let _res = c.u32()?;
-        let period = c.u64()?;
         let nr = usize::try_from(c.u64()?).ok()?;
         let chain = c.take(nr.checked_mul(8)?)?;
+        let user = if user_stack {
+            parse_user_stack(&mut c)?
+        } else {
+            None
+        };
         Some(Sample {
             id,
             ip,
@@ -130,8 +160,8 @@ impl<'a> Sample<'a> {
             tid,
             time,
             cpu,
-            period,
             chain,
+            user,
         })
     }
 
@@ -141,6 +171,35 @@ impl<'a> Sample<'a> {
             .chunks_exact(8)
             .map(|c| c.try_into().map(u64::from_ne_bytes).unwrap_or(0))
     }
+}
+
+/// Reads REGS_USER and STACK_USER: `None` for a record too short for them, `Some(None)`
+/// for a sample without a user context (ABI 0) or without stack bytes.
+fn parse_user_stack<'a>(c: &mut Cursor<'a>) -> Option<Option<UserStack<'a>>> {
+    let abi = c.u64()?;
+    let mut regs = [0u64; REGS_USER_COUNT];
+    if abi != 0 {
+        for r in &mut regs {
+            *r = c.u64()?;
+        }
+    }
+    let size = usize::try_from(c.u64()?).ok()?;
+    if size == 0 {
+        return Some(None);
+    }
+    let data = c.take(size)?;
+    let dyn_size = usize::try_from(c.u64()?).ok()?;
+    if abi == 0 {
+        return Some(None);
+    }
+    let [bp, sp, ip] = regs;
+    Some(Some(UserStack {
+        ip,
+        sp,
+        bp,
+        stack: data.get(..dyn_size.min(size))?,
+        full: dyn_size >= size,
+    }))
 }
 
 /// `PERF_RECORD_COMM`: a thread's name, set by exec or `prctl(PR_SET_NAME)`.
@@ -202,6 +261,8 @@ pub(crate) struct Mmap2<'a> {
     pub addr: u64,
     pub len: u64,
     pub pgoff: u64,
+    /// The inode of the file mapped (unless [`MISC_MMAP_BUILD_ID`]).
+    pub ino: u64,
     pub prot: u32,
     pub filename: &'a [u8],
 }
@@ -215,7 +276,9 @@ impl<'a> Mmap2<'a> {
         let len = c.u64()?;
         let pgoff = c.u64()?;
         // maj, min, ino, ino_generation — or build-id size, padding and 20 bytes.
-        c.skip(24)?;
+        c.skip(8)?;
+        let ino = c.u64()?;
+        c.skip(8)?;
         let prot = c.u32()?;
         let _flags = c.u32()?;
         Some(Mmap2 {
@@ -223,6 +286,7 @@ impl<'a> Mmap2<'a> {
             addr,
             len,
             pgoff,
+            ino,
             prot,
             filename: c.c_str(),
         })
@@ -431,11 +495,11 @@ mod tests {
         body.extend(bytes(&[1_000_000]));
         body.extend(1u32.to_ne_bytes());
         body.extend(0u32.to_ne_bytes());
-        body.extend(bytes(&[1_001_001, 3, PERF_CONTEXT_USER, 0x4000, 0x5001]));
-        let s = Sample::parse(&body).unwrap();
+        body.extend(bytes(&[3, PERF_CONTEXT_USER, 0x4000, 0x5001]));
+        let s = Sample::parse(&body, false).unwrap();
         assert_eq!(
-            (s.id, s.ip, s.pid, s.tid, s.time, s.cpu, s.period),
-            (77, 0x4000, 42, 43, 1_000_000, 1, 1_001_001)
+            (s.id, s.ip, s.pid, s.tid, s.time, s.cpu),
+            (77, 0x4000, 42, 43, 1_000_000, 1)
         );
         assert_eq!(
             s.callchain().collect::<Vec<_>>(),
@@ -444,7 +508,37 @@ mod tests {
         // A callchain longer than the record is rejected, not read past the end.
         let mut short = body.clone();
         short.truncate(body.len() - 8);
-        assert!(Sample::parse(&short).is_none());
+        assert!(Sample::parse(&short, false).is_none());
+    }
+
+    #[test]
+    fn a_sample_with_registers_and_a_stack_copy_is_read_in_place() {
+        let mut body = bytes(&[5, 0x4000]);
+        body.extend(42u32.to_ne_bytes());
+        body.extend(43u32.to_ne_bytes());
+        body.extend(bytes(&[1_000]));
+        body.extend(0u32.to_ne_bytes());
+        body.extend(0u32.to_ne_bytes());
+        // An empty callchain, ABI 64 with bp, sp, ip, a 32-byte copy of which 24 bytes
+        // were filled.
+        body.extend(bytes(&[0, 2, 0x7ff0, 0x7fe0, 0x4000, 32]));
+        body.extend(bytes(&[11, 22, 33, 0]));
+        body.extend(bytes(&[24]));
+        let s = Sample::parse(&body, true).unwrap();
+        let u = s.user.unwrap();
+        assert_eq!((u.bp, u.sp, u.ip), (0x7ff0, 0x7fe0, 0x4000));
+        assert_eq!(u.stack, &bytes(&[11, 22, 33])[..]);
+        assert!(!u.full);
+        // The same layout read without the user part ignores it; cut short, it is
+        // rejected rather than read past the end.
+        assert!(Sample::parse(&body, false).unwrap().user.is_none());
+        for len in [body.len() - 1, body.len() - 8, body.len() - 40] {
+            assert!(Sample::parse(&body[..len], true).is_none(), "{len}");
+        }
+        // A kernel thread's sample: ABI 0, no registers, no stack bytes.
+        let mut kernel = body[..48].to_vec();
+        kernel.extend(bytes(&[0, 0]));
+        assert!(Sample::parse(&kernel, true).unwrap().user.is_none());
     }
 
     #[test]

@@ -67,7 +67,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use benchtop_sessions::StackTree;
-use benchtop_sessions::meta::{PerfAccess, SamplingInfo};
+use benchtop_sessions::meta::{PerfAccess, SamplingInfo, UnwindingInfo};
 use perf_event::events::{Hardware, Software};
 use perf_event::{Builder, Counter, SampleFlag};
 
@@ -75,6 +75,7 @@ use crate::ProfilerError;
 use crate::collect::{Collected, Collector, Follow, Setup};
 use crate::procfs;
 use crate::symbolize::SymbolDetail;
+use crate::unwind::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, UnwindCounts, UnwindMode};
 
 /// The perf ring buffer of one event (perf-event2's sampler).
 pub(crate) type Ring = perf_event::Sampler;
@@ -92,6 +93,10 @@ const PRIVILEGED_DATA_PAGES: usize = 128;
 /// CPUs here, release build), with the drainer thread copying records out as they come:
 /// records lost in one of two 2 s runs at 64 pages, none at 128 or 256.
 const PRIVILEGED_OFFCPU_DATA_PAGES: usize = 256;
+/// Data pages per CPU (4 KiB each) when privileged and samples carry stack copies:
+/// 2 MiB, some 250 samples of 8 KiB, a quarter of a second at 999 Hz before the
+/// drainer (woken at a quarter full) must have read them.
+const PRIVILEGED_STACK_DATA_PAGES: usize = 512;
 /// Data pages per CPU asked for without privileges (256 KiB, ~0.46 s as above). With the
 /// default perf_event_mlock_kb of 516 (one metadata page plus 128 data pages per CPU)
 /// it fits the user's budget with half of it left to other perf users of the account.
@@ -172,6 +177,20 @@ pub struct SamplerOptions {
     /// Which event drives on-CPU sampling (default: hardware cycles where the machine
     /// has a PMU, else the software cpu-clock).
     pub event: SampleEvent,
+    /// How user stacks are walked (default [`UnwindMode::Auto`]: frame pointers where a
+    /// module keeps them, its DWARF CFI where it does not).
+    pub unwind: UnwindMode,
+    /// Bytes of user stack copied with each sample when unwinding from copies (default
+    /// 8 KiB, perf's): rounded down to a multiple of 8, at most
+    /// [`crate::unwind::MAX_STACK_SIZE`]. Deeper stacks end in
+    /// `[truncated: stack copy too small]`.
+    pub stack_size: u32,
+    /// Off-CPU stacks are sampled at one context switch in this many (default 1: every
+    /// switch). Each sampled blocked interval then stands for this many, its time
+    /// multiplied by it; the others are not recorded. Raise it for programs that switch
+    /// tens of thousands of times a second, where a stack copy per switch would be
+    /// hundreds of MB/s (8 KiB each).
+    pub offcpu_stack_every: u32,
 }
 
 /// The perf event that drives on-CPU sampling.
@@ -208,6 +227,9 @@ impl Default for SamplerOptions {
             symbols: SymbolDetail::default(),
             batch_interval: Duration::from_millis(200),
             event: SampleEvent::Auto,
+            unwind: UnwindMode::Auto,
+            stack_size: DEFAULT_STACK_SIZE,
+            offcpu_stack_every: 1,
         }
     }
 }
@@ -304,6 +326,12 @@ pub struct Profile {
     pub duration: Duration,
     /// Addresses that resolved to no symbol (frames `[unknown]`, or `[file]` inside a file).
     pub unresolved_addresses: u64,
+    /// How user stacks were walked.
+    pub unwind: UnwindMode,
+    /// Bytes of user stack copied per sample (0 with frame pointers).
+    pub stack_size: u32,
+    /// What unwinding from stack copies did (empty with frame pointers).
+    pub unwinding: UnwindCounts,
 }
 
 impl Profile {
@@ -319,7 +347,26 @@ impl Profile {
         info.kernel_frames = self.kernel_frames;
         info.samples = self.samples;
         info.lost = self.lost;
-        info.unwind = "frame-pointers".into();
+        info.unwind = match self.unwind {
+            UnwindMode::FramePointers => "frame-pointers".into(),
+            other => other.name().into(),
+        };
+        if self.unwind.copies_stacks() {
+            let u = &self.unwinding;
+            let mut unwinding = UnwindingInfo::default();
+            unwinding.stack_size = self.stack_size;
+            unwinding.unwound = u.unwound;
+            unwinding.truncated_no_unwind_info = u.truncated_no_unwind_info;
+            unwinding.truncated_stack_copy = u.truncated_stack_copy;
+            unwinding.truncated_other = u.truncated_other;
+            unwinding.no_stack = u.no_stack;
+            unwinding.modules = u
+                .modules
+                .iter()
+                .map(|(name, how)| (name.clone(), how.name().to_owned()))
+                .collect();
+            info.unwinding = Some(unwinding);
+        }
         info.symbols = self.symbols.name().into();
         info.reason = (!self.reduced.is_empty()).then(|| self.reduced.join("; "));
         info.profile = self.kind.name().into();
@@ -443,6 +490,9 @@ pub struct Sampler {
     buffer_pages: usize,
     cpus: usize,
     started: Instant,
+    unwind: UnwindMode,
+    stack_size: u32,
+    offcpu_stack_every: u32,
 }
 
 impl Sampler {
@@ -529,6 +579,8 @@ impl Sampler {
 
         let requested = opts.buffer_pages.unwrap_or(if !access.privileged {
             UNPRIVILEGED_DATA_PAGES
+        } else if opts.unwind.copies_stacks() {
+            PRIVILEGED_STACK_DATA_PAGES
         } else if kind.off_cpu() {
             PRIVILEGED_OFFCPU_DATA_PAGES
         } else {
@@ -574,6 +626,11 @@ impl Sampler {
                 frequency_hz: opts.frequency_hz,
                 on_exec: mode == Mode::OnExec,
                 enabled: mode == Mode::Attach,
+                stack_size: opts
+                    .unwind
+                    .copies_stacks()
+                    .then(|| stack_copy_size(opts.stack_size)),
+                off_every: opts.offcpu_stack_every.max(1),
             };
             let attempt = match open_events(&tids, &cpus, &plan, &mut pages) {
                 Err(OpenError::Denied(errno)) if plan.kernel_sampled() => {
@@ -629,6 +686,7 @@ impl Sampler {
             reason: format!("cannot create the wake-up eventfd: {source}"),
         })?);
         let setup = Setup {
+            unwind: plan.stack_size.map(|_| opts.unwind),
             kernel_frames: plan.kernel_frames,
             off_cpu: plan.off_cpu,
             off_stacks: plan.off_stacks,
@@ -693,6 +751,9 @@ impl Sampler {
             buffer_pages: pages,
             cpus: cpus.len(),
             started: Instant::now(),
+            unwind: opts.unwind,
+            stack_size: plan.stack_size.unwrap_or(0),
+            offcpu_stack_every: plan.off_every,
         })
     }
 
@@ -836,6 +897,13 @@ impl Sampler {
                 stats.lost, self.buffer_pages
             ));
         }
+        if self.offcpu_stacks && self.offcpu_stack_every > 1 {
+            warnings.push(format!(
+                "off-CPU stacks were sampled at one context switch in {}: each sampled \
+                 blocked interval stands for {} and its time is scaled so",
+                self.offcpu_stack_every, self.offcpu_stack_every
+            ));
+        }
         if stats.throttled > 0 {
             let offcpu = if self.offcpu_stacks {
                 "; off-CPU time of throttled switches is under `[blocked: stack not sampled]`"
@@ -871,6 +939,9 @@ impl Sampler {
             final_batch_time: collected.final_batch_time,
             duration: collected.stopped_at.saturating_duration_since(self.started),
             unresolved_addresses: collected.unresolved,
+            unwind: self.unwind,
+            stack_size: self.stack_size,
+            unwinding: collected.unwinding,
         })
     }
 }
@@ -930,6 +1001,14 @@ fn is_missing_event(e: &io::Error) -> bool {
 
 /// Options that no process or machine could sample with.
 fn validate_options(opts: &SamplerOptions) -> Result<(), ProfilerError> {
+    if opts.unwind.copies_stacks() && !(8..=MAX_STACK_SIZE + 8).contains(&opts.stack_size) {
+        return Err(ProfilerError::InvalidOptions {
+            reason: format!(
+                "stack_size {} is outside 8..=65536 bytes (the kernel copies at most {MAX_STACK_SIZE})",
+                opts.stack_size
+            ),
+        });
+    }
     if opts.frequency_hz == 0 {
         return Err(ProfilerError::InvalidOptions {
             reason: "frequency_hz must be at least 1".into(),
@@ -991,6 +1070,12 @@ pub(crate) struct EventPlan {
     on_exec: bool,
     /// Opened enabled (attach); else enabled by the reader or at exec.
     enabled: bool,
+    /// Samples carry the user registers and a copy of this many bytes of user stack
+    /// (see [`crate::records::UserStack`]); the user part of the kernel's callchain is
+    /// then left out.
+    stack_size: Option<u32>,
+    /// The `context-switches` event's sample period.
+    off_every: u32,
 }
 
 impl EventPlan {
@@ -1000,15 +1085,27 @@ impl EventPlan {
     }
 }
 
-/// The sample layout every event of a sampler shares (see [`crate::records`]).
-fn sample_flags() -> SampleFlag {
-    SampleFlag::IDENTIFIER
+/// The sample layout every event of a sampler shares (see [`crate::records`]). Not
+/// PERIOD: with it, the kernel samples a software event at every occurrence whatever
+/// its period, which [`SamplerOptions::offcpu_stack_every`] needs.
+fn sample_flags(plan: &EventPlan) -> SampleFlag {
+    let flags = SampleFlag::IDENTIFIER
         | SampleFlag::IP
         | SampleFlag::TID
         | SampleFlag::TIME
         | SampleFlag::CPU
-        | SampleFlag::PERIOD
-        | SampleFlag::CALLCHAIN
+        | SampleFlag::CALLCHAIN;
+    if plan.stack_size.is_some() {
+        flags | SampleFlag::REGS_USER | SampleFlag::STACK_USER
+    } else {
+        flags
+    }
+}
+
+/// The stack copy the kernel is asked for: `size` rounded down to a multiple of 8,
+/// between 8 bytes and [`MAX_STACK_SIZE`].
+pub(crate) fn stack_copy_size(size: u32) -> u32 {
+    (size.min(MAX_STACK_SIZE) & !7).max(8)
 }
 
 /// What every event of a sampler on thread `tid` and `cpu` has in common.
@@ -1016,7 +1113,7 @@ fn common(b: &mut Builder<'static>, tid: u32, cpu: usize, plan: &EventPlan, data
     b.observe_pid(tid as libc::pid_t)
         .one_cpu(cpu)
         .inherit(true)
-        .sample(sample_flags())
+        .sample(sample_flags(plan))
         .sample_id_all(true)
         .exclude_hv(true)
         .exclude_callchain_kernel(!plan.kernel_frames)
@@ -1024,12 +1121,18 @@ fn common(b: &mut Builder<'static>, tid: u32, cpu: usize, plan: &EventPlan, data
         .wakeup_watermark((data_bytes / 4).max(1))
         .enable_on_exec(plan.on_exec)
         .enabled(plan.enabled);
+    if let Some(size) = plan.stack_size {
+        b.sample_regs_user(crate::records::REGS_USER_MASK)
+            .sample_stack_user(size)
+            .exclude_callchain_user(true);
+    }
 }
 
-/// The `context-switches` event, sampled at every switch.
-fn switches_builder() -> Builder<'static> {
+/// The `context-switches` event, sampled at every switch (or every Nth: see
+/// [`SamplerOptions::offcpu_stack_every`]).
+fn switches_builder(plan: &EventPlan) -> Builder<'static> {
     let mut b = Builder::new(Software::CONTEXT_SWITCHES);
-    b.sample_period(1);
+    b.sample_period(u64::from(plan.off_every.max(1)));
     b
 }
 
@@ -1042,7 +1145,7 @@ fn main_builder(tid: u32, cpu: usize, plan: &EventPlan, data_bytes: usize) -> Bu
             b.sample_frequency(plan.frequency_hz);
             (b, plan.kernel_frames)
         }
-        None => (switches_builder(), plan.off_stacks),
+        None => (switches_builder(plan), plan.off_stacks),
     };
     common(&mut b, tid, cpu, plan, data_bytes);
     b.comm(true)
@@ -1057,7 +1160,7 @@ fn main_builder(tid: u32, cpu: usize, plan: &EventPlan, data_bytes: usize) -> Bu
 
 /// The off-CPU stack event next to an on-CPU event.
 fn off_builder(tid: u32, cpu: usize, plan: &EventPlan, data_bytes: usize) -> Builder<'static> {
-    let mut b = switches_builder();
+    let mut b = switches_builder(plan);
     common(&mut b, tid, cpu, plan, data_bytes);
     // Its samples are taken in the scheduler, in kernel mode: excluding the kernel
     // would drop every one of them.
@@ -1574,6 +1677,9 @@ mod tests {
             final_batch_time: Duration::ZERO,
             duration: Duration::from_secs(1),
             unresolved_addresses: 0,
+            unwind: UnwindMode::FramePointers,
+            stack_size: 0,
+            unwinding: UnwindCounts::default(),
         }
     }
 

@@ -767,6 +767,7 @@ mod tests {
             addr,
             len: 0x1000,
             pgoff: 0,
+            ino: 0,
             prot: 5,
             filename: name,
         };
@@ -798,6 +799,7 @@ mod tests {
                 addr: 0x10_0000,
                 len: 0x10_0000,
                 pgoff: 0,
+                ino: 0,
                 prot: 5,
                 filename: path,
             },

@@ -170,10 +170,16 @@ pub struct SamplingInfo {
     /// Records the kernel reported lost (ring buffer full): on-CPU samples, off-CPU
     /// samples and switch records alike.
     pub lost: u64,
-    /// How callchains were walked: `frame-pointers`. Sessions compared with each other
-    /// should agree on it. Empty in sessions that did not record it.
+    /// How callchains were walked: `frame-pointers`, `dwarf` (CFI from each module's
+    /// `.eh_frame`, frame pointers where none covers an address) or `auto` (per module:
+    /// frame pointers where it keeps them, its CFI where it does not). Sessions compared
+    /// with each other should agree on it. Empty in sessions that did not record it.
     #[serde(default)]
     pub unwind: String,
+    /// What unwinding from stack copies did (`dwarf` and `auto`); absent with frame
+    /// pointers and in sessions that did not record it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unwinding: Option<UnwindingInfo>,
     /// How frames were named: `inlined` (DWARF, inlined functions as frames of their
     /// own) or `names` (ELF symbol tables only). Empty in sessions that did not record it.
     #[serde(default)]
@@ -201,6 +207,35 @@ pub struct SamplingInfo {
     /// Time runnable after preemption, seconds: not blocked, so not in offcpu.folded.
     #[serde(default)]
     pub preempted_s: f64,
+}
+
+/// How user stacks were unwound from the copies the kernel took with each sample.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct UnwindingInfo {
+    /// Bytes of user stack copied per sample.
+    #[serde(default)]
+    pub stack_size: u32,
+    /// Samples whose user stack was unwound.
+    #[serde(default)]
+    pub unwound: u64,
+    /// Stacks ending in `[truncated: no unwind info for …]`.
+    #[serde(default)]
+    pub truncated_no_unwind_info: u64,
+    /// Stacks ending in `[truncated: stack copy too small]`.
+    #[serde(default)]
+    pub truncated_stack_copy: u64,
+    /// Stacks ending in another `[truncated: …]` frame (unwind info that led nowhere, a
+    /// stack deeper than the unwinder walks).
+    #[serde(default)]
+    pub truncated_other: u64,
+    /// Samples that came without registers or a stack copy.
+    #[serde(default)]
+    pub no_stack: u64,
+    /// Each module (file name) and how its addresses were unwound: `dwarf`, `fp` or
+    /// `none` (neither unwind info nor frame pointers).
+    #[serde(default)]
+    pub modules: std::collections::BTreeMap<String, String>,
 }
 
 /// The worker process of a session.

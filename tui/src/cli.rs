@@ -335,6 +335,24 @@ pub struct RecordArgs {
     /// binaries, no inlined frames). Compare sessions symbolized the same way.
     #[arg(long, global = true, value_enum, default_value_t = Symbols::Inlined)]
     pub symbols: Symbols,
+    /// How user stacks are walked: `fp` follows frame pointers (cheapest; stacks cut
+    /// short in code built without them), `dwarf` unwinds a copy of each sample's stack
+    /// with each module's .eh_frame, `auto` picks per module (frame pointers where kept,
+    /// .eh_frame elsewhere) and copies stacks like `dwarf` [default: auto; fp for the
+    /// built-in workloads, which keep frame pointers]. Compare sessions unwound the same way.
+    #[arg(long, global = true, value_enum)]
+    pub unwind: Option<Unwind>,
+    /// Bytes of user stack copied with each sample by `--unwind auto|dwarf` (perf's
+    /// default; at most 65536). Deeper stacks end in `[truncated: stack copy too small]`.
+    #[arg(long, global = true, value_name = "BYTES", default_value_t = 8192,
+          value_parser = clap::value_parser!(u32).range(8..=65536))]
+    pub stack_size: u32,
+    /// Take an off-CPU stack at one context switch in N (each then stands for N, its
+    /// blocked time scaled by N): for programs switching tens of thousands of times a
+    /// second, where a stack copy per switch costs hundreds of MB/s.
+    #[arg(long, global = true, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub offcpu_stack_every: u32,
     /// Do not show the progress line.
     #[arg(long, short, global = true)]
     pub quiet: bool,
@@ -402,6 +420,17 @@ pub enum Symbols {
 /// The highest `--frequency`. Measured on the ring (2-CPU VM): at 100 kHz the worker
 /// starved (messages/s fell from 6 M to nearly 0, millions of samples lost).
 pub const MAX_FREQUENCY_HZ: u64 = 10_000;
+
+/// How user stacks are walked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Unwind {
+    /// Per module: frame pointers where kept, .eh_frame elsewhere.
+    Auto,
+    /// Frame pointers only.
+    Fp,
+    /// .eh_frame (DWARF CFI) everywhere it exists.
+    Dwarf,
+}
 
 /// The event that drives on-CPU sampling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -130,7 +130,7 @@ pub(crate) fn workload_options(workload: Workload, record: &RecordArgs) -> Resul
     let program = benchtop_exe()?;
     let mut args: Vec<std::ffi::OsString> = vec!["worker".into()];
     args.extend(workload.to_args().into_iter().map(Into::into));
-    let opts = RecordOptions {
+    let mut opts = RecordOptions {
         target: Target::Worker,
         workload: workload.name().to_owned(),
         params: workload.params_json(),
@@ -139,6 +139,11 @@ pub(crate) fn workload_options(workload: Workload, record: &RecordArgs) -> Resul
         command_line: command_line(),
         ..record::options_from(record)
     };
+    // Our own workers keep frame pointers (.cargo/config.toml): the cheapest recording,
+    // unless --unwind asks for another.
+    if record.unwind.is_none() {
+        opts.sampler.unwind = benchtop_profilers::UnwindMode::FramePointers;
+    }
     Ok(opts)
 }
 

@@ -11,3 +11,4 @@ mod reaper;
 mod sampler;
 mod tree_monitor;
 mod unprivileged;
+mod unwind;

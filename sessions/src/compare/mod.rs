@@ -475,10 +475,19 @@ fn differences(a: &Session, b: &Session) -> Vec<String> {
             sa.event, sa.frequency_hz, sb.event, sb.frequency_hz
         ));
     }
-    if sa.symbols != sb.symbols || sa.unwind != sb.unwind {
+    if sa.symbols != sb.symbols {
         out.push(format!(
-            "stacks named or unwound differently: A {}/{}, B {}/{}",
-            sa.unwind, sa.symbols, sb.unwind, sb.symbols
+            "stacks named differently: A {}, B {}",
+            sa.symbols, sb.symbols
+        ));
+    }
+    if sa.enabled && sb.enabled && sa.unwind != sb.unwind {
+        let name = |u: &str| if u.is_empty() { "not recorded" } else { u }.to_owned();
+        out.push(format!(
+            "stacks unwound differently: A {}, B {}; callers one finds and the other loses \
+             (code without frame pointers) show as differences that are not the code's",
+            name(&sa.unwind),
+            name(&sb.unwind)
         ));
     }
     out
@@ -812,6 +821,32 @@ mod tests {
                 .any(|w| w.contains("num-nodes") && w.contains("(unset)")),
             "{:?}",
             c.warnings
+        );
+    }
+
+    #[test]
+    fn sessions_unwound_differently_are_warned_about() {
+        let mut a = session("a", 1e6, 1_000_000, 3);
+        let mut b = session("b", 1e6, 1_000_000, 3);
+        for (s, unwind) in [(&mut a, "frame-pointers"), (&mut b, "dwarf")] {
+            s.meta.sampling.enabled = true;
+            s.meta.sampling.unwind = unwind.into();
+        }
+        let c = compare(&a, &b, &CompareOptions::default());
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.contains("unwound differently")
+                    && w.contains("A frame-pointers, B dwarf")),
+            "{:?}",
+            c.warnings
+        );
+        b.meta.sampling.unwind = "frame-pointers".into();
+        let same = compare(&a, &b, &CompareOptions::default());
+        assert!(
+            !same.warnings.iter().any(|w| w.contains("unwound")),
+            "{:?}",
+            same.warnings
         );
     }
 

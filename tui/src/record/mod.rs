@@ -5,14 +5,14 @@
 pub mod progress;
 
 use anyhow::Result;
-use benchtop_profilers::SymbolDetail;
 use benchtop_profilers::sampler::{SampleEvent, SamplerOptions};
+use benchtop_profilers::{SymbolDetail, UnwindMode};
 pub use benchtop_record::{
     DEFAULT_SESSIONS_DIR, RecordOptions, RecordOutcome, Target, child, live, record,
 };
 use benchtop_record::{Detail, LiveEvent, LiveLink};
 
-use crate::cli::{PerfEvent, RecordArgs, Symbols};
+use crate::cli::{PerfEvent, RecordArgs, Symbols, Unwind};
 use progress::Progress;
 
 /// Options with how to record taken from the command line (directory, duration,
@@ -44,6 +44,15 @@ fn sampler_options(record: &RecordArgs) -> SamplerOptions {
         Symbols::Inlined => SymbolDetail::Inlined,
         Symbols::Names => SymbolDetail::NamesOnly,
     };
+    // A built-in worker keeps frame pointers and stays on them unless --unwind says
+    // otherwise (`workload_options`); anything else is unwound per module.
+    opts.unwind = match record.unwind {
+        Some(Unwind::Fp) => UnwindMode::FramePointers,
+        Some(Unwind::Dwarf) => UnwindMode::Dwarf,
+        Some(Unwind::Auto) | None => UnwindMode::Auto,
+    };
+    opts.stack_size = record.stack_size;
+    opts.offcpu_stack_every = record.offcpu_stack_every;
     opts
 }
 

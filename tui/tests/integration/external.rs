@@ -73,6 +73,42 @@ fn a_command_after_dashes_is_recorded_with_its_stacks_and_output() {
 }
 
 #[test]
+fn a_command_is_unwound_per_module_by_default_and_with_dwarf_when_asked() {
+    // dd's own code and the C library keep no frame pointers here: the default for a
+    // command copies stacks and says how each module was walked.
+    let tmp = tempfile::tempdir().unwrap();
+    let dd = [
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "bs=4k",
+        "count=200000",
+    ];
+    for (options, unwind) in [(&[][..], "auto"), (&["--unwind", "dwarf"][..], "dwarf")] {
+        let dir = tmp.path().join(unwind);
+        let output = run_command(&dir, options, &dd);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        let sampling = Session::load(&dir).unwrap().meta.sampling;
+        assert_eq!(sampling.unwind, unwind);
+        let unwinding = sampling.unwinding.expect("unwinding counts");
+        assert_eq!(unwinding.stack_size, 8192);
+        assert!(unwinding.unwound > 0, "{unwinding:?}");
+        assert_eq!(
+            unwinding.modules.get("libc.so.6").map(String::as_str),
+            Some("dwarf"),
+            "{unwinding:?}"
+        );
+    }
+    // Frame pointers only: no copies, nothing to count.
+    let dir = tmp.path().join("fp");
+    let output = run_command(&dir, &["--unwind", "fp"], &dd);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let sampling = Session::load(&dir).unwrap().meta.sampling;
+    assert_eq!(sampling.unwind, "frame-pointers");
+    assert!(sampling.unwinding.is_none());
+}
+
+#[test]
 fn a_command_that_cannot_run_leaves_a_crashed_session_saying_why() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("missing");
