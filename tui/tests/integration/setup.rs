@@ -9,7 +9,7 @@ use std::process::Command;
 /// runs the tests brings: no install step needed.
 const BASE: &[&str] = &[
     "sh", "bash", "env", "true", "false", "sleep", "cat", "kill", "id", "stty", "mount", "umount",
-    "cargo", "rustc",
+    "nice", "timeout", "setsid", "head", "tr", "cargo", "rustc",
 ];
 
 fn workspace() -> PathBuf {
