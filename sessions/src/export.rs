@@ -14,9 +14,9 @@
 //! ```
 
 use std::fmt::Write as _;
+use std::io::{self, Write};
 
 use hdrhistogram::Histogram;
-use serde_json::json;
 
 use crate::units::human_ns;
 use crate::{Session, StackTree};
@@ -75,42 +75,83 @@ pub fn hgrm(h: &Histogram<u64>, scale: f64) -> String {
 
 /// `tree` as a speedscope profile (<https://www.speedscope.app>, its file format): one
 /// sampled profile whose samples are the tree's stacks and weights its weights, in `unit`
-/// (`none` for samples, `microseconds` for off-CPU time).
+/// (`none` for samples, `microseconds` for off-CPU time). Built in memory: see
+/// [`write_speedscope`] for large trees.
 pub fn speedscope(tree: &StackTree, name: &str, unit: &str) -> serde_json::Value {
-    let mut frames: Vec<&str> = Vec::new();
-    let mut index: std::collections::HashMap<crate::FrameId, usize> =
-        std::collections::HashMap::new();
-    let mut samples: Vec<Vec<usize>> = Vec::new();
-    let mut weights: Vec<u64> = Vec::new();
-    tree.for_each_stack(|stack, weight| {
-        let ids = stack
-            .iter()
-            .map(|&f| {
-                *index.entry(f).or_insert_with(|| {
-                    frames.push(tree.name(f));
-                    frames.len() - 1
-                })
-            })
-            .collect();
-        samples.push(ids);
-        weights.push(weight);
+    let mut out = Vec::new();
+    // Writing into a Vec cannot fail, and what is written is JSON.
+    let _ = write_speedscope(tree, name, unit, &mut out);
+    serde_json::from_slice(&out).unwrap_or_default()
+}
+
+/// Writes [`speedscope`]'s profile to `out` as it goes: memory holds one stack at a time,
+/// whatever the number of stacks. The frames are the tree's frame names, in the order of
+/// their ids; the samples index them.
+pub fn write_speedscope(
+    tree: &StackTree,
+    name: &str,
+    unit: &str,
+    mut out: impl Write,
+) -> io::Result<()> {
+    let string = |out: &mut dyn Write, s: &str| -> io::Result<()> {
+        serde_json::to_writer(out, s).map_err(io::Error::other)
+    };
+    out.write_all(b"{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",")?;
+    write!(
+        out,
+        "\"exporter\":\"benchtop {}\",\"name\":",
+        env!("CARGO_PKG_VERSION")
+    )?;
+    string(&mut out, name)?;
+    out.write_all(b",\"activeProfileIndex\":0,\"shared\":{\"frames\":[")?;
+    for id in 0..tree.frame_count() {
+        if id > 0 {
+            out.write_all(b",")?;
+        }
+        out.write_all(b"{\"name\":")?;
+        string(&mut out, tree.name(crate::FrameId(id as u32)))?;
+        out.write_all(b"}")?;
+    }
+    out.write_all(b"]},\"profiles\":[{\"type\":\"sampled\",\"name\":")?;
+    string(&mut out, name)?;
+    out.write_all(b",\"unit\":")?;
+    string(&mut out, unit)?;
+    write!(
+        out,
+        ",\"startValue\":0,\"endValue\":{},\"samples\":[",
+        tree.total_weight()
+    )?;
+    let mut result = Ok(());
+    let mut first = true;
+    tree.for_each_stack(|stack, _| {
+        if result.is_err() {
+            return;
+        }
+        result = (|| {
+            out.write_all(if first { b"[" } else { b",[" })?;
+            first = false;
+            for (i, f) in stack.iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                write!(out, "{}", f.0)?;
+            }
+            out.write_all(b"]")
+        })();
     });
-    json!({
-        "$schema": "https://www.speedscope.app/file-format-schema.json",
-        "exporter": format!("benchtop {}", env!("CARGO_PKG_VERSION")),
-        "name": name,
-        "activeProfileIndex": 0,
-        "shared": { "frames": frames.iter().map(|n| json!({ "name": n })).collect::<Vec<_>>() },
-        "profiles": [{
-            "type": "sampled",
-            "name": name,
-            "unit": unit,
-            "startValue": 0,
-            "endValue": tree.total_weight(),
-            "samples": samples,
-            "weights": weights,
-        }],
-    })
+    result?;
+    out.write_all(b"],\"weights\":[")?;
+    let mut first = true;
+    let mut result = Ok(());
+    tree.for_each_stack(|_, weight| {
+        if result.is_ok() {
+            result = write!(out, "{}{weight}", if first { "" } else { "," });
+            first = false;
+        }
+    });
+    result?;
+    out.write_all(b"]}]}")?;
+    out.flush()
 }
 
 /// One line of the summary: section, name, value, unit.

@@ -286,10 +286,27 @@ impl Builder {
         id
     }
 
-    /// Adds `tree`'s stacks as samples whose three values `values(weight)` gives.
-    fn add_tree(&mut self, tree: &StackTree, per_thread: bool, values: impl Fn(u64) -> [i64; 3]) {
+    /// Writes `tree`'s stacks to `out` as samples whose three values `values(weight)`
+    /// gives, one at a time: each is encoded as a profile holding only that sample, and
+    /// profiles concatenated are one profile whose repeated fields are appended (the
+    /// protocol buffer rule), so memory holds one sample, not every one.
+    fn add_tree(
+        &mut self,
+        tree: &StackTree,
+        per_thread: bool,
+        values: impl Fn(u64) -> [i64; 3],
+        out: &mut impl Write,
+    ) -> std::io::Result<()> {
+        let mut result = Ok(());
+        let mut one = Profile::default();
+        let mut buf = Vec::new();
+        let mut names: Vec<&str> = Vec::new();
         tree.for_each_stack(|stack, weight| {
-            let names: Vec<&str> = stack.iter().map(|&f| tree.name(f)).collect();
+            if result.is_err() {
+                return;
+            }
+            names.clear();
+            names.extend(stack.iter().map(|&f| tree.name(f)));
             let (process, rest) = match names.split_first() {
                 Some((process, rest)) => (Some(*process), rest),
                 None => (None, &names[..]),
@@ -310,12 +327,18 @@ impl Builder {
                 label.push(self.label("thread", thread));
             }
             let location_id = code.iter().rev().map(|f| self.location(f)).collect();
-            self.profile.sample.push(Sample {
+            one.sample.clear();
+            one.sample.push(Sample {
                 location_id,
                 value: values(weight).to_vec(),
                 label,
             });
+            buf.clear();
+            // Encoding into a Vec cannot fail.
+            let _ = one.encode(&mut buf);
+            result = out.write_all(&buf);
         });
+        result
     }
 }
 
@@ -328,6 +351,23 @@ pub fn encode(
     offcpu: Option<&StackTree>,
     duration_s: f64,
 ) -> Vec<u8> {
+    let mut out = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = encode_to(meta, cpu, offcpu, duration_s, &mut out);
+    out
+}
+
+/// [`encode`], written to `out` as it is made: memory holds the string, function and
+/// location tables (one entry per distinct name) and one sample at a time, whatever the
+/// number of stacks.
+pub fn encode_to(
+    meta: &SessionMeta,
+    cpu: Option<&StackTree>,
+    offcpu: Option<&StackTree>,
+    duration_s: f64,
+    out: impl Write,
+) -> std::io::Result<()> {
+    let mut gz = GzEncoder::new(out, Compression::default());
     let mut b = Builder::new();
     let sample_types = [
         b.value_type("samples", "count"),
@@ -375,30 +415,45 @@ pub fn encode(
     b.common = common;
 
     let per_thread = meta.sampling.per_thread;
+    // Weights past i64::MAX (hostile files) saturate rather than wrap.
+    let signed = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
     if let Some(cpu) = cpu {
-        b.add_tree(cpu, per_thread, |n| {
-            [n as i64, (n as i64).saturating_mul(period_ns), 0]
-        });
+        b.add_tree(
+            cpu,
+            per_thread,
+            |n| [signed(n), signed(n).saturating_mul(period_ns), 0],
+            &mut gz,
+        )?;
     }
     if let Some(offcpu) = offcpu {
-        b.add_tree(offcpu, per_thread, |us| {
-            [0, 0, (us as i64).saturating_mul(1000)]
-        });
+        b.add_tree(
+            offcpu,
+            per_thread,
+            |us| [0, 0, signed(us).saturating_mul(1000)],
+            &mut gz,
+        )?;
     }
-
-    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
-    // Writing into a Vec cannot fail.
-    let _ = gz.write_all(&b.profile.encode_to_vec());
-    gz.finish().unwrap_or_default()
+    // The tables and the rest, after the samples that filled them.
+    gz.write_all(&b.profile.encode_to_vec())?;
+    gz.finish()?.flush()
 }
 
 /// [`encode`] for a loaded session: its on- and off-CPU stacks over its duration.
 pub fn encode_session(session: &crate::Session) -> Vec<u8> {
-    encode(
+    let mut out = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = encode_session_to(session, &mut out);
+    out
+}
+
+/// [`encode_session`], written to `out` as it is made (see [`encode_to`]).
+pub fn encode_session_to(session: &crate::Session, out: impl Write) -> std::io::Result<()> {
+    encode_to(
         &session.meta,
         session.cpu.as_ref(),
         session.offcpu.as_ref(),
         session.duration().map_or(0.0, |d| d.as_secs_f64()),
+        out,
     )
 }
 

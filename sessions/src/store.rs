@@ -3,14 +3,18 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::{self, Write as _};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
 
+use crate::dir::DirHandle;
+use crate::escape::{Escaped, escaped};
 use crate::hlog::{self, HlogInterval, HlogWriter};
+use crate::limits::{FileKind, LoadOptions, read_bounded};
+use crate::meta::Failure;
 use crate::stacks::{FrameId, NodeId};
 use crate::timeseries::{parse_threads_csv, threads_to_csv};
 use crate::units::{human_bytes, human_ns};
@@ -82,7 +86,7 @@ impl StackKind {
 /// [`Session::load`] reads as [`Status::Crashed`] with everything up to the last interval.
 #[derive(Debug)]
 pub struct SessionWriter {
-    dir: PathBuf,
+    dir: DirHandle,
     meta: SessionMeta,
     start_time: SystemTime,
     timeseries: Option<File>,
@@ -93,19 +97,20 @@ pub struct SessionWriter {
 
 impl SessionWriter {
     /// Creates `dir` (and its parents) and writes session.json with `meta` as
-    /// [`Status::Running`] at [`SCHEMA_VERSION`]. Refuses a directory that already holds a
-    /// session, and a `started_at` that is not RFC 3339 (latency.hlog is timed from it).
+    /// [`Status::Running`] at [`SCHEMA_VERSION`].
+    ///
+    /// `dir` is made with one `mkdir`, or is an existing empty directory owned by the
+    /// current user that is not a symbolic link ([`DirHandle::create_empty`]); anything else
+    /// is refused, naming it: a directory that holds a session is
+    /// [`SessionError::AlreadyExists`], any other non-empty one [`SessionError::NotEmpty`],
+    /// a link or another user's directory [`SessionError::UnsafeDirectory`]. Every file of
+    /// the session is then created relative to the directory's descriptor with `O_EXCL |
+    /// O_NOFOLLOW`. A `started_at` that is not RFC 3339 is refused too (latency.hlog is
+    /// timed from it).
     pub fn create(dir: &Path, meta: SessionMeta) -> Result<Self, SessionError> {
         let start_time = parse_started_at(dir, &meta)?;
-        fs::create_dir_all(dir).map_err(|e| SessionError::io(dir, e))?;
-        let meta_path = dir.join(SESSION_FILE);
-        if meta_path
-            .try_exists()
-            .map_err(|e| SessionError::io(&meta_path, e))?
-        {
-            return Err(SessionError::AlreadyExists { path: dir.into() });
-        }
-        Self::start(dir, meta, start_time)
+        let handle = DirHandle::create_empty(dir)?;
+        Self::start(handle, meta, start_time)
     }
 
     /// Creates a new session directory under `parent` (created if missing) named `id`, or
@@ -144,16 +149,16 @@ impl SessionWriter {
                 n => format!("{id}-{n}"),
             };
             dir = parent.join(&name);
-            match fs::create_dir(&dir) {
-                Ok(()) => {
+            match DirHandle::create_new(&dir) {
+                Ok(handle) => {
                     if meta.name == meta.id {
                         meta.name.clone_from(&name);
                     }
                     meta.id = name;
-                    return Self::start(&dir, meta, start_time);
+                    return Self::start(handle, meta, start_time);
                 }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(SessionError::io(&dir, e)),
+                Err(e) if e.io_kind() == Some(io::ErrorKind::AlreadyExists) => {}
+                Err(e) => return Err(e),
             }
         }
         Err(SessionError::AlreadyExists { path: dir })
@@ -161,14 +166,15 @@ impl SessionWriter {
 
     /// Writes the first session.json into `dir`, which exists and holds no session.
     fn start(
-        dir: &Path,
+        dir: DirHandle,
         mut meta: SessionMeta,
         start_time: SystemTime,
     ) -> Result<Self, SessionError> {
         meta.schema_version = SCHEMA_VERSION;
         meta.status = Status::Running;
+        meta.failure = None;
         let writer = SessionWriter {
-            dir: dir.into(),
+            dir,
             meta,
             start_time,
             timeseries: None,
@@ -182,7 +188,7 @@ impl SessionWriter {
 
     /// The session directory.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.dir.path()
     }
 
     /// The metadata as last written.
@@ -220,7 +226,7 @@ impl SessionWriter {
     ) -> Result<(), SessionError> {
         let writer = match self.latency.take() {
             Some(writer) => writer,
-            None => HlogWriter::create(&self.dir.join(LATENCY_FILE), self.start_time)?,
+            None => HlogWriter::create_in(&self.dir, LATENCY_FILE, self.start_time)?,
         };
         self.latency
             .insert(writer)
@@ -252,13 +258,13 @@ impl SessionWriter {
     ) -> Result<(), SessionError> {
         let folded_path = self.dir.join(kind.folded_file());
         let folded = tree.to_folded();
-        write_atomically(&folded_path, folded.as_bytes())?;
-        let svg_path = self.dir.join(kind.svg_file());
+        self.dir
+            .write_atomically(kind.folded_file(), folded.as_bytes())?;
         let mut svg = Vec::new();
         flame::write_sorted_folded_svg(&folded, title, kind.count_name(), &mut svg)
-            .and_then(|()| write_atomically(&svg_path, &svg))
+            .and_then(|()| self.dir.write_atomically(kind.svg_file(), &svg))
             .map_err(|e| {
-                let _ = fs::remove_file(&svg_path);
+                self.dir.remove_quietly(kind.svg_file());
                 SessionError::FlamegraphNotWritten {
                     folded: folded_path,
                     source: Box::new(e),
@@ -275,8 +281,9 @@ impl SessionWriter {
         offcpu: Option<&StackTree>,
         duration_s: f64,
     ) -> Result<(), SessionError> {
-        let bytes = crate::pprof::encode(&self.meta, cpu, offcpu, duration_s);
-        write_atomically(&self.dir.join(PPROF_FILE), &bytes)
+        self.dir.write_atomically_with(PPROF_FILE, |w| {
+            crate::pprof::encode_to(&self.meta, cpu, offcpu, duration_s, w)
+        })
     }
 
     /// Writes latency.svg, the percentile plot of the whole run's histograms
@@ -287,7 +294,7 @@ impl SessionWriter {
     ) -> Result<(), SessionError> {
         let title = crate::plot::title(&self.meta.workload.name);
         let svg = crate::plot::percentile_svg(&title, series);
-        write_atomically(&self.dir.join(LATENCY_PLOT_FILE), svg.as_bytes())
+        self.dir.write_atomically(LATENCY_PLOT_FILE, svg.as_bytes())
     }
 
     /// Writes phases.svg, the phases' figures as charts, when there are two phases or
@@ -296,7 +303,7 @@ impl SessionWriter {
         let title = format!("{} — by phase", self.meta.workload.name);
         match crate::plot::phases_svg(&title, &self.meta.phases) {
             Some(svg) => {
-                write_atomically(&self.dir.join(PHASE_PLOT_FILE), svg.as_bytes())?;
+                self.dir.write_atomically(PHASE_PLOT_FILE, svg.as_bytes())?;
                 Ok(true)
             }
             None => Ok(false),
@@ -307,14 +314,18 @@ impl SessionWriter {
     /// earlier version atomically. A recorder may call it during the run, so that a run cut
     /// off keeps the table as it last was, and once at the end.
     pub fn write_threads(&mut self, threads: &[ThreadSummary]) -> Result<(), SessionError> {
-        write_atomically(
-            &self.dir.join(THREADS_FILE),
-            threads_to_csv(threads).as_bytes(),
-        )
+        self.dir
+            .write_atomically(THREADS_FILE, threads_to_csv(threads).as_bytes())
     }
 
     /// Ends the recording: syncs every file and rewrites session.json with `status` and
     /// `ended_at` (RFC 3339). Returns the session directory.
+    ///
+    /// session.json comes last, after every file it describes: a recorder writes the
+    /// folded files ([`SessionWriter::write_stacks`]), profile.pb.gz and threads.csv, then
+    /// sets the sample counts with this call, so a kill at any moment leaves session.json
+    /// counting no more than the files hold. Each file is replaced atomically: a kill leaves
+    /// the old one or the new one, never a mix.
     pub fn finish(mut self, status: Status, ended_at: String) -> Result<PathBuf, SessionError> {
         for (file, name) in [
             (&self.timeseries, TIMESERIES_FILE),
@@ -331,15 +342,35 @@ impl SessionWriter {
         self.meta.status = status;
         self.meta.ended_at = Some(ended_at);
         self.write_meta()?;
-        Ok(self.dir)
+        Ok(self.dir.path().to_owned())
+    }
+
+    /// Ends the recording as [`Status::Failed`] with `failure` (see
+    /// [`SessionError::failure`]), writing as little as possible: only session.json,
+    /// rewritten atomically through a small temporary file, without syncing or touching
+    /// anything else. When even that fails (the disk is full to the last block), the
+    /// session.json written before stays intact and the error is returned.
+    ///
+    /// It takes the writer by reference, so a recorder may free space and try again; the
+    /// writer should not be used for anything else afterwards.
+    pub fn fail(&mut self, failure: Failure, ended_at: String) -> Result<(), SessionError> {
+        let mut meta = self.meta.clone();
+        meta.status = Status::Failed;
+        meta.failure = Some(failure);
+        meta.ended_at = Some(ended_at);
+        let before = std::mem::replace(&mut self.meta, meta);
+        let written = self.write_meta();
+        if written.is_err() {
+            self.meta = before;
+        }
+        written
     }
 
     fn write_meta(&self) -> Result<(), SessionError> {
-        let path = self.dir.join(SESSION_FILE);
-        let mut json =
-            serde_json::to_vec_pretty(&self.meta).map_err(|e| SessionError::io(&path, e.into()))?;
+        let mut json = serde_json::to_vec_pretty(&self.meta)
+            .map_err(|e| SessionError::io(self.dir.join(SESSION_FILE), e.into()))?;
         json.push(b'\n');
-        write_atomically(&path, &json)
+        self.dir.write_atomically(SESSION_FILE, &json)
     }
 }
 
@@ -354,45 +385,19 @@ fn parse_started_at(dir: &Path, meta: &SessionMeta) -> Result<SystemTime, Sessio
     })
 }
 
-/// The file in `slot`, opened for appending on first use.
+/// The file in `slot`, created for appending on first use, relative to the directory's
+/// descriptor and with `O_EXCL | O_NOFOLLOW`: a file or link someone put there first is
+/// refused, never appended to.
 fn open_append<'a>(
     slot: &'a mut Option<File>,
-    dir: &Path,
+    dir: &DirHandle,
     name: &str,
 ) -> Result<&'a mut File, SessionError> {
     let file = match slot.take() {
         Some(file) => file,
-        None => {
-            let path = dir.join(name);
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .map_err(|e| SessionError::io(&path, e))?
-        }
+        None => dir.create_file(name, true)?,
     };
     Ok(slot.insert(file))
-}
-
-/// Replaces `path` with `bytes`: writes `<path>.tmp` beside it, syncs it, renames it over
-/// `path`, then syncs the directory so the rename itself is durable.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let written = File::create(&tmp)
-        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
-        .map_err(|e| SessionError::io(&tmp, e))
-        .and_then(|()| fs::rename(&tmp, path).map_err(|e| SessionError::io(path, e)));
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
-        return written;
-    }
-    // Best effort: some file systems refuse to sync a directory; the data is written anyway.
-    if let Some(dir) = path.parent().and_then(|d| File::open(d).ok()) {
-        let _ = dir.sync_all();
-    }
-    Ok(())
 }
 
 /// The bytes of the files a session is loaded from; `None` for an optional file that is
@@ -452,28 +457,64 @@ impl Session {
     /// [`SessionError::Corrupt`] naming it and the line. The incomplete last line a killed
     /// recorder leaves in timeseries.jsonl or latency.hlog is dropped with a warning.
     /// latency.hlog, timeseries.jsonl, the folded files and threads.csv are optional.
+    ///
+    /// Files are read within the limits of [`LoadOptions::from_env`]: see
+    /// [`Session::load_with`].
     pub fn load(dir: &Path) -> Result<Session, SessionError> {
-        let read = |name: &str| read_optional(&dir.join(name));
-        let Some(session_json) = read(SESSION_FILE)? else {
+        Session::load_with(dir, &LoadOptions::from_env()?)
+    }
+
+    /// Loads and checks the session in `dir` as [`Session::load`] does, within the limits
+    /// of `opts` ([`crate::limits`]): every file is opened without following a link or
+    /// blocking, refused unless it is a regular file ([`SessionError::NotAFile`]) or when
+    /// larger than its kind's limit ([`SessionError::TooLarge`]); intervals, stacks,
+    /// parameters and tags past their limits are dropped with a warning.
+    pub fn load_with(dir: &Path, opts: &LoadOptions) -> Result<Session, SessionError> {
+        let read =
+            |name: &str, kind: FileKind| read_bounded(&dir.join(name), kind, opts.file_limit(kind));
+        let Some(session_json) = read(SESSION_FILE, FileKind::SessionJson)? else {
             return Err(SessionError::NotASession { path: dir.into() });
         };
         let files = SessionFiles {
             session_json,
-            timeseries: read(TIMESERIES_FILE)?,
-            latency: read(LATENCY_FILE)?,
-            cpu_folded: read(StackKind::Cpu.folded_file())?,
-            offcpu_folded: read(StackKind::OffCpu.folded_file())?,
-            threads: read(THREADS_FILE)?,
+            timeseries: read(TIMESERIES_FILE, FileKind::Timeseries)?,
+            latency: read(LATENCY_FILE, FileKind::Hlog)?,
+            cpu_folded: read(StackKind::Cpu.folded_file(), FileKind::Folded)?,
+            offcpu_folded: read(StackKind::OffCpu.folded_file(), FileKind::Folded)?,
+            threads: read(THREADS_FILE, FileKind::Threads)?,
         };
-        Session::from_files(dir, files)
+        Session::from_files_with(dir, files, opts)
     }
 
     /// Checks and parses a session's files as [`Session::load`] does, from their bytes;
     /// `dir` names them in errors. Reads nothing from disk: the loader's whole parsing
     /// half, which the fuzz targets drive.
     pub fn from_files(dir: &Path, files: SessionFiles) -> Result<Session, SessionError> {
+        Session::from_files_with(dir, files, &LoadOptions::default())
+    }
+
+    /// [`Session::from_files`] with the count limits of `opts` (sizes are the reader's
+    /// business: see [`Session::load_with`]).
+    pub fn from_files_with(
+        dir: &Path,
+        files: SessionFiles,
+        opts: &LoadOptions,
+    ) -> Result<Session, SessionError> {
         let mut meta = parse_meta(&files.session_json, &dir.join(SESSION_FILE))?;
         let mut warnings = Vec::new();
+        let params = meta.workload.params.len();
+        if params > opts.max_params {
+            if let Some(first_dropped) = meta.workload.params.keys().nth(opts.max_params) {
+                let first_dropped = first_dropped.clone();
+                meta.workload.params.split_off(&first_dropped);
+            }
+            warnings.push(format!(
+                "{SESSION_FILE}: {params} workload parameters; only the first {} (by name) \
+                 are kept, {} were dropped",
+                opts.max_params,
+                params - opts.max_params
+            ));
+        }
         if meta.status == Status::Running {
             meta.status = Status::Crashed;
             warnings.push(
@@ -484,24 +525,43 @@ impl Session {
         }
 
         let rows = match &files.timeseries {
-            Some(bytes) => parse_rows(bytes, &dir.join(TIMESERIES_FILE), &mut warnings)?,
+            Some(bytes) => parse_rows(
+                bytes,
+                &dir.join(TIMESERIES_FILE),
+                opts.max_intervals,
+                &mut warnings,
+            )?,
             None => Vec::new(),
         };
         let latency = match &files.latency {
             Some(bytes) => {
-                let log = hlog::parse_hlog(bytes, &dir.join(LATENCY_FILE))?;
+                let log = hlog::parse_hlog_limited(
+                    bytes,
+                    &dir.join(LATENCY_FILE),
+                    opts.max_intervals,
+                    opts.max_tags,
+                )?;
                 warnings.extend(log.warnings);
                 log.intervals
             }
             None => Vec::new(),
         };
-        let stacks = |kind: StackKind, bytes: &Option<Vec<u8>>| {
+        let mut stacks = |kind: StackKind, bytes: &Option<Vec<u8>>| {
             let path = dir.join(kind.folded_file());
             bytes
                 .as_ref()
-                .map(|bytes| StackTree::read_folded(&bytes[..], &path.display().to_string()))
+                .map(|bytes| {
+                    StackTree::read_folded_limited(
+                        &bytes[..],
+                        &path.display().to_string(),
+                        opts.max_stacks,
+                        &mut warnings,
+                    )
+                })
                 .transpose()
         };
+        let cpu = stacks(StackKind::Cpu, &files.cpu_folded)?;
+        let offcpu = stacks(StackKind::OffCpu, &files.offcpu_folded)?;
         let threads = match &files.threads {
             Some(bytes) => parse_threads_csv(bytes, &dir.join(THREADS_FILE))?,
             None => Vec::new(),
@@ -511,8 +571,8 @@ impl Session {
             meta,
             rows,
             latency,
-            cpu: stacks(StackKind::Cpu, &files.cpu_folded)?,
-            offcpu: stacks(StackKind::OffCpu, &files.offcpu_folded)?,
+            cpu,
+            offcpu,
             threads,
             warnings,
         })
@@ -531,44 +591,59 @@ impl Session {
 
     fn write_summary(&self, out: &mut String) -> fmt::Result {
         let m = &self.meta;
-        writeln!(out, "id        {}", m.id)?;
+        // Every string from the files goes through Escaped: a session may come from anyone,
+        // and this text goes to a terminal.
+        writeln!(out, "id        {}", Escaped(&m.id))?;
         if m.name != m.id {
-            writeln!(out, "name      {}", m.name)?;
+            writeln!(out, "name      {}", Escaped(&m.name))?;
         }
-        write!(out, "workload  {}", m.workload.name)?;
+        write!(out, "workload  {}", Escaped(&m.workload.name))?;
         for (k, v) in &m.workload.params {
             match v {
-                serde_json::Value::String(s) => write!(out, " {k}={s}")?,
-                v => write!(out, " {k}={v}")?,
+                serde_json::Value::String(s) => write!(out, " {}={}", Escaped(k), Escaped(s))?,
+                // JSON text escapes control characters in strings already.
+                v => write!(out, " {}={v}", Escaped(k))?,
             }
         }
         writeln!(out)?;
         if !m.command_line.is_empty() {
-            writeln!(out, "command   {}", m.command_line.join(" "))?;
+            write!(out, "command  ")?;
+            for arg in &m.command_line {
+                write!(out, " {}", Escaped(arg))?;
+            }
+            writeln!(out)?;
         }
         let h = &m.host;
-        write!(out, "host      {}", or_unknown(&h.hostname))?;
+        write!(out, "host      {}", Escaped(or_unknown(&h.hostname)))?;
         if !h.cpu_model.is_empty() {
-            write!(out, ", {}", h.cpu_model)?;
+            write!(out, ", {}", Escaped(&h.cpu_model))?;
         }
         write!(out, ", {} cores", h.cores)?;
         if h.memory_bytes > 0 {
             write!(out, ", {} RAM", human_bytes(h.memory_bytes))?;
         }
         if !h.kernel.is_empty() {
-            write!(out, ", Linux {}", h.kernel)?;
+            write!(out, ", Linux {}", Escaped(&h.kernel))?;
         }
         writeln!(out)?;
         if !m.benchtop_version.is_empty() {
-            writeln!(out, "benchtop  {}", m.benchtop_version)?;
+            writeln!(out, "benchtop  {}", Escaped(&m.benchtop_version))?;
         }
         write!(out, "status    {}", m.status)?;
+        if let Some(failure) = &m.failure {
+            // Failure's Display escapes its strings.
+            write!(out, ": {failure}")?;
+        }
         if let Some(exit) = &m.worker.exit {
-            write!(out, " (worker: {exit})")?;
+            write!(out, " (worker: {})", Escaped(exit))?;
         }
         writeln!(out)?;
-        writeln!(out, "started   {}", m.started_at)?;
-        writeln!(out, "ended     {}", m.ended_at.as_deref().unwrap_or("-"))?;
+        writeln!(out, "started   {}", Escaped(&m.started_at))?;
+        writeln!(
+            out,
+            "ended     {}",
+            Escaped(m.ended_at.as_deref().unwrap_or("-"))
+        )?;
         if let Some(d) = self.duration() {
             let ms = Duration::from_millis(d.as_millis().try_into().unwrap_or(u64::MAX));
             writeln!(out, "duration  {}", humantime::format_duration(ms))?;
@@ -577,12 +652,17 @@ impl Session {
         if s.enabled {
             if s.profile == "offcpu" {
                 // No timer drives an off-CPU profile: every context switch is recorded.
-                write!(out, "sampling  {} (off-CPU only): {} lost", s.event, s.lost)?;
+                write!(
+                    out,
+                    "sampling  {} (off-CPU only): {} lost",
+                    Escaped(&s.event),
+                    s.lost
+                )?;
             } else {
                 write!(
                     out,
                     "sampling  {} at {} Hz: {} samples, {} lost, kernel frames {}",
-                    s.event,
+                    Escaped(&s.event),
                     s.frequency_hz,
                     s.samples,
                     s.lost,
@@ -590,7 +670,7 @@ impl Session {
                 )?;
             }
             match &s.reason {
-                Some(reason) => writeln!(out, " ({reason})")?,
+                Some(reason) => writeln!(out, " ({})", Escaped(reason))?,
                 None => writeln!(out)?,
             }
             if matches!(s.profile.as_str(), "offcpu" | "both") {
@@ -609,15 +689,15 @@ impl Session {
             }
         } else {
             let reason = s.reason.as_deref().unwrap_or("not requested");
-            writeln!(out, "sampling  off: {reason}")?;
+            writeln!(out, "sampling  off: {}", Escaped(reason))?;
         }
 
         if !m.summary.is_empty() {
             writeln!(out, "\nsummary")?;
             for f in &m.summary {
-                write!(out, "  {}: {}", f.name, f.value)?;
+                write!(out, "  {}: {}", Escaped(&f.name), f.value)?;
                 if !f.unit.is_empty() {
-                    write!(out, " {}", f.unit)?;
+                    write!(out, " {}", Escaped(&f.unit))?;
                 }
                 writeln!(out)?;
             }
@@ -625,9 +705,10 @@ impl Session {
 
         if !m.phases.is_empty() {
             writeln!(out, "\nphases")?;
-            let width = m.phases.iter().map(|p| p.name.len()).max().unwrap_or(0);
-            for p in &m.phases {
-                write!(out, "  {:<width$} {:>9.3} s", p.name, p.duration_s)?;
+            let names: Vec<_> = m.phases.iter().map(|p| escaped(&p.name)).collect();
+            let width = names.iter().map(|n| n.len()).max().unwrap_or(0).min(64);
+            for (p, name) in m.phases.iter().zip(&names) {
+                write!(out, "  {name:<width$} {:>9.3} s", p.duration_s)?;
                 let figure = |name: &str| p.figures.iter().find(|f| f.name == name);
                 if let Some(f) = figure("bytes") {
                     write!(out, "  {:>10}", human_bytes(f.value as u64))?;
@@ -646,13 +727,14 @@ impl Session {
         let merged = self.merged_latency(&mut notes);
         if !merged.is_empty() {
             writeln!(out, "\nlatency ({LATENCY_FILE}, whole run)")?;
-            let width = merged.keys().map(|t| t.len()).max().unwrap_or(0).max(6);
+            let tags: Vec<_> = merged.keys().map(|t| escaped(t)).collect();
+            let width = tags.iter().map(|t| t.len()).max().unwrap_or(0).clamp(6, 64);
             writeln!(
                 out,
                 "  {:<width$} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
                 "metric", "count", "p50", "p90", "p99", "p99.9", "max"
             )?;
-            for (tag, h) in &merged {
+            for (h, tag) in merged.values().zip(&tags) {
                 let q = |q| human_ns(h.value_at_quantile(q) as f64);
                 writeln!(
                     out,
@@ -679,7 +761,7 @@ impl Session {
             )?;
             for (name, weight) in hottest_frames(cpu, 5) {
                 let share = weight as f64 * 100.0 / cpu.total_weight() as f64;
-                writeln!(out, "  {share:5.1}%  {name}")?;
+                writeln!(out, "  {share:5.1}%  {}", Escaped(name))?;
             }
         }
 
@@ -692,7 +774,7 @@ impl Session {
             for (name, weight) in blocking_frames(off, 5) {
                 let share = weight as f64 * 100.0 / off.total_weight() as f64;
                 let secs = weight as f64 / 1e6;
-                writeln!(out, "  {share:5.1}%  {secs:9.3} s  {name}")?;
+                writeln!(out, "  {share:5.1}%  {secs:9.3} s  {}", Escaped(name))?;
             }
         }
 
@@ -706,7 +788,7 @@ impl Session {
         if !warnings.is_empty() {
             writeln!(out, "\nwarnings")?;
             for w in warnings {
-                writeln!(out, "  - {w}")?;
+                writeln!(out, "  - {}", Escaped(w))?;
             }
         }
         Ok(())
@@ -788,9 +870,9 @@ impl Session {
                 out,
                 "  {:>9.2} s  {} (tid {}) in {} (pid {})",
                 t.cpu_s(),
-                or_unknown(&t.thread),
+                Escaped(or_unknown(&t.thread)),
                 t.tid,
-                or_unknown(&t.process),
+                Escaped(or_unknown(&t.process)),
                 t.pid
             )?;
         }
@@ -860,7 +942,9 @@ pub fn load_meta(dir: &Path) -> Result<SessionMeta, SessionError> {
 
 fn read_meta(dir: &Path) -> Result<SessionMeta, SessionError> {
     let meta_path = dir.join(SESSION_FILE);
-    let Some(bytes) = read_optional(&meta_path)? else {
+    let opts = LoadOptions::from_env()?;
+    let kind = FileKind::SessionJson;
+    let Some(bytes) = read_bounded(&meta_path, kind, opts.file_limit(kind))? else {
         return Err(SessionError::NotASession { path: dir.into() });
     };
     parse_meta(&bytes, &meta_path)
@@ -912,22 +996,6 @@ fn or_unknown(s: &str) -> &str {
     if s.is_empty() { "unknown" } else { s }
 }
 
-/// The content of a file that may be absent.
-fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, SessionError> {
-    match fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-            ) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(SessionError::io(path, e)),
-    }
-}
-
 /// session.json: checks the schema version before reading the fields, so a newer schema is
 /// refused as such rather than as corrupt.
 fn parse_meta(bytes: &[u8], path: &Path) -> Result<SessionMeta, SessionError> {
@@ -935,10 +1003,17 @@ fn parse_meta(bytes: &[u8], path: &Path) -> Result<SessionMeta, SessionError> {
         path: path.into(),
         reason,
     };
-    let value: serde_json::Value =
+    /// Only the version, every other field skipped without being kept.
+    #[derive(serde::Deserialize)]
+    struct Version {
+        #[serde(default)]
+        schema_version: Option<serde_json::Value>,
+    }
+    let value: Version =
         serde_json::from_slice(bytes).map_err(|e| corrupt(json_reason(&e, e.line())))?;
     match value
-        .get("schema_version")
+        .schema_version
+        .as_ref()
         .and_then(serde_json::Value::as_u64)
     {
         None => Err(corrupt(
@@ -960,12 +1035,26 @@ fn parse_meta(bytes: &[u8], path: &Path) -> Result<SessionMeta, SessionError> {
 fn parse_rows(
     bytes: &[u8],
     path: &Path,
+    max_rows: usize,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<TimeseriesRow>, SessionError> {
     let mut rows = Vec::new();
     for (i, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
         if line.trim_ascii().is_empty() {
             continue;
+        }
+        if rows.len() >= max_rows {
+            let left = bytes[..]
+                .split_inclusive(|&b| b == b'\n')
+                .skip(i)
+                .filter(|l| !l.trim_ascii().is_empty())
+                .count();
+            warnings.push(format!(
+                "{}: more than {max_rows} intervals; {left} rows from line {} on were dropped",
+                path.display(),
+                i + 1
+            ));
+            break;
         }
         match serde_json::from_slice(line) {
             Ok(row) => rows.push(row),
@@ -1107,6 +1196,7 @@ mod tests {
         let err = parse_rows(
             b"{\"t_s\":1,\"interval_s\":1}\n{oops}\n",
             Path::new("ts"),
+            10,
             &mut warnings,
         )
         .unwrap_err()

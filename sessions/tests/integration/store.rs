@@ -330,8 +330,12 @@ fn an_svg_that_cannot_be_written_still_leaves_the_folded_stacks_and_no_stale_svg
     w.write_stacks(StackKind::Cpu, &old, "t").unwrap();
     assert!(dir.join("cpu.svg").exists());
 
-    // A directory where the SVG's temporary file goes: the SVG cannot be written.
+    // Something in the way of every temporary name the SVG could take (none is ever
+    // reused): the SVG cannot be written.
     fs::create_dir(dir.join("cpu.svg.tmp")).unwrap();
+    for n in 2..=100 {
+        fs::create_dir(dir.join(format!("cpu.svg.tmp.{n}"))).unwrap();
+    }
     let err = w
         .write_stacks(StackKind::Cpu, &cpu_tree(), "ring: on-CPU")
         .unwrap_err();
