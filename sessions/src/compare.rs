@@ -25,6 +25,7 @@
 //! assert!((change.change + 0.10).abs() < 1e-9);
 //! ```
 
+use crate::escape::{Escaped, escaped, markdown_cell, markdown_code};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::{self, Write as _};
 
@@ -779,9 +780,9 @@ impl FigureComparison {
     /// The row as the table shows it: figure, A, B, change, 95 % interval, verdict.
     pub fn cells(&self) -> [String; 6] {
         [
-            self.name.clone(),
-            show(self.a, &self.unit),
-            show(self.b, &self.unit),
+            escaped(&self.name).into_owned(),
+            escaped(&show(self.a, &self.unit)).into_owned(),
+            escaped(&show(self.b, &self.unit)).into_owned(),
             percent(self.change.change),
             self.change.ci.map_or(String::new(), |(lo, hi)| {
                 format!("[{}, {}]", percent(lo), percent(hi))
@@ -795,9 +796,9 @@ impl Comparison {
     /// The table as text: figure, A, B, change, 95 % interval, verdict.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "A: {}\nB: {}\n", self.a, self.b);
+        let _ = writeln!(out, "A: {}\nB: {}\n", Escaped(&self.a), Escaped(&self.b));
         for w in &self.warnings {
-            let _ = writeln!(out, "warning: {w}");
+            let _ = writeln!(out, "warning: {}", Escaped(w));
         }
         if !self.warnings.is_empty() {
             out.push('\n');
@@ -834,9 +835,14 @@ impl Comparison {
     /// The table as Markdown, for CI comments.
     pub fn to_markdown(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "**A** `{}` → **B** `{}`\n", self.a, self.b);
+        let _ = writeln!(
+            out,
+            "**A** `{}` → **B** `{}`\n",
+            markdown_code(&self.a),
+            markdown_code(&self.b)
+        );
         for w in &self.warnings {
-            let _ = writeln!(out, "> ⚠ {w}");
+            let _ = writeln!(out, "> ⚠ {}", escaped(w));
         }
         if !self.warnings.is_empty() {
             out.push('\n');
@@ -855,9 +861,9 @@ impl Comparison {
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} |",
-                f.name,
-                show(f.a, &f.unit),
-                show(f.b, &f.unit),
+                markdown_cell(&f.name),
+                markdown_cell(&show(f.a, &f.unit)),
+                markdown_cell(&show(f.b, &f.unit)),
                 percent(f.change.change),
                 ci,
                 verdict

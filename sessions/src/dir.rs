@@ -193,7 +193,8 @@ impl DirHandle {
             drop(w);
             file.sync_all()
         })()
-        .map_err(|e| SessionError::io(self.join(&tmp), e))
+        // Named by the file promised: the temporary one is removed below.
+        .map_err(|e| SessionError::io(self.join(name), e))
         .and_then(|()| {
             rustix::fs::renameat(&self.fd, tmp.as_str(), &self.fd, name)
                 .map_err(|e| self.io(Path::new(name), e))

@@ -18,6 +18,7 @@ use std::io::{self, Write};
 
 use hdrhistogram::Histogram;
 
+use crate::escape::markdown_cell;
 use crate::units::human_ns;
 use crate::{Session, StackTree};
 
@@ -167,23 +168,19 @@ fn summary_lines(s: &Session) -> Vec<SummaryLine> {
         .map(|f| ("workload", f.name.clone(), f.value, f.unit.clone()))
         .collect();
     let mut notes = Vec::new();
-    for (tag, h) in s.merged_latency(&mut notes) {
+    let mut merged = Vec::new();
+    // One metric at a time: only the figures are kept.
+    s.for_each_merged_latency(&mut notes, |tag, h| {
+        let q = [0.5, 0.9, 0.99, 0.999].map(|q| h.value_at_quantile(q) as f64);
+        merged.push((tag, q, h.max() as f64, h.len() as f64));
+    });
+    for (tag, q, max, count) in merged {
         let tag = if tag.is_empty() { "latency" } else { tag };
-        for (name, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99.9", 0.999)] {
-            lines.push((
-                "latency",
-                format!("{tag} {name}"),
-                h.value_at_quantile(q) as f64,
-                "ns".into(),
-            ));
+        for (name, value) in ["p50", "p90", "p99", "p99.9"].into_iter().zip(q) {
+            lines.push(("latency", format!("{tag} {name}"), value, "ns".into()));
         }
-        lines.push(("latency", format!("{tag} max"), h.max() as f64, "ns".into()));
-        lines.push((
-            "latency",
-            format!("{tag} count"),
-            h.len() as f64,
-            String::new(),
-        ));
+        lines.push(("latency", format!("{tag} max"), max, "ns".into()));
+        lines.push(("latency", format!("{tag} count"), count, String::new()));
     }
     let resources = || s.rows.iter().filter_map(|r| r.resources.as_ref());
     if let Some(peak) = resources().map(|r| r.peak_rss_bytes.max(r.rss_bytes)).max() {
@@ -203,11 +200,18 @@ fn summary_lines(s: &Session) -> Vec<SummaryLine> {
 /// The summary as Markdown: the run, then a table of its figures.
 pub fn summary_markdown(s: &Session) -> String {
     let m = &s.meta;
-    let mut out = format!("# {} — {}\n\n", m.workload.name, m.id);
+    // Recorded strings, escaped: control characters made visible, `|` kept out of cells.
+    let c = |s: &str| markdown_cell(s).into_owned();
+    let mut out = format!("# {} — {}\n\n", c(&m.workload.name), c(&m.id));
     let _ = writeln!(
         out,
         "- status: {}\n- started: {}\n- host: {} ({} cores, Linux {})\n- benchtop {}\n",
-        m.status, m.started_at, m.host.hostname, m.host.cores, m.host.kernel, m.benchtop_version
+        m.status,
+        c(&m.started_at),
+        c(&m.host.hostname),
+        m.host.cores,
+        c(&m.host.kernel),
+        c(&m.benchtop_version)
     );
     out.push_str("| section | figure | value | unit |\n|---|---|---:|---|\n");
     for (section, name, value, unit) in summary_lines(s) {
@@ -215,7 +219,13 @@ pub fn summary_markdown(s: &Session) -> String {
             "ns" => human_ns(value),
             _ => format!("{value}"),
         };
-        let _ = writeln!(out, "| {section} | {name} | {shown} | {unit} |");
+        let _ = writeln!(
+            out,
+            "| {section} | {} | {} | {} |",
+            c(&name),
+            c(&shown),
+            c(&unit)
+        );
     }
     out
 }

@@ -98,6 +98,11 @@ impl StackTree {
         self.names.get(id.0 as usize).map_or("", |n| n)
     }
 
+    /// The id of the frame named `name`, if the tree has one.
+    pub fn find(&self, name: &str) -> Option<FrameId> {
+        self.name_index.get(name).copied()
+    }
+
     /// Number of distinct frame names.
     pub fn frame_count(&self) -> usize {
         self.names.len()

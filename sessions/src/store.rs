@@ -723,29 +723,44 @@ impl Session {
             }
         }
 
+        // One metric merged at a time: a log of many tags costs one total, not one per tag.
         let mut notes = Vec::new();
-        let merged = self.merged_latency(&mut notes);
-        if !merged.is_empty() {
+        let width = self
+            .latency_tags()
+            .iter()
+            .map(|t| escaped(t).len())
+            .max()
+            .unwrap_or(0)
+            .clamp(6, 64);
+        let mut rows = Vec::new();
+        self.for_each_merged_latency(&mut notes, |tag, h| {
+            rows.push((
+                tag,
+                h.len(),
+                [0.5, 0.9, 0.99, 0.999].map(|q| h.value_at_quantile(q)),
+                h.max(),
+            ));
+        });
+        if !rows.is_empty() {
             writeln!(out, "\nlatency ({LATENCY_FILE}, whole run)")?;
-            let tags: Vec<_> = merged.keys().map(|t| escaped(t)).collect();
-            let width = tags.iter().map(|t| t.len()).max().unwrap_or(0).clamp(6, 64);
             writeln!(
                 out,
                 "  {:<width$} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
                 "metric", "count", "p50", "p90", "p99", "p99.9", "max"
             )?;
-            for (h, tag) in merged.values().zip(&tags) {
-                let q = |q| human_ns(h.value_at_quantile(q) as f64);
+            for (tag, count, quantiles, max) in rows {
+                let tag = escaped(tag);
+                let q = |i: usize| human_ns(quantiles[i] as f64);
                 writeln!(
                     out,
                     "  {:<width$} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
-                    if tag.is_empty() { "(untagged)" } else { tag },
-                    h.len(),
-                    q(0.5),
-                    q(0.9),
-                    q(0.99),
-                    q(0.999),
-                    human_ns(h.max() as f64),
+                    if tag.is_empty() { "(untagged)" } else { &tag },
+                    count,
+                    q(0),
+                    q(1),
+                    q(2),
+                    q(3),
+                    human_ns(max as f64),
                 )?;
             }
         }
@@ -900,9 +915,48 @@ impl Session {
     /// for an untagged log); intervals that cannot be merged, or that would take a total past
     /// [`crate::histogram::MAX_TOTAL_COUNT`], are left out and said in `notes`.
     pub fn merged_latency(&self, notes: &mut Vec<String>) -> BTreeMap<&str, Histogram<u64>> {
-        let mut totals: BTreeMap<&str, crate::histogram::Total> = BTreeMap::new();
-        for interval in &self.latency {
-            let total = totals.entry(interval.tag.as_str()).or_default();
+        let mut merged = BTreeMap::new();
+        self.for_each_merged_latency(notes, |tag, h| {
+            merged.insert(tag, h);
+        });
+        merged
+    }
+
+    /// The tags of latency.hlog's intervals, in order, each once.
+    pub fn latency_tags(&self) -> Vec<&str> {
+        let tags: std::collections::BTreeSet<&str> =
+            self.latency.iter().map(|i| i.tag.as_str()).collect();
+        tags.into_iter().collect()
+    }
+
+    /// [`Session::merged_latency`] one metric at a time, in tag order, each total handed to
+    /// `f` and dropped before the next is merged: memory holds one total, not one per tag.
+    /// Totals without values are skipped.
+    pub fn for_each_merged_latency<'a>(
+        &'a self,
+        notes: &mut Vec<String>,
+        mut f: impl FnMut(&'a str, Histogram<u64>),
+    ) {
+        let mut by_tag: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, interval) in self.latency.iter().enumerate() {
+            by_tag.entry(interval.tag.as_str()).or_default().push(i);
+        }
+        for (tag, intervals) in by_tag {
+            if let Some(h) = self.merge_intervals(&intervals, notes) {
+                f(tag, h);
+            }
+        }
+    }
+
+    /// The total of the intervals at `indices` (of one tag), or `None` when it holds no
+    /// values.
+    fn merge_intervals(
+        &self,
+        indices: &[usize],
+        notes: &mut Vec<String>,
+    ) -> Option<Histogram<u64>> {
+        let mut total = crate::histogram::Total::default();
+        for interval in indices.iter().filter_map(|&i| self.latency.get(i)) {
             let was_full = total.is_full();
             match total.add(&interval.histogram) {
                 Ok(()) => {}
@@ -921,11 +975,7 @@ impl Session {
                 )),
             }
         }
-        totals
-            .into_iter()
-            .filter_map(|(tag, total)| Some((tag, total.into_histogram()?)))
-            .filter(|(_, h)| !h.is_empty())
-            .collect()
+        total.into_histogram().filter(|h| !h.is_empty())
     }
 }
 

@@ -8,6 +8,7 @@ mod deps;
 mod echo;
 mod export;
 mod external;
+mod hostile_sessions;
 mod kvstore;
 mod messenger;
 mod netns;
