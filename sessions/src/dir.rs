@@ -23,7 +23,7 @@ use std::io::{self, BufWriter, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags};
 
 use crate::SessionError;
 
@@ -185,6 +185,24 @@ impl DirHandle {
         name: &str,
         write: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
     ) -> Result<(), SessionError> {
+        self.write_via_tmp(name, false, write)
+    }
+
+    /// [`DirHandle::write_atomically`] for a file that must not exist yet: the rename
+    /// refuses to replace one (`RENAME_NOREPLACE`), so of two writers racing to create
+    /// `name` exactly one succeeds; the other gets [`SessionError::AlreadyExists`] naming
+    /// the directory, and its temporary file is removed. On a file system without
+    /// `RENAME_NOREPLACE` the rename replaces, as [`DirHandle::write_atomically`] does.
+    pub fn write_new_atomically(&self, name: &str, bytes: &[u8]) -> Result<(), SessionError> {
+        self.write_via_tmp(name, true, |w| w.write_all(bytes))
+    }
+
+    fn write_via_tmp(
+        &self,
+        name: &str,
+        new: bool,
+        write: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
+    ) -> Result<(), SessionError> {
         let (tmp, file) = self.create_tmp(name)?;
         let written = (|| {
             let mut w = BufWriter::with_capacity(64 * 1024, &file);
@@ -196,8 +214,28 @@ impl DirHandle {
         // Named by the file promised: the temporary one is removed below.
         .map_err(|e| SessionError::io(self.join(name), e))
         .and_then(|()| {
-            rustix::fs::renameat(&self.fd, tmp.as_str(), &self.fd, name)
-                .map_err(|e| self.io(Path::new(name), e))
+            let renamed = if new {
+                match rustix::fs::renameat_with(
+                    &self.fd,
+                    tmp.as_str(),
+                    &self.fd,
+                    name,
+                    RenameFlags::NOREPLACE,
+                ) {
+                    Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {
+                        rustix::fs::renameat(&self.fd, tmp.as_str(), &self.fd, name)
+                    }
+                    other => other,
+                }
+            } else {
+                rustix::fs::renameat(&self.fd, tmp.as_str(), &self.fd, name)
+            };
+            renamed.map_err(|e| match e {
+                rustix::io::Errno::EXIST if new => SessionError::AlreadyExists {
+                    path: self.path.clone(),
+                },
+                e => self.io(Path::new(name), e),
+            })
         });
         drop(file);
         if written.is_err() {

@@ -182,7 +182,10 @@ impl SessionWriter {
             worker_log: None,
             row: Vec::new(),
         };
-        writer.write_meta()?;
+        // The first session.json claims the directory: of two recorders started into it
+        // at once, the second is refused here rather than overwriting the first's.
+        let json = writer.meta_json()?;
+        writer.dir.write_new_atomically(SESSION_FILE, &json)?;
         Ok(writer)
     }
 
@@ -367,10 +370,14 @@ impl SessionWriter {
     }
 
     fn write_meta(&self) -> Result<(), SessionError> {
+        self.dir.write_atomically(SESSION_FILE, &self.meta_json()?)
+    }
+
+    fn meta_json(&self) -> Result<Vec<u8>, SessionError> {
         let mut json = serde_json::to_vec_pretty(&self.meta)
             .map_err(|e| SessionError::io(self.dir.join(SESSION_FILE), e.into()))?;
         json.push(b'\n');
-        self.dir.write_atomically(SESSION_FILE, &json)
+        Ok(json)
     }
 }
 

@@ -136,6 +136,43 @@ fn a_directory_holding_anything_is_refused_a_stale_timeseries_or_an_earlier_sess
 }
 
 #[test]
+fn of_two_recorders_started_into_one_directory_exactly_one_records() {
+    let root = tempfile::tempdir().unwrap();
+    for round in 0..20 {
+        let dir = root.path().join(format!("race-{round}"));
+        fs::create_dir(&dir).unwrap();
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let racers: Vec<_> = (0..2)
+            .map(|i| {
+                let (dir, barrier) = (dir.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    SessionWriter::create(&dir, meta(&format!("racer-{i}"))).map(|_| i)
+                })
+            })
+            .collect();
+        let results: Vec<_> = racers.into_iter().map(|t| t.join().unwrap()).collect();
+        let winners: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+        assert_eq!(winners.len(), 1, "round {round}: {results:?}");
+        for err in results.iter().filter_map(|r| r.as_ref().err()) {
+            assert!(
+                matches!(
+                    err,
+                    SessionError::AlreadyExists { .. } | SessionError::NotEmpty { .. }
+                ),
+                "{err}"
+            );
+            assert!(
+                err.to_string().contains(&dir.display().to_string()),
+                "{err}"
+            );
+        }
+        let id = Session::load(&dir).unwrap().meta.id;
+        assert_eq!(id, format!("racer-{}", winners[0]));
+    }
+}
+
+#[test]
 fn a_link_or_another_users_directory_is_refused_as_a_record_directory() {
     let root = tempfile::tempdir().unwrap();
     let real = root.path().join("real");
