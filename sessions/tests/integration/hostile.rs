@@ -185,6 +185,14 @@ fn a_link_or_another_users_directory_is_refused_as_a_record_directory() {
     );
     assert_eq!(fs::read_dir(&real).unwrap().count(), 0);
 
+    // A device in place of the directory (`--record /dev/null`): said as what it is.
+    let err = SessionWriter::create(Path::new("/dev/null"), meta("x")).unwrap_err();
+    assert!(
+        matches!(&err, SessionError::UnsafeDirectory { reason, .. } if reason.contains("not a directory")),
+        "{err}"
+    );
+    assert!(err.to_string().starts_with("/dev/null: "), "{err}");
+
     // `nobody`'s empty directory: chown needs root, which these tests run as.
     let theirs = root.path().join("theirs");
     fs::create_dir(&theirs).unwrap();
