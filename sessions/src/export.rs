@@ -182,11 +182,10 @@ fn summary_lines(s: &Session) -> Vec<SummaryLine> {
         lines.push(("latency", format!("{tag} max"), max, "ns".into()));
         lines.push(("latency", format!("{tag} count"), count, String::new()));
     }
-    let resources = || s.rows.iter().filter_map(|r| r.resources.as_ref());
-    if let Some(peak) = resources().map(|r| r.peak_rss_bytes.max(r.rss_bytes)).max() {
+    if let Some(peak) = s.row_summary.peak_rss_bytes {
         lines.push(("resources", "peak RSS".into(), peak as f64, "bytes".into()));
     }
-    if let Some(threads) = resources().map(|r| r.threads).max() {
+    if let Some(threads) = s.row_summary.max_threads {
         lines.push((
             "resources",
             "max threads".into(),

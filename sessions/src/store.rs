@@ -434,8 +434,11 @@ pub struct Session {
     pub dir: PathBuf,
     /// session.json; a recording that never finished has status [`Status::Crashed`].
     pub meta: SessionMeta,
-    /// timeseries.jsonl, in file order.
+    /// timeseries.jsonl, in file order; empty when loaded with [`Session::load_summary`].
     pub rows: Vec<TimeseriesRow>,
+    /// The peaks and last totals of timeseries.jsonl's rows, as `show` prints them; also
+    /// when the rows themselves were not kept.
+    pub row_summary: RowSummary,
     /// latency.hlog, in file order.
     ///
     /// Every interval's histogram is held in full. Each keeps only the range its values
@@ -477,6 +480,22 @@ impl Session {
     /// larger than its kind's limit ([`SessionError::TooLarge`]); intervals, stacks,
     /// parameters and tags past their limits are dropped with a warning.
     pub fn load_with(dir: &Path, opts: &LoadOptions) -> Result<Session, SessionError> {
+        Session::load_files(dir, opts, true)
+    }
+
+    /// Loads and checks the session in `dir` as [`Session::load`] does, but keeps only
+    /// [`Session::row_summary`] of timeseries.jsonl, not its rows: what `show` needs, in
+    /// memory that does not grow with the number of rows (each row is parsed, checked,
+    /// folded into the summary and dropped).
+    pub fn load_summary(dir: &Path) -> Result<Session, SessionError> {
+        Session::load_files(dir, &LoadOptions::from_env()?, false)
+    }
+
+    fn load_files(
+        dir: &Path,
+        opts: &LoadOptions,
+        keep_rows: bool,
+    ) -> Result<Session, SessionError> {
         let read =
             |name: &str, kind: FileKind| read_bounded(&dir.join(name), kind, opts.file_limit(kind));
         let Some(session_json) = read(SESSION_FILE, FileKind::SessionJson)? else {
@@ -490,7 +509,7 @@ impl Session {
             offcpu_folded: read(StackKind::OffCpu.folded_file(), FileKind::Folded)?,
             threads: read(THREADS_FILE, FileKind::Threads)?,
         };
-        Session::from_files_with(dir, files, opts)
+        Session::parse_files(dir, files, opts, keep_rows)
     }
 
     /// Checks and parses a session's files as [`Session::load`] does, from their bytes;
@@ -506,6 +525,15 @@ impl Session {
         dir: &Path,
         files: SessionFiles,
         opts: &LoadOptions,
+    ) -> Result<Session, SessionError> {
+        Session::parse_files(dir, files, opts, true)
+    }
+
+    fn parse_files(
+        dir: &Path,
+        files: SessionFiles,
+        opts: &LoadOptions,
+        keep_rows: bool,
     ) -> Result<Session, SessionError> {
         let mut meta = parse_meta(&files.session_json, &dir.join(SESSION_FILE))?;
         let mut warnings = Vec::new();
@@ -531,14 +559,15 @@ impl Session {
             );
         }
 
-        let rows = match &files.timeseries {
+        let (rows, row_summary) = match &files.timeseries {
             Some(bytes) => parse_rows(
                 bytes,
                 &dir.join(TIMESERIES_FILE),
                 opts.max_intervals,
+                keep_rows,
                 &mut warnings,
             )?,
-            None => Vec::new(),
+            None => (Vec::new(), RowSummary::default()),
         };
         let latency = match &files.latency {
             Some(bytes) => {
@@ -577,6 +606,7 @@ impl Session {
             dir: dir.into(),
             meta,
             rows,
+            row_summary,
             latency,
             cpu,
             offcpu,
@@ -819,16 +849,13 @@ impl Session {
     /// The resources section: peaks over the rows, and the totals of the last row that has
     /// them.
     fn write_resources(&self, out: &mut String) -> fmt::Result {
-        let resources = || self.rows.iter().filter_map(|r| r.resources.as_ref());
-        let peak_rss = resources().map(|r| r.peak_rss_bytes.max(r.rss_bytes)).max();
-        let max_threads = resources().map(|r| r.threads).max();
-        let max_processes = resources().map(|r| r.processes).max().filter(|&p| p > 0);
-        let switches = resources().rev().find_map(|r| r.ctx_switches_total);
-        let io = resources().rev().find_map(|r| r.io_total);
-        let cpu_time = resources()
-            .rev()
-            .map(|r| r.cpu_time_s)
-            .find(|t| t.is_finite());
+        let r = &self.row_summary;
+        let peak_rss = r.peak_rss_bytes;
+        let max_threads = r.max_threads;
+        let max_processes = r.max_processes.filter(|&p| p > 0);
+        let switches = r.ctx_switches_total;
+        let io = r.io_total;
+        let cpu_time = r.cpu_time_s;
         // The monitor's VmHWM counts from exec; wait4's figure (for runs too short to be
         // sampled) also holds pages inherited from the conductor at fork.
         let peak_rss = peak_rss.or(self.meta.worker.peak_rss_bytes);
@@ -912,9 +939,9 @@ impl Session {
         match (start, end) {
             (Some(start), Some(end)) => end.duration_since(start).ok(),
             _ => self
-                .rows
-                .last()
-                .and_then(|r| Duration::try_from_secs_f64(r.t_s).ok()),
+                .row_summary
+                .last_t_s
+                .and_then(|t| Duration::try_from_secs_f64(t).ok()),
         }
     }
 
@@ -1089,18 +1116,21 @@ fn parse_meta(bytes: &[u8], path: &Path) -> Result<SessionMeta, SessionError> {
 
 /// timeseries.jsonl. Blank lines are skipped; an unterminated last line that does not parse
 /// is what a killed recorder leaves: dropped with a warning.
+/// With `keep` false, each row is folded into the summary and dropped.
 fn parse_rows(
     bytes: &[u8],
     path: &Path,
     max_rows: usize,
+    keep: bool,
     warnings: &mut Vec<String>,
-) -> Result<Vec<TimeseriesRow>, SessionError> {
+) -> Result<(Vec<TimeseriesRow>, RowSummary), SessionError> {
     let mut rows = Vec::new();
+    let mut summary = RowSummary::default();
     for (i, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
         if line.trim_ascii().is_empty() {
             continue;
         }
-        if rows.len() >= max_rows {
+        if summary.rows >= max_rows {
             let left = bytes[..]
                 .split_inclusive(|&b| b == b'\n')
                 .skip(i)
@@ -1113,8 +1143,13 @@ fn parse_rows(
             ));
             break;
         }
-        match serde_json::from_slice(line) {
-            Ok(row) => rows.push(row),
+        match serde_json::from_slice::<TimeseriesRow>(line) {
+            Ok(row) => {
+                summary.add(&row);
+                if keep {
+                    rows.push(row);
+                }
+            }
             Err(e) if !line.ends_with(b"\n") => warnings.push(format!(
                 "{}: line {} is incomplete ({}); the recorder was cut off while writing it, \
                  so it was dropped",
@@ -1130,7 +1165,66 @@ fn parse_rows(
             }
         }
     }
-    Ok(rows)
+    Ok((rows, summary))
+}
+
+/// What `show` prints of timeseries.jsonl: the peaks over its rows and the totals of the
+/// last row that has them ([`Session::row_summary`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RowSummary {
+    /// Rows read.
+    pub rows: usize,
+    /// The largest `peak_rss_bytes` or `rss_bytes` of any row.
+    pub peak_rss_bytes: Option<u64>,
+    /// The most threads of any row.
+    pub max_threads: Option<u32>,
+    /// The most processes of any row.
+    pub max_processes: Option<u32>,
+    /// The context switches of the last row that has them.
+    pub ctx_switches_total: Option<crate::ContextSwitches>,
+    /// The I/O of the last row that has it.
+    pub io_total: Option<crate::IoCounters>,
+    /// The CPU time of the last row that has a finite one, seconds.
+    pub cpu_time_s: Option<f64>,
+    /// `t_s` of the last row.
+    pub last_t_s: Option<f64>,
+}
+
+impl RowSummary {
+    /// The summary of `rows`, in file order.
+    pub fn of(rows: &[TimeseriesRow]) -> Self {
+        let mut summary = RowSummary::default();
+        for row in rows {
+            summary.add(row);
+        }
+        summary
+    }
+
+    /// Folds `row` in, as the next row of the file.
+    pub fn add(&mut self, row: &TimeseriesRow) {
+        self.rows += 1;
+        self.last_t_s = Some(row.t_s);
+        let Some(r) = &row.resources else {
+            return;
+        };
+        let peak = r.peak_rss_bytes.max(r.rss_bytes);
+        self.peak_rss_bytes = Some(self.peak_rss_bytes.map_or(peak, |p| p.max(peak)));
+        self.max_threads = Some(self.max_threads.map_or(r.threads, |t| t.max(r.threads)));
+        self.max_processes = Some(
+            self.max_processes
+                .map_or(r.processes, |p| p.max(r.processes)),
+        );
+        if r.ctx_switches_total.is_some() {
+            self.ctx_switches_total = r.ctx_switches_total;
+        }
+        if r.io_total.is_some() {
+            self.io_total = r.io_total;
+        }
+        if r.cpu_time_s.is_finite() {
+            self.cpu_time_s = Some(r.cpu_time_s);
+        }
+    }
 }
 
 /// serde_json's message with the position as `line N, column C: …`, the line being `line`
@@ -1254,6 +1348,7 @@ mod tests {
             b"{\"t_s\":1,\"interval_s\":1}\n{oops}\n",
             Path::new("ts"),
             10,
+            true,
             &mut warnings,
         )
         .unwrap_err()

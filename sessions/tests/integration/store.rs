@@ -453,3 +453,24 @@ fn the_summary_shows_the_run_its_figures_latency_resources_and_hot_frames() {
     assert_eq!(&cols[..4], ["rtt", "9", "1.50", "µs"], "{rtt}");
     assert_eq!(&cols[cols.len() - 2..], ["2.00", "ms"], "{rtt}");
 }
+
+#[test]
+fn a_summary_load_keeps_no_rows_and_shows_the_same_text() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    write_complete(&dir)
+        .finish(Status::Complete, "2024-05-01T12:00:03Z".into())
+        .unwrap();
+    let full = Session::load(&dir).unwrap();
+    let summary = Session::load_summary(&dir).unwrap();
+    assert_eq!(full.rows.len(), 3);
+    assert!(summary.rows.is_empty());
+    assert_eq!(summary.row_summary, full.row_summary);
+    assert_eq!(summary.row_summary.rows, 3);
+    assert_eq!(summary.summary_text(), full.summary_text());
+    assert!(
+        full.summary_text().contains("peak RSS"),
+        "{}",
+        full.summary_text()
+    );
+}

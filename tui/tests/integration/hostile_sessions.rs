@@ -579,3 +579,46 @@ fn ten_thousand_hlog_tags_cost_bounded_memory() {
     assert!(r.stdout.contains("more than 1000 tags"), "{}", r.stdout);
     assert_bounded("show, 10,000 hlog tags", &r);
 }
+
+#[test]
+fn show_of_a_100_mb_timeseries_holds_no_row_past_its_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    session(&dir, "tell", 1e6, "hot", 10);
+    // What a worker flooding ticks left: 138,000 rows of 20 counters and rates (100 MB).
+    let names: Vec<String> = (0..20).map(|j| format!("counter_{j}")).collect();
+    let mut text = String::with_capacity(110 << 20);
+    for i in 0..138_000u64 {
+        let _ = write!(
+            text,
+            "{{\"t_s\":{},\"interval_s\":0.1,\"counters\":{{",
+            i as f64 * 0.1
+        );
+        for (j, n) in names.iter().enumerate() {
+            let _ = write!(text, "{}\"{n}\":{i}", if j > 0 { "," } else { "" });
+        }
+        text.push_str("},\"rates\":{");
+        for (j, n) in names.iter().enumerate() {
+            let _ = write!(text, "{}\"{n}\":1.5", if j > 0 { "," } else { "" });
+        }
+        let _ = writeln!(
+            text,
+            "}},\"cpu_percent_per_core\":[12.5,12.5,12.5,12.5],\"resources\":{{\"rss_bytes\":{},\
+             \"peak_rss_bytes\":1,\"threads\":3,\"cpu_percent\":1.0,\"cpu_time_s\":{i}}}}}",
+            i * 4096
+        );
+    }
+    assert!(text.len() > 90 << 20, "{} bytes", text.len());
+    fs::write(dir.join("timeseries.jsonl"), &text).unwrap();
+    drop(text);
+    let r = run(show(&dir), Duration::from_secs(300));
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    // The summary still sees every row: the peak RSS of the last one, its CPU time.
+    assert!(r.stdout.contains("peak RSS     539 MiB"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("CPU time     137999.00 s"),
+        "{}",
+        r.stdout
+    );
+    assert_bounded("show, 138,000 timeseries rows (100 MB)", &r);
+}
