@@ -251,7 +251,26 @@ pub fn parse_hlog_limited(
     max_intervals: usize,
     max_tags: usize,
 ) -> Result<Hlog, SessionError> {
+    let mut intervals = Vec::new();
+    let mut log = parse_hlog_each(input, source, max_intervals, max_tags, |interval| {
+        intervals.push(interval);
+    })?;
+    log.intervals = intervals;
+    Ok(log)
+}
+
+/// [`parse_hlog_limited`], handing each interval kept to `sink` instead of keeping it: the
+/// returned log has no intervals. For readers that fold intervals as they come (merged
+/// totals), in memory that does not grow with the number of intervals.
+pub fn parse_hlog_each(
+    input: &[u8],
+    source: &Path,
+    max_intervals: usize,
+    max_tags: usize,
+    mut sink: impl FnMut(HlogInterval),
+) -> Result<Hlog, SessionError> {
     let mut log = Hlog::default();
+    let mut kept = 0usize;
     let mut tags: std::collections::HashSet<String> = std::collections::HashSet::new();
     let (mut past_intervals, mut first_past_intervals) = (0u64, 0usize);
     let (mut past_tags, mut first_past_tags) = (0u64, 0usize);
@@ -294,7 +313,7 @@ pub fn parse_hlog_limited(
                     (Some(s), None) if ts >= s - YEAR_S => ts - s,
                     _ => ts,
                 };
-                if log.intervals.len() >= max_intervals {
+                if kept >= max_intervals {
                     if past_intervals == 0 {
                         first_past_intervals = line_no;
                     }
@@ -308,7 +327,8 @@ pub fn parse_hlog_limited(
                     if !tags.contains(&interval.tag) {
                         tags.insert(interval.tag.clone());
                     }
-                    log.intervals.push(interval);
+                    kept += 1;
+                    sink(interval);
                 }
             }
             Err(reason) if !complete => log.warnings.push(format!(

@@ -484,9 +484,10 @@ impl Session {
     }
 
     /// Loads and checks the session in `dir` as [`Session::load`] does, but keeps only
-    /// [`Session::row_summary`] of timeseries.jsonl, not its rows: what `show` needs, in
-    /// memory that does not grow with the number of rows (each row is parsed, checked,
-    /// folded into the summary and dropped).
+    /// what `show` needs, in memory that does not grow with the number of intervals:
+    /// [`Session::row_summary`] of timeseries.jsonl, not its rows (each row is parsed,
+    /// checked, folded into the summary and dropped), and latency.hlog as one interval per
+    /// tag, the tag's total, merged as the log is read.
     pub fn load_summary(dir: &Path) -> Result<Session, SessionError> {
         Session::load_files(dir, &LoadOptions::from_env()?, false)
     }
@@ -570,7 +571,7 @@ impl Session {
             None => (Vec::new(), RowSummary::default()),
         };
         let latency = match &files.latency {
-            Some(bytes) => {
+            Some(bytes) if keep_rows => {
                 let log = hlog::parse_hlog_limited(
                     bytes,
                     &dir.join(LATENCY_FILE),
@@ -580,6 +581,7 @@ impl Session {
                 warnings.extend(log.warnings);
                 log.intervals
             }
+            Some(bytes) => merge_hlog(bytes, &dir.join(LATENCY_FILE), opts, &mut warnings)?,
             None => Vec::new(),
         };
         let mut stacks = |kind: StackKind, bytes: &Option<Vec<u8>>| {
@@ -1116,6 +1118,63 @@ fn parse_meta(bytes: &[u8], path: &Path) -> Result<SessionMeta, SessionError> {
 
 /// timeseries.jsonl. Blank lines are skipped; an unterminated last line that does not parse
 /// is what a killed recorder leaves: dropped with a warning.
+/// latency.hlog as one interval per tag, each the total of the tag's intervals, merged as
+/// they are read ([`Session::load_summary`]): memory holds one total per tag, however many
+/// intervals the log has. What cannot be merged is said in `warnings`, as
+/// [`Session::merged_latency`] says it.
+fn merge_hlog(
+    bytes: &[u8],
+    path: &Path,
+    opts: &LoadOptions,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<HlogInterval>, SessionError> {
+    struct Merged {
+        total: crate::histogram::Total,
+        start: f64,
+        end: f64,
+    }
+    let mut by_tag: BTreeMap<String, Merged> = BTreeMap::new();
+    let mut notes = Vec::new();
+    let log = hlog::parse_hlog_each(bytes, path, opts.max_intervals, opts.max_tags, |i| {
+        let merged = by_tag.entry(i.tag.clone()).or_insert_with(|| Merged {
+            total: crate::histogram::Total::default(),
+            start: i.start_offset_s,
+            end: i.start_offset_s,
+        });
+        merged.start = merged.start.min(i.start_offset_s);
+        merged.end = merged.end.max(i.start_offset_s + i.length_s);
+        let was_full = merged.total.is_full();
+        match merged.total.add(&i.histogram) {
+            Ok(()) => {}
+            Err(crate::histogram::TotalError::Full) if was_full => {}
+            Err(crate::histogram::TotalError::Full) => notes.push(format!(
+                "{LATENCY_FILE}: {:?} holds more than {} values; intervals from {:.3} s \
+                 on are left out of the totals",
+                i.tag,
+                crate::histogram::MAX_TOTAL_COUNT,
+                i.start_offset_s
+            )),
+            Err(e) => notes.push(format!(
+                "{LATENCY_FILE}: an interval of {:?} at {:.3} s cannot be merged: {e}",
+                i.tag, i.start_offset_s
+            )),
+        }
+    })?;
+    warnings.extend(log.warnings);
+    warnings.extend(notes);
+    Ok(by_tag
+        .into_iter()
+        .filter_map(|(tag, m)| {
+            Some(HlogInterval {
+                tag,
+                start_offset_s: m.start,
+                length_s: m.end - m.start,
+                histogram: m.total.into_histogram()?,
+            })
+        })
+        .collect())
+}
+
 /// With `keep` false, each row is folded into the summary and dropped.
 fn parse_rows(
     bytes: &[u8],

@@ -622,3 +622,34 @@ fn show_of_a_100_mb_timeseries_holds_no_row_past_its_summary() {
     );
     assert_bounded("show, 138,000 timeseries rows (100 MB)", &r);
 }
+
+#[test]
+fn show_of_fifty_thousand_one_second_intervals_merges_them_as_it_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    session(&dir, "tell", 1e6, "hot", 10);
+    // Each interval holds one value of one second: about 170 KiB decoded, 8 GiB for all
+    // of them if they were held.
+    let mut h = Histogram::<u64>::new(3).unwrap();
+    h.record(1_000_000_000).unwrap();
+    let path = dir.join("long.hlog");
+    let mut w = benchtop_sessions::HlogWriter::create(
+        &path,
+        std::time::UNIX_EPOCH + Duration::from_secs(1_795_000_000),
+    )
+    .unwrap();
+    for i in 0..50_000 {
+        w.append("rtt", f64::from(i), 1.0, &h).unwrap();
+    }
+    drop(w);
+    fs::rename(&path, dir.join("latency.hlog")).unwrap();
+    let r = run(show(&dir), Duration::from_secs(600));
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let line = r
+        .stdout
+        .lines()
+        .find(|l| l.contains("rtt"))
+        .unwrap_or_default();
+    assert!(line.contains("50000"), "{}", r.stdout);
+    assert_bounded("show, 50,000 one-second intervals", &r);
+}
