@@ -28,7 +28,9 @@ const NS_PER_MS: f64 = 1e6;
 /// error (a full disk) leaves no partial, empty or temporary file where a file was
 /// promised. Large outputs (speedscope, pprof) are written as they are made.
 pub fn export(args: &ExportArgs) -> Result<ExitCode> {
-    let session = Session::load(&args.dir).with_context(|| {
+    // Every format reads the rows' summary and the merged latency, never single
+    // intervals: the summary load keeps memory independent of the number of intervals.
+    let session = Session::load_summary(&args.dir).with_context(|| {
         format!(
             "cannot open the session {}",
             Escaped(&args.dir.display().to_string())
