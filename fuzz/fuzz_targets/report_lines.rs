@@ -4,7 +4,7 @@
 #![no_main]
 
 use benchtop_sessions::histogram::HistogramDecoder;
-use benchtop_workloads::protocol::{ReportReader, WorkerMessage};
+use benchtop_protocol::{ReportReader, WorkerMessage};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

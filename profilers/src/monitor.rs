@@ -156,8 +156,13 @@ struct ThreadState {
     utime: u64,
     stime: u64,
     ctx: ContextSwitches,
-    /// CPU ticks and switches at the previous sample, for the interval figures.
+    /// Nanoseconds on CPU from its schedstat, when the kernel keeps it: the interval's CPU
+    /// share without the clock tick's 10 ms steps.
+    cpu_ns: Option<u64>,
+    /// CPU ticks, nanoseconds and switches at the previous sample, for the interval
+    /// figures.
     prev_ticks: u64,
+    prev_cpu_ns: Option<u64>,
     prev_ctx: ContextSwitches,
     first_seen_s: f64,
     last_seen_s: f64,
@@ -166,11 +171,12 @@ struct ThreadState {
     stat: Option<File>,
     status: Option<File>,
     children: Option<File>,
+    schedstat: Option<File>,
 }
 
 impl ThreadState {
     fn open_files(&self) -> usize {
-        [&self.stat, &self.status, &self.children]
+        [&self.stat, &self.status, &self.children, &self.schedstat]
             .iter()
             .filter(|f| f.is_some())
             .count()
@@ -178,8 +184,18 @@ impl ThreadState {
 
     fn summary(&self, tid: u32, hz: f64) -> ThreadSummary {
         let mut s = ThreadSummary::new(self.pid, tid, &*self.process, &*self.name);
-        s.user_s = self.utime as f64 / hz;
-        s.system_s = self.stime as f64 / hz;
+        let (user, system) = (self.utime as f64 / hz, self.stime as f64 / hz);
+        // The kernel's nanoseconds, split as its clock ticks split user from system time:
+        // a thread of a short run shows the CPU it used, not 0.00 s.
+        (s.user_s, s.system_s) = match self.cpu_ns {
+            Some(ns) if user + system > 0.0 => {
+                let total = ns as f64 / 1e9;
+                let user_share = total * user / (user + system);
+                (user_share, total - user_share)
+            }
+            Some(ns) => (ns as f64 / 1e9, 0.0),
+            None => (user, system),
+        };
         s.ctx_switches = self.ctx;
         s.first_seen_s = self.first_seen_s;
         s.last_seen_s = self.last_seen_s;
@@ -397,7 +413,7 @@ impl TreeMonitor {
 
         // Threads not seen in this sample have exited: keep their last figures.
         let mut threads = Vec::with_capacity(self.threads.len());
-        let mut interval_ticks = 0u64;
+        let mut interval_cpu_s = 0.0f64;
         let mut interval_ctx = ContextSwitches::default();
         let mut live_ticks = 0u64;
         let mut live_ctx = ContextSwitches::default();
@@ -410,13 +426,21 @@ impl TreeMonitor {
             }
             let ticks = t.utime.saturating_add(t.stime);
             let d_ticks = ticks.saturating_sub(t.prev_ticks);
+            // The kernel's nanoseconds where it keeps them, else clock ticks; a thread is
+            // on one CPU at a time, so never more than the interval.
+            let d_cpu_s = match (t.cpu_ns, t.prev_cpu_ns) {
+                (Some(now), Some(before)) => now.saturating_sub(before) as f64 / 1e9,
+                _ => d_ticks as f64 / hz,
+            }
+            .min(wall);
             let d_ctx = ContextSwitches::new(
                 t.ctx.voluntary.saturating_sub(t.prev_ctx.voluntary),
                 t.ctx.involuntary.saturating_sub(t.prev_ctx.involuntary),
             );
             t.prev_ticks = ticks;
+            t.prev_cpu_ns = t.cpu_ns;
             t.prev_ctx = t.ctx;
-            interval_ticks = interval_ticks.saturating_add(d_ticks);
+            interval_cpu_s += d_cpu_s;
             add_ctx(&mut interval_ctx, &d_ctx);
             live_ticks = live_ticks.saturating_add(ticks);
             add_ctx(&mut live_ctx, &t.ctx);
@@ -425,8 +449,8 @@ impl TreeMonitor {
                 tid,
                 process: t.process.clone(),
                 thread: t.name.clone(),
-                cpu_percent: percent(d_ticks as f64 / hz, wall),
-                cpu_time_s: ticks as f64 / hz,
+                cpu_percent: percent(d_cpu_s, wall),
+                cpu_time_s: t.cpu_ns.map_or(ticks as f64 / hz, |ns| ns as f64 / 1e9),
                 ctx_switches_interval: d_ctx,
             });
         }
@@ -458,7 +482,14 @@ impl TreeMonitor {
         });
         self.peak_rss_bytes = self.peak_rss_bytes.max(res.rss_bytes).max(max_hwm_bytes);
         res.peak_rss_bytes = self.peak_rss_bytes;
-        res.cpu_percent = percent(interval_ticks as f64 / hz, wall);
+        // At most every live thread on a CPU of its own: never more than the machine has.
+        let cores = if cpu_percent_per_core.is_empty() {
+            std::thread::available_parallelism().map_or(1, usize::from)
+        } else {
+            cpu_percent_per_core.len()
+        };
+        let busiest = (threads.len().min(cores).max(1)) as f64;
+        res.cpu_percent = percent(interval_cpu_s, wall).min(100.0 * busiest);
         res.cpu_time_s = self.exited_ticks.saturating_add(live_ticks) as f64 / hz;
         let mut total_ctx = self.exited_ctx;
         add_ctx(&mut total_ctx, &live_ctx);
@@ -606,20 +637,25 @@ impl TreeMonitor {
                 self.retire(tid, old);
             }
         }
-        let mut files: [Option<File>; 3] = match &mut state {
-            Some(t) => [t.status.take(), t.stat.take(), t.children.take()],
-            None => [None, None, None],
+        let mut files: [Option<File>; 4] = match &mut state {
+            Some(t) => [
+                t.status.take(),
+                t.stat.take(),
+                t.children.take(),
+                t.schedstat.take(),
+            ],
+            None => [None, None, None, None],
         };
         let held = files.iter().filter(|f| f.is_some()).count();
-        let keep = held > 0 || self.open_files + 3 <= self.max_open_files;
+        let keep = held > 0 || self.open_files + files.len() <= self.max_open_files;
         let result = self.read_thread_files(pid, tid, keep, &mut files);
         let now_held = files.iter().filter(|f| f.is_some()).count();
         self.open_files = self.open_files + now_held - held;
         // Exited, or exiting: a user thread whose memory is gone is on its way out, and
         // counting it would show a live process with no RSS.
-        let zombie = matches!(&result, Ok((status, _))
+        let zombie = matches!(&result, Ok((status, _, _))
             if matches!(status.state, b'Z' | b'X') || !status.has_memory);
-        let (status, stat) = match result {
+        let (status, stat, cpu_ns) = match result {
             Ok(r) if !zombie => r,
             other => {
                 for f in files.iter_mut() {
@@ -631,7 +667,7 @@ impl TreeMonitor {
                     // Left unseen: retired at the end of the sample.
                     self.threads.insert(tid, t);
                 }
-                return other.map(|(status, stat)| ThreadReading {
+                return other.map(|(status, stat, _)| ThreadReading {
                     zombie: true,
                     threads: status.threads,
                     rss_kb: status.rss_kb,
@@ -660,6 +696,7 @@ impl TreeMonitor {
                 t.process = process;
                 t.utime = stat.utime;
                 t.stime = stat.stime;
+                t.cpu_ns = cpu_ns;
                 t.ctx = ctx;
                 t
             }
@@ -676,8 +713,10 @@ impl TreeMonitor {
                     process,
                     utime: stat.utime,
                     stime: stat.stime,
+                    cpu_ns,
                     ctx,
                     prev_ticks: if new { 0 } else { ticks },
+                    prev_cpu_ns: if new { cpu_ns.map(|_| 0) } else { cpu_ns },
                     prev_ctx: if new { ContextSwitches::default() } else { ctx },
                     first_seen_s: at_s,
                     last_seen_s: at_s,
@@ -685,15 +724,17 @@ impl TreeMonitor {
                     stat: None,
                     status: None,
                     children: None,
+                    schedstat: None,
                 }
             }
         };
-        let [status_file, stat_file, children_file] = files;
+        let [status_file, stat_file, children_file, schedstat_file] = files;
         t.last_seen_s = at_s;
         t.seen = generation;
         t.status = status_file;
         t.stat = stat_file;
         t.children = children_file;
+        t.schedstat = schedstat_file;
         self.threads.insert(tid, t);
         Ok(ThreadReading {
             zombie: false,
@@ -704,15 +745,16 @@ impl TreeMonitor {
         })
     }
 
-    /// The status, stat and children files of a thread; children are queued.
+    /// The status, stat, children and schedstat files of a thread; children are queued.
+    /// The schedstat's nanoseconds on CPU are `None` where the kernel keeps none.
     fn read_thread_files(
         &mut self,
         pid: u32,
         tid: u32,
         keep: bool,
-        files: &mut [Option<File>; 3],
-    ) -> Result<(procfs::Status, OwnedStat), ThreadRead> {
-        let [status_file, stat_file, children_file] = files;
+        files: &mut [Option<File>; 4],
+    ) -> Result<(procfs::Status, OwnedStat, Option<u64>), ThreadRead> {
+        let [status_file, stat_file, children_file, schedstat_file] = files;
         let status = {
             self.task_path(pid, tid, "status");
             self.buf
@@ -750,7 +792,13 @@ impl TreeMonitor {
                 procfs::parse_children(self.buf.as_bytes(), &mut self.queue);
             }
         }
-        Ok((status, stat))
+        self.task_path(pid, tid, "schedstat");
+        let cpu_ns = self
+            .buf
+            .read_cached(schedstat_file, &self.path, keep)
+            .ok()
+            .and_then(|()| procfs::parse_schedstat_ns(self.buf.as_bytes()));
+        Ok((status, stat, cpu_ns))
     }
 
     /// `/proc/<pid>/io`: `None` when it cannot be read (gone, or no permission to trace the

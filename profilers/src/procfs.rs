@@ -244,6 +244,13 @@ pub(crate) struct Io {
     pub write_bytes: u64,
 }
 
+/// The first field of `/proc/<pid>/task/<tid>/schedstat`: nanoseconds the thread has
+/// spent on a CPU.
+pub(crate) fn parse_schedstat_ns(bytes: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    text.split_ascii_whitespace().next()?.parse().ok()
+}
+
 /// Parses `/proc/<pid>/io` bytes; `None` without its `rchar` line.
 pub(crate) fn parse_io(bytes: &[u8]) -> Option<Io> {
     let mut io = Io::default();
@@ -436,6 +443,18 @@ pub(crate) fn parse_cpu_model(text: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::parse_schedstat_ns;
+
+    #[test]
+    fn schedstat_gives_nanoseconds_on_cpu() {
+        assert_eq!(
+            parse_schedstat_ns(b"123456789 2000 31\n"),
+            Some(123_456_789)
+        );
+        assert_eq!(parse_schedstat_ns(b""), None);
+        assert_eq!(parse_schedstat_ns(b"x 1 2"), None);
+    }
+
     use super::*;
 
     const STATUS: &str = "Name:\tcat\nUmask:\t0022\nState:\tR (running)\nTgid:\t4242\n\

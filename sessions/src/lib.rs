@@ -65,6 +65,7 @@ pub mod limits;
 pub mod meta;
 pub mod plot;
 pub mod pprof;
+pub mod series;
 pub mod stacks;
 pub mod store;
 pub mod timeseries;

@@ -407,6 +407,34 @@ fn open_append<'a>(
     Ok(slot.insert(file))
 }
 
+/// Replaces `path` with `bytes` atomically, through its directory's descriptor
+/// ([`DirHandle::write_atomically`]): the directory must be ours and not a link, and the
+/// temporary file is created with `O_EXCL | O_NOFOLLOW`, so nothing is written through a
+/// link planted beside `path`.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str()))
+    else {
+        return Err(SessionError::io(path, io::ErrorKind::InvalidInput.into()));
+    };
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    DirHandle::create_or_open(parent)?.write_atomically(name, bytes)
+}
+
+/// The content of a small file that may be absent, read as session files are
+/// ([`read_bounded`]: no link, FIFO or device, at most the session.json limit).
+pub(crate) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, SessionError> {
+    let opts = LoadOptions::from_env()?;
+    read_bounded(
+        path,
+        FileKind::SessionJson,
+        opts.file_limit(FileKind::SessionJson),
+    )
+}
+
 /// The bytes of the files a session is loaded from; `None` for an optional file that is
 /// absent.
 #[derive(Debug, Clone, Default)]

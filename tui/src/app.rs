@@ -1,7 +1,7 @@
 //! The TUI's loop: receive events, update the state, carry out effects, draw.
 //!
-//! Producers — the terminal reader, the recorder's live link, the recorder itself when it
-//! finishes, the loader of the final stacks — run on threads of their own and feed one
+//! Producers — the terminal reader, the recorder (its live link's events, then its
+//! result), the loader of the final stacks — run on threads of their own and feed one
 //! channel of [`AppEvent`]s. The loop drains it, applies every event to the [`State`],
 //! carries out the effects, and draws at most once per tick from the state.
 
@@ -23,7 +23,7 @@ use ratatui::crossterm::event::{
 use benchtop_profilers::reaper::{self, ReapOptions};
 
 use crate::cli::{OpenArgs, RecordArgs};
-use crate::record::live::{Control, LiveLink};
+use crate::record::live::{Control, Detail, LiveLink};
 use crate::record::{self, RecordOptions, RecordOutcome};
 use crate::state::launcher::{LauncherState, RecentSession};
 use crate::state::{AppEvent, Effect, Key, MouseKind, Pane, State};
@@ -40,8 +40,8 @@ const RECENT_SESSIONS: usize = 8;
 pub enum Start {
     /// The launcher; runs are recorded with these options.
     Launcher(RecordArgs),
-    /// A run of these options, at once.
-    Run(Box<RecordOptions>),
+    /// A run of these options, at once; later runs are recorded with the arguments.
+    Run(Box<RecordOptions>, RecordArgs),
 }
 
 /// Runs the TUI on this terminal; once the terminal is restored, prints each session's
@@ -50,7 +50,7 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let baseline = match &start {
         Start::Launcher(record) => record.baseline.clone(),
-        Start::Run(opts) => opts.record.baseline.clone(),
+        Start::Run(_, record) => record.baseline.clone(),
     };
     // Refused before the terminal changes or a run starts: a bad directory is a typo.
     let baseline = baseline
@@ -70,10 +70,9 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
         finished: Vec::new(),
     };
     let (mut state, record) = match start {
-        Start::Run(opts) => {
+        Start::Run(opts, record) => {
             let params = crate::state::live::params_text(&opts.params);
             let state = State::new(&opts.workload, &params, color);
-            let record = opts.record.clone();
             runs.start(*opts)?;
             (state, record)
         }
@@ -178,11 +177,13 @@ impl Runs {
     /// Starts recording `opts` with a live link to the TUI.
     fn start(&mut self, mut opts: RecordOptions) -> Result<()> {
         self.finish_all();
-        let (link, live_events) = LiveLink::new();
+        // The recording's events arrive in the TUI's own channel, as they are.
+        let tx = self.tx.clone();
+        let link = LiveLink::new(Detail::Full, move |event| {
+            let _ = tx.send(AppEvent::Live(event));
+        });
         let control = link.control();
         opts.live = Some(link);
-        opts.record.quiet = true;
-        forward_live(live_events, self.tx.clone())?;
         let recorder = spawn_recorder(opts, self.tx.clone())?;
         self.current = Some((control, recorder));
         Ok(())
@@ -331,7 +332,7 @@ fn carry_out(
         Effect::Quit => {}
         Effect::Launch(workload) => {
             let record = record.context("this screen does not record runs")?;
-            let opts = crate::workload_options(*workload, record.clone())?;
+            let opts = crate::workload_options(*workload, record)?;
             runs.start(opts)?;
         }
         Effect::ScanOrphans => background(tx, "bt-orphans", || {
@@ -401,16 +402,17 @@ fn spawn_recorder(
     std::thread::Builder::new()
         .name("bt-recorder".into())
         .spawn(move || {
-            let result =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| record::record(&opts)))
-                    .unwrap_or_else(|payload| {
-                        let why = payload
-                            .downcast_ref::<&str>()
-                            .map(|s| (*s).to_owned())
-                            .or_else(|| payload.downcast_ref::<String>().cloned())
-                            .unwrap_or_default();
-                        Err(anyhow::anyhow!("the recorder panicked: {why}"))
-                    });
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                record::record(&opts).map_err(anyhow::Error::new)
+            }))
+            .unwrap_or_else(|payload| {
+                let why = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Err(anyhow::anyhow!("the recorder panicked: {why}"))
+            });
             let event = match &result {
                 Ok(outcome) => Ok(outcome.clone()),
                 Err(e) => Err(format!("{e:#}")),
@@ -419,22 +421,6 @@ fn spawn_recorder(
             result
         })
         .context("cannot start the recorder thread")
-}
-
-fn forward_live(
-    events: Receiver<record::live::LiveEvent>,
-    tx: Sender<AppEvent>,
-) -> Result<JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("bt-live".into())
-        .spawn(move || {
-            for event in events {
-                if tx.send(AppEvent::Live(event)).is_err() {
-                    break;
-                }
-            }
-        })
-        .context("cannot start the live-event thread")
 }
 
 /// Reads the terminal's events until `done`; polls so that it can notice `done`.

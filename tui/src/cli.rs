@@ -65,8 +65,9 @@ benchtop attach $(pgrep -n my-server) --record /tmp/server-profile")]
     /// judged from the per-interval samples, the differential flamegraphs, and the
     /// functions whose share moved most.
     ///
-    /// Verdicts come from a bootstrap of the intervals (95 %), as criterion judges: a
-    /// change is improved or regressed only beyond the threshold and the noise. The
+    /// Verdicts come from a bootstrap of the intervals, with 99 % confidence for all the
+    /// figures together (Bonferroni): a change is improved or regressed only beyond the
+    /// threshold and the noise. The
     /// differential stacks (diff-cpu.folded, diff-cpu.svg and diff-cpu-negated.svg, and
     /// the same for off-CPU) go to --out.
     #[command(
@@ -107,6 +108,25 @@ benchtop export DIR --format pprof && go tool pprof -top DIR/profile.pb.gz"
 benchtop reap --signal KILL\n  benchtop reap --grace 10s"
     )]
     Reap(ReapArgs),
+    /// Print a shell completion script: bash, zsh, fish, elvish or powershell.
+    #[command(
+        after_help = "Examples:\n  benchtop completions bash > ~/.local/share/bash-completion/completions/benchtop\n  \
+benchtop completions zsh > ~/.zfunc/_benchtop\n  \
+benchtop completions fish > ~/.config/fish/completions/benchtop.fish"
+    )]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page benchtop(1), or write one page per command into a directory.
+    #[command(after_help = "Examples:\n  benchtop man | man -l -\n  \
+benchtop man --out /usr/local/share/man/man1 && man benchtop-run")]
+    Man {
+        /// A directory (new, or empty) for benchtop.1, benchtop-run.1, benchtop-compare.1 …
+        #[arg(long, short = 'o', value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
     /// Wait for one byte on descriptor 4, then exec the command (started by the
     /// conductor, which attaches the sampler in between).
     #[command(name = "exec-gate", hide = true)]

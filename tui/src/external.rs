@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use benchtop_profilers::process_start_ticks;
-use benchtop_workloads::protocol::{self, WorkerMessage};
+use benchtop_protocol::{self as protocol, WorkerMessage};
 
 use crate::cli::RecordArgs;
 use crate::record::child::{GATE_FD, REPORT_FD};
@@ -46,10 +46,9 @@ pub fn record_command(command: &[OsString], record: RecordArgs) -> Result<ExitCo
         program: benchtop_exe()?.into_os_string(),
         args,
         command_line: std::env::args().collect(),
-        record,
-        live: None,
+        ..record::options_from(&record)
     };
-    report(&record::record(&opts)?)
+    report(&record::headless(&opts, record.quiet)?)
 }
 
 /// `benchtop attach <pid>`: profiles and watches a running process until it exits, the
@@ -79,10 +78,9 @@ pub fn attach(pid: u32, record: RecordArgs) -> Result<ExitCode> {
         program: OsString::new(),
         args: Vec::new(),
         command_line: std::env::args().collect(),
-        record,
-        live: None,
+        ..record::options_from(&record)
     };
-    report(&record::record(&opts)?)
+    report(&record::headless(&opts, record.quiet)?)
 }
 
 fn command_text(command: &[OsString]) -> String {

@@ -8,6 +8,7 @@ pub mod cli;
 mod compare;
 mod export;
 mod external;
+mod manual;
 mod reap;
 pub mod record;
 mod show;
@@ -34,20 +35,21 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
                 app::run_tui(app::Start::Launcher(RecordArgs::default()))
             } else {
-                let opts = workload_options(Workload::default(), RecordArgs::default())?;
+                let args = RecordArgs::default();
+                let opts = workload_options(Workload::default(), &args)?;
                 eprintln!(
                     "benchtop: standard output is not a terminal: recording the default \
                      workload headless (`benchtop run --help` for more)"
                 );
-                report(&record::record(&opts)?)
+                report(&record::headless(&opts, args.quiet)?)
             }
         }
         Some(Command::Run(args)) => {
             warn_of_orphans();
             match (args.workload, args.command.is_empty()) {
                 (Some(workload), true) if args.record.tui => {
-                    let opts = workload_options(workload, args.record)?;
-                    app::run_tui(app::Start::Run(Box::new(opts)))
+                    let opts = workload_options(workload, &args.record)?;
+                    app::run_tui(app::Start::Run(Box::new(opts), args.record))
                 }
                 (_, _) if args.record.baseline.is_some() && !args.record.tui => anyhow::bail!(
                     "--baseline compares a run in the TUI with a saved session: add --tui"
@@ -82,6 +84,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Open(args)) => app::open(&args),
         Some(Command::Export(args)) => export::export(&args),
         Some(Command::Worker { workload }) => worker(&workload),
+        Some(Command::Completions { shell }) => manual::completions(shell),
+        Some(Command::Man { out }) => manual::man(out.as_deref()),
     }
 }
 
@@ -99,12 +103,12 @@ fn benchtop_exe() -> Result<std::path::PathBuf> {
 }
 
 fn record_workload(workload: Workload, record: RecordArgs) -> Result<ExitCode> {
-    let opts = workload_options(workload, record)?;
-    report(&record::record(&opts)?)
+    let opts = workload_options(workload, &record)?;
+    report(&record::headless(&opts, record.quiet)?)
 }
 
 /// What recording `workload` takes, its parameters checked.
-pub(crate) fn workload_options(workload: Workload, record: RecordArgs) -> Result<RecordOptions> {
+pub(crate) fn workload_options(workload: Workload, record: &RecordArgs) -> Result<RecordOptions> {
     if workload.is_node() {
         anyhow::bail!(
             "`{}` is a node process that a workload's main node starts, not a workload to run",
@@ -126,8 +130,7 @@ pub(crate) fn workload_options(workload: Workload, record: RecordArgs) -> Result
         program: program.into_os_string(),
         args,
         command_line: std::env::args().collect(),
-        record,
-        live: None,
+        ..record::options_from(record)
     };
     Ok(opts)
 }

@@ -65,6 +65,22 @@ pub enum WorkloadError {
         /// Why it is refused.
         reason: &'static str,
     },
+    /// The parameters need more memory than the machine has available (see
+    /// [`crate::footprint`]).
+    #[error(
+        "{what} would need about {} of memory, and this machine has {} available: \
+         lower the parameters",
+        crate::footprint::human(*estimate_bytes),
+        crate::footprint::human(*available_bytes)
+    )]
+    TooMuchMemory {
+        /// What needs it, in the parameters' words (`--mode ask: 10000000000 pending asks`).
+        what: String,
+        /// The estimate, in bytes.
+        estimate_bytes: u64,
+        /// What the machine has available, in bytes.
+        available_bytes: u64,
+    },
     /// A CPU set names CPUs this machine does not have, or cannot be used as asked.
     #[error("--{param} {value}: {reason}")]
     CpuSet {

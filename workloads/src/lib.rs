@@ -5,7 +5,9 @@
 //! worker's half (reporter, start handshake, stop signal, metrics, ticker), and
 //! [`worker::run_worker`] runs a whole worker in one call. Workloads across processes
 //! (`ring --transport ipc`, `storm`) start their node processes from the same program
-//! ([`ipc`]). This crate depends on no other benchtop crate.
+//! ([`ipc`]). Of benchtop's crates this one depends on `benchtop-protocol` alone, whose
+//! messages [`protocol`] re-exports. The gRPC workload (`kvstore`, with tonic, prost and
+//! protoc) is the cargo feature `kvstore`, on by default.
 //!
 //! ```
 //! use std::io::{BufReader, Write};
@@ -35,7 +37,9 @@
 pub mod defs;
 pub mod echo;
 mod error;
+pub mod footprint;
 pub mod ipc;
+#[cfg(feature = "kvstore")]
 pub mod kvstore;
 pub mod messenger;
 pub mod protocol;

@@ -14,6 +14,7 @@ use crate::WorkloadError;
 use crate::defs::{self, DefsMetrics, DefsParams};
 use crate::echo::{self, EchoMetrics, EchoParams};
 use crate::ipc::{self, NodeParams};
+#[cfg(feature = "kvstore")]
 use crate::kvstore::{self, KvMetrics, KvParams};
 use crate::messenger::{self, MsgrMetrics, MsgrParams};
 use crate::protocol::{Hello, PROTOCOL_VERSION, Summary, WorkerMessage};
@@ -35,6 +36,7 @@ pub enum Workload {
     Storm(StormParams),
     /// gRPC key-value service with simulated work (writes 50 ms, reads 10 ms) and its
     /// clients.
+    #[cfg(feature = "kvstore")]
     Kvstore(KvParams),
     /// An ecFlow definition parsed, checkpointed and reloaded; --server-sim: checkpoints
     /// under request load.
@@ -63,6 +65,7 @@ impl Workload {
         match self {
             Workload::Ring(_) => ring::NAME,
             Workload::Storm(_) => storm::NAME,
+            #[cfg(feature = "kvstore")]
             Workload::Kvstore(_) => kvstore::NAME,
             Workload::Defs(_) => defs::NAME,
             Workload::UdpEcho(_) => echo::NAME,
@@ -84,6 +87,7 @@ impl Workload {
         match self {
             Workload::Ring(params) => params.validate(),
             Workload::Storm(params) => params.validate(),
+            #[cfg(feature = "kvstore")]
             Workload::Kvstore(params) => params.validate(),
             Workload::Defs(params) => params.validate(),
             Workload::UdpEcho(params) => params.validate(),
@@ -98,6 +102,7 @@ impl Workload {
         let params = match self {
             Workload::Ring(params) => params.to_args(),
             Workload::Storm(params) => params.to_args(),
+            #[cfg(feature = "kvstore")]
             Workload::Kvstore(params) => params.to_args(),
             Workload::Defs(params) => params.to_args(),
             Workload::UdpEcho(params) => params.to_args(),
@@ -114,6 +119,7 @@ impl Workload {
         match self {
             Workload::Ring(params) => params.params_json(),
             Workload::Storm(params) => params.params_json(),
+            #[cfg(feature = "kvstore")]
             Workload::Kvstore(params) => params.params_json(),
             Workload::Defs(params) => params.params_json(),
             Workload::UdpEcho(params) => params.params_json(),
@@ -203,6 +209,7 @@ fn report_error(reporter: &Reporter, error: WorkloadError) -> WorkloadError {
 enum Registered<'a> {
     Ring(&'a RingParams, RingMetrics),
     Storm(&'a StormParams, StormMetrics),
+    #[cfg(feature = "kvstore")]
     Kvstore(&'a KvParams, KvMetrics),
     Defs(&'a DefsParams, DefsMetrics),
     UdpEcho(&'a EchoParams, EchoMetrics),
@@ -236,6 +243,7 @@ impl Registered<'_> {
                     }),
                 })
             }
+            #[cfg(feature = "kvstore")]
             Registered::Kvstore(params, metrics) => {
                 let outcome = kvstore::run(params, metrics, stop)?;
                 Ok(Finished {
@@ -299,6 +307,7 @@ fn drive(
     let registered = match workload {
         Workload::Ring(params) => Registered::Ring(params, RingMetrics::register(&mut metrics)?),
         Workload::Storm(params) => Registered::Storm(params, StormMetrics::register(&mut metrics)?),
+        #[cfg(feature = "kvstore")]
         Workload::Kvstore(params) => {
             Registered::Kvstore(params, KvMetrics::register(&mut metrics)?)
         }

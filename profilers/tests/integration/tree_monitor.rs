@@ -486,3 +486,33 @@ fn io_of_processes_it_may_not_trace_is_unavailable_not_an_error() {
     assert_eq!(value("io_unreadable"), "1", "{out}");
     assert!(value("io").starts_with("rchar="), "{out}");
 }
+
+#[test]
+fn cpu_over_a_millisecond_never_exceeds_a_cpu_per_busy_thread_or_the_machine() {
+    // Clock ticks are 10 ms: over a 1 ms interval one tick reads as 1000 %. The kernel's
+    // nanoseconds, bounded by the interval per thread and by the cores for the tree, do not.
+    let mut tree = Tree::hold(2, 0);
+    let mut m = TreeMonitor::new(tree.pid());
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    std::thread::scope(|s| {
+        let burn = s.spawn(|| tree.ask("burn 400"));
+        std::thread::sleep(Duration::from_millis(20));
+        for _ in 0..100 {
+            m.sample().unwrap();
+            std::thread::sleep(Duration::from_micros(500));
+            let short = m.sample().unwrap();
+            let busiest = short.threads.len().min(cores) as f64;
+            assert!(
+                short.resources.cpu_percent <= 100.0 * busiest + 1e-9,
+                "{:.1}% over {:.2} ms with {} threads on {cores} cores",
+                short.resources.cpu_percent,
+                short.interval_s * 1e3,
+                short.threads.len()
+            );
+            for t in &short.threads {
+                assert!(t.cpu_percent <= 100.0 + 1e-9, "{t:?}");
+            }
+        }
+        burn.join().unwrap();
+    });
+}

@@ -247,8 +247,14 @@ fn a_fifo_in_place_of_any_session_file_is_refused_at_once() {
         let dir = root.path().join(format!("s-{name}"));
         complete_session(&dir);
         fs::remove_file(dir.join(name)).unwrap();
-        let status = Command::new("mkfifo").arg(dir.join(name)).status().unwrap();
-        assert!(status.success(), "mkfifo failed");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.join(name),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
         let err = load_within(&dir, Duration::from_secs(20)).unwrap_err();
         assert!(
             matches!(&err, SessionError::NotAFile { path, what: "a FIFO" } if path.ends_with(name)),

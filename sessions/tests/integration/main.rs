@@ -13,6 +13,7 @@ mod hlog;
 mod hostile;
 mod monitors;
 mod store;
+mod verdicts;
 
 use std::collections::BTreeMap;
 

@@ -3,23 +3,9 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
+use benchtop_record::ProgressFigures;
 use benchtop_sessions::units::{human_bytes, human_ns};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-
-/// What the progress line shows, refreshed each interval.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ProgressFigures {
-    /// Seconds since start.
-    pub elapsed_s: f64,
-    /// Name of the throughput counter and its rate per second.
-    pub rate: Option<(String, f64)>,
-    /// Name of the latency metric and its interval p50 and p99, ns.
-    pub latency: Option<(String, u64, u64)>,
-    /// Resident set size, bytes.
-    pub rss_bytes: Option<u64>,
-    /// Samples taken so far, and lost.
-    pub samples: Option<(u64, u64)>,
-}
 
 /// The progress line: an indicatif spinner on a terminal, plain lines otherwise.
 #[derive(Debug)]

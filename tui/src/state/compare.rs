@@ -112,6 +112,10 @@ pub struct CompareState {
     pub warnings: Vec<String>,
     /// Changes under this fraction are within noise.
     pub threshold: f64,
+    /// The family-wise error rate of the verdicts.
+    pub alpha: f64,
+    /// How many figures were judged together.
+    pub judged: usize,
     /// Latency of a metric both recorded, when there is one.
     pub latency: Option<LatencyOverlay>,
     /// The focused pane.
@@ -129,6 +133,8 @@ impl CompareState {
             figures: comparison.figures,
             warnings: comparison.warnings,
             threshold: comparison.threshold,
+            alpha: comparison.alpha,
+            judged: comparison.judged,
             latency: overlay(a, b),
             focus: ComparePane::Table,
             scroll: 0,

@@ -19,6 +19,7 @@ use benchtop_workloads::worker::Workload;
 
 use crate::record::RecordOutcome;
 use crate::record::live::LiveEvent;
+use benchtop_record::NoticeKind;
 use compare::{ComparePane, CompareState};
 use flame::{FlameState, FlameUnit};
 use launcher::{LauncherFocus, LauncherState, RecentSession};
@@ -560,14 +561,17 @@ impl State {
                     self.set_tree(FlameKind::OffCpu, snapshot.offcpu);
                 }
             }
-            LiveEvent::Status(text) => {
-                if text.starts_with("worker report:") || text.starts_with("no stack sampling") {
-                    self.flash(text.clone(), true, now);
-                } else if text.starts_with("snapshot saved") {
-                    self.flash(text.clone(), false, now);
+            LiveEvent::Notice(notice) => {
+                let text = notice.to_string();
+                match notice.kind() {
+                    NoticeKind::Warning => self.flash(text.clone(), true, now),
+                    NoticeKind::Done => self.flash(text.clone(), false, now),
+                    NoticeKind::Progress => {}
                 }
                 self.run.status_line = text;
             }
+            // The progress line's figures: the screen draws the rows themselves.
+            LiveEvent::Progress(_) => {}
         }
     }
 

@@ -178,7 +178,9 @@ fn table(state: &State, area: Rect, buf: &mut Buffer) {
     }
     let below = c.figures.len().saturating_sub(c.scroll + room);
     let mut note = format!(
-        "bootstrap 95% of the intervals; under {:.1}% is noise",
+        "{:.0}% for all {} together; under {:.1}% is noise",
+        (1.0 - c.alpha) * 100.0,
+        c.judged,
         c.threshold * 100.0
     );
     if below > 0 {

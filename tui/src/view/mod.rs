@@ -6,6 +6,7 @@ pub mod flame;
 mod launcher;
 mod orphans;
 mod panes;
+pub mod picture;
 
 use std::time::Instant;
 
@@ -555,6 +556,29 @@ mod tests {
         let base = Instant::now();
         let s = running(base);
         insta::assert_snapshot!(render(&s, at(base, 12), 160, 48));
+    }
+
+    /// The README's picture of the live screen, docs/live-screen.svg, is this screen as
+    /// drawn; `BENCHTOP_BLESS=1` writes it anew after a change to the views.
+    #[test]
+    fn the_readme_picture_is_the_live_screen_as_drawn() {
+        let base = Instant::now();
+        let s = running(base);
+        let area = Rect::new(0, 0, 120, 32);
+        let mut buf = Buffer::empty(area);
+        draw(&s, at(base, 12), area, &mut buf);
+        let drawn = picture::svg(&buf);
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/live-screen.svg");
+        if std::env::var_os("BENCHTOP_BLESS").is_some() {
+            std::fs::write(&path, &drawn).unwrap();
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == drawn,
+            "{} is not the live screen as drawn now: run this test with BENCHTOP_BLESS=1 and \
+             commit the new picture",
+            path.display()
+        );
     }
 
     #[test]

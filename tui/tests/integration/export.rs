@@ -96,13 +96,13 @@ fn one_format_goes_where_it_is_told() {
     );
 }
 
-/// `go`, which CI installs (.ci/run): its `go tool pprof` is the reference reader.
+/// `go`, which scripts/test installs: its `go tool pprof` is the reference reader.
 fn go() -> std::process::Command {
     let found = std::process::Command::new("go").arg("version").output();
     assert!(
         found.is_ok_and(|o| o.status.success()),
         "this test reads the profile with `go tool pprof`: install Go (Debian: apt-get install \
-         golang-go; .ci/run does)"
+         golang-go; scripts/test does)"
     );
     std::process::Command::new("go")
 }

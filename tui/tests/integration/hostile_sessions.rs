@@ -31,12 +31,21 @@ struct Run {
     took: Duration,
 }
 
-/// GNU time: it forks the command and reports the child's own rusage (wait4), so the peak
-/// RSS is benchtop's alone. (The test process's own pages would count if benchtop were its
-/// direct child: the kernel carries the forked copy's high-water mark across exec.)
-const TIME: &str = "/usr/bin/time";
+/// Starts the command given as its arguments, waits for it with wait4 and writes its own
+/// peak RSS (KiB) to the file named by `BENCHTOP_RSS_FILE`, exiting as it did. The peak
+/// is benchtop's alone: were benchtop the test process's direct child, the kernel would
+/// carry the forked copy's high-water mark (the test's own pages) across exec.
+const MEASURE: &str = r#"
+import os, sys
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+with open(os.environ["BENCHTOP_RSS_FILE"], "w") as f:
+    f.write(str(usage.ru_maxrss))
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"#;
 
-/// Runs `command` under [`TIME`] with its output in files, waits at most `limit` (then
+/// Runs `command` under [`MEASURE`] with its output in files, waits at most `limit` (then
 /// kills its process group and fails the test), and reads benchtop's peak RSS.
 fn run(command: Command, limit: Duration) -> Run {
     let dir = tempfile::tempdir().unwrap();
@@ -45,22 +54,20 @@ fn run(command: Command, limit: Duration) -> Run {
         dir.path().join("err"),
         dir.path().join("rss"),
     );
-    assert!(
-        Path::new(TIME).exists(),
-        "{TIME} (GNU time, package `time`) is needed to measure peak RSS"
-    );
-    let mut timed = Command::new(TIME);
-    timed
-        .args(["-f", "%M", "-o"])
-        .arg(&rss)
+    let mut measured = Command::new("python3");
+    measured
+        .args(["-c", MEASURE])
         .arg(command.get_program())
         .args(command.get_args())
+        .env("BENCHTOP_RSS_FILE", &rss)
         .stdin(Stdio::null())
         .stdout(fs::File::create(&out).unwrap())
         .stderr(fs::File::create(&err).unwrap())
         .process_group(0);
     let start = Instant::now();
-    let mut child = timed.spawn().unwrap();
+    let mut child = measured
+        .spawn()
+        .expect("python3 is needed to measure peak RSS (scripts/test installs it)");
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
@@ -76,11 +83,14 @@ fn run(command: Command, limit: Duration) -> Run {
     };
     let took = start.elapsed();
     let kib: u64 = fs::read_to_string(&rss)
-        .unwrap()
-        .lines()
-        .last()
-        .and_then(|l| l.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no peak RSS from {TIME}"));
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no peak RSS: {}",
+                fs::read_to_string(&err).unwrap_or_default()
+            )
+        });
     Run {
         code: status.code(),
         stdout: fs::read_to_string(&out).unwrap(),
@@ -174,8 +184,10 @@ fn each_file_replaced(plant: impl Fn(&Path), expected: &str) {
 fn a_fifo_in_place_of_any_session_file_is_refused_promptly_by_show_compare_and_export() {
     each_file_replaced(
         |path| {
-            let ok = Command::new("mkfifo").arg(path).status().unwrap();
-            assert!(ok.success(), "mkfifo failed");
+            let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: c is a NUL-terminated path that lives across the call.
+            let r = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+            assert_eq!(r, 0, "mkfifo: {}", std::io::Error::last_os_error());
         },
         "a FIFO",
     );

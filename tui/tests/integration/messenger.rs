@@ -159,3 +159,37 @@ fn a_cpu_the_machine_does_not_have_is_refused_before_anything_runs() {
     );
     assert!(!dir.exists(), "no session for a run that never started");
 }
+
+#[test]
+fn parameters_that_need_more_memory_than_the_machine_has_are_refused_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("huge");
+    let output = crate::support::run_command(
+        &dir,
+        &[
+            "messenger",
+            "--msg-size",
+            "16777216",
+            "--depth",
+            "65536",
+            "--clients",
+            "1024",
+            "--conns-per-client",
+            "1024",
+            "--msgtime",
+            "1",
+        ],
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "1048576 connection(s) of 16777216-byte messages at depth 65536 would need about"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("available"), "{stderr}");
+    assert!(!dir.exists(), "no session for a run that never started");
+}

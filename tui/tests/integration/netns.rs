@@ -14,10 +14,9 @@ pub struct Hosts {
 }
 
 fn ip(args: &[&str]) -> Output {
-    let output = Command::new("ip")
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("this test needs `ip` (iproute2; .ci/run installs it): {e}"));
+    let output = Command::new("ip").args(args).output().unwrap_or_else(|e| {
+        panic!("this test needs `ip` (iproute2; scripts/test installs it): {e}")
+    });
     assert!(
         output.status.success(),
         "ip {}: {}\nthis test creates network namespaces: it needs root (CAP_NET_ADMIN)",

@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use benchtop::cli::{Profile, RecordArgs};
-use benchtop::record::{RecordOptions, Target, record};
+use benchtop::record::{RecordOptions, Target, options_from, record};
 use benchtop_sessions::Status;
 use benchtop_sessions::store::Session;
 use benchtop_workloads::protocol::{encode_histogram, new_latency_histogram};
@@ -335,13 +335,12 @@ fn script_options(dir: &Path, script: String) -> RecordOptions {
         program: "/bin/sh".into(),
         args: vec!["-c".into(), script.into()],
         command_line: vec!["test".into()],
-        record: RecordArgs {
+        ..options_from(&RecordArgs {
             record: Some(dir.to_path_buf()),
             quiet: true,
             profile: Profile::None,
             ..RecordArgs::default()
-        },
-        live: None,
+        })
     }
 }
 
@@ -448,7 +447,7 @@ while :; do sleep 0.2; done
 "#
     );
     let mut opts = script_options(&dir, script);
-    opts.record.duration = Some(Duration::from_millis(500));
+    opts.duration = Some(Duration::from_millis(500));
     let started = std::time::Instant::now();
     let outcome = record(&opts).unwrap();
     let took = started.elapsed();
@@ -580,10 +579,11 @@ fn a_worker_that_cannot_start_leaves_a_crashed_session_saying_why() {
 #[test]
 fn a_live_link_sees_rows_histograms_and_stacks_and_can_stop_the_run() {
     use benchtop::record::live::{LiveEvent, LiveLink};
+    use benchtop_record::Notice;
 
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("live");
-    let (link, events) = LiveLink::new();
+    let (link, events) = LiveLink::channel();
     let control = link.control();
     let opts = RecordOptions {
         target: Target::Worker,
@@ -601,13 +601,13 @@ fn a_live_link_sees_rows_histograms_and_stacks_and_can_stop_the_run() {
         .map(Into::into)
         .to_vec(),
         command_line: vec!["test".into()],
-        record: RecordArgs {
+        live: Some(link),
+        ..options_from(&RecordArgs {
             record: Some(dir.clone()),
             quiet: true,
             interval: Duration::from_millis(200),
             ..RecordArgs::default()
-        },
-        live: Some(link),
+        })
     };
     let recorder = std::thread::spawn(move || record(&opts));
     let (mut spawned, mut started, mut rows, mut stacks) = (false, false, 0, None);
@@ -650,18 +650,16 @@ fn a_live_link_sees_rows_histograms_and_stacks_and_can_stop_the_run() {
     assert!(!dir.join("cpu.folded").exists());
     control.save();
     loop {
-        match events
+        if let LiveEvent::Notice(notice @ Notice::SnapshotSaved { .. }) = events
             .recv_timeout(Duration::from_secs(20))
             .expect("live events")
         {
-            LiveEvent::Status(text) if text.starts_with("snapshot saved") => {
-                assert!(
-                    text.contains("cpu.folded") && text.contains("threads.csv"),
-                    "{text}"
-                );
-                break;
-            }
-            _ => {}
+            let text = notice.to_string();
+            assert!(
+                text.contains("cpu.folded") && text.contains("threads.csv"),
+                "{text}"
+            );
+            break;
         }
     }
     let saved = std::fs::read_to_string(dir.join("cpu.folded")).unwrap();

@@ -18,7 +18,7 @@ impl Tmux {
         let found = Command::new("tmux").arg("-V").output();
         assert!(
             found.is_ok_and(|o| o.status.success()),
-            "tmux is needed for the terminal tests: apt-get install tmux (.ci/run installs it)"
+            "tmux is needed for the terminal tests: apt-get install tmux (scripts/test installs it)"
         );
         // A server per test: tests of this binary run in parallel.
         static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);

@@ -36,6 +36,19 @@ const MAX_BATCH: usize = 64;
 const MAX_BATCH_BYTES: usize = 1 << 20;
 /// Bytes a receiver reads at once.
 const READ_BUF: usize = 256 << 10;
+
+/// The memory one connection's client side holds for messages of `frame_len` bytes with
+/// `depth` outstanding: the send batch, the receive buffer and frame, and the queue of
+/// messages in flight (a header and a send time each).
+pub(super) fn connection_bytes(frame_len: u64, depth: u64) -> u64 {
+    let max_batch = (MAX_BATCH_BYTES as u64 / frame_len.max(1)).clamp(1, MAX_BATCH as u64);
+    let in_flight = depth.saturating_mul(std::mem::size_of::<(Header, Instant)>() as u64);
+    max_batch
+        .saturating_mul(frame_len)
+        .saturating_add(READ_BUF as u64)
+        .saturating_add(frame_len)
+        .saturating_add(in_flight)
+}
 /// How long a client tries to connect before the run fails.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long the answers still outstanding at the end may take.

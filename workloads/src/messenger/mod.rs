@@ -281,7 +281,33 @@ impl MsgrParams {
                  to reach another",
             ));
         }
-        Ok(())
+        crate::footprint::check(
+            &format!(
+                "{} connection(s) of {}-byte messages at depth {}",
+                self.connections(),
+                self.msg_size,
+                self.depth
+            ),
+            self.estimated_bytes(),
+        )
+    }
+
+    /// Connections of every instance's clients together.
+    fn connections(&self) -> u64 {
+        u64::from(self.instances) * u64::from(self.clients) * u64::from(self.conns_per_client)
+    }
+
+    /// The memory the buffers of every connection hold in this process (the server's side,
+    /// the clients' or both, as `--role` says), from the sizes the server and clients use.
+    pub fn estimated_bytes(&self) -> u64 {
+        let frame_len = frame::HEADER_LEN as u64 + u64::from(self.msg_size);
+        let per_connection = match self.role {
+            Role::Server => server::connection_bytes(frame_len),
+            Role::Client => client::connection_bytes(frame_len, u64::from(self.depth)),
+            Role::Both => server::connection_bytes(frame_len)
+                .saturating_add(client::connection_bytes(frame_len, u64::from(self.depth))),
+        };
+        per_connection.saturating_mul(self.connections())
     }
 
     /// How long the clients send.
@@ -991,6 +1017,62 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<MsgrParams, String> {
         crate::test_support::parse_params("messenger", args)
+    }
+
+    #[test]
+    fn the_memory_estimate_grows_with_connections_and_message_size() {
+        let default = MsgrParams::default();
+        assert!(
+            default.estimated_bytes() < 8 << 20,
+            "{}",
+            default.estimated_bytes()
+        );
+        let huge = parse(&[
+            "--msg-size",
+            "16777216",
+            "--depth",
+            "65536",
+            "--clients",
+            "1024",
+        ])
+        .unwrap();
+        // 2048 connections, each with a 32 MiB server buffer and a client's 16 MiB batch
+        // and frame: beyond 64 GiB.
+        assert!(
+            huge.estimated_bytes() > 64 << 30,
+            "{}",
+            huge.estimated_bytes()
+        );
+        let server = MsgrParams {
+            role: Role::Server,
+            ..huge.clone()
+        };
+        assert!(server.estimated_bytes() < huge.estimated_bytes());
+    }
+
+    #[test]
+    fn parameters_beyond_the_machine_s_memory_are_refused_with_the_estimate() {
+        let huge = parse(&[
+            "--msg-size",
+            "16777216",
+            "--depth",
+            "65536",
+            "--clients",
+            "1024",
+            "--conns-per-client",
+            "1024",
+        ])
+        .unwrap();
+        let err = huge.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("1048576 connection(s) of 16777216-byte messages at depth 65536"),
+            "{err}"
+        );
+        assert!(
+            err.contains("TiB of memory") && err.contains("available"),
+            "{err}"
+        );
+        assert!(MsgrParams::default().validate().is_ok());
     }
 
     #[test]

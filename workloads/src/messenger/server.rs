@@ -25,6 +25,12 @@ use crate::WorkloadError;
 
 /// Bytes a connection reads at once (it grows for a frame larger than this).
 const READ_BUF: usize = 256 << 10;
+
+/// The memory one connection's server side holds for messages of `frame_len` bytes: its
+/// receive buffer, which doubles until a whole frame fits (so up to twice a frame).
+pub(super) fn connection_bytes(frame_len: u64) -> u64 {
+    (READ_BUF as u64).max(frame_len.saturating_mul(2))
+}
 /// Pending connections a listener holds.
 const BACKLOG: u32 = 1024;
 /// Connection errors kept for the summary.

@@ -256,7 +256,18 @@ impl RingParams {
         u64::from(self.num_nodes) * u64::from(self.num_rounds)
     }
 
-    /// Checks what clap checks, for parameters built in code.
+    /// The memory an in-process ring takes before its first hop: its actors, at the cost
+    /// measured above rounded up (330 bytes an actor). Ask mode's pending asks come on top
+    /// as the run goes (8.8 bytes each, `num_nodes × num_rounds` at the deepest point of a
+    /// run to completion); a ring meant to be stopped early (`--duration`, Ctrl-C) may ask
+    /// for more rounds than the machine could hold, so they are not refused.
+    pub fn estimated_bytes(&self) -> u64 {
+        const ACTOR_BYTES: u64 = 400;
+        u64::from(self.num_nodes).saturating_mul(ACTOR_BYTES)
+    }
+
+    /// Checks what clap checks, for parameters built in code, and that the ring fits in
+    /// the memory this machine has available ([`crate::footprint`]).
     pub fn validate(&self) -> Result<(), WorkloadError> {
         let bad = |name, value: &dyn ToString, reason| WorkloadError::BadParam {
             name,
@@ -326,6 +337,12 @@ impl RingParams {
                     return Err(bad("crash-after", &0, "must be at least 1"));
                 }
             }
+        }
+        if self.transport == Transport::Inproc {
+            crate::footprint::check(
+                &format!("a ring of {} actors", self.num_nodes),
+                self.estimated_bytes(),
+            )?;
         }
         Ok(())
     }
@@ -497,6 +514,33 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<RingParams, String> {
         crate::test_support::parse_params("ring", args)
+    }
+
+    #[test]
+    fn billions_of_actors_are_refused_with_the_estimate() {
+        let huge = parse(&["--num-nodes", "4000000000"]).unwrap();
+        let err = huge.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("a ring of 4000000000 actors would need about"),
+            "{err}"
+        );
+        assert!(
+            err.contains("TiB of memory") && err.contains("available"),
+            "{err}"
+        );
+        // An endless ask ring, stopped by its conductor, is not refused for the asks it
+        // would pile up if it ran to the end.
+        let endless = parse(&[
+            "--mode",
+            "ask",
+            "--num-nodes",
+            "100",
+            "--num-rounds",
+            "4000000000",
+        ])
+        .unwrap();
+        assert!(endless.validate().is_ok());
+        assert!(RingParams::default().validate().is_ok());
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Interoperability with ecFlow itself, through Debian's python3-ecflow (which .ci/run
+//! Interoperability with ecFlow itself, through Debian's python3-ecflow (which scripts/test
 //! installs): what benchtop writes loads in ecFlow with the same node and attribute
 //! counts, and what ecFlow writes parses in benchtop with the same counts.
 
@@ -22,13 +22,13 @@ fn python() -> Command {
         Ok(out) if out.status.success() => Command::new(program),
         Ok(out) => panic!(
             "{program} cannot import ecflow ({}): install Debian's python3-ecflow \
-             (apt-get install python3-ecflow, as .ci/run does) or name a Python that has it \
+             (apt-get install python3-ecflow, as scripts/test does) or name a Python that has it \
              in BENCHTOP_PYTHON",
             String::from_utf8_lossy(&out.stderr).trim()
         ),
         Err(e) => panic!(
             "cannot run {program} ({e}): install python3 and Debian's python3-ecflow \
-             (apt-get install python3-ecflow, as .ci/run does)"
+             (apt-get install python3-ecflow, as scripts/test does)"
         ),
     }
 }

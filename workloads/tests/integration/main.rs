@@ -10,6 +10,7 @@ mod ecflow;
 mod echo;
 mod fixture;
 mod ipc;
+#[cfg(feature = "kvstore")]
 mod kvstore;
 mod messenger;
 mod ring;

@@ -1,18 +1,29 @@
-//! Comparing two sessions: every comparable figure with a verdict judged from the
-//! per-interval samples, differential stacks, and the functions that moved most.
+//! Comparing two sessions, or two series of runs: every comparable figure with a verdict,
+//! differential stacks, and the functions that moved most.
 //!
-//! For each figure measured every interval (throughput, latency percentiles of each
-//! latency.hlog interval, RSS, threads, CPU, context switches), the change of B against A
-//! comes with a bootstrap confidence interval of the ratio of the interval means, as
-//! criterion judges a change: intervals are resampled with replacement, the relative change
-//! of the means recomputed, and the middle 95 % kept. A change is `improved` or `regressed`
-//! only when the interval excludes zero *and* the change is at least the threshold;
-//! otherwise it is `within noise`. Latency percentiles are the whole run's (every interval
-//! merged), so their interval comes from resampling whole intervals and recomputing the
-//! merged percentile ([`judge_percentiles`]), the same statistic as the change shown.
-//! Figures with one value per session (the workload's own
-//! summary figures, the peak RSS) are shown with their change and no verdict: two numbers
-//! alone cannot tell a change from noise.
+//! Each figure measured every interval (throughput, latency percentiles, RSS, threads,
+//! CPU, context switches) comes with the relative change of B against A and an interval
+//! from a bootstrap: with one run a side it resamples the runs' intervals and sees the
+//! noise within a run; with series (several runs a side) it resamples runs, and within
+//! each its intervals, and sees the noise between runs. Figures with one value per run
+//! (the workload's own summary figures, the peak RSS) are judged across runs, and shown
+//! without a verdict for single sessions: two numbers alone cannot tell a change from
+//! noise. A change is `improved` or `regressed` only when its interval excludes zero *and*
+//! it is at least the threshold; otherwise it is `within noise`.
+//!
+//! # How sure a change is
+//!
+//! The verdicts of one comparison are controlled together: the chance that it flags any
+//! figure when nothing changed is at most [`CompareOptions::alpha`] (1 %). Each figure's
+//! interval is its change ± *c* bootstrap standard errors, *c* being Student's *t*
+//! quantile at 1 − α/(2*k*) for the *k* figures judged (Bonferroni), with the degrees of
+//! freedom of the units resampled (intervals or runs, less one a side): short runs and
+//! few runs get wide intervals rather than confident verdicts. The standard error of a
+//! side of *n* units is corrected by √(*n* / (*n* − 1)), the bootstrap's shortfall for
+//! small samples; a side of one run judged against several borrows their spread between
+//! runs. Interval values are weighted by the interval's length, so a short last interval
+//! counts for what it is. Latency percentiles are each run's whole-run percentiles (its
+//! intervals merged), resampled by merging resampled intervals again in 0.5 % bins.
 //!
 //! ```
 //! use benchtop_sessions::compare::{CompareOptions, Verdict, judge};
@@ -25,15 +36,21 @@
 //! assert!((change.change + 0.10).abs() < 1e-9);
 //! ```
 
-use crate::escape::{Escaped, escaped, markdown_cell, markdown_code};
+mod judge;
+mod samples;
+mod table;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fmt::{self, Write as _};
+use std::fmt;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+pub use self::judge::PERCENTILE_RESAMPLES;
+use self::judge::{QUANTILES, Run, Units, judge_percentile_runs, judge_runs, judgeable};
+use self::samples::Samples;
+pub use self::table::TABLE_HEAD;
 use crate::meta::Better;
-use crate::units::human_count;
 use crate::{Session, SessionError, StackTree};
 
 /// How to compare.
@@ -47,6 +64,9 @@ pub struct CompareOptions {
     pub resamples: usize,
     /// Seed of the resampling, so a comparison prints the same every time.
     pub seed: u64,
+    /// The family-wise error rate: the chance that a comparison flags any figure when
+    /// nothing changed (default 0.01).
+    pub alpha: f64,
 }
 
 impl Default for CompareOptions {
@@ -55,6 +75,7 @@ impl Default for CompareOptions {
             threshold: 0.02,
             resamples: 10_000,
             seed: 0x5eed_b0a7_5eed_b0a7,
+            alpha: 0.01,
         }
     }
 }
@@ -72,7 +93,7 @@ pub enum Verdict {
     Changed,
     /// Not beyond noise (or below the threshold).
     WithinNoise,
-    /// Too few intervals (fewer than two on a side) to judge.
+    /// Too few intervals or runs (fewer than two on a side) to judge.
     TooFewSamples,
     /// One value per session: no verdict.
     OneValue,
@@ -85,7 +106,7 @@ impl fmt::Display for Verdict {
             Verdict::Regressed => "regressed",
             Verdict::Changed => "changed",
             Verdict::WithinNoise => "within noise",
-            Verdict::TooFewSamples => "too few intervals",
+            Verdict::TooFewSamples => "too few samples",
             Verdict::OneValue => "one value each",
         })
     }
@@ -96,7 +117,8 @@ impl fmt::Display for Verdict {
 pub struct Change {
     /// B / A − 1 of the shown values.
     pub change: f64,
-    /// The 95 % interval of the relative change of the interval means, when judged.
+    /// The interval of the relative change, at the comparison's family-wise confidence
+    /// (1 − [`CompareOptions::alpha`] for all its figures together), when judged.
     pub ci: Option<(f64, f64)>,
     /// The verdict.
     pub verdict: Verdict,
@@ -157,6 +179,15 @@ pub struct Comparison {
     pub warnings: Vec<String>,
     /// The threshold used.
     pub threshold: f64,
+    /// How many runs A and B had (1 each for two sessions).
+    pub runs: (usize, usize),
+    /// What the bootstrap resampled: `"intervals"` (noise within a run) or `"runs"`
+    /// (noise between runs).
+    pub noise: &'static str,
+    /// The family-wise error rate of the verdicts.
+    pub alpha: f64,
+    /// How many figures were judged together.
+    pub judged: usize,
 }
 
 impl Comparison {
@@ -170,31 +201,127 @@ impl Comparison {
 
 /// Compares session B against session A.
 pub fn compare(a: &Session, b: &Session, opts: &CompareOptions) -> Comparison {
-    let mut figures = Vec::new();
-    let (sa, sb) = (Samples::of(a), Samples::of(b));
+    compare_runs(&[a], &[b], opts)
+}
+
+/// Every key of `maps`, once each, sorted.
+fn keys<'a, V: 'a>(maps: impl Iterator<Item = &'a BTreeMap<String, V>>) -> Vec<&'a String> {
+    let mut out: Vec<&String> = maps.flat_map(BTreeMap::keys).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The mean of the finite values, NaN when there are none.
+fn mean_of(values: impl Iterator<Item = f64>) -> f64 {
+    let (mut sum, mut n) = (0.0, 0usize);
+    for v in values.filter(|v| v.is_finite()) {
+        sum += v;
+        n += 1;
+    }
+    if n == 0 { f64::NAN } else { sum / n as f64 }
+}
+
+/// Compares B's runs against A's: series of repeated runs, or one session a side as
+/// [`compare`] does. A run without a figure is left out of that figure's judgement.
+pub fn compare_runs(a: &[&Session], b: &[&Session], opts: &CompareOptions) -> Comparison {
+    let sa: Vec<Samples> = a.iter().map(|s| Samples::of(s)).collect();
+    let sb: Vec<Samples> = b.iter().map(|s| Samples::of(s)).collect();
+    let both = || sa.iter().chain(&sb);
+    let units = Units::of(a.len(), b.len());
+    let series_of = |side: &[Samples], name: &str| -> Vec<Run> {
+        side.iter()
+            .filter_map(|s| s.series.get(name).cloned())
+            .collect()
+    };
+    let singles_of = |side: &[Samples], name: &str| -> Vec<Run> {
+        side.iter()
+            .filter_map(|s| s.single.get(name).map(|(v, _, _)| vec![(*v, 1.0)]))
+            .collect()
+    };
+    fn histograms_of<'a>(side: &[Samples<'a>], tag: &str) -> Vec<Vec<&'a Histogram<u64>>> {
+        side.iter()
+            .filter_map(|s| s.intervals.get(tag).cloned())
+            .collect()
+    }
+    let names = keys(both().map(|s| &s.series));
+    let singles = keys(both().map(|s| &s.single));
+    let tags = keys(both().map(|s| &s.intervals));
+
+    // The figures judged together, for the family-wise interval.
+    let percentile_name = |tag: &str, q: &str| format!("{tag} {q}");
+    let mut judged = 0;
     let mut percentiles: HashMap<String, Change> = HashMap::new();
-    for (tag, a_intervals) in &sa.intervals {
-        if let Some(b_intervals) = sb.intervals.get(tag) {
-            for ((q_name, _), change) in
-                QUANTILES
-                    .iter()
-                    .zip(judge_percentiles(a_intervals, b_intervals, opts))
-            {
-                percentiles.insert(format!("{tag} {q_name}"), change);
+    let mut percentile_sides = Vec::new();
+    for tag in &tags {
+        let (ha, hb) = (histograms_of(&sa, tag), histograms_of(&sb, tag));
+        let shape = |runs: &[Vec<&Histogram<u64>>]| -> Vec<Run> {
+            runs.iter().map(|r| vec![(1.0, 1.0); r.len()]).collect()
+        };
+        if judgeable(&shape(&ha), &shape(&hb)) {
+            judged += QUANTILES.len();
+        }
+        for (q, _) in QUANTILES {
+            // Judged from the histograms below, not from the per-interval percentiles.
+            percentiles.insert(
+                percentile_name(samples::tag_name(tag), q),
+                Change {
+                    change: f64::NAN,
+                    ci: None,
+                    verdict: Verdict::TooFewSamples,
+                },
+            );
+        }
+        percentile_sides.push((tag, ha, hb));
+    }
+    for name in &names {
+        if !percentiles.contains_key(name.as_str())
+            && judgeable(&series_of(&sa, name), &series_of(&sb, name))
+        {
+            judged += 1;
+        }
+    }
+    if units == Units::Runs {
+        for name in &singles {
+            if judgeable(&singles_of(&sa, name), &singles_of(&sb, name)) {
+                judged += 1;
             }
         }
     }
-    for (name, a_vals) in &sa.series {
-        let Some(b_vals) = sb.series.get(name) else {
+    for (tag, ha, hb) in &percentile_sides {
+        if ha.is_empty() || hb.is_empty() {
             continue;
+        }
+        for ((q, _), change) in QUANTILES
+            .iter()
+            .zip(judge_percentile_runs(ha, hb, judged, opts))
+        {
+            percentiles.insert(percentile_name(samples::tag_name(tag), q), change);
+        }
+    }
+
+    let mut figures = Vec::new();
+    for name in names {
+        let (ra, rb) = (series_of(&sa, name), series_of(&sb, name));
+        if ra.is_empty() || rb.is_empty() {
+            continue;
+        }
+        let (unit, better) = both()
+            .find_map(|s| s.kinds.get(name.as_str()).cloned())
+            .unwrap_or_default();
+        let whole = |side: &[Samples]| {
+            let values: Vec<f64> = side
+                .iter()
+                .filter_map(|s| s.whole.get(name.as_str()).copied())
+                .collect();
+            (!values.is_empty()).then(|| mean_of(values.into_iter()))
         };
-        let (unit, better) = sa.kinds.get(name).cloned().unwrap_or_default();
-        let (a_value, b_value) = match (sa.whole.get(name), sb.whole.get(name)) {
-            (Some(&x), Some(&y)) => (x, y),
-            _ => (mean(a_vals), mean(b_vals)),
+        let (a_value, b_value) = match (whole(&sa), whole(&sb)) {
+            (Some(x), Some(y)) => (x, y),
+            _ => (judge::side_value(&ra), judge::side_value(&rb)),
         };
-        let shown = relative(a_value, b_value);
-        let mut change = match percentiles.get(name) {
+        let shown = judge::relative(a_value, b_value);
+        let mut change = match percentiles.get(name.as_str()) {
             Some(&binned) => {
                 // The interval was read in 0.5 % bins: move it by what the bins took
                 // off the change, so that it is about the exact percentiles shown.
@@ -203,15 +330,14 @@ pub fn compare(a: &Session, b: &Session, opts: &CompareOptions) -> Comparison {
                 } else {
                     0.0
                 };
-                let ci = binned.ci.map(|(lo, hi)| (lo + shift, hi + shift));
                 let exact = Change {
                     change: shown,
-                    ci,
+                    ci: binned.ci.map(|(lo, hi)| (lo + shift, hi + shift)),
                     verdict: binned.verdict,
                 };
-                with_verdict(exact, better, opts)
+                judge::with_verdict(exact, better, opts)
             }
-            None => judge(a_vals, b_vals, better, opts),
+            None => judge_runs(&ra, &rb, better, judged, opts),
         };
         change.change = shown;
         // The shown change and the judged one must agree in direction to be a verdict.
@@ -229,410 +355,96 @@ pub fn compare(a: &Session, b: &Session, opts: &CompareOptions) -> Comparison {
             change,
         });
     }
-    for (name, (a_value, unit, better)) in &sa.single {
-        let Some((b_value, _, _)) = sb.single.get(name) else {
+    for name in singles {
+        let (ra, rb) = (singles_of(&sa, name), singles_of(&sb, name));
+        if ra.is_empty() || rb.is_empty() {
             continue;
-        };
-        figures.push(FigureComparison {
-            name: name.clone(),
-            unit: unit.clone(),
-            a: *a_value,
-            b: *b_value,
-            better: *better,
-            change: Change {
-                change: relative(*a_value, *b_value),
+        }
+        let (_, unit, better) = both()
+            .find_map(|s| s.single.get(name.as_str()).cloned())
+            .unwrap_or_default();
+        let (a_value, b_value) = (judge::side_value(&ra), judge::side_value(&rb));
+        let change = match units {
+            Units::Runs => judge_runs(&ra, &rb, better, judged, opts),
+            Units::Intervals => Change {
+                change: judge::relative(a_value, b_value),
                 ci: None,
                 verdict: Verdict::OneValue,
             },
+        };
+        figures.push(FigureComparison {
+            name: name.clone(),
+            unit,
+            a: a_value,
+            b: b_value,
+            better,
+            change,
         });
     }
-    Comparison {
-        a: a.dir.display().to_string(),
-        b: b.dir.display().to_string(),
-        figures,
-        warnings: differences(a, b),
-        threshold: opts.threshold,
+    let mut warnings = Vec::new();
+    if let (Some(first), Some(other)) = (a.first(), b.first()) {
+        warnings = differences(first, other);
     }
-}
-
-/// B / A − 1, and 0 when both are 0.
-fn relative(a: f64, b: f64) -> f64 {
-    if a == 0.0 {
-        if b == 0.0 {
-            0.0
-        } else {
-            f64::INFINITY.copysign(b)
+    for (side, runs) in [("A", a), ("B", b)] {
+        if let Some((first, rest)) = runs.split_first() {
+            for run in rest {
+                for w in differences(first, run) {
+                    let w = format!("runs of {side} differ: {w}");
+                    if !warnings.contains(&w) {
+                        warnings.push(w);
+                    }
+                }
+            }
         }
-    } else {
-        b / a - 1.0
     }
-}
-
-fn mean(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.iter().sum::<f64>() / v.len() as f64
-}
-
-/// Judges the change from per-interval samples `a` to `b`: the bootstrap 95 % interval of
-/// the relative change of the means, and the verdict (see the module docs).
-pub fn judge(a: &[f64], b: &[f64], better: Option<Better>, opts: &CompareOptions) -> Change {
-    let a: Vec<f64> = a.iter().copied().filter(|v| v.is_finite()).collect();
-    let b: Vec<f64> = b.iter().copied().filter(|v| v.is_finite()).collect();
-    let change = relative(mean(&a), mean(&b));
-    if a.len() < 2 || b.len() < 2 {
-        return Change {
-            change,
-            ci: None,
-            verdict: Verdict::TooFewSamples,
-        };
-    }
-    let mut rng = XorShift(opts.seed | 1);
-    let mut changes: Vec<f64> = (0..opts.resamples.max(100))
-        .map(|_| relative(resampled_mean(&a, &mut rng), resampled_mean(&b, &mut rng)))
-        .filter(|c| c.is_finite())
-        .collect();
-    if changes.is_empty() {
-        return Change {
-            change,
-            ci: None,
-            verdict: Verdict::TooFewSamples,
-        };
-    }
-    with_verdict(
-        Change {
-            change,
-            ci: Some(middle_95(&mut changes)),
-            verdict: Verdict::WithinNoise,
+    let name_of = |side: &[&Session]| match side {
+        [one] => one.dir.display().to_string(),
+        [first, ..] => format!("{} runs ({} …)", side.len(), first.dir.display()),
+        [] => String::new(),
+    };
+    Comparison {
+        a: name_of(a),
+        b: name_of(b),
+        figures,
+        warnings,
+        threshold: opts.threshold,
+        runs: (a.len(), b.len()),
+        noise: match units {
+            Units::Intervals => "intervals",
+            Units::Runs => "runs",
         },
-        better,
-        opts,
-    )
+        alpha: opts.alpha,
+        judged,
+    }
 }
 
-/// The 2.5 % and 97.5 % points of `changes` (not empty), sorting them.
-fn middle_95(changes: &mut [f64]) -> (f64, f64) {
-    changes.sort_unstable_by(f64::total_cmp);
-    let at = |q: f64| changes[((changes.len() - 1) as f64 * q).round() as usize];
-    (at(0.025), at(0.975))
-}
-
-/// `change` with its verdict from its interval, the threshold and the better direction
-/// (no interval: too few samples).
-fn with_verdict(mut change: Change, better: Option<Better>, opts: &CompareOptions) -> Change {
-    let Some(ci) = change.ci else {
-        change.verdict = Verdict::TooFewSamples;
-        return change;
+/// Judges the change from per-interval samples `a` to `b` of one run each: the bootstrap
+/// interval of the relative change of the means at 1 − [`CompareOptions::alpha`], and the
+/// verdict (see the module docs).
+pub fn judge(a: &[f64], b: &[f64], better: Option<Better>, opts: &CompareOptions) -> Change {
+    let run = |v: &[f64]| -> Vec<Run> {
+        vec![
+            v.iter()
+                .filter(|x| x.is_finite())
+                .map(|&x| (x, 1.0))
+                .collect(),
+        ]
     };
-    let beyond_noise = (ci.0 > 0.0 || ci.1 < 0.0) && change.change.abs() >= opts.threshold;
-    change.verdict = match (beyond_noise, better) {
-        (false, _) => Verdict::WithinNoise,
-        (true, None) => Verdict::Changed,
-        (true, Some(Better::Higher)) if change.change > 0.0 => Verdict::Improved,
-        (true, Some(Better::Lower)) if change.change < 0.0 => Verdict::Improved,
-        (true, Some(_)) => Verdict::Regressed,
-    };
-    change
+    judge_runs(&run(a), &run(b), better, 1, opts)
 }
-
-/// Resamples of whole-run percentiles: each merges as many intervals as the run has, so
-/// fewer than for means suffice (criterion's default of 100 000 is for means of samples).
-pub const PERCENTILE_RESAMPLES: usize = 2_000;
-/// Width of the bins the resampled histograms are merged in: 0.5 %, well inside the
-/// noise threshold.
-const PERCENTILE_BIN_RATIO: f64 = 1.005;
 
 /// The whole run's latency percentiles of A against B (p50, p90, p99, p99.9 and the
-/// maximum, in that order), from their interval histograms: the change of
-/// the merged percentiles, and a bootstrap 95 % interval from resampling whole intervals
-/// with replacement and merging them again (in 0.5 % bins). Intervals are the unit of
-/// resampling because values within one are not independent. The verdicts wait for the
-/// figure's better direction ([`compare`] gives them); with fewer than two intervals a
-/// side there is no interval.
+/// maximum, in that order), from their interval histograms, one run each: the change of
+/// the merged percentiles, and a bootstrap interval from resampling whole intervals with
+/// replacement and merging them again (in 0.5 % bins). The verdicts wait for the figure's
+/// better direction ([`compare`] gives them); with fewer than two intervals a side there
+/// is no interval.
 pub fn judge_percentiles(
     a: &[&Histogram<u64>],
     b: &[&Histogram<u64>],
     opts: &CompareOptions,
 ) -> Vec<Change> {
-    let (ba, bb) = (Binned::of(a), Binned::of(b));
-    let whole = |h: &Binned| -> Vec<f64> {
-        let all = vec![1u32; h.intervals.len()];
-        h.quantiles(&all, &mut Vec::new())
-    };
-    let (wa, wb) = (whole(&ba), whole(&bb));
-    let mut changes: Vec<Change> = wa
-        .iter()
-        .zip(&wb)
-        .map(|(&x, &y)| Change {
-            change: relative(x, y),
-            ci: None,
-            verdict: Verdict::TooFewSamples,
-        })
-        .collect();
-    if a.len() < 2 || b.len() < 2 {
-        return changes;
-    }
-    let mut rng = XorShift(opts.seed | 1);
-    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); QUANTILES.len()];
-    let (mut ma, mut mb) = (vec![0u32; a.len()], vec![0u32; b.len()]);
-    let mut scratch = Vec::new();
-    for _ in 0..opts.resamples.clamp(100, PERCENTILE_RESAMPLES) {
-        for m in [&mut ma, &mut mb] {
-            m.fill(0);
-            let n = m.len();
-            for _ in 0..n {
-                m[rng.below(n)] += 1;
-            }
-        }
-        let qa = ba.quantiles(&ma, &mut scratch);
-        let qb = bb.quantiles(&mb, &mut scratch);
-        for ((x, y), out) in qa.iter().zip(&qb).zip(&mut samples) {
-            let c = relative(*x, *y);
-            if c.is_finite() {
-                out.push(c);
-            }
-        }
-    }
-    for (change, mut resampled) in changes.iter_mut().zip(samples) {
-        if !resampled.is_empty() {
-            change.ci = Some(middle_95(&mut resampled));
-        }
-    }
-    changes
-}
-
-/// Interval histograms reduced to 0.5 % bins, for merging many times over.
-struct Binned {
-    /// Each interval's non-empty bins (index from `lowest`) and counts, and its maximum.
-    intervals: Vec<(Vec<(u32, u64)>, u64)>,
-    /// Bin index of the lowest value of any interval.
-    lowest: i64,
-    /// Bins from the lowest to the highest.
-    len: usize,
-}
-
-impl Binned {
-    fn bin(v: u64) -> i64 {
-        ((v.max(1) as f64).ln() / PERCENTILE_BIN_RATIO.ln()).floor() as i64
-    }
-
-    fn of(histograms: &[&Histogram<u64>]) -> Binned {
-        let lowest = histograms
-            .iter()
-            .map(|h| Binned::bin(h.min()))
-            .min()
-            .unwrap_or(0);
-        let highest = histograms
-            .iter()
-            .map(|h| Binned::bin(h.max()))
-            .max()
-            .unwrap_or(0);
-        let intervals = histograms
-            .iter()
-            .map(|h| {
-                let mut bins: Vec<(u32, u64)> = Vec::new();
-                for v in h.iter_recorded() {
-                    let i = (Binned::bin(v.value_iterated_to()) - lowest) as u32;
-                    match bins.last_mut() {
-                        Some((last, count)) if *last == i => *count += v.count_at_value(),
-                        _ => bins.push((i, v.count_at_value())),
-                    }
-                }
-                (bins, h.max())
-            })
-            .collect();
-        Binned {
-            intervals,
-            lowest,
-            len: (highest - lowest + 1).max(1) as usize,
-        }
-    }
-
-    /// The percentiles of `QUANTILES` of the intervals merged `times[i]` times each
-    /// (the value of a bin is its lower edge; the maximum is exact).
-    fn quantiles(&self, times: &[u32], merged: &mut Vec<u64>) -> Vec<f64> {
-        merged.clear();
-        merged.resize(self.len, 0);
-        let mut total = 0u64;
-        let mut max = 0u64;
-        for ((bins, interval_max), &m) in self.intervals.iter().zip(times) {
-            if m == 0 {
-                continue;
-            }
-            max = max.max(*interval_max);
-            for &(i, count) in bins {
-                let add = count.saturating_mul(u64::from(m));
-                merged[i as usize] = merged[i as usize].saturating_add(add);
-                total = total.saturating_add(add);
-            }
-        }
-        let mut out = Vec::with_capacity(QUANTILES.len());
-        let (mut i, mut seen) = (0usize, 0u64);
-        for &(_, q) in &QUANTILES {
-            if q >= 1.0 {
-                out.push(max as f64);
-                continue;
-            }
-            // The value at which at least q of the values are counted, as HdrHistogram's
-            // value_at_quantile reads it.
-            let target = ((q * total as f64).ceil() as u64).max(1);
-            while i < merged.len() && seen + merged[i] < target {
-                seen += merged[i];
-                i += 1;
-            }
-            let bin = self.lowest + i.min(merged.len() - 1) as i64;
-            out.push(PERCENTILE_BIN_RATIO.powf(bin as f64));
-        }
-        out
-    }
-}
-
-fn resampled_mean(v: &[f64], rng: &mut XorShift) -> f64 {
-    let n = v.len();
-    (0..n).map(|_| v[rng.below(n)]).sum::<f64>() / n as f64
-}
-
-/// A small deterministic generator for the bootstrap (no statistical claims beyond
-/// resampling indices uniformly).
-struct XorShift(u64);
-
-impl XorShift {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-}
-
-/// The latency figures of each metric: name suffix and quantile (1.0: the maximum).
-const QUANTILES: [(&str, f64); 5] = [
-    ("p50", 0.5),
-    ("p90", 0.9),
-    ("p99", 0.99),
-    ("p99.9", 0.999),
-    ("max", 1.0),
-];
-
-/// A session's samples: per-interval series, whole-run values, single values.
-#[derive(Default)]
-struct Samples<'a> {
-    /// The non-empty latency intervals of each metric.
-    intervals: BTreeMap<String, Vec<&'a Histogram<u64>>>,
-    /// Per-interval samples by figure name, in a stable order.
-    series: BTreeMap<String, Vec<f64>>,
-    /// Unit and better direction by figure name.
-    kinds: HashMap<String, (String, Option<Better>)>,
-    /// The whole run's value, where it is not the mean of the intervals (percentiles).
-    whole: HashMap<String, f64>,
-    /// One value per session: name → (value, unit, better).
-    single: BTreeMap<String, (f64, String, Option<Better>)>,
-}
-
-impl<'a> Samples<'a> {
-    fn of(s: &'a Session) -> Samples<'a> {
-        let mut out = Samples::default();
-        let push = |out: &mut Samples, name: String, unit: &str, better, v: f64| {
-            out.kinds
-                .entry(name.clone())
-                .or_insert_with(|| (unit.to_owned(), better));
-            out.series.entry(name).or_default().push(v);
-        };
-        for row in &s.rows {
-            for (counter, rate) in &row.rates {
-                push(
-                    &mut out,
-                    format!("{counter}/s"),
-                    "/s",
-                    Some(Better::Higher),
-                    *rate,
-                );
-            }
-            if let Some(r) = &row.resources {
-                push(
-                    &mut out,
-                    "RSS".into(),
-                    "bytes",
-                    Some(Better::Lower),
-                    r.rss_bytes as f64,
-                );
-                push(&mut out, "threads".into(), "", None, f64::from(r.threads));
-                push(
-                    &mut out,
-                    "CPU".into(),
-                    "%",
-                    Some(Better::Lower),
-                    r.cpu_percent,
-                );
-                if let Some(ctx) = r.ctx_switches_interval
-                    && row.interval_s > 0.0
-                {
-                    let per_s = (ctx.voluntary + ctx.involuntary) as f64 / row.interval_s;
-                    push(
-                        &mut out,
-                        "context switches/s".into(),
-                        "/s",
-                        Some(Better::Lower),
-                        per_s,
-                    );
-                }
-            }
-        }
-        // Latency percentiles of each interval of latency.hlog; the whole run's from the
-        // merged histogram.
-        for interval in &s.latency {
-            let h = &interval.histogram;
-            if h.is_empty() {
-                continue;
-            }
-            out.intervals
-                .entry(tag_name(&interval.tag).to_owned())
-                .or_default()
-                .push(h);
-            for (q_name, q) in QUANTILES {
-                let name = format!("{} {q_name}", tag_name(&interval.tag));
-                let v = if q >= 1.0 {
-                    h.max()
-                } else {
-                    h.value_at_quantile(q)
-                };
-                push(&mut out, name, "ns", Some(Better::Lower), v as f64);
-            }
-        }
-        let mut notes = Vec::new();
-        for (tag, h) in s.merged_latency(&mut notes) {
-            for (q_name, q) in QUANTILES {
-                let v = if q >= 1.0 {
-                    h.max()
-                } else {
-                    h.value_at_quantile(q)
-                };
-                out.whole
-                    .insert(format!("{} {q_name}", tag_name(tag)), v as f64);
-            }
-        }
-        if let Some(peak) = s
-            .rows
-            .iter()
-            .filter_map(|r| r.resources.map(|r| r.peak_rss_bytes.max(r.rss_bytes)))
-            .max()
-        {
-            out.single.insert(
-                "peak RSS".into(),
-                (peak as f64, "bytes".into(), Some(Better::Lower)),
-            );
-        }
-        for f in &s.meta.summary {
-            out.single
-                .insert(f.name.clone(), (f.value, f.unit.clone(), f.better));
-        }
-        out
-    }
-}
-
-fn tag_name(tag: &str) -> &str {
-    if tag.is_empty() { "latency" } else { tag }
+    judge_percentile_runs(&[a.to_vec()], &[b.to_vec()], 1, opts)
 }
 
 /// What differs between two sessions besides their results: workload, parameters,
@@ -749,134 +561,11 @@ fn shares(tree: &StackTree) -> HashMap<String, (f64, f64)> {
     out
 }
 
-/// A value in its unit, for the table: `1.23 ms`, `8.20 M/s`, `21.4 MiB`.
-fn show(value: f64, unit: &str) -> String {
-    if !value.is_finite() {
-        return "-".into();
-    }
-    match unit {
-        "ns" => crate::units::human_ns(value),
-        "bytes" => crate::units::human_bytes(value.max(0.0) as u64),
-        "/s" => format!("{}/s", human_count(value)),
-        "%" => format!("{value:.1}%"),
-        "s" => format!("{value:.3} s"),
-        "" => human_count(value),
-        unit => format!("{} {unit}", human_count(value)),
-    }
-}
-
-fn percent(c: f64) -> String {
-    if c.is_finite() {
-        format!("{:+.1}%", c * 100.0)
-    } else {
-        "-".into()
-    }
-}
-
-/// The columns of a comparison table, as [`FigureComparison::cells`] fills them.
-pub const TABLE_HEAD: [&str; 6] = ["figure", "A", "B", "change", "95% interval", "verdict"];
-
-impl FigureComparison {
-    /// The row as the table shows it: figure, A, B, change, 95 % interval, verdict.
-    pub fn cells(&self) -> [String; 6] {
-        [
-            escaped(&self.name).into_owned(),
-            escaped(&show(self.a, &self.unit)).into_owned(),
-            escaped(&show(self.b, &self.unit)).into_owned(),
-            percent(self.change.change),
-            self.change.ci.map_or(String::new(), |(lo, hi)| {
-                format!("[{}, {}]", percent(lo), percent(hi))
-            }),
-            self.change.verdict.to_string(),
-        ]
-    }
-}
-
-impl Comparison {
-    /// The table as text: figure, A, B, change, 95 % interval, verdict.
-    pub fn to_text(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(out, "A: {}\nB: {}\n", Escaped(&self.a), Escaped(&self.b));
-        for w in &self.warnings {
-            let _ = writeln!(out, "warning: {}", Escaped(w));
-        }
-        if !self.warnings.is_empty() {
-            out.push('\n');
-        }
-        let cells: Vec<[String; 6]> = self.figures.iter().map(FigureComparison::cells).collect();
-        let head = TABLE_HEAD.map(String::from);
-        let mut widths = head.clone().map(|h| h.chars().count());
-        for row in &cells {
-            for (w, cell) in widths.iter_mut().zip(row) {
-                *w = (*w).max(cell.chars().count());
-            }
-        }
-        for row in std::iter::once(&head).chain(&cells) {
-            let [name, a, b, change, ci, verdict] = row;
-            let _ = writeln!(
-                out,
-                "{name:<w0$}  {a:>w1$}  {b:>w2$}  {change:>w3$}  {ci:>w4$}  {verdict}",
-                w0 = widths[0],
-                w1 = widths[1],
-                w2 = widths[2],
-                w3 = widths[3],
-                w4 = widths[4],
-            );
-        }
-        let _ = writeln!(
-            out,
-            "\nverdicts from per-interval samples (bootstrap, 95 %), changes under {:.1}% are \
-             within noise",
-            self.threshold * 100.0
-        );
-        out
-    }
-
-    /// The table as Markdown, for CI comments.
-    pub fn to_markdown(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "**A** `{}` → **B** `{}`\n",
-            markdown_code(&self.a),
-            markdown_code(&self.b)
-        );
-        for w in &self.warnings {
-            let _ = writeln!(out, "> ⚠ {}", escaped(w));
-        }
-        if !self.warnings.is_empty() {
-            out.push('\n');
-        }
-        out.push_str(
-            "| figure | A | B | change | 95% interval | verdict |\n|---|---:|---:|---:|---|---|\n",
-        );
-        for f in &self.figures {
-            let ci = f.change.ci.map_or(String::new(), |(lo, hi)| {
-                format!("{} … {}", percent(lo), percent(hi))
-            });
-            let verdict = match f.change.verdict {
-                Verdict::Regressed => "**regressed**".to_owned(),
-                v => v.to_string(),
-            };
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} |",
-                markdown_cell(&f.name),
-                markdown_cell(&show(f.a, &f.unit)),
-                markdown_cell(&show(f.b, &f.unit)),
-                percent(f.change.change),
-                ci,
-                verdict
-            );
-        }
-        out
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use hdrhistogram::Histogram;
 
+    use super::judge::{QUANTILES, XorShift};
     use super::*;
 
     fn noisy(base: f64, n: usize, seed: u64) -> Vec<f64> {

@@ -14,8 +14,9 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
+use benchtop_profilers::process_start_ticks;
 use benchtop_profilers::reaper::Owner;
-use benchtop_workloads::protocol::{INTERVAL_MS_ENV, REPORT_FD_ENV};
+use benchtop_protocol::{INTERVAL_MS_ENV, REPORT_FD_ENV};
 
 /// The file descriptor number of the report channel inside the worker.
 pub const REPORT_FD: i32 = 3;
@@ -282,6 +283,44 @@ fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
     }
     // SAFETY: pipe2 succeeded, so both fds are open and owned by nobody else.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// The process being recorded: a child of the conductor, or one it attached to.
+pub(crate) enum Process {
+    Child(WorkerProcess),
+    Attached { pid: u32, start_ticks: u64 },
+}
+
+impl Process {
+    pub(crate) fn pid(&self) -> u32 {
+        match self {
+            Process::Child(child) => child.pid(),
+            Process::Attached { pid, .. } => *pid,
+        }
+    }
+
+    /// Signals a child's process group; an attached process is never signalled.
+    pub(crate) fn signal_group(&self, signal: i32) {
+        if let Process::Child(child) = self {
+            child.signal_group(signal);
+        }
+    }
+
+    /// How the process ended, once it has. An attached process is not ours to wait
+    /// for: it has ended when its pid no longer names it.
+    pub(crate) fn try_reap(&mut self) -> std::io::Result<Option<WorkerExit>> {
+        match self {
+            Process::Child(child) => child.try_reap(),
+            Process::Attached { pid, start_ticks } => Ok((process_start_ticks(*pid)
+                != Some(*start_ticks))
+            .then_some(WorkerExit {
+                code: None,
+                signal: None,
+                cpu_time_s: f64::NAN,
+                peak_rss_bytes: 0,
+            })),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,260 @@
+//! The end of a run: the sampler's stacks and flamegraphs, latency.svg, threads.csv,
+//! phases.svg and the final metadata, whatever happened. The session is always finished:
+//! a failure along the way becomes a warning in it, and the [`Ending`] its status.
+
+use std::time::{Duration, SystemTime};
+
+use benchtop_profilers::monitor::TreeMonitorOptions;
+use benchtop_protocol as protocol;
+use benchtop_sessions::SessionError;
+use benchtop_sessions::meta::{Better, Figure};
+use benchtop_sessions::store::{StackKind, rfc3339};
+use hdrhistogram::Histogram;
+
+use crate::RecordError;
+use crate::child::Process;
+use crate::driver::{MAX_PHASES, MAX_PROTOCOL_WARNINGS, RecordOutcome, Run};
+use crate::machine::{Ending, Phase};
+use crate::notice::{Failure, Notice};
+
+impl Run<'_> {
+    /// Writes stacks and the final metadata, whatever happened.
+    pub(crate) fn finalize(
+        mut self,
+        result: Result<(), RecordError>,
+    ) -> Result<RecordOutcome, RecordError> {
+        self.say(Notice::WritingSession);
+        let mut warnings = Vec::new();
+        if let Err(e) = self.flush_held_tick() {
+            warnings.push(format!("the last interval was not written: {e}"));
+        }
+        let ending = self.ending(&result, &mut warnings);
+        let attached = matches!(self.worker, Process::Attached { .. });
+        if !attached {
+            self.end_worker();
+            // The worker is reaped: what still carries this run's marker outlived it.
+            let group = Some(self.worker.pid());
+            let leftovers = crate::leftover::find(&self.writer.meta().id, group);
+            if !leftovers.is_empty() {
+                warnings.push(crate::leftover::Warning(&leftovers).to_string());
+            }
+        }
+        self.write_profile(&mut warnings);
+        self.write_tables(&mut warnings);
+        // How the run ended, with the reason when it did not end well.
+        warnings.extend(ending.warnings());
+        let status = ending.status();
+        let exit = self.exit;
+        let summary = self.summary.take();
+        let lines = summary.as_ref().map(summary_lines).unwrap_or_default();
+        let figures: Vec<Figure> = summary
+            .map(|s| s.figures.into_iter().map(session_figure).collect())
+            .unwrap_or_default();
+        let _ = self.writer.update_meta(|m| {
+            m.worker.exit = exit.map(|e| e.to_string());
+            // An attached process is not our child: wait4 tells nothing of it.
+            m.worker.cpu_time_s = exit.filter(|_| !attached).map(|e| e.cpu_time_s);
+            m.worker.peak_rss_bytes = exit.filter(|_| !attached).map(|e| e.peak_rss_bytes);
+            m.summary = figures;
+            m.warnings.extend(warnings);
+        });
+        let all_warnings = self.writer.meta().warnings.clone();
+        let dir = self.writer.finish(status, rfc3339(SystemTime::now()))?;
+        Ok(RecordOutcome {
+            dir,
+            status,
+            summary: lines,
+            warnings: all_warnings,
+        })
+    }
+
+    /// Why the run ended: the machine's ending, or the loop's failure (said as the
+    /// session's first warning).
+    fn ending(&self, result: &Result<(), RecordError>, warnings: &mut Vec<String>) -> Ending {
+        match result {
+            // The loop failed (the disk, most likely): end the worker, keep what we can.
+            Err(e) => {
+                let failure = Failure::Recording(chain(e));
+                warnings.push(failure.to_string());
+                match e {
+                    RecordError::Session(SessionError::Io { path, source }) => {
+                        Ending::WriteFailed {
+                            path: path.clone(),
+                            kind: source.kind(),
+                        }
+                    }
+                    _ => Ending::RecorderFailure(failure),
+                }
+            }
+            Ok(()) => match &self.conductor.phase {
+                Phase::Done(ending) => ending.clone(),
+                _ => Ending::RecorderFailure(Failure::Recording(
+                    "the recorder stopped before the run ended".into(),
+                )),
+            },
+        }
+    }
+
+    /// A worker still running when the loop ended (it failed) is killed and reaped.
+    fn end_worker(&mut self) {
+        if self.exit.is_none() {
+            self.worker.signal_group(libc::SIGKILL);
+            for _ in 0..100 {
+                if let Ok(Some(exit)) = self.worker.try_reap() {
+                    self.exit = Some(exit);
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
+    /// The sampler's stacks, flamegraphs and pprof profile, and what it says of itself.
+    fn write_profile(&mut self, warnings: &mut Vec<String>) {
+        if let Some(sampler) = self.sampler.take() {
+            match sampler.finish() {
+                Ok(profile) => {
+                    // The sampler's start-up warnings are already in the session.
+                    let known = &self.writer.meta().warnings;
+                    warnings.extend(
+                        profile
+                            .warnings
+                            .iter()
+                            .filter(|w| !known.contains(w))
+                            .cloned(),
+                    );
+                    let workload = &self.opts.workload;
+                    if profile.kind.on_cpu() {
+                        let title = format!("{workload} — on-CPU");
+                        if let Err(e) =
+                            self.writer
+                                .write_stacks(StackKind::Cpu, &profile.cpu, &title)
+                        {
+                            warnings.push(format!("on-CPU stacks: {e}"));
+                        }
+                    }
+                    if profile.kind.off_cpu() {
+                        let title = format!("{workload} — off-CPU (time blocked)");
+                        if let Err(e) =
+                            self.writer
+                                .write_stacks(StackKind::OffCpu, &profile.offcpu, &title)
+                        {
+                            warnings.push(format!("off-CPU stacks: {e}"));
+                        }
+                    }
+                    let mut sampling = profile.sampling_info();
+                    sampling.per_thread = self.opts.sampler.per_thread;
+                    let _ = self.writer.update_meta(|m| m.sampling = sampling);
+                    let elapsed = self
+                        .data
+                        .started_at
+                        .map_or(0.0, |t| t.elapsed().as_secs_f64());
+                    let cpu = profile.kind.on_cpu().then_some(&profile.cpu);
+                    let offcpu = profile.kind.off_cpu().then_some(&profile.offcpu);
+                    if let Err(e) = self.writer.write_pprof(cpu, offcpu, elapsed) {
+                        warnings.push(format!("profile.pb.gz: {e}"));
+                    }
+                }
+                Err(e) => warnings.push(format!("stack sampling failed: {e}")),
+            }
+        }
+    }
+
+    /// latency.svg, threads.csv, phases.svg, and what was left out along the way.
+    fn write_tables(&mut self, warnings: &mut Vec<String>) {
+        let totals: Vec<(&str, &Histogram<u64>)> = self
+            .data
+            .latency_totals
+            .iter()
+            .filter_map(|(name, total)| Some((name.as_str(), total.histogram()?)))
+            .collect();
+        if !totals.is_empty()
+            && let Err(e) = self.writer.write_latency_plot(&totals)
+        {
+            warnings.push(format!("latency.svg: {e}"));
+        }
+        if let Some(monitor) = &self.monitor {
+            if let Err(e) = self.writer.write_threads(&monitor.threads_summary()) {
+                warnings.push(format!("threads.csv: {e}"));
+            }
+            let dropped = monitor.threads_dropped();
+            if dropped > 0 {
+                warnings.push(format!(
+                    "threads.csv: {dropped} exited threads left out (the table keeps the first \
+                     {} threads to exit)",
+                    TreeMonitorOptions::default().max_exited_threads
+                ));
+            }
+        }
+        if let Err(e) = self.writer.write_phase_plot() {
+            warnings.push(format!("phases.svg: {e}"));
+        }
+        if self.phases_dropped > 0 {
+            warnings.push(format!(
+                "{} phases left out of session.json (it keeps the first {MAX_PHASES})",
+                self.phases_dropped
+            ));
+        }
+        if self.data.ticks_merged > 0 {
+            warnings.push(format!(
+                "{} ticks came sooner than half an interval after the one before and were \
+                 merged into the next row",
+                self.data.ticks_merged
+            ));
+        }
+        if self.data.worker_log_dropped > 0 {
+            warnings.push(format!(
+                "worker.log: {} bytes of the worker's output past its {} MiB cap were not kept",
+                self.data.worker_log_dropped,
+                crate::driver::MAX_WORKER_LOG_BYTES >> 20
+            ));
+        }
+        if self.protocol_errors > MAX_PROTOCOL_WARNINGS {
+            warnings.push(format!(
+                "{} more bad report lines not listed",
+                self.protocol_errors - MAX_PROTOCOL_WARNINGS
+            ));
+        }
+    }
+}
+
+/// The summary as the workload printed it; `name: value unit` when it sent figures only.
+fn summary_lines(summary: &protocol::Summary) -> Vec<String> {
+    if !summary.lines.is_empty() {
+        return summary.lines.clone();
+    }
+    summary
+        .figures
+        .iter()
+        .map(|f| {
+            format!("{}: {} {}", f.name, f.value, f.unit)
+                .trim_end()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// An error and its sources, as one line.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.ends_with(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+pub(crate) fn session_figure(f: protocol::Figure) -> Figure {
+    let mut figure = Figure::new(f.name, f.value, f.unit);
+    figure.better = match f.better {
+        Some(protocol::Better::Higher) => Some(Better::Higher),
+        Some(protocol::Better::Lower) => Some(Better::Lower),
+        _ => None,
+    };
+    figure
+}

@@ -1,0 +1,157 @@
+//! Processes a run leaves behind: everything benchtop starts carries its marker
+//! (`BENCHTOP_OWNER`, `BENCHTOP_SESSION`), so once the worker has exited and been reaped,
+//! any process still marked with this conductor and this session was started by the run
+//! and outlived it — a command's background job, a child that left the process group with
+//! `setsid`. The session names them; `benchtop reap` ends them once this conductor exits.
+
+use std::fmt;
+
+use benchtop_profilers::reaper::{Owner, parse_marker};
+
+/// At most this many processes are named; the rest are counted.
+const MAX_NAMED: usize = 10;
+
+/// A process the run left running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leftover {
+    /// Its pid.
+    pub pid: u32,
+    /// Its name (`/proc/<pid>/comm`).
+    pub name: String,
+    /// Whether it left the worker's process group, which the conductor signals as one.
+    pub own_group: bool,
+}
+
+/// The processes marked with this conductor and `session` that still run (zombies, which
+/// are only waiting to be reaped, aside). `group` is the worker's process group.
+pub fn find(session: &str, group: Option<u32>) -> Vec<Leftover> {
+    let Some(me) = Owner::current() else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me.pid {
+            continue;
+        }
+        // Other users' processes cannot be read, and are not ours.
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let Some((owner, marked)) = parse_marker(&environ) else {
+            continue;
+        };
+        if owner != me || marked.as_deref() != Some(session) {
+            continue;
+        }
+        let Some((state, pgrp, name)) = stat(pid) else {
+            continue;
+        };
+        if state == 'Z' || state == 'X' {
+            continue;
+        }
+        found.push(Leftover {
+            pid,
+            name,
+            own_group: group.is_some_and(|g| g != pgrp),
+        });
+    }
+    found.sort_by_key(|l| l.pid);
+    found
+}
+
+/// State, process group and name from `/proc/<pid>/stat`.
+fn stat(pid: u32) -> Option<(char, u32, String)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let name = text.get(open + 1..close)?.to_owned();
+    let mut rest = text.get(close + 1..)?.split_ascii_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let _ppid = rest.next()?;
+    let pgrp = rest.next()?.parse().ok()?;
+    Some((state, pgrp, name))
+}
+
+/// The warning a session gets for `leftovers` (not empty).
+#[derive(Debug)]
+pub struct Warning<'a>(pub &'a [Leftover]);
+
+impl fmt::Display for Warning<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let all = self.0;
+        write!(
+            f,
+            "{} process(es) the run started still run after it ended:",
+            all.len()
+        )?;
+        for l in all.iter().take(MAX_NAMED) {
+            write!(
+                f,
+                " {} {}{};",
+                l.pid,
+                benchtop_sessions::escape::Escaped(&l.name),
+                if l.own_group {
+                    " (left the process group)"
+                } else {
+                    ""
+                }
+            )?;
+        }
+        if all.len() > MAX_NAMED {
+            write!(f, " and {} more;", all.len() - MAX_NAMED)?;
+        }
+        f.write_str(" `benchtop reap` ends them once this benchtop has exited")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_warning_names_each_process_and_the_ones_that_left_the_group() {
+        let all = vec![
+            Leftover {
+                pid: 10,
+                name: "sleep".into(),
+                own_group: false,
+            },
+            Leftover {
+                pid: 11,
+                name: "dae\x1bmon".into(),
+                own_group: true,
+            },
+        ];
+        let text = Warning(&all).to_string();
+        assert_eq!(
+            text,
+            "2 process(es) the run started still run after it ended: 10 sleep; 11 dae\\x1bmon \
+             (left the process group); `benchtop reap` ends them once this benchtop has exited"
+        );
+        let many: Vec<Leftover> = (0..15)
+            .map(|pid| Leftover {
+                pid,
+                name: "x".into(),
+                own_group: false,
+            })
+            .collect();
+        assert!(Warning(&many).to_string().contains("and 5 more;"));
+    }
+
+    #[test]
+    fn this_process_own_stat_reads() {
+        let (state, pgrp, name) = stat(std::process::id()).unwrap();
+        assert!(state == 'R' || state == 'S', "{state}");
+        assert!(pgrp > 0 && !name.is_empty());
+    }
+}

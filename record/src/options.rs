@@ -1,0 +1,84 @@
+//! What to record: a domain type the binary builds from its command line (or a runner
+//! builds per point of a sweep), with the worker's argument vector and its parameters as
+//! opaque data.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use benchtop_profilers::sampler::SamplerOptions;
+
+use crate::live::LiveLink;
+
+/// What the conductor records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// A built-in workload's worker: hello, ready, `start`, ticks, summary.
+    Worker,
+    /// Any command, held at the exec gate (`program` is `benchtop exec-gate -- …`) until
+    /// the sampler is attached. It may speak the report protocol; it need not.
+    Command,
+    /// A process that is already running: profiled and watched, never signalled.
+    Attach {
+        /// Its pid.
+        pid: u32,
+        /// Its start time (clock ticks after boot), to tell its exit from a reused pid.
+        start_ticks: u64,
+    },
+}
+
+/// Where sessions go when no directory is given, relative to the working directory.
+pub const DEFAULT_SESSIONS_DIR: &str = "sessions";
+
+/// What to record, and how.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    /// What kind of process is recorded.
+    pub target: Target,
+    /// Workload name for the session.
+    pub workload: String,
+    /// Workload parameters by their command-line names, as the session stores them.
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// The worker command.
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// The conductor's command line, for the session.
+    pub command_line: Vec<String>,
+    /// The session directory to create; `None`: a new one under
+    /// [`DEFAULT_SESSIONS_DIR`].
+    pub dir: Option<PathBuf>,
+    /// End measured work after this long; `None`: when the workload finishes.
+    pub duration: Option<Duration>,
+    /// Interval of the worker's reports and of the monitors.
+    pub interval: Duration,
+    /// Whether stacks are sampled at all (`--profile none` turns it off).
+    pub sample_stacks: bool,
+    /// How stacks are sampled (its event and frequency are recorded in the session even
+    /// when sampling is off).
+    pub sampler: SamplerOptions,
+    /// A live consumer to tell as the run goes on (the TUI, a progress line).
+    pub live: Option<LiveLink>,
+}
+
+impl Default for RecordOptions {
+    /// The default workload's worker would still need `program` and `args`; every other
+    /// field is the command line's default.
+    fn default() -> Self {
+        RecordOptions {
+            target: Target::Worker,
+            workload: String::new(),
+            params: BTreeMap::new(),
+            program: OsString::new(),
+            args: Vec::new(),
+            command_line: Vec::new(),
+            dir: None,
+            duration: None,
+            interval: Duration::from_secs(1),
+            sample_stacks: true,
+            sampler: SamplerOptions::default(),
+            live: None,
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! Rows and stacks as the run goes on: each tick becomes a timeseries row and
+//! latency.hlog intervals, a target without ticks gets a row of monitors every interval,
+//! and a live consumer gets the rows, the sampler's stacks and the progress figures.
+
+use std::collections::BTreeMap;
+
+use benchtop_sessions::store::StackKind;
+use benchtop_sessions::{Percentiles, TimeseriesRow};
+use hdrhistogram::Histogram;
+
+use crate::RecordError;
+use crate::driver::Run;
+use crate::live::{Detail, LiveEvent, ProgressFigures};
+use crate::notice::{Notice, ReportIssue};
+
+/// Busiest threads kept in each timeseries row (every thread is in threads.csv).
+const TOP_THREADS: usize = 5;
+/// threads.csv is rewritten every this many rows during a run, and at its end.
+const THREADS_EVERY_ROWS: u32 = 10;
+
+impl Run<'_> {
+    /// Whether the live consumer takes this much.
+    fn wants(&self, detail: Detail) -> bool {
+        self.opts
+            .live
+            .as_ref()
+            .is_some_and(|l| l.detail() == detail)
+    }
+
+    /// A tick: its histograms decoded, then a row and latency.hlog intervals. A tick that
+    /// comes sooner than half an interval after the last row (a worker flooding ticks) is
+    /// held and merged into the next row, so rows come at most about once an interval
+    /// whatever the worker sends; [`Run::flush_held_tick`] writes what is held at the end.
+    pub(crate) fn on_tick(&mut self, tick: &benchtop_protocol::Tick) -> Result<(), RecordError> {
+        self.data.ticks += 1;
+        self.data.last_tick_ns = tick.t_ns;
+        let mut decoded = BTreeMap::new();
+        for (name, encoded) in &tick.histograms {
+            match self.data.histograms.decode(encoded) {
+                Ok(histogram) => {
+                    decoded.insert(name.clone(), histogram);
+                }
+                Err(e) => self.report_issue(ReportIssue::histogram(name, &e))?,
+            }
+        }
+        if let Some((_, held)) = self.data.held.take() {
+            for (name, histogram) in held {
+                match decoded.get_mut(&name) {
+                    // Merging only fails past the decoder's own bounds: the tick keeps its own.
+                    Some(mine) => {
+                        let _ = mine.add(&histogram);
+                    }
+                    None => {
+                        decoded.insert(name, histogram);
+                    }
+                }
+            }
+        }
+        let since_row = tick.t_ns.saturating_sub(self.data.last_t_ns);
+        let too_soon = u128::from(since_row) * 2 < self.opts.interval.as_nanos();
+        if too_soon && self.data.ticks > 1 {
+            self.data.ticks_merged += 1;
+            self.data.held = Some((tick.clone(), decoded));
+            return Ok(());
+        }
+        self.write_tick_row(tick, decoded)
+    }
+
+    /// Writes what a held tick carries, as the run's last row.
+    pub(crate) fn flush_held_tick(&mut self) -> Result<(), RecordError> {
+        match self.data.held.take() {
+            Some((tick, histograms)) => self.write_tick_row(&tick, histograms),
+            None => Ok(()),
+        }
+    }
+
+    fn write_tick_row(
+        &mut self,
+        tick: &benchtop_protocol::Tick,
+        histograms: BTreeMap<String, Histogram<u64>>,
+    ) -> Result<(), RecordError> {
+        let interval_ns = tick.t_ns.saturating_sub(self.data.last_t_ns);
+        let interval_s = interval_ns as f64 / 1e9;
+        // latency.hlog offsets count from the session's start time (its StartTime header).
+        let start_s = self.data.start_offset_s + self.data.last_t_ns as f64 / 1e9;
+        let mut row = TimeseriesRow::default();
+        row.t_s = tick.t_ns as f64 / 1e9;
+        row.interval_s = interval_s;
+        row.counters.clone_from(&tick.counters);
+        for (name, &value) in &tick.counters {
+            let before = self.data.last_counters.get(name).copied().unwrap_or(0);
+            if interval_s > 0.0 {
+                row.rates.insert(
+                    name.clone(),
+                    value.saturating_sub(before) as f64 / interval_s,
+                );
+            }
+        }
+        let mut live_histograms = Vec::new();
+        for (name, histogram) in histograms {
+            row.latency
+                .insert(name.clone(), Percentiles::of(&histogram));
+            self.writer
+                .append_latency(&name, start_s, interval_s, &histogram)?;
+            // A total past its cap stops growing; latency.hlog keeps every interval.
+            let _ = self
+                .data
+                .latency_totals
+                .entry(name.clone())
+                .or_default()
+                .add(&histogram);
+            if self.wants(Detail::Full) {
+                live_histograms.push((name, histogram));
+            }
+        }
+        self.monitor_row(&mut row)?;
+        self.writer.append_row(&row)?;
+        self.publish(&row, live_histograms);
+        self.data.last_t_ns = tick.t_ns;
+        self.data.last_counters.clone_from(&tick.counters);
+        self.show_progress(&row);
+        Ok(())
+    }
+
+    /// For a target that sends no ticks (a command that does not speak the protocol, an
+    /// attached process), a row of monitors every interval.
+    pub(crate) fn write_monitor_row(&mut self) -> Result<(), RecordError> {
+        let (Some(started), Some(due)) = (self.data.started_at, self.data.next_row_at) else {
+            return Ok(());
+        };
+        if self.conductor.said.hello {
+            // The program speaks the protocol: its ticks make the rows.
+            self.data.next_row_at = None;
+            return Ok(());
+        }
+        let now = std::time::Instant::now();
+        if now < due || self.exit.is_some() {
+            return Ok(());
+        }
+        let interval = self.opts.interval;
+        let t_s = now.duration_since(started).as_secs_f64();
+        let mut row = TimeseriesRow::default();
+        row.t_s = t_s;
+        row.interval_s = t_s - self.data.last_t_ns as f64 / 1e9;
+        self.monitor_row(&mut row)?;
+        self.writer.append_row(&row)?;
+        self.publish(&row, Vec::new());
+        self.data.last_t_ns = (t_s * 1e9) as u64;
+        // The next row is due one interval later, without drifting, and never in the past.
+        self.data.next_row_at = Some((due + interval).max(now));
+        self.show_progress(&row);
+        Ok(())
+    }
+
+    /// Hands a written row and its histograms to the live view, and asks the sampler for
+    /// a copy of its stacks ([`Run::take_stacks`] passes it on).
+    fn publish(&self, row: &TimeseriesRow, histograms: Vec<(String, Histogram<u64>)>) {
+        let Some(live) = self
+            .opts
+            .live
+            .as_ref()
+            .filter(|l| l.detail() == Detail::Full)
+        else {
+            return;
+        };
+        live.send(LiveEvent::Row {
+            row: Box::new(row.clone()),
+            histograms,
+        });
+        if let Some(sampler) = &self.sampler {
+            sampler.request_snapshot();
+        }
+    }
+
+    /// Passes the sampler's copy of its stacks to the live view once it is made; a save
+    /// asked for by the view writes it (and threads.csv) into the session first.
+    pub(crate) fn take_stacks(&mut self) -> Result<(), RecordError> {
+        let Some(live) = &self.opts.live else {
+            return Ok(());
+        };
+        if live.take_save_request() {
+            match &self.sampler {
+                Some(sampler) => {
+                    sampler.request_snapshot();
+                    self.save_pending = true;
+                }
+                None => {
+                    self.save_threads()?;
+                    self.say(Notice::ThreadsSaved);
+                }
+            }
+        }
+        let Some(snapshot) = self
+            .sampler
+            .as_ref()
+            .and_then(benchtop_profilers::sampler::Sampler::take_snapshot)
+        else {
+            return Ok(());
+        };
+        if std::mem::take(&mut self.save_pending) {
+            let workload = &self.opts.workload;
+            let mut saved = Vec::new();
+            for (kind, tree, title) in [
+                (StackKind::Cpu, &snapshot.cpu, "on-CPU"),
+                (
+                    StackKind::OffCpu,
+                    &snapshot.offcpu,
+                    "off-CPU (time blocked)",
+                ),
+            ] {
+                let wanted = match kind {
+                    StackKind::Cpu => self.opts.sampler.kind.on_cpu(),
+                    _ => self.opts.sampler.kind.off_cpu(),
+                };
+                if wanted {
+                    self.writer.write_stacks(
+                        kind,
+                        tree,
+                        &format!("{workload} — {title} (so far)"),
+                    )?;
+                    saved.push(kind.folded_file());
+                }
+            }
+            self.save_threads()?;
+            saved.push("threads.csv");
+            self.say(Notice::SnapshotSaved { files: saved });
+        }
+        if let Some(live) = &self.opts.live {
+            live.send(LiveEvent::Stacks(Box::new(snapshot)));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn save_threads(&mut self) -> Result<(), RecordError> {
+        if let Some(monitor) = &self.monitor {
+            self.writer.write_threads(&monitor.threads_summary())?;
+        }
+        Ok(())
+    }
+
+    /// The monitors' part of a row: the tree's resources, per-core CPU and busiest
+    /// threads. threads.csv is rewritten every [`THREADS_EVERY_ROWS`] rows, so a run cut
+    /// off keeps a recent table.
+    fn monitor_row(&mut self, row: &mut TimeseriesRow) -> Result<(), RecordError> {
+        let Some(monitor) = &mut self.monitor else {
+            return Ok(());
+        };
+        // The tree is gone (the worker exited): the row goes without resources.
+        if let Ok(sample) = monitor.sample() {
+            sample.fill_row(row, TOP_THREADS);
+        }
+        self.data.rows_since_threads += 1;
+        if self.data.rows_since_threads >= THREADS_EVERY_ROWS {
+            self.data.rows_since_threads = 0;
+            self.save_threads()?;
+        }
+        Ok(())
+    }
+
+    fn show_progress(&self, row: &TimeseriesRow) {
+        let Some(live) = self
+            .opts
+            .live
+            .as_ref()
+            .filter(|l| l.detail() == Detail::Progress)
+        else {
+            return;
+        };
+        let figures = ProgressFigures {
+            elapsed_s: self
+                .data
+                .started_at
+                .map_or(0.0, |s| s.elapsed().as_secs_f64()),
+            rate: self
+                .data
+                .throughput_metric
+                .as_ref()
+                .and_then(|m| row.rates.get(m).map(|r| (m.clone(), *r))),
+            latency: self
+                .data
+                .latency_metric
+                .as_ref()
+                .and_then(|m| row.latency.get(m).map(|p| (m.clone(), p.p50, p.p99))),
+            rss_bytes: row.resources.map(|r| r.rss_bytes),
+            samples: self.sampler.as_ref().map(|s| {
+                let stats = s.stats();
+                (stats.samples, stats.lost)
+            }),
+        };
+        live.send(LiveEvent::Progress(figures));
+    }
+}

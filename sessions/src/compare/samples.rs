@@ -1,0 +1,147 @@
+//! What a session offers a comparison: per-interval series with their weights, the
+//! latency intervals of each metric, whole-run values and single values.
+
+use std::collections::{BTreeMap, HashMap};
+
+use hdrhistogram::Histogram;
+
+use super::judge::{QUANTILES, Run};
+use crate::Session;
+use crate::meta::Better;
+
+/// A session's samples: per-interval series, whole-run values, single values.
+#[derive(Default)]
+pub(crate) struct Samples<'a> {
+    /// The non-empty latency intervals of each metric.
+    pub(crate) intervals: BTreeMap<String, Vec<&'a Histogram<u64>>>,
+    /// Per-interval samples by figure name, in a stable order, each weighted by its
+    /// interval's length (a short last interval counts for what it is).
+    pub(crate) series: BTreeMap<String, Run>,
+    /// Unit and better direction by figure name.
+    pub(crate) kinds: HashMap<String, (String, Option<Better>)>,
+    /// The whole run's value, where it is not the mean of the intervals (percentiles).
+    pub(crate) whole: HashMap<String, f64>,
+    /// One value per session: name → (value, unit, better).
+    pub(crate) single: BTreeMap<String, (f64, String, Option<Better>)>,
+}
+
+impl<'a> Samples<'a> {
+    pub(crate) fn of(s: &'a Session) -> Samples<'a> {
+        let mut out = Samples::default();
+        let push = |out: &mut Samples, name: String, unit: &str, better, v: f64, w: f64| {
+            out.kinds
+                .entry(name.clone())
+                .or_insert_with(|| (unit.to_owned(), better));
+            out.series.entry(name).or_default().push((v, w));
+        };
+        for row in &s.rows {
+            let w = if row.interval_s.is_finite() && row.interval_s > 0.0 {
+                row.interval_s
+            } else {
+                1.0
+            };
+            for (counter, rate) in &row.rates {
+                push(
+                    &mut out,
+                    format!("{counter}/s"),
+                    "/s",
+                    Some(Better::Higher),
+                    *rate,
+                    w,
+                );
+            }
+            if let Some(r) = &row.resources {
+                push(
+                    &mut out,
+                    "RSS".into(),
+                    "bytes",
+                    Some(Better::Lower),
+                    r.rss_bytes as f64,
+                    w,
+                );
+                push(
+                    &mut out,
+                    "threads".into(),
+                    "",
+                    None,
+                    f64::from(r.threads),
+                    w,
+                );
+                push(
+                    &mut out,
+                    "CPU".into(),
+                    "%",
+                    Some(Better::Lower),
+                    r.cpu_percent,
+                    w,
+                );
+                if let Some(ctx) = r.ctx_switches_interval
+                    && row.interval_s > 0.0
+                {
+                    let per_s = (ctx.voluntary + ctx.involuntary) as f64 / row.interval_s;
+                    push(
+                        &mut out,
+                        "context switches/s".into(),
+                        "/s",
+                        Some(Better::Lower),
+                        per_s,
+                        w,
+                    );
+                }
+            }
+        }
+        // Latency percentiles of each interval of latency.hlog; the whole run's from the
+        // merged histogram.
+        for interval in &s.latency {
+            let h = &interval.histogram;
+            if h.is_empty() {
+                continue;
+            }
+            out.intervals
+                .entry(tag_name(&interval.tag).to_owned())
+                .or_default()
+                .push(h);
+            for (q_name, q) in QUANTILES {
+                let name = format!("{} {q_name}", tag_name(&interval.tag));
+                let v = if q >= 1.0 {
+                    h.max()
+                } else {
+                    h.value_at_quantile(q)
+                };
+                push(&mut out, name, "ns", Some(Better::Lower), v as f64, 1.0);
+            }
+        }
+        let mut notes = Vec::new();
+        for (tag, h) in s.merged_latency(&mut notes) {
+            for (q_name, q) in QUANTILES {
+                let v = if q >= 1.0 {
+                    h.max()
+                } else {
+                    h.value_at_quantile(q)
+                };
+                out.whole
+                    .insert(format!("{} {q_name}", tag_name(tag)), v as f64);
+            }
+        }
+        if let Some(peak) = s
+            .rows
+            .iter()
+            .filter_map(|r| r.resources.map(|r| r.peak_rss_bytes.max(r.rss_bytes)))
+            .max()
+        {
+            out.single.insert(
+                "peak RSS".into(),
+                (peak as f64, "bytes".into(), Some(Better::Lower)),
+            );
+        }
+        for f in &s.meta.summary {
+            out.single
+                .insert(f.name.clone(), (f.value, f.unit.clone(), f.better));
+        }
+        out
+    }
+}
+
+pub(crate) fn tag_name(tag: &str) -> &str {
+    if tag.is_empty() { "latency" } else { tag }
+}
