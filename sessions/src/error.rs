@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::meta::{Failure, FailureKind};
+
 /// What can go wrong reading or writing a session.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -47,6 +49,54 @@ pub enum SessionError {
         /// The directory.
         path: PathBuf,
     },
+    /// A directory a session or an export was to be written into holds files already.
+    #[error(
+        "{path}: not empty (it holds {entry:?}); benchtop writes a new session only into a new or empty directory"
+    )]
+    NotEmpty {
+        /// The directory.
+        path: PathBuf,
+        /// One of the entries found in it.
+        entry: String,
+    },
+    /// A directory benchtop was to write into is not safe to write into: a symbolic link,
+    /// not a directory, or another user's.
+    #[error("{path}: refused as a directory to write into: {reason}")]
+    UnsafeDirectory {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A file of a session is not a regular file (a symbolic link, a FIFO, a device, a
+    /// directory…): it is not read.
+    #[error("{path}: not a regular file ({what}); refused")]
+    NotAFile {
+        /// The file.
+        path: PathBuf,
+        /// What it is instead: `a symbolic link`, `a FIFO`, ….
+        what: &'static str,
+    },
+    /// A file of a session is larger than the loader reads for its kind.
+    #[error(
+        "{path}: larger than {limit} bytes, the limit for {kind}; set BENCHTOP_MAX_FILE_BYTES to read larger files"
+    )]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The limit that applied, bytes.
+        limit: u64,
+        /// The file's kind, e.g. `session.json`.
+        kind: &'static str,
+    },
+    /// A limit given in the environment is not a number.
+    #[error("{name}={value:?}: not a whole number of bytes")]
+    BadLimit {
+        /// The environment variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+    },
     /// The metadata handed to a [`crate::SessionWriter`] cannot be recorded.
     #[error("{path}: invalid session metadata: {reason}")]
     InvalidMeta {
@@ -87,6 +137,68 @@ impl SessionError {
         SessionError::Io {
             path: path.into(),
             source,
+        }
+    }
+
+    /// The kind of the I/O error behind this one, when there is one (an [`SessionError::Io`],
+    /// or the write error behind a [`SessionError::FlamegraphNotWritten`]).
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        match self {
+            SessionError::Io { source, .. } | SessionError::Flamegraph { source } => {
+                Some(source.kind())
+            }
+            SessionError::FlamegraphNotWritten { source, .. } => source.io_kind(),
+            _ => None,
+        }
+    }
+
+    /// The file or directory this error is about, when it names one.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            SessionError::Io { path, .. }
+            | SessionError::Corrupt { path, .. }
+            | SessionError::NotASession { path }
+            | SessionError::UnsupportedSchema { path, .. }
+            | SessionError::AlreadyExists { path }
+            | SessionError::NotEmpty { path, .. }
+            | SessionError::UnsafeDirectory { path, .. }
+            | SessionError::NotAFile { path, .. }
+            | SessionError::TooLarge { path, .. }
+            | SessionError::InvalidMeta { path, .. } => Some(path),
+            SessionError::FlamegraphNotWritten { source, .. } => source.path(),
+            SessionError::Flamegraph { .. }
+            | SessionError::BadHistogram { .. }
+            | SessionError::BadLimit { .. } => None,
+        }
+    }
+
+    /// Whether the disk (or the user's quota) was full: `ENOSPC` or `EDQUOT`.
+    pub fn is_no_space(&self) -> bool {
+        matches!(
+            self.io_kind(),
+            Some(std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded)
+        )
+    }
+
+    /// How a recording that stopped on this error ended, for session.json's `failure`
+    /// ([`crate::SessionWriter::fail`]): [`FailureKind::NoSpace`] when the disk was full,
+    /// [`FailureKind::WriteError`] for any other I/O error, [`FailureKind::Other`] else.
+    pub fn failure(&self) -> Failure {
+        let kind = if self.is_no_space() {
+            FailureKind::NoSpace
+        } else if self.io_kind().is_some() {
+            FailureKind::WriteError
+        } else {
+            FailureKind::Other
+        };
+        Failure {
+            kind,
+            path: self.path().map(|p| p.display().to_string()),
+            message: match self {
+                // The path is said apart.
+                SessionError::Io { source, .. } => source.to_string(),
+                e => e.to_string(),
+            },
         }
     }
 

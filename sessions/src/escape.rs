@@ -53,6 +53,24 @@ impl fmt::Display for Escaped<'_> {
     }
 }
 
+/// `text` for a Markdown table cell: [`escaped`], and `|` written `\|`, so a cell cannot
+/// end early and forge columns or rows.
+pub fn markdown_cell(text: &str) -> Cow<'_, str> {
+    match escaped(text) {
+        Cow::Borrowed(t) if !t.contains('|') => Cow::Borrowed(t),
+        t => Cow::Owned(t.replace('|', "\\|")),
+    }
+}
+
+/// `text` for a Markdown code span (between backticks): [`escaped`], and a backtick,
+/// which would end the span, written `\x60`.
+pub fn markdown_code(text: &str) -> Cow<'_, str> {
+    match escaped(text) {
+        Cow::Borrowed(t) if !t.contains('`') => Cow::Borrowed(t),
+        t => Cow::Owned(t.replace('`', "\\x60")),
+    }
+}
+
 /// Whether `c` must not reach a terminal as it is.
 fn needs_escape(c: char) -> bool {
     c.is_control() // C0, DEL and C1
@@ -79,6 +97,13 @@ mod tests {
     fn bidirectional_overrides_are_escaped() {
         assert_eq!(escaped("abc\u{202e}fed"), "abc\\u{202e}fed");
         assert_eq!(escaped("\u{2066}x\u{2069}"), "\\u{2066}x\\u{2069}");
+    }
+
+    #[test]
+    fn markdown_cells_and_code_spans_cannot_be_broken_out_of() {
+        assert_eq!(markdown_cell("a|b\n| x |"), "a\\|b\\n\\| x \\|");
+        assert_eq!(markdown_code("id`**bold**"), "id\\x60**bold**");
+        assert!(matches!(markdown_cell("plain"), Cow::Borrowed(_)));
     }
 
     #[test]

@@ -14,10 +14,11 @@
 //! ```
 
 use std::fmt::Write as _;
+use std::io::{self, Write};
 
 use hdrhistogram::Histogram;
-use serde_json::json;
 
+use crate::escape::markdown_cell;
 use crate::units::human_ns;
 use crate::{Session, StackTree};
 
@@ -75,42 +76,83 @@ pub fn hgrm(h: &Histogram<u64>, scale: f64) -> String {
 
 /// `tree` as a speedscope profile (<https://www.speedscope.app>, its file format): one
 /// sampled profile whose samples are the tree's stacks and weights its weights, in `unit`
-/// (`none` for samples, `microseconds` for off-CPU time).
+/// (`none` for samples, `microseconds` for off-CPU time). Built in memory: see
+/// [`write_speedscope`] for large trees.
 pub fn speedscope(tree: &StackTree, name: &str, unit: &str) -> serde_json::Value {
-    let mut frames: Vec<&str> = Vec::new();
-    let mut index: std::collections::HashMap<crate::FrameId, usize> =
-        std::collections::HashMap::new();
-    let mut samples: Vec<Vec<usize>> = Vec::new();
-    let mut weights: Vec<u64> = Vec::new();
-    tree.for_each_stack(|stack, weight| {
-        let ids = stack
-            .iter()
-            .map(|&f| {
-                *index.entry(f).or_insert_with(|| {
-                    frames.push(tree.name(f));
-                    frames.len() - 1
-                })
-            })
-            .collect();
-        samples.push(ids);
-        weights.push(weight);
+    let mut out = Vec::new();
+    // Writing into a Vec cannot fail, and what is written is JSON.
+    let _ = write_speedscope(tree, name, unit, &mut out);
+    serde_json::from_slice(&out).unwrap_or_default()
+}
+
+/// Writes [`speedscope`]'s profile to `out` as it goes: memory holds one stack at a time,
+/// whatever the number of stacks. The frames are the tree's frame names, in the order of
+/// their ids; the samples index them.
+pub fn write_speedscope(
+    tree: &StackTree,
+    name: &str,
+    unit: &str,
+    mut out: impl Write,
+) -> io::Result<()> {
+    let string = |out: &mut dyn Write, s: &str| -> io::Result<()> {
+        serde_json::to_writer(out, s).map_err(io::Error::other)
+    };
+    out.write_all(b"{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",")?;
+    write!(
+        out,
+        "\"exporter\":\"benchtop {}\",\"name\":",
+        env!("CARGO_PKG_VERSION")
+    )?;
+    string(&mut out, name)?;
+    out.write_all(b",\"activeProfileIndex\":0,\"shared\":{\"frames\":[")?;
+    for id in 0..tree.frame_count() {
+        if id > 0 {
+            out.write_all(b",")?;
+        }
+        out.write_all(b"{\"name\":")?;
+        string(&mut out, tree.name(crate::FrameId(id as u32)))?;
+        out.write_all(b"}")?;
+    }
+    out.write_all(b"]},\"profiles\":[{\"type\":\"sampled\",\"name\":")?;
+    string(&mut out, name)?;
+    out.write_all(b",\"unit\":")?;
+    string(&mut out, unit)?;
+    write!(
+        out,
+        ",\"startValue\":0,\"endValue\":{},\"samples\":[",
+        tree.total_weight()
+    )?;
+    let mut result = Ok(());
+    let mut first = true;
+    tree.for_each_stack(|stack, _| {
+        if result.is_err() {
+            return;
+        }
+        result = (|| {
+            out.write_all(if first { b"[" } else { b",[" })?;
+            first = false;
+            for (i, f) in stack.iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                write!(out, "{}", f.0)?;
+            }
+            out.write_all(b"]")
+        })();
     });
-    json!({
-        "$schema": "https://www.speedscope.app/file-format-schema.json",
-        "exporter": format!("benchtop {}", env!("CARGO_PKG_VERSION")),
-        "name": name,
-        "activeProfileIndex": 0,
-        "shared": { "frames": frames.iter().map(|n| json!({ "name": n })).collect::<Vec<_>>() },
-        "profiles": [{
-            "type": "sampled",
-            "name": name,
-            "unit": unit,
-            "startValue": 0,
-            "endValue": tree.total_weight(),
-            "samples": samples,
-            "weights": weights,
-        }],
-    })
+    result?;
+    out.write_all(b"],\"weights\":[")?;
+    let mut first = true;
+    let mut result = Ok(());
+    tree.for_each_stack(|_, weight| {
+        if result.is_ok() {
+            result = write!(out, "{}{weight}", if first { "" } else { "," });
+            first = false;
+        }
+    });
+    result?;
+    out.write_all(b"]}]}")?;
+    out.flush()
 }
 
 /// One line of the summary: section, name, value, unit.
@@ -126,29 +168,24 @@ fn summary_lines(s: &Session) -> Vec<SummaryLine> {
         .map(|f| ("workload", f.name.clone(), f.value, f.unit.clone()))
         .collect();
     let mut notes = Vec::new();
-    for (tag, h) in s.merged_latency(&mut notes) {
+    let mut merged = Vec::new();
+    // One metric at a time: only the figures are kept.
+    s.for_each_merged_latency(&mut notes, |tag, h| {
+        let q = [0.5, 0.9, 0.99, 0.999].map(|q| h.value_at_quantile(q) as f64);
+        merged.push((tag, q, h.max() as f64, h.len() as f64));
+    });
+    for (tag, q, max, count) in merged {
         let tag = if tag.is_empty() { "latency" } else { tag };
-        for (name, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99.9", 0.999)] {
-            lines.push((
-                "latency",
-                format!("{tag} {name}"),
-                h.value_at_quantile(q) as f64,
-                "ns".into(),
-            ));
+        for (name, value) in ["p50", "p90", "p99", "p99.9"].into_iter().zip(q) {
+            lines.push(("latency", format!("{tag} {name}"), value, "ns".into()));
         }
-        lines.push(("latency", format!("{tag} max"), h.max() as f64, "ns".into()));
-        lines.push((
-            "latency",
-            format!("{tag} count"),
-            h.len() as f64,
-            String::new(),
-        ));
+        lines.push(("latency", format!("{tag} max"), max, "ns".into()));
+        lines.push(("latency", format!("{tag} count"), count, String::new()));
     }
-    let resources = || s.rows.iter().filter_map(|r| r.resources.as_ref());
-    if let Some(peak) = resources().map(|r| r.peak_rss_bytes.max(r.rss_bytes)).max() {
+    if let Some(peak) = s.row_summary.peak_rss_bytes {
         lines.push(("resources", "peak RSS".into(), peak as f64, "bytes".into()));
     }
-    if let Some(threads) = resources().map(|r| r.threads).max() {
+    if let Some(threads) = s.row_summary.max_threads {
         lines.push((
             "resources",
             "max threads".into(),
@@ -162,11 +199,18 @@ fn summary_lines(s: &Session) -> Vec<SummaryLine> {
 /// The summary as Markdown: the run, then a table of its figures.
 pub fn summary_markdown(s: &Session) -> String {
     let m = &s.meta;
-    let mut out = format!("# {} — {}\n\n", m.workload.name, m.id);
+    // Recorded strings, escaped: control characters made visible, `|` kept out of cells.
+    let c = |s: &str| markdown_cell(s).into_owned();
+    let mut out = format!("# {} — {}\n\n", c(&m.workload.name), c(&m.id));
     let _ = writeln!(
         out,
         "- status: {}\n- started: {}\n- host: {} ({} cores, Linux {})\n- benchtop {}\n",
-        m.status, m.started_at, m.host.hostname, m.host.cores, m.host.kernel, m.benchtop_version
+        m.status,
+        c(&m.started_at),
+        c(&m.host.hostname),
+        m.host.cores,
+        c(&m.host.kernel),
+        c(&m.benchtop_version)
     );
     out.push_str("| section | figure | value | unit |\n|---|---|---:|---|\n");
     for (section, name, value, unit) in summary_lines(s) {
@@ -174,7 +218,13 @@ pub fn summary_markdown(s: &Session) -> String {
             "ns" => human_ns(value),
             _ => format!("{value}"),
         };
-        let _ = writeln!(out, "| {section} | {name} | {shown} | {unit} |");
+        let _ = writeln!(
+            out,
+            "| {section} | {} | {} | {} |",
+            c(&name),
+            c(&shown),
+            c(&unit)
+        );
     }
     out
 }

@@ -15,6 +15,7 @@
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, Write as _};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -25,6 +26,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 
 use crate::SessionError;
+use crate::dir::DirHandle;
 use crate::histogram::HistogramDecoder;
 
 /// The log format version written in the header.
@@ -55,17 +57,39 @@ pub struct HlogWriter {
 }
 
 impl HlogWriter {
-    /// Creates (or truncates) `path` and writes the header, with `start_time` as both
-    /// StartTime and BaseTime: interval timestamps are offsets from it.
+    /// Creates `path`, which must not exist (a file or a symbolic link there is refused,
+    /// never followed), and writes the header, with `start_time` as both StartTime and
+    /// BaseTime: interval timestamps are offsets from it.
     pub fn create(path: &Path, start_time: SystemTime) -> Result<Self, SessionError> {
-        let file = File::create(path).map_err(|e| SessionError::io(path, e))?;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(path)
+            .map_err(|e| SessionError::io(path, e))?;
+        Self::start(file, path.to_owned(), start_time)
+    }
+
+    /// Creates the log `name` in `dir`, relative to its descriptor and with `O_EXCL |
+    /// O_NOFOLLOW` ([`DirHandle::create_file`]), and writes the header as
+    /// [`HlogWriter::create`] does.
+    pub fn create_in(
+        dir: &DirHandle,
+        name: &str,
+        start_time: SystemTime,
+    ) -> Result<Self, SessionError> {
+        let file = dir.create_file(name, true)?;
+        Self::start(file, dir.join(name), start_time)
+    }
+
+    fn start(file: File, path: PathBuf, start_time: SystemTime) -> Result<Self, SessionError> {
         let start_time = crate::store::clamp_time(start_time);
         let start = start_time
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
             .as_secs_f64();
         let mut writer = HlogWriter {
-            path: path.to_owned(),
+            path,
             file,
             serializer: V2DeflateSerializer::new(),
             encoded: Vec::new(),
@@ -81,7 +105,7 @@ impl HlogWriter {
             version = env!("CARGO_PKG_VERSION"),
             human = humantime::format_rfc3339_millis(start_time),
         );
-        write_line(&mut writer.file, path, header.as_bytes())?;
+        write_line(&mut writer.file, &writer.path, header.as_bytes())?;
         Ok(writer)
     }
 
@@ -186,9 +210,15 @@ pub struct Hlog {
 }
 
 /// Reads an interval log file (see [`parse_hlog`]).
+///
+/// The file is read as a session's is ([`crate::limits::read_bounded`]): a link, a FIFO or a
+/// device is refused, and so is a file past the latency.hlog size limit.
 pub fn read_hlog(path: &Path) -> Result<Hlog, SessionError> {
-    let bytes = std::fs::read(path).map_err(|e| SessionError::io(path, e))?;
-    parse_hlog(&bytes, path)
+    let opts = crate::limits::LoadOptions::from_env()?;
+    let kind = crate::limits::FileKind::Hlog;
+    let bytes = crate::limits::read_bounded(path, kind, opts.file_limit(kind))?
+        .ok_or_else(|| SessionError::io(path, io::ErrorKind::NotFound.into()))?;
+    parse_hlog_limited(&bytes, path, opts.max_intervals, opts.max_tags)
 }
 
 /// Parses an interval log with hdrhistogram's `IntervalLogIterator`; `source` names it in
@@ -204,7 +234,46 @@ pub fn read_hlog(path: &Path) -> Result<Hlog, SessionError> {
 /// allocated from them, and each histogram keeps only the value range its counts need,
 /// whatever range its header claims.
 pub fn parse_hlog(input: &[u8], source: &Path) -> Result<Hlog, SessionError> {
+    parse_hlog_limited(
+        input,
+        source,
+        crate::limits::MAX_INTERVALS,
+        crate::limits::MAX_TAGS,
+    )
+}
+
+/// [`parse_hlog`], keeping at most `max_intervals` intervals and the intervals of at most
+/// `max_tags` distinct tags; what is left out is said in a warning (how many lines, from
+/// which line on).
+pub fn parse_hlog_limited(
+    input: &[u8],
+    source: &Path,
+    max_intervals: usize,
+    max_tags: usize,
+) -> Result<Hlog, SessionError> {
+    let mut intervals = Vec::new();
+    let mut log = parse_hlog_each(input, source, max_intervals, max_tags, |interval| {
+        intervals.push(interval);
+    })?;
+    log.intervals = intervals;
+    Ok(log)
+}
+
+/// [`parse_hlog_limited`], handing each interval kept to `sink` instead of keeping it: the
+/// returned log has no intervals. For readers that fold intervals as they come (merged
+/// totals), in memory that does not grow with the number of intervals.
+pub fn parse_hlog_each(
+    input: &[u8],
+    source: &Path,
+    max_intervals: usize,
+    max_tags: usize,
+    mut sink: impl FnMut(HlogInterval),
+) -> Result<Hlog, SessionError> {
     let mut log = Hlog::default();
+    let mut kept = 0usize;
+    let mut tags: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let (mut past_intervals, mut first_past_intervals) = (0u64, 0usize);
+    let (mut past_tags, mut first_past_tags) = (0u64, 0usize);
     let mut start = None;
     let mut base = None;
     let mut reader = LineReader::default();
@@ -244,7 +313,23 @@ pub fn parse_hlog(input: &[u8], source: &Path) -> Result<Hlog, SessionError> {
                     (Some(s), None) if ts >= s - YEAR_S => ts - s,
                     _ => ts,
                 };
-                log.intervals.push(interval);
+                if kept >= max_intervals {
+                    if past_intervals == 0 {
+                        first_past_intervals = line_no;
+                    }
+                    past_intervals += 1;
+                } else if !tags.contains(&interval.tag) && tags.len() >= max_tags {
+                    if past_tags == 0 {
+                        first_past_tags = line_no;
+                    }
+                    past_tags += 1;
+                } else {
+                    if !tags.contains(&interval.tag) {
+                        tags.insert(interval.tag.clone());
+                    }
+                    kept += 1;
+                    sink(interval);
+                }
             }
             Err(reason) if !complete => log.warnings.push(format!(
                 "{}: line {line_no} is incomplete ({reason}); the recorder was cut off \
@@ -253,6 +338,20 @@ pub fn parse_hlog(input: &[u8], source: &Path) -> Result<Hlog, SessionError> {
             )),
             Err(reason) => return Err(SessionError::corrupt_line(source, line_no, reason)),
         }
+    }
+    if past_intervals > 0 {
+        log.warnings.push(format!(
+            "{}: more than {max_intervals} intervals; {past_intervals} interval lines from \
+             line {first_past_intervals} on were dropped",
+            source.display()
+        ));
+    }
+    if past_tags > 0 {
+        log.warnings.push(format!(
+            "{}: more than {max_tags} tags; {past_tags} interval lines of further tags, from \
+             line {first_past_tags} on, were dropped",
+            source.display()
+        ));
     }
     Ok(log)
 }

@@ -54,12 +54,14 @@
 #![deny(missing_docs)]
 
 pub mod compare;
+pub mod dir;
 mod error;
 pub mod escape;
 pub mod export;
 pub mod flame;
 pub mod histogram;
 pub mod hlog;
+pub mod limits;
 pub mod meta;
 pub mod plot;
 pub mod pprof;
@@ -71,9 +73,11 @@ pub mod units;
 
 pub use error::SessionError;
 pub use hlog::{Hlog, HlogInterval, HlogWriter, read_hlog};
-pub use meta::{SessionMeta, Status};
+pub use meta::{Failure, FailureKind, SessionMeta, Status};
 pub use stacks::{FrameId, NodeId, StackTree};
-pub use store::{Session, SessionFiles, SessionWriter, StackKind, new_session_id, rfc3339};
+pub use store::{
+    RowSummary, Session, SessionFiles, SessionWriter, StackKind, new_session_id, rfc3339,
+};
 pub use timeseries::{
     ContextSwitches, IoCounters, Percentiles, Resources, ThreadCpu, ThreadSummary, TimeseriesRow,
 };

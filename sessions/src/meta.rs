@@ -29,6 +29,10 @@ pub struct SessionMeta {
     pub ended_at: Option<String>,
     /// How the run ended.
     pub status: Status,
+    /// Why the recording failed, with [`Status::Failed`]; absent otherwise (and in every
+    /// session recorded before failures were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
     /// How stacks were sampled.
     pub sampling: SamplingInfo,
     /// The worker process.
@@ -66,6 +70,7 @@ impl SessionMeta {
             started_at: started_at.into(),
             ended_at: None,
             status: Status::Running,
+            failure: None,
             sampling: SamplingInfo::default(),
             worker: WorkerInfo::default(),
             summary: Vec::new(),
@@ -89,6 +94,10 @@ pub enum Status {
     Stopped,
     /// The worker or the recorder died before the end.
     Crashed,
+    /// The worker ignored the request to stop and was killed.
+    Killed,
+    /// The recording failed (the disk filled up, a write failed): `failure` says why.
+    Failed,
 }
 
 impl std::fmt::Display for Status {
@@ -98,8 +107,67 @@ impl std::fmt::Display for Status {
             Status::Complete => "complete",
             Status::Stopped => "stopped",
             Status::Crashed => "crashed",
+            Status::Killed => "killed",
+            Status::Failed => "failed",
         })
     }
+}
+
+/// Why a recording failed: session.json's `failure`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Failure {
+    /// What kind of failure.
+    pub kind: FailureKind,
+    /// The file or directory it happened to, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The error, for people.
+    #[serde(default)]
+    pub message: String,
+}
+
+impl Failure {
+    /// A failure of `kind` on `path`.
+    pub fn new(kind: FailureKind, path: Option<String>, message: impl Into<String>) -> Self {
+        Failure {
+            kind,
+            path,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::escape::Escaped;
+        f.write_str(match self.kind {
+            FailureKind::NoSpace => "no space left on device",
+            FailureKind::WriteError => "write error",
+            FailureKind::Other => "error",
+        })?;
+        if let Some(path) = &self.path {
+            write!(f, " ({})", Escaped(path))?;
+        }
+        if !self.message.is_empty() {
+            write!(f, ": {}", Escaped(&self.message))?;
+        }
+        Ok(())
+    }
+}
+
+/// The kind of a [`Failure`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// The disk or the user's quota was full (`ENOSPC`, `EDQUOT`).
+    NoSpace,
+    /// Writing a file of the session failed otherwise.
+    WriteError,
+    /// Anything else, and kinds this build does not know (written by a newer benchtop).
+    #[serde(other)]
+    Other,
 }
 
 /// The workload of a session.

@@ -214,12 +214,21 @@ impl Profile {
     }
 }
 
-/// Builds the profile: strings interned once, one function and one location per
-/// distinct frame name.
+/// Builds the profile as it is written: strings, functions and locations go out as they are
+/// made (each batch a profile of its own: profiles concatenated are one profile whose
+/// repeated fields are appended, the protocol buffer rule), then each sample; the fixed
+/// fields come last. Memory holds the strings of labels, a location id per frame of the
+/// trees and one sample, whatever the number of stacks.
 struct Builder {
+    /// The fixed fields (sample types, period, times, comment), written at the end.
     profile: Profile,
+    /// Label and type strings, interned once; frame names are interned through
+    /// `frames`.
     strings: HashMap<String, i64>,
-    locations: HashMap<String, u64>,
+    next_string: i64,
+    next_location: u64,
+    /// Strings, functions and locations made and not yet written.
+    pending: Profile,
     /// Labels every sample carries: (key, value) indices.
     common: Vec<Label>,
 }
@@ -229,19 +238,28 @@ impl Builder {
         let mut b = Builder {
             profile: Profile::default(),
             strings: HashMap::new(),
-            locations: HashMap::new(),
+            next_string: 0,
+            next_location: 1,
+            pending: Profile::default(),
             common: Vec::new(),
         };
         b.string("");
         b
     }
 
+    /// A new string table entry.
+    fn push_string(&mut self, s: &str) -> i64 {
+        let i = self.next_string;
+        self.next_string += 1;
+        self.pending.string_table.push(s.to_owned());
+        i
+    }
+
     fn string(&mut self, s: &str) -> i64 {
         if let Some(&i) = self.strings.get(s) {
             return i;
         }
-        let i = self.profile.string_table.len() as i64;
-        self.profile.string_table.push(s.to_owned());
+        let i = self.push_string(s);
         self.strings.insert(s.to_owned(), i);
         i
     }
@@ -261,19 +279,18 @@ impl Builder {
         }
     }
 
-    fn location(&mut self, frame: &str) -> u64 {
-        if let Some(&id) = self.locations.get(frame) {
-            return id;
-        }
-        let id = self.profile.location.len() as u64 + 1;
-        let name = self.string(frame);
-        self.profile.function.push(Function {
+    /// A new function and location named `frame`.
+    fn new_location(&mut self, frame: &str) -> u64 {
+        let id = self.next_location;
+        self.next_location += 1;
+        let name = self.push_string(frame);
+        self.pending.function.push(Function {
             id,
             name,
             system_name: name,
             filename: 0,
         });
-        self.profile.location.push(Location {
+        self.pending.location.push(Location {
             id,
             mapping_id: 0,
             address: 0,
@@ -282,14 +299,44 @@ impl Builder {
                 line: 0,
             }],
         });
-        self.locations.insert(frame.to_owned(), id);
         id
     }
 
-    /// Adds `tree`'s stacks as samples whose three values `values(weight)` gives.
-    fn add_tree(&mut self, tree: &StackTree, per_thread: bool, values: impl Fn(u64) -> [i64; 3]) {
+    /// Writes what was made and not written yet.
+    fn flush_pending(&mut self, out: &mut impl Write, buf: &mut Vec<u8>) -> std::io::Result<()> {
+        if self.pending == Profile::default() {
+            return Ok(());
+        }
+        buf.clear();
+        // Encoding into a Vec cannot fail.
+        let _ = self.pending.encode(buf);
+        self.pending = Profile::default();
+        out.write_all(buf)
+    }
+
+    /// Writes `tree`'s stacks to `out` as samples whose three values `values(weight)`
+    /// gives, one at a time. `locations` holds the location of each of the tree's frames
+    /// made so far (0: none), `other` the tree written before and its locations, whose
+    /// frames of the same name are reused: one location per distinct name.
+    fn add_tree(
+        &mut self,
+        tree: &StackTree,
+        per_thread: bool,
+        values: impl Fn(u64) -> [i64; 3],
+        other: Option<(&StackTree, &[u64])>,
+        out: &mut impl Write,
+    ) -> std::io::Result<Vec<u64>> {
+        let mut locations = vec![0u64; tree.frame_count()];
+        let mut result = Ok(());
+        let mut one = Profile::default();
+        let mut buf = Vec::new();
+        let mut names: Vec<crate::FrameId> = Vec::new();
         tree.for_each_stack(|stack, weight| {
-            let names: Vec<&str> = stack.iter().map(|&f| tree.name(f)).collect();
+            if result.is_err() {
+                return;
+            }
+            names.clear();
+            names.extend_from_slice(stack);
             let (process, rest) = match names.split_first() {
                 Some((process, rest)) => (Some(*process), rest),
                 None => (None, &names[..]),
@@ -297,25 +344,53 @@ impl Builder {
             let thread_frame = per_thread
                 || rest
                     .get(1)
-                    .is_some_and(|frame| frame.starts_with(BLOCKED_PREFIX));
+                    .is_some_and(|&frame| tree.name(frame).starts_with(BLOCKED_PREFIX));
             let (thread, code) = match rest.split_first() {
                 Some((thread, code)) if thread_frame => (Some(*thread), code),
                 _ => (None, rest),
             };
             let mut label = self.common.clone();
             if let Some(process) = process {
-                label.push(self.label("process", process));
+                label.push(self.label("process", tree.name(process)));
             }
             if let Some(thread) = thread {
-                label.push(self.label("thread", thread));
+                label.push(self.label("thread", tree.name(thread)));
             }
-            let location_id = code.iter().rev().map(|f| self.location(f)).collect();
-            self.profile.sample.push(Sample {
+            let mut location_id = Vec::with_capacity(code.len());
+            for &frame in code.iter().rev() {
+                let slot = frame.0 as usize;
+                let known = locations.get(slot).copied().unwrap_or(0);
+                let id = if known != 0 {
+                    known
+                } else {
+                    let name = tree.name(frame);
+                    let shared = other
+                        .and_then(|(t, l)| l.get(t.find(name)?.0 as usize).copied())
+                        .filter(|&id| id != 0);
+                    let id = shared.unwrap_or_else(|| self.new_location(name));
+                    if let Some(l) = locations.get_mut(slot) {
+                        *l = id;
+                    }
+                    id
+                };
+                location_id.push(id);
+            }
+            result = self.flush_pending(out, &mut buf);
+            if result.is_err() {
+                return;
+            }
+            one.sample.clear();
+            one.sample.push(Sample {
                 location_id,
                 value: values(weight).to_vec(),
                 label,
             });
+            buf.clear();
+            // Encoding into a Vec cannot fail.
+            let _ = one.encode(&mut buf);
+            result = out.write_all(&buf);
         });
+        result.map(|()| locations)
     }
 }
 
@@ -328,6 +403,23 @@ pub fn encode(
     offcpu: Option<&StackTree>,
     duration_s: f64,
 ) -> Vec<u8> {
+    let mut out = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = encode_to(meta, cpu, offcpu, duration_s, &mut out);
+    out
+}
+
+/// [`encode`], written to `out` as it is made: memory holds the string, function and
+/// location tables (one entry per distinct name) and one sample at a time, whatever the
+/// number of stacks.
+pub fn encode_to(
+    meta: &SessionMeta,
+    cpu: Option<&StackTree>,
+    offcpu: Option<&StackTree>,
+    duration_s: f64,
+    out: impl Write,
+) -> std::io::Result<()> {
+    let mut gz = GzEncoder::new(out, Compression::default());
     let mut b = Builder::new();
     let sample_types = [
         b.value_type("samples", "count"),
@@ -375,30 +467,50 @@ pub fn encode(
     b.common = common;
 
     let per_thread = meta.sampling.per_thread;
+    // Weights past i64::MAX (hostile files) saturate rather than wrap.
+    let signed = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    let mut cpu_locations = Vec::new();
     if let Some(cpu) = cpu {
-        b.add_tree(cpu, per_thread, |n| {
-            [n as i64, (n as i64).saturating_mul(period_ns), 0]
-        });
+        cpu_locations = b.add_tree(
+            cpu,
+            per_thread,
+            |n| [signed(n), signed(n).saturating_mul(period_ns), 0],
+            None,
+            &mut gz,
+        )?;
     }
     if let Some(offcpu) = offcpu {
-        b.add_tree(offcpu, per_thread, |us| {
-            [0, 0, (us as i64).saturating_mul(1000)]
-        });
+        b.add_tree(
+            offcpu,
+            per_thread,
+            |us| [0, 0, signed(us).saturating_mul(1000)],
+            cpu.map(|t| (t, &cpu_locations[..])),
+            &mut gz,
+        )?;
     }
-
-    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
-    // Writing into a Vec cannot fail.
-    let _ = gz.write_all(&b.profile.encode_to_vec());
-    gz.finish().unwrap_or_default()
+    // What is left of the tables, then the fixed fields.
+    let mut buf = Vec::new();
+    b.flush_pending(&mut gz, &mut buf)?;
+    gz.write_all(&b.profile.encode_to_vec())?;
+    gz.finish()?.flush()
 }
 
 /// [`encode`] for a loaded session: its on- and off-CPU stacks over its duration.
 pub fn encode_session(session: &crate::Session) -> Vec<u8> {
-    encode(
+    let mut out = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = encode_session_to(session, &mut out);
+    out
+}
+
+/// [`encode_session`], written to `out` as it is made (see [`encode_to`]).
+pub fn encode_session_to(session: &crate::Session, out: impl Write) -> std::io::Result<()> {
+    encode_to(
         &session.meta,
         session.cpu.as_ref(),
         session.offcpu.as_ref(),
         session.duration().map_or(0.0, |d| d.as_secs_f64()),
+        out,
     )
 }
 

@@ -98,6 +98,11 @@ impl StackTree {
         self.names.get(id.0 as usize).map_or("", |n| n)
     }
 
+    /// The id of the frame named `name`, if the tree has one.
+    pub fn find(&self, name: &str) -> Option<FrameId> {
+        self.name_index.get(name).copied()
+    }
+
     /// Number of distinct frame names.
     pub fn frame_count(&self) -> usize {
         self.names.len()
@@ -229,37 +234,114 @@ impl StackTree {
 
     /// Reads folded lines. `source` names the input in errors (a path, usually). Empty
     /// lines are skipped; a line without a trailing weight is an error naming its number.
+    /// Reads every stack; see [`StackTree::read_folded_limited`] for files from elsewhere.
     pub fn read_folded<R: BufRead>(input: R, source: &str) -> Result<Self, SessionError> {
+        let mut warnings = Vec::new();
+        Self::read_folded_limited(input, source, usize::MAX, &mut warnings)
+    }
+
+    /// Reads folded lines as [`StackTree::read_folded`] does, keeping at most `max_stacks`
+    /// distinct stacks: lines that would add a stack past them are dropped, and a warning
+    /// says how many lines and how much weight. Weights that add up past `u64::MAX`
+    /// saturate, with a warning too (the shares of such a file mean little).
+    pub fn read_folded_limited<R: BufRead>(
+        mut input: R,
+        source: &str,
+        max_stacks: usize,
+        warnings: &mut Vec<String>,
+    ) -> Result<Self, SessionError> {
         let mut tree = StackTree::new();
         let mut ids = Vec::new();
-        for (n, line) in input.lines().enumerate() {
-            let line = line.map_err(|e| match e.kind() {
-                std::io::ErrorKind::InvalidData => {
-                    SessionError::corrupt_line(source, n + 1, "not UTF-8")
-                }
-                _ => SessionError::io(source, e),
-            })?;
+        let mut stacks = 0usize;
+        let (mut dropped_lines, mut dropped_weight, mut first_dropped) = (0u64, 0u64, 0usize);
+        let mut saturated = false;
+        let mut buf = Vec::new();
+        let mut n = 0usize;
+        loop {
+            buf.clear();
+            let read = input
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| SessionError::io(source, e))?;
+            if read == 0 {
+                break;
+            }
+            n += 1;
+            let line = std::str::from_utf8(&buf)
+                .map_err(|_| SessionError::corrupt_line(source, n, "not UTF-8"))?;
             let line = line.trim_end();
             if line.is_empty() {
                 continue;
             }
-            let bad = |reason: &str| SessionError::Corrupt {
-                path: source.into(),
-                reason: format!("line {}: {reason}", n + 1),
-            };
+            let bad = |reason: &str| SessionError::corrupt_line(source, n, reason);
             let (stack, weight) = line
                 .rsplit_once(' ')
                 .ok_or_else(|| bad("no weight after the stack"))?;
             let weight: u64 = weight
                 .parse()
                 .map_err(|_| bad("the weight is not a whole number"))?;
+            if weight == 0 {
+                continue;
+            }
+            if stacks >= max_stacks && !tree.has_stack(stack.split(';')) {
+                if dropped_lines == 0 {
+                    first_dropped = n;
+                }
+                dropped_lines += 1;
+                dropped_weight = dropped_weight.saturating_add(weight);
+                continue;
+            }
             ids.clear();
             for frame in stack.split(';') {
                 ids.push(tree.intern(frame));
             }
-            tree.add(&ids, weight);
+            saturated |= tree.total_weight().checked_add(weight).is_none();
+            if tree.add_counting(&ids, weight) {
+                stacks += 1;
+            }
+        }
+        if dropped_lines > 0 {
+            warnings.push(format!(
+                "{source}: more than {max_stacks} distinct stacks; {dropped_lines} lines from \
+                 line {first_dropped} on, of total weight {dropped_weight}, were dropped"
+            ));
+        }
+        if saturated {
+            warnings.push(format!(
+                "{source}: the weights add up past {}; totals stop there, so shares are not \
+                 exact",
+                u64::MAX
+            ));
         }
         Ok(tree)
+    }
+
+    /// Whether the stack named by `frames` (root first) is in the tree with a self weight.
+    fn has_stack<'a>(&self, frames: impl Iterator<Item = &'a str>) -> bool {
+        let mut node = NodeId::ROOT;
+        for frame in frames {
+            let Some(&id) = self.name_index.get(frame) else {
+                return false;
+            };
+            let Some(&child) = self.child_index.get(&(node, id)) else {
+                return false;
+            };
+            node = child;
+        }
+        node != NodeId::ROOT && self.nodes[node.0 as usize].self_weight > 0
+    }
+
+    /// [`StackTree::add`], returning whether the stack is new (had no self weight).
+    fn add_counting(&mut self, frames: &[FrameId], weight: u64) -> bool {
+        if frames.is_empty() || weight == 0 {
+            return false;
+        }
+        let mut node = NodeId::ROOT;
+        for &frame in frames {
+            node = self.child(node, frame);
+        }
+        let new = self.nodes[node.0 as usize].self_weight == 0;
+        self.add(frames, weight);
+        new
     }
 }
 
@@ -329,6 +411,33 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.total_weight(), u64::MAX);
+        let mut warnings = Vec::new();
+        StackTree::read_folded_limited(
+            &b"a;b 18446744073709551615\na;c 18446744073709551615\n"[..],
+            "cpu.folded",
+            10,
+            &mut warnings,
+        )
+        .unwrap();
+        assert!(warnings[0].contains("add up past"), "{warnings:?}");
+    }
+
+    #[test]
+    fn stacks_past_the_limit_are_dropped_and_counted() {
+        let mut warnings = Vec::new();
+        let t = StackTree::read_folded_limited(
+            &b"a;b 1\na;c 2\na;b 4\na;d 8\na 16\n"[..],
+            "cpu.folded",
+            2,
+            &mut warnings,
+        )
+        .unwrap();
+        assert_eq!(t.to_folded(), "a;b 5\na;c 2\n");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("2 lines from line 4 on, of total weight 24"),
+            "{warnings:?}"
+        );
     }
 
     #[test]

@@ -3,14 +3,18 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::{self, Write as _};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
 
+use crate::dir::DirHandle;
+use crate::escape::{Escaped, escaped};
 use crate::hlog::{self, HlogInterval, HlogWriter};
+use crate::limits::{FileKind, LoadOptions, read_bounded};
+use crate::meta::Failure;
 use crate::stacks::{FrameId, NodeId};
 use crate::timeseries::{parse_threads_csv, threads_to_csv};
 use crate::units::{human_bytes, human_ns};
@@ -82,7 +86,7 @@ impl StackKind {
 /// [`Session::load`] reads as [`Status::Crashed`] with everything up to the last interval.
 #[derive(Debug)]
 pub struct SessionWriter {
-    dir: PathBuf,
+    dir: DirHandle,
     meta: SessionMeta,
     start_time: SystemTime,
     timeseries: Option<File>,
@@ -93,19 +97,20 @@ pub struct SessionWriter {
 
 impl SessionWriter {
     /// Creates `dir` (and its parents) and writes session.json with `meta` as
-    /// [`Status::Running`] at [`SCHEMA_VERSION`]. Refuses a directory that already holds a
-    /// session, and a `started_at` that is not RFC 3339 (latency.hlog is timed from it).
+    /// [`Status::Running`] at [`SCHEMA_VERSION`].
+    ///
+    /// `dir` is made with one `mkdir`, or is an existing empty directory owned by the
+    /// current user that is not a symbolic link ([`DirHandle::create_empty`]); anything else
+    /// is refused, naming it: a directory that holds a session is
+    /// [`SessionError::AlreadyExists`], any other non-empty one [`SessionError::NotEmpty`],
+    /// a link or another user's directory [`SessionError::UnsafeDirectory`]. Every file of
+    /// the session is then created relative to the directory's descriptor with `O_EXCL |
+    /// O_NOFOLLOW`. A `started_at` that is not RFC 3339 is refused too (latency.hlog is
+    /// timed from it).
     pub fn create(dir: &Path, meta: SessionMeta) -> Result<Self, SessionError> {
         let start_time = parse_started_at(dir, &meta)?;
-        fs::create_dir_all(dir).map_err(|e| SessionError::io(dir, e))?;
-        let meta_path = dir.join(SESSION_FILE);
-        if meta_path
-            .try_exists()
-            .map_err(|e| SessionError::io(&meta_path, e))?
-        {
-            return Err(SessionError::AlreadyExists { path: dir.into() });
-        }
-        Self::start(dir, meta, start_time)
+        let handle = DirHandle::create_empty(dir)?;
+        Self::start(handle, meta, start_time)
     }
 
     /// Creates a new session directory under `parent` (created if missing) named `id`, or
@@ -144,16 +149,16 @@ impl SessionWriter {
                 n => format!("{id}-{n}"),
             };
             dir = parent.join(&name);
-            match fs::create_dir(&dir) {
-                Ok(()) => {
+            match DirHandle::create_new(&dir) {
+                Ok(handle) => {
                     if meta.name == meta.id {
                         meta.name.clone_from(&name);
                     }
                     meta.id = name;
-                    return Self::start(&dir, meta, start_time);
+                    return Self::start(handle, meta, start_time);
                 }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(SessionError::io(&dir, e)),
+                Err(e) if e.io_kind() == Some(io::ErrorKind::AlreadyExists) => {}
+                Err(e) => return Err(e),
             }
         }
         Err(SessionError::AlreadyExists { path: dir })
@@ -161,14 +166,15 @@ impl SessionWriter {
 
     /// Writes the first session.json into `dir`, which exists and holds no session.
     fn start(
-        dir: &Path,
+        dir: DirHandle,
         mut meta: SessionMeta,
         start_time: SystemTime,
     ) -> Result<Self, SessionError> {
         meta.schema_version = SCHEMA_VERSION;
         meta.status = Status::Running;
+        meta.failure = None;
         let writer = SessionWriter {
-            dir: dir.into(),
+            dir,
             meta,
             start_time,
             timeseries: None,
@@ -176,13 +182,16 @@ impl SessionWriter {
             worker_log: None,
             row: Vec::new(),
         };
-        writer.write_meta()?;
+        // The first session.json claims the directory: of two recorders started into it
+        // at once, the second is refused here rather than overwriting the first's.
+        let json = writer.meta_json()?;
+        writer.dir.write_new_atomically(SESSION_FILE, &json)?;
         Ok(writer)
     }
 
     /// The session directory.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.dir.path()
     }
 
     /// The metadata as last written.
@@ -220,7 +229,7 @@ impl SessionWriter {
     ) -> Result<(), SessionError> {
         let writer = match self.latency.take() {
             Some(writer) => writer,
-            None => HlogWriter::create(&self.dir.join(LATENCY_FILE), self.start_time)?,
+            None => HlogWriter::create_in(&self.dir, LATENCY_FILE, self.start_time)?,
         };
         self.latency
             .insert(writer)
@@ -252,13 +261,13 @@ impl SessionWriter {
     ) -> Result<(), SessionError> {
         let folded_path = self.dir.join(kind.folded_file());
         let folded = tree.to_folded();
-        write_atomically(&folded_path, folded.as_bytes())?;
-        let svg_path = self.dir.join(kind.svg_file());
+        self.dir
+            .write_atomically(kind.folded_file(), folded.as_bytes())?;
         let mut svg = Vec::new();
         flame::write_sorted_folded_svg(&folded, title, kind.count_name(), &mut svg)
-            .and_then(|()| write_atomically(&svg_path, &svg))
+            .and_then(|()| self.dir.write_atomically(kind.svg_file(), &svg))
             .map_err(|e| {
-                let _ = fs::remove_file(&svg_path);
+                self.dir.remove_quietly(kind.svg_file());
                 SessionError::FlamegraphNotWritten {
                     folded: folded_path,
                     source: Box::new(e),
@@ -275,8 +284,9 @@ impl SessionWriter {
         offcpu: Option<&StackTree>,
         duration_s: f64,
     ) -> Result<(), SessionError> {
-        let bytes = crate::pprof::encode(&self.meta, cpu, offcpu, duration_s);
-        write_atomically(&self.dir.join(PPROF_FILE), &bytes)
+        self.dir.write_atomically_with(PPROF_FILE, |w| {
+            crate::pprof::encode_to(&self.meta, cpu, offcpu, duration_s, w)
+        })
     }
 
     /// Writes latency.svg, the percentile plot of the whole run's histograms
@@ -287,7 +297,7 @@ impl SessionWriter {
     ) -> Result<(), SessionError> {
         let title = crate::plot::title(&self.meta.workload.name);
         let svg = crate::plot::percentile_svg(&title, series);
-        write_atomically(&self.dir.join(LATENCY_PLOT_FILE), svg.as_bytes())
+        self.dir.write_atomically(LATENCY_PLOT_FILE, svg.as_bytes())
     }
 
     /// Writes phases.svg, the phases' figures as charts, when there are two phases or
@@ -296,7 +306,7 @@ impl SessionWriter {
         let title = format!("{} — by phase", self.meta.workload.name);
         match crate::plot::phases_svg(&title, &self.meta.phases) {
             Some(svg) => {
-                write_atomically(&self.dir.join(PHASE_PLOT_FILE), svg.as_bytes())?;
+                self.dir.write_atomically(PHASE_PLOT_FILE, svg.as_bytes())?;
                 Ok(true)
             }
             None => Ok(false),
@@ -307,14 +317,18 @@ impl SessionWriter {
     /// earlier version atomically. A recorder may call it during the run, so that a run cut
     /// off keeps the table as it last was, and once at the end.
     pub fn write_threads(&mut self, threads: &[ThreadSummary]) -> Result<(), SessionError> {
-        write_atomically(
-            &self.dir.join(THREADS_FILE),
-            threads_to_csv(threads).as_bytes(),
-        )
+        self.dir
+            .write_atomically(THREADS_FILE, threads_to_csv(threads).as_bytes())
     }
 
     /// Ends the recording: syncs every file and rewrites session.json with `status` and
     /// `ended_at` (RFC 3339). Returns the session directory.
+    ///
+    /// session.json comes last, after every file it describes: a recorder writes the
+    /// folded files ([`SessionWriter::write_stacks`]), profile.pb.gz and threads.csv, then
+    /// sets the sample counts with this call, so a kill at any moment leaves session.json
+    /// counting no more than the files hold. Each file is replaced atomically: a kill leaves
+    /// the old one or the new one, never a mix.
     pub fn finish(mut self, status: Status, ended_at: String) -> Result<PathBuf, SessionError> {
         for (file, name) in [
             (&self.timeseries, TIMESERIES_FILE),
@@ -331,15 +345,39 @@ impl SessionWriter {
         self.meta.status = status;
         self.meta.ended_at = Some(ended_at);
         self.write_meta()?;
-        Ok(self.dir)
+        Ok(self.dir.path().to_owned())
+    }
+
+    /// Ends the recording as [`Status::Failed`] with `failure` (see
+    /// [`SessionError::failure`]), writing as little as possible: only session.json,
+    /// rewritten atomically through a small temporary file, without syncing or touching
+    /// anything else. When even that fails (the disk is full to the last block), the
+    /// session.json written before stays intact and the error is returned.
+    ///
+    /// It takes the writer by reference, so a recorder may free space and try again; the
+    /// writer should not be used for anything else afterwards.
+    pub fn fail(&mut self, failure: Failure, ended_at: String) -> Result<(), SessionError> {
+        let mut meta = self.meta.clone();
+        meta.status = Status::Failed;
+        meta.failure = Some(failure);
+        meta.ended_at = Some(ended_at);
+        let before = std::mem::replace(&mut self.meta, meta);
+        let written = self.write_meta();
+        if written.is_err() {
+            self.meta = before;
+        }
+        written
     }
 
     fn write_meta(&self) -> Result<(), SessionError> {
-        let path = self.dir.join(SESSION_FILE);
-        let mut json =
-            serde_json::to_vec_pretty(&self.meta).map_err(|e| SessionError::io(&path, e.into()))?;
+        self.dir.write_atomically(SESSION_FILE, &self.meta_json()?)
+    }
+
+    fn meta_json(&self) -> Result<Vec<u8>, SessionError> {
+        let mut json = serde_json::to_vec_pretty(&self.meta)
+            .map_err(|e| SessionError::io(self.dir.join(SESSION_FILE), e.into()))?;
         json.push(b'\n');
-        write_atomically(&path, &json)
+        Ok(json)
     }
 }
 
@@ -354,45 +392,47 @@ fn parse_started_at(dir: &Path, meta: &SessionMeta) -> Result<SystemTime, Sessio
     })
 }
 
-/// The file in `slot`, opened for appending on first use.
+/// The file in `slot`, created for appending on first use, relative to the directory's
+/// descriptor and with `O_EXCL | O_NOFOLLOW`: a file or link someone put there first is
+/// refused, never appended to.
 fn open_append<'a>(
     slot: &'a mut Option<File>,
-    dir: &Path,
+    dir: &DirHandle,
     name: &str,
 ) -> Result<&'a mut File, SessionError> {
     let file = match slot.take() {
         Some(file) => file,
-        None => {
-            let path = dir.join(name);
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .map_err(|e| SessionError::io(&path, e))?
-        }
+        None => dir.create_file(name, true)?,
     };
     Ok(slot.insert(file))
 }
 
-/// Replaces `path` with `bytes`: writes `<path>.tmp` beside it, syncs it, renames it over
-/// `path`, then syncs the directory so the rename itself is durable.
+/// Replaces `path` with `bytes` atomically, through its directory's descriptor
+/// ([`DirHandle::write_atomically`]): the directory must be ours and not a link, and the
+/// temporary file is created with `O_EXCL | O_NOFOLLOW`, so nothing is written through a
+/// link planted beside `path`.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let written = File::create(&tmp)
-        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
-        .map_err(|e| SessionError::io(&tmp, e))
-        .and_then(|()| fs::rename(&tmp, path).map_err(|e| SessionError::io(path, e)));
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
-        return written;
-    }
-    // Best effort: some file systems refuse to sync a directory; the data is written anyway.
-    if let Some(dir) = path.parent().and_then(|d| File::open(d).ok()) {
-        let _ = dir.sync_all();
-    }
-    Ok(())
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str()))
+    else {
+        return Err(SessionError::io(path, io::ErrorKind::InvalidInput.into()));
+    };
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    DirHandle::create_or_open(parent)?.write_atomically(name, bytes)
+}
+
+/// The content of a small file that may be absent, read as session files are
+/// ([`read_bounded`]: no link, FIFO or device, at most the session.json limit).
+pub(crate) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, SessionError> {
+    let opts = LoadOptions::from_env()?;
+    read_bounded(
+        path,
+        FileKind::SessionJson,
+        opts.file_limit(FileKind::SessionJson),
+    )
 }
 
 /// The bytes of the files a session is loaded from; `None` for an optional file that is
@@ -422,8 +462,11 @@ pub struct Session {
     pub dir: PathBuf,
     /// session.json; a recording that never finished has status [`Status::Crashed`].
     pub meta: SessionMeta,
-    /// timeseries.jsonl, in file order.
+    /// timeseries.jsonl, in file order; empty when loaded with [`Session::load_summary`].
     pub rows: Vec<TimeseriesRow>,
+    /// The peaks and last totals of timeseries.jsonl's rows, as `show` prints them; also
+    /// when the rows themselves were not kept.
+    pub row_summary: RowSummary,
     /// latency.hlog, in file order.
     ///
     /// Every interval's histogram is held in full. Each keeps only the range its values
@@ -452,28 +495,90 @@ impl Session {
     /// [`SessionError::Corrupt`] naming it and the line. The incomplete last line a killed
     /// recorder leaves in timeseries.jsonl or latency.hlog is dropped with a warning.
     /// latency.hlog, timeseries.jsonl, the folded files and threads.csv are optional.
+    ///
+    /// Files are read within the limits of [`LoadOptions::from_env`]: see
+    /// [`Session::load_with`].
     pub fn load(dir: &Path) -> Result<Session, SessionError> {
-        let read = |name: &str| read_optional(&dir.join(name));
-        let Some(session_json) = read(SESSION_FILE)? else {
+        Session::load_with(dir, &LoadOptions::from_env()?)
+    }
+
+    /// Loads and checks the session in `dir` as [`Session::load`] does, within the limits
+    /// of `opts` ([`crate::limits`]): every file is opened without following a link or
+    /// blocking, refused unless it is a regular file ([`SessionError::NotAFile`]) or when
+    /// larger than its kind's limit ([`SessionError::TooLarge`]); intervals, stacks,
+    /// parameters and tags past their limits are dropped with a warning.
+    pub fn load_with(dir: &Path, opts: &LoadOptions) -> Result<Session, SessionError> {
+        Session::load_files(dir, opts, true)
+    }
+
+    /// Loads and checks the session in `dir` as [`Session::load`] does, but keeps only
+    /// what `show` needs, in memory that does not grow with the number of intervals:
+    /// [`Session::row_summary`] of timeseries.jsonl, not its rows (each row is parsed,
+    /// checked, folded into the summary and dropped), and latency.hlog as one interval per
+    /// tag, the tag's total, merged as the log is read.
+    pub fn load_summary(dir: &Path) -> Result<Session, SessionError> {
+        Session::load_files(dir, &LoadOptions::from_env()?, false)
+    }
+
+    fn load_files(
+        dir: &Path,
+        opts: &LoadOptions,
+        keep_rows: bool,
+    ) -> Result<Session, SessionError> {
+        let read =
+            |name: &str, kind: FileKind| read_bounded(&dir.join(name), kind, opts.file_limit(kind));
+        let Some(session_json) = read(SESSION_FILE, FileKind::SessionJson)? else {
             return Err(SessionError::NotASession { path: dir.into() });
         };
         let files = SessionFiles {
             session_json,
-            timeseries: read(TIMESERIES_FILE)?,
-            latency: read(LATENCY_FILE)?,
-            cpu_folded: read(StackKind::Cpu.folded_file())?,
-            offcpu_folded: read(StackKind::OffCpu.folded_file())?,
-            threads: read(THREADS_FILE)?,
+            timeseries: read(TIMESERIES_FILE, FileKind::Timeseries)?,
+            latency: read(LATENCY_FILE, FileKind::Hlog)?,
+            cpu_folded: read(StackKind::Cpu.folded_file(), FileKind::Folded)?,
+            offcpu_folded: read(StackKind::OffCpu.folded_file(), FileKind::Folded)?,
+            threads: read(THREADS_FILE, FileKind::Threads)?,
         };
-        Session::from_files(dir, files)
+        Session::parse_files(dir, files, opts, keep_rows)
     }
 
     /// Checks and parses a session's files as [`Session::load`] does, from their bytes;
     /// `dir` names them in errors. Reads nothing from disk: the loader's whole parsing
     /// half, which the fuzz targets drive.
     pub fn from_files(dir: &Path, files: SessionFiles) -> Result<Session, SessionError> {
+        Session::from_files_with(dir, files, &LoadOptions::default())
+    }
+
+    /// [`Session::from_files`] with the count limits of `opts` (sizes are the reader's
+    /// business: see [`Session::load_with`]).
+    pub fn from_files_with(
+        dir: &Path,
+        files: SessionFiles,
+        opts: &LoadOptions,
+    ) -> Result<Session, SessionError> {
+        Session::parse_files(dir, files, opts, true)
+    }
+
+    fn parse_files(
+        dir: &Path,
+        files: SessionFiles,
+        opts: &LoadOptions,
+        keep_rows: bool,
+    ) -> Result<Session, SessionError> {
         let mut meta = parse_meta(&files.session_json, &dir.join(SESSION_FILE))?;
         let mut warnings = Vec::new();
+        let params = meta.workload.params.len();
+        if params > opts.max_params {
+            if let Some(first_dropped) = meta.workload.params.keys().nth(opts.max_params) {
+                let first_dropped = first_dropped.clone();
+                meta.workload.params.split_off(&first_dropped);
+            }
+            warnings.push(format!(
+                "{SESSION_FILE}: {params} workload parameters; only the first {} (by name) \
+                 are kept, {} were dropped",
+                opts.max_params,
+                params - opts.max_params
+            ));
+        }
         if meta.status == Status::Running {
             meta.status = Status::Crashed;
             warnings.push(
@@ -483,25 +588,46 @@ impl Session {
             );
         }
 
-        let rows = match &files.timeseries {
-            Some(bytes) => parse_rows(bytes, &dir.join(TIMESERIES_FILE), &mut warnings)?,
-            None => Vec::new(),
+        let (rows, row_summary) = match &files.timeseries {
+            Some(bytes) => parse_rows(
+                bytes,
+                &dir.join(TIMESERIES_FILE),
+                opts.max_intervals,
+                keep_rows,
+                &mut warnings,
+            )?,
+            None => (Vec::new(), RowSummary::default()),
         };
         let latency = match &files.latency {
-            Some(bytes) => {
-                let log = hlog::parse_hlog(bytes, &dir.join(LATENCY_FILE))?;
+            Some(bytes) if keep_rows => {
+                let log = hlog::parse_hlog_limited(
+                    bytes,
+                    &dir.join(LATENCY_FILE),
+                    opts.max_intervals,
+                    opts.max_tags,
+                )?;
                 warnings.extend(log.warnings);
                 log.intervals
             }
+            Some(bytes) => merge_hlog(bytes, &dir.join(LATENCY_FILE), opts, &mut warnings)?,
             None => Vec::new(),
         };
-        let stacks = |kind: StackKind, bytes: &Option<Vec<u8>>| {
+        let mut stacks = |kind: StackKind, bytes: &Option<Vec<u8>>| {
             let path = dir.join(kind.folded_file());
             bytes
                 .as_ref()
-                .map(|bytes| StackTree::read_folded(&bytes[..], &path.display().to_string()))
+                .map(|bytes| {
+                    StackTree::read_folded_limited(
+                        &bytes[..],
+                        &path.display().to_string(),
+                        opts.max_stacks,
+                        &mut warnings,
+                    )
+                })
                 .transpose()
         };
+        let cpu = stacks(StackKind::Cpu, &files.cpu_folded)?;
+        let offcpu = stacks(StackKind::OffCpu, &files.offcpu_folded)?;
         let threads = match &files.threads {
             Some(bytes) => parse_threads_csv(bytes, &dir.join(THREADS_FILE))?,
             None => Vec::new(),
@@ -510,9 +636,10 @@ impl Session {
             dir: dir.into(),
             meta,
             rows,
+            row_summary,
             latency,
-            cpu: stacks(StackKind::Cpu, &files.cpu_folded)?,
-            offcpu: stacks(StackKind::OffCpu, &files.offcpu_folded)?,
+            cpu,
+            offcpu,
             threads,
             warnings,
         })
@@ -531,44 +658,59 @@ impl Session {
 
     fn write_summary(&self, out: &mut String) -> fmt::Result {
         let m = &self.meta;
-        writeln!(out, "id        {}", m.id)?;
+        // Every string from the files goes through Escaped: a session may come from anyone,
+        // and this text goes to a terminal.
+        writeln!(out, "id        {}", Escaped(&m.id))?;
         if m.name != m.id {
-            writeln!(out, "name      {}", m.name)?;
+            writeln!(out, "name      {}", Escaped(&m.name))?;
         }
-        write!(out, "workload  {}", m.workload.name)?;
+        write!(out, "workload  {}", Escaped(&m.workload.name))?;
         for (k, v) in &m.workload.params {
             match v {
-                serde_json::Value::String(s) => write!(out, " {k}={s}")?,
-                v => write!(out, " {k}={v}")?,
+                serde_json::Value::String(s) => write!(out, " {}={}", Escaped(k), Escaped(s))?,
+                // JSON text escapes control characters in strings already.
+                v => write!(out, " {}={v}", Escaped(k))?,
             }
         }
         writeln!(out)?;
         if !m.command_line.is_empty() {
-            writeln!(out, "command   {}", m.command_line.join(" "))?;
+            write!(out, "command  ")?;
+            for arg in &m.command_line {
+                write!(out, " {}", Escaped(arg))?;
+            }
+            writeln!(out)?;
         }
         let h = &m.host;
-        write!(out, "host      {}", or_unknown(&h.hostname))?;
+        write!(out, "host      {}", Escaped(or_unknown(&h.hostname)))?;
         if !h.cpu_model.is_empty() {
-            write!(out, ", {}", h.cpu_model)?;
+            write!(out, ", {}", Escaped(&h.cpu_model))?;
         }
         write!(out, ", {} cores", h.cores)?;
         if h.memory_bytes > 0 {
             write!(out, ", {} RAM", human_bytes(h.memory_bytes))?;
         }
         if !h.kernel.is_empty() {
-            write!(out, ", Linux {}", h.kernel)?;
+            write!(out, ", Linux {}", Escaped(&h.kernel))?;
         }
         writeln!(out)?;
         if !m.benchtop_version.is_empty() {
-            writeln!(out, "benchtop  {}", m.benchtop_version)?;
+            writeln!(out, "benchtop  {}", Escaped(&m.benchtop_version))?;
         }
         write!(out, "status    {}", m.status)?;
+        if let Some(failure) = &m.failure {
+            // Failure's Display escapes its strings.
+            write!(out, ": {failure}")?;
+        }
         if let Some(exit) = &m.worker.exit {
-            write!(out, " (worker: {exit})")?;
+            write!(out, " (worker: {})", Escaped(exit))?;
         }
         writeln!(out)?;
-        writeln!(out, "started   {}", m.started_at)?;
-        writeln!(out, "ended     {}", m.ended_at.as_deref().unwrap_or("-"))?;
+        writeln!(out, "started   {}", Escaped(&m.started_at))?;
+        writeln!(
+            out,
+            "ended     {}",
+            Escaped(m.ended_at.as_deref().unwrap_or("-"))
+        )?;
         if let Some(d) = self.duration() {
             let ms = Duration::from_millis(d.as_millis().try_into().unwrap_or(u64::MAX));
             writeln!(out, "duration  {}", humantime::format_duration(ms))?;
@@ -577,12 +719,17 @@ impl Session {
         if s.enabled {
             if s.profile == "offcpu" {
                 // No timer drives an off-CPU profile: every context switch is recorded.
-                write!(out, "sampling  {} (off-CPU only): {} lost", s.event, s.lost)?;
+                write!(
+                    out,
+                    "sampling  {} (off-CPU only): {} lost",
+                    Escaped(&s.event),
+                    s.lost
+                )?;
             } else {
                 write!(
                     out,
                     "sampling  {} at {} Hz: {} samples, {} lost, kernel frames {}",
-                    s.event,
+                    Escaped(&s.event),
                     s.frequency_hz,
                     s.samples,
                     s.lost,
@@ -590,7 +737,7 @@ impl Session {
                 )?;
             }
             match &s.reason {
-                Some(reason) => writeln!(out, " ({reason})")?,
+                Some(reason) => writeln!(out, " ({})", Escaped(reason))?,
                 None => writeln!(out)?,
             }
             if matches!(s.profile.as_str(), "offcpu" | "both") {
@@ -609,15 +756,15 @@ impl Session {
             }
         } else {
             let reason = s.reason.as_deref().unwrap_or("not requested");
-            writeln!(out, "sampling  off: {reason}")?;
+            writeln!(out, "sampling  off: {}", Escaped(reason))?;
         }
 
         if !m.summary.is_empty() {
             writeln!(out, "\nsummary")?;
             for f in &m.summary {
-                write!(out, "  {}: {}", f.name, f.value)?;
+                write!(out, "  {}: {}", Escaped(&f.name), f.value)?;
                 if !f.unit.is_empty() {
-                    write!(out, " {}", f.unit)?;
+                    write!(out, " {}", Escaped(&f.unit))?;
                 }
                 writeln!(out)?;
             }
@@ -625,9 +772,10 @@ impl Session {
 
         if !m.phases.is_empty() {
             writeln!(out, "\nphases")?;
-            let width = m.phases.iter().map(|p| p.name.len()).max().unwrap_or(0);
-            for p in &m.phases {
-                write!(out, "  {:<width$} {:>9.3} s", p.name, p.duration_s)?;
+            let names: Vec<_> = m.phases.iter().map(|p| escaped(&p.name)).collect();
+            let width = names.iter().map(|n| n.len()).max().unwrap_or(0).min(64);
+            for (p, name) in m.phases.iter().zip(&names) {
+                write!(out, "  {name:<width$} {:>9.3} s", p.duration_s)?;
                 let figure = |name: &str| p.figures.iter().find(|f| f.name == name);
                 if let Some(f) = figure("bytes") {
                     write!(out, "  {:>10}", human_bytes(f.value as u64))?;
@@ -642,28 +790,44 @@ impl Session {
             }
         }
 
+        // One metric merged at a time: a log of many tags costs one total, not one per tag.
         let mut notes = Vec::new();
-        let merged = self.merged_latency(&mut notes);
-        if !merged.is_empty() {
+        let width = self
+            .latency_tags()
+            .iter()
+            .map(|t| escaped(t).len())
+            .max()
+            .unwrap_or(0)
+            .clamp(6, 64);
+        let mut rows = Vec::new();
+        self.for_each_merged_latency(&mut notes, |tag, h| {
+            rows.push((
+                tag,
+                h.len(),
+                [0.5, 0.9, 0.99, 0.999].map(|q| h.value_at_quantile(q)),
+                h.max(),
+            ));
+        });
+        if !rows.is_empty() {
             writeln!(out, "\nlatency ({LATENCY_FILE}, whole run)")?;
-            let width = merged.keys().map(|t| t.len()).max().unwrap_or(0).max(6);
             writeln!(
                 out,
                 "  {:<width$} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
                 "metric", "count", "p50", "p90", "p99", "p99.9", "max"
             )?;
-            for (tag, h) in &merged {
-                let q = |q| human_ns(h.value_at_quantile(q) as f64);
+            for (tag, count, quantiles, max) in rows {
+                let tag = escaped(tag);
+                let q = |i: usize| human_ns(quantiles[i] as f64);
                 writeln!(
                     out,
                     "  {:<width$} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
-                    if tag.is_empty() { "(untagged)" } else { tag },
-                    h.len(),
-                    q(0.5),
-                    q(0.9),
-                    q(0.99),
-                    q(0.999),
-                    human_ns(h.max() as f64),
+                    if tag.is_empty() { "(untagged)" } else { &tag },
+                    count,
+                    q(0),
+                    q(1),
+                    q(2),
+                    q(3),
+                    human_ns(max as f64),
                 )?;
             }
         }
@@ -679,7 +843,7 @@ impl Session {
             )?;
             for (name, weight) in hottest_frames(cpu, 5) {
                 let share = weight as f64 * 100.0 / cpu.total_weight() as f64;
-                writeln!(out, "  {share:5.1}%  {name}")?;
+                writeln!(out, "  {share:5.1}%  {}", Escaped(name))?;
             }
         }
 
@@ -692,7 +856,7 @@ impl Session {
             for (name, weight) in blocking_frames(off, 5) {
                 let share = weight as f64 * 100.0 / off.total_weight() as f64;
                 let secs = weight as f64 / 1e6;
-                writeln!(out, "  {share:5.1}%  {secs:9.3} s  {name}")?;
+                writeln!(out, "  {share:5.1}%  {secs:9.3} s  {}", Escaped(name))?;
             }
         }
 
@@ -706,7 +870,7 @@ impl Session {
         if !warnings.is_empty() {
             writeln!(out, "\nwarnings")?;
             for w in warnings {
-                writeln!(out, "  - {w}")?;
+                writeln!(out, "  - {}", Escaped(w))?;
             }
         }
         Ok(())
@@ -715,16 +879,13 @@ impl Session {
     /// The resources section: peaks over the rows, and the totals of the last row that has
     /// them.
     fn write_resources(&self, out: &mut String) -> fmt::Result {
-        let resources = || self.rows.iter().filter_map(|r| r.resources.as_ref());
-        let peak_rss = resources().map(|r| r.peak_rss_bytes.max(r.rss_bytes)).max();
-        let max_threads = resources().map(|r| r.threads).max();
-        let max_processes = resources().map(|r| r.processes).max().filter(|&p| p > 0);
-        let switches = resources().rev().find_map(|r| r.ctx_switches_total);
-        let io = resources().rev().find_map(|r| r.io_total);
-        let cpu_time = resources()
-            .rev()
-            .map(|r| r.cpu_time_s)
-            .find(|t| t.is_finite());
+        let r = &self.row_summary;
+        let peak_rss = r.peak_rss_bytes;
+        let max_threads = r.max_threads;
+        let max_processes = r.max_processes.filter(|&p| p > 0);
+        let switches = r.ctx_switches_total;
+        let io = r.io_total;
+        let cpu_time = r.cpu_time_s;
         // The monitor's VmHWM counts from exec; wait4's figure (for runs too short to be
         // sampled) also holds pages inherited from the conductor at fork.
         let peak_rss = peak_rss.or(self.meta.worker.peak_rss_bytes);
@@ -788,9 +949,9 @@ impl Session {
                 out,
                 "  {:>9.2} s  {} (tid {}) in {} (pid {})",
                 t.cpu_s(),
-                or_unknown(&t.thread),
+                Escaped(or_unknown(&t.thread)),
                 t.tid,
-                or_unknown(&t.process),
+                Escaped(or_unknown(&t.process)),
                 t.pid
             )?;
         }
@@ -808,9 +969,9 @@ impl Session {
         match (start, end) {
             (Some(start), Some(end)) => end.duration_since(start).ok(),
             _ => self
-                .rows
-                .last()
-                .and_then(|r| Duration::try_from_secs_f64(r.t_s).ok()),
+                .row_summary
+                .last_t_s
+                .and_then(|t| Duration::try_from_secs_f64(t).ok()),
         }
     }
 
@@ -818,9 +979,48 @@ impl Session {
     /// for an untagged log); intervals that cannot be merged, or that would take a total past
     /// [`crate::histogram::MAX_TOTAL_COUNT`], are left out and said in `notes`.
     pub fn merged_latency(&self, notes: &mut Vec<String>) -> BTreeMap<&str, Histogram<u64>> {
-        let mut totals: BTreeMap<&str, crate::histogram::Total> = BTreeMap::new();
-        for interval in &self.latency {
-            let total = totals.entry(interval.tag.as_str()).or_default();
+        let mut merged = BTreeMap::new();
+        self.for_each_merged_latency(notes, |tag, h| {
+            merged.insert(tag, h);
+        });
+        merged
+    }
+
+    /// The tags of latency.hlog's intervals, in order, each once.
+    pub fn latency_tags(&self) -> Vec<&str> {
+        let tags: std::collections::BTreeSet<&str> =
+            self.latency.iter().map(|i| i.tag.as_str()).collect();
+        tags.into_iter().collect()
+    }
+
+    /// [`Session::merged_latency`] one metric at a time, in tag order, each total handed to
+    /// `f` and dropped before the next is merged: memory holds one total, not one per tag.
+    /// Totals without values are skipped.
+    pub fn for_each_merged_latency<'a>(
+        &'a self,
+        notes: &mut Vec<String>,
+        mut f: impl FnMut(&'a str, Histogram<u64>),
+    ) {
+        let mut by_tag: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, interval) in self.latency.iter().enumerate() {
+            by_tag.entry(interval.tag.as_str()).or_default().push(i);
+        }
+        for (tag, intervals) in by_tag {
+            if let Some(h) = self.merge_intervals(&intervals, notes) {
+                f(tag, h);
+            }
+        }
+    }
+
+    /// The total of the intervals at `indices` (of one tag), or `None` when it holds no
+    /// values.
+    fn merge_intervals(
+        &self,
+        indices: &[usize],
+        notes: &mut Vec<String>,
+    ) -> Option<Histogram<u64>> {
+        let mut total = crate::histogram::Total::default();
+        for interval in indices.iter().filter_map(|&i| self.latency.get(i)) {
             let was_full = total.is_full();
             match total.add(&interval.histogram) {
                 Ok(()) => {}
@@ -839,11 +1039,7 @@ impl Session {
                 )),
             }
         }
-        totals
-            .into_iter()
-            .filter_map(|(tag, total)| Some((tag, total.into_histogram()?)))
-            .filter(|(_, h)| !h.is_empty())
-            .collect()
+        total.into_histogram().filter(|h| !h.is_empty())
     }
 }
 
@@ -860,7 +1056,9 @@ pub fn load_meta(dir: &Path) -> Result<SessionMeta, SessionError> {
 
 fn read_meta(dir: &Path) -> Result<SessionMeta, SessionError> {
     let meta_path = dir.join(SESSION_FILE);
-    let Some(bytes) = read_optional(&meta_path)? else {
+    let opts = LoadOptions::from_env()?;
+    let kind = FileKind::SessionJson;
+    let Some(bytes) = read_bounded(&meta_path, kind, opts.file_limit(kind))? else {
         return Err(SessionError::NotASession { path: dir.into() });
     };
     parse_meta(&bytes, &meta_path)
@@ -912,22 +1110,6 @@ fn or_unknown(s: &str) -> &str {
     if s.is_empty() { "unknown" } else { s }
 }
 
-/// The content of a file that may be absent.
-pub(crate) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, SessionError> {
-    match fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-            ) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(SessionError::io(path, e)),
-    }
-}
-
 /// session.json: checks the schema version before reading the fields, so a newer schema is
 /// refused as such rather than as corrupt.
 fn parse_meta(bytes: &[u8], path: &Path) -> Result<SessionMeta, SessionError> {
@@ -935,10 +1117,17 @@ fn parse_meta(bytes: &[u8], path: &Path) -> Result<SessionMeta, SessionError> {
         path: path.into(),
         reason,
     };
-    let value: serde_json::Value =
+    /// Only the version, every other field skipped without being kept.
+    #[derive(serde::Deserialize)]
+    struct Version {
+        #[serde(default)]
+        schema_version: Option<serde_json::Value>,
+    }
+    let value: Version =
         serde_json::from_slice(bytes).map_err(|e| corrupt(json_reason(&e, e.line())))?;
     match value
-        .get("schema_version")
+        .schema_version
+        .as_ref()
         .and_then(serde_json::Value::as_u64)
     {
         None => Err(corrupt(
@@ -957,18 +1146,97 @@ fn parse_meta(bytes: &[u8], path: &Path) -> Result<SessionMeta, SessionError> {
 
 /// timeseries.jsonl. Blank lines are skipped; an unterminated last line that does not parse
 /// is what a killed recorder leaves: dropped with a warning.
+/// latency.hlog as one interval per tag, each the total of the tag's intervals, merged as
+/// they are read ([`Session::load_summary`]): memory holds one total per tag, however many
+/// intervals the log has. What cannot be merged is said in `warnings`, as
+/// [`Session::merged_latency`] says it.
+fn merge_hlog(
+    bytes: &[u8],
+    path: &Path,
+    opts: &LoadOptions,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<HlogInterval>, SessionError> {
+    struct Merged {
+        total: crate::histogram::Total,
+        start: f64,
+        end: f64,
+    }
+    let mut by_tag: BTreeMap<String, Merged> = BTreeMap::new();
+    let mut notes = Vec::new();
+    let log = hlog::parse_hlog_each(bytes, path, opts.max_intervals, opts.max_tags, |i| {
+        let merged = by_tag.entry(i.tag.clone()).or_insert_with(|| Merged {
+            total: crate::histogram::Total::default(),
+            start: i.start_offset_s,
+            end: i.start_offset_s,
+        });
+        merged.start = merged.start.min(i.start_offset_s);
+        merged.end = merged.end.max(i.start_offset_s + i.length_s);
+        let was_full = merged.total.is_full();
+        match merged.total.add(&i.histogram) {
+            Ok(()) => {}
+            Err(crate::histogram::TotalError::Full) if was_full => {}
+            Err(crate::histogram::TotalError::Full) => notes.push(format!(
+                "{LATENCY_FILE}: {:?} holds more than {} values; intervals from {:.3} s \
+                 on are left out of the totals",
+                i.tag,
+                crate::histogram::MAX_TOTAL_COUNT,
+                i.start_offset_s
+            )),
+            Err(e) => notes.push(format!(
+                "{LATENCY_FILE}: an interval of {:?} at {:.3} s cannot be merged: {e}",
+                i.tag, i.start_offset_s
+            )),
+        }
+    })?;
+    warnings.extend(log.warnings);
+    warnings.extend(notes);
+    Ok(by_tag
+        .into_iter()
+        .filter_map(|(tag, m)| {
+            Some(HlogInterval {
+                tag,
+                start_offset_s: m.start,
+                length_s: m.end - m.start,
+                histogram: m.total.into_histogram()?,
+            })
+        })
+        .collect())
+}
+
+/// With `keep` false, each row is folded into the summary and dropped.
 fn parse_rows(
     bytes: &[u8],
     path: &Path,
+    max_rows: usize,
+    keep: bool,
     warnings: &mut Vec<String>,
-) -> Result<Vec<TimeseriesRow>, SessionError> {
+) -> Result<(Vec<TimeseriesRow>, RowSummary), SessionError> {
     let mut rows = Vec::new();
+    let mut summary = RowSummary::default();
     for (i, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
         if line.trim_ascii().is_empty() {
             continue;
         }
-        match serde_json::from_slice(line) {
-            Ok(row) => rows.push(row),
+        if summary.rows >= max_rows {
+            let left = bytes[..]
+                .split_inclusive(|&b| b == b'\n')
+                .skip(i)
+                .filter(|l| !l.trim_ascii().is_empty())
+                .count();
+            warnings.push(format!(
+                "{}: more than {max_rows} intervals; {left} rows from line {} on were dropped",
+                path.display(),
+                i + 1
+            ));
+            break;
+        }
+        match serde_json::from_slice::<TimeseriesRow>(line) {
+            Ok(row) => {
+                summary.add(&row);
+                if keep {
+                    rows.push(row);
+                }
+            }
             Err(e) if !line.ends_with(b"\n") => warnings.push(format!(
                 "{}: line {} is incomplete ({}); the recorder was cut off while writing it, \
                  so it was dropped",
@@ -984,7 +1252,66 @@ fn parse_rows(
             }
         }
     }
-    Ok(rows)
+    Ok((rows, summary))
+}
+
+/// What `show` prints of timeseries.jsonl: the peaks over its rows and the totals of the
+/// last row that has them ([`Session::row_summary`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RowSummary {
+    /// Rows read.
+    pub rows: usize,
+    /// The largest `peak_rss_bytes` or `rss_bytes` of any row.
+    pub peak_rss_bytes: Option<u64>,
+    /// The most threads of any row.
+    pub max_threads: Option<u32>,
+    /// The most processes of any row.
+    pub max_processes: Option<u32>,
+    /// The context switches of the last row that has them.
+    pub ctx_switches_total: Option<crate::ContextSwitches>,
+    /// The I/O of the last row that has it.
+    pub io_total: Option<crate::IoCounters>,
+    /// The CPU time of the last row that has a finite one, seconds.
+    pub cpu_time_s: Option<f64>,
+    /// `t_s` of the last row.
+    pub last_t_s: Option<f64>,
+}
+
+impl RowSummary {
+    /// The summary of `rows`, in file order.
+    pub fn of(rows: &[TimeseriesRow]) -> Self {
+        let mut summary = RowSummary::default();
+        for row in rows {
+            summary.add(row);
+        }
+        summary
+    }
+
+    /// Folds `row` in, as the next row of the file.
+    pub fn add(&mut self, row: &TimeseriesRow) {
+        self.rows += 1;
+        self.last_t_s = Some(row.t_s);
+        let Some(r) = &row.resources else {
+            return;
+        };
+        let peak = r.peak_rss_bytes.max(r.rss_bytes);
+        self.peak_rss_bytes = Some(self.peak_rss_bytes.map_or(peak, |p| p.max(peak)));
+        self.max_threads = Some(self.max_threads.map_or(r.threads, |t| t.max(r.threads)));
+        self.max_processes = Some(
+            self.max_processes
+                .map_or(r.processes, |p| p.max(r.processes)),
+        );
+        if r.ctx_switches_total.is_some() {
+            self.ctx_switches_total = r.ctx_switches_total;
+        }
+        if r.io_total.is_some() {
+            self.io_total = r.io_total;
+        }
+        if r.cpu_time_s.is_finite() {
+            self.cpu_time_s = Some(r.cpu_time_s);
+        }
+    }
 }
 
 /// serde_json's message with the position as `line N, column C: …`, the line being `line`
@@ -1107,6 +1434,8 @@ mod tests {
         let err = parse_rows(
             b"{\"t_s\":1,\"interval_s\":1}\n{oops}\n",
             Path::new("ts"),
+            10,
+            true,
             &mut warnings,
         )
         .unwrap_err()

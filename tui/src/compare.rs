@@ -6,6 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use benchtop_sessions::compare::{self, CompareOptions, Comparison, Mover};
+use benchtop_sessions::dir::DirHandle;
+use benchtop_sessions::escape::Escaped;
 use benchtop_sessions::flame::write_differential_svg;
 use benchtop_sessions::store::Session;
 use benchtop_sessions::{StackKind, StackTree};
@@ -36,18 +38,25 @@ struct Movers {
 /// `--fail-on-regression` when a figure regressed.
 pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
     let load = |dir: &Path, which| {
-        Session::load(dir)
-            .with_context(|| format!("cannot open session {which} ({})", dir.display()))
+        Session::load(dir).with_context(|| {
+            format!(
+                "cannot open session {which} ({})",
+                Escaped(&dir.display().to_string())
+            )
+        })
     };
     let (a, b) = (load(&args.a, "A")?, load(&args.b, "B")?);
     let mut opts = CompareOptions::default();
     opts.threshold = args.threshold;
     let comparison = compare::compare(&a, &b, &opts);
 
-    let out_dir = args
+    let out_path = args
         .out
         .clone()
         .unwrap_or_else(|| default_out(&args.a, &args.b));
+    // Made when the first file is written: a comparison without stacks or latency
+    // writes nothing.
+    let mut out_dir: Option<DirHandle> = None;
     let mut files = Vec::new();
     let mut movers = Vec::new();
     for (kind, profile, ta, tb) in [
@@ -61,7 +70,7 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
             continue;
         }
         files.extend(write_diff(
-            &out_dir,
+            open_out(&mut out_dir, &out_path)?,
             kind,
             profile,
             ta,
@@ -73,7 +82,7 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
             movers: compare::movers(ta, tb, MOVERS),
         });
     }
-    if let Some(plot) = write_latency_plot(&out_dir, &a, &b)? {
+    if let Some(plot) = write_latency_plot(&mut out_dir, &out_path, &a, &b)? {
         files.push(plot);
     }
 
@@ -105,7 +114,7 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
                     x.self_b * 100.0,
                     x.total_a * 100.0,
                     x.total_b * 100.0,
-                    x.name
+                    Escaped(&x.name)
                 )?;
             }
         }
@@ -113,7 +122,7 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
             writeln!(
                 out,
                 "\ndifferential stacks and the latency plot in {}",
-                out_dir.display()
+                Escaped(&out_path.display().to_string())
             )?;
         }
     }
@@ -123,20 +132,36 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
         eprintln!(
             "benchtop: regressed beyond {:.1}%: {}",
             args.threshold * 100.0,
-            regressed.join(", ")
+            Escaped(&regressed.join(", "))
         );
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// latency.svg in `dir`: both sessions' whole-run latency per metric on one percentile
-/// plot; `None` when neither has latency.
-fn write_latency_plot(dir: &Path, a: &Session, b: &Session) -> Result<Option<PathBuf>> {
+/// The output directory, made or opened on first use: a fresh directory, or an existing
+/// one of this user that is not a symbolic link ([`DirHandle::create_or_open`]). Files go
+/// into it atomically, through temporary files created with `O_EXCL`.
+fn open_out<'a>(slot: &'a mut Option<DirHandle>, path: &Path) -> Result<&'a DirHandle> {
+    if slot.is_none() {
+        *slot = Some(DirHandle::create_or_open(path)?);
+    }
+    slot.as_ref()
+        .ok_or_else(|| anyhow::anyhow!("{}: not opened", path.display()))
+}
+
+/// latency.svg in the output directory: both sessions' whole-run latency per metric on one
+/// percentile plot; `None` when neither has latency.
+fn write_latency_plot(
+    out_dir: &mut Option<DirHandle>,
+    out_path: &Path,
+    a: &Session,
+    b: &Session,
+) -> Result<Option<PathBuf>> {
     let mut notes = Vec::new();
     let (la, lb) = (a.merged_latency(&mut notes), b.merged_latency(&mut notes));
     for note in notes {
-        eprintln!("benchtop: warning: {note}");
+        eprintln!("benchtop: warning: {}", Escaped(&note));
     }
     let label = |side: &str, tag: &str| match tag {
         "" => side.to_owned(),
@@ -153,14 +178,12 @@ fn write_latency_plot(dir: &Path, a: &Session, b: &Session) -> Result<Option<Pat
     let series: Vec<(&str, &hdrhistogram::Histogram<u64>)> =
         labelled.iter().map(|(l, h)| (l.as_str(), *h)).collect();
     let title = format!("latency: A {} against B {}", a.meta.id, b.meta.id);
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let path = dir.join("latency.svg");
-    std::fs::write(
-        &path,
-        benchtop_sessions::plot::percentile_svg(&title, &series),
-    )
-    .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(Some(path))
+    let dir = open_out(out_dir, out_path)?;
+    dir.write_atomically(
+        "latency.svg",
+        benchtop_sessions::plot::percentile_svg(&title, &series).as_bytes(),
+    )?;
+    Ok(Some(dir.join("latency.svg")))
 }
 
 /// `./compare-<A>-vs-<B>`, from the sessions' directory names.
@@ -176,18 +199,17 @@ fn default_out(a: &Path, b: &Path) -> PathBuf {
 
 /// Writes diff-<profile>.folded and its two flamegraphs; returns the files.
 fn write_diff(
-    dir: &Path,
+    dir: &DirHandle,
     kind: StackKind,
     profile: &str,
     a: &StackTree,
     b: &StackTree,
     normalize: bool,
 ) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let diff = compare::diff_folded(a, b, normalize)?;
-    let folded = dir.join(format!("diff-{profile}.folded"));
-    std::fs::write(&folded, &diff).with_context(|| format!("cannot write {}", folded.display()))?;
-    let mut files = vec![folded];
+    let folded = format!("diff-{profile}.folded");
+    dir.write_atomically(&folded, diff.as_bytes())?;
+    let mut files = vec![dir.join(&folded)];
     let what = match kind {
         StackKind::Cpu => "on-CPU",
         _ => "off-CPU",
@@ -204,11 +226,11 @@ fn write_diff(
             format!("{what}: A against B (negated: what B lost)"),
         ),
     ] {
-        let path = dir.join(format!("diff-{profile}{suffix}.svg"));
+        let name = format!("diff-{profile}{suffix}.svg");
         let mut svg = Vec::new();
         write_differential_svg(&diff, &title, kind.count_name(), negate, &mut svg)?;
-        std::fs::write(&path, svg).with_context(|| format!("cannot write {}", path.display()))?;
-        files.push(path);
+        dir.write_atomically(&name, &svg)?;
+        files.push(dir.join(&name));
     }
     Ok(files)
 }

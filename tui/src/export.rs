@@ -1,14 +1,16 @@
 //! `benchtop export DIR`: a session in formats other tools read.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use benchtop_sessions::StackTree;
-use benchtop_sessions::export::{hgrm, speedscope, summary_csv, summary_markdown};
+use benchtop_sessions::dir::DirHandle;
+use benchtop_sessions::escape::Escaped;
+use benchtop_sessions::export::{hgrm, summary_csv, summary_markdown, write_speedscope};
 use benchtop_sessions::plot::{self, percentile_svg};
-use benchtop_sessions::pprof::encode_session;
+use benchtop_sessions::pprof::encode_session_to;
 use benchtop_sessions::store::Session;
 use hdrhistogram::Histogram;
 
@@ -19,11 +21,23 @@ use crate::cli::{ExportArgs, ExportFormat};
 const NS_PER_MS: f64 = 1e6;
 
 /// Writes the formats asked for and prints each file written.
+///
+/// The output directory is created with one `mkdir`, or is an existing directory of this
+/// user that is not a symbolic link; each file is written to a temporary file created with
+/// `O_EXCL` in it and renamed into place ([`DirHandle::write_atomically_with`]), so an
+/// error (a full disk) leaves no partial, empty or temporary file where a file was
+/// promised. Large outputs (speedscope, pprof) are written as they are made.
 pub fn export(args: &ExportArgs) -> Result<ExitCode> {
-    let session = Session::load(&args.dir)
-        .with_context(|| format!("cannot open the session {}", args.dir.display()))?;
-    let out = args.out.clone().unwrap_or_else(|| args.dir.clone());
-    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    // Every format reads the rows' summary and the merged latency, never single
+    // intervals: the summary load keeps memory independent of the number of intervals.
+    let session = Session::load_summary(&args.dir).with_context(|| {
+        format!(
+            "cannot open the session {}",
+            Escaped(&args.dir.display().to_string())
+        )
+    })?;
+    let out_path = args.out.clone().unwrap_or_else(|| args.dir.clone());
+    let out = DirHandle::create_or_open(&out_path)?;
     let formats = if args.format.is_empty() {
         vec![
             ExportFormat::Hgrm,
@@ -43,7 +57,7 @@ pub fn export(args: &ExportArgs) -> Result<ExitCode> {
                 let mut notes = Vec::new();
                 let merged = session.merged_latency(&mut notes);
                 for note in notes {
-                    eprintln!("benchtop: warning: {note}");
+                    eprintln!("benchtop: warning: {}", Escaped(&note));
                 }
                 if merged.is_empty() {
                     eprintln!("benchtop: no latency in this session: no .hgrm written");
@@ -64,7 +78,9 @@ pub fn export(args: &ExportArgs) -> Result<ExitCode> {
                     ("offcpu.speedscope.json", &session.offcpu, "microseconds"),
                 ] {
                     if let Some(tree) = tree.as_ref().filter(|t| !t.is_empty()) {
-                        written.push(write_speedscope(&out, file, tree, name, unit)?);
+                        written.push(write_with(&out, file, |w| {
+                            write_speedscope(tree, name, unit, w)
+                        })?);
                     }
                 }
             }
@@ -98,7 +114,9 @@ pub fn export(args: &ExportArgs) -> Result<ExitCode> {
                 if empty(&session.cpu) && empty(&session.offcpu) {
                     eprintln!("benchtop: no stacks in this session: no profile.pb.gz written");
                 } else {
-                    written.push(write(&out, "profile.pb.gz", &encode_session(&session))?);
+                    written.push(write_with(&out, "profile.pb.gz", |w| {
+                        encode_session_to(&session, w)
+                    })?);
                 }
             }
             ExportFormat::SummaryCsv => {
@@ -112,24 +130,22 @@ pub fn export(args: &ExportArgs) -> Result<ExitCode> {
     }
     let mut stdout = std::io::stdout().lock();
     for path in written {
-        writeln!(stdout, "{}", path.display())?;
+        writeln!(stdout, "{}", Escaped(&path.display().to_string()))?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn write_speedscope(
-    dir: &Path,
-    file: &str,
-    tree: &StackTree,
-    name: &str,
-    unit: &str,
-) -> Result<PathBuf> {
-    let json = serde_json::to_vec(&speedscope(tree, name, unit))?;
-    write(dir, file, &json)
+/// Writes `name` in `dir` atomically with `bytes`; returns its path.
+fn write(dir: &DirHandle, name: &str, bytes: &[u8]) -> Result<PathBuf> {
+    write_with(dir, name, |w| w.write_all(bytes))
 }
 
-fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
-    let path = dir.join(name);
-    std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(path)
+/// Writes `name` in `dir` atomically with what `f` writes; returns its path.
+fn write_with(
+    dir: &DirHandle,
+    name: &str,
+    f: impl FnOnce(&mut std::io::BufWriter<&std::fs::File>) -> std::io::Result<()>,
+) -> Result<PathBuf> {
+    dir.write_atomically_with(name, f)?;
+    Ok(dir.join(name))
 }

@@ -747,6 +747,7 @@ mod tests {
         Session {
             dir: dir.into(),
             meta,
+            row_summary: crate::RowSummary::of(&rows),
             rows,
             latency,
             cpu: None,

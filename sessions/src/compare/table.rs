@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use super::{Comparison, FigureComparison, Verdict};
+use crate::escape::{Escaped, escaped, markdown_cell, markdown_code};
 use crate::units::human_count;
 
 /// A value in its unit, for the table: `1.23 ms`, `8.20 M/s`, `21.4 MiB`.
@@ -36,9 +37,9 @@ impl FigureComparison {
     /// The row as the table shows it: figure, A, B, change, interval, verdict.
     pub fn cells(&self) -> [String; 6] {
         [
-            self.name.clone(),
-            show(self.a, &self.unit),
-            show(self.b, &self.unit),
+            escaped(&self.name).into_owned(),
+            escaped(&show(self.a, &self.unit)).into_owned(),
+            escaped(&show(self.b, &self.unit)).into_owned(),
             percent(self.change.change),
             self.change.ci.map_or(String::new(), |(lo, hi)| {
                 format!("[{}, {}]", percent(lo), percent(hi))
@@ -52,9 +53,9 @@ impl Comparison {
     /// The table as text: figure, A, B, change, interval, verdict.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "A: {}\nB: {}\n", self.a, self.b);
+        let _ = writeln!(out, "A: {}\nB: {}\n", Escaped(&self.a), Escaped(&self.b));
         for w in &self.warnings {
-            let _ = writeln!(out, "warning: {w}");
+            let _ = writeln!(out, "warning: {}", Escaped(w));
         }
         if !self.warnings.is_empty() {
             out.push('\n');
@@ -107,9 +108,14 @@ impl Comparison {
     /// The table as Markdown, for CI comments.
     pub fn to_markdown(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "**A** `{}` → **B** `{}`\n", self.a, self.b);
+        let _ = writeln!(
+            out,
+            "**A** `{}` → **B** `{}`\n",
+            markdown_code(&self.a),
+            markdown_code(&self.b)
+        );
         for w in &self.warnings {
-            let _ = writeln!(out, "> ⚠ {w}");
+            let _ = writeln!(out, "> ⚠ {}", escaped(w));
         }
         if !self.warnings.is_empty() {
             out.push('\n');
@@ -128,9 +134,9 @@ impl Comparison {
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} |",
-                f.name,
-                show(f.a, &f.unit),
-                show(f.b, &f.unit),
+                markdown_cell(&f.name),
+                markdown_cell(&show(f.a, &f.unit)),
+                markdown_cell(&show(f.b, &f.unit)),
                 percent(f.change.change),
                 ci,
                 verdict

@@ -33,6 +33,7 @@ fn every_corrupt_fixture_gives_its_documented_error() {
                 SessionError::Corrupt { .. }
                     | SessionError::UnsupportedSchema { .. }
                     | SessionError::NotASession { .. }
+                    | SessionError::NotAFile { .. }
             ),
             "{}: {err:?}",
             dir.display()

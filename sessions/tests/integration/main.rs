@@ -10,6 +10,7 @@ mod compat;
 mod corrupt;
 mod flame;
 mod hlog;
+mod hostile;
 mod monitors;
 mod store;
 mod verdicts;

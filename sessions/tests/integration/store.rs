@@ -330,8 +330,12 @@ fn an_svg_that_cannot_be_written_still_leaves_the_folded_stacks_and_no_stale_svg
     w.write_stacks(StackKind::Cpu, &old, "t").unwrap();
     assert!(dir.join("cpu.svg").exists());
 
-    // A directory where the SVG's temporary file goes: the SVG cannot be written.
+    // Something in the way of every temporary name the SVG could take (none is ever
+    // reused): the SVG cannot be written.
     fs::create_dir(dir.join("cpu.svg.tmp")).unwrap();
+    for n in 2..=100 {
+        fs::create_dir(dir.join(format!("cpu.svg.tmp.{n}"))).unwrap();
+    }
     let err = w
         .write_stacks(StackKind::Cpu, &cpu_tree(), "ring: on-CPU")
         .unwrap_err();
@@ -448,4 +452,25 @@ fn the_summary_shows_the_run_its_figures_latency_resources_and_hot_frames() {
     // metric, count, then p50 p90 p99 p99.9 max as value + unit pairs.
     assert_eq!(&cols[..4], ["rtt", "9", "1.50", "µs"], "{rtt}");
     assert_eq!(&cols[cols.len() - 2..], ["2.00", "ms"], "{rtt}");
+}
+
+#[test]
+fn a_summary_load_keeps_no_rows_and_shows_the_same_text() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    write_complete(&dir)
+        .finish(Status::Complete, "2024-05-01T12:00:03Z".into())
+        .unwrap();
+    let full = Session::load(&dir).unwrap();
+    let summary = Session::load_summary(&dir).unwrap();
+    assert_eq!(full.rows.len(), 3);
+    assert!(summary.rows.is_empty());
+    assert_eq!(summary.row_summary, full.row_summary);
+    assert_eq!(summary.row_summary.rows, 3);
+    assert_eq!(summary.summary_text(), full.summary_text());
+    assert!(
+        full.summary_text().contains("peak RSS"),
+        "{}",
+        full.summary_text()
+    );
 }

@@ -9,6 +9,7 @@ mod echo;
 mod export;
 mod external;
 mod hostile_args;
+mod hostile_sessions;
 mod hostile_terminal;
 mod kvstore;
 mod leftovers;

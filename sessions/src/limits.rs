@@ -1,0 +1,259 @@
+//! What a loader reads from a session, at most: file sizes per kind of file, and counts of
+//! intervals, stacks, parameters and histogram tags.
+//!
+//! A session directory may come from anywhere. Its files are opened without following a
+//! symbolic link and without blocking (`O_NOFOLLOW | O_NONBLOCK`), refused unless they are
+//! regular files (a FIFO, a device, a link to `/dev/zero`), refused when larger than the
+//! limit of their kind, and read with that limit, so memory never exceeds it whatever the
+//! file claims or grows to. Counts beyond their limit are dropped with a warning saying what
+//! was dropped. docs/session-format.md lists the numbers.
+//!
+//! ```
+//! use benchtop_sessions::limits::{LoadOptions, MAX_PARAMS};
+//!
+//! let opts = LoadOptions::default();
+//! assert_eq!(opts.max_params, MAX_PARAMS);
+//! assert_eq!(opts.file_limit(benchtop_sessions::limits::FileKind::SessionJson), 16 << 20);
+//! ```
+
+use std::fs::File;
+use std::io::Read as _;
+use std::path::Path;
+
+use rustix::fs::{FileType, Mode, OFlags};
+
+use crate::SessionError;
+
+/// Intervals read from timeseries.jsonl (rows) and from latency.hlog (interval lines), each:
+/// ten times what one hour at `--interval 100ms` produces.
+pub const MAX_INTERVALS: usize = 1_000_000;
+/// Distinct stacks read from one folded file.
+pub const MAX_STACKS: usize = 1_000_000;
+/// Workload parameters read from session.json.
+pub const MAX_PARAMS: usize = 10_000;
+/// Distinct histogram tags (metrics) read from latency.hlog.
+pub const MAX_TAGS: usize = 1_000;
+
+/// The environment variable that overrides the size limit of every file kind, in bytes.
+pub const MAX_FILE_BYTES_ENV: &str = "BENCHTOP_MAX_FILE_BYTES";
+
+const MIB: u64 = 1 << 20;
+
+/// The files a loader reads, each with its own size limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FileKind {
+    /// session.json: 16 MiB.
+    SessionJson,
+    /// timeseries.jsonl: 256 MiB.
+    Timeseries,
+    /// latency.hlog: 256 MiB.
+    Hlog,
+    /// cpu.folded and offcpu.folded: 256 MiB each.
+    Folded,
+    /// threads.csv: 16 MiB (the 65 536 exited threads a recorder keeps, and the live ones,
+    /// take about 6 MiB).
+    Threads,
+}
+
+impl FileKind {
+    /// The default size limit, bytes.
+    pub fn default_limit(self) -> u64 {
+        match self {
+            FileKind::SessionJson => 16 * MIB,
+            FileKind::Timeseries | FileKind::Hlog | FileKind::Folded => 256 * MIB,
+            FileKind::Threads => 16 * MIB,
+        }
+    }
+
+    /// How errors name the kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            FileKind::SessionJson => "session.json",
+            FileKind::Timeseries => "timeseries.jsonl",
+            FileKind::Hlog => "latency.hlog",
+            FileKind::Folded => "folded stacks",
+            FileKind::Threads => "threads.csv",
+        }
+    }
+}
+
+/// The limits a load applies. `Default` holds the documented numbers;
+/// [`LoadOptions::from_env`] also reads [`MAX_FILE_BYTES_ENV`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LoadOptions {
+    /// One size limit for every file kind, bytes, instead of each kind's default.
+    pub max_file_bytes: Option<u64>,
+    /// See [`MAX_INTERVALS`].
+    pub max_intervals: usize,
+    /// See [`MAX_STACKS`].
+    pub max_stacks: usize,
+    /// See [`MAX_PARAMS`].
+    pub max_params: usize,
+    /// See [`MAX_TAGS`].
+    pub max_tags: usize,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            max_file_bytes: None,
+            max_intervals: MAX_INTERVALS,
+            max_stacks: MAX_STACKS,
+            max_params: MAX_PARAMS,
+            max_tags: MAX_TAGS,
+        }
+    }
+}
+
+impl LoadOptions {
+    /// The defaults, with the size limit of [`MAX_FILE_BYTES_ENV`] when it is set: a whole
+    /// number of bytes, else [`SessionError::BadLimit`].
+    pub fn from_env() -> Result<Self, SessionError> {
+        let mut opts = LoadOptions::default();
+        if let Some(value) = std::env::var_os(MAX_FILE_BYTES_ENV) {
+            let bytes = value
+                .to_str()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .ok_or_else(|| SessionError::BadLimit {
+                    name: MAX_FILE_BYTES_ENV,
+                    value: value.to_string_lossy().into_owned(),
+                })?;
+            opts.max_file_bytes = Some(bytes);
+        }
+        Ok(opts)
+    }
+
+    /// The size limit of `kind`, bytes.
+    pub fn file_limit(&self, kind: FileKind) -> u64 {
+        self.max_file_bytes.unwrap_or_else(|| kind.default_limit())
+    }
+}
+
+/// What is at a path, for [`SessionError::NotAFile`].
+fn describe(file_type: FileType) -> &'static str {
+    match file_type {
+        FileType::Directory => "a directory",
+        FileType::Fifo => "a FIFO",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        FileType::Socket => "a socket",
+        FileType::Symlink => "a symbolic link",
+        _ => "not a regular file",
+    }
+}
+
+/// The content of the file at `path`, at most `limit` bytes; `None` when there is no file.
+///
+/// Opened with `O_NOFOLLOW | O_NONBLOCK` (a link is refused, not followed; a FIFO does not
+/// block the open) and checked with `fstat` to be a regular file, else
+/// [`SessionError::NotAFile`] naming it. A file larger than `limit` is
+/// [`SessionError::TooLarge`]: its size is checked before reading, and reading stops one byte
+/// past the limit whatever the size said, so memory never exceeds it.
+pub fn read_bounded(
+    path: &Path,
+    kind: FileKind,
+    limit: u64,
+) -> Result<Option<Vec<u8>>, SessionError> {
+    let fd = match rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => return Ok(None),
+        Err(rustix::io::Errno::LOOP) => {
+            return Err(SessionError::NotAFile {
+                path: path.into(),
+                what: "a symbolic link",
+            });
+        }
+        Err(e) => return Err(SessionError::io(path, e.into())),
+    };
+    let stat = rustix::fs::fstat(&fd).map_err(|e| SessionError::io(path, e.into()))?;
+    let file_type = FileType::from_raw_mode(stat.st_mode);
+    if file_type != FileType::RegularFile {
+        return Err(SessionError::NotAFile {
+            path: path.into(),
+            what: describe(file_type),
+        });
+    }
+    let too_large = || SessionError::TooLarge {
+        path: path.into(),
+        limit,
+        kind: kind.name(),
+    };
+    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    if size > limit {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    File::from(fd)
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| SessionError::io(path, e))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(Some(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_is_refused_and_a_missing_file_is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join("z")).unwrap();
+        let err = read_bounded(&dir.path().join("z"), FileKind::Folded, 10).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                SessionError::NotAFile {
+                    what: "a symbolic link",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(
+            read_bounded(&dir.path().join("none"), FileKind::Folded, 10)
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_file_one_byte_past_the_limit_is_too_large() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"0123456789").unwrap();
+        assert_eq!(
+            read_bounded(&path, FileKind::Folded, 10).unwrap().unwrap(),
+            b"0123456789"
+        );
+        let err = read_bounded(&path, FileKind::Folded, 9).unwrap_err();
+        assert!(
+            matches!(err, SessionError::TooLarge { limit: 9, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains(MAX_FILE_BYTES_ENV), "{err}");
+    }
+
+    #[test]
+    fn a_character_device_is_refused_without_being_read() {
+        let err = read_bounded(Path::new("/dev/zero"), FileKind::Folded, 10).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                SessionError::NotAFile {
+                    what: "a character device",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+}

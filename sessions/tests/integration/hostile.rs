@@ -1,0 +1,493 @@
+//! Hostile directories and files: links planted where a session is recorded, FIFOs and
+//! devices in place of session files, files past their limits, a disk that fills up.
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use benchtop_sessions::limits::{LoadOptions, MAX_PARAMS, MAX_TAGS};
+use benchtop_sessions::meta::FailureKind;
+use benchtop_sessions::{Session, SessionError, SessionWriter, StackKind, StackTree, Status};
+
+use crate::{histogram, meta, row};
+
+/// A file another user cares about, with its content.
+fn victim(root: &Path) -> PathBuf {
+    let path = root.join("victim");
+    fs::write(&path, b"precious\n").unwrap();
+    path
+}
+
+fn assert_untouched(victim: &Path) {
+    assert_eq!(
+        fs::read(victim).unwrap(),
+        b"precious\n",
+        "the victim file changed"
+    );
+}
+
+#[test]
+fn links_planted_in_a_record_directory_make_it_refused_and_leave_their_targets_alone() {
+    let root = tempfile::tempdir().unwrap();
+    let victim = victim(root.path());
+    for name in [
+        "latency.hlog",
+        "timeseries.jsonl",
+        "worker.log",
+        "session.json.tmp",
+        "threads.csv.tmp",
+    ] {
+        let dir = root.path().join(format!("rec-{name}"));
+        fs::create_dir(&dir).unwrap();
+        symlink(&victim, dir.join(name)).unwrap();
+        let err = SessionWriter::create(&dir, meta("x")).unwrap_err();
+        assert!(
+            matches!(&err, SessionError::NotEmpty { entry, .. } if entry == name),
+            "{name}: {err}"
+        );
+        assert!(
+            err.to_string().contains(&dir.display().to_string()),
+            "{err}"
+        );
+        assert_untouched(&victim);
+    }
+}
+
+#[test]
+fn links_planted_while_recording_are_never_written_through() {
+    let root = tempfile::tempdir().unwrap();
+    let victim = victim(root.path());
+    let dir = root.path().join("s");
+    let mut w = SessionWriter::create(&dir, meta("x")).unwrap();
+    for name in [
+        "timeseries.jsonl",
+        "latency.hlog",
+        "worker.log",
+        "session.json.tmp",
+        "threads.csv.tmp",
+        "cpu.folded.tmp",
+        "threads.csv",
+    ] {
+        symlink(&victim, dir.join(name)).unwrap();
+    }
+    let err = w.append_row(&row(1.0, 1, 1, 1)).unwrap_err();
+    assert!(err.to_string().contains("timeseries.jsonl"), "{err}");
+    let err = w
+        .append_latency("rtt", 0.0, 1.0, &histogram(&[1_000]))
+        .unwrap_err();
+    assert!(err.to_string().contains("latency.hlog"), "{err}");
+    let err = w.append_worker_log(b"hello\n").unwrap_err();
+    assert!(err.to_string().contains("worker.log"), "{err}");
+    // Atomic writes pick a temporary name of their own and replace a planted final name.
+    w.write_threads(&[]).unwrap();
+    assert!(
+        !fs::symlink_metadata(dir.join("threads.csv"))
+            .unwrap()
+            .is_symlink()
+    );
+    let mut t = StackTree::new();
+    t.add_names(["main"], 1);
+    w.write_stacks(StackKind::Cpu, &t, "t").unwrap();
+    w.update_meta(|m| m.sampling.samples = 1).unwrap();
+    w.finish(Status::Complete, "2024-05-01T12:00:01Z".into())
+        .unwrap();
+    assert_untouched(&victim);
+    // The loader refuses the links left in place of the appended files, naming one.
+    let err = Session::load(&dir).unwrap_err();
+    assert!(matches!(err, SessionError::NotAFile { .. }), "{err}");
+    for name in ["timeseries.jsonl", "latency.hlog", "worker.log"] {
+        fs::remove_file(dir.join(name)).unwrap();
+    }
+    let s = Session::load(&dir).unwrap();
+    assert_eq!(s.cpu.unwrap().total_weight(), 1);
+    // The planted links are where they were; nothing was renamed from them.
+    for name in ["session.json.tmp", "threads.csv.tmp", "cpu.folded.tmp"] {
+        assert!(fs::symlink_metadata(dir.join(name)).unwrap().is_symlink());
+    }
+}
+
+#[test]
+fn a_directory_holding_anything_is_refused_a_stale_timeseries_or_an_earlier_session() {
+    let root = tempfile::tempdir().unwrap();
+    let stale = root.path().join("stale");
+    fs::create_dir(&stale).unwrap();
+    fs::write(
+        stale.join("timeseries.jsonl"),
+        b"{\"t_s\":1,\"interval_s\":1}\n",
+    )
+    .unwrap();
+    let err = SessionWriter::create(&stale, meta("x")).unwrap_err();
+    assert!(matches!(err, SessionError::NotEmpty { .. }), "{err}");
+    assert_eq!(
+        fs::read(stale.join("timeseries.jsonl")).unwrap(),
+        b"{\"t_s\":1,\"interval_s\":1}\n"
+    );
+
+    let earlier = root.path().join("earlier");
+    SessionWriter::create(&earlier, meta("x"))
+        .unwrap()
+        .finish(Status::Complete, "2024-05-01T12:00:01Z".into())
+        .unwrap();
+    let err = SessionWriter::create(&earlier, meta("y")).unwrap_err();
+    assert!(matches!(err, SessionError::AlreadyExists { .. }), "{err}");
+}
+
+#[test]
+fn of_two_recorders_started_into_one_directory_exactly_one_records() {
+    let root = tempfile::tempdir().unwrap();
+    for round in 0..20 {
+        let dir = root.path().join(format!("race-{round}"));
+        fs::create_dir(&dir).unwrap();
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let racers: Vec<_> = (0..2)
+            .map(|i| {
+                let (dir, barrier) = (dir.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    SessionWriter::create(&dir, meta(&format!("racer-{i}"))).map(|_| i)
+                })
+            })
+            .collect();
+        let results: Vec<_> = racers.into_iter().map(|t| t.join().unwrap()).collect();
+        let winners: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+        assert_eq!(winners.len(), 1, "round {round}: {results:?}");
+        for err in results.iter().filter_map(|r| r.as_ref().err()) {
+            assert!(
+                matches!(
+                    err,
+                    SessionError::AlreadyExists { .. } | SessionError::NotEmpty { .. }
+                ),
+                "{err}"
+            );
+            assert!(
+                err.to_string().contains(&dir.display().to_string()),
+                "{err}"
+            );
+        }
+        let id = Session::load(&dir).unwrap().meta.id;
+        assert_eq!(id, format!("racer-{}", winners[0]));
+    }
+}
+
+#[test]
+fn a_link_or_another_users_directory_is_refused_as_a_record_directory() {
+    let root = tempfile::tempdir().unwrap();
+    let real = root.path().join("real");
+    fs::create_dir(&real).unwrap();
+    symlink(&real, root.path().join("link")).unwrap();
+    let err = SessionWriter::create(&root.path().join("link"), meta("x")).unwrap_err();
+    assert!(
+        matches!(&err, SessionError::UnsafeDirectory { reason, .. } if reason.contains("symbolic link")),
+        "{err}"
+    );
+    assert_eq!(fs::read_dir(&real).unwrap().count(), 0);
+
+    // A device in place of the directory (`--record /dev/null`): said as what it is.
+    let err = SessionWriter::create(Path::new("/dev/null"), meta("x")).unwrap_err();
+    assert!(
+        matches!(&err, SessionError::UnsafeDirectory { reason, .. } if reason.contains("not a directory")),
+        "{err}"
+    );
+    assert!(err.to_string().starts_with("/dev/null: "), "{err}");
+
+    // `nobody`'s empty directory: chown needs root, which these tests run as.
+    let theirs = root.path().join("theirs");
+    fs::create_dir(&theirs).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534))
+        .expect("chown to uid 65534 needs root: run the tests as root");
+    let err = SessionWriter::create(&theirs, meta("x")).unwrap_err();
+    assert!(
+        matches!(&err, SessionError::UnsafeDirectory { reason, .. } if reason.contains("65534")),
+        "{err}"
+    );
+}
+
+/// A finished session with every file the loader reads.
+fn complete_session(dir: &Path) {
+    let mut w = SessionWriter::create(dir, meta("x")).unwrap();
+    w.append_row(&row(1.0, 1, 1, 1)).unwrap();
+    w.append_latency("rtt", 0.0, 1.0, &histogram(&[1_000]))
+        .unwrap();
+    let mut t = StackTree::new();
+    t.add_names(["main"], 1);
+    w.write_stacks(StackKind::Cpu, &t, "t").unwrap();
+    w.write_stacks(StackKind::OffCpu, &t, "t").unwrap();
+    w.write_threads(&[]).unwrap();
+    w.finish(Status::Complete, "2024-05-01T12:00:01Z".into())
+        .unwrap();
+}
+
+const LOADED_FILES: [&str; 6] = [
+    "session.json",
+    "timeseries.jsonl",
+    "latency.hlog",
+    "cpu.folded",
+    "offcpu.folded",
+    "threads.csv",
+];
+
+/// Loads `dir` on a thread of its own: a load that hangs fails the test instead of the run.
+fn load_within(dir: &Path, limit: Duration) -> Result<Session, SessionError> {
+    let (tx, rx) = mpsc::channel();
+    let dir = dir.to_owned();
+    std::thread::spawn(move || {
+        let _ = tx.send(Session::load_with(&dir, &LoadOptions::default()));
+    });
+    rx.recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("loading hung for {limit:?}"))
+}
+
+#[test]
+fn a_fifo_in_place_of_any_session_file_is_refused_at_once() {
+    let root = tempfile::tempdir().unwrap();
+    for name in LOADED_FILES {
+        let dir = root.path().join(format!("s-{name}"));
+        complete_session(&dir);
+        fs::remove_file(dir.join(name)).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.join(name),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let err = load_within(&dir, Duration::from_secs(20)).unwrap_err();
+        assert!(
+            matches!(&err, SessionError::NotAFile { path, what: "a FIFO" } if path.ends_with(name)),
+            "{name}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_link_to_dev_zero_in_place_of_any_session_file_is_refused_unread() {
+    let root = tempfile::tempdir().unwrap();
+    for name in LOADED_FILES {
+        let dir = root.path().join(format!("s-{name}"));
+        complete_session(&dir);
+        fs::remove_file(dir.join(name)).unwrap();
+        symlink("/dev/zero", dir.join(name)).unwrap();
+        let err = load_within(&dir, Duration::from_secs(20)).unwrap_err();
+        assert!(
+            matches!(&err, SessionError::NotAFile { path, what: "a symbolic link" } if path.ends_with(name)),
+            "{name}: {err}"
+        );
+        assert!(err.to_string().contains(name), "{err}");
+    }
+}
+
+#[test]
+fn a_file_past_its_size_limit_is_refused_naming_the_limit() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    complete_session(&dir);
+    let mut opts = LoadOptions::default();
+    opts.max_file_bytes = Some(64);
+    let err = Session::load_with(&dir, &opts).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            SessionError::TooLarge {
+                limit: 64,
+                kind: "session.json",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("BENCHTOP_MAX_FILE_BYTES"), "{err}");
+}
+
+#[test]
+fn parameters_past_ten_thousand_are_dropped_with_a_warning() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    let mut m = meta("x");
+    for i in 0..MAX_PARAMS + 5 {
+        m.workload.params.insert(format!("p{i:05}"), i.into());
+    }
+    SessionWriter::create(&dir, m)
+        .unwrap()
+        .finish(Status::Complete, "2024-05-01T12:00:01Z".into())
+        .unwrap();
+    let s = Session::load(&dir).unwrap();
+    assert_eq!(s.meta.workload.params.len(), MAX_PARAMS);
+    let warning = s
+        .warnings
+        .iter()
+        .find(|w| w.contains("parameters"))
+        .unwrap();
+    assert!(warning.contains("7 were dropped"), "{warning}");
+}
+
+#[test]
+fn histogram_tags_past_a_thousand_are_dropped_with_a_warning() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    let mut w = SessionWriter::create(&dir, meta("x")).unwrap();
+    let h = histogram(&[1_000]);
+    for i in 0..MAX_TAGS + 3 {
+        w.append_latency(&format!("t{i}"), 0.0, 1.0, &h).unwrap();
+    }
+    w.append_latency("t0", 1.0, 1.0, &h).unwrap();
+    w.finish(Status::Complete, "2024-05-01T12:00:01Z".into())
+        .unwrap();
+    let s = Session::load(&dir).unwrap();
+    assert_eq!(
+        s.latency.len(),
+        MAX_TAGS + 1,
+        "the known tag's later interval is kept"
+    );
+    let warning = s.warnings.iter().find(|w| w.contains("tags")).unwrap();
+    assert!(warning.contains("3 interval lines"), "{warning}");
+}
+
+#[test]
+fn intervals_past_the_limit_are_dropped_with_a_warning() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    let mut w = SessionWriter::create(&dir, meta("x")).unwrap();
+    let h = histogram(&[1_000]);
+    for i in 0..5 {
+        w.append_row(&row(f64::from(i) + 1.0, 1, 1, 1)).unwrap();
+        w.append_latency("rtt", f64::from(i), 1.0, &h).unwrap();
+    }
+    w.finish(Status::Complete, "2024-05-01T12:00:05Z".into())
+        .unwrap();
+    let mut opts = LoadOptions::default();
+    opts.max_intervals = 3;
+    let s = Session::load_with(&dir, &opts).unwrap();
+    assert_eq!((s.rows.len(), s.latency.len()), (3, 3));
+    let text = s.warnings.join("\n");
+    assert!(
+        text.contains("2 rows from line 4 on were dropped"),
+        "{text}"
+    );
+    assert!(text.contains("2 interval lines from line"), "{text}");
+}
+
+#[test]
+fn failed_and_killed_sessions_load_and_say_why() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    SessionWriter::create(&dir, meta("x"))
+        .unwrap()
+        .finish(Status::Killed, "2024-05-01T12:00:01Z".into())
+        .unwrap();
+    assert_eq!(Session::load(&dir).unwrap().meta.status, Status::Killed);
+
+    let dir = root.path().join("f");
+    let mut w = SessionWriter::create(&dir, meta("x")).unwrap();
+    let err = SessionError::io(
+        dir.join("worker.log"),
+        std::io::Error::from_raw_os_error(28), // ENOSPC
+    );
+    assert!(err.is_no_space());
+    w.fail(err.failure(), "2024-05-01T12:00:01Z".into())
+        .unwrap();
+    let s = Session::load(&dir).unwrap();
+    assert_eq!(s.meta.status, Status::Failed);
+    let failure = s.meta.failure.as_ref().unwrap();
+    assert_eq!(failure.kind, FailureKind::NoSpace);
+    assert!(failure.path.as_deref().unwrap().ends_with("worker.log"));
+    let text = s.summary_text();
+    assert!(text.contains("status    failed"), "{text}");
+    assert!(text.contains("no space left on device"), "{text}");
+
+    // A kind this build does not know reads as `other`.
+    let json = fs::read_to_string(dir.join("session.json"))
+        .unwrap()
+        .replace("\"no_space\"", "\"cosmic_ray\"");
+    fs::write(dir.join("session.json"), json).unwrap();
+    let s = Session::load(&dir).unwrap();
+    assert_eq!(s.meta.failure.unwrap().kind, FailureKind::Other);
+}
+
+/// A tmpfs of `size` mounted on a new directory, unmounted when dropped.
+struct Tmpfs {
+    _root: tempfile::TempDir,
+    mount: PathBuf,
+}
+
+impl Tmpfs {
+    fn new(size: &str) -> Tmpfs {
+        let root = tempfile::tempdir().unwrap();
+        let mount = root.path().join("small");
+        fs::create_dir(&mount).unwrap();
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&mount)
+            .status()
+            .expect("mount(8) is needed to test a full disk");
+        assert!(
+            status.success(),
+            "mounting a tmpfs failed: these tests need root (mount -t tmpfs)"
+        );
+        Tmpfs { _root: root, mount }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.mount).status();
+    }
+}
+
+/// Every name in `dir` ending in `.tmp` or holding `.tmp.`.
+fn tmp_files(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp") || n.contains(".tmp."))
+        .collect()
+}
+
+#[test]
+fn a_full_disk_ends_the_session_as_failed_and_leaves_what_was_written_valid() {
+    let fs_ = Tmpfs::new("2m");
+    let dir = fs_.mount.join("s");
+    let mut w = SessionWriter::create(&dir, meta("x")).unwrap();
+    w.append_row(&row(1.0, 1, 1, 1)).unwrap();
+    let chunk = vec![b'x'; 256 * 1024];
+    let err = loop {
+        if let Err(e) = w.append_worker_log(&chunk) {
+            break e;
+        }
+    };
+    assert!(err.is_no_space(), "{err}");
+    assert!(err.to_string().contains("worker.log"), "{err}");
+
+    // The disk is full to the last block: a rewrite of session.json may fail; when it
+    // does, the one written before stays whole, and no temporary file is left.
+    let failure = err.failure();
+    assert_eq!(failure.kind, FailureKind::NoSpace);
+    let mut stacks = StackTree::new();
+    for i in 0..20_000 {
+        stacks.add_names(["main", &format!("frame-{i}")], 1);
+    }
+    let err = w.write_stacks(StackKind::Cpu, &stacks, "t").unwrap_err();
+    assert!(err.is_no_space(), "{err}");
+    assert!(
+        !dir.join("cpu.folded").exists(),
+        "a partial cpu.folded was left"
+    );
+    assert_eq!(tmp_files(&dir), Vec::<String>::new());
+    if w.fail(failure.clone(), "2024-05-01T12:00:01Z".into())
+        .is_err()
+    {
+        assert_eq!(tmp_files(&dir), Vec::<String>::new());
+        assert_eq!(Session::load(&dir).unwrap().meta.status, Status::Crashed);
+        // Space freed (as a recorder may do by ending the worker's log): now it is said.
+        fs::write(dir.join("worker.log"), b"").unwrap();
+        w.fail(failure, "2024-05-01T12:00:01Z".into()).unwrap();
+    }
+    let s = Session::load(&dir).unwrap();
+    assert_eq!(s.meta.status, Status::Failed);
+    assert_eq!(s.meta.failure.as_ref().unwrap().kind, FailureKind::NoSpace);
+    assert_eq!(s.rows.len(), 1);
+    assert_eq!(tmp_files(&dir), Vec::<String>::new());
+}
