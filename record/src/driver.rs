@@ -126,6 +126,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         sampler: None,
         monitor: None,
         save_pending: false,
+        write_failure: None,
     };
     run.say(Notice::Starting);
     // Whatever happens in the loop, even a panic, the session is finalized.
@@ -304,6 +305,8 @@ pub(crate) struct Run<'a> {
     pub(crate) monitor: Option<TreeMonitor>,
     /// The live view asked for a save; it happens when the sampler's copy comes.
     pub(crate) save_pending: bool,
+    /// The first write to the session that failed, for session.json's `failure`.
+    pub(crate) write_failure: Option<benchtop_sessions::meta::Failure>,
 }
 
 impl Run<'_> {
@@ -316,7 +319,10 @@ impl Run<'_> {
                 None => Err(RecvTimeoutError::Disconnected),
             };
             match input {
-                Ok(input) => self.on_input(input)?,
+                Ok(input) => {
+                    let handled = self.on_input(input);
+                    self.unless_write_failed(handled)?;
+                }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
                     // Every reader is gone: nothing more can arrive; don't spin.
@@ -324,8 +330,8 @@ impl Run<'_> {
                     std::thread::sleep(TURN);
                 }
             }
-            self.write_monitor_row()?;
-            self.take_stacks()?;
+            let written = self.write_monitor_row().and_then(|()| self.take_stacks());
+            self.unless_write_failed(written)?;
             self.feed_requests()?;
             if self.exit.is_none()
                 && let Some(exit) = self.worker.try_reap().map_err(|source| RecordError::Wait {
@@ -342,6 +348,24 @@ impl Run<'_> {
             self.feed(Event::Tick)?;
         }
         Ok(())
+    }
+
+    /// A write to the session that failed (a full disk, most likely) stops the run as Ctrl-C
+    /// does, so the worker ends its work and the session ends `failed` with what is already
+    /// on disk; later writes that fail the same way are let go. Other errors end the loop.
+    fn unless_write_failed(&mut self, result: Result<(), RecordError>) -> Result<(), RecordError> {
+        match result {
+            Err(RecordError::Session(e)) if e.io_kind().is_some() => {
+                if self.write_failure.is_none() {
+                    let failure = e.failure();
+                    self.say(Notice::WriteFailed(e.to_string()));
+                    self.write_failure = Some(failure);
+                    self.feed(Event::WriteFailed)?;
+                }
+                Ok(())
+            }
+            other => other,
+        }
     }
 
     /// Interrupts and the live view's stop, as events.

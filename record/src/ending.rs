@@ -122,12 +122,17 @@ impl Ending {
             Ending::Complete | Ending::DurationElapsed { .. } | Ending::Lingered { .. } => {
                 Status::Complete
             }
-            Ending::Stopped { .. } => Status::Stopped,
-            // Until sessions know `killed`: the status of the stop that was asked for.
-            Ending::KilledOnSecondInterrupt { asked, .. }
-            | Ending::KilledAfterIgnoringStop { asked, .. } => asked.status(),
-            // Until sessions know `failed`: crashed, as any recorder failure.
-            Ending::WriteFailed { .. } => Status::Crashed,
+            Ending::Stopped { by, .. } => by.status(),
+            // The user chose to kill it: the stop they asked for.
+            Ending::KilledOnSecondInterrupt { asked, .. } => asked.status(),
+            // A write failure is the run's ending whatever the worker did after.
+            Ending::KilledAfterIgnoringStop {
+                asked: StopCause::WriteFailed,
+                ..
+            }
+            | Ending::WriteFailed { .. } => Status::Failed,
+            // It ignored the stop and had to be killed: not a complete run.
+            Ending::KilledAfterIgnoringStop { .. } => Status::Killed,
             Ending::WorkerCrashed(_) | Ending::ProtocolRefused(_) | Ending::RecorderFailure(_) => {
                 Status::Crashed
             }

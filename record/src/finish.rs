@@ -6,9 +6,9 @@ use std::time::{Duration, SystemTime};
 
 use benchtop_profilers::monitor::TreeMonitorOptions;
 use benchtop_protocol as protocol;
-use benchtop_sessions::SessionError;
 use benchtop_sessions::meta::{Better, Figure};
 use benchtop_sessions::store::{StackKind, rfc3339};
+use benchtop_sessions::{SessionError, Status};
 use hdrhistogram::Histogram;
 
 use crate::RecordError;
@@ -58,8 +58,25 @@ impl Run<'_> {
             m.summary = figures;
             m.warnings.extend(warnings);
         });
-        let all_warnings = self.writer.meta().warnings.clone();
-        let dir = self.writer.finish(status, rfc3339(SystemTime::now()))?;
+        let mut all_warnings = self.writer.meta().warnings.clone();
+        let ended_at = rfc3339(SystemTime::now());
+        let (dir, status) = match self.write_failure.take() {
+            // The disk refused a write: session.json alone is rewritten, as `failed` with
+            // the file and the error, so what is on disk stays as it was written.
+            Some(failure) => {
+                all_warnings.push(format!(
+                    "the session could not be written, so the run was stopped: {}{}",
+                    failure
+                        .path
+                        .as_deref()
+                        .map_or(String::new(), |p| format!("{p}: ")),
+                    failure.message
+                ));
+                self.writer.fail(failure, ended_at)?;
+                (self.writer.dir().to_path_buf(), Status::Failed)
+            }
+            None => (self.writer.finish(status, ended_at)?, status),
+        };
         Ok(RecordOutcome {
             dir,
             status,

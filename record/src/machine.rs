@@ -171,6 +171,8 @@ pub enum Event {
     Interrupt,
     /// The live view asked the run to stop.
     StopAsked,
+    /// Writing the session failed: the worker is stopped as for a stop asked.
+    WriteFailed,
     /// The worker exited (or an attached process ended).
     Exited(WorkerExit),
     /// Every stream of the worker reached its end.
@@ -291,6 +293,7 @@ pub fn step(mut c: Conductor, event: Event, now: Instant) -> (Conductor, Vec<Act
             }
         }
         Event::StopAsked => request_stop(&mut c, StopCause::User, now, &mut actions),
+        Event::WriteFailed => request_stop(&mut c, StopCause::WriteFailed, now, &mut actions),
         Event::Exited(exit) => {
             let stopped = match &c.phase {
                 Phase::Stopping {

@@ -33,6 +33,9 @@ pub enum StopCause {
     Duration,
     /// The worker said all it will but did not exit.
     Lingering,
+    /// Writing the session failed (a full disk, most likely): the worker is stopped as
+    /// for Ctrl-C, what is on disk stays, and the session ends `failed`.
+    WriteFailed,
 }
 
 impl StopCause {
@@ -41,6 +44,7 @@ impl StopCause {
         match self {
             StopCause::Interrupt | StopCause::User => Status::Stopped,
             StopCause::Duration | StopCause::Lingering => Status::Complete,
+            StopCause::WriteFailed => Status::Failed,
         }
     }
 }
@@ -207,6 +211,8 @@ pub enum Notice {
     Report(ReportIssue),
     /// Stack sampling was refused (perf permissions); the run goes on without stacks.
     NoSampling(String),
+    /// Writing the session failed (the error, naming the file): the run is stopped.
+    WriteFailed(String),
     /// The stacks so far and threads.csv were written into the session, as asked.
     SnapshotSaved {
         /// The files written.
@@ -222,7 +228,9 @@ impl Notice {
     /// What kind of notice this is.
     pub fn kind(&self) -> NoticeKind {
         match self {
-            Notice::Report(_) | Notice::NoSampling(_) => NoticeKind::Warning,
+            Notice::Report(_) | Notice::NoSampling(_) | Notice::WriteFailed(_) => {
+                NoticeKind::Warning
+            }
             Notice::SnapshotSaved { .. } | Notice::ThreadsSaved => NoticeKind::Done,
             Notice::Starting
             | Notice::Running
@@ -249,6 +257,7 @@ impl fmt::Display for Notice {
                     StopCause::Interrupt => "interrupted",
                     StopCause::User => "stop asked",
                     StopCause::Duration | StopCause::Lingering => "duration reached",
+                    StopCause::WriteFailed => "the session cannot be written",
                 };
                 let what = match how {
                     StopHow::Message => "stopping the worker",
@@ -264,6 +273,12 @@ impl fmt::Display for Notice {
             Notice::GaveUp(failure) => write!(f, "{failure}"),
             Notice::Report(issue) => write!(f, "worker report: {issue}"),
             Notice::NoSampling(why) => write!(f, "no stack sampling: {why}"),
+            Notice::WriteFailed(error) => {
+                write!(
+                    f,
+                    "the session cannot be written ({error}): stopping the run"
+                )
+            }
             Notice::SnapshotSaved { files } => write!(f, "snapshot saved: {}", files.join(", ")),
             Notice::ThreadsSaved => {
                 f.write_str("snapshot saved: threads.csv (no stacks: sampling is off)")

@@ -25,6 +25,11 @@ use crate::{
 
 /// The session metadata file.
 pub const SESSION_FILE: &str = "session.json";
+/// Disk held while a session is recorded, for its last session.json
+/// ([`SessionWriter::fail`]); removed when the recording ends.
+pub const RESERVE_FILE: &str = "session.json.reserve";
+/// The size of [`RESERVE_FILE`]: many times a session.json.
+pub const RESERVE_BYTES: usize = 256 << 10;
 /// One JSON row per interval.
 pub const TIMESERIES_FILE: &str = "timeseries.jsonl";
 /// HdrHistogram interval log of the latencies.
@@ -186,12 +191,31 @@ impl SessionWriter {
         // at once, the second is refused here rather than overwriting the first's.
         let json = writer.meta_json()?;
         writer.dir.write_new_atomically(SESSION_FILE, &json)?;
+        writer.reserve_space();
         Ok(writer)
     }
 
     /// The session directory.
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// Holds [`RESERVE_BYTES`] of the disk in [`RESERVE_FILE`] for the recording's end: a
+    /// disk that fills during the run still has room for the last session.json, which
+    /// [`SessionWriter::fail`] and [`SessionWriter::finish`] free first. Best effort: on
+    /// a disk already too full for it, the recording goes on without.
+    fn reserve_space(&self) {
+        let reserved = self
+            .dir
+            .create_file(RESERVE_FILE, false)
+            .and_then(|mut file| {
+                file.write_all(&[0u8; RESERVE_BYTES])
+                    .and_then(|()| file.sync_all())
+                    .map_err(|e| SessionError::io(self.dir.join(RESERVE_FILE), e))
+            });
+        if reserved.is_err() {
+            self.dir.remove_quietly(RESERVE_FILE);
+        }
     }
 
     /// The metadata as last written.
@@ -344,6 +368,7 @@ impl SessionWriter {
         }
         self.meta.status = status;
         self.meta.ended_at = Some(ended_at);
+        self.dir.remove_quietly(RESERVE_FILE);
         self.write_meta()?;
         Ok(self.dir.path().to_owned())
     }
@@ -357,6 +382,8 @@ impl SessionWriter {
     /// It takes the writer by reference, so a recorder may free space and try again; the
     /// writer should not be used for anything else afterwards.
     pub fn fail(&mut self, failure: Failure, ended_at: String) -> Result<(), SessionError> {
+        // The room held for this moment.
+        self.dir.remove_quietly(RESERVE_FILE);
         let mut meta = self.meta.clone();
         meta.status = Status::Failed;
         meta.failure = Some(failure);

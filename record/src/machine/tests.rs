@@ -137,8 +137,8 @@ fn a_stop_ignored_escalates_to_sigterm_then_sigkill() {
     ));
     assert_eq!(
         ending.status(),
-        Status::Complete,
-        "the duration was reached"
+        Status::Killed,
+        "it ignored the stop and had to be killed: not a complete run"
     );
     let warnings = ending.warnings().join("\n");
     assert!(
@@ -493,6 +493,20 @@ fn a_command_that_speaks_the_protocol_and_exits_0_without_a_summary_is_complete(
 }
 
 #[test]
+fn a_write_failure_stops_the_worker_as_asked_and_fails_the_session() {
+    let mut sim = Sim::running(None);
+    sim.at(1.0);
+    let stop = sim.feed(Event::WriteFailed);
+    assert!(stop.contains(&Action::SendStop), "{stop:?}");
+    assert!(signals(&stop).is_empty(), "asked, not signalled: {stop:?}");
+    // A second failure changes nothing.
+    assert!(sim.feed(Event::WriteFailed).is_empty());
+    sim.feed(Event::Summary);
+    let ending = sim.exits(exit_code(0)).clone();
+    assert_eq!(ending.status(), Status::Failed, "{ending:?}");
+}
+
+#[test]
 fn an_attached_process_is_detached_from_never_signalled() {
     let (mut sim, first) = Sim::new(Kind::Attach, Some(Duration::from_secs(2)));
     assert_eq!(first, [Action::Start]);
@@ -524,7 +538,7 @@ fn an_attached_process_is_detached_from_never_signalled() {
 }
 
 #[test]
-fn endings_map_to_todays_statuses_in_one_place() {
+fn endings_map_to_statuses_in_one_place() {
     let exit = exit_code(0);
     let cases = [
         (Ending::Complete, Status::Complete),
@@ -535,7 +549,25 @@ fn endings_map_to_todays_statuses_in_one_place() {
                 who: Who::Worker,
                 no_summary: false,
             },
-            Status::Stopped,
+            Status::Killed,
+        ),
+        (
+            Ending::KilledAfterIgnoringStop {
+                asked: StopCause::WriteFailed,
+                exit,
+                who: Who::Worker,
+                no_summary: false,
+            },
+            Status::Failed,
+        ),
+        (
+            Ending::Stopped {
+                by: StopCause::WriteFailed,
+                exit: Some(exit),
+                who: Who::Worker,
+                no_summary: false,
+            },
+            Status::Failed,
         ),
         (
             Ending::KilledAfterIgnoringStop {
@@ -544,14 +576,14 @@ fn endings_map_to_todays_statuses_in_one_place() {
                 who: Who::Worker,
                 no_summary: false,
             },
-            Status::Complete,
+            Status::Killed,
         ),
         (
             Ending::WriteFailed {
                 path: "timeseries.jsonl".into(),
                 kind: std::io::ErrorKind::StorageFull,
             },
-            Status::Crashed,
+            Status::Failed,
         ),
         (
             Ending::RecorderFailure(Failure::Recording("boom".into())),

@@ -382,13 +382,13 @@ fn links_planted_in_an_out_directory_are_replaced_never_followed() {
 }
 
 /// A tmpfs of `size` mounted on a new directory, unmounted when dropped.
-struct Tmpfs {
+pub(crate) struct Tmpfs {
     _root: tempfile::TempDir,
-    mount: PathBuf,
+    pub(crate) mount: PathBuf,
 }
 
 impl Tmpfs {
-    fn new(size: &str) -> Tmpfs {
+    pub(crate) fn new(size: &str) -> Tmpfs {
         let root = tempfile::tempdir().unwrap();
         let mount = root.path().join("small");
         fs::create_dir(&mount).unwrap();

@@ -5,6 +5,7 @@
 mod compare;
 mod defs;
 mod deps;
+mod disk_full;
 mod echo;
 mod export;
 mod external;
