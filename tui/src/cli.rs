@@ -61,7 +61,8 @@ benchtop attach $(pgrep -n my-server) --record /tmp/server-profile")]
         /// The session directory.
         dir: PathBuf,
     },
-    /// Compare session B against session A: every comparable figure with a verdict
+    /// Compare session B against session A (or series of runs: `run --runs N`): every
+    /// comparable figure with a verdict
     /// judged from the per-interval samples, the differential flamegraphs, and the
     /// functions whose share moved most.
     ///

@@ -9,6 +9,7 @@ use benchtop_sessions::compare::{self, CompareOptions, Comparison, Mover};
 use benchtop_sessions::dir::DirHandle;
 use benchtop_sessions::escape::Escaped;
 use benchtop_sessions::flame::write_differential_svg;
+use benchtop_sessions::series::Recorded;
 use benchtop_sessions::store::Session;
 use benchtop_sessions::{StackKind, StackTree};
 use serde::Serialize;
@@ -38,17 +39,31 @@ struct Movers {
 /// `--fail-on-regression` when a figure regressed.
 pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
     let load = |dir: &Path, which| {
-        Session::load(dir).with_context(|| {
+        let recorded = Recorded::load(dir).with_context(|| {
             format!(
                 "cannot open session {which} ({})",
                 Escaped(&dir.display().to_string())
             )
-        })
+        })?;
+        for warning in recorded.warnings() {
+            eprintln!("benchtop: warning: {which}: {}", Escaped(&warning));
+        }
+        if recorded.runs().is_empty() {
+            anyhow::bail!(
+                "series {which} ({}) has no complete run to judge",
+                Escaped(&dir.display().to_string())
+            );
+        }
+        Ok(recorded)
     };
-    let (a, b) = (load(&args.a, "A")?, load(&args.b, "B")?);
+    let (ra, rb) = (load(&args.a, "A")?, load(&args.b, "B")?);
+    let (runs_a, runs_b) = (ra.runs(), rb.runs());
     let mut opts = CompareOptions::default();
     opts.threshold = args.threshold;
-    let comparison = compare::compare(&a, &b, &opts);
+    // One session a side, or series of runs: judged across runs when there are several.
+    let comparison = compare::compare_runs(&runs_a, &runs_b, &opts);
+    // The stacks of every run of a side together; the latency plot of its first run.
+    let (a, b) = (merged(&runs_a), merged(&runs_b));
 
     let out_path = args
         .out
@@ -82,7 +97,7 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
             movers: compare::movers(ta, tb, MOVERS),
         });
     }
-    if let Some(plot) = write_latency_plot(&mut out_dir, &out_path, &a, &b)? {
+    if let Some(plot) = write_latency_plot(&mut out_dir, &out_path, runs_a[0], runs_b[0])? {
         files.push(plot);
     }
 
@@ -137,6 +152,28 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The on-CPU and off-CPU stacks of `runs` added together (one run: its own).
+struct Stacks {
+    cpu: Option<StackTree>,
+    offcpu: Option<StackTree>,
+}
+
+fn merged(runs: &[&Session]) -> Stacks {
+    let add = |pick: fn(&Session) -> &Option<StackTree>| {
+        runs.iter()
+            .filter_map(|s| pick(s).as_ref())
+            .fold(None, |sum, tree| {
+                let mut sum: StackTree = sum.unwrap_or_default();
+                sum.merge(tree);
+                Some(sum)
+            })
+    };
+    Stacks {
+        cpu: add(|s| &s.cpu),
+        offcpu: add(|s| &s.offcpu),
+    }
 }
 
 /// The output directory, made or opened on first use: a fresh directory, or an existing

@@ -166,3 +166,66 @@ fn a_broken_session_is_refused_naming_the_file() {
         "{stderr}"
     );
 }
+
+/// A series of `n` runs written with `session`, each a bit off the rate `rate`, the
+/// level moving 1 % from run to run.
+fn series(dir: &Path, n: usize, rate: f64, hot: &str) {
+    use benchtop_sessions::series::{RunRole, SeriesMeta, SeriesWriter};
+    let mut w = SeriesWriter::create(dir, SeriesMeta::new("ring", "2026-11-24T12:00:00Z")).unwrap();
+    for i in 0..n {
+        let run = w.next_run_dir(RunRole::Run, BTreeMap::new()).unwrap();
+        let level = 1.0 + (i as f64 - n as f64 / 2.0) * 0.01;
+        session(&run, "tell", rate * level, hot, 20);
+    }
+}
+
+#[test]
+fn two_series_compare_across_their_runs_and_a_session_against_a_series_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    series(&a, 5, 1e6, "hot");
+    series(&b, 5, 0.8e6, "hot");
+    let out = benchtop()
+        .args(["compare", "--json", "--out"])
+        .arg(tmp.path().join("diff"))
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["runs"], serde_json::json!([5, 5]), "{report}");
+    assert_eq!(report["noise"], "runs");
+    let rate = report["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "messages/s")
+        .unwrap();
+    assert_eq!(rate["verdict"], "regressed", "{rate}");
+    // The stacks of every run, added: the differential files are written.
+    assert!(tmp.path().join("diff/diff-cpu.folded").exists());
+
+    // One session against the series.
+    let one = tmp.path().join("one");
+    session(&one, "tell", 1e6, "hot", 20);
+    let out = benchtop()
+        .arg("compare")
+        .arg(&b)
+        .arg(&one)
+        .arg("--out")
+        .arg(tmp.path().join("d2"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("5 run(s) of A, 1 of B"), "{text}");
+}
