@@ -2,6 +2,7 @@
 //! terminal (tmux).
 #![allow(clippy::unwrap_used)]
 
+mod ab;
 mod compare;
 mod defs;
 mod deps;
@@ -15,6 +16,7 @@ mod netns;
 mod process_tree;
 mod reap;
 mod record;
+mod series;
 mod setup;
 mod support;
 mod terminal;
