@@ -108,7 +108,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let mut recorder = SeriesRecorder::create(record.record.as_deref(), &name, record.quiet)?;
     let total = series.warmup as usize + runs as usize * points.len();
-    let mut tally = Tally::default();
+    let mut tally = Tally::new();
     let plan = (0..series.warmup)
         .map(|_| (RunRole::Warmup, &points[0]))
         .chain((0..runs).flat_map(|_| points.iter().map(|p| (RunRole::Run, p))));
@@ -122,16 +122,35 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
 }
 
 /// How the runs of a series ended.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Tally {
+    /// Interrupts counted before the series began.
+    interrupts: usize,
+    ran: usize,
     complete: usize,
     failed: Vec<String>,
     stopped: bool,
 }
 
 impl Tally {
-    /// Counts a run; true when the user stopped it, which ends the series.
+    /// Nothing ran yet.
+    pub(crate) fn new() -> Self {
+        Tally {
+            interrupts: record::interrupts(),
+            ran: 0,
+            complete: 0,
+            failed: Vec::new(),
+            stopped: false,
+        }
+    }
+
+    /// Counts a run; true when the user stopped it, or interrupted after it ended (both
+    /// end the series).
     pub(crate) fn add(&mut self, outcome: &RecordOutcome) -> bool {
+        self.ran += 1;
+        if record::interrupts() > self.interrupts {
+            self.stopped = true;
+        }
         match outcome.status {
             Status::Complete => self.complete += 1,
             Status::Stopped => self.stopped = true,
@@ -156,7 +175,7 @@ impl Tally {
     fn report(&self, dir: &Path, planned: usize) -> Result<ExitCode> {
         use std::io::Write;
         let mut out = std::io::stdout().lock();
-        let ran = self.complete + self.failed.len() + usize::from(self.stopped);
+        let ran = self.ran;
         let mut line = format!(
             "series: {} ({ran} of {planned} runs, {} complete",
             dir.display(),

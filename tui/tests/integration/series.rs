@@ -1,11 +1,13 @@
 //! `benchtop run … --runs N --warmup K --sweep PARAM=…`: a series of sessions.
 
 use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
 
 use benchtop_sessions::Status;
 use benchtop_sessions::series::{RunRole, Series};
 
-use crate::support::benchtop;
+use crate::support::{benchtop, complete_lines, wait_until};
 
 /// A short ring: a few hundred laps of a small ring, 100 ms intervals, no sampling.
 const SHORT_RING: [&str; 8] = [
@@ -113,4 +115,64 @@ fn a_sweep_of_two_ring_sizes_writes_a_point_each_and_the_larger_ring_laps_slower
     // A lap of ten times the nodes takes longer: the point reached the worker.
     let lap = |i: usize| crate::support::figure(measured[i], "time_taken_for_ring_messaging");
     assert!(lap(1) > lap(0), "{} vs {}", lap(0), lap(1));
+}
+
+#[test]
+fn ctrl_c_stops_the_current_run_and_the_series_and_what_ran_still_loads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    // A ring that would take minutes, five times over.
+    let conductor = benchtop()
+        .args([
+            "run",
+            "ring",
+            "--num-nodes",
+            "1000",
+            "--num-rounds",
+            "100000000",
+            "--interval",
+            "100ms",
+            "--profile=none",
+            "--runs",
+            "5",
+            "--quiet",
+            "--record",
+        ])
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rows = dir.join("run-1").join("timeseries.jsonl");
+    wait_until("run-1's ticks", Duration::from_secs(60), || {
+        complete_lines(&rows) >= 1
+    });
+    // SAFETY: SIGINT to the conductor this test started, as Ctrl-C in a terminal does.
+    assert_eq!(
+        unsafe { libc::kill(conductor.id() as i32, libc::SIGINT) },
+        0
+    );
+    let output = conductor.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("1 of 5 runs") && stdout.contains("stopped"),
+        "{stdout}"
+    );
+    let series = Series::load(&dir).unwrap();
+    assert_eq!(series.meta.runs.len(), 1, "no run began after Ctrl-C");
+    assert_eq!(series.sessions[0].1.meta.status, Status::Stopped);
+    assert!(series.measured().is_empty());
+    assert!(
+        series
+            .warnings
+            .iter()
+            .any(|w| w.contains("run-1: ended stopped")),
+        "{:?}",
+        series.warnings
+    );
 }
