@@ -16,8 +16,9 @@ use std::time::{Instant, SystemTime};
 
 use anyhow::{Context, Result};
 use benchtop_sessions::Status;
-use benchtop_sessions::series::{RunRole, SeriesMeta, SeriesWriter};
-use benchtop_sessions::{SessionError, new_session_id, rfc3339};
+use benchtop_sessions::series::{RunRole, Series, SeriesMeta, SeriesWriter};
+use benchtop_sessions::units::human_count;
+use benchtop_sessions::{Session, SessionError, new_session_id, rfc3339};
 use benchtop_workloads::echo::{PHASE_PARAMS, PHASE_SWEEP};
 use benchtop_workloads::worker::Workload;
 use clap::{FromArgMatches, Subcommand};
@@ -117,6 +118,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         if tally.add(&outcome) {
             break;
         }
+    }
+    // The table of points, read back as `benchtop show` reads a series.
+    match Series::load(recorder.dir()) {
+        Ok(series) => print!("{}", points_table(&series)),
+        Err(e) => eprintln!("benchtop: warning: cannot read the series back: {e}"),
     }
     tally.report(recorder.dir(), total)
 }
@@ -294,6 +300,131 @@ pub fn point_text(point: &BTreeMap<String, Value>) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The table of a series' points, for `benchtop show SERIES`: a row per point (in the
+/// order the points first ran), how many of its runs were measured and completed, and
+/// the mean over those runs of each result figure (the workload's summary figures with a
+/// better direction; all of them when none has one), with the spread between runs.
+pub fn points_table(series: &Series) -> String {
+    use std::fmt::Write as _;
+    let mut points: Vec<&BTreeMap<String, Value>> = Vec::new();
+    for run in &series.meta.runs {
+        if run.role == RunRole::Run && !points.contains(&&run.point) {
+            points.push(&run.point);
+        }
+    }
+    let measured = series.measured();
+    let sessions_of = |point: &BTreeMap<String, Value>| -> Vec<&Session> {
+        series
+            .sessions
+            .iter()
+            .filter(|(i, s)| {
+                let run = &series.meta.runs[*i];
+                run.point == *point && measured.iter().any(|m| std::ptr::eq(*m, s))
+            })
+            .map(|(_, s)| s)
+            .collect()
+    };
+    let mut names: Vec<(&str, &str)> = Vec::new();
+    let any_better = measured
+        .iter()
+        .any(|s| s.meta.summary.iter().any(|f| f.better.is_some()));
+    for s in &measured {
+        for f in &s.meta.summary {
+            if (f.better.is_some() || !any_better) && !names.iter().any(|(n, _)| *n == f.name) {
+                names.push((&f.name, &f.unit));
+            }
+        }
+    }
+    let mut rows: Vec<Vec<String>> = vec![
+        ["point".to_owned(), "runs".to_owned()]
+            .into_iter()
+            .chain(names.iter().map(|(n, u)| match *u {
+                "" => (*n).to_owned(),
+                u => format!("{n} ({u})"),
+            }))
+            .collect(),
+    ];
+    for point in points {
+        let named = series
+            .meta
+            .runs
+            .iter()
+            .filter(|r| r.role == RunRole::Run && r.point == *point)
+            .count();
+        let runs = sessions_of(point);
+        let mut row = vec![
+            match point_text(point) {
+                t if t.is_empty() => "-".to_owned(),
+                t => t,
+            },
+            format!("{}/{named}", runs.len()),
+        ];
+        for (name, _) in &names {
+            let values: Vec<f64> = runs
+                .iter()
+                .filter_map(|s| s.meta.summary.iter().find(|f| f.name == *name))
+                .map(|f| f.value)
+                .filter(|v| v.is_finite())
+                .collect();
+            row.push(mean_and_spread(&values));
+        }
+        rows.push(row);
+    }
+    let columns = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "series {} ({}): {} measured runs",
+        series.dir.display(),
+        series.meta.workload,
+        measured.len()
+    );
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (cell, w))| match c {
+                0 => format!("{cell:<w$}"),
+                _ => format!("{cell:>w$}"),
+            })
+            .collect();
+        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+    }
+    for w in &series.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    out
+}
+
+/// `1.23k ± 2.0%` (the spread is the runs' standard deviation over the mean).
+fn mean_and_spread(values: &[f64]) -> String {
+    if values.is_empty() {
+        return "-".to_owned();
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let shown = short(mean);
+    if values.len() < 2 || mean == 0.0 {
+        return shown;
+    }
+    let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    format!("{shown} ± {:.1}%", sd / mean.abs() * 100.0)
+}
+
+/// A value in three significant digits: `0.00491`, `12.3`, `1.55 M` (SI prefixes from a
+/// thousand on).
+fn short(v: f64) -> String {
+    if v.abs() >= 1000.0 || v == 0.0 || !v.is_finite() {
+        return human_count(v);
+    }
+    let decimals = (2 - v.abs().log10().floor() as i32).max(0) as usize;
+    format!("{v:.decimals$}")
 }
 
 /// One `--sweep PARAM=V1,V2,…`, read.
@@ -529,6 +660,60 @@ mod tests {
         }
         let twice = expand(&ring(), &["num-nodes=1".into(), "num-nodes=2".into()]);
         assert!(twice.unwrap_err().to_string().contains("twice"));
+    }
+
+    #[test]
+    fn the_points_table_has_a_row_per_point_with_the_mean_of_its_runs() {
+        use benchtop_sessions::meta::{Better, Figure, HostInfo, WorkloadInfo};
+        use benchtop_sessions::{SessionMeta, SessionWriter};
+        let root = tempfile::tempdir().unwrap();
+        let mut w =
+            SeriesWriter::create(&root.path().join("s"), SeriesMeta::new("ring", "t")).unwrap();
+        for (nodes, rate, status) in [
+            (100, 1000.0, Status::Complete),
+            (1000, 500.0, Status::Complete),
+            (100, 1200.0, Status::Complete),
+            (1000, 9.0, Status::Crashed),
+        ] {
+            let point = BTreeMap::from([("num-nodes".to_owned(), Value::from(nodes))]);
+            let dir = w.next_run_dir(RunRole::Run, point).unwrap();
+            let meta = SessionMeta::new(
+                "x",
+                WorkloadInfo::new("ring", BTreeMap::new()),
+                HostInfo::default(),
+                "2026-11-24T12:00:00Z",
+            );
+            let mut s = SessionWriter::create(&dir, meta).unwrap();
+            s.update_meta(|m| {
+                let mut f = Figure::new("messages_per_second", rate, "messages/s");
+                f.better = Some(Better::Higher);
+                m.summary = vec![f, Figure::new("num_nodes", f64::from(nodes), "")];
+            })
+            .unwrap();
+            s.finish(status, "2026-11-24T12:00:01Z".into()).unwrap();
+        }
+        let table = points_table(&Series::load(w.dir()).unwrap());
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[1].starts_with("point") && lines[1].contains("messages_per_second"));
+        assert!(
+            !lines[1].contains("num_nodes"),
+            "only result figures: {table}"
+        );
+        assert!(
+            lines[2].starts_with("num-nodes=100") && lines[2].contains("2/2"),
+            "{table}"
+        );
+        assert!(lines[2].contains("1100 ± 12.9%"), "{table}");
+        assert!(
+            lines[3].starts_with("num-nodes=1000") && lines[3].contains("1/2"),
+            "{table}"
+        );
+        assert!(lines[3].contains("500"), "{table}");
+        assert_eq!(
+            (short(0.004912), short(12.34), short(0.5)),
+            ("0.00491".into(), "12.3".into(), "0.500".into())
+        );
+        assert!(table.contains("run-4: ended crashed"), "{table}");
     }
 
     #[test]
