@@ -261,7 +261,7 @@ impl SeriesRecorder {
             eprintln!("benchtop: warning: {name}: {w}");
         }
         eprintln!(
-            "benchtop: {n}/{total} {name}{what}: {} in {:.1} s",
+            "benchtop: {n}/{total} {name}{what}: {} in {:.2} s",
             outcome.status,
             started.elapsed().as_secs_f64()
         );
