@@ -717,6 +717,72 @@ mod tests {
     }
 
     #[test]
+    fn messenger_sweeps_clients_by_cpu_allocation_in_four_points() {
+        use benchtop_workloads::messenger::MsgrParams;
+        let base = Workload::Messenger(MsgrParams::default());
+        let p = points(
+            expand(
+                &base,
+                &["clients=1,2".into(), "cpu-alloc=balanced,separated".into()],
+            )
+            .unwrap(),
+        );
+        let shown: Vec<String> = p.iter().map(|p| point_text(&p.values)).collect();
+        assert_eq!(
+            shown,
+            [
+                "clients=1 cpu-alloc=balanced",
+                "clients=1 cpu-alloc=separated",
+                "clients=2 cpu-alloc=balanced",
+                "clients=2 cpu-alloc=separated"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_recorders_options_go_after_the_workload_and_udp_echos_sweep_is_the_recorders() {
+        use crate::cli::{Cli, Command};
+        use clap::Parser;
+        let parse = |args: &[&str]| match Cli::try_parse_from(args).unwrap().command {
+            Some(Command::Run(run)) => run,
+            other => panic!("not a run: {other:?}"),
+        };
+        let run = parse(&[
+            "benchtop",
+            "run",
+            "ring",
+            "--runs",
+            "3",
+            "--warmup",
+            "1",
+            "--sweep",
+            "num-nodes=1,2",
+            "--sweep",
+            "mode=tell,ask",
+        ]);
+        assert!(run.series.is_series());
+        assert_eq!((run.series.runs, run.series.warmup), (Some(3), 1));
+        assert_eq!(run.series.sweep, ["num-nodes=1,2", "mode=tell,ask"]);
+        let echo = parse(&[
+            "benchtop",
+            "run",
+            "udp-echo",
+            "--sweep",
+            "buffer-size=64,1024",
+        ]);
+        assert_eq!(echo.series.sweep, ["buffer-size=64,1024"]);
+        let Some(Workload::UdpEcho(params)) = echo.workload else {
+            panic!("not udp-echo")
+        };
+        assert!(
+            params.sweep.is_none(),
+            "the workload's own sweep stays unset"
+        );
+        assert!(!parse(&["benchtop", "run", "ring"]).series.is_series());
+        assert!(Cli::try_parse_from(["benchtop", "run", "ring", "--runs", "0"]).is_err());
+    }
+
+    #[test]
     fn udp_echo_sweeps_buffer_size_in_phases_and_other_parameters_in_runs() {
         use benchtop_workloads::echo::EchoParams;
         let echo = Workload::UdpEcho(EchoParams::default());
