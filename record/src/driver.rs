@@ -71,6 +71,14 @@ fn install_interrupt_handler() {
     });
 }
 
+/// How many interrupts (Ctrl-C, SIGTERM, SIGHUP) this process has counted since its
+/// first recording began; 0 before it. A caller that records several runs (a series)
+/// compares it before and after to stop when the user asked between two runs, which no
+/// single recording sees.
+pub fn interrupts() -> usize {
+    INTERRUPTS.load(Ordering::SeqCst)
+}
+
 /// Records one run into a session directory.
 ///
 /// Once the session exists it is always finished, however the run ends; the outcome's

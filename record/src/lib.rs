@@ -55,7 +55,7 @@ mod options;
 mod rows;
 mod streams;
 
-pub use driver::{RecordOutcome, record};
+pub use driver::{RecordOutcome, interrupts, record};
 pub use error::RecordError;
 pub use live::{Control, Detail, LiveEvent, LiveLink, ProgressFigures};
 pub use machine::Ending;

@@ -109,6 +109,17 @@ benchtop export DIR --format pprof && go tool pprof -top DIR/profile.pb.gz"
 benchtop reap --signal KILL\n  benchtop reap --grace 10s"
     )]
     Reap(ReapArgs),
+    /// Run A and B alternately (A, B, A, B …) as two series and judge B against A;
+    /// with --until-decided, stop as soon as every chosen figure is decided.
+    ///
+    /// Each side is what `benchtop run` takes for a built-in workload. Both series and
+    /// the comparison go under one directory (a/, b/, comparison.txt, comparison.json).
+    /// The exit status is 1 when a chosen figure regressed beyond the threshold, as
+    /// `compare --fail-on-regression`.
+    #[command(after_help = "Examples:\n  \
+benchtop ab --runs 5 -- ring --num-nodes 1000 -- ring --num-nodes 2000\n  \
+benchtop ab --until-decided --max-runs 20 --figure 'lap p50' -- ring --mode tell -- ring --mode ask")]
+    Ab(AbArgs),
     /// Print a shell completion script: bash, zsh, fish, elvish or powershell.
     #[command(
         after_help = "Examples:\n  benchtop completions bash > ~/.local/share/bash-completion/completions/benchtop\n  \
@@ -152,12 +163,82 @@ pub struct RunArgs {
     /// command).
     #[command(flatten)]
     pub record: RecordArgs,
+    /// Repeated runs and sweeps: a series instead of one session.
+    #[command(flatten)]
+    pub series: SeriesArgs,
     /// The workload and its parameters (`benchtop run <workload> --help` lists them).
     #[command(subcommand)]
     pub workload: Option<Workload>,
     /// Any program to run and profile instead of a built-in workload: `-- <command> [args]`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,
+}
+
+/// `benchtop run … --runs N --warmup K --sweep P=V1,V2`: a series instead of one session.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SeriesArgs {
+    /// Record N runs of the same thing as a series (the --record directory holds a
+    /// session per run and series.json); with --sweep, N runs of every point.
+    #[arg(long, global = true, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub runs: Option<u32>,
+    /// Warm-up runs before the measured ones: recorded and kept, never judged.
+    #[arg(long, global = true, value_name = "K", default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=1_000))]
+    pub warmup: u32,
+    /// Vary a workload parameter: one run per value (repeat for the cross product),
+    /// e.g. `--sweep num-nodes=100,1000`. Values are checked by the workload before any
+    /// run. udp-echo runs a single sweep of buffer-size or num-clients as phases of one
+    /// run instead (it keeps its server between points).
+    #[arg(
+        id = "sweeps",
+        long = "sweep",
+        global = true,
+        value_name = "PARAM=V1,V2,…"
+    )]
+    pub sweep: Vec<String>,
+}
+
+impl SeriesArgs {
+    /// Whether a series was asked for rather than one session.
+    pub fn is_series(&self) -> bool {
+        self.runs.is_some() || self.warmup > 0 || !self.sweep.is_empty()
+    }
+}
+
+/// `benchtop ab`: how many runs, when to stop, and the two sides.
+#[derive(Debug, Clone, Args)]
+pub struct AbArgs {
+    /// Runs of each side (without --until-decided).
+    #[arg(long, value_name = "N", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(2..=1_000))]
+    pub runs: u32,
+    /// Stop as soon as every chosen figure is decided: changed beyond the threshold, or
+    /// equivalent within it; at most --max-runs runs a side.
+    #[arg(long)]
+    pub until_decided: bool,
+    /// With --until-decided: the most runs of each side.
+    #[arg(long, value_name = "M", default_value_t = 20,
+          value_parser = clap::value_parser!(u32).range(2..=1_000))]
+    pub max_runs: u32,
+    /// Changes smaller than this are within noise (`2%` or `0.02`).
+    #[arg(long, value_name = "T", default_value = "2%", value_parser = parse_fraction)]
+    pub threshold: f64,
+    /// A figure that decides (`messages/s`, `lap p99`…); repeat for several [default:
+    /// every figure the comparison judges].
+    #[arg(long, value_name = "NAME")]
+    pub figure: Vec<String>,
+    /// The directory for both series and the comparison [default:
+    /// ./sessions/DATE-TIME-ab].
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
+    /// Do not show the runs' progress lines (the line per pair stays).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// A's run arguments, `--`, B's run arguments: `-- ring --num-nodes 100 -- ring
+    /// --num-nodes 200`.
+    #[arg(last = true, value_name = "A -- B", required = true)]
+    pub sides: Vec<std::ffi::OsString>,
 }
 
 /// `benchtop compare`: the two sessions and how to report.

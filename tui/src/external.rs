@@ -25,6 +25,12 @@ const EXEC_FAILED: u8 = 127;
 /// `benchtop run -- <command> [args]`: the command starts behind the exec gate, so the
 /// sampler is attached before its first instruction.
 pub fn record_command(command: &[OsString], record: RecordArgs) -> Result<ExitCode> {
+    let opts = command_options(command, &record)?;
+    report(&record::headless(&opts, record.quiet)?)
+}
+
+/// What recording `command` behind the exec gate takes.
+pub(crate) fn command_options(command: &[OsString], record: &RecordArgs) -> Result<RecordOptions> {
     let Some(first) = command.first() else {
         anyhow::bail!("no command after `--`");
     };
@@ -46,9 +52,9 @@ pub fn record_command(command: &[OsString], record: RecordArgs) -> Result<ExitCo
         program: benchtop_exe()?.into_os_string(),
         args,
         command_line: crate::command_line(),
-        ..record::options_from(&record)
+        ..record::options_from(record)
     };
-    report(&record::headless(&opts, record.quiet)?)
+    Ok(opts)
 }
 
 /// `benchtop attach <pid>`: profiles and watches a running process until it exits, the

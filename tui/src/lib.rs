@@ -3,6 +3,7 @@
 //! the same functions headless.
 #![deny(missing_docs)]
 
+mod ab;
 mod app;
 pub mod cli;
 mod compare;
@@ -11,6 +12,7 @@ mod external;
 mod manual;
 mod reap;
 pub mod record;
+pub mod series;
 mod show;
 pub mod state;
 mod term;
@@ -45,6 +47,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 report(&record::headless(&opts, args.quiet)?)
             }
         }
+        Some(Command::Run(args)) if args.series.is_series() => {
+            warn_of_orphans();
+            series::run(args)
+        }
         Some(Command::Run(args)) => {
             warn_of_orphans();
             match (args.workload, args.command.is_empty()) {
@@ -77,6 +83,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 );
             }
             external::attach(args.pid, args.record)
+        }
+        Some(Command::Ab(args)) => {
+            warn_of_orphans();
+            ab::ab(&args)
         }
         Some(Command::ExecGate { command }) => Ok(external::exec_gate(&command)),
         Some(Command::Reap(args)) => reap::reap(&args),

@@ -8,7 +8,7 @@ use anyhow::Result;
 use benchtop_profilers::sampler::{SampleEvent, SamplerOptions};
 use benchtop_profilers::{SymbolDetail, UnwindMode};
 pub use benchtop_record::{
-    DEFAULT_SESSIONS_DIR, RecordOptions, RecordOutcome, Target, child, live, record,
+    DEFAULT_SESSIONS_DIR, RecordOptions, RecordOutcome, Target, child, interrupts, live, record,
 };
 use benchtop_record::{Detail, LiveEvent, LiveLink};
 

@@ -2,6 +2,7 @@
 //! terminal (tmux).
 #![allow(clippy::unwrap_used)]
 
+mod ab;
 mod compare;
 mod defs;
 mod deps;
@@ -21,6 +22,7 @@ mod process_tree;
 mod reap;
 mod record;
 mod reports;
+mod series;
 mod setup;
 mod support;
 mod terminal;

@@ -126,6 +126,12 @@ pub enum Backend {
     Mmsg,
 }
 
+/// The workload's own sweep option: its points run as phases of one run. The recorder's
+/// `--sweep` (a series of runs, any parameter) turns a sweep of [`PHASE_PARAMS`] into it.
+pub const PHASE_SWEEP: &str = "phase-sweep";
+/// The parameters udp-echo sweeps in phases of one run.
+pub const PHASE_PARAMS: [&str; 2] = ["buffer-size", "num-clients"];
+
 /// The parameter a sweep varies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SweepParam {
@@ -250,8 +256,10 @@ pub struct EchoParams {
     /// [default: 1 MiB / --buffer-size, between 1 and 32; 1024 with --rate]
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_WINDOW)))]
     pub window: Option<u32>,
-    /// Run several points in one run: buffer-size=64,1024,… or num-clients=1,2,4,…
-    #[arg(long, value_name = "PARAM=V1,V2,…", value_parser = parse_sweep)]
+    /// Run several points in one run, as phases that keep the server and sockets between
+    /// points: buffer-size=64,1024,… or num-clients=1,2,4,…. `benchtop run udp-echo
+    /// --sweep` (the recorder's option) becomes this for one sweep of these parameters.
+    #[arg(long = PHASE_SWEEP, hide = true, value_name = "PARAM=V1,V2,…", value_parser = parse_sweep)]
     pub sweep: Option<Sweep>,
     /// The server's socket, inherited by number (set by --role both for its server)
     #[arg(long, hide = true, value_name = "FD")]
@@ -330,7 +338,7 @@ impl EchoParams {
             args.extend(["--window".to_owned(), w.to_string()]);
         }
         if let Some(s) = &self.sweep {
-            args.extend(["--sweep".to_owned(), s.to_string()]);
+            args.extend([format!("--{PHASE_SWEEP}"), s.to_string()]);
         }
         if let Some(fd) = self.listen_fd {
             args.extend(["--listen-fd".to_owned(), fd.to_string()]);

@@ -100,22 +100,25 @@ fn bad_parameters_are_refused_with_what_to_do() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("--role client"), "{err}");
-    let err = parse(&["--sweep", "buffer-size=64,4000000"])
+    let err = parse(&["--phase-sweep", "buffer-size=64,4000000"])
         .unwrap()
         .validate()
         .unwrap_err()
         .to_string();
     assert!(err.contains("--buffer-size 4000000"), "{err}");
-    let err = parse(&["--sweep", "num-clients=1,1000"])
+    let err = parse(&["--phase-sweep", "num-clients=1,1000"])
         .unwrap()
         .validate()
         .unwrap_err()
         .to_string();
     assert!(err.contains("--num-clients 1000"), "{err}");
     for (args, says) in [
-        (&["--sweep", "rate=1,2"][..], "cannot be swept"),
-        (&["--sweep", "buffer-size"][..], "PARAM=V1,V2"),
-        (&["--sweep", "buffer-size=1,x"][..], "not a whole number"),
+        (&["--phase-sweep", "rate=1,2"][..], "cannot be swept"),
+        (&["--phase-sweep", "buffer-size"][..], "PARAM=V1,V2"),
+        (
+            &["--phase-sweep", "buffer-size=1,x"][..],
+            "not a whole number",
+        ),
         (&["--buffer-size", "0"][..], "--buffer-size"),
         (&["--num-clients", "0"][..], "--num-clients"),
         (&["--timeout", "0s"][..], "longer than zero"),
@@ -129,7 +132,13 @@ fn bad_parameters_are_refused_with_what_to_do() {
 
 #[test]
 fn a_sweep_is_its_points_in_order() {
-    let params = parse(&["--sweep", "buffer-size=64,1024,262144", "--num-iters", "3"]).unwrap();
+    let params = parse(&[
+        "--phase-sweep",
+        "buffer-size=64,1024,262144",
+        "--num-iters",
+        "3",
+    ])
+    .unwrap();
     let points = params.points();
     let names: Vec<_> = points.iter().map(|(n, _)| n.clone().unwrap()).collect();
     assert_eq!(
@@ -139,7 +148,7 @@ fn a_sweep_is_its_points_in_order() {
     assert_eq!(points[2].1.buffer_size, 262_144);
     assert!(points.iter().all(|(_, p)| p.sweep.is_none()));
     // A duration is the whole sweep's, shared among its points.
-    let timed = parse(&["--sweep", "num-clients=1,2,4,8", "--duration", "2s"]).unwrap();
+    let timed = parse(&["--phase-sweep", "num-clients=1,2,4,8", "--duration", "2s"]).unwrap();
     assert!(
         timed
             .points()

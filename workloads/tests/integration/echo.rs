@@ -16,7 +16,7 @@ fn both_roles_run_the_server_as_a_process_and_report_a_phase_per_sweep_point() {
     let worker = FixtureWorker::start(
         &[
             "udp-echo",
-            "--sweep",
+            "--phase-sweep",
             "num-clients=1,3",
             "--num-iters",
             "200",

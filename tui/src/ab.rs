@@ -1,0 +1,425 @@
+//! `benchtop ab -- <A's run arguments> -- <B's run arguments>`: A and B recorded
+//! alternately (A, B, A, B …, so drift over time hits both), each side a series, and B
+//! judged against A from the runs (`benchtop_sessions::compare::compare_runs`).
+//!
+//! # Stopping when decided
+//!
+//! With `--until-decided` the runs so far are judged after every pair from the second on
+//! (a *look*), and the experiment stops once every chosen figure is decided: changed
+//! (the comparison's verdict `improved`, `regressed` or `changed`: its interval excludes
+//! no change and the change is at least the threshold) or equivalent (its interval lies
+//! inside ± the threshold: two one-sided tests). Looking again and again at growing data
+//! would inflate the error rate of a fixed-sample test, so the error rate is split over
+//! the looks planned: with at most *M* runs a side there are at most *M* − 1 looks, and
+//! each look judges at α / (*M* − 1) (Bonferroni over the looks; within a look the
+//! comparison splits it again over its figures). The chance of any false verdict over
+//! the whole experiment stays at most α = 1 %. It is simple and conservative: an
+//! alpha-spending rule (O'Brien–Fleming) would stop sooner, at the price of a schedule
+//! that assumes equal information per look, which runs on a shared machine do not give.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use anyhow::{Context, Result};
+use benchtop_sessions::compare::{
+    CompareOptions, Comparison, FigureComparison, Verdict, compare_runs,
+};
+use benchtop_sessions::series::RunRole;
+use benchtop_sessions::{Session, Status, new_session_id};
+use clap::Parser;
+
+use crate::cli::{AbArgs, Cli, Command};
+use crate::record::{DEFAULT_SESSIONS_DIR, RecordOptions};
+use crate::series::{SeriesRecorder, Tally, unique_dir};
+
+/// The family-wise error rate of the whole experiment, over all its looks.
+pub const ALPHA: f64 = 0.01;
+
+/// Where a chosen figure stands at a look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Changed beyond the threshold: improved, regressed or changed.
+    Changed(Verdict),
+    /// Equivalent: the interval lies within ± the threshold.
+    Equivalent,
+    /// Not decided yet.
+    Open,
+}
+
+impl std::fmt::Display for Decision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Decision::Changed(v) => write!(f, "{v}"),
+            Decision::Equivalent => f.write_str("within noise (equivalent)"),
+            Decision::Open => f.write_str("undecided"),
+        }
+    }
+}
+
+/// Where `figure` stands, against `threshold`.
+pub fn decide(figure: &FigureComparison, threshold: f64) -> Decision {
+    match figure.change.verdict {
+        v @ (Verdict::Improved | Verdict::Regressed | Verdict::Changed) => Decision::Changed(v),
+        _ => match figure.change.ci {
+            Some((lo, hi)) if lo > -threshold && hi < threshold => Decision::Equivalent,
+            _ => Decision::Open,
+        },
+    }
+}
+
+/// The error rate of one look when `looks` are planned.
+pub fn alpha_per_look(looks: u32) -> f64 {
+    ALPHA / f64::from(looks.max(1))
+}
+
+/// Splits `A … -- B …` at the first `--`.
+pub fn split_sides(sides: &[OsString]) -> Result<(&[OsString], &[OsString])> {
+    let Some(at) = sides.iter().position(|s| s == "--") else {
+        anyhow::bail!(
+            "give A's and B's run arguments separated by `--`: \
+             `benchtop ab -- ring --num-nodes 100 -- ring --num-nodes 200`"
+        );
+    };
+    let (a, b) = (&sides[..at], &sides[at + 1..]);
+    if a.is_empty() || b.is_empty() {
+        anyhow::bail!("both A and B need run arguments: `benchtop ab -- <A> -- <B>`");
+    }
+    Ok((a, b))
+}
+
+/// One side's run arguments, as `benchtop run` reads them, into the conductor's options.
+fn side(which: &str, args: &[OsString]) -> Result<(String, RecordOptions, bool)> {
+    let argv = ["benchtop", "run"]
+        .into_iter()
+        .map(OsString::from)
+        .chain(args.iter().cloned());
+    let cli = Cli::try_parse_from(argv).map_err(|e| {
+        let text = e.to_string();
+        anyhow::anyhow!(
+            "{which}'s run arguments: {}",
+            text.lines()
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches("error: ")
+        )
+    })?;
+    let Some(Command::Run(run)) = cli.command else {
+        anyhow::bail!("{which}'s run arguments are not a run");
+    };
+    let Some(workload) = run.workload else {
+        anyhow::bail!(
+            "{which}: ab runs built-in workloads (`-- ring --num-nodes 100 -- …`); for a \
+             command, record a series of each (`benchtop run --runs N -- cmd`) and compare them"
+        );
+    };
+    if run.record.record.is_some() || run.record.tui || run.record.baseline.is_some() {
+        anyhow::bail!(
+            "{which}: ab chooses the directories and records headless: leave out --record, --tui and --baseline"
+        );
+    }
+    if run.series.is_series() {
+        anyhow::bail!(
+            "{which}: ab decides how many runs: leave out --runs, --warmup and --sweep (use ab's --runs)"
+        );
+    }
+    let name = workload.name().to_owned();
+    let opts = crate::workload_options(workload, &run.record)?;
+    Ok((name, opts, run.record.quiet))
+}
+
+/// The experiment's directory: `requested` (new or empty), or a new one under ./sessions/.
+fn experiment_dir(requested: Option<&Path>) -> Result<PathBuf> {
+    match requested {
+        None => unique_dir(
+            Path::new(DEFAULT_SESSIONS_DIR),
+            &new_session_id("ab", SystemTime::now()),
+        ),
+        Some(dir) => {
+            match std::fs::create_dir(dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let empty =
+                        std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none());
+                    if !empty {
+                        anyhow::bail!("{} exists and is not empty", dir.display());
+                    }
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| format!("cannot create {}", dir.display()));
+                }
+            }
+            Ok(dir.to_path_buf())
+        }
+    }
+}
+
+/// `benchtop ab`.
+pub fn ab(args: &AbArgs) -> Result<ExitCode> {
+    let (a_args, b_args) = split_sides(&args.sides)?;
+    let (a_name, a_opts, a_quiet) = side("A", a_args)?;
+    let (b_name, b_opts, b_quiet) = side("B", b_args)?;
+    let quiet = args.quiet || a_quiet || b_quiet;
+    let pairs = if args.until_decided {
+        args.max_runs
+    } else {
+        args.runs
+    };
+    // Looks after pairs 2 ..= pairs; a fixed number of runs is judged once.
+    let looks = if args.until_decided { pairs - 1 } else { 1 };
+    let mut opts = CompareOptions::default();
+    opts.threshold = args.threshold;
+    opts.alpha = alpha_per_look(looks);
+
+    let dir = experiment_dir(args.record.as_deref())?;
+    let mut rec_a = SeriesRecorder::create(Some(&dir.join("a")), &a_name, quiet)?;
+    let mut rec_b = SeriesRecorder::create(Some(&dir.join("b")), &b_name, quiet)?;
+    let plan = if args.until_decided {
+        format!("at most {pairs} runs a side, {looks} looks")
+    } else {
+        format!("{pairs} runs a side, one look")
+    };
+    eprintln!(
+        "benchtop: ab into {}: {plan}, each at α = {:.3}%",
+        dir.display(),
+        opts.alpha * 100.0
+    );
+
+    let mut tally = Tally::new();
+    let (mut runs_a, mut runs_b): (Vec<Session>, Vec<Session>) = (Vec::new(), Vec::new());
+    let mut chosen: Vec<String> = Vec::new();
+    let mut last: Option<Comparison> = None;
+    let total = 2 * pairs as usize;
+    let no_point = BTreeMap::new();
+    'pairs: for pair in 1..=pairs as usize {
+        for (n, rec, opts_side, runs) in [
+            (2 * pair - 1, &mut rec_a, &a_opts, &mut runs_a),
+            (2 * pair, &mut rec_b, &b_opts, &mut runs_b),
+        ] {
+            let outcome = rec.record(RunRole::Run, &no_point, opts_side, (n, total))?;
+            if tally.add(&outcome) {
+                break 'pairs;
+            }
+            if outcome.status == Status::Complete {
+                let session = Session::load(&outcome.dir).with_context(|| {
+                    format!("cannot read back the run {}", outcome.dir.display())
+                })?;
+                runs.push(session);
+            }
+        }
+        if runs_a.is_empty() || runs_b.is_empty() {
+            continue;
+        }
+        let comparison = judge(&runs_a, &runs_b, &opts);
+        if chosen.is_empty() {
+            chosen = choose(&comparison, &args.figure)?;
+        }
+        let decisions = decisions(&comparison, &chosen, args.threshold);
+        eprintln!(
+            "benchtop: ab {pair}/{pairs}: {}",
+            progress(&comparison, &chosen, &decisions)
+        );
+        let decided = runs_a.len() >= 2
+            && runs_b.len() >= 2
+            && decisions.iter().all(|d| *d != Decision::Open);
+        last = Some(comparison);
+        if args.until_decided && decided {
+            break;
+        }
+    }
+    if tally.stopped() {
+        eprintln!("benchtop: ab stopped: judging the runs recorded so far");
+    }
+    let Some(comparison) = last else {
+        anyhow::bail!(
+            "no complete run of {} to judge (the runs are in {})",
+            if runs_a.is_empty() { "A" } else { "B" },
+            dir.display()
+        );
+    };
+    write_comparison(&dir, &comparison)?;
+
+    let decisions = decisions(&comparison, &chosen, args.threshold);
+    let mut out = std::io::stdout().lock();
+    out.write_all(comparison.to_text().as_bytes())?;
+    writeln!(out)?;
+    for (name, d) in chosen.iter().zip(&decisions) {
+        writeln!(out, "decided: {name}: {d}")?;
+    }
+    writeln!(
+        out,
+        "ab: {} ({} runs of A, {} of B{})",
+        dir.display(),
+        runs_a.len(),
+        runs_b.len(),
+        if tally.stopped() { ", stopped" } else { "" }
+    )?;
+    out.flush()?;
+    let regressed: Vec<&str> = chosen
+        .iter()
+        .zip(&decisions)
+        .filter(|(_, d)| **d == Decision::Changed(Verdict::Regressed))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    if !regressed.is_empty() {
+        eprintln!(
+            "benchtop: regressed beyond {:.1}%: {}",
+            args.threshold * 100.0,
+            regressed.join(", ")
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    if tally.failed() {
+        eprintln!("benchtop: a run failed (the series say which)");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn judge(a: &[Session], b: &[Session], opts: &CompareOptions) -> Comparison {
+    let a: Vec<&Session> = a.iter().collect();
+    let b: Vec<&Session> = b.iter().collect();
+    compare_runs(&a, &b, opts)
+}
+
+/// The figures that decide: those asked for (each must exist), or every figure with a
+/// better direction.
+fn choose(comparison: &Comparison, asked: &[String]) -> Result<Vec<String>> {
+    if asked.is_empty() {
+        return Ok(comparison
+            .figures
+            .iter()
+            .filter(|f| f.better.is_some())
+            .map(|f| f.name.clone())
+            .collect());
+    }
+    for name in asked {
+        if !comparison.figures.iter().any(|f| &f.name == name) {
+            let known: Vec<&str> = comparison.figures.iter().map(|f| f.name.as_str()).collect();
+            anyhow::bail!(
+                "--figure {name:?}: no such figure; the runs have: {}",
+                known.join(", ")
+            );
+        }
+    }
+    Ok(asked.to_vec())
+}
+
+fn decisions(comparison: &Comparison, chosen: &[String], threshold: f64) -> Vec<Decision> {
+    chosen
+        .iter()
+        .map(|name| {
+            comparison
+                .figures
+                .iter()
+                .find(|f| &f.name == name)
+                .map_or(Decision::Open, |f| decide(f, threshold))
+        })
+        .collect()
+}
+
+/// `lap p50 +1.2% [-3.0%, +5.4%] undecided · …`
+fn progress(comparison: &Comparison, chosen: &[String], decisions: &[Decision]) -> String {
+    chosen
+        .iter()
+        .zip(decisions)
+        .map(|(name, d)| {
+            let Some(f) = comparison.figures.iter().find(|f| &f.name == name) else {
+                return format!("{name} -");
+            };
+            let pct = |x: f64| format!("{:+.1}%", x * 100.0);
+            let ci = f
+                .change
+                .ci
+                .map_or(String::from("(no interval yet)"), |(lo, hi)| {
+                    format!("[{}, {}]", pct(lo), pct(hi))
+                });
+            format!("{name} {} {ci} {d}", pct(f.change.change))
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// comparison.txt and comparison.json in the experiment's directory.
+fn write_comparison(dir: &Path, comparison: &Comparison) -> Result<()> {
+    let text = dir.join("comparison.txt");
+    std::fs::write(&text, comparison.to_text())
+        .with_context(|| format!("cannot write {}", text.display()))?;
+    let json = dir.join("comparison.json");
+    let mut bytes = serde_json::to_vec_pretty(comparison)?;
+    bytes.push(b'\n');
+    std::fs::write(&json, bytes).with_context(|| format!("cannot write {}", json.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use benchtop_sessions::compare::Change;
+
+    fn figure(change: f64, ci: Option<(f64, f64)>, verdict: Verdict) -> FigureComparison {
+        FigureComparison {
+            name: "lap p50".into(),
+            unit: "ns".into(),
+            a: 1.0,
+            b: 1.0 + change,
+            better: Some(benchtop_sessions::meta::Better::Lower),
+            change: Change {
+                change,
+                ci,
+                verdict,
+            },
+        }
+    }
+
+    #[test]
+    fn a_figure_is_decided_by_a_verdict_or_an_interval_inside_the_threshold() {
+        let t = 0.02;
+        assert_eq!(
+            decide(&figure(0.5, Some((0.4, 0.6)), Verdict::Regressed), t),
+            Decision::Changed(Verdict::Regressed)
+        );
+        assert_eq!(
+            decide(
+                &figure(0.001, Some((-0.01, 0.015)), Verdict::WithinNoise),
+                t
+            ),
+            Decision::Equivalent
+        );
+        assert_eq!(
+            decide(
+                &figure(0.001, Some((-0.05, 0.015)), Verdict::WithinNoise),
+                t
+            ),
+            Decision::Open
+        );
+        assert_eq!(
+            decide(&figure(0.3, None, Verdict::TooFewSamples), t),
+            Decision::Open
+        );
+    }
+
+    #[test]
+    fn the_error_rate_is_split_over_the_planned_looks() {
+        assert!((alpha_per_look(1) - ALPHA).abs() < 1e-12);
+        assert!((alpha_per_look(9) * 9.0 - ALPHA).abs() < 1e-12);
+        assert!(alpha_per_look(0) <= ALPHA);
+    }
+
+    #[test]
+    fn the_sides_split_at_the_first_separator_without_resplitting_words() {
+        let args: Vec<OsString> = ["ring", "--mode", "tell ask", "--", "ring"]
+            .into_iter()
+            .map(OsString::from)
+            .collect();
+        let (a, b) = split_sides(&args).unwrap();
+        assert_eq!(a.len(), 3);
+        assert_eq!(a[2], "tell ask");
+        assert_eq!(b, [OsString::from("ring")]);
+        assert!(split_sides(&args[..3]).is_err());
+        assert!(split_sides(&args[3..]).is_err());
+    }
+}

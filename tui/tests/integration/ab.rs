@@ -1,0 +1,159 @@
+//! `benchtop ab`: A and B alternately, judged from their runs, stopping when decided.
+
+use std::path::Path;
+
+use benchtop_sessions::series::Series;
+
+use crate::support::benchtop;
+
+fn ring(nodes: &str) -> [&str; 8] {
+    [
+        "ring",
+        "--num-nodes",
+        nodes,
+        "--num-rounds",
+        "100",
+        "--interval",
+        "100ms",
+        "--profile=none",
+    ]
+}
+
+fn ab(dir: &Path, options: &[&str], a: &[&str], b: &[&str]) -> std::process::Output {
+    benchtop()
+        .arg("ab")
+        .args(options)
+        .args(["--quiet", "--record"])
+        .arg(dir)
+        .arg("--")
+        .args(a)
+        .arg("--")
+        .args(b)
+        .output()
+        .unwrap()
+}
+
+/// The start times of a series' runs, in the order series.json names them.
+fn starts(dir: &Path) -> Vec<String> {
+    let series = Series::load(dir).unwrap();
+    assert!(series.warnings.is_empty(), "{:?}", series.warnings);
+    series
+        .sessions
+        .iter()
+        .map(|(_, s)| s.meta.started_at.clone())
+        .collect()
+}
+
+/// A, B, A, B …: every run of B starts after its run of A and before A's next.
+fn assert_alternated(dir: &Path) {
+    let (a, b) = (starts(&dir.join("a")), starts(&dir.join("b")));
+    assert_eq!(a.len(), b.len(), "{a:?} {b:?}");
+    for i in 0..a.len() {
+        assert!(a[i] < b[i], "run {i}: A {} B {}", a[i], b[i]);
+        if let Some(next) = a.get(i + 1) {
+            assert!(b[i] < *next, "run {i}: B {} next A {next}", b[i]);
+        }
+    }
+}
+
+#[test]
+fn ab_until_decided_stops_before_max_runs_on_a_large_difference_and_fails_on_the_regression() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ab");
+    let out = ab(
+        &dir,
+        &["--until-decided", "--max-runs", "8", "--figure", "lap p50"],
+        &ring("100"),
+        &ring("20000"),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // B's laps are far slower: a regression, and the exit status says so.
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("decided: lap p50: regressed"), "{stdout}");
+    // A progress line per pair, each with the figure's interval once there is one.
+    assert!(stderr.contains("ab 2/8: lap p50"), "{stderr}");
+    let runs = Series::load(&dir.join("a")).unwrap().measured().len();
+    assert!((2..8).contains(&runs), "stopped after {runs} runs a side");
+    assert_alternated(&dir);
+    let json = std::fs::read_to_string(dir.join("comparison.json")).unwrap();
+    let comparison: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(comparison["runs"], serde_json::json!([runs, runs]));
+    assert_eq!(comparison["noise"], "runs");
+    let lap = comparison["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "lap p50")
+        .unwrap();
+    assert!(lap["change"].as_f64().unwrap() > 1.0, "{lap}");
+}
+
+#[test]
+fn ab_of_the_same_ring_runs_to_max_runs_and_finds_it_within_noise() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("aa");
+    let out = ab(
+        &dir,
+        &[
+            "--until-decided",
+            "--max-runs",
+            "4",
+            "--threshold",
+            "0.5%",
+            "--figure",
+            "lap p50",
+        ],
+        &ring("100"),
+        &ring("100"),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("ab 4/4"), "ran to --max-runs: {stderr}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("decided: lap p50"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        line.contains("undecided") || line.contains("within noise"),
+        "{line}"
+    );
+    let lap = stdout
+        .lines()
+        .find(|l| l.starts_with("lap p50 "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(lap.ends_with("within noise"), "{lap}");
+    assert_eq!(Series::load(&dir.join("b")).unwrap().measured().len(), 4);
+    assert_alternated(&dir);
+}
+
+#[test]
+fn ab_refuses_sides_it_cannot_run_before_running_anything() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("bad");
+    for (a, b, says) in [
+        (
+            &["ring"][..],
+            &["ring", "--num-nodez", "3"][..],
+            "B's run arguments",
+        ),
+        (
+            &["ring", "--runs", "3"][..],
+            &["ring"][..],
+            "leave out --runs",
+        ),
+    ] {
+        let out = ab(&dir, &[], a, b);
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{says}: {stderr}");
+        assert!(!dir.exists());
+    }
+    let out = benchtop()
+        .args(["ab", "--", "ring", "--num-nodes", "3"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("separated by `--`"));
+}
