@@ -96,10 +96,12 @@ impl Comparison {
                   the noise between runs)"
                 .to_owned(),
         };
+        // 99 %, or 99.83 % when an A/B run splits its confidence over its looks.
+        let confidence = format!("{:.2}", (1.0 - self.alpha) * 100.0);
+        let confidence = confidence.trim_end_matches('0').trim_end_matches('.');
         format!(
-            "{noise}; {:.0} % confidence for all {} judged figures together (bootstrap, \
+            "{noise}; {confidence} % confidence for all {} judged figures together (bootstrap, \
              Bonferroni); changes under {:.1}% are within noise",
-            (1.0 - self.alpha) * 100.0,
             self.judged,
             self.threshold * 100.0
         )
