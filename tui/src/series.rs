@@ -372,6 +372,12 @@ pub fn points_table(series: &Series) -> String {
         }
         rows.push(row);
     }
+    // Names, units and points come from the sessions: escaped before they are measured.
+    for cell in rows.iter_mut().flatten() {
+        if let std::borrow::Cow::Owned(safe) = benchtop_sessions::escape::escaped(cell) {
+            *cell = safe;
+        }
+    }
     let columns = rows.first().map_or(0, Vec::len);
     let widths: Vec<usize> = (0..columns)
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
@@ -380,8 +386,8 @@ pub fn points_table(series: &Series) -> String {
     let _ = writeln!(
         out,
         "series {} ({}): {} measured runs",
-        series.dir.display(),
-        series.meta.workload,
+        benchtop_sessions::escape::Escaped(&series.dir.display().to_string()),
+        benchtop_sessions::escape::Escaped(&series.meta.workload),
         measured.len()
     );
     for row in &rows {
@@ -397,7 +403,7 @@ pub fn points_table(series: &Series) -> String {
         let _ = writeln!(out, "{}", cells.join("  ").trim_end());
     }
     for w in &series.warnings {
-        let _ = writeln!(out, "warning: {w}");
+        let _ = writeln!(out, "warning: {}", benchtop_sessions::escape::Escaped(w));
     }
     out
 }

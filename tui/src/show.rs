@@ -1,23 +1,26 @@
-//! `benchtop show DIR`: a saved session's summary.
+//! `benchtop show DIR`: a saved session's summary, or a series' table of points.
 
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use benchtop_sessions::escape::Escaped;
+use benchtop_sessions::series::{SERIES_FILE, Series};
 use benchtop_sessions::store::Session;
 
-/// Prints the summary of the session in `dir`.
+/// Prints the summary of the session in `dir`, or the table of a series' points.
 pub fn show(dir: &Path) -> Result<ExitCode> {
+    let what = || format!("cannot open {}", Escaped(&dir.display().to_string()));
+    let mut out = std::io::stdout().lock();
+    if dir.join(SERIES_FILE).exists() && !dir.join("session.json").exists() {
+        let series = Series::load(dir).with_context(what)?;
+        out.write_all(crate::series::points_table(&series).as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     // The rows of timeseries.jsonl are folded into their summary as they are read: memory
     // does not grow with them.
-    let session = Session::load_summary(dir).with_context(|| {
-        format!(
-            "cannot open the session {}",
-            benchtop_sessions::escape::Escaped(&dir.display().to_string())
-        )
-    })?;
-    let mut out = std::io::stdout().lock();
+    let session = Session::load_summary(dir).with_context(what)?;
     out.write_all(session.summary_text().as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

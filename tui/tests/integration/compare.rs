@@ -228,4 +228,17 @@ fn two_series_compare_across_their_runs_and_a_session_against_a_series_too() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(text.contains("5 run(s) of A, 1 of B"), "{text}");
+
+    // show prints a series as its table of points.
+    let out = benchtop().arg("show").arg(&a).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("5 measured runs") && text.contains("5/5"),
+        "{text}"
+    );
 }
