@@ -606,7 +606,8 @@ impl Session {
                 params - opts.max_params
             ));
         }
-        if meta.status == Status::Running {
+        let cut_off = meta.status == Status::Running;
+        if cut_off {
             meta.status = Status::Crashed;
             warnings.push(
                 "session.json still says \"running\": the recorder was cut off before it \
@@ -655,6 +656,22 @@ impl Session {
         };
         let cpu = stacks(StackKind::Cpu, &files.cpu_folded)?;
         let offcpu = stacks(StackKind::OffCpu, &files.offcpu_folded)?;
+        // The recorder writes the folded files before the session.json that counts them: a
+        // recorder cut off between the two leaves counts from before the stacks. The stacks
+        // on disk are the truth.
+        if cut_off
+            && let Some(tree) = &cpu
+            && tree.total_weight() != meta.sampling.samples
+        {
+            warnings.push(format!(
+                "{SESSION_FILE} counts {} samples but {} holds {}: the recorder was cut off \
+                 after writing the stacks; the stacks' count is shown",
+                meta.sampling.samples,
+                StackKind::Cpu.folded_file(),
+                tree.total_weight()
+            ));
+            meta.sampling.samples = tree.total_weight();
+        }
         let threads = match &files.threads {
             Some(bytes) => parse_threads_csv(bytes, &dir.join(THREADS_FILE))?,
             None => Vec::new(),
@@ -1410,6 +1427,27 @@ mod tests {
         assert_eq!(new_session_id("x", before), "19700101-000000-x");
         let after = UNIX_EPOCH + Duration::from_secs(400_000_000_000);
         assert!(rfc3339(after).starts_with("9999-12-31T23:59:59"));
+    }
+
+    #[test]
+    fn a_recorder_cut_off_after_its_stacks_shows_the_stacks_count_of_samples() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = SessionWriter::create(&dir.path().join("s"), meta()).unwrap();
+        let mut tree = StackTree::new();
+        tree.add_names(["p", "main", "hot"], 7);
+        w.write_stacks(StackKind::Cpu, &tree, "t").unwrap();
+        // Cut off here: session.json still counts no samples.
+        let session = Session::load(w.dir()).unwrap();
+        assert_eq!(session.meta.status, Status::Crashed);
+        assert_eq!(session.meta.sampling.samples, 7);
+        assert!(
+            session
+                .warnings
+                .iter()
+                .any(|w| w.contains("counts 0 samples but cpu.folded holds 7")),
+            "{:?}",
+            session.warnings
+        );
     }
 
     #[test]
