@@ -35,6 +35,65 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+impl Cli {
+    /// Parses `args` (the program's name first) as `try_parse_from` does; a mistyped
+    /// workload after `run` is answered with the closest workload and the list of them,
+    /// as clap answers a mistyped subcommand.
+    pub fn parse_from_os<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString>,
+    {
+        let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+        Cli::try_parse_from(&args).map_err(|e| workload_hint(e, &args))
+    }
+}
+
+/// The built-in workloads' names, as `run` takes them.
+pub fn workload_names() -> Vec<String> {
+    use clap::Subcommand as _;
+    Workload::augment_subcommands(clap::Command::new("run"))
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(|c| c.get_name().to_owned())
+        .collect()
+}
+
+/// `error` with a suggestion when it is a word after `run` that names no workload.
+fn workload_hint(error: clap::Error, args: &[std::ffi::OsString]) -> clap::Error {
+    use clap::CommandFactory as _;
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() != ErrorKind::UnknownArgument || args.get(1).is_none_or(|a| a != "run") {
+        return error;
+    }
+    let Some(ContextValue::String(word)) = error.get(ContextKind::InvalidArg) else {
+        return error;
+    };
+    if word.starts_with('-') {
+        return error;
+    }
+    let names = workload_names();
+    let closest = names
+        .iter()
+        .map(|n| (strsim::levenshtein(n, word), n))
+        .filter(|(distance, n)| *distance <= (n.len() / 3).max(2))
+        .min();
+    let mut message = format!("unknown workload '{word}'");
+    if let Some((_, name)) = closest {
+        message.push_str(&format!("\n\n  tip: a similar workload exists: '{name}'"));
+    }
+    message.push_str(&format!(
+        "\n\nworkloads: {}; a program of your own goes after `--` (benchtop run -- ./prog)",
+        names.join(", ")
+    ));
+    let mut command = Cli::command();
+    command.build();
+    match command.find_subcommand_mut("run") {
+        Some(run) => run.error(ErrorKind::InvalidSubcommand, message),
+        None => command.error(ErrorKind::InvalidSubcommand, message),
+    }
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -340,8 +399,13 @@ fn parse_fraction(text: &str) -> Result<f64, String> {
 #[derive(Debug, Args)]
 pub struct AttachArgs {
     /// The process to profile.
-    #[arg(value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pub pid: u32,
+    #[arg(value_name = "PID", value_parser = clap::value_parser!(u32).range(1..),
+          required_unless_present = "pid_flag", conflicts_with = "pid_flag")]
+    pub pid: Option<u32>,
+    /// The process to profile, as perf's `-p` names it.
+    #[arg(short = 'p', long = "pid", value_name = "PID", id = "pid_flag",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub pid_flag: Option<u32>,
     /// How to record.
     #[command(flatten)]
     pub record: RecordArgs,
@@ -381,16 +445,17 @@ pub enum ReapSignalArg {
 
 /// Options of a recording, shared by every workload.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Recording options")]
 pub struct RecordArgs {
     /// Session directory to create [default: ./sessions/DATE-TIME-WORKLOAD].
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(long, short = 'o', global = true, value_name = "DIR")]
     pub record: Option<PathBuf>,
     /// Stop the workload after this long (e.g. 10s, 2m) [default: until it finishes].
     #[arg(long, global = true, value_name = "D", value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// Sampling frequency per CPU, in Hz (at most 10000: beyond that the sampling itself
     /// takes the CPU from the workload; perf's own default is 4000).
-    #[arg(long, global = true, value_name = "HZ", default_value_t = 999,
+    #[arg(long, short = 'F', global = true, value_name = "HZ", default_value_t = 999,
           value_parser = clap::value_parser!(u64).range(1..=MAX_FREQUENCY_HZ))]
     pub frequency: u64,
     /// Interval of the workload's reports and the monitors (100ms to 1day, whole

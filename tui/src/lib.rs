@@ -82,7 +82,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                     "--tui and --baseline watch built-in workloads; attach records headless"
                 );
             }
-            external::attach(args.pid, args.record)
+            // clap requires one of the two.
+            let pid = args.pid.or(args.pid_flag).unwrap_or_default();
+            external::attach(pid, args.record)
         }
         Some(Command::Ab(args)) => {
             warn_of_orphans();

@@ -4,6 +4,7 @@
 
 mod ab;
 mod compare;
+mod conventions;
 mod defs;
 mod deps;
 mod disk_full;
