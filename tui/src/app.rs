@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use benchtop_sessions::{StackKind, StackTree};
+use benchtop_sessions::{Session, StackKind, StackTree};
 use ratatui::crossterm::event::{
     self, Event, KeyCode, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind,
 };
@@ -171,24 +171,27 @@ fn signalled_code(state: &State) -> Option<ExitCode> {
 pub fn open(args: &OpenArgs) -> Result<ExitCode> {
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let load = |dir: &Path, which: &str| {
-        benchtop_sessions::Session::load(dir)
+        benchtop_sessions::series::Recorded::load(dir)
             .with_context(|| format!("cannot open session {which}({})", dir.display()))
     };
     let a = load(&args.a, if args.b.is_some() { "A " } else { "" })?;
     let b = args.b.as_deref().map(|b| load(b, "B ")).transpose()?;
     if !std::io::stdout().is_terminal() {
         anyhow::bail!(
-            "the TUI needs a terminal; `benchtop show DIR` and `benchtop compare A B` print              the same figures"
+            "the TUI needs a terminal; `benchtop show DIR` and `benchtop compare A B` print \
+             the same figures"
         );
     }
     let mut state = match b {
         Some(b) => {
             let mut opts = benchtop_sessions::compare::CompareOptions::default();
             opts.threshold = args.threshold;
-            let comparison = benchtop_sessions::compare::compare(&a, &b, &opts);
-            State::with_comparison(a, b, comparison, color)
+            // Series are judged across their runs; the screen's histograms and stacks are
+            // the first run's, with the stacks of every run added.
+            let comparison = benchtop_sessions::compare::compare_runs(&a.runs(), &b.runs(), &opts);
+            State::with_comparison(representative(&a)?, representative(&b)?, comparison, color)
         }
-        None => State::with_session(a, Instant::now(), color),
+        None => State::with_session(representative(&a)?, Instant::now(), color),
     };
     let (tx, rx) = mpsc::channel();
     let signals = watch_signals(tx.clone())?;
@@ -205,6 +208,32 @@ pub fn open(args: &OpenArgs) -> Result<ExitCode> {
     signals.leave();
     say_ending(&state);
     result.map(|()| signalled_code(&state).unwrap_or(ExitCode::SUCCESS))
+}
+
+/// What the screens show of a session or a series: the session, or a series' first
+/// complete run with the stacks of all its runs added together.
+fn representative(recorded: &benchtop_sessions::series::Recorded) -> Result<Session> {
+    let runs = recorded.runs();
+    let Some(first) = runs.first() else {
+        anyhow::bail!("the series has no complete run to show");
+    };
+    let mut shown = (*first).clone();
+    if runs.len() > 1 {
+        for (mine, pick) in [
+            (
+                &mut shown.cpu,
+                (|s: &Session| &s.cpu) as fn(&Session) -> &Option<StackTree>,
+            ),
+            (&mut shown.offcpu, |s: &Session| &s.offcpu),
+        ] {
+            for run in &runs[1..] {
+                if let (Some(sum), Some(tree)) = (mine.as_mut(), pick(run)) {
+                    sum.merge(tree);
+                }
+            }
+        }
+    }
+    Ok(shown)
 }
 
 /// The signals that end the TUI, heard on a thread of their own (`bt-signals`) and sent

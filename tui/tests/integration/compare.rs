@@ -242,3 +242,22 @@ fn two_series_compare_across_their_runs_and_a_session_against_a_series_too() {
         "{text}"
     );
 }
+
+#[test]
+fn open_shows_two_series_judged_across_their_runs() {
+    use crate::terminal::{Tmux, shell_quote};
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    series(&a, 4, 1e6, "hot");
+    series(&b, 4, 0.7e6, "hot");
+    let benchtop = shell_quote(Path::new(env!("CARGO_BIN_EXE_benchtop")));
+    let tmux = Tmux::start(&format!(
+        "{benchtop} open {} {}; echo EXIT=$?; sleep 60",
+        shell_quote(&a),
+        shell_quote(&b)
+    ));
+    tmux.wait_for_all(&["diff: B against A", "messages/s", "regressed"]);
+    tmux.keys("q");
+    let screen = tmux.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=0"), "{screen}");
+}
