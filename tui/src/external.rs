@@ -34,6 +34,7 @@ pub(crate) fn command_options(command: &[OsString], record: &RecordArgs) -> Resu
     let Some(first) = command.first() else {
         anyhow::bail!("no command after `--`");
     };
+    runnable(first)?;
     let name = Path::new(first)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -55,6 +56,31 @@ pub(crate) fn command_options(command: &[OsString], record: &RecordArgs) -> Resu
         ..record::options_from(record)
     };
     Ok(opts)
+}
+
+/// Refuses a command that cannot be started before a session exists for it: a path that
+/// is not an executable file, or a name found in no directory of `PATH`.
+fn runnable(program: &std::ffi::OsStr) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |path: &Path| {
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let shown = Path::new(program).display().to_string();
+    if program.as_encoded_bytes().contains(&b'/') {
+        let path = Path::new(program);
+        return match std::fs::metadata(path) {
+            Err(e) => Err(anyhow::anyhow!("cannot run `{shown}`: {e}")),
+            Ok(_) if !executable(path) => Err(anyhow::anyhow!(
+                "cannot run `{shown}`: not an executable file"
+            )),
+            Ok(_) => Ok(()),
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if std::env::split_paths(&path).any(|dir| executable(&dir.join(program))) {
+        return Ok(());
+    }
+    anyhow::bail!("cannot run `{shown}`: no such command in PATH")
 }
 
 /// `benchtop attach <pid>`: profiles and watches a running process until it exits, the

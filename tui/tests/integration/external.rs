@@ -109,19 +109,23 @@ fn a_command_is_unwound_per_module_by_default_and_with_dwarf_when_asked() {
 }
 
 #[test]
-fn a_command_that_cannot_run_leaves_a_crashed_session_saying_why() {
+fn a_command_that_cannot_run_is_refused_before_a_session_exists_saying_why() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("missing");
-    let output = run_command(&dir, &[], &["/nonexistent/benchtop-test-program"]);
-    assert_eq!(output.status.code(), Some(1));
-    let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains("cannot run `/nonexistent/benchtop-test-program`")
-            && stderr.contains("No such file"),
-        "{stderr}"
-    );
-    let session = Session::load(&dir).unwrap();
-    assert_eq!(session.meta.status, Status::Crashed);
+    for (command, why) in [
+        ("/nonexistent/benchtop-test-program", "No such file"),
+        ("benchtop-test-no-such-command", "no such command in PATH"),
+        ("/tmp", "not an executable file"),
+    ] {
+        let dir = tmp.path().join("missing");
+        let output = run_command(&dir, &[], &[command]);
+        assert_eq!(output.status.code(), Some(1));
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains(&format!("cannot run `{command}`")) && stderr.contains(why),
+            "{stderr}"
+        );
+        assert!(!dir.exists(), "no session for a command that never started");
+    }
 }
 
 #[test]
@@ -210,7 +214,9 @@ fn attach_profiles_a_running_process_and_leaves_it_running() {
     assert_eq!(session.meta.workload.name, "sh");
     assert!(session.rows.len() >= 3, "{} rows", session.rows.len());
     let folded = std::fs::read_to_string(dir.join("cpu.folded")).unwrap();
-    assert!(weight_under(&folded, "sh") > 100, "{folded}");
+    // A second of a busy shell at 999 Hz: far fewer samples when the machine is loaded and
+    // the shell gets less of a CPU, but never none.
+    assert!(weight_under(&folded, "sh") > 20, "{folded}");
 }
 
 #[test]
