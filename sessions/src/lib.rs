@@ -68,6 +68,7 @@ pub mod pprof;
 pub mod series;
 pub mod stacks;
 pub mod store;
+pub mod summary;
 pub mod timeseries;
 pub mod units;
 
