@@ -1,5 +1,8 @@
 //! The TUI's views: pure functions of the state into a buffer. They read the state and
 //! the time they are given; they change nothing and read no clock.
+//!
+//! Over 1,000 lines only with its tests, which stay at the end of the file as the
+//! project's tests do; the code is about 440 lines.
 
 mod compare;
 pub mod flame;
