@@ -33,6 +33,10 @@ pub struct Cli {
     /// workload).
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// The recording options with nothing given: the built-in defaults, or the config
+    /// file's (see [`crate::config`]); the launcher starts from these.
+    #[arg(skip)]
+    pub defaults: RecordArgs,
 }
 
 impl Cli {
@@ -44,9 +48,41 @@ impl Cli {
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString>,
     {
-        let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
-        Cli::try_parse_from(&args).map_err(|e| workload_hint(e, &args))
+        let config = crate::config::Config::load().map_err(config_error)?;
+        Cli::parse_with_config(args, &config)
     }
+
+    /// Parses `args` as [`Cli::parse_from_os`] does, with `config`'s values as the
+    /// defaults of the recording options (the command line wins).
+    pub fn parse_with_config<I, T>(
+        args: I,
+        config: &crate::config::Config,
+    ) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString>,
+    {
+        use clap::{CommandFactory as _, FromArgMatches as _};
+        let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+        let command = config.apply(Cli::command()).map_err(config_error)?;
+        let matches = command
+            .clone()
+            .try_get_matches_from(&args)
+            .map_err(|e| workload_hint(e, &args))?;
+        let mut cli = Cli::from_arg_matches(&matches)?;
+        // What the launcher and the headless default start from: `run`'s options as they
+        // stand with nothing on the command line.
+        let defaults = command.try_get_matches_from(["benchtop", "run"])?;
+        if let Some(Command::Run(run)) = Cli::from_arg_matches(&defaults)?.command {
+            cli.defaults = run.record;
+        }
+        Ok(cli)
+    }
+}
+
+/// A config file's refusal as the command line's errors are shown (exit status 2).
+fn config_error(error: crate::config::ConfigError) -> clap::Error {
+    clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("{error}\n"))
 }
 
 /// The built-in workloads' names, as `run` takes them.

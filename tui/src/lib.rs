@@ -7,6 +7,7 @@ mod ab;
 mod app;
 pub mod cli;
 mod compare;
+pub mod config;
 mod export;
 mod external;
 mod manual;
@@ -36,9 +37,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         None => {
             warn_of_orphans();
             if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
-                app::run_tui(app::Start::Launcher(RecordArgs::default()))
+                app::run_tui(app::Start::Launcher(cli.defaults))
             } else {
-                let args = RecordArgs::default();
+                let args = cli.defaults;
                 let opts = workload_options(Workload::default(), &args)?;
                 say(
                     "standard output is not a terminal: recording the default workload \

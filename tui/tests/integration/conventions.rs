@@ -1,5 +1,6 @@
 //! The command line's conventions: perf's short flags, help that separates the workload's
-//! parameters from the recording options, a suggestion for a mistyped workload.
+//! parameters from the recording options, a suggestion for a mistyped workload, a config
+//! file's defaults.
 
 use benchtop_sessions::store::Session;
 
@@ -71,6 +72,105 @@ fn perf_s_short_flags_record_where_and_how_often_they_say() {
     assert_eq!(
         out.status.code(),
         Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_config_file_sets_the_defaults_and_the_command_line_wins() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("xdg");
+    std::fs::create_dir_all(home.join("benchtop")).unwrap();
+    std::fs::write(
+        home.join("benchtop/config.toml"),
+        "[record]\nfrequency = 299\nprofile = \"cpu\"\ninterval = \"250ms\"\n",
+    )
+    .unwrap();
+    let record = |name: &str, extra: &[&str]| {
+        let dir = tmp.path().join(name);
+        let out = benchtop()
+            .env("XDG_CONFIG_HOME", &home)
+            .args(["run", "ring", "--num-rounds", "50", "-q", "-o"])
+            .arg(&dir)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Session::load(&dir).unwrap()
+    };
+    let from_config = record("config", &[]);
+    assert_eq!(from_config.meta.sampling.frequency_hz, 299);
+    assert_eq!(from_config.meta.sampling.profile, "cpu");
+    let overridden = record("flags", &["-F", "401", "--profile", "both"]);
+    assert_eq!(overridden.meta.sampling.frequency_hz, 401);
+    assert_eq!(overridden.meta.sampling.profile, "both");
+    // The help shows the config's default.
+    let out = benchtop()
+        .env("XDG_CONFIG_HOME", &home)
+        .args(["run", "ring", "--help"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("[default: 299]"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn a_config_file_that_is_wrong_is_named_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("config.toml");
+    let fifo = tmp.path().join("fifo.toml");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: c is a NUL-terminated path that lives across the call.
+    let r = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(r, 0, "mkfifo: {}", std::io::Error::last_os_error());
+    for (text, needle) in [
+        (
+            Some("[record]\nfrequency = 0\n"),
+            "frequency = \"0\": invalid value '0'",
+        ),
+        (Some("[record]\nfreqency = 99\n"), "no key 'freqency'"),
+        (Some("[record]\nper-thread = 3\n"), "per-thread"),
+        (Some("[record\n"), "line 1"),
+        (None, "not a regular file"),
+    ] {
+        let path = match text {
+            Some(text) => {
+                std::fs::write(&file, text).unwrap();
+                &file
+            }
+            None => &fifo,
+        };
+        let dir = tmp.path().join("never");
+        let out = benchtop()
+            .env("BENCHTOP_CONFIG", path)
+            .args(["run", "ring", "-q", "-o"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text:?}: {stderr}");
+        assert!(
+            stderr.contains("config file") && stderr.contains(needle),
+            "{text:?}: {stderr}"
+        );
+        assert!(!dir.exists(), "{text:?}: a session was created");
+    }
+    // Asked for by name and missing: an error too; no config anywhere: the defaults.
+    let out = benchtop()
+        .env("BENCHTOP_CONFIG", tmp.path().join("missing.toml"))
+        .args(["show", "/nonexistent"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("missing.toml"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

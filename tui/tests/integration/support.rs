@@ -9,7 +9,12 @@ use benchtop_sessions::store::Session;
 
 /// The benchtop binary under test.
 pub fn benchtop() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_benchtop"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_benchtop"));
+    // The tests' defaults are the built-in ones, whatever config the machine's user keeps.
+    command
+        .env_remove("BENCHTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/benchtop-tests");
+    command
 }
 
 /// `benchtop run <args> --quiet --record <dir>`, ready to run.
