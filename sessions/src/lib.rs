@@ -63,6 +63,7 @@ pub mod histogram;
 pub mod hlog;
 pub mod limits;
 pub mod meta;
+pub mod names;
 pub mod plot;
 pub mod pprof;
 pub mod series;

@@ -6,10 +6,116 @@ use std::fmt::{self, Write as _};
 use std::time::Duration;
 
 use crate::escape::{Escaped, escaped};
+use crate::names::short_name;
 use crate::stacks::{FrameId, NodeId};
 use crate::store::{LATENCY_FILE, StackKind, THREADS_FILE};
-use crate::units::{human_bytes, human_ns};
-use crate::{Session, StackTree, ThreadSummary};
+use crate::units::{human_bytes, human_figure, human_ns};
+use crate::{ContextSwitches, IoCounters, Session, StackTree, ThreadSummary};
+
+use serde::Serialize;
+
+/// What `show` computes of a session beyond session.json: the same figures for the text
+/// summary and for `show --json`, so the two cannot disagree. Numbers are raw, each with
+/// its unit in its name (`_ns`, `_bytes`, `_s`, `_us`); names are the session's own,
+/// unescaped (JSON escapes them).
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct Overview<'a> {
+    /// The run's length from started_at to ended_at, seconds.
+    pub duration_s: Option<f64>,
+    /// Latency percentiles per metric over the whole run, in tag order.
+    pub latency: Vec<LatencyRow<'a>>,
+    /// Peaks and totals of timeseries.jsonl.
+    pub resources: Resources,
+    /// Threads in threads.csv.
+    pub threads_seen: usize,
+    /// The five threads with the most CPU time.
+    pub busiest_threads: Vec<BusyThread<'a>>,
+    /// The five frames with the most self samples in cpu.folded.
+    pub hottest_frames: Vec<FrameShare<'a>>,
+    /// The five frames that blocked longest in offcpu.folded (weights in microseconds).
+    pub blocking_frames: Vec<FrameShare<'a>>,
+    /// session.json's warnings, then what loading found.
+    pub warnings: Vec<&'a str>,
+    /// What merging the latency log noted.
+    pub notes: Vec<String>,
+}
+
+/// One latency metric over the whole run.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct LatencyRow<'a> {
+    /// The histogram's tag (the metric); empty when untagged.
+    pub metric: &'a str,
+    /// Values recorded.
+    pub count: u64,
+    /// Percentiles, nanoseconds.
+    pub p50_ns: u64,
+    /// 90th percentile.
+    pub p90_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// 99.9th percentile.
+    pub p999_ns: u64,
+    /// Largest value.
+    pub max_ns: u64,
+}
+
+/// Peaks over timeseries.jsonl's rows and totals of its last row that has them.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[non_exhaustive]
+pub struct Resources {
+    /// Peak resident set (the monitor's, or the worker's wait4 figure).
+    pub peak_rss_bytes: Option<u64>,
+    /// Most threads at once.
+    pub max_threads: Option<u32>,
+    /// Most processes at once.
+    pub max_processes: Option<u32>,
+    /// CPU time of the process tree, seconds.
+    pub cpu_time_s: Option<f64>,
+    /// Context switches of the process tree.
+    pub ctx_switches: Option<ContextSwitches>,
+    /// I/O of the process tree.
+    pub io: Option<IoCounters>,
+}
+
+/// A thread of threads.csv and its CPU time.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct BusyThread<'a> {
+    /// User plus system CPU time, seconds.
+    pub cpu_s: f64,
+    /// Thread name.
+    pub thread: &'a str,
+    /// Thread id.
+    pub tid: u32,
+    /// Process name.
+    pub process: &'a str,
+    /// Process id.
+    pub pid: u32,
+}
+
+/// A frame and its weight.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct FrameShare<'a> {
+    /// The frame's name.
+    pub frame: &'a str,
+    /// Its weight: samples (on-CPU) or microseconds blocked (off-CPU).
+    pub weight: u64,
+    /// Its share of the profile's total weight, percent.
+    pub percent: f64,
+}
+
+/// The longest frame name in the text, in characters; `--json` keeps the full names.
+const NAME_WIDTH: usize = 80;
+
+/// Everything `show --json` prints: session.json as it is, and the [`Overview`].
+#[derive(Debug, Serialize)]
+struct ShowJson<'a> {
+    session: &'a crate::SessionMeta,
+    overview: Overview<'a>,
+}
 
 impl Session {
     /// What `benchtop show DIR` prints: the run, its host and sampling, the workload's
@@ -23,8 +129,93 @@ impl Session {
         out
     }
 
+    /// What `benchtop show DIR --json` prints: session.json's fields under `session`, and
+    /// the figures the text summary computes (latency percentiles, resources, busiest
+    /// threads, hottest and blocking frames, warnings) under `overview`, raw numbers with
+    /// their units in their names.
+    pub fn summary_json(&self) -> String {
+        let json = ShowJson {
+            session: &self.meta,
+            overview: self.overview(),
+        };
+        // Serializing plain data into a String does not fail; NaN becomes null.
+        let mut text = serde_json::to_string_pretty(&json).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    /// The figures `show` computes beyond session.json.
+    pub fn overview(&self) -> Overview<'_> {
+        let mut notes = Vec::new();
+        let mut latency = Vec::new();
+        self.for_each_merged_latency(&mut notes, |metric, h| {
+            latency.push(LatencyRow {
+                metric,
+                count: h.len(),
+                p50_ns: h.value_at_quantile(0.5),
+                p90_ns: h.value_at_quantile(0.9),
+                p99_ns: h.value_at_quantile(0.99),
+                p999_ns: h.value_at_quantile(0.999),
+                max_ns: h.max(),
+            });
+        });
+        let r = &self.row_summary;
+        // The monitor's VmHWM counts from exec; wait4's figure (for runs too short to be
+        // sampled) also holds pages inherited from the conductor at fork.
+        let resources = Resources {
+            peak_rss_bytes: r.peak_rss_bytes.or(self.meta.worker.peak_rss_bytes),
+            max_threads: r.max_threads,
+            max_processes: r.max_processes.filter(|&p| p > 0),
+            cpu_time_s: r.cpu_time_s.filter(|&t| t > 0.0),
+            ctx_switches: r.ctx_switches_total,
+            io: r.io_total,
+        };
+        let mut busiest: Vec<&ThreadSummary> = self.threads.iter().collect();
+        busiest.sort_by(|a, b| {
+            b.cpu_s()
+                .total_cmp(&a.cpu_s())
+                .then(a.pid.cmp(&b.pid))
+                .then(a.tid.cmp(&b.tid))
+        });
+        let busiest_threads = busiest
+            .into_iter()
+            .take(5)
+            .map(|t| BusyThread {
+                cpu_s: t.cpu_s(),
+                thread: or_unknown(&t.thread),
+                tid: t.tid,
+                process: or_unknown(&t.process),
+                pid: t.pid,
+            })
+            .collect();
+        let cpu = self.cpu.as_ref().filter(|t| !t.is_empty());
+        let off = self.offcpu.as_ref().filter(|t| !t.is_empty());
+        Overview {
+            duration_s: self.duration().map(|d| d.as_secs_f64()),
+            latency,
+            resources,
+            threads_seen: self.threads.len(),
+            busiest_threads,
+            hottest_frames: cpu
+                .map(|t| shares(t, hottest_frames(t, 5)))
+                .unwrap_or_default(),
+            blocking_frames: off
+                .map(|t| shares(t, blocking_frames(t, 5)))
+                .unwrap_or_default(),
+            warnings: self
+                .meta
+                .warnings
+                .iter()
+                .chain(&self.warnings)
+                .map(String::as_str)
+                .collect(),
+            notes,
+        }
+    }
+
     fn write_summary(&self, out: &mut String) -> fmt::Result {
         let m = &self.meta;
+        let overview = self.overview();
         // Every string from the files goes through Escaped: a session may come from anyone,
         // and this text goes to a terminal.
         writeln!(out, "id        {}", Escaped(&m.id))?;
@@ -129,11 +320,12 @@ impl Session {
         if !m.summary.is_empty() {
             writeln!(out, "\nsummary")?;
             for f in &m.summary {
-                write!(out, "  {}: {}", Escaped(&f.name), f.value)?;
-                if !f.unit.is_empty() {
-                    write!(out, " {}", Escaped(&f.unit))?;
-                }
-                writeln!(out)?;
+                writeln!(
+                    out,
+                    "  {}: {}",
+                    Escaped(&f.name),
+                    Escaped(&human_figure(f.value, &f.unit))
+                )?;
             }
         }
 
@@ -157,82 +349,74 @@ impl Session {
             }
         }
 
-        // One metric merged at a time: a log of many tags costs one total, not one per tag.
-        let mut notes = Vec::new();
-        let width = self
-            .latency_tags()
+        let width = overview
+            .latency
             .iter()
-            .map(|t| escaped(t).len())
+            .map(|r| escaped(r.metric).len())
             .max()
             .unwrap_or(0)
             .clamp(6, 64);
-        let mut rows = Vec::new();
-        self.for_each_merged_latency(&mut notes, |tag, h| {
-            rows.push((
-                tag,
-                h.len(),
-                [0.5, 0.9, 0.99, 0.999].map(|q| h.value_at_quantile(q)),
-                h.max(),
-            ));
-        });
-        if !rows.is_empty() {
+        if !overview.latency.is_empty() {
             writeln!(out, "\nlatency ({LATENCY_FILE}, whole run)")?;
             writeln!(
                 out,
                 "  {:<width$} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
                 "metric", "count", "p50", "p90", "p99", "p99.9", "max"
             )?;
-            for (tag, count, quantiles, max) in rows {
-                let tag = escaped(tag);
-                let q = |i: usize| human_ns(quantiles[i] as f64);
+            for row in &overview.latency {
+                let tag = escaped(row.metric);
+                let q = |ns: u64| human_ns(ns as f64);
                 writeln!(
                     out,
                     "  {:<width$} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
                     if tag.is_empty() { "(untagged)" } else { &tag },
-                    count,
-                    q(0),
-                    q(1),
-                    q(2),
-                    q(3),
-                    human_ns(max as f64),
+                    row.count,
+                    q(row.p50_ns),
+                    q(row.p90_ns),
+                    q(row.p99_ns),
+                    q(row.p999_ns),
+                    q(row.max_ns),
                 )?;
             }
         }
 
-        self.write_resources(out)?;
-        self.write_busiest_threads(out, 5)?;
+        write_resources(&overview.resources, out)?;
+        write_busiest_threads(&overview, out)?;
 
-        if let Some(cpu) = self.cpu.as_ref().filter(|t| !t.is_empty()) {
+        if !overview.hottest_frames.is_empty() {
             writeln!(
                 out,
                 "\nhottest frames (self samples, {})",
                 StackKind::Cpu.folded_file()
             )?;
-            for (name, weight) in hottest_frames(cpu, 5) {
-                let share = weight as f64 * 100.0 / cpu.total_weight() as f64;
-                writeln!(out, "  {share:5.1}%  {}", Escaped(name))?;
+            for f in &overview.hottest_frames {
+                let name = short_name(f.frame, NAME_WIDTH);
+                writeln!(out, "  {:5.1}%  {}", f.percent, Escaped(&name))?;
             }
         }
 
-        if let Some(off) = self.offcpu.as_ref().filter(|t| !t.is_empty()) {
+        if !overview.blocking_frames.is_empty() {
             writeln!(
                 out,
                 "\nwhere threads blocked (innermost user frame, {})",
                 StackKind::OffCpu.folded_file()
             )?;
-            for (name, weight) in blocking_frames(off, 5) {
-                let share = weight as f64 * 100.0 / off.total_weight() as f64;
-                let secs = weight as f64 / 1e6;
-                writeln!(out, "  {share:5.1}%  {secs:9.3} s  {}", Escaped(name))?;
+            for f in &overview.blocking_frames {
+                let secs = f.weight as f64 / 1e6;
+                writeln!(
+                    out,
+                    "  {:5.1}%  {secs:9.3} s  {}",
+                    f.percent,
+                    Escaped(f.frame)
+                )?;
             }
         }
 
-        let warnings: Vec<&str> = m
+        let warnings: Vec<&str> = overview
             .warnings
             .iter()
-            .chain(&self.warnings)
-            .chain(&notes)
-            .map(String::as_str)
+            .copied()
+            .chain(overview.notes.iter().map(String::as_str))
             .collect();
         if !warnings.is_empty() {
             writeln!(out, "\nwarnings")?;
@@ -242,88 +426,70 @@ impl Session {
         }
         Ok(())
     }
+}
 
-    /// The resources section: peaks over the rows, and the totals of the last row that has
-    /// them.
-    fn write_resources(&self, out: &mut String) -> fmt::Result {
-        let r = &self.row_summary;
-        let peak_rss = r.peak_rss_bytes;
-        let max_threads = r.max_threads;
-        let max_processes = r.max_processes.filter(|&p| p > 0);
-        let switches = r.ctx_switches_total;
-        let io = r.io_total;
-        let cpu_time = r.cpu_time_s;
-        // The monitor's VmHWM counts from exec; wait4's figure (for runs too short to be
-        // sampled) also holds pages inherited from the conductor at fork.
-        let peak_rss = peak_rss.or(self.meta.worker.peak_rss_bytes);
-        if peak_rss.is_none() && max_threads.is_none() {
-            return Ok(());
-        }
-        writeln!(out, "\nresources")?;
-        if let Some(rss) = peak_rss {
-            writeln!(out, "  peak RSS     {}", human_bytes(rss))?;
-        }
-        if let Some(threads) = max_threads {
-            writeln!(out, "  max threads  {threads}")?;
-        }
-        if let Some(processes) = max_processes {
-            writeln!(out, "  max procs    {processes}")?;
-        }
-        if let Some(cpu) = cpu_time.filter(|&t| t > 0.0) {
-            writeln!(out, "  CPU time     {cpu:.2} s")?;
-        }
-        if let Some(s) = switches {
-            writeln!(
-                out,
-                "  ctx switches {} voluntary, {} involuntary",
-                s.voluntary, s.involuntary
-            )?;
-        }
-        if let Some(io) = io {
-            writeln!(
-                out,
-                "  I/O          {} read in {} calls, {} written in {} calls; storage {} read, {} written",
-                human_bytes(io.rchar),
-                io.syscr,
-                human_bytes(io.wchar),
-                io.syscw,
-                human_bytes(io.read_bytes),
-                human_bytes(io.write_bytes)
-            )?;
-        }
-        Ok(())
+/// The resources section: peaks over the rows, and the totals of the last row that has them.
+fn write_resources(r: &Resources, out: &mut String) -> fmt::Result {
+    if r.peak_rss_bytes.is_none() && r.max_threads.is_none() {
+        return Ok(());
     }
-
-    /// The `n` threads of threads.csv with the most CPU time.
-    fn write_busiest_threads(&self, out: &mut String, n: usize) -> fmt::Result {
-        if self.threads.is_empty() {
-            return Ok(());
-        }
-        let mut busiest: Vec<&ThreadSummary> = self.threads.iter().collect();
-        busiest.sort_by(|a, b| {
-            b.cpu_s()
-                .total_cmp(&a.cpu_s())
-                .then(a.pid.cmp(&b.pid))
-                .then(a.tid.cmp(&b.tid))
-        });
+    writeln!(out, "\nresources")?;
+    if let Some(rss) = r.peak_rss_bytes {
+        writeln!(out, "  peak RSS     {}", human_bytes(rss))?;
+    }
+    if let Some(threads) = r.max_threads {
+        writeln!(out, "  max threads  {threads}")?;
+    }
+    if let Some(processes) = r.max_processes {
+        writeln!(out, "  max procs    {processes}")?;
+    }
+    if let Some(cpu) = r.cpu_time_s {
+        writeln!(out, "  CPU time     {cpu:.2} s")?;
+    }
+    if let Some(s) = r.ctx_switches {
         writeln!(
             out,
-            "\nbusiest threads ({THREADS_FILE}: {} threads seen)",
-            self.threads.len()
+            "  ctx switches {} voluntary, {} involuntary",
+            s.voluntary, s.involuntary
         )?;
-        for t in busiest.into_iter().take(n) {
-            writeln!(
-                out,
-                "  {:>9.2} s  {} (tid {}) in {} (pid {})",
-                t.cpu_s(),
-                Escaped(or_unknown(&t.thread)),
-                t.tid,
-                Escaped(or_unknown(&t.process)),
-                t.pid
-            )?;
-        }
-        Ok(())
     }
+    if let Some(io) = r.io {
+        writeln!(
+            out,
+            "  I/O          {} read in {} calls, {} written in {} calls; storage {} read, {} written",
+            human_bytes(io.rchar),
+            io.syscr,
+            human_bytes(io.wchar),
+            io.syscw,
+            human_bytes(io.read_bytes),
+            human_bytes(io.write_bytes)
+        )?;
+    }
+    Ok(())
+}
+
+/// The threads of threads.csv with the most CPU time.
+fn write_busiest_threads(overview: &Overview<'_>, out: &mut String) -> fmt::Result {
+    if overview.threads_seen == 0 {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\nbusiest threads ({THREADS_FILE}: {} threads seen)",
+        overview.threads_seen
+    )?;
+    for t in &overview.busiest_threads {
+        writeln!(
+            out,
+            "  {:>9.2} s  {} (tid {}) in {} (pid {})",
+            t.cpu_s,
+            Escaped(t.thread),
+            t.tid,
+            Escaped(t.process),
+            t.pid
+        )?;
+    }
+    Ok(())
 }
 
 /// The `n` frames with the largest self weight, largest first.
@@ -366,6 +532,19 @@ fn blocking_frames(tree: &StackTree, n: usize) -> Vec<(&str, u64)> {
     frames.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     frames.truncate(n);
     frames
+}
+
+/// `frames` of `tree` with their share of its total weight.
+fn shares<'a>(tree: &StackTree, frames: Vec<(&'a str, u64)>) -> Vec<FrameShare<'a>> {
+    let total = tree.total_weight().max(1) as f64;
+    frames
+        .into_iter()
+        .map(|(frame, weight)| FrameShare {
+            frame,
+            weight,
+            percent: weight as f64 * 100.0 / total,
+        })
+        .collect()
 }
 
 fn or_unknown(s: &str) -> &str {

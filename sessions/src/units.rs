@@ -2,11 +2,12 @@
 //! `benchtop show` and the TUI print them.
 //!
 //! ```
-//! use benchtop_sessions::units::{human_bytes, human_count, human_ns};
+//! use benchtop_sessions::units::{human_bytes, human_count, human_figure, human_ns};
 //!
 //! assert_eq!(human_count(12_345.0), "12.3 k");
 //! assert_eq!(human_ns(1_234.0), "1.23 µs");
 //! assert_eq!(human_bytes(14 << 20), "14.0 MiB");
+//! assert_eq!(human_figure(18_162_956.07, "messages/s"), "18.16 M messages/s");
 //! ```
 
 /// A count or rate for people, in a few characters: `950`, `41.5`, `12.3 k`, `8.20 M`,
@@ -91,6 +92,48 @@ pub fn human_bytes(bytes: u64) -> String {
     three_digits(value, UNITS[unit])
 }
 
+/// A workload's result figure for people, from its raw value and unit: durations (`s`,
+/// `ms`, `µs`/`us`, `ns`) as [`human_ns`] writes them, `bytes` as [`human_bytes`],
+/// a plain whole number exactly, anything else as [`human_count`] followed by its unit
+/// (`18.16 M messages/s`). The raw
+/// value stays in session.json and `show --json`.
+///
+/// | `value`, `unit` | text |
+/// |---|---|
+/// | `0.000307717`, `s` | `308 µs` |
+/// | `18162956.07`, `messages/s` | `18.16 M messages/s` |
+/// | `270000.0`, `` | `270000` |
+/// | `3221225472.0`, `bytes` | `3.00 GiB` |
+pub fn human_figure(value: f64, unit: &str) -> String {
+    let scale = match unit {
+        "s" => Some(1e9),
+        "ms" => Some(1e6),
+        "µs" | "us" => Some(1e3),
+        "ns" => Some(1.0),
+        _ => None,
+    };
+    if let Some(scale) = scale {
+        return human_ns(value * scale);
+    }
+    if matches!(unit, "bytes" | "B") && value.is_finite() && value >= 0.0 && value.fract() == 0.0 {
+        return human_bytes(value as u64);
+    }
+    // A plain whole number (a count, a checksum) is read exactly.
+    if unit.is_empty() && value.is_finite() && value.fract() == 0.0 && value.abs() < 1e15 {
+        return format!("{value:.0}");
+    }
+    let number = if value.is_finite() {
+        human_count(value)
+    } else {
+        value.to_string()
+    };
+    if unit.is_empty() {
+        number
+    } else {
+        format!("{number} {unit}")
+    }
+}
+
 /// `value` (at least 1) with three significant digits, or as a whole number from 1000 up.
 fn three_digits(value: f64, unit: &str) -> String {
     // The bounds are where rounding would carry into a fourth digit ("10.00").
@@ -148,6 +191,27 @@ mod tests {
             (u64::MAX, "16.0 EiB"),
         ] {
             assert_eq!(human_bytes(bytes), text, "{bytes}");
+        }
+    }
+
+    #[test]
+    fn figures_take_the_unit_people_read_and_keep_others_as_counts() {
+        for (value, unit, text) in [
+            (0.000307717, "s", "308 µs"),
+            (1.01369, "s", "1.01 s"),
+            (2.85, "ms", "2.85 ms"),
+            (45.0, "µs", "45.0 µs"),
+            (45.0, "us", "45.0 µs"),
+            (18_162_956.068280622, "messages/s", "18.16 M messages/s"),
+            (270_000.0, "", "270000"),
+            (12_345.6, "", "12.3 k"),
+            (5000.0, "", "5000"),
+            (3.0 * (1u64 << 30) as f64, "bytes", "3.00 GiB"),
+            (1.5, "bytes", "1.5 bytes"),
+            (f64::NAN, "messages", "NaN messages"),
+            (412.3, "MB/s", "412 MB/s"),
+        ] {
+            assert_eq!(human_figure(value, unit), text, "{value} {unit}");
         }
     }
 }

@@ -151,10 +151,21 @@ counters and latency histograms to the session (docs/protocol.md)."
     #[command(after_help = "Examples:\n  benchtop attach 4242 --duration 30s\n  \
 benchtop attach $(pgrep -n my-server) --record /tmp/server-profile")]
     Attach(AttachArgs),
-    /// Print the summary of a recorded session.
+    /// Print the summary of a recorded session (or a series' table of points).
+    #[command(
+        after_help = "Examples:\n  benchtop show sessions/20261121-101500-ring\n  \
+benchtop show DIR --json | jq '.overview.latency[0].p99_ns'"
+    )]
     Show {
         /// The session directory.
         dir: PathBuf,
+        /// Print JSON for scripts instead of text: session.json's fields under `session`
+        /// and the figures the text computes under `overview` (latency percentiles,
+        /// resources, busiest threads, hottest and blocking frames, warnings), raw
+        /// numbers with their unit in their names (`p99_ns`, `peak_rss_bytes`). For a
+        /// series: series.json under `series` and each run's figures under `runs`.
+        #[arg(long)]
+        json: bool,
     },
     /// Compare session B against session A (or series of runs: `run --runs N`): every
     /// comparable figure with a verdict

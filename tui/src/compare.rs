@@ -9,12 +9,16 @@ use benchtop_sessions::compare::{self, CompareOptions, Comparison, Mover};
 use benchtop_sessions::dir::DirHandle;
 use benchtop_sessions::escape::Escaped;
 use benchtop_sessions::flame::write_differential_svg;
+use benchtop_sessions::names::short_name;
 use benchtop_sessions::series::Recorded;
 use benchtop_sessions::store::Session;
 use benchtop_sessions::{StackKind, StackTree};
 use serde::Serialize;
 
 use crate::cli::CompareArgs;
+
+/// The longest function name in the text's movers, in characters.
+const NAME_WIDTH: usize = 80;
 
 /// Functions listed as movers per profile.
 const MOVERS: usize = 10;
@@ -129,7 +133,8 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
                     x.self_b * 100.0,
                     x.total_a * 100.0,
                     x.total_b * 100.0,
-                    Escaped(&x.name)
+                    // Shortened as people read them; --json keeps the full names.
+                    Escaped(&short_name(&x.name, NAME_WIDTH))
                 )?;
             }
         }

@@ -9,18 +9,52 @@ use benchtop_sessions::escape::Escaped;
 use benchtop_sessions::series::{SERIES_FILE, Series};
 use benchtop_sessions::store::Session;
 
-/// Prints the summary of the session in `dir`, or the table of a series' points.
-pub fn show(dir: &Path) -> Result<ExitCode> {
+/// Prints the summary of the session in `dir`, or the table of a series' points; as JSON
+/// when `json`.
+pub fn show(dir: &Path, json: bool) -> Result<ExitCode> {
     let what = || format!("cannot open {}", Escaped(&dir.display().to_string()));
     let mut out = std::io::stdout().lock();
     if dir.join(SERIES_FILE).exists() && !dir.join("session.json").exists() {
         let series = Series::load(dir).with_context(what)?;
-        out.write_all(crate::series::points_table(&series).as_bytes())?;
+        if json {
+            out.write_all(series_json(&series).as_bytes())?;
+        } else {
+            out.write_all(crate::series::points_table(&series).as_bytes())?;
+        }
         return Ok(ExitCode::SUCCESS);
     }
     // The rows of timeseries.jsonl are folded into their summary as they are read: memory
     // does not grow with them.
     let session = Session::load_summary(dir).with_context(what)?;
-    out.write_all(session.summary_text().as_bytes())?;
+    let text = if json {
+        session.summary_json()
+    } else {
+        session.summary_text()
+    };
+    out.write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A series for scripts: series.json as it is, each loaded run's figures (session.json's
+/// `summary`) by its index in `series.runs`, and the runs left out.
+fn series_json(series: &Series) -> String {
+    let runs: Vec<serde_json::Value> = series
+        .sessions
+        .iter()
+        .map(|(run, session)| {
+            serde_json::json!({
+                "run": run,
+                "status": session.meta.status,
+                "summary": session.meta.summary,
+            })
+        })
+        .collect();
+    let json = serde_json::json!({
+        "series": series.meta,
+        "runs": runs,
+        "warnings": series.warnings,
+    });
+    let mut text = serde_json::to_string_pretty(&json).unwrap_or_default();
+    text.push('\n');
+    text
 }

@@ -82,20 +82,25 @@ impl Default for CompareOptions {
 
 /// What a change means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Verdict {
     /// Beyond noise, in the better direction.
+    #[serde(rename = "improved")]
     Improved,
     /// Beyond noise, in the worse direction.
+    #[serde(rename = "regressed")]
     Regressed,
     /// Beyond noise, for a figure with no better direction.
+    #[serde(rename = "changed")]
     Changed,
     /// Not beyond noise (or below the threshold).
+    #[serde(rename = "within noise")]
     WithinNoise,
     /// Too few intervals or runs (fewer than two on a side) to judge.
+    #[serde(rename = "too few samples")]
     TooFewSamples,
     /// One value per session: no verdict.
+    #[serde(rename = "one value each")]
     OneValue,
 }
 
@@ -687,6 +692,20 @@ mod tests {
             Verdict::Improved
         );
         assert_eq!(judge(&a, &b, None, &opts).verdict, Verdict::Changed);
+    }
+
+    #[test]
+    fn a_verdict_is_one_word_in_the_table_json_and_markdown() {
+        for v in [
+            Verdict::Improved,
+            Verdict::Regressed,
+            Verdict::Changed,
+            Verdict::WithinNoise,
+            Verdict::TooFewSamples,
+            Verdict::OneValue,
+        ] {
+            assert_eq!(serde_json::to_value(v).unwrap(), v.to_string(), "{v:?}");
+        }
     }
 
     #[test]

@@ -12,13 +12,12 @@ fn show(value: f64, unit: &str) -> String {
         return "-".into();
     }
     match unit {
-        "ns" => crate::units::human_ns(value),
         "bytes" => crate::units::human_bytes(value.max(0.0) as u64),
         "/s" => format!("{}/s", human_count(value)),
         "%" => format!("{value:.1}%"),
-        "s" => format!("{value:.3} s"),
         "" => human_count(value),
-        unit => format!("{} {unit}", human_count(value)),
+        // Durations in the unit that keeps three digits (`307.7 µs`, not `0.000 s`).
+        unit => crate::units::human_figure(value, unit),
     }
 }
 

@@ -175,3 +175,83 @@ fn a_config_file_that_is_wrong_is_named_before_anything_runs() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn show_json_carries_the_figures_of_the_text_and_the_text_reads_in_human_units() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    let out = benchtop()
+        .args([
+            "run",
+            "ring",
+            "--num-rounds",
+            "200",
+            "-q",
+            "--profile",
+            "cpu",
+            "-o",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = benchtop().arg("show").arg(&dir).output().unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    let json = benchtop()
+        .arg("show")
+        .arg(&dir)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(json.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    // Every figure of the workload's summary, by name, in both; the rate in human units.
+    let figures = json["session"]["summary"].as_array().unwrap();
+    assert!(!figures.is_empty(), "{json}");
+    for f in figures {
+        let name = f["name"].as_str().unwrap();
+        assert!(text.contains(&format!("  {name}: ")), "{name} in\n{text}");
+    }
+    let rate = text
+        .lines()
+        .find(|l| l.contains("messages_per_second:"))
+        .unwrap();
+    // `266.4 k messages/s`, not `266354.0918… messages/s`.
+    let value = rate.split_once(": ").unwrap().1;
+    let number = value.split(' ').next().unwrap();
+    assert!(
+        value.ends_with(" messages/s") && number.chars().filter(char::is_ascii_digit).count() <= 4,
+        "{rate}"
+    );
+    // The latency rows: the same metrics and counts.
+    let latency = json["overview"]["latency"].as_array().unwrap();
+    assert!(!latency.is_empty(), "{json}");
+    for row in latency {
+        let (metric, count) = (
+            row["metric"].as_str().unwrap(),
+            row["count"].as_u64().unwrap(),
+        );
+        assert!(row["p50_ns"].as_u64().unwrap() <= row["p99_ns"].as_u64().unwrap());
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{metric} ")))
+            .unwrap_or_else(|| panic!("{metric} in\n{text}"));
+        assert!(
+            line.split_whitespace().nth(1) == Some(&count.to_string()),
+            "{line} vs {count}"
+        );
+    }
+    // The hottest frames: the same names (shortened in the text) with the same shares.
+    for f in json["overview"]["hottest_frames"].as_array().unwrap() {
+        let line = format!(
+            "{:5.1}%  {}",
+            f["percent"].as_f64().unwrap(),
+            benchtop_sessions::names::short_name(f["frame"].as_str().unwrap(), 80)
+        );
+        assert!(text.contains(&line), "{line} in\n{text}");
+    }
+}
