@@ -44,6 +44,7 @@ impl Run<'_> {
             }
         }
         if let Some((_, held)) = self.data.held.take() {
+            self.data.ticks_merged += 1;
             for (name, histogram) in held {
                 match decoded.get_mut(&name) {
                     // Merging only fails past the decoder's own bounds: the tick keeps its own.
@@ -59,17 +60,17 @@ impl Run<'_> {
         let since_row = tick.t_ns.saturating_sub(self.data.last_t_ns);
         let too_soon = u128::from(since_row) * 2 < self.opts.interval.as_nanos();
         if too_soon && self.data.ticks > 1 {
-            self.data.ticks_merged += 1;
             self.data.held = Some((tick.clone(), decoded));
             return Ok(());
         }
-        self.write_tick_row(tick, decoded)
+        self.write_tick_row(tick, decoded, true)
     }
 
-    /// Writes what a held tick carries, as the run's last row.
+    /// Writes what a held tick carries, as the run's last row (a short one: its rates are
+    /// over its own length). No progress line: the run has been reported as ending.
     pub(crate) fn flush_held_tick(&mut self) -> Result<(), RecordError> {
         match self.data.held.take() {
-            Some((tick, histograms)) => self.write_tick_row(&tick, histograms),
+            Some((tick, histograms)) => self.write_tick_row(&tick, histograms, false),
             None => Ok(()),
         }
     }
@@ -78,6 +79,7 @@ impl Run<'_> {
         &mut self,
         tick: &benchtop_protocol::Tick,
         histograms: BTreeMap<String, Histogram<u64>>,
+        progress: bool,
     ) -> Result<(), RecordError> {
         let interval_ns = tick.t_ns.saturating_sub(self.data.last_t_ns);
         let interval_s = interval_ns as f64 / 1e9;
@@ -118,7 +120,9 @@ impl Run<'_> {
         self.publish(&row, live_histograms);
         self.data.last_t_ns = tick.t_ns;
         self.data.last_counters.clone_from(&tick.counters);
-        self.show_progress(&row);
+        if progress {
+            self.show_progress(&row);
+        }
         Ok(())
     }
 

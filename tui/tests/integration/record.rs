@@ -676,3 +676,42 @@ fn a_live_link_sees_rows_histograms_and_stacks_and_can_stop_the_run() {
     let session = Session::load(&dir).unwrap();
     assert_eq!(session.meta.status, Status::Stopped);
 }
+
+#[test]
+fn no_progress_line_follows_the_end_of_a_run_and_the_short_last_row_is_no_merge() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    // Not --quiet: stderr is not a terminal, so the progress comes as one line per row.
+    let out = benchtop()
+        .args([
+            "run",
+            "ring",
+            "--num-rounds",
+            "100000000",
+            "--duration",
+            "1200ms",
+            "--profile",
+            "none",
+            "--record",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let (_, after) = stderr
+        .split_once("writing the session")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        !after.contains("messages/s"),
+        "a progress line after the run ended:\n{stderr}"
+    );
+    // The last tick, 0.2 s after the row before it, is the run's last row, not a merge.
+    assert!(!stderr.contains("ticks came sooner"), "{stderr}");
+    let session = Session::load(&dir).unwrap();
+    assert!(
+        session.rows.len() >= 2,
+        "{} rows\n{stderr}",
+        session.rows.len()
+    );
+}
