@@ -95,23 +95,59 @@ pub fn workload_names() -> Vec<String> {
         .collect()
 }
 
+/// `error` for an option `sub` does not have, naming the subcommands that do have it
+/// (`run ring --threshold 5%` is a compare option, not a misspelt `--record`).
+fn other_command_s_option(error: clap::Error, sub: &std::ffi::OsStr, word: &str) -> clap::Error {
+    use clap::CommandFactory as _;
+    use clap::error::ErrorKind;
+    let long = word.trim_start_matches('-');
+    let long = long.split_once('=').map_or(long, |(name, _)| name);
+    let command = Cli::command();
+    let owners: Vec<&str> = command
+        .get_subcommands()
+        .filter(|c| c.get_name() != sub && !c.is_hide_set())
+        .filter(|c| c.get_arguments().any(|a| a.get_long() == Some(long)))
+        .map(|c| c.get_name())
+        .collect();
+    if owners.is_empty() || !word.starts_with("--") {
+        return error;
+    }
+    let mut owners: Vec<String> = owners.iter().map(|o| format!("`benchtop {o}`")).collect();
+    let last = owners.pop().unwrap_or_default();
+    let owners = match owners.is_empty() {
+        true => last,
+        false => format!("{} and {last}", owners.join(", ")),
+    };
+    let message = format!(
+        "unexpected argument '{word}' found: it is an option of {owners}, not of `benchtop {}`",
+        sub.to_string_lossy()
+    );
+    let mut command = Cli::command();
+    command.build();
+    command.error(ErrorKind::UnknownArgument, message)
+}
+
 /// `error` with a suggestion when it is a word after `run` that names no workload.
 fn workload_hint(error: clap::Error, args: &[std::ffi::OsString]) -> clap::Error {
     use clap::CommandFactory as _;
     use clap::error::{ContextKind, ContextValue, ErrorKind};
-    if error.kind() != ErrorKind::UnknownArgument || args.get(1).is_none_or(|a| a != "run") {
+    if error.kind() != ErrorKind::UnknownArgument {
         return error;
     }
     let Some(ContextValue::String(word)) = error.get(ContextKind::InvalidArg) else {
         return error;
     };
-    if word.starts_with('-') {
+    let word = word.clone();
+    let Some(sub) = args.get(1) else {
         return error;
+    };
+    if sub != "run" || word.starts_with('-') {
+        return other_command_s_option(error, sub, &word);
     }
     let names = workload_names();
     let closest = names
         .iter()
-        .map(|n| (strsim::levenshtein(n, word), n))
+        .map(|n| (strsim::levenshtein(n, &word), n))
         .filter(|(distance, n)| *distance <= (n.len() / 3).max(2))
         .min();
     let mut message = format!("unknown workload '{word}'");
@@ -150,6 +186,8 @@ counters and latency histograms to the session (docs/protocol.md)."
     /// exits, the duration elapses, or Ctrl-C; the process itself is never signalled.
     #[command(after_help = "Examples:\n  benchtop attach 4242 --duration 30s\n  \
 benchtop attach $(pgrep -n my-server) --record /tmp/server-profile")]
+    // A baseline makes no sense for attach yet: refused there, so not offered in its help.
+    #[command(mut_arg("baseline", |a| a.hide(true)))]
     Attach(AttachArgs),
     /// Print the summary of a recorded session (or a series' table of points).
     #[command(

@@ -255,3 +255,31 @@ fn show_json_carries_the_figures_of_the_text_and_the_text_reads_in_human_units()
         assert!(text.contains(&line), "{line} in\n{text}");
     }
 }
+
+#[test]
+fn an_option_of_another_command_is_named_as_such_and_attach_offers_no_baseline() {
+    let out = benchtop()
+        .args(["run", "ring", "--threshold", "5%"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("'--threshold' found: it is an option of `benchtop compare`")
+            && !stderr.contains("--record"),
+        "{stderr}"
+    );
+    // A misspelling is still clap's own suggestion.
+    let out = benchtop()
+        .args(["run", "ring", "--frequncy", "5"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("'--frequency'"), "{stderr}");
+    let out = benchtop().args(["attach", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        help.contains("--tui") && !help.contains("--baseline"),
+        "{help}"
+    );
+}
