@@ -468,7 +468,7 @@ fn carry_out(
                 orphans
                     .iter()
                     .zip(outcomes)
-                    .map(|(o, outcome)| (o.pid, outcome.to_string()))
+                    .map(|(o, outcome)| (o.pid, outcome))
                     .collect(),
             )
         }),
