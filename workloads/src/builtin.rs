@@ -89,6 +89,46 @@ fn prepared<'a, P: 'a, M: 'a>(params: &'a P, metrics: M, body: RunFn<P, M>) -> B
     })
 }
 
+/// The `hello` parameters of a parameters type whose serde form is keyed by its
+/// command-line names (`#[serde(rename_all = "kebab-case")]`): its serde form, so that
+/// the one definition gives both.
+pub fn json_of<P: serde::Serialize>(params: &P) -> BTreeMap<String, serde_json::Value> {
+    match serde_json::to_value(params) {
+        Ok(serde_json::Value::Object(map)) => map.into_iter().collect(),
+        _ => BTreeMap::new(),
+    }
+}
+
+/// The arguments that parse back into `params`, derived from its clap definition and its
+/// serde form ([`json_of`]): each argument, in the definition's order, with its value as
+/// text; a flag when true; a value serde leaves out (a default) is left to its default.
+pub fn args_of<P: clap::Args + serde::Serialize>(params: &P) -> Vec<String> {
+    let json = json_of(params);
+    let cmd = P::augment_args(clap::Command::new("params"));
+    let mut args = Vec::new();
+    for arg in cmd.get_arguments() {
+        let Some((long, value)) = arg
+            .get_long()
+            .and_then(|long| json.get(long).map(|value| (long, value)))
+        else {
+            continue;
+        };
+        if !arg.get_action().takes_values() {
+            if value == &serde_json::Value::Bool(true) {
+                args.push(format!("--{long}"));
+            }
+            continue;
+        }
+        let text = match value {
+            serde_json::Value::Null => continue,
+            serde_json::Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        args.extend([format!("--{long}"), text]);
+    }
+    args
+}
+
 /// The parameters' own checks, arguments and JSON, which each type keeps beside its
 /// definition.
 macro_rules! described_by_params {
