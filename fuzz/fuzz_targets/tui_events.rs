@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use benchtop::state::launcher::{LauncherState, RecentSession};
 use benchtop::state::{AppEvent, Key, Pane, Signal, State};
 use benchtop_profilers::Snapshot;
-use benchtop_profilers::reaper::{Orphan, Owner, OwnerState};
+use benchtop_profilers::reaper::{Orphan, Owner, OwnerState, ReapOutcome};
 use benchtop_record::{LiveEvent, Notice, RecordOutcome};
 use benchtop_sessions::timeseries::ThreadCpu;
 use benchtop_sessions::{Resources, StackTree, Status, TimeseriesRow};
@@ -178,6 +178,15 @@ fn orphan(b: &mut Bytes) -> Orphan {
     }
 }
 
+fn reap_outcome(b: &mut Bytes) -> ReapOutcome {
+    match b.byte() % 4 {
+        0 => ReapOutcome::Ended,
+        1 => ReapOutcome::Killed,
+        2 => ReapOutcome::AlreadyGone,
+        _ => ReapOutcome::Failed(b.text()),
+    }
+}
+
 fn event(b: &mut Bytes) -> AppEvent {
     match b.byte() % 16 {
         0..=4 => AppEvent::Key(key(b)),
@@ -231,7 +240,7 @@ fn event(b: &mut Bytes) -> AppEvent {
         _ => match b.byte() % 8 {
             0 => AppEvent::Signal(Signal::ALL[usize::from(b.byte() % 4)]),
             1 => AppEvent::TerminalGone,
-            2 => AppEvent::Reaped(vec![(b.u16().into(), b.text())]),
+            2 => AppEvent::Reaped(vec![(b.u16().into(), reap_outcome(b))]),
             _ => AppEvent::Error(b.text()),
         },
     }

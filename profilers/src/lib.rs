@@ -3,16 +3,16 @@
 //! knows nothing of workloads and never prints.
 //!
 //! ```no_run
-//! use benchtop_profilers::{ProcessMonitor, Sampler, SamplerOptions};
+//! use benchtop_profilers::{Sampler, SamplerOptions, TreeMonitor};
 //!
 //! # fn main() -> Result<(), benchtop_profilers::ProfilerError> {
 //! let opts = SamplerOptions::default();
 //! Sampler::check(&opts)?; // bad options or no perf events: refused before a worker runs
 //! let pid = 4242; // a worker waiting for its start message
 //! let sampler = Sampler::start(pid, &opts)?;
-//! let mut monitor = ProcessMonitor::new(pid);
+//! let mut monitor = TreeMonitor::new(pid);
 //! // … start the worker; every interval: …
-//! let resources = monitor.sample()?;
+//! let resources = monitor.sample()?.resources;
 //! let progress = sampler.stats();
 //! # let _ = (resources, progress);
 //! // … at the end:
@@ -38,7 +38,6 @@ pub mod unwind;
 
 pub use error::ProfilerError;
 pub use host::host_info;
-pub use monitor::ProcessMonitor;
 pub use monitor::{
     Discovery, ProcessSample, ThreadSample, TreeMonitor, TreeMonitorOptions, TreeSample,
 };

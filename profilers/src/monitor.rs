@@ -8,9 +8,6 @@
 //! and once /proc/stat for the per-core figures. Files are held open from sample to sample
 //! (one `pread` each, within a budget of descriptors), buffers are reused and names are
 //! interned: `benches/tree_monitor.rs` measures the cost on a 100-process tree.
-//!
-//! [`ProcessMonitor`] is the older interface, kept for its callers: the same tree monitor,
-//! returning only the [`Resources`].
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -1133,40 +1130,4 @@ fn default_max_open_files() -> usize {
     usize::try_from(lim.rlim_cur / 4)
         .unwrap_or(usize::MAX)
         .min(1024)
-}
-
-/// Samples the resources of a process and its descendants: a [`TreeMonitor`] that returns
-/// only the [`Resources`]. New code should use [`TreeMonitor`], which also gives the
-/// per-core utilisation and the threads.
-#[derive(Debug)]
-pub struct ProcessMonitor {
-    tree: TreeMonitor,
-}
-
-impl ProcessMonitor {
-    /// A monitor of `pid` and its descendants. It takes a first reading now (if the process
-    /// exists), so the first [`ProcessMonitor::sample`] reports CPU use since this call.
-    pub fn new(pid: u32) -> Self {
-        ProcessMonitor {
-            tree: TreeMonitor::new(pid),
-        }
-    }
-
-    /// The monitored process id.
-    pub fn pid(&self) -> u32 {
-        self.tree.pid()
-    }
-
-    /// RSS, peak RSS, threads, processes, CPU time so far and CPU use since the previous
-    /// sample (percent of one core), context switches and I/O of the tree.
-    /// [`ProfilerError::ProcessGone`] once the process has exited (a zombie counts as
-    /// exited).
-    pub fn sample(&mut self) -> Result<Resources, ProfilerError> {
-        self.tree.sample().map(|s| s.resources)
-    }
-
-    /// The tree monitor underneath.
-    pub fn tree(&mut self) -> &mut TreeMonitor {
-        &mut self.tree
-    }
 }

@@ -336,6 +336,13 @@ pub enum ReapOutcome {
     Failed(String),
 }
 
+impl ReapOutcome {
+    /// The process could not be ended.
+    pub fn is_failure(&self) -> bool {
+        matches!(self, ReapOutcome::Failed(_))
+    }
+}
+
 impl fmt::Display for ReapOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

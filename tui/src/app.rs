@@ -63,14 +63,10 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
     if !std::io::stdout().is_terminal() {
         anyhow::bail!("the TUI needs a terminal; record headless without --tui");
     }
-    let (tx, rx) = mpsc::channel();
     // Before any recorder starts: the TUI, not the recorder, hears the signals.
-    let signals = watch_signals(tx.clone())?;
-    let mut runs = Runs {
-        tx: tx.clone(),
-        current: None,
-        finished: Vec::new(),
-    };
+    let tui = Tui::new()?;
+    let tx = tui.tx.clone();
+    let mut runs = tui.runs();
     let (mut state, record) = match start {
         Start::Run(opts, record) => {
             let params = crate::state::live::params_text(&opts.params);
@@ -89,14 +85,7 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
     if let Some(baseline) = baseline {
         state.set_initial_baseline(baseline);
     }
-    let input = Input::start(tx.clone())?;
-    let result = in_terminal(!record.no_mouse, |guard| {
-        drive(guard, &mut state, &rx, &mut runs, Some(&record))
-    });
-    input.end();
-    // The terminal is restored: a signal from here on ends benchtop at once.
-    signals.leave();
-    say_ending(&state);
+    let result = tui.run(&mut state, &mut runs, !record.no_mouse, Some(&record));
 
     // Left while a run goes on (q twice, a signal, or the loop failed): stop it and wait
     // for its session here, so that it is finished whatever happened to the screen.
@@ -125,6 +114,52 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
         };
     }
     Ok(signalled_code(&state).unwrap_or(code))
+}
+
+/// The one set-up of the TUI, for `run_tui` and `open` alike: the channel every producer
+/// feeds and the signals it hears (from [`Tui::new`], before any recorder starts), then the
+/// terminal reader and the terminal itself for the loop ([`Tui::run`]).
+struct Tui {
+    tx: Sender<AppEvent>,
+    rx: Receiver<AppEvent>,
+    signals: SignalWatch,
+}
+
+impl Tui {
+    /// The channel, and the signals heard into it.
+    fn new() -> Result<Tui> {
+        let (tx, rx) = mpsc::channel();
+        let signals = watch_signals(tx.clone())?;
+        Ok(Tui { tx, rx, signals })
+    }
+
+    /// The recordings of this TUI, whose events come into its channel.
+    fn runs(&self) -> Runs {
+        Runs {
+            tx: self.tx.clone(),
+            current: None,
+            finished: Vec::new(),
+        }
+    }
+
+    /// Runs the loop from `state` with the terminal set up and read, and restores the
+    /// terminal however the loop ends; then says why the TUI left when no key left it.
+    /// From its return on, a signal takes its default action.
+    fn run(
+        self,
+        state: &mut State,
+        runs: &mut Runs,
+        mouse: bool,
+        record: Option<&RecordArgs>,
+    ) -> Result<()> {
+        let input = Input::start(self.tx.clone())?;
+        let result = in_terminal(mouse, |guard| drive(guard, state, &self.rx, runs, record));
+        input.end();
+        // The terminal is restored: a signal from here on ends benchtop at once.
+        self.signals.leave();
+        say_ending(state);
+        result
+    }
 }
 
 /// Runs `body` with the terminal set up, and restores it however `body` ends: returning,
@@ -193,20 +228,9 @@ pub fn open(args: &OpenArgs) -> Result<ExitCode> {
         }
         None => State::with_session(representative(&a)?, Instant::now(), color),
     };
-    let (tx, rx) = mpsc::channel();
-    let signals = watch_signals(tx.clone())?;
-    let mut runs = Runs {
-        tx: tx.clone(),
-        current: None,
-        finished: Vec::new(),
-    };
-    let input = Input::start(tx)?;
-    let result = in_terminal(!args.no_mouse, |guard| {
-        drive(guard, &mut state, &rx, &mut runs, None)
-    });
-    input.end();
-    signals.leave();
-    say_ending(&state);
+    let tui = Tui::new()?;
+    let mut runs = tui.runs();
+    let result = tui.run(&mut state, &mut runs, !args.no_mouse, None);
     result.map(|()| signalled_code(&state).unwrap_or(ExitCode::SUCCESS))
 }
 
@@ -468,7 +492,7 @@ fn carry_out(
                 orphans
                     .iter()
                     .zip(outcomes)
-                    .map(|(o, outcome)| (o.pid, outcome.to_string()))
+                    .map(|(o, outcome)| (o.pid, outcome))
                     .collect(),
             )
         }),

@@ -11,19 +11,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::WorkloadError;
-use crate::defs::{self, DefsMetrics, DefsParams};
-use crate::echo::{self, EchoMetrics, EchoParams};
+pub use crate::builtin::BuiltIn;
+use crate::defs::DefsParams;
+use crate::echo::EchoParams;
 use crate::ipc::{self, NodeParams};
 #[cfg(feature = "kvstore")]
-use crate::kvstore::{self, KvMetrics, KvParams};
-use crate::messenger::{self, MsgrMetrics, MsgrParams};
-use crate::protocol::{Hello, PROTOCOL_VERSION, Summary, WorkerMessage};
+use crate::kvstore::KvParams;
+use crate::messenger::MsgrParams;
+use crate::protocol::{Hello, PROTOCOL_VERSION, WorkerMessage};
 use crate::report::{
-    Metrics, Reporter, Start, StopSignal, Ticker, interval_from_env, listen_for_stop,
-    wait_for_start,
+    Metrics, Reporter, StopSignal, Ticker, interval_from_env, listen_for_stop, wait_for_start,
 };
-use crate::ring::{self, RingMetrics, RingParams};
-use crate::storm::{self, StormMetrics, StormParams};
+use crate::ring::RingParams;
+use crate::storm::StormParams;
 
 /// A built-in workload with its parameters; a clap subcommand, so the binary embeds it
 /// as `benchtop worker <workload> [params]`.
@@ -60,18 +60,23 @@ impl Default for Workload {
 }
 
 impl Workload {
+    /// The workload's description: its parameters, which say everything else.
+    pub fn builtin(&self) -> &dyn BuiltIn {
+        match self {
+            Workload::Ring(params) => params,
+            Workload::Storm(params) => params,
+            #[cfg(feature = "kvstore")]
+            Workload::Kvstore(params) => params,
+            Workload::Defs(params) => params,
+            Workload::UdpEcho(params) => params,
+            Workload::Messenger(params) => params,
+            Workload::IpcNode(params) => params,
+        }
+    }
+
     /// The workload's name, as a subcommand and in `hello`.
     pub fn name(&self) -> &'static str {
-        match self {
-            Workload::Ring(_) => ring::NAME,
-            Workload::Storm(_) => storm::NAME,
-            #[cfg(feature = "kvstore")]
-            Workload::Kvstore(_) => kvstore::NAME,
-            Workload::Defs(_) => defs::NAME,
-            Workload::UdpEcho(_) => echo::NAME,
-            Workload::Messenger(_) => messenger::NAME,
-            Workload::IpcNode(_) => "ipc-node",
-        }
+        self.builtin().name()
     }
 
     /// Whether this is a node process rather than a measured workload (it reports
@@ -84,48 +89,21 @@ impl Workload {
     /// `--transport ipc`). [`run_worker`] checks too, before `hello`; a conductor can
     /// call this first to refuse a bad command line at once.
     pub fn validate(&self) -> Result<(), WorkloadError> {
-        match self {
-            Workload::Ring(params) => params.validate(),
-            Workload::Storm(params) => params.validate(),
-            #[cfg(feature = "kvstore")]
-            Workload::Kvstore(params) => params.validate(),
-            Workload::Defs(params) => params.validate(),
-            Workload::UdpEcho(params) => params.validate(),
-            Workload::Messenger(params) => params.validate(),
-            Workload::IpcNode(_) => Ok(()),
-        }
+        self.builtin().validate()
     }
 
     /// The subcommand and arguments that parse back into this workload:
     /// `["ring", "--num-nodes", "5000", …]`.
     pub fn to_args(&self) -> Vec<String> {
-        let params = match self {
-            Workload::Ring(params) => params.to_args(),
-            Workload::Storm(params) => params.to_args(),
-            #[cfg(feature = "kvstore")]
-            Workload::Kvstore(params) => params.to_args(),
-            Workload::Defs(params) => params.to_args(),
-            Workload::UdpEcho(params) => params.to_args(),
-            Workload::Messenger(params) => params.to_args(),
-            Workload::IpcNode(params) => params.to_args(),
-        };
-        std::iter::once(self.name().to_owned())
-            .chain(params)
+        let builtin = self.builtin();
+        std::iter::once(builtin.name().to_owned())
+            .chain(builtin.to_args())
             .collect()
     }
 
     /// The parameters for `hello`, keyed by their command-line names.
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
-        match self {
-            Workload::Ring(params) => params.params_json(),
-            Workload::Storm(params) => params.params_json(),
-            #[cfg(feature = "kvstore")]
-            Workload::Kvstore(params) => params.params_json(),
-            Workload::Defs(params) => params.params_json(),
-            Workload::UdpEcho(params) => params.params_json(),
-            Workload::Messenger(params) => params.params_json(),
-            Workload::IpcNode(params) => params.params_json(),
-        }
+        self.builtin().params_json()
     }
 }
 
@@ -205,96 +183,6 @@ fn report_error(reporter: &Reporter, error: WorkloadError) -> WorkloadError {
     error
 }
 
-/// A workload's metrics, registered before `hello`.
-enum Registered<'a> {
-    Ring(&'a RingParams, RingMetrics),
-    Storm(&'a StormParams, StormMetrics),
-    #[cfg(feature = "kvstore")]
-    Kvstore(&'a KvParams, KvMetrics),
-    Defs(&'a DefsParams, DefsMetrics),
-    UdpEcho(&'a EchoParams, EchoMetrics),
-    Messenger(&'a MsgrParams, MsgrMetrics),
-}
-
-/// What a finished run reports: its summary, and what the log says besides it.
-struct Finished {
-    summary: Summary,
-    stopped_note: Option<String>,
-}
-
-impl Registered<'_> {
-    fn run(
-        &self,
-        stop: &StopSignal,
-        reporter: &Reporter,
-        start: Start,
-    ) -> Result<Finished, WorkloadError> {
-        match self {
-            Registered::Ring(params, metrics) => {
-                let outcome = ring::run(params, metrics, stop)?;
-                Ok(Finished {
-                    summary: ring::summary(&outcome),
-                    stopped_note: outcome.stopped.then(|| {
-                        format!(
-                            "stopped early: {} of {} hops",
-                            outcome.final_sum,
-                            params.total_hops()
-                        )
-                    }),
-                })
-            }
-            #[cfg(feature = "kvstore")]
-            Registered::Kvstore(params, metrics) => {
-                let outcome = kvstore::run(params, metrics, stop)?;
-                Ok(Finished {
-                    summary: kvstore::summary(&outcome),
-                    stopped_note: outcome
-                        .stopped
-                        .then(|| "stopped before the duration".to_owned()),
-                })
-            }
-            Registered::Messenger(params, metrics) => {
-                let outcome = messenger::run(params, metrics, stop)?;
-                Ok(Finished {
-                    summary: messenger::summary(&outcome),
-                    stopped_note: outcome
-                        .stopped
-                        .then(|| "stopped before the message time".to_owned()),
-                })
-            }
-            Registered::Storm(params, metrics) => {
-                let outcome = storm::run(params, metrics, stop)?;
-                Ok(Finished {
-                    summary: storm::summary(&outcome),
-                    stopped_note: outcome.stopped.then(|| {
-                        format!(
-                            "stopped early: {} of {} messages",
-                            outcome.final_sum,
-                            params.total_messages()
-                        )
-                    }),
-                })
-            }
-            Registered::Defs(params, metrics) => {
-                let outcome = defs::run(params, metrics, stop, reporter, start)?;
-                Ok(Finished {
-                    summary: defs::summary(&outcome),
-                    stopped_note: outcome
-                        .stopped
-                        .then(|| format!("stopped early after {} phases", outcome.phases.len())),
-                })
-            }
-            Registered::UdpEcho(params, metrics) => {
-                let outcome = echo::run(params, metrics, stop, reporter, start)?;
-                Ok(Finished {
-                    summary: echo::summary(&outcome),
-                    stopped_note: outcome.stopped.then(|| "stopped early".to_owned()),
-                })
-            }
-        }
-    }
-}
-
 fn drive(
     workload: &Workload,
     reporter: &Arc<Reporter>,
@@ -304,30 +192,7 @@ fn drive(
 ) -> Result<(), WorkloadError> {
     workload.validate()?;
     let mut metrics = Metrics::new();
-    let registered = match workload {
-        Workload::Ring(params) => Registered::Ring(params, RingMetrics::register(&mut metrics)?),
-        Workload::Storm(params) => Registered::Storm(params, StormMetrics::register(&mut metrics)?),
-        #[cfg(feature = "kvstore")]
-        Workload::Kvstore(params) => {
-            Registered::Kvstore(params, KvMetrics::register(&mut metrics)?)
-        }
-        Workload::Defs(params) => {
-            Registered::Defs(params, DefsMetrics::register(&mut metrics, params)?)
-        }
-        Workload::UdpEcho(params) => {
-            Registered::UdpEcho(params, EchoMetrics::register(&mut metrics)?)
-        }
-        Workload::Messenger(params) => {
-            Registered::Messenger(params, MsgrMetrics::register(&mut metrics, params)?)
-        }
-        Workload::IpcNode(_) => {
-            return Err(WorkloadError::Broken {
-                workload: "ipc-node",
-                reason: "a node process is started by its main node, not run as a worker"
-                    .to_owned(),
-            });
-        }
-    };
+    let prepared = workload.builtin().prepare(&mut metrics)?;
     reporter.send(&WorkerMessage::Hello(Hello {
         protocol: PROTOCOL_VERSION,
         workload: workload.name().to_owned(),
@@ -340,7 +205,7 @@ fn drive(
     let stop = StopSignal::new();
     listen_for_stop(input, stop.clone())?;
     let ticker = Ticker::start(reporter.clone(), &metrics, interval, start, stop.clone())?;
-    let finished = registered.run(&stop, reporter, start);
+    let finished = prepared.run(&stop, reporter, start);
     let ticked = ticker.finish();
     let finished = finished?;
     ticked?;

@@ -1,13 +1,13 @@
 use std::time::Duration;
 
-use benchtop_profilers::{ProcessMonitor, ProfilerError};
+use benchtop_profilers::{ProfilerError, TreeMonitor};
 
 use crate::fixture::Fixture;
 
 #[test]
 fn monitoring_this_process_reports_memory_and_threads() {
-    let mut m = ProcessMonitor::new(std::process::id());
-    let r = m.sample().expect("sample this process");
+    let mut m = TreeMonitor::new(std::process::id());
+    let r = m.sample().expect("sample this process").resources;
     assert!(r.rss_bytes > 0, "{r:?}");
     assert!(r.peak_rss_bytes >= r.rss_bytes, "{r:?}");
     assert!(r.threads >= 1, "{r:?}");
@@ -17,10 +17,10 @@ fn monitoring_this_process_reports_memory_and_threads() {
 #[test]
 fn a_burning_child_shows_cpu_use_and_then_is_gone() {
     let mut child = Fixture::spawn("burn", 700, 1);
-    let mut m = ProcessMonitor::new(child.pid());
+    let mut m = TreeMonitor::new(child.pid());
     child.go();
     std::thread::sleep(Duration::from_millis(400));
-    let r = m.sample().expect("sample the child");
+    let r = m.sample().expect("sample the child").resources;
     // One burning thread: about 100 % of a core, with slack for a busy machine.
     assert!(r.cpu_percent > 20.0 && r.cpu_percent < 250.0, "{r:?}");
     assert!(r.threads >= 2, "main + burner thread: {r:?}");
@@ -40,7 +40,7 @@ fn an_unreaped_zombie_counts_as_gone() {
     let pid = zombie.id();
     // Not reaped yet: a zombie once it has exited.
     std::thread::sleep(Duration::from_millis(200));
-    let err = ProcessMonitor::new(pid).sample().unwrap_err();
+    let err = TreeMonitor::new(pid).sample().unwrap_err();
     assert!(matches!(err, ProfilerError::ProcessGone { .. }), "{err:?}");
     zombie.wait().expect("reap");
 }

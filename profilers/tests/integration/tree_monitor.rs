@@ -12,7 +12,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use benchtop_profilers::monitor::{Discovery, TreeMonitorOptions};
-use benchtop_profilers::{ProcessMonitor, ProfilerError, TreeMonitor, TreeSample};
+use benchtop_profilers::{ProfilerError, TreeMonitor, TreeSample};
 use benchtop_sessions::TimeseriesRow;
 
 const NOBODY: libc::uid_t = 65534;
@@ -432,11 +432,11 @@ fn a_root_that_exits_is_gone_and_so_is_a_root_that_never_was() {
 }
 
 #[test]
-fn the_process_monitor_reports_the_tree() {
+fn the_tree_monitors_resources_are_the_whole_trees() {
     let mut tree = Tree::hold(2, 8);
     tree.spawn(2, false);
-    let mut m = ProcessMonitor::new(tree.pid());
-    let r = m.sample().unwrap();
+    let mut m = TreeMonitor::new(tree.pid());
+    let r = m.sample().unwrap().resources;
     assert_eq!((r.processes, r.threads), (3, 5), "{r:?}");
     assert!(
         r.rss_bytes >= 8 << 20 && r.ctx_switches_total.is_some(),

@@ -4,11 +4,15 @@
 //! [`AppEvent`] channel; [`State::update`] applies an event and returns the side effects
 //! ([`Effect`]) for the loop to carry out. Views read the state and never change it.
 //!
+//! What a key does is looked up in the key tables ([`keys`]) and carried out by
+//! `State::act`.
+//!
 //! Over 1,000 lines only with its tests, which stay at the end of the file as the
-//! project's tests do; the code is about 990 lines.
+//! project's tests do; the code is about 940 lines.
 
 pub mod compare;
 pub mod flame;
+pub mod keys;
 pub mod launcher;
 pub mod live;
 pub mod orphans;
@@ -16,7 +20,7 @@ pub mod orphans;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use benchtop_profilers::reaper::{Orphan, ReapSignal};
+use benchtop_profilers::reaper::{Orphan, ReapOutcome, ReapSignal};
 use benchtop_sessions::StackTree;
 use benchtop_workloads::worker::Workload;
 
@@ -25,6 +29,7 @@ use crate::record::live::LiveEvent;
 use benchtop_record::NoticeKind;
 use compare::{ComparePane, CompareState};
 use flame::{FlameState, FlameUnit};
+use keys::Action;
 use launcher::{LauncherFocus, LauncherState, RecentSession};
 use live::{LatencySummary, LiveRun, RunStatus};
 use orphans::OrphansState;
@@ -97,8 +102,8 @@ pub enum AppEvent {
     Error(String),
     /// What a scan for orphans found, or why it failed.
     Orphans(Result<Vec<Orphan>, String>),
-    /// What became of the orphans asked to end: pid and outcome, in words.
-    Reaped(Vec<(u32, String)>),
+    /// What became of the orphans asked to end: pid and outcome.
+    Reaped(Vec<(u32, ReapOutcome)>),
     /// The most recent sessions under ./sessions.
     Sessions(Vec<RecentSession>),
     /// A signal asked benchtop to end: the TUI leaves at once (a run goes on being
@@ -559,10 +564,7 @@ impl State {
             }
             AppEvent::Reaped(outcomes) => {
                 self.orphans.ending = 0;
-                let failed = outcomes
-                    .iter()
-                    .filter(|(_, o)| o.starts_with("failed"))
-                    .count();
+                let failed = outcomes.iter().filter(|(_, o)| o.is_failure()).count();
                 let text = match outcomes.as_slice() {
                     [(pid, outcome)] => format!("{pid}: {outcome}"),
                     _ => format!(
@@ -711,106 +713,163 @@ impl State {
     }
 
     fn on_key(&mut self, key: Key, now: Instant) -> Vec<Effect> {
-        if let Some(query) = &mut self.search_input {
-            match key {
-                Key::Char(c) => query.push(c),
-                Key::Backspace => {
-                    query.pop();
-                }
-                Key::Enter => self.search_input = None,
-                Key::Esc => {
-                    self.search_input = None;
-                    self.flame_mut().search("");
-                    return Vec::new();
-                }
-                Key::CtrlC => return self.quit(now),
-                _ => {}
-            }
-            if let Some(query) = self.search_input.clone() {
-                self.flame_mut().search(&query);
-            }
-            return Vec::new();
+        match keys::table(self).action(self, key) {
+            Some(action) => self.act(action, key, now),
+            None => Vec::new(),
         }
-        if self.help {
-            match key {
-                Key::Char('q') | Key::CtrlC => return self.quit(now),
-                _ => self.help = false,
-            }
-            return Vec::new();
-        }
-        match self.screen {
-            Screen::Launcher => return self.on_launcher_key(key),
-            Screen::Orphans => return self.on_orphans_key(key),
-            Screen::Compare => return self.on_compare_key(key),
-            Screen::Live => {}
-        }
-        match key {
-            Key::Char('q') | Key::CtrlC => return self.quit(now),
-            Key::Char('?') | Key::F1 => self.help = true,
-            Key::Tab => self.focus = self.focus.step(1),
-            Key::BackTab => self.focus = self.focus.step(-1),
-            Key::Char(c @ '1'..='9') => {
-                let i = c as usize - '1' as usize;
-                if let Some(&pane) = Pane::ALL.get(i) {
-                    self.focus = pane;
+    }
+
+    /// Carries out what `key` does, as its screen's table says ([`keys`]).
+    fn act(&mut self, action: Action, key: Key, now: Instant) -> Vec<Effect> {
+        match action {
+            Action::Quit => return self.quit(now),
+            Action::Help => self.help = true,
+            Action::CloseHelp => self.help = false,
+            Action::FocusNext | Action::FocusPrev => {
+                let by = if action == Action::FocusNext { 1 } else { -1 };
+                match self.screen {
+                    Screen::Compare => self.compare.focus = self.compare.focus.step(by),
+                    _ => self.focus = self.focus.step(by),
                 }
             }
-            Key::Char('e') => self.maximized = !self.maximized,
-            Key::Char(' ') => {
+            Action::FocusNumber => {
+                if let Key::Char(c @ '1'..='9') = key {
+                    let i = c as usize - '1' as usize;
+                    match self.screen {
+                        Screen::Compare => {
+                            if let Some(&pane) = ComparePane::ALL.get(i) {
+                                self.compare.focus = pane;
+                            }
+                        }
+                        _ => {
+                            if let Some(&pane) = Pane::ALL.get(i) {
+                                self.focus = pane;
+                            }
+                        }
+                    }
+                }
+            }
+            Action::Maximize => self.maximized = !self.maximized,
+            Action::BackOut => return self.back_out(),
+            Action::Pause => {
                 if self.paused {
                     self.resume(now);
                 } else {
                     self.paused = true;
                 }
             }
-            Key::Char('+') | Key::Char('=') => {
-                self.window_s = (self.window_s / 2.0).max(WINDOW_RANGE_S.0);
+            Action::Narrow => self.window_s = (self.window_s / 2.0).max(WINDOW_RANGE_S.0),
+            Action::Widen => self.window_s = (self.window_s * 2.0).min(WINDOW_RANGE_S.1),
+            Action::Baseline => self.take_baseline(now),
+            Action::Snapshot => return self.snapshot(now),
+            Action::Difference => self.toggle_differential(now),
+            Action::CompareBackOut => {
+                // Out of the flamegraph's zoom first, then out of a maximized pane.
+                let zoomed_out =
+                    self.compare.focus == ComparePane::Flame && self.flame_mut().zoom_out();
+                self.maximized = self.maximized && zoomed_out;
             }
-            Key::Char('-') => self.window_s = (self.window_s * 2.0).min(WINDOW_RANGE_S.1),
-            Key::Char('b') => self.take_baseline(now),
-            Key::Char('s') => match self.run.status {
-                RunStatus::Running => {
-                    self.flash("saving a snapshot of the session…".into(), false, now);
-                    return vec![Effect::SaveSnapshot];
-                }
-                RunStatus::Starting => {
-                    self.flash(
-                        "nothing to save yet: the run has not started".into(),
-                        true,
-                        now,
-                    );
-                }
-                _ => self.flash("the run is over: its session is written".into(), false, now),
-            },
-            Key::Char('d') => self.toggle_differential(now),
-            Key::Esc => return self.back_out(),
-            _ if self.focus == Pane::Flame => self.on_flame_key(key),
-            _ => {}
-        }
-        Vec::new()
-    }
-
-    fn on_flame_key(&mut self, key: Key) {
-        // A move at an edge (or with nothing to select) changes nothing, as in a list; what
-        // each returns (whether it moved) is not needed here.
-        let flame = self.flame_mut();
-        match key {
-            Key::Up | Key::Char('k') => _ = flame.select_parent(),
-            Key::Down | Key::Char('j') => _ = flame.select_child(),
-            Key::Left | Key::Char('h') => _ = flame.select_prev(),
-            Key::Right | Key::Char('l') => _ = flame.select_next(),
-            Key::Enter => _ = flame.zoom_in(),
-            Key::Char('n') => _ = flame.next_match(),
-            Key::Char('N') => _ = flame.prev_match(),
-            Key::Char('/') => self.search_input = Some(String::new()),
-            Key::Char('o') => {
+            Action::CompareDifference => {
+                self.differential = !self.differential;
+                self.cpu_flame.set_differential(self.differential);
+                self.off_flame.set_differential(self.differential);
+            }
+            Action::ScrollUp => self.compare.scroll_by(-1),
+            Action::ScrollDown => self.compare.scroll_by(1),
+            // A move at an edge (or with nothing to select) changes nothing, as in a list;
+            // what each returns (whether it moved) is not needed here.
+            Action::FlameParent => _ = self.flame_mut().select_parent(),
+            Action::FlameChild => _ = self.flame_mut().select_child(),
+            Action::FlamePrev => _ = self.flame_mut().select_prev(),
+            Action::FlameNext => _ = self.flame_mut().select_next(),
+            Action::FlameZoom => _ = self.flame_mut().zoom_in(),
+            Action::NextMatch => _ = self.flame_mut().next_match(),
+            Action::PrevMatch => _ = self.flame_mut().prev_match(),
+            Action::Search => self.search_input = Some(String::new()),
+            Action::FlameKind => {
                 self.flame_kind = match self.flame_kind {
                     FlameKind::OnCpu => FlameKind::OffCpu,
                     FlameKind::OffCpu => FlameKind::OnCpu,
                 };
             }
-            _ => {}
+            Action::SearchType | Action::SearchErase => {
+                if let Some(query) = &mut self.search_input {
+                    match key {
+                        Key::Char(c) => query.push(c),
+                        Key::Backspace => _ = query.pop(),
+                        _ => {}
+                    }
+                    let query = query.clone();
+                    self.flame_mut().search(&query);
+                }
+            }
+            Action::SearchKeep => self.search_input = None,
+            Action::SearchClear => {
+                self.search_input = None;
+                self.flame_mut().search("");
+            }
+            Action::LauncherUp => self.launcher.step(-1),
+            Action::LauncherDown => self.launcher.step(1),
+            Action::LauncherParams => self.launcher.focus = LauncherFocus::Params,
+            Action::LauncherWorkloads => self.launcher.focus = LauncherFocus::Workloads,
+            Action::LauncherEnter => {
+                if self.launcher.focus == LauncherFocus::Params {
+                    self.launcher.edit();
+                } else if let Some(workload) = self.launcher.launch() {
+                    let params = live::params_text(&workload.params_json());
+                    self.begin_run(workload.name(), &params);
+                    return vec![Effect::Launch(Box::new(workload))];
+                }
+            }
+            Action::ToOrphans => {
+                self.screen = Screen::Orphans;
+                return vec![Effect::ScanOrphans];
+            }
+            Action::EditType | Action::EditErase => {
+                if let Some(value) = &mut self.launcher.editing {
+                    match key {
+                        Key::Char(c) => value.push(c),
+                        Key::Backspace => _ = value.pop(),
+                        _ => {}
+                    }
+                }
+            }
+            Action::EditKeep => self.launcher.commit(),
+            Action::EditCancel => self.launcher.editing = None,
+            Action::OrphanUp => self.orphans.step(-1),
+            Action::OrphanDown => self.orphans.step(1),
+            Action::EndOne => self.orphans.ask(false),
+            Action::EndAll => self.orphans.ask(true),
+            Action::Rescan => return vec![Effect::ScanOrphans],
+            Action::ToLauncher => self.screen = Screen::Launcher,
+            Action::ToggleSignal => self.orphans.toggle_signal(),
+            Action::Confirm => {
+                if let Some((targets, signal)) = self.orphans.answer(true) {
+                    return vec![Effect::Reap(targets, signal)];
+                }
+            }
+            Action::Refuse => _ = self.orphans.answer(false),
         }
+        Vec::new()
+    }
+
+    /// `s`: a snapshot of the session while the run goes on.
+    fn snapshot(&mut self, now: Instant) -> Vec<Effect> {
+        match self.run.status {
+            RunStatus::Running => {
+                self.flash("saving a snapshot of the session…".into(), false, now);
+                return vec![Effect::SaveSnapshot];
+            }
+            RunStatus::Starting => {
+                self.flash(
+                    "nothing to save yet: the run has not started".into(),
+                    true,
+                    now,
+                );
+            }
+            _ => self.flash("the run is over: its session is written".into(), false, now),
+        }
+        Vec::new()
     }
 
     /// Esc: close what is open, one level at a time; never quits. A run that is over
@@ -826,112 +885,6 @@ impl State {
         if self.from_launcher && self.run.status.is_over() {
             self.screen = Screen::Launcher;
             return vec![Effect::ListSessions, Effect::ScanOrphans];
-        }
-        Vec::new()
-    }
-
-    fn on_launcher_key(&mut self, key: Key) -> Vec<Effect> {
-        let l = &mut self.launcher;
-        if let Some(value) = &mut l.editing {
-            match key {
-                Key::Char(c) => value.push(c),
-                Key::Backspace => {
-                    value.pop();
-                }
-                Key::Enter | Key::Tab => l.commit(),
-                Key::Esc => l.editing = None,
-                Key::CtrlC => return vec![Effect::Quit],
-                _ => {}
-            }
-            return Vec::new();
-        }
-        match key {
-            Key::Char('q') | Key::CtrlC => return vec![Effect::Quit],
-            Key::Char('?') | Key::F1 => self.help = true,
-            Key::Up | Key::Char('k') => l.step(-1),
-            Key::Down | Key::Char('j') => l.step(1),
-            Key::Tab | Key::Right | Key::Char('l') => l.focus = LauncherFocus::Params,
-            Key::BackTab | Key::Left | Key::Char('h') | Key::Esc => {
-                l.focus = LauncherFocus::Workloads;
-            }
-            Key::Char('r') => {
-                self.screen = Screen::Orphans;
-                return vec![Effect::ScanOrphans];
-            }
-            Key::Enter if l.focus == LauncherFocus::Params => l.edit(),
-            Key::Enter => {
-                if let Some(workload) = l.launch() {
-                    let params = live::params_text(&workload.params_json());
-                    self.begin_run(workload.name(), &params);
-                    return vec![Effect::Launch(Box::new(workload))];
-                }
-            }
-            _ => {}
-        }
-        Vec::new()
-    }
-
-    fn on_compare_key(&mut self, key: Key) -> Vec<Effect> {
-        let focus = self.compare.focus;
-        match key {
-            Key::Char('q') | Key::CtrlC => return vec![Effect::Quit],
-            Key::Char('?') | Key::F1 => self.help = true,
-            Key::Tab => self.compare.focus = focus.step(1),
-            Key::BackTab => self.compare.focus = focus.step(-1),
-            Key::Char(c @ '1'..='9') => {
-                let i = c as usize - '1' as usize;
-                if let Some(&pane) = ComparePane::ALL.get(i) {
-                    self.compare.focus = pane;
-                }
-            }
-            Key::Char('e') => self.maximized = !self.maximized,
-            Key::Char('d') => {
-                self.differential = !self.differential;
-                self.cpu_flame.set_differential(self.differential);
-                self.off_flame.set_differential(self.differential);
-            }
-            Key::Esc => {
-                // Out of the flamegraph's zoom first, then out of a maximized pane.
-                let zoomed_out = focus == ComparePane::Flame && self.flame_mut().zoom_out();
-                self.maximized = self.maximized && zoomed_out;
-            }
-            _ if focus == ComparePane::Flame => self.on_flame_key(key),
-            Key::Up | Key::Char('k') if focus == ComparePane::Table => self.compare.scroll_by(-1),
-            Key::Down | Key::Char('j') if focus == ComparePane::Table => self.compare.scroll_by(1),
-            _ => {}
-        }
-        Vec::new()
-    }
-
-    fn on_orphans_key(&mut self, key: Key) -> Vec<Effect> {
-        let o = &mut self.orphans;
-        if o.confirm.is_some() {
-            match key {
-                Key::Left | Key::Right | Key::Tab | Key::Char('h') | Key::Char('l') => {
-                    o.toggle_signal();
-                }
-                Key::Enter | Key::Char('y') => {
-                    if let Some((targets, signal)) = o.answer(true) {
-                        return vec![Effect::Reap(targets, signal)];
-                    }
-                }
-                Key::CtrlC => return vec![Effect::Quit],
-                _ => {
-                    o.answer(false);
-                }
-            }
-            return Vec::new();
-        }
-        match key {
-            Key::Char('q') | Key::CtrlC => return vec![Effect::Quit],
-            Key::Char('?') | Key::F1 => self.help = true,
-            Key::Up => o.step(-1),
-            Key::Down | Key::Char('j') => o.step(1),
-            Key::Char('k') => o.ask(false),
-            Key::Char('K') => o.ask(true),
-            Key::Char('r') => return vec![Effect::ScanOrphans],
-            Key::Esc => self.screen = Screen::Launcher,
-            _ => {}
         }
         Vec::new()
     }
@@ -1270,7 +1223,7 @@ mod tests {
         };
         assert_eq!(targets.len(), 2);
         let effects = s.update(
-            AppEvent::Reaped(vec![(7, "ended".into()), (8, "ended".into())]),
+            AppEvent::Reaped(vec![(7, ReapOutcome::Ended), (8, ReapOutcome::Ended)]),
             now,
         );
         assert_eq!(effects, [Effect::ScanOrphans], "look again after ending");

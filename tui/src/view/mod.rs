@@ -1,11 +1,13 @@
 //! The TUI's views: pure functions of the state into a buffer. They read the state and
 //! the time they are given; they change nothing and read no clock.
 //!
-//! Over 1,000 lines only with its tests, which stay at the end of the file as the
-//! project's tests do; the code is about 440 lines.
+//! Over 600 lines only with its tests, which stay at the end of the file as the
+//! project's tests do; the code is about 250 lines. The footer and the help are drawn in
+//! `keys`, from the key tables.
 
 mod compare;
 pub mod flame;
+mod keys;
 mod launcher;
 mod orphans;
 mod panes;
@@ -18,9 +20,8 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 
-use crate::state::launcher::LauncherFocus;
 use crate::state::live::RunStatus;
 use crate::state::{FlameKind, Pane, Screen, State};
 
@@ -41,9 +42,9 @@ pub fn draw(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
         Screen::Live => draw_live(state, now, screen, buf),
         Screen::Compare => compare::draw(state, screen, buf),
     }
-    draw_footer(state, now, footer, buf);
+    keys::draw_footer(state, now, footer, buf);
     if state.help {
-        draw_help(state, area, buf);
+        keys::draw_help(state, area, buf);
     }
 }
 
@@ -250,199 +251,8 @@ fn pane_frame(
     inner
 }
 
-/// The keys that work where the focus is, or the flash message, or the search line.
-fn draw_footer(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
-    let line = if let Some(query) = &state.search_input {
-        Line::from(vec![
-            Span::styled("/", accent(state, Color::Yellow)),
-            Span::raw(format!("{query}▏")),
-            Span::styled(
-                "  Enter keep · Esc clear",
-                Style::new().add_modifier(Modifier::DIM),
-            ),
-        ])
-    } else if state.screen == Screen::Launcher && state.launcher.editing.is_some() {
-        Line::from(Span::styled(
-            " type a value (empty: the default)  Enter keep  Esc cancel",
-            accent(state, Color::Yellow),
-        ))
-    } else if let Some(error) = state
-        .launcher
-        .error
-        .as_ref()
-        .filter(|_| state.screen == Screen::Launcher)
-    {
-        Line::from(Span::styled(format!(" {error}"), accent(state, Color::Red)))
-    } else if let Some(flash) = state
-        .flash
-        .as_ref()
-        .filter(|f| now.saturating_duration_since(f.at) < crate::state::FLASH_FOR)
-    {
-        let style = if flash.error {
-            accent(state, Color::Red)
-        } else {
-            accent(state, Color::Yellow)
-        };
-        Line::from(Span::styled(format!(" {}", Escaped(&flash.text)), style))
-    } else if state.screen == Screen::Launcher {
-        let enter = match state.launcher.focus {
-            LauncherFocus::Workloads => "Enter run",
-            LauncherFocus::Params => "Enter edit",
-        };
-        Line::from(Span::raw(format!(
-            " ↑↓ select  Tab/←→ workloads|parameters  {enter}  r orphans  ? help  q quit"
-        )))
-    } else if state.screen == Screen::Compare {
-        let pane_keys = match state.compare.focus {
-            crate::state::compare::ComparePane::Flame => {
-                "←↓↑→ select  Enter zoom  Esc out  / search  n/N  o on/off-CPU  "
-            }
-            crate::state::compare::ComparePane::Table => "↑↓ scroll  ",
-            crate::state::compare::ComparePane::Latency => "",
-        };
-        Line::from(vec![
-            Span::styled(format!(" {pane_keys}"), accent(state, Color::Cyan)),
-            Span::raw("d diff/B only  e max  Tab focus  ? help  q quit"),
-        ])
-    } else if state.screen == Screen::Orphans {
-        Line::from(Span::raw(
-            " ↑↓ select  k end one  K end all  r rescan  Esc back  ? help  q quit",
-        ))
-    } else {
-        let pane_keys = match state.focus {
-            Pane::Flame => "←↓↑→ select  Enter zoom  Esc out  / search  n/N  o on/off-CPU  ",
-            Pane::Throughput | Pane::Resources => "+/- time  ",
-            Pane::Latency => "",
-        };
-        let over = match (state.run.status.is_over(), state.from_launcher) {
-            (true, true) => "Esc launcher  q quit",
-            (true, false) => "q quit",
-            (false, _) => "q stop+quit",
-        };
-        Line::from(vec![
-            Span::styled(format!(" {pane_keys}"), accent(state, Color::Cyan)),
-            Span::raw(format!(
-                "b baseline  d diff  space pause  e max  Tab focus  ? help  {over}"
-            )),
-        ])
-    };
-    Paragraph::new(line).render(area, buf);
-}
-
-/// Every key, in a box over the screen.
-fn draw_help(state: &State, area: Rect, buf: &mut Buffer) {
-    let launcher: &[(&str, &str)] = &[
-        ("↑ ↓, j k", "select a workload or a parameter"),
-        (
-            "Tab, ← →",
-            "move between the workloads and their parameters",
-        ),
-        (
-            "Enter",
-            "run the selected workload; on a parameter: edit it",
-        ),
-        (
-            "Enter, Esc",
-            "while editing: keep the value (checked), cancel",
-        ),
-        ("r", "processes earlier runs left behind"),
-        ("q, Ctrl-C", "quit"),
-    ];
-    let orphans: &[(&str, &str)] = &[
-        ("↑ ↓, j", "select a process"),
-        ("k", "end the selected process (asks first; TERM or KILL)"),
-        ("K", "end every process listed (asks first)"),
-        ("r", "look again"),
-        ("Esc", "back to the launcher"),
-        ("q, Ctrl-C", "quit"),
-    ];
-    let live: &[(&str, &str)] = &[
-        (
-            "q, Ctrl-C",
-            "stop the workload, write the session, quit (twice: at once)",
-        ),
-        (
-            "Esc",
-            "back out: zoom out, leave a maximized pane, close help",
-        ),
-        ("? , F1", "this help"),
-        ("Tab, Shift-Tab", "focus the next, previous pane"),
-        ("1-4", "focus throughput, latency, resources, flamegraph"),
-        ("e", "maximize the focused pane (again: restore)"),
-        ("space", "pause the display (the recording goes on)"),
-        ("+ / -", "narrow / widen the time window of the series"),
-        ("b", "take the current profile and latency as the baseline"),
-        (
-            "s",
-            "save the stacks so far and threads.csv into the session now",
-        ),
-        ("d", "flamegraph: difference against the baseline"),
-        ("arrows, hjkl", "flamegraph: select a frame"),
-        ("Enter", "flamegraph: zoom into the selected frame"),
-        (
-            "/ , n, N",
-            "flamegraph: search frames, next, previous match",
-        ),
-        ("o", "flamegraph: on-CPU / off-CPU stacks"),
-    ];
-    let compare: &[(&str, &str)] = &[
-        ("q, Ctrl-C", "quit"),
-        (
-            "Esc",
-            "back out: zoom out, leave a maximized pane, close help",
-        ),
-        ("? , F1", "this help"),
-        ("Tab, Shift-Tab", "focus the next, previous pane"),
-        ("1-3", "focus figures, latency, flamegraph"),
-        ("e", "maximize the focused pane (again: restore)"),
-        ("↑ ↓, j k", "figures: scroll"),
-        (
-            "d",
-            "flamegraph: B against A (red grew, blue shrank), or B alone",
-        ),
-        ("arrows, hjkl", "flamegraph: select a frame"),
-        ("Enter", "flamegraph: zoom into the selected frame"),
-        (
-            "/ , n, N",
-            "flamegraph: search frames, next, previous match",
-        ),
-        ("o", "flamegraph: on-CPU / off-CPU stacks"),
-    ];
-    let keys = match state.screen {
-        Screen::Launcher => launcher,
-        Screen::Orphans => orphans,
-        Screen::Live => live,
-        Screen::Compare => compare,
-    };
-    let width = area.width.min(78);
-    let height = (keys.len() as u16 + 4).min(area.height);
-    let popup = Rect {
-        x: area.x + (area.width - width) / 2,
-        y: area.y + (area.height - height) / 2,
-        width,
-        height,
-    };
-    Clear.render(popup, buf);
-    let lines: Vec<Line> = keys
-        .iter()
-        .map(|(k, what)| {
-            Line::from(vec![
-                Span::styled(format!(" {k:<15}"), accent(state, Color::Cyan)),
-                Span::raw(*what),
-            ])
-        })
-        .collect();
-    Paragraph::new(lines)
-        .block(
-            Block::new()
-                .borders(Borders::ALL)
-                .title(" keys — any key closes "),
-        )
-        .render(popup, buf);
-}
-
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::time::Duration;
 
     use benchtop_profilers::Snapshot;
@@ -455,7 +265,7 @@ mod tests {
     use crate::state::{AppEvent, Key};
 
     /// The text of a buffer, one line per row (trailing spaces trimmed).
-    fn text(buf: &Buffer) -> String {
+    pub(super) fn text(buf: &Buffer) -> String {
         let area = buf.area;
         let mut out = String::new();
         for y in 0..area.height {
@@ -469,7 +279,7 @@ mod tests {
         out
     }
 
-    fn render(state: &State, now: Instant, width: u16, height: u16) -> String {
+    pub(super) fn render(state: &State, now: Instant, width: u16, height: u16) -> String {
         let area = Rect::new(0, 0, width, height);
         let mut buf = Buffer::empty(area);
         draw(state, now, area, &mut buf);
@@ -485,7 +295,7 @@ mod tests {
     }
 
     /// A ring run twelve seconds in: three intervals, stacks, resources.
-    fn running(base: Instant) -> State {
+    pub(super) fn running(base: Instant) -> State {
         let mut s = State::new(
             "ring",
             "mode=tell num-nodes=5000 num-rounds=2000 runtime-threads=1",
@@ -551,7 +361,7 @@ mod tests {
         s
     }
 
-    fn at(base: Instant, secs: u64) -> Instant {
+    pub(super) fn at(base: Instant, secs: u64) -> Instant {
         base + Duration::from_secs(secs)
     }
 
@@ -684,7 +494,7 @@ mod tests {
 
     /// The compare screen of a tell session against a slower ask session, where
     /// `AskActor::poll` grew from 10 % to 60 % of the samples.
-    fn comparing() -> State {
+    pub(super) fn comparing() -> State {
         let tmp = tempfile::tempdir().unwrap();
         let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
         recorded(&a, "tell", 1.2e6, "AskActor::poll", 10);
@@ -861,7 +671,7 @@ mod tests {
         insta::assert_snapshot!(screen);
     }
 
-    fn launcher() -> State {
+    pub(super) fn launcher() -> State {
         let mut s = State::with_launcher(crate::state::launcher::LauncherState::from_cli(), true);
         s.launcher.recent = vec![crate::state::launcher::RecentSession {
             name: "20261123-154211-ring".into(),
@@ -872,7 +682,7 @@ mod tests {
         s
     }
 
-    fn orphan(pid: u32) -> benchtop_profilers::reaper::Orphan {
+    pub(super) fn orphan(pid: u32) -> benchtop_profilers::reaper::Orphan {
         benchtop_profilers::reaper::Orphan {
             pid,
             start_ticks: 1,

@@ -146,7 +146,7 @@ pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
                 choice(ReapSignal::Kill, "KILL"),
             ]),
             Line::from(Span::styled(
-                "←→ signal · Enter yes · any other key no",
+                super::keys::hints_text(&crate::state::keys::CONFIRM, state, " · "),
                 Style::new().add_modifier(Modifier::DIM),
             )),
         ])

@@ -212,43 +212,17 @@ impl std::fmt::Display for RingMode {
 }
 
 impl RingParams {
-    /// The command-line arguments that parse back into these parameters.
+    /// The command-line arguments that parse back into these parameters, derived from
+    /// the clap definition and the serde form ([`crate::builtin::args_of`]).
     pub fn to_args(&self) -> Vec<String> {
-        let mut args = vec![
-            "--num-nodes".to_owned(),
-            self.num_nodes.to_string(),
-            "--num-rounds".to_owned(),
-            self.num_rounds.to_string(),
-            "--mode".to_owned(),
-            self.mode.as_str().to_owned(),
-            "--runtime-threads".to_owned(),
-            self.runtime_threads.to_string(),
-        ];
-        if !self.transport.is_inproc() {
-            args.extend(["--transport".to_owned(), self.transport.as_str().to_owned()]);
-        }
-        if let Some(n) = self.crash_after {
-            args.extend(["--crash-after".to_owned(), n.to_string()]);
-        }
-        args
+        crate::builtin::args_of(self)
     }
 
-    /// The parameters for `hello`, keyed by their command-line names. The in-process
-    /// default leaves `transport` out, so its `hello` reads as it always has.
+    /// The parameters for `hello`, keyed by their command-line names: the serde form. The in-process
+    /// default leaves `transport` out (serde skips it), so its `hello` reads as it always
+    /// has.
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
-        let mut json = BTreeMap::from([
-            ("num-nodes".to_owned(), self.num_nodes.into()),
-            ("num-rounds".to_owned(), self.num_rounds.into()),
-            ("mode".to_owned(), self.mode.as_str().into()),
-            ("runtime-threads".to_owned(), self.runtime_threads.into()),
-        ]);
-        if !self.transport.is_inproc() {
-            json.insert("transport".to_owned(), self.transport.as_str().into());
-        }
-        if let Some(n) = self.crash_after {
-            json.insert("crash-after".to_owned(), n.into());
-        }
-        json
+        crate::builtin::json_of(self)
     }
 
     /// Hops of a complete run: `num_nodes × num_rounds`, the expected final sum.

@@ -75,33 +75,15 @@ impl Default for StormParams {
 }
 
 impl StormParams {
-    /// The command-line arguments that parse back into these parameters.
+    /// The command-line arguments that parse back into these parameters, derived from
+    /// the clap definition and the serde form ([`crate::builtin::args_of`]).
     pub fn to_args(&self) -> Vec<String> {
-        let mut args = vec![
-            "--num-nodes".to_owned(),
-            self.num_nodes.to_string(),
-            "--num-msgs".to_owned(),
-            self.num_msgs.to_string(),
-            "--mode".to_owned(),
-            self.mode.as_str().to_owned(),
-        ];
-        if let Some(n) = self.crash_after {
-            args.extend(["--crash-after".to_owned(), n.to_string()]);
-        }
-        args
+        crate::builtin::args_of(self)
     }
 
-    /// The parameters for `hello`, keyed by their command-line names.
+    /// The parameters for `hello`, keyed by their command-line names: the serde form.
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
-        let mut json = BTreeMap::from([
-            ("num-nodes".to_owned(), self.num_nodes.into()),
-            ("num-msgs".to_owned(), self.num_msgs.into()),
-            ("mode".to_owned(), self.mode.as_str().into()),
-        ]);
-        if let Some(n) = self.crash_after {
-            json.insert("crash-after".to_owned(), n.into());
-        }
-        json
+        crate::builtin::json_of(self)
     }
 
     /// Messages of a complete run, `num_nodes × num_msgs`: the expected total sum.

@@ -1,0 +1,772 @@
+//! The keys: one table per screen (and per mode within a screen: the search line, a
+//! parameter being edited, a confirmation, the help overlay).
+//!
+//! A table is the only place a key is given a meaning. [`State::update`] looks the key up
+//! in the table of what is shown ([`table`], [`Table::action`]) and carries out the
+//! [`Action`] it finds; the footer draws the table's [`Hint`]s that hold
+//! ([`Table::hints`]); the `?` help lists the table's help lines ([`help`]). So the three
+//! cannot disagree: a key without a row does nothing, and a row is drawn from what it does.
+//!
+//! Over 600 lines because the tables are data, one row per key, in the order the help
+//! lists them; the code is about 150 lines.
+
+use super::compare::ComparePane;
+use super::launcher::LauncherFocus;
+use super::{Key, Pane, Screen, State};
+
+/// What a key does. Each is carried out by [`State::update`], in one `match` without a
+/// catch-all, so an action that a table names is always handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Leave (on the live screen: stop the run and write its session first).
+    Quit,
+    /// Open the help overlay.
+    Help,
+    /// Close the help overlay.
+    CloseHelp,
+    /// Focus the next pane.
+    FocusNext,
+    /// Focus the previous pane.
+    FocusPrev,
+    /// Focus the pane of the digit pressed.
+    FocusNumber,
+    /// Maximize the focused pane, or restore it.
+    Maximize,
+    /// Live: close what is open, one level at a time; a run that is over goes back to
+    /// the launcher it came from.
+    BackOut,
+    /// Live: pause the display, or resume it.
+    Pause,
+    /// Live: a narrower time window.
+    Narrow,
+    /// Live: a wider time window.
+    Widen,
+    /// Live: take the profile and latency now as the baseline.
+    Baseline,
+    /// Live: save a snapshot of the session.
+    Snapshot,
+    /// Live: the flamegraph against the baseline, or alone.
+    Difference,
+    /// Compare: out of the flamegraph's zoom, then out of a maximized pane.
+    CompareBackOut,
+    /// Compare: B against A, or B alone.
+    CompareDifference,
+    /// Compare: scroll the figures up.
+    ScrollUp,
+    /// Compare: scroll the figures down.
+    ScrollDown,
+    /// Flamegraph: select the parent frame.
+    FlameParent,
+    /// Flamegraph: select a child frame.
+    FlameChild,
+    /// Flamegraph: select the frame on the left.
+    FlamePrev,
+    /// Flamegraph: select the frame on the right.
+    FlameNext,
+    /// Flamegraph: zoom into the selected frame.
+    FlameZoom,
+    /// Flamegraph: the next search match.
+    NextMatch,
+    /// Flamegraph: the previous search match.
+    PrevMatch,
+    /// Flamegraph: open the search line.
+    Search,
+    /// Flamegraph: on-CPU or off-CPU stacks.
+    FlameKind,
+    /// Search line: type the character.
+    SearchType,
+    /// Search line: erase the last character.
+    SearchErase,
+    /// Search line: close it and keep the search.
+    SearchKeep,
+    /// Search line: close it and clear the search.
+    SearchClear,
+    /// Launcher: select the previous workload or parameter.
+    LauncherUp,
+    /// Launcher: select the next workload or parameter.
+    LauncherDown,
+    /// Launcher: to the parameters.
+    LauncherParams,
+    /// Launcher: to the workloads.
+    LauncherWorkloads,
+    /// Launcher: run the selected workload, or edit the selected parameter.
+    LauncherEnter,
+    /// Launcher: the orphans screen.
+    ToOrphans,
+    /// Editing a parameter: type the character.
+    EditType,
+    /// Editing a parameter: erase the last character.
+    EditErase,
+    /// Editing a parameter: keep the value (checked).
+    EditKeep,
+    /// Editing a parameter: cancel.
+    EditCancel,
+    /// Orphans: select the previous process.
+    OrphanUp,
+    /// Orphans: select the next process.
+    OrphanDown,
+    /// Orphans: end the selected process (asks first).
+    EndOne,
+    /// Orphans: end every process listed (asks first).
+    EndAll,
+    /// Orphans: look again.
+    Rescan,
+    /// Orphans: back to the launcher.
+    ToLauncher,
+    /// Confirmation: the other signal.
+    ToggleSignal,
+    /// Confirmation: yes.
+    Confirm,
+    /// Confirmation: no.
+    Refuse,
+}
+
+/// When a row applies or a hint shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    /// Always.
+    Always,
+    /// The flamegraph has the focus (live or compare screen).
+    Flame,
+    /// This pane of the live screen has the focus.
+    Live(Pane),
+    /// This pane of the compare screen has the focus.
+    Compare(ComparePane),
+    /// The launcher's keys go here.
+    Launcher(LauncherFocus),
+    /// The run goes on.
+    RunGoesOn,
+    /// The run is over and was started from the launcher.
+    RunOverFromLauncher,
+    /// The run is over.
+    RunOver,
+}
+
+impl When {
+    /// Whether it holds in `state`.
+    pub fn holds(self, state: &State) -> bool {
+        match self {
+            When::Always => true,
+            When::Flame => match state.screen {
+                Screen::Live => state.focus == Pane::Flame,
+                Screen::Compare => state.compare.focus == ComparePane::Flame,
+                Screen::Launcher | Screen::Orphans => false,
+            },
+            When::Live(pane) => state.focus == pane,
+            When::Compare(pane) => state.compare.focus == pane,
+            When::Launcher(focus) => state.launcher.focus == focus,
+            When::RunGoesOn => !state.run.status.is_over(),
+            When::RunOverFromLauncher => state.run.status.is_over() && state.from_launcher,
+            When::RunOver => state.run.status.is_over(),
+        }
+    }
+
+    /// A hint of this condition belongs to the focused pane (drawn apart, first).
+    pub fn is_pane(self) -> bool {
+        matches!(self, When::Flame | When::Live(_) | When::Compare(_))
+    }
+}
+
+/// A few words in the footer naming a key and what it does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hint {
+    /// The words (`b baseline`).
+    pub text: &'static str,
+    /// When it shows.
+    pub when: When,
+    /// Its place in the footer, left to right.
+    pub at: u8,
+}
+
+const fn hint(text: &'static str, when: When, at: u8) -> Hint {
+    Hint { text, when, at }
+}
+
+/// One row of a table: keys, what each does, and how the footer and the help say it.
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    /// The keys and the action of each.
+    pub keys: &'static [(Key, Action)],
+    /// The keys work only while this holds; otherwise they fall through to later rows.
+    pub only: When,
+    /// The help's line: the keys as it names them, and what they do. None: the row is
+    /// said in the footer only.
+    pub help: Option<(&'static str, &'static str)>,
+    /// What the footer says of it.
+    pub hints: &'static [Hint],
+}
+
+/// What every key without a row does, and how the footer says it.
+#[derive(Debug, Clone, Copy)]
+pub struct Otherwise {
+    /// The action.
+    pub action: Action,
+    /// The footer's words for it.
+    pub hint: Option<Hint>,
+}
+
+/// The keys of one screen or mode.
+#[derive(Debug)]
+pub struct Table {
+    /// Its name, for tests and messages.
+    pub name: &'static str,
+    /// Its rows, in the help's order; a key is looked up in this order.
+    pub rows: &'static [&'static [Row]],
+    /// What any other key does; none: nothing.
+    pub otherwise: Option<Otherwise>,
+}
+
+impl Table {
+    /// Every row, in order.
+    pub fn all_rows(&self) -> impl Iterator<Item = &'static Row> + '_ {
+        self.rows.iter().flat_map(|rows| rows.iter())
+    }
+
+    /// What `key` does in `state`: the first row that holds and names it, else the
+    /// table's `otherwise`.
+    pub fn action(&self, state: &State, key: Key) -> Option<Action> {
+        self.all_rows()
+            .filter(|row| row.only.holds(state))
+            .find_map(|row| row.keys.iter().find(|(k, _)| *k == key).map(|&(_, a)| a))
+            .or(self.otherwise.map(|o| o.action))
+    }
+
+    /// The hints that show in `state`, left to right.
+    pub fn hints(&self, state: &State) -> Vec<Hint> {
+        let mut hints: Vec<Hint> = self
+            .all_rows()
+            .flat_map(|row| row.hints.iter().copied())
+            .chain(self.otherwise.and_then(|o| o.hint))
+            .filter(|h| h.when.holds(state))
+            .collect();
+        hints.sort_by_key(|h| h.at);
+        hints
+    }
+
+    /// Every hint it has, whatever the state.
+    pub fn every_hint(&self) -> impl Iterator<Item = Hint> + '_ {
+        self.all_rows()
+            .flat_map(|row| row.hints.iter().copied())
+            .chain(self.otherwise.and_then(|o| o.hint))
+    }
+
+    /// Its help lines, in order.
+    pub fn help(&self) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
+        self.all_rows().filter_map(|row| row.help)
+    }
+
+    /// Whether the footer keeps a part for the focused pane's keys.
+    pub fn has_panes(&self) -> bool {
+        self.every_hint().any(|h| h.when.is_pane())
+    }
+}
+
+/// The table of the keys in `state`: the mode's when one is open, else the screen's.
+pub fn table(state: &State) -> &'static Table {
+    if state.search_input.is_some() {
+        &SEARCH
+    } else if state.help {
+        &HELP
+    } else {
+        match state.screen {
+            Screen::Launcher if state.launcher.editing.is_some() => &EDITING,
+            Screen::Launcher => &LAUNCHER,
+            Screen::Orphans if state.orphans.confirm.is_some() => &CONFIRM,
+            Screen::Orphans => &ORPHANS,
+            Screen::Compare => &COMPARE,
+            Screen::Live => &LIVE,
+        }
+    }
+}
+
+/// The table of `screen` itself, without its modes: what its footer says.
+pub fn screen(screen: Screen) -> &'static Table {
+    match screen {
+        Screen::Launcher => &LAUNCHER,
+        Screen::Orphans => &ORPHANS,
+        Screen::Live => &LIVE,
+        Screen::Compare => &COMPARE,
+    }
+}
+
+/// The tables the `?` help of `screen` lists, in order.
+pub fn help(screen: Screen) -> &'static [&'static Table] {
+    match screen {
+        Screen::Launcher => &[&LAUNCHER, &EDITING],
+        Screen::Orphans => &[&ORPHANS],
+        Screen::Live => &[&LIVE],
+        Screen::Compare => &[&COMPARE],
+    }
+}
+
+/// Every table.
+pub const TABLES: [&Table; 8] = [
+    &LIVE, &COMPARE, &LAUNCHER, &EDITING, &ORPHANS, &CONFIRM, &SEARCH, &HELP,
+];
+
+/// The live screen.
+pub const LIVE: Table = Table {
+    name: "live",
+    rows: &[LIVE_ROWS, FLAME_ROWS],
+    otherwise: None,
+};
+
+const LIVE_ROWS: &[Row] = &[
+    Row {
+        keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
+        only: When::Always,
+        help: Some((
+            "q, Ctrl-C",
+            "stop the workload, write the session, quit (twice: at once)",
+        )),
+        hints: &[
+            hint("q quit", When::RunOver, 31),
+            hint("q stop+quit", When::RunGoesOn, 31),
+        ],
+    },
+    Row {
+        keys: &[(Key::Esc, Action::BackOut)],
+        only: When::Always,
+        help: Some((
+            "Esc",
+            "back out: zoom out, leave a maximized pane, close help",
+        )),
+        hints: &[
+            hint("Esc out", When::Flame, 3),
+            hint("Esc launcher", When::RunOverFromLauncher, 30),
+        ],
+    },
+    HELP_ROW,
+    FOCUS_ROW,
+    Row {
+        keys: &[
+            (Key::Char('1'), Action::FocusNumber),
+            (Key::Char('2'), Action::FocusNumber),
+            (Key::Char('3'), Action::FocusNumber),
+            (Key::Char('4'), Action::FocusNumber),
+        ],
+        only: When::Always,
+        help: Some(("1-4", "focus throughput, latency, resources, flamegraph")),
+        hints: &[],
+    },
+    MAXIMIZE_ROW,
+    Row {
+        keys: &[(Key::Char(' '), Action::Pause)],
+        only: When::Always,
+        help: Some(("space", "pause the display (the recording goes on)")),
+        hints: &[hint("space pause", When::Always, 22)],
+    },
+    Row {
+        keys: &[
+            (Key::Char('+'), Action::Narrow),
+            (Key::Char('='), Action::Narrow),
+            (Key::Char('-'), Action::Widen),
+        ],
+        only: When::Always,
+        help: Some(("+ / -", "narrow / widen the time window of the series")),
+        hints: &[
+            hint("+/- time", When::Live(Pane::Throughput), 10),
+            hint("+/- time", When::Live(Pane::Resources), 10),
+        ],
+    },
+    Row {
+        keys: &[(Key::Char('b'), Action::Baseline)],
+        only: When::Always,
+        help: Some(("b", "take the current profile and latency as the baseline")),
+        hints: &[hint("b baseline", When::Always, 20)],
+    },
+    Row {
+        keys: &[(Key::Char('s'), Action::Snapshot)],
+        only: When::Always,
+        help: Some((
+            "s",
+            "save the stacks so far and threads.csv into the session now",
+        )),
+        hints: &[],
+    },
+    Row {
+        keys: &[(Key::Char('d'), Action::Difference)],
+        only: When::Always,
+        help: Some(("d", "flamegraph: difference against the baseline")),
+        hints: &[hint("d diff", When::Always, 21)],
+    },
+];
+
+/// The `?` row of the live and compare screens.
+const HELP_ROW: Row = Row {
+    keys: &[(Key::Char('?'), Action::Help), (Key::F1, Action::Help)],
+    only: When::Always,
+    help: Some(("? , F1", "this help")),
+    hints: &[hint("? help", When::Always, 29)],
+};
+
+/// Tab and Shift-Tab on the live and compare screens.
+const FOCUS_ROW: Row = Row {
+    keys: &[
+        (Key::Tab, Action::FocusNext),
+        (Key::BackTab, Action::FocusPrev),
+    ],
+    only: When::Always,
+    help: Some(("Tab, Shift-Tab", "focus the next, previous pane")),
+    hints: &[hint("Tab focus", When::Always, 28)],
+};
+
+/// `e` on the live and compare screens.
+const MAXIMIZE_ROW: Row = Row {
+    keys: &[(Key::Char('e'), Action::Maximize)],
+    only: When::Always,
+    help: Some(("e", "maximize the focused pane (again: restore)")),
+    hints: &[hint("e max", When::Always, 27)],
+};
+
+/// The flamegraph's keys, on the live and compare screens.
+const FLAME_ROWS: &[Row] = &[
+    Row {
+        keys: &[
+            (Key::Up, Action::FlameParent),
+            (Key::Char('k'), Action::FlameParent),
+            (Key::Down, Action::FlameChild),
+            (Key::Char('j'), Action::FlameChild),
+            (Key::Left, Action::FlamePrev),
+            (Key::Char('h'), Action::FlamePrev),
+            (Key::Right, Action::FlameNext),
+            (Key::Char('l'), Action::FlameNext),
+        ],
+        only: When::Flame,
+        help: Some(("arrows, hjkl", "flamegraph: select a frame")),
+        hints: &[hint("←↓↑→ select", When::Flame, 1)],
+    },
+    Row {
+        keys: &[(Key::Enter, Action::FlameZoom)],
+        only: When::Flame,
+        help: Some(("Enter", "flamegraph: zoom into the selected frame")),
+        hints: &[hint("Enter zoom", When::Flame, 2)],
+    },
+    Row {
+        keys: &[
+            (Key::Char('/'), Action::Search),
+            (Key::Char('n'), Action::NextMatch),
+            (Key::Char('N'), Action::PrevMatch),
+        ],
+        only: When::Flame,
+        help: Some((
+            "/ , n, N",
+            "flamegraph: search frames, next, previous match",
+        )),
+        hints: &[
+            hint("/ search", When::Flame, 4),
+            hint("n/N", When::Flame, 5),
+        ],
+    },
+    Row {
+        keys: &[(Key::Char('o'), Action::FlameKind)],
+        only: When::Flame,
+        help: Some(("o", "flamegraph: on-CPU / off-CPU stacks")),
+        hints: &[hint("o on/off-CPU", When::Flame, 6)],
+    },
+];
+
+/// The compare screen (`benchtop open A B`).
+pub const COMPARE: Table = Table {
+    name: "compare",
+    rows: &[COMPARE_ROWS, FLAME_ROWS],
+    otherwise: None,
+};
+
+const COMPARE_ROWS: &[Row] = &[
+    Row {
+        keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
+        only: When::Always,
+        help: Some(("q, Ctrl-C", "quit")),
+        hints: &[hint("q quit", When::Always, 31)],
+    },
+    Row {
+        keys: &[(Key::Esc, Action::CompareBackOut)],
+        only: When::Always,
+        help: Some((
+            "Esc",
+            "back out: zoom out, leave a maximized pane, close help",
+        )),
+        hints: &[hint("Esc out", When::Flame, 3)],
+    },
+    HELP_ROW,
+    FOCUS_ROW,
+    Row {
+        keys: &[
+            (Key::Char('1'), Action::FocusNumber),
+            (Key::Char('2'), Action::FocusNumber),
+            (Key::Char('3'), Action::FocusNumber),
+        ],
+        only: When::Always,
+        help: Some(("1-3", "focus figures, latency, flamegraph")),
+        hints: &[],
+    },
+    MAXIMIZE_ROW,
+    Row {
+        keys: &[
+            (Key::Up, Action::ScrollUp),
+            (Key::Char('k'), Action::ScrollUp),
+            (Key::Down, Action::ScrollDown),
+            (Key::Char('j'), Action::ScrollDown),
+        ],
+        only: When::Compare(ComparePane::Table),
+        help: Some(("↑ ↓, j k", "figures: scroll")),
+        hints: &[hint("↑↓ scroll", When::Compare(ComparePane::Table), 1)],
+    },
+    Row {
+        keys: &[(Key::Char('d'), Action::CompareDifference)],
+        only: When::Always,
+        help: Some((
+            "d",
+            "flamegraph: B against A (red grew, blue shrank), or B alone",
+        )),
+        hints: &[hint("d diff/B only", When::Always, 21)],
+    },
+];
+
+/// The launcher, the start screen.
+pub const LAUNCHER: Table = Table {
+    name: "launcher",
+    rows: &[&[
+        Row {
+            keys: &[
+                (Key::Up, Action::LauncherUp),
+                (Key::Char('k'), Action::LauncherUp),
+                (Key::Down, Action::LauncherDown),
+                (Key::Char('j'), Action::LauncherDown),
+            ],
+            only: When::Always,
+            help: Some(("↑ ↓, j k", "select a workload or a parameter")),
+            hints: &[hint("↑↓ select", When::Always, 20)],
+        },
+        Row {
+            keys: &[
+                (Key::Tab, Action::LauncherParams),
+                (Key::Right, Action::LauncherParams),
+                (Key::Char('l'), Action::LauncherParams),
+                (Key::BackTab, Action::LauncherWorkloads),
+                (Key::Left, Action::LauncherWorkloads),
+                (Key::Char('h'), Action::LauncherWorkloads),
+                (Key::Esc, Action::LauncherWorkloads),
+            ],
+            only: When::Always,
+            help: Some((
+                "Tab, ← →",
+                "move between the workloads and their parameters",
+            )),
+            hints: &[hint("Tab/←→ workloads|parameters", When::Always, 21)],
+        },
+        Row {
+            keys: &[(Key::Enter, Action::LauncherEnter)],
+            only: When::Always,
+            help: Some((
+                "Enter",
+                "run the selected workload; on a parameter: edit it",
+            )),
+            hints: &[
+                hint("Enter run", When::Launcher(LauncherFocus::Workloads), 22),
+                hint("Enter edit", When::Launcher(LauncherFocus::Params), 22),
+            ],
+        },
+        Row {
+            keys: &[(Key::Char('r'), Action::ToOrphans)],
+            only: When::Always,
+            help: Some(("r", "processes earlier runs left behind")),
+            hints: &[hint("r orphans", When::Always, 23)],
+        },
+        Row {
+            keys: &[(Key::Char('?'), Action::Help), (Key::F1, Action::Help)],
+            only: When::Always,
+            help: None,
+            hints: &[hint("? help", When::Always, 29)],
+        },
+        Row {
+            keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
+            only: When::Always,
+            help: Some(("q, Ctrl-C", "quit")),
+            hints: &[hint("q quit", When::Always, 31)],
+        },
+    ]],
+    otherwise: None,
+};
+
+/// A launcher parameter being edited.
+pub const EDITING: Table = Table {
+    name: "editing",
+    rows: &[&[
+        Row {
+            keys: &[
+                (Key::Enter, Action::EditKeep),
+                (Key::Tab, Action::EditKeep),
+                (Key::Esc, Action::EditCancel),
+            ],
+            only: When::Always,
+            help: Some((
+                "Enter, Esc",
+                "while editing: keep the value (checked), cancel",
+            )),
+            hints: &[
+                hint("Enter keep", When::Always, 1),
+                hint("Esc cancel", When::Always, 2),
+            ],
+        },
+        Row {
+            keys: &[(Key::Backspace, Action::EditErase)],
+            only: When::Always,
+            help: None,
+            hints: &[],
+        },
+        Row {
+            keys: &[(Key::CtrlC, Action::Quit)],
+            only: When::Always,
+            help: None,
+            hints: &[],
+        },
+    ]],
+    otherwise: Some(Otherwise {
+        action: Action::EditType,
+        hint: Some(hint("type a value (empty: the default)", When::Always, 0)),
+    }),
+};
+
+/// The orphans screen.
+pub const ORPHANS: Table = Table {
+    name: "orphans",
+    rows: &[&[
+        Row {
+            keys: &[
+                (Key::Up, Action::OrphanUp),
+                (Key::Down, Action::OrphanDown),
+                (Key::Char('j'), Action::OrphanDown),
+            ],
+            only: When::Always,
+            help: Some(("↑ ↓, j", "select a process")),
+            hints: &[hint("↑↓ select", When::Always, 0)],
+        },
+        Row {
+            keys: &[(Key::Char('k'), Action::EndOne)],
+            only: When::Always,
+            help: Some(("k", "end the selected process (asks first; TERM or KILL)")),
+            hints: &[hint("k end one", When::Always, 1)],
+        },
+        Row {
+            keys: &[(Key::Char('K'), Action::EndAll)],
+            only: When::Always,
+            help: Some(("K", "end every process listed (asks first)")),
+            hints: &[hint("K end all", When::Always, 2)],
+        },
+        Row {
+            keys: &[(Key::Char('r'), Action::Rescan)],
+            only: When::Always,
+            help: Some(("r", "look again")),
+            hints: &[hint("r rescan", When::Always, 3)],
+        },
+        Row {
+            keys: &[(Key::Esc, Action::ToLauncher)],
+            only: When::Always,
+            help: Some(("Esc", "back to the launcher")),
+            hints: &[hint("Esc back", When::Always, 4)],
+        },
+        Row {
+            keys: &[(Key::Char('?'), Action::Help), (Key::F1, Action::Help)],
+            only: When::Always,
+            help: None,
+            hints: &[hint("? help", When::Always, 5)],
+        },
+        Row {
+            keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
+            only: When::Always,
+            help: Some(("q, Ctrl-C", "quit")),
+            hints: &[hint("q quit", When::Always, 6)],
+        },
+    ]],
+    otherwise: None,
+};
+
+/// The confirmation before orphans are ended.
+pub const CONFIRM: Table = Table {
+    name: "confirm",
+    rows: &[&[
+        Row {
+            keys: &[
+                (Key::Left, Action::ToggleSignal),
+                (Key::Right, Action::ToggleSignal),
+                (Key::Tab, Action::ToggleSignal),
+                (Key::Char('h'), Action::ToggleSignal),
+                (Key::Char('l'), Action::ToggleSignal),
+            ],
+            only: When::Always,
+            help: None,
+            hints: &[hint("←→ signal", When::Always, 0)],
+        },
+        Row {
+            keys: &[
+                (Key::Enter, Action::Confirm),
+                (Key::Char('y'), Action::Confirm),
+            ],
+            only: When::Always,
+            help: None,
+            hints: &[hint("Enter yes", When::Always, 1)],
+        },
+        Row {
+            keys: &[(Key::CtrlC, Action::Quit)],
+            only: When::Always,
+            help: None,
+            hints: &[],
+        },
+    ]],
+    otherwise: Some(Otherwise {
+        action: Action::Refuse,
+        hint: Some(hint("any other key no", When::Always, 2)),
+    }),
+};
+
+/// The flamegraph's search line.
+pub const SEARCH: Table = Table {
+    name: "search",
+    rows: &[&[
+        Row {
+            keys: &[(Key::Enter, Action::SearchKeep)],
+            only: When::Always,
+            help: None,
+            hints: &[hint("Enter keep", When::Always, 0)],
+        },
+        Row {
+            keys: &[(Key::Esc, Action::SearchClear)],
+            only: When::Always,
+            help: None,
+            hints: &[hint("Esc clear", When::Always, 1)],
+        },
+        Row {
+            keys: &[(Key::Backspace, Action::SearchErase)],
+            only: When::Always,
+            help: None,
+            hints: &[],
+        },
+        Row {
+            keys: &[(Key::CtrlC, Action::Quit)],
+            only: When::Always,
+            help: None,
+            hints: &[],
+        },
+    ]],
+    otherwise: Some(Otherwise {
+        action: Action::SearchType,
+        hint: None,
+    }),
+};
+
+/// The help overlay: any key closes it.
+pub const HELP: Table = Table {
+    name: "help",
+    rows: &[&[Row {
+        keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
+        only: When::Always,
+        help: None,
+        hints: &[],
+    }]],
+    otherwise: Some(Otherwise {
+        action: Action::CloseHelp,
+        hint: None,
+    }),
+};

@@ -1,0 +1,432 @@
+//! The footer and the `?` help, both drawn from the key tables (`state::keys`), so that
+//! they say what the keys do and nothing else.
+
+use std::time::Instant;
+
+use benchtop_sessions::escape::Escaped;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
+
+use super::accent;
+use crate::state::keys::{self, Hint, Table};
+use crate::state::{Screen, State};
+
+/// The hints of `table` that show in `state`, joined by `sep`.
+pub(super) fn hints_text(table: &Table, state: &State, sep: &str) -> String {
+    join(&table.hints(state), sep)
+}
+
+fn join(hints: &[Hint], sep: &str) -> String {
+    hints.iter().map(|h| h.text).collect::<Vec<_>>().join(sep)
+}
+
+/// The keys that work where the focus is, or the flash message, or the search line.
+pub(super) fn draw_footer(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
+    let line = if let Some(query) = &state.search_input {
+        Line::from(vec![
+            Span::styled("/", accent(state, Color::Yellow)),
+            Span::raw(format!("{query}▏")),
+            Span::styled(
+                format!("  {}", hints_text(&keys::SEARCH, state, " · ")),
+                Style::new().add_modifier(Modifier::DIM),
+            ),
+        ])
+    } else if state.screen == Screen::Launcher && state.launcher.editing.is_some() {
+        Line::from(Span::styled(
+            format!(" {}", hints_text(&keys::EDITING, state, "  ")),
+            accent(state, Color::Yellow),
+        ))
+    } else if let Some(error) = state
+        .launcher
+        .error
+        .as_ref()
+        .filter(|_| state.screen == Screen::Launcher)
+    {
+        Line::from(Span::styled(format!(" {error}"), accent(state, Color::Red)))
+    } else if let Some(flash) = state
+        .flash
+        .as_ref()
+        .filter(|f| now.saturating_duration_since(f.at) < crate::state::FLASH_FOR)
+    {
+        let style = if flash.error {
+            accent(state, Color::Red)
+        } else {
+            accent(state, Color::Yellow)
+        };
+        Line::from(Span::styled(format!(" {}", Escaped(&flash.text)), style))
+    } else {
+        let table = keys::screen(state.screen);
+        let (pane, rest): (Vec<Hint>, Vec<Hint>) = table
+            .hints(state)
+            .into_iter()
+            .partition(|h| h.when.is_pane());
+        if table.has_panes() {
+            // The focused pane's keys first, set apart, then the screen's.
+            let mut pane = join(&pane, "  ");
+            if !pane.is_empty() {
+                pane.push_str("  ");
+            }
+            Line::from(vec![
+                Span::styled(format!(" {pane}"), accent(state, Color::Cyan)),
+                Span::raw(join(&rest, "  ")),
+            ])
+        } else {
+            Line::from(Span::raw(format!(" {}", join(&rest, "  "))))
+        }
+    };
+    Paragraph::new(line).render(area, buf);
+}
+
+/// The screen's keys as its help lists them: every help line of its tables.
+pub(super) fn help_lines(screen: Screen) -> Vec<(&'static str, &'static str)> {
+    keys::help(screen).iter().flat_map(|t| t.help()).collect()
+}
+
+/// Every key, in a box over the screen.
+pub(super) fn draw_help(state: &State, area: Rect, buf: &mut Buffer) {
+    let keys = help_lines(state.screen);
+    let width = area.width.min(78);
+    let height = (keys.len() as u16 + 4).min(area.height);
+    let popup = Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    };
+    Clear.render(popup, buf);
+    let lines: Vec<Line> = keys
+        .iter()
+        .map(|(k, what)| {
+            Line::from(vec![
+                Span::styled(format!(" {k:<15}"), accent(state, Color::Cyan)),
+                Span::raw(*what),
+            ])
+        })
+        .collect();
+    Paragraph::new(lines)
+        .block(
+            Block::new()
+                .borders(Borders::ALL)
+                .title(" keys — any key closes "),
+        )
+        .render(popup, buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::time::Instant;
+
+    use super::help_lines;
+    use crate::state::compare::ComparePane;
+    use crate::state::keys::{self, Table, When};
+    use crate::state::launcher::LauncherFocus;
+    use crate::state::{AppEvent, Key, Pane, Screen, State};
+    use crate::view::tests::{at, comparing, launcher, orphan, render, running};
+
+    /// Every key the terminal can send the state, printable or not.
+    fn every_key() -> Vec<Key> {
+        let mut keys: Vec<Key> = (' '..='~').map(Key::Char).collect();
+        keys.extend([
+            Key::CtrlC,
+            Key::Enter,
+            Key::Esc,
+            Key::Tab,
+            Key::BackTab,
+            Key::Backspace,
+            Key::Up,
+            Key::Down,
+            Key::Left,
+            Key::Right,
+            Key::F1,
+        ]);
+        keys
+    }
+
+    fn orphans_screen(base: Instant) -> State {
+        let mut s = launcher();
+        s.update(
+            AppEvent::Orphans(Ok(vec![orphan(4242), orphan(4243)])),
+            at(base, 1),
+        );
+        s.update(AppEvent::Key(Key::Char('r')), at(base, 1));
+        s.update(
+            AppEvent::Orphans(Ok(vec![orphan(4242), orphan(4243)])),
+            at(base, 1),
+        );
+        assert_eq!(s.screen, Screen::Orphans);
+        s
+    }
+
+    /// A run started from the launcher that is over.
+    fn over_from_launcher(base: Instant) -> State {
+        let mut s = launcher();
+        s.update(AppEvent::Key(Key::Enter), at(base, 1));
+        assert_eq!(s.screen, Screen::Live);
+        s.update(AppEvent::Finished(Err("refused".into())), at(base, 2));
+        assert!(s.run.status.is_over());
+        s
+    }
+
+    /// The screens and modes, with every focus, named for messages.
+    fn every_state(base: Instant) -> Vec<(String, State)> {
+        let mut states = Vec::new();
+        for pane in Pane::ALL {
+            for (what, mut s) in [
+                ("running", running(base)),
+                ("over", over_from_launcher(base)),
+            ] {
+                s.focus = pane;
+                states.push((format!("live {what} {pane:?}"), s));
+            }
+        }
+        for pane in ComparePane::ALL {
+            let mut s = comparing();
+            s.compare.focus = pane;
+            states.push((format!("compare {pane:?}"), s));
+        }
+        for focus in [LauncherFocus::Workloads, LauncherFocus::Params] {
+            let mut s = launcher();
+            s.launcher.focus = focus;
+            states.push((format!("launcher {focus:?}"), s));
+        }
+        let mut editing = launcher();
+        for key in [Key::Tab, Key::Enter, Key::Char('7')] {
+            editing.update(AppEvent::Key(key), at(base, 1));
+        }
+        assert!(editing.launcher.editing.is_some());
+        states.push(("editing".into(), editing));
+        states.push(("orphans".into(), orphans_screen(base)));
+        let mut confirm = orphans_screen(base);
+        confirm.update(AppEvent::Key(Key::Char('K')), at(base, 1));
+        assert!(confirm.orphans.confirm.is_some());
+        states.push(("confirm".into(), confirm));
+        for mut s in [running(base), comparing()] {
+            s.update(AppEvent::Key(Key::Char('4')), at(base, 1));
+            s.update(AppEvent::Key(Key::Char('3')), at(base, 1));
+            if s.screen == Screen::Live {
+                s.update(AppEvent::Key(Key::Char('4')), at(base, 1));
+            }
+            s.update(AppEvent::Key(Key::Char('/')), at(base, 1));
+            s.update(AppEvent::Key(Key::Char('x')), at(base, 1));
+            assert!(s.search_input.is_some());
+            states.push((format!("search {:?}", s.screen), s));
+        }
+        states
+    }
+
+    /// The footer's line of a screen drawn at 160×48, long after any flash.
+    fn footer(state: &State, base: Instant) -> String {
+        render(state, at(base, 600), 160, 48)
+            .lines()
+            .nth(47)
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// The footer's words, split where the footer separates them.
+    fn segments(footer: &str) -> Vec<String> {
+        footer
+            .split("  ")
+            .flat_map(|s| s.split(" · "))
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+
+    #[test]
+    fn every_footer_hint_comes_from_the_table_and_every_hint_is_drawn() {
+        let base = Instant::now();
+        let mut drawn: BTreeSet<(&str, &str)> = BTreeSet::new();
+        for (name, state) in every_state(base) {
+            let footer = footer(&state, base);
+            let table: &Table = if state.search_input.is_some() {
+                &keys::SEARCH
+            } else if state.launcher.editing.is_some() && state.screen == Screen::Launcher {
+                &keys::EDITING
+            } else {
+                keys::screen(state.screen)
+            };
+            let mut words = segments(&footer);
+            if table.name == "search" {
+                assert!(words[0].starts_with("/x"), "{name}: {footer}");
+                words.remove(0);
+            }
+            assert!(!words.is_empty(), "{name}: an empty footer");
+            for word in words {
+                let mut hints = table.every_hint().filter(|h| h.text == word).peekable();
+                assert!(
+                    hints.peek().is_some(),
+                    "{name}: `{word}` in the footer is no hint of the {} table: {footer}",
+                    table.name
+                );
+                let hint = hints.find(|h| h.when.holds(&state));
+                let Some(hint) = hint else {
+                    panic!("{name}: `{word}` shown when it does not hold: {footer}")
+                };
+                drawn.insert((table.name, hint.text));
+            }
+            if state.orphans.confirm.is_some() && state.screen == Screen::Orphans {
+                let screen = render(&state, at(base, 600), 160, 48);
+                let line = screen
+                    .lines()
+                    .find(|l| l.contains("signal ·"))
+                    .unwrap_or_else(|| panic!("{name}: no keys in the confirmation: {screen}"));
+                for word in segments(line.trim_matches(|c| c == '│' || c == ' ')) {
+                    assert!(
+                        keys::CONFIRM.every_hint().any(|h| h.text == word),
+                        "{name}: `{word}` is no hint of the confirmation: {line}"
+                    );
+                    drawn.insert((
+                        "confirm",
+                        keys::CONFIRM
+                            .every_hint()
+                            .find(|h| h.text == word)
+                            .map_or("", |h| h.text),
+                    ));
+                }
+            }
+        }
+        for table in keys::TABLES {
+            for hint in table.every_hint() {
+                assert!(
+                    drawn.contains(&(table.name, hint.text)),
+                    "the {} table's hint `{}` is never drawn",
+                    table.name,
+                    hint.text
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_help_lists_exactly_the_tables_help_lines() {
+        let base = Instant::now();
+        for mut state in [running(base), comparing(), launcher(), orphans_screen(base)] {
+            state.update(AppEvent::Key(Key::Char('?')), at(base, 1));
+            assert!(state.help, "? opens the help on {:?}", state.screen);
+            let screen = render(&state, at(base, 600), 160, 48);
+            // The box's columns: from its top-left corner, 78 wide.
+            let title = " keys — any key closes ";
+            let top = screen
+                .lines()
+                .position(|l| l.contains(title))
+                .expect("the box");
+            let top_line = screen.lines().nth(top).unwrap_or_default();
+            let left = top_line[..top_line.find(title).unwrap_or(0)]
+                .chars()
+                .count()
+                - 1;
+            let rows: Vec<String> = screen
+                .lines()
+                .skip(top + 1)
+                .map(|l| l.chars().skip(left).take(78).collect::<String>())
+                .take_while(|l| !l.starts_with('└'))
+                .map(|l| {
+                    l.trim_start_matches('│')
+                        .trim_end()
+                        .trim_end_matches('│')
+                        .trim_end()
+                        .to_owned()
+                })
+                .filter(|l| !l.is_empty())
+                .collect();
+            let expected: Vec<String> = help_lines(state.screen)
+                .iter()
+                .map(|(k, what)| format!(" {k:<15}{what}").trim_end().to_owned())
+                .collect();
+            assert!(!expected.is_empty());
+            assert_eq!(rows, expected, "{:?}: {screen}", state.screen);
+        }
+    }
+
+    /// A state where `table` is the one in use and `only` holds.
+    fn holding(table: &Table, only: When, base: Instant) -> State {
+        let mut s = match table.name {
+            "live" | "search" | "help" => running(base),
+            "compare" => comparing(),
+            "launcher" => launcher(),
+            "editing" => {
+                let mut s = launcher();
+                s.launcher.focus = LauncherFocus::Params;
+                s.launcher.edit();
+                s
+            }
+            "orphans" => orphans_screen(base),
+            "confirm" => {
+                let mut s = orphans_screen(base);
+                s.orphans.ask(false);
+                s
+            }
+            other => panic!("a table without a state in this test: {other}"),
+        };
+        match only {
+            When::Always => {}
+            When::Flame if s.screen == Screen::Compare => s.compare.focus = ComparePane::Flame,
+            When::Flame => s.focus = Pane::Flame,
+            When::Live(pane) => s.focus = pane,
+            When::Compare(pane) => s.compare.focus = pane,
+            When::Launcher(focus) => s.launcher.focus = focus,
+            other => panic!("rows are not meant to depend on {other:?}"),
+        }
+        match table.name {
+            "search" => s.search_input = Some(String::new()),
+            "help" => s.help = true,
+            _ => {}
+        }
+        s
+    }
+
+    #[test]
+    fn every_row_of_every_table_is_reached_and_handled() {
+        let base = Instant::now();
+        for table in keys::TABLES {
+            for row in table.all_rows() {
+                assert!(!row.keys.is_empty(), "{}: a row without keys", table.name);
+                for &(key, action) in row.keys {
+                    let mut s = holding(table, row.only, base);
+                    assert!(row.only.holds(&s));
+                    assert_eq!(keys::table(&s).name, table.name);
+                    assert_eq!(
+                        table.action(&s, key),
+                        Some(action),
+                        "{}: {key:?} is taken by an earlier row",
+                        table.name
+                    );
+                    // Carried out without a panic (the match in `State::act` has no
+                    // catch-all, so every action has its arm).
+                    s.update(AppEvent::Key(key), at(base, 2));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_without_a_row_changes_nothing() {
+        let base = Instant::now();
+        let now = at(base, 3);
+        for (name, mut state) in every_state(base) {
+            let table = keys::table(&state);
+            if table.otherwise.is_some() {
+                // Typing modes: every key does something there.
+                continue;
+            }
+            for key in every_key() {
+                if table.action(&state, key).is_some() {
+                    continue;
+                }
+                let before = render(&state, now, 160, 48);
+                let effects = state.update(AppEvent::Key(key), now);
+                assert!(effects.is_empty(), "{name}: {key:?} gave {effects:?}");
+                assert_eq!(
+                    render(&state, now, 160, 48),
+                    before,
+                    "{name}: {key:?} has no row but changed the screen"
+                );
+            }
+        }
+    }
+}
