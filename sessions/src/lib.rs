@@ -61,6 +61,7 @@ pub mod export;
 pub mod flame;
 pub mod histogram;
 pub mod hlog;
+pub mod intervals;
 pub mod limits;
 pub mod meta;
 pub mod plot;
@@ -84,4 +85,4 @@ pub use timeseries::{
 };
 
 /// Version of the session directory format this build writes and the newest it reads.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;

@@ -9,14 +9,16 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, SyncSender};
 use std::time::{Duration, Instant};
 
+use benchtop_sessions::intervals::StacksChunk;
 use benchtop_sessions::{FrameId, StackTree};
 use perf_event::Counter;
 
 use super::drain::{Drained, Drainer, Follow, RECORD_HEAD, drainer_thread_name};
 use super::events::Ring;
-use super::offcpu::{NO_STACK, OffCpu};
+use super::offcpu::{Closed, NO_STACK, OffCpu};
 use super::options::SamplerOptions;
 use super::shared::{Shared, Snapshot};
+use super::timeline::{Block, StackTable, Timeline, monotonic_ns};
 use crate::ProfilerError;
 use crate::records::{self, Comm, Mmap2, Sample, SplitChain, Switch, Task};
 use crate::symbolize::Resolver;
@@ -45,6 +47,9 @@ const MISSING_FRAME: &str = "[blocked: stack not sampled]";
 /// in its low 32 bits: no user or kernel address has these top bits on x86_64.
 const FRAME_TAG: u64 = 0xfffe_0000_0000_0000;
 const FRAME_TAG_MASK: u64 = 0xffff_0000_0000_0000;
+/// A pending stack's slot and its count of samples.
+type SlotCount = (u32, u64);
+
 /// What the thread hands back to [`crate::Sampler::finish`].
 #[derive(Debug)]
 pub(crate) struct Collected {
@@ -103,10 +108,25 @@ pub(crate) struct Collector {
     off_frame_ids: Vec<u32>,
     /// Thread id → interned name; the process name is the name of its main thread.
     names: HashMap<u32, FrameId>,
-    /// Raw on-CPU stacks (see KEY_HEADER) not folded into the tree yet, with their counts.
-    pending: HashMap<Box<[u64]>, u64>,
+    /// Raw on-CPU stacks (see KEY_HEADER) not folded into the tree yet, with their slot
+    /// (the order they came in since the last batch) and counts.
+    pending: HashMap<Box<[u64]>, (u32, u64)>,
     /// Pending stacks of a batch with addresses to resolve first (reused).
-    deferred: Vec<(Box<[u64]>, u64)>,
+    deferred: Vec<(Box<[u64]>, SlotCount)>,
+    /// The stack-table id of each pending slot, made by a batch (reused).
+    slot_stacks: Vec<u32>,
+    /// Samples and blocked intervals attributed to report intervals.
+    timeline: Timeline,
+    /// The stacks of the per-interval weights, handed out in chunks.
+    table: StackTable,
+    /// What the next batch hands out: new frames, stacks, threads and weights.
+    chunk: StacksChunk,
+    /// Blocked intervals closed since the last batch (reused), and the stack-table id of
+    /// each off-CPU stack they use.
+    closed: Vec<Closed>,
+    off_stack_ids: HashMap<u32, u32>,
+    /// Recording stopped at this monotonic time: the last batch attributes everything.
+    stopped_ns: Option<u64>,
     /// Off-CPU intervals and their raw stacks.
     offcpu: OffCpu,
     /// Ids of the events whose samples are off-CPU samples, sorted.
@@ -170,6 +190,13 @@ impl Collector {
             names: HashMap::new(),
             pending: HashMap::new(),
             deferred: Vec::new(),
+            slot_stacks: Vec::new(),
+            timeline: Timeline::new(monotonic_ns()),
+            table: StackTable::default(),
+            chunk: StacksChunk::default(),
+            closed: Vec::new(),
+            off_stack_ids: HashMap::new(),
+            stopped_ns: None,
             offcpu: OffCpu::default(),
             off_ids,
             off_every: opts.offcpu_stack_every.max(1),
@@ -281,7 +308,10 @@ impl Collector {
                     self.off_ids.dedup();
                 }
                 Ok(Drained::Warning(w)) => self.warnings.push(w),
-                Ok(Drained::Stopped(at)) => stopped_at = Some(at),
+                Ok(Drained::Stopped(at)) => {
+                    stopped_at = Some(at);
+                    self.stopped_ns = Some(monotonic_ns());
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
@@ -313,6 +343,7 @@ impl Collector {
             }
         }
         let stopped_at = stopped_at.unwrap_or_else(Instant::now);
+        self.stopped_ns.get_or_insert_with(monotonic_ns);
         self.offcpu.flush();
         self.publish_offcpu();
         let mut final_batch_time = Duration::ZERO;
@@ -525,11 +556,27 @@ impl Collector {
     fn on_sample(&mut self, misc: u16, s: &Sample<'_>) {
         self.n_cpu += 1;
         self.sample_key(misc, s);
-        match self.pending.get_mut(self.key.as_slice()) {
-            Some(count) => *count += 1,
-            None => {
-                self.pending.insert(self.key.as_slice().into(), 1);
+        let slot = match self.pending.get_mut(self.key.as_slice()) {
+            Some((slot, count)) => {
+                *count += 1;
+                *slot
             }
+            None => {
+                let slot = self.pending.len() as u32;
+                self.pending.insert(self.key.as_slice().into(), (slot, 1));
+                slot
+            }
+        };
+        self.timeline.sample(s.time, s.tid, slot);
+        self.name_thread(s.pid, s.tid);
+    }
+
+    /// Hands out the name of thread `tid` with the next chunk, the first time it is seen.
+    fn name_thread(&mut self, pid: u32, tid: u32) {
+        if self.table.new_thread(tid) {
+            let name = self.name_of(pid, tid);
+            let name = self.interner.name(name).to_owned();
+            self.chunk.threads.push((tid, name));
         }
     }
 
@@ -551,6 +598,9 @@ impl Collector {
             return;
         }
         self.n_switches += 1;
+        if !sw.preempt {
+            self.name_thread(sw.pid, sw.tid);
+        }
         let sampled = self.offcpu.take_stash(sw.cpu, sw.tid, sw.time);
         let (stack, scale) = match sampled {
             Some((_, scale)) if sw.preempt => (NO_STACK, scale),
@@ -614,6 +664,53 @@ impl Collector {
         id
     }
 
+    /// Attributes what the batch folded to report intervals and publishes the chunk of
+    /// stacks and weights for [`crate::Sampler::take_stacks`]. After the events stopped,
+    /// everything is attributed, the last interval ending at the stop.
+    fn hand_out_intervals(&mut self) {
+        self.timeline.fold_samples(&self.slot_stacks);
+        for c in self.closed.drain(..) {
+            if let Some(&stack) = self.off_stack_ids.get(&c.stack) {
+                self.timeline.block(Block {
+                    since: c.since,
+                    end: c.end,
+                    tid: c.tid,
+                    stack,
+                    scale: c.scale,
+                });
+            }
+        }
+        {
+            let mut feed = self
+                .shared
+                .feed
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            self.timeline.take_feed(&mut feed);
+        }
+        let stop = self.stopped_ns;
+        self.timeline.attribute(stop.is_some());
+        self.timeline
+            .take_intervals(stop.unwrap_or_else(monotonic_ns), &mut self.chunk.intervals);
+        if self.chunk.is_empty() {
+            return;
+        }
+        let mut out = self
+            .shared
+            .stacks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let chunk = std::mem::take(&mut self.chunk);
+        if out.is_empty() {
+            *out = chunk;
+        } else {
+            out.frames.extend(chunk.frames);
+            out.stacks.extend(chunk.stacks);
+            out.threads.extend(chunk.threads);
+            out.intervals.extend(chunk.intervals);
+        }
+    }
+
     /// Symbolizes what the pending stacks need and folds them into the trees. Each
     /// address is looked up once: stacks whose frames are all cached are folded at
     /// once; the others wait until their missing addresses are resolved.
@@ -622,6 +719,11 @@ impl Collector {
         let Collector {
             pending,
             deferred,
+            slot_stacks,
+            table,
+            chunk,
+            closed,
+            off_stack_ids,
             resolver,
             interner,
             cpu,
@@ -642,11 +744,19 @@ impl Collector {
             tree: cpu,
             ids: cpu_ids,
         };
-        for (key, count) in pending.drain() {
+        slot_stacks.clear();
+        slot_stacks.resize(pending.len(), u32::MAX);
+        let mut set_slot = |slot: u32, id: Option<u32>| {
+            if let (Some(s), Some(id)) = (slot_stacks.get_mut(slot as usize), id) {
+                *s = id;
+            }
+        };
+        for (key, (slot, count)) in pending.drain() {
             if known_frames(resolver, interner, frames, &key, want_user, want_kernel) {
                 cpu_out.add(interner, frames, translated, count);
+                set_slot(slot, table.intern(interner, frames, chunk));
             } else {
-                deferred.push((key, count));
+                deferred.push((key, (slot, count)));
             }
         }
         let mut off_out = Fold {
@@ -654,10 +764,25 @@ impl Collector {
             ids: off_frame_ids,
         };
         offcpu.take_weights(off_batch);
+        // The stacks of blocked intervals closed since the last batch go into the stack
+        // table, with or without whole microseconds for the tree.
+        offcpu.take_closed(closed);
+        off_stack_ids.clear();
+        let mut weighed: HashSet<u32> = off_batch.iter().map(|&(stack, _)| stack).collect();
+        for c in closed.iter() {
+            if weighed.insert(c.stack) {
+                off_batch.push((c.stack, 0));
+            }
+        }
         for (stack, us) in off_batch.drain(..) {
             let key = offcpu.key(stack);
             if known_frames(resolver, interner, frames, key, want_user, want_kernel) {
-                off_out.add(interner, frames, translated, us);
+                if us > 0 {
+                    off_out.add(interner, frames, translated, us);
+                }
+                if let Some(id) = table.intern(interner, frames, chunk) {
+                    off_stack_ids.insert(stack, id);
+                }
             } else {
                 off_deferred.push((stack, us));
             }
@@ -665,14 +790,21 @@ impl Collector {
         if !want_user.is_empty() || !want_kernel.is_empty() {
             resolver.resolve(interner, want_user, want_kernel);
         }
-        for (key, count) in deferred.drain(..) {
+        for (key, (slot, count)) in deferred.drain(..) {
             resolved_frames(resolver, interner, frames, &key, unknown);
             cpu_out.add(interner, frames, translated, count);
+            set_slot(slot, table.intern(interner, frames, chunk));
         }
         for (stack, us) in off_deferred.drain(..) {
             resolved_frames(resolver, interner, frames, offcpu.key(stack), unknown);
-            off_out.add(interner, frames, translated, us);
+            if us > 0 {
+                off_out.add(interner, frames, translated, us);
+            }
+            if let Some(id) = table.intern(interner, frames, chunk) {
+                off_stack_ids.insert(stack, id);
+            }
         }
+        self.hand_out_intervals();
         self.offcpu.compact(MAX_OFF_STACKS);
         self.batches += 1;
         // Two batches after an exit every buffer has been read past its last sample.

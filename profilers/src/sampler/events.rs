@@ -6,7 +6,7 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use benchtop_sessions::meta::PerfAccess;
 use perf_event::events::{Hardware, Software};
-use perf_event::{Builder, Counter, SampleFlag};
+use perf_event::{Builder, Clock, Counter, SampleFlag};
 
 use super::options::SampleEvent;
 use crate::ProfilerError;
@@ -128,6 +128,8 @@ fn common(b: &mut Builder<'static>, tid: u32, cpu: usize, plan: &EventPlan, data
         .inherit(true)
         .sample(sample_flags(plan))
         .sample_id_all(true)
+        // Sample times on the recorder's clock (see the timeline module).
+        .clockid(Clock::MONOTONIC)
         .exclude_hv(true)
         .exclude_callchain_kernel(!plan.kernel_frames)
         // Wake the poll when a quarter of the buffer is used; it times out anyway.

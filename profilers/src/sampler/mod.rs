@@ -65,6 +65,7 @@ mod events;
 mod offcpu;
 mod options;
 mod shared;
+mod timeline;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -72,6 +73,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use benchtop_sessions::StackTree;
+use benchtop_sessions::intervals::StacksChunk;
 use benchtop_sessions::meta::{SamplingInfo, UnwindingInfo};
 
 use self::collect::{Collected, Collector, Setup};
@@ -85,6 +87,7 @@ use self::events::{
 pub use self::options::{ProfileKind, SampleEvent, SamplerOptions};
 use self::shared::Shared;
 pub use self::shared::Snapshot;
+pub use self::timeline::monotonic_ns;
 use crate::ProfilerError;
 use crate::procfs;
 use crate::symbolize::SymbolDetail;
@@ -217,6 +220,10 @@ pub struct Profile {
     pub stack_size: u32,
     /// What unwinding from stack copies did (empty with frame pointers).
     pub unwinding: UnwindCounts,
+    /// The per-interval stacks not taken by [`Sampler::take_stacks`] before the end:
+    /// with what was taken, every on-CPU sample (`samples` of them) and every blocked
+    /// interval of `offcpu`, attributed to report intervals.
+    pub stacks: StacksChunk,
 }
 
 impl Profile {
@@ -640,6 +647,43 @@ impl Sampler {
         self.shared.snapshot_wanted.store(true, Ordering::Relaxed);
     }
 
+    /// Says when the run started: the [`monotonic_ns`] time at which the worker was told
+    /// to start. Per-interval stacks count their times from it; without it, from the
+    /// sampler's start.
+    pub fn mark_start(&self, monotonic: u64) {
+        self.shared
+            .feed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .start_ns = Some(monotonic);
+    }
+
+    /// Says that a report interval ended at this [`monotonic_ns`] time: the run's start
+    /// plus the `t_ns` of the worker's tick that closed it. Samples up to it are
+    /// attributed to that interval, those after it to the next. Ends at or before the
+    /// last one are ignored.
+    pub fn mark_interval_end(&self, monotonic: u64) {
+        self.shared
+            .feed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .ends
+            .push(monotonic);
+    }
+
+    /// The per-interval stacks the background thread has attributed since the last call
+    /// (frames, stacks and threads new since then, and interval weights), for the
+    /// session's stacks.jsonl; the rest comes with [`Profile::stacks`].
+    pub fn take_stacks(&self) -> StacksChunk {
+        std::mem::take(
+            &mut *self
+                .shared
+                .stacks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
     /// The copy made since the last request, if one is ready.
     pub fn take_snapshot(&self) -> Option<Snapshot> {
         self.shared
@@ -753,6 +797,7 @@ impl Sampler {
             unwind: self.unwind,
             stack_size: self.stack_size,
             unwinding: collected.unwinding,
+            stacks: self.take_stacks(),
         })
     }
 }
@@ -957,6 +1002,7 @@ mod tests {
             unwind: UnwindMode::FramePointers,
             stack_size: 0,
             unwinding: UnwindCounts::default(),
+            stacks: StacksChunk::default(),
         }
     }
 

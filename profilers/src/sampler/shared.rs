@@ -6,6 +6,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use benchtop_sessions::StackTree;
+use benchtop_sessions::intervals::StacksChunk;
+
+use super::timeline::Feed;
 
 /// State shared between a [`Sampler`] and its background thread.
 #[derive(Debug)]
@@ -33,6 +36,10 @@ pub(crate) struct Shared {
     pub snapshot_wanted: AtomicBool,
     /// The copy, published after the batch that followed the request.
     pub snapshot: Mutex<Option<Snapshot>>,
+    /// The run's start and the ends of report intervals, from the recorder.
+    pub feed: Mutex<Feed>,
+    /// Per-interval stacks handed out by batches and not taken yet.
+    pub stacks: Mutex<StacksChunk>,
 }
 
 /// The stacks a sampler has folded so far, for a live view: copies, taken after a batch.
@@ -73,6 +80,8 @@ impl Shared {
             wake: unsafe { OwnedFd::from_raw_fd(fd) },
             snapshot_wanted: AtomicBool::new(false),
             snapshot: Mutex::new(None),
+            feed: Mutex::new(Feed::default()),
+            stacks: Mutex::new(StacksChunk::default()),
         })
     }
 
