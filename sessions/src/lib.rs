@@ -66,6 +66,7 @@ pub mod limits;
 pub mod meta;
 pub mod plot;
 pub mod pprof;
+pub mod range;
 pub mod series;
 pub mod stacks;
 pub mod store;

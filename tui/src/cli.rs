@@ -115,10 +115,24 @@ counters and latency histograms to the session (docs/protocol.md)."
     #[command(after_help = "Examples:\n  benchtop attach 4242 --duration 30s\n  \
 benchtop attach $(pgrep -n my-server) --record /tmp/server-profile")]
     Attach(AttachArgs),
-    /// Print the summary of a recorded session.
+    /// Print the summary of a recorded session, or of a time range of it.
+    #[command(
+        after_help = "Examples:\n  benchtop show sessions/20261121-101500-ring\n  \
+benchtop show DIR --range 10s..20s --top 15\n  benchtop show DIR --range last:5s\n\n\
+A range is A..B with durations from the run's start (10s..20s, ..5s, 30s..) or last:D; \
+it holds the report intervals whose middle lies in it. Sessions recorded before \
+per-interval stacks (schema 1) say so and show the whole run's functions."
+    )]
     Show {
         /// The session directory.
         dir: PathBuf,
+        /// Only this time range of the run: its figures and its top functions, self and
+        /// total (A..B, ..B, A.., last:D).
+        #[arg(long, value_name = "RANGE")]
+        range: Option<benchtop_sessions::range::RangeSpec>,
+        /// Functions listed per profile with --range.
+        #[arg(long, value_name = "N", default_value_t = 10, requires = "range")]
+        top: usize,
     },
     /// Compare session B against session A (or series of runs: `run --runs N`): every
     /// comparable figure with a verdict
