@@ -1,7 +1,8 @@
 //! Session loading on arbitrary bytes, from memory and from a directory of hostile files.
 //!
 //! The input is split at NUL bytes into session.json, timeseries.jsonl, latency.hlog,
-//! cpu.folded, offcpu.folded and threads.csv (a missing part is an absent file). An input
+//! cpu.folded, offcpu.folded, threads.csv and stacks.jsonl (a missing part is an absent
+//! file; stacks.jsonl, when present, is always a regular file on disk). An input
 //! whose first byte is a control character below 0x20 starts with a 9-byte header instead:
 //! that byte's low bits pick small count limits (intervals, stacks, parameters, tags), the
 //! next six bytes what each file is on disk (a regular file, absent, a FIFO, a link to
@@ -18,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use benchtop_sessions::compare::{CompareOptions, compare, movers};
+use benchtop_sessions::intervals::{IntervalStacks, STACKS_FILE};
 use benchtop_sessions::limits::LoadOptions;
 use benchtop_sessions::{Session, SessionFiles, export, pprof};
 use libfuzzer_sys::fuzz_target;
@@ -57,8 +59,13 @@ fuzz_target!(|data: &[u8]| {
     };
     let parts: Vec<Option<Vec<u8>>> = {
         let mut split = body.split(|&b| b == 0).map(<[u8]>::to_vec);
-        (0..NAMES.len()).map(|_| split.next()).collect()
+        (0..=NAMES.len()).map(|_| split.next()).collect()
     };
+    if let Some(stacks) = &parts[NAMES.len()]
+        && let Ok(stacks) = IntervalStacks::parse(stacks, Path::new(STACKS_FILE), &opts)
+    {
+        exercise_stacks(&stacks);
+    }
 
     let mut files = SessionFiles::default();
     files.session_json = parts[0].clone().unwrap_or_default();
@@ -75,6 +82,9 @@ fuzz_target!(|data: &[u8]| {
     if plant(&dir, &kinds, &parts).is_ok() {
         if let Ok(session) = Session::load_with(&dir.join("s"), &opts) {
             exercise(&session);
+        }
+        if let Ok(Some(stacks)) = IntervalStacks::load(&dir.join("s"), &opts) {
+            exercise_stacks(&stacks);
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -93,6 +103,15 @@ fn exercise(session: &Session) {
     }
 }
 
+/// What `show --range` does with per-interval stacks.
+fn exercise_stacks(stacks: &IntervalStacks) {
+    let (from, to) = stacks.span_ns().unwrap_or((0, u64::MAX));
+    let half = from + (to - from) / 2;
+    let _ = stacks.cpu_tree(from, half).to_folded();
+    let _ = stacks.offcpu_tree(half, u64::MAX).to_folded();
+    let _ = stacks.cpu_samples();
+}
+
 /// A new directory of this process's own under the temporary directory.
 fn scratch_dir() -> PathBuf {
     let n = RUNS.fetch_add(1, Ordering::Relaxed);
@@ -104,6 +123,9 @@ fn scratch_dir() -> PathBuf {
 fn plant(dir: &Path, kinds: &[u8; 6], parts: &[Option<Vec<u8>>]) -> std::io::Result<()> {
     let session = dir.join("s");
     std::fs::create_dir_all(&session)?;
+    if let Some(Some(bytes)) = parts.get(NAMES.len()) {
+        std::fs::write(session.join(STACKS_FILE), bytes)?;
+    }
     for ((name, kind), part) in NAMES.iter().zip(kinds).zip(parts) {
         let path = session.join(name);
         match kind % 6 {

@@ -24,11 +24,9 @@
 //! ```
 #![deny(missing_docs)]
 
-mod collect;
 mod error;
 pub mod host;
 pub mod monitor;
-mod offcpu;
 mod procfs;
 pub mod reaper;
 mod records;

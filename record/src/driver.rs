@@ -12,7 +12,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant, SystemTime};
 
 use benchtop_profilers::monitor::TreeMonitor;
-use benchtop_profilers::sampler::Sampler;
+use benchtop_profilers::sampler::{Sampler, monotonic_ns};
 use benchtop_profilers::{ProfilerError, host};
 use benchtop_protocol::{
     self as protocol, ConductorMessage, MetricKind, ProtocolError, WorkerMessage,
@@ -237,6 +237,9 @@ pub(crate) struct RunData {
     pub(crate) started_at: Option<Instant>,
     /// Seconds from the session's start time to the worker's `start`.
     pub(crate) start_offset_s: f64,
+    /// CLOCK_MONOTONIC when `start` was sent (or the command's gate opened), ns: the
+    /// sampler's clock, against which a row's `t_ns` ends its interval of stacks.
+    pub(crate) start_monotonic_ns: u64,
     /// Decodes tick histograms with every size bounded (worker input is untrusted).
     pub(crate) histograms: HistogramDecoder,
     /// The whole run's latency per metric, for latency.svg.
@@ -269,6 +272,7 @@ impl RunData {
             began,
             started_at: None,
             start_offset_s: 0.0,
+            start_monotonic_ns: 0,
             histograms: HistogramDecoder::new(),
             latency_totals: BTreeMap::new(),
             last_t_ns: 0,
@@ -610,6 +614,12 @@ impl Run<'_> {
             })?;
         }
         self.monitor = Some(TreeMonitor::new(pid));
+        // The worker counts its `t_ns` from the moment it reads `start`, a fraction of a
+        // millisecond after this: the start of the sampler's report intervals.
+        self.data.start_monotonic_ns = monotonic_ns();
+        if let Some(sampler) = &self.sampler {
+            sampler.mark_start(self.data.start_monotonic_ns);
+        }
         match self.opts.target {
             Target::Worker => self.send(ConductorMessage::Start),
             Target::Command => {

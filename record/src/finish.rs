@@ -131,6 +131,9 @@ impl Run<'_> {
         if let Some(sampler) = self.sampler.take() {
             match sampler.finish() {
                 Ok(profile) => {
+                    if let Err(e) = self.writer.append_stacks(&profile.stacks) {
+                        warnings.push(format!("per-interval stacks: {e}"));
+                    }
                     // The sampler's start-up warnings are already in the session.
                     let known = &self.writer.meta().warnings;
                     warnings.extend(

@@ -117,6 +117,7 @@ impl Run<'_> {
         }
         self.monitor_row(&mut row)?;
         self.writer.append_row(&row)?;
+        self.end_stacks_interval(tick.t_ns)?;
         self.publish(&row, live_histograms);
         self.data.last_t_ns = tick.t_ns;
         self.data.last_counters.clone_from(&tick.counters);
@@ -148,11 +149,25 @@ impl Run<'_> {
         row.interval_s = t_s - self.data.last_t_ns as f64 / 1e9;
         self.monitor_row(&mut row)?;
         self.writer.append_row(&row)?;
+        self.end_stacks_interval((t_s * 1e9) as u64)?;
         self.publish(&row, Vec::new());
         self.data.last_t_ns = (t_s * 1e9) as u64;
         // The next row is due one interval later, without drifting, and never in the past.
         self.data.next_row_at = Some((due + interval).max(now));
         self.show_progress(&row);
+        Ok(())
+    }
+
+    /// A row ended its interval `t_ns` after the start: the sampler attributes stacks up
+    /// to that moment to it, and what it has attributed so far goes to stacks.jsonl, so
+    /// that a recorder killed mid-run keeps the stacks of every interval but the last few.
+    fn end_stacks_interval(&mut self, t_ns: u64) -> Result<(), RecordError> {
+        let Some(sampler) = &self.sampler else {
+            return Ok(());
+        };
+        sampler.mark_interval_end(self.data.start_monotonic_ns.saturating_add(t_ns));
+        let chunk = sampler.take_stacks();
+        self.writer.append_stacks(&chunk)?;
         Ok(())
     }
 

@@ -61,11 +61,13 @@ pub mod export;
 pub mod flame;
 pub mod histogram;
 pub mod hlog;
+pub mod intervals;
 pub mod limits;
 pub mod meta;
 pub mod names;
 pub mod plot;
 pub mod pprof;
+pub mod range;
 pub mod series;
 pub mod stacks;
 pub mod store;
@@ -85,4 +87,4 @@ pub use timeseries::{
 };
 
 /// Version of the session directory format this build writes and the newest it reads.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;

@@ -54,6 +54,8 @@ pub enum FileKind {
     /// threads.csv: 16 MiB (the 65 536 exited threads a recorder keeps, and the live ones,
     /// take about 6 MiB).
     Threads,
+    /// stacks.jsonl (per-interval stacks): 512 MiB.
+    IntervalStacks,
 }
 
 impl FileKind {
@@ -63,6 +65,7 @@ impl FileKind {
             FileKind::SessionJson => 16 * MIB,
             FileKind::Timeseries | FileKind::Hlog | FileKind::Folded => 256 * MIB,
             FileKind::Threads => 16 * MIB,
+            FileKind::IntervalStacks => 512 * MIB,
         }
     }
 
@@ -74,6 +77,7 @@ impl FileKind {
             FileKind::Hlog => "latency.hlog",
             FileKind::Folded => "folded stacks",
             FileKind::Threads => "threads.csv",
+            FileKind::IntervalStacks => "stacks.jsonl",
         }
     }
 }

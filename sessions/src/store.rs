@@ -11,6 +11,7 @@ use hdrhistogram::Histogram;
 
 use crate::dir::DirHandle;
 use crate::hlog::{self, HlogInterval, HlogWriter};
+use crate::intervals::{STACKS_FILE, StacksChunk};
 use crate::limits::{FileKind, LoadOptions, read_bounded};
 use crate::meta::Failure;
 use crate::timeseries::{parse_threads_csv, threads_to_csv};
@@ -93,6 +94,8 @@ pub struct SessionWriter {
     timeseries: Option<File>,
     latency: Option<HlogWriter>,
     worker_log: Option<File>,
+    /// stacks.jsonl, opened (and its header written) with the first chunk.
+    stacks: Option<File>,
     row: Vec<u8>,
 }
 
@@ -181,6 +184,7 @@ impl SessionWriter {
             timeseries: None,
             latency: None,
             worker_log: None,
+            stacks: None,
             row: Vec::new(),
         };
         // The first session.json claims the directory: of two recorders started into it
@@ -254,6 +258,23 @@ impl SessionWriter {
         self.latency
             .insert(writer)
             .append(tag, start_offset_s, length_s, histogram)
+    }
+
+    /// Appends a chunk of per-interval stacks to stacks.jsonl (see [`crate::intervals`]),
+    /// whole lines in one write; the file and its header line are made with the first.
+    pub fn append_stacks(&mut self, chunk: &StacksChunk) -> Result<(), SessionError> {
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        self.row.clear();
+        let new = self.stacks.is_none();
+        if new {
+            self.row = StacksChunk::header();
+        }
+        chunk.write_jsonl(&mut self.row);
+        let file = open_append(&mut self.stacks, &self.dir, STACKS_FILE)?;
+        file.write_all(&self.row)
+            .map_err(|e| SessionError::io(self.dir.join(STACKS_FILE), e))
     }
 
     /// Appends what the workload printed to worker.log.

@@ -189,10 +189,15 @@ benchtop attach $(pgrep -n my-server) --record /tmp/server-profile")]
     // A baseline makes no sense for attach yet: refused there, so not offered in its help.
     #[command(mut_arg("baseline", |a| a.hide(true)))]
     Attach(AttachArgs),
-    /// Print the summary of a recorded session (or a series' table of points).
+    /// Print the summary of a recorded session (or a series' table of points), or of a
+    /// time range of it.
     #[command(
         after_help = "Examples:\n  benchtop show sessions/20261121-101500-ring\n  \
-benchtop show DIR --json | jq '.overview.latency[0].p99_ns'"
+benchtop show DIR --range 10s..20s --top 15\n  benchtop show DIR --range last:5s\n  \
+benchtop show DIR --json | jq '.overview.latency[0].p99_ns'\n\n\
+A range is A..B with durations from the run's start (10s..20s, ..5s, 30s..) or last:D; \
+it holds the report intervals whose middle lies in it. Sessions recorded before \
+per-interval stacks (schema 1) say so and show the whole run's functions."
     )]
     Show {
         /// The session directory.
@@ -202,8 +207,15 @@ benchtop show DIR --json | jq '.overview.latency[0].p99_ns'"
         /// resources, busiest threads, hottest and blocking frames, warnings), raw
         /// numbers with their unit in their names (`p99_ns`, `peak_rss_bytes`). For a
         /// series: series.json under `series` and each run's figures under `runs`.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "range")]
         json: bool,
+        /// Only this time range of the run: its figures and its top functions, self and
+        /// total (A..B, ..B, A.., last:D).
+        #[arg(long, value_name = "RANGE")]
+        range: Option<benchtop_sessions::range::RangeSpec>,
+        /// Functions listed per profile with --range.
+        #[arg(long, value_name = "N", default_value_t = 10, requires = "range")]
+        top: usize,
     },
     /// Compare session B against session A (or series of runs: `run --runs N`): every
     /// comparable figure with a verdict

@@ -93,7 +93,15 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Some(Command::ExecGate { command }) => Ok(external::exec_gate(&command)),
         Some(Command::Reap(args)) => reap::reap(&args),
-        Some(Command::Show { dir, json }) => show::show(&dir, json),
+        Some(Command::Show {
+            dir,
+            json,
+            range,
+            top,
+        }) => match range {
+            Some(range) => show::show_range(&dir, &range, top),
+            None => show::show(&dir, json),
+        },
         Some(Command::Compare(args)) => compare::compare(&args),
         Some(Command::Open(args)) => app::open(&args),
         Some(Command::Export(args)) => export::export(&args),

@@ -6,6 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use benchtop_sessions::escape::Escaped;
+use benchtop_sessions::intervals::IntervalStacks;
+use benchtop_sessions::limits::LoadOptions;
+use benchtop_sessions::range::{RangeSpec, range_text};
 use benchtop_sessions::series::{SERIES_FILE, Series};
 use benchtop_sessions::store::Session;
 
@@ -57,4 +60,17 @@ fn series_json(series: &Series) -> String {
     let mut text = serde_json::to_string_pretty(&json).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// Prints the figures and top functions of a time range of the session in `dir`, from its
+/// per-interval stacks (stacks.jsonl); a session without them says so and shows the whole
+/// run's functions.
+pub fn show_range(dir: &Path, range: &RangeSpec, top: usize) -> Result<ExitCode> {
+    let what = || format!("cannot open {}", Escaped(&dir.display().to_string()));
+    let session = Session::load(dir).with_context(what)?;
+    let stacks = IntervalStacks::load(dir, &LoadOptions::from_env()?).with_context(what)?;
+    let text = range_text(&session, stacks.as_ref(), range, top)
+        .with_context(|| format!("--range {range}"))?;
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -9,6 +9,7 @@ mod monitor;
 mod offcpu;
 mod reaper;
 mod sampler;
+mod timeline;
 mod tree_monitor;
 mod unprivileged;
 mod unwind;

@@ -239,7 +239,7 @@ fn foreign_json_is_not_taken_for_a_session() {
 #[test]
 fn a_future_schema_is_refused_with_both_versions() {
     // A future version may change anything but the version field.
-    let (root, err) = load_session_json(r#"{"schema_version": 2, "id": 7}"#);
+    let (root, err) = load_session_json(r#"{"schema_version": 3, "id": 7}"#);
     let SessionError::UnsupportedSchema {
         path,
         found,
@@ -249,7 +249,7 @@ fn a_future_schema_is_refused_with_both_versions() {
         panic!("{err}")
     };
     assert_eq!(path, &root.path().join("session.json"));
-    assert_eq!((*found, *supported), (2, 1));
+    assert_eq!((*found, *supported), (3, 2));
 }
 
 #[test]

@@ -27,3 +27,4 @@ mod series;
 mod setup;
 mod support;
 mod terminal;
+mod timeline;

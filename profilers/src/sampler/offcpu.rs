@@ -105,6 +105,20 @@ pub(crate) struct OffCpu {
     pub preempted_ns: u64,
     /// Closed blocked intervals.
     pub intervals: u64,
+    /// Blocked intervals closed since the last [`OffCpu::take_closed`], for the
+    /// per-interval stacks.
+    closed: Vec<Closed>,
+}
+
+/// A closed blocked interval: `[since, end)` of `tid`, on stack `stack` (an index from
+/// [`OffCpu::intern`]), standing for `scale` switches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Closed {
+    pub since: u64,
+    pub end: u64,
+    pub tid: u32,
+    pub stack: u32,
+    pub scale: u32,
 }
 
 impl OffCpu {
@@ -258,6 +272,13 @@ impl OffCpu {
                     *w = w.saturating_add(ns);
                     self.blocked_ns = self.blocked_ns.saturating_add(ns);
                     self.intervals += 1;
+                    self.closed.push(Closed {
+                        since: b.since,
+                        end: e.time,
+                        tid: e.tid,
+                        stack: b.stack,
+                        scale: b.scale,
+                    });
                 }
             }
             Kind::Lost => self.blocked.clear(),
@@ -280,6 +301,12 @@ impl OffCpu {
             }
         }
         self.new_keys = 0;
+    }
+
+    /// The blocked intervals closed since the last call; their stack indices hold until
+    /// the next [`OffCpu::compact`].
+    pub fn take_closed(&mut self, out: &mut Vec<Closed>) {
+        out.append(&mut self.closed);
     }
 
     /// Past `max` stacks, keeps only those an open interval, a queued switch-out or a

@@ -59,26 +59,39 @@
 //! # }
 //! ```
 
-use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+mod collect;
+mod drain;
+mod events;
+mod offcpu;
+mod options;
+mod shared;
+mod timeline;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use benchtop_sessions::StackTree;
-use benchtop_sessions::meta::{PerfAccess, SamplingInfo, UnwindingInfo};
-use perf_event::events::{Hardware, Software};
-use perf_event::{Builder, Counter, SampleFlag};
+use benchtop_sessions::intervals::StacksChunk;
+use benchtop_sessions::meta::{SamplingInfo, UnwindingInfo};
 
+use self::collect::{Collected, Collector, Setup};
+use self::drain::Follow;
+pub use self::events::probe_access;
+use self::events::{
+    EventPlan, OpenError, Reduction, ensure_fd_limit, event_builder, fit_buffer_pages, floor_pow2,
+    is_missing_event, kernel_excluded_reason, list_threads, offcpu_stacks_excluded_reason,
+    open_events, page_size, permission_reason, stack_copy_size, user_budget_pages,
+};
+pub use self::options::{ProfileKind, SampleEvent, SamplerOptions};
+use self::shared::Shared;
+pub use self::shared::Snapshot;
+pub use self::timeline::monotonic_ns;
 use crate::ProfilerError;
-use crate::collect::{Collected, Collector, Follow, Setup};
 use crate::procfs;
 use crate::symbolize::SymbolDetail;
-use crate::unwind::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, UnwindCounts, UnwindMode};
-
-/// The perf ring buffer of one event (perf-event2's sampler).
-pub(crate) type Ring = perf_event::Sampler;
+use crate::unwind::{MAX_STACK_SIZE, UnwindCounts, UnwindMode};
 
 /// Data pages per CPU when the user is privileged (no mlock budget applies): 512 KiB
 /// with 4 KiB pages. A sample with a 64-entry callchain is 576 bytes (8 header, 8 id,
@@ -108,131 +121,6 @@ const ATTACH_ROUNDS: usize = 3;
 
 /// The name [`Sampler::event`] gives the off-CPU event when it drives sampling alone.
 const CONTEXT_SWITCHES: &str = "context-switches";
-
-/// `PERF_EVENT_IOC_SET_OUTPUT`: `_IO('$', 5)`.
-const PERF_EVENT_IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
-
-/// Which profiles a sampler takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum ProfileKind {
-    /// On-CPU stacks only: where threads run, sampled at
-    /// [`SamplerOptions::frequency_hz`]. No cost per context switch.
-    Cpu,
-    /// Off-CPU stacks only: where threads block, weighted by the time blocked (µs).
-    OffCpu,
-    /// Both (the default). Off-CPU stacks need kernel sampling; without it off-CPU time
-    /// is recorded per thread without stacks and [`Sampler::warnings`] says why.
-    #[default]
-    Both,
-}
-
-impl ProfileKind {
-    /// On-CPU stacks are taken.
-    pub fn on_cpu(self) -> bool {
-        matches!(self, ProfileKind::Cpu | ProfileKind::Both)
-    }
-
-    /// Off-CPU time is recorded.
-    pub fn off_cpu(self) -> bool {
-        matches!(self, ProfileKind::OffCpu | ProfileKind::Both)
-    }
-
-    /// The name the command line uses: `cpu`, `offcpu` or `both`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ProfileKind::Cpu => "cpu",
-            ProfileKind::OffCpu => "offcpu",
-            ProfileKind::Both => "both",
-        }
-    }
-}
-
-/// How to sample.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct SamplerOptions {
-    /// Which profiles to take (default both on- and off-CPU).
-    pub kind: ProfileKind,
-    /// On-CPU samples per second per CPU while a sampled thread runs (default 999, which
-    /// avoids lockstep with timers at round frequencies). Off-CPU sampling does not use
-    /// it: every context switch is recorded.
-    pub frequency_hz: u64,
-    /// Include kernel frames when permitted (default true), on- and off-CPU. When not
-    /// permitted the sampler falls back to user frames and says why in
-    /// [`Sampler::warnings`].
-    pub kernel_frames: bool,
-    /// Data pages per CPU ring buffer, rounded down to a power of two. `None` picks 128
-    /// when privileged (256 with off-CPU stacks), else the largest size that fits
-    /// `perf_event_mlock_kb`.
-    pub buffer_pages: Option<usize>,
-    /// Add the thread name as the second frame of every stack (default false: stacks
-    /// of all threads of a process are merged under the process name). Off-CPU time
-    /// without stacks is always per thread.
-    pub per_thread: bool,
-    /// Symbol lookup depth (default: DWARF names with inlined frames).
-    pub symbols: SymbolDetail,
-    /// How often the background thread symbolizes what it collected (default 200 ms).
-    pub batch_interval: Duration,
-    /// Which event drives on-CPU sampling (default: hardware cycles where the machine
-    /// has a PMU, else the software cpu-clock).
-    pub event: SampleEvent,
-    /// How user stacks are walked (default [`UnwindMode::Auto`]: frame pointers where a
-    /// module keeps them, its DWARF CFI where it does not).
-    pub unwind: UnwindMode,
-    /// Bytes of user stack copied with each sample when unwinding from copies (default
-    /// 8 KiB, perf's): rounded down to a multiple of 8, at most
-    /// [`crate::unwind::MAX_STACK_SIZE`]. Deeper stacks end in
-    /// `[truncated: stack copy too small]`.
-    pub stack_size: u32,
-    /// Off-CPU stacks are sampled at one context switch in this many (default 1: every
-    /// switch). Each sampled blocked interval then stands for this many, its time
-    /// multiplied by it; the others are not recorded. Raise it for programs that switch
-    /// tens of thousands of times a second, where a stack copy per switch would be
-    /// hundreds of MB/s (8 KiB each).
-    pub offcpu_stack_every: u32,
-}
-
-/// The perf event that drives on-CPU sampling.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum SampleEvent {
-    /// Hardware CPU cycles when the machine offers them, else `cpu-clock`.
-    #[default]
-    Auto,
-    /// The software `cpu-clock` event (an hrtimer): works everywhere, VMs included.
-    CpuClock,
-    /// Hardware CPU cycles: needs a PMU (not in most VMs).
-    Cycles,
-}
-
-impl SampleEvent {
-    /// The event's name as perf spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            SampleEvent::Cycles => "cycles",
-            SampleEvent::Auto | SampleEvent::CpuClock => "cpu-clock",
-        }
-    }
-}
-
-impl Default for SamplerOptions {
-    fn default() -> Self {
-        SamplerOptions {
-            kind: ProfileKind::default(),
-            frequency_hz: 999,
-            kernel_frames: true,
-            buffer_pages: None,
-            per_thread: false,
-            symbols: SymbolDetail::default(),
-            batch_interval: Duration::from_millis(200),
-            event: SampleEvent::Auto,
-            unwind: UnwindMode::Auto,
-            stack_size: DEFAULT_STACK_SIZE,
-            offcpu_stack_every: 1,
-        }
-    }
-}
 
 /// Live counters of a running sampler; cheap to read for a progress line.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -332,6 +220,10 @@ pub struct Profile {
     pub stack_size: u32,
     /// What unwinding from stack copies did (empty with frame pointers).
     pub unwinding: UnwindCounts,
+    /// The per-interval stacks not taken by [`Sampler::take_stacks`] before the end:
+    /// with what was taken, every on-CPU sample (`samples` of them) and every blocked
+    /// interval of `offcpu`, attributed to report intervals.
+    pub stacks: StacksChunk,
 }
 
 impl Profile {
@@ -377,83 +269,6 @@ impl Profile {
             info.preempted_s = self.preempted.as_secs_f64();
         }
         info
-    }
-}
-
-/// State shared between a [`Sampler`] and its background thread.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub samples: AtomicU64,
-    pub lost: AtomicU64,
-    pub throttled: AtomicU64,
-    pub offcpu_samples: AtomicU64,
-    pub switches: AtomicU64,
-    pub blocked_ns: AtomicU64,
-    /// Bytes of records copied out of the ring buffers and not yet folded.
-    pub queued_bytes: AtomicU64,
-    pub batches: AtomicU64,
-    pub pending: AtomicU64,
-    pub symbolize_ns: AtomicU64,
-    pub last_batch_ns: AtomicU64,
-    pub max_batch_ns: AtomicU64,
-    /// Stop reading: [`Sampler::finish`] or drop.
-    pub stop: AtomicBool,
-    /// Skip the final batch: the sampler was dropped without finish.
-    pub abandon: AtomicBool,
-    /// An eventfd that wakes the thread's poll.
-    pub wake: OwnedFd,
-    /// A copy of the profile so far was asked for ([`Sampler::request_snapshot`]).
-    pub snapshot_wanted: AtomicBool,
-    /// The copy, published after the batch that followed the request.
-    pub snapshot: Mutex<Option<Snapshot>>,
-}
-
-/// The stacks a sampler has folded so far, for a live view: copies, taken after a batch.
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct Snapshot {
-    /// On-CPU stacks so far, as in [`Profile::cpu`].
-    pub cpu: StackTree,
-    /// Off-CPU stacks so far (µs blocked), as in [`Profile::offcpu`].
-    pub offcpu: StackTree,
-    /// Batches folded when the copy was taken.
-    pub batches: u64,
-}
-
-impl Shared {
-    pub(crate) fn new() -> io::Result<Self> {
-        // SAFETY: eventfd has no memory arguments; the result is checked below.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Shared {
-            samples: AtomicU64::new(0),
-            lost: AtomicU64::new(0),
-            throttled: AtomicU64::new(0),
-            offcpu_samples: AtomicU64::new(0),
-            switches: AtomicU64::new(0),
-            blocked_ns: AtomicU64::new(0),
-            queued_bytes: AtomicU64::new(0),
-            batches: AtomicU64::new(0),
-            pending: AtomicU64::new(0),
-            symbolize_ns: AtomicU64::new(0),
-            last_batch_ns: AtomicU64::new(0),
-            max_batch_ns: AtomicU64::new(0),
-            stop: AtomicBool::new(false),
-            abandon: AtomicBool::new(false),
-            // SAFETY: fd is a fresh descriptor that nothing else owns.
-            wake: unsafe { OwnedFd::from_raw_fd(fd) },
-            snapshot_wanted: AtomicBool::new(false),
-            snapshot: Mutex::new(None),
-        })
-    }
-
-    fn wake(&self) {
-        let one = 1u64.to_ne_bytes();
-        // SAFETY: writes 8 bytes from a live buffer to an eventfd we own. A failure
-        // (counter overflow) still leaves the eventfd readable, which is all we need.
-        let _ = unsafe { libc::write(self.wake.as_raw_fd(), one.as_ptr().cast(), 8) };
     }
 }
 
@@ -563,7 +378,7 @@ impl Sampler {
         let access = probe_access();
         let page_size = page_size();
         let kind = opts.kind;
-        let mut warnings = Vec::new();
+        let mut reductions: Vec<Reduction> = Vec::new();
         let mut notes = Vec::new();
 
         let tids = match mode {
@@ -596,14 +411,12 @@ impl Sampler {
         };
         let mut pages = fit_buffer_pages(requested, cpus.len(), budget);
         if pages < requested {
-            warnings.push(format!(
-                "ring buffers reduced from {requested} to {pages} data pages per CPU to fit \
-                 the locked-memory budget of perf_event_mlock_kb={} KiB per CPU over {} CPUs; \
-                 samples may be lost under load (run as root or with CAP_IPC_LOCK for larger \
-                 buffers)",
-                access.mlock_kb.unwrap_or(0),
-                cpus.len()
-            ));
+            reductions.push(Reduction::BuffersForBudget {
+                requested,
+                pages,
+                mlock_kb: access.mlock_kb.unwrap_or(0),
+                cpus: cpus.len(),
+            });
         }
 
         let candidates: &[Option<SampleEvent>] = if !kind.on_cpu() {
@@ -642,10 +455,14 @@ impl Sampler {
                     let retry = open_events(&tids, &cpus, &reduced, &mut pages);
                     if retry.is_ok() {
                         if plan.on_cpu.is_some() && plan.kernel_frames {
-                            warnings.push(kernel_excluded_reason(&access, errno));
+                            reductions.push(Reduction::KernelFramesExcluded(
+                                kernel_excluded_reason(&access, errno),
+                            ));
                         }
                         if plan.off_stacks {
-                            warnings.push(offcpu_stacks_excluded_reason(&access, errno));
+                            reductions.push(Reduction::OffCpuStacksExcluded(
+                                offcpu_stacks_excluded_reason(&access, errno),
+                            ));
                         }
                         plan = reduced;
                     }
@@ -675,11 +492,8 @@ impl Sampler {
                 reason: "no sampling event to open".into(),
             });
         };
-        if pages < requested && !warnings.iter().any(|w| w.starts_with("ring buffers")) {
-            warnings.push(format!(
-                "ring buffers reduced from {requested} down to {pages} data pages per CPU: the \
-                 kernel refused larger ones (locked-memory limit); samples may be lost under load"
-            ));
+        if pages < requested && !reductions.iter().any(Reduction::is_buffers) {
+            reductions.push(Reduction::BuffersRefused { requested, pages });
         }
 
         let shared = Arc::new(Shared::new().map_err(|source| ProfilerError::Thread {
@@ -745,8 +559,12 @@ impl Sampler {
             offcpu_stacks: plan.off_stacks,
             symbols: opts.symbols,
             kernel_frames: plan.kernel_frames,
-            reductions: warnings.len(),
-            warnings: warnings.into_iter().chain(notes).collect(),
+            reductions: reductions.len(),
+            warnings: reductions
+                .iter()
+                .map(ToString::to_string)
+                .chain(notes)
+                .collect(),
             frequency_hz: opts.frequency_hz,
             buffer_pages: pages,
             cpus: cpus.len(),
@@ -827,6 +645,43 @@ impl Sampler {
     /// trees' size: a live view asks about once a second, not every frame.
     pub fn request_snapshot(&self) {
         self.shared.snapshot_wanted.store(true, Ordering::Relaxed);
+    }
+
+    /// Says when the run started: the [`monotonic_ns`] time at which the worker was told
+    /// to start. Per-interval stacks count their times from it; without it, from the
+    /// sampler's start.
+    pub fn mark_start(&self, monotonic: u64) {
+        self.shared
+            .feed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .start_ns = Some(monotonic);
+    }
+
+    /// Says that a report interval ended at this [`monotonic_ns`] time: the run's start
+    /// plus the `t_ns` of the worker's tick that closed it. Samples up to it are
+    /// attributed to that interval, those after it to the next. Ends at or before the
+    /// last one are ignored.
+    pub fn mark_interval_end(&self, monotonic: u64) {
+        self.shared
+            .feed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .ends
+            .push(monotonic);
+    }
+
+    /// The per-interval stacks the background thread has attributed since the last call
+    /// (frames, stacks and threads new since then, and interval weights), for the
+    /// session's stacks.jsonl; the rest comes with [`Profile::stacks`].
+    pub fn take_stacks(&self) -> StacksChunk {
+        std::mem::take(
+            &mut *self
+                .shared
+                .stacks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// The copy made since the last request, if one is ready.
@@ -942,6 +797,7 @@ impl Sampler {
             unwind: self.unwind,
             stack_size: self.stack_size,
             unwinding: collected.unwinding,
+            stacks: self.take_stacks(),
         })
     }
 }
@@ -955,48 +811,6 @@ impl Drop for Sampler {
             let _ = thread.join();
         }
     }
-}
-
-/// Why opening the events failed.
-#[derive(Debug)]
-enum OpenError {
-    /// EACCES or EPERM from perf_event_open.
-    Denied(i32),
-    /// The process is gone.
-    NoProcess,
-    Open(usize, io::Error),
-    Mmap(usize, usize, io::Error),
-}
-
-impl OpenError {
-    fn into_error(self, pid: u32, access: &PerfAccess) -> ProfilerError {
-        match self {
-            OpenError::Denied(errno) => ProfilerError::PermissionDenied {
-                reason: permission_reason(access, errno),
-            },
-            OpenError::NoProcess => ProfilerError::ProcessNotFound { pid },
-            OpenError::Open(cpu, source) => ProfilerError::PerfOpen { pid, cpu, source },
-            OpenError::Mmap(cpu, pages, source) => ProfilerError::RingBuffer { cpu, pages, source },
-        }
-    }
-
-    fn from_open(cpu: usize, e: io::Error) -> Self {
-        match e.raw_os_error() {
-            Some(errno @ (libc::EACCES | libc::EPERM)) => OpenError::Denied(errno),
-            Some(libc::ESRCH) => OpenError::NoProcess,
-            _ => OpenError::Open(cpu, e),
-        }
-    }
-}
-
-/// perf_event_open's answers for an event this machine does not have. EINVAL is not
-/// one of them: it means a bad attribute (a frequency too high, a flag the kernel does
-/// not know) and stays a [`ProfilerError::PerfOpen`].
-fn is_missing_event(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP)
-    )
 }
 
 /// Options that no process or machine could sample with.
@@ -1048,505 +862,13 @@ fn panic_error(panic: Box<dyn std::any::Any + Send>) -> ProfilerError {
     }
 }
 
-fn event_builder(event: SampleEvent) -> Builder<'static> {
-    match event {
-        SampleEvent::Cycles => Builder::new(Hardware::CPU_CYCLES),
-        SampleEvent::Auto | SampleEvent::CpuClock => Builder::new(Software::CPU_CLOCK),
-    }
-}
-
-/// The events to open on each thread and CPU.
-#[derive(Debug, Clone)]
-pub(crate) struct EventPlan {
-    /// The on-CPU event; `None` for an off-CPU-only profile, where the
-    /// `context-switches` event carries the side-band records instead.
-    on_cpu: Option<SampleEvent>,
-    /// Switch records for off-CPU time.
-    off_cpu: bool,
-    /// `context-switches` samples for off-CPU stacks (needs kernel sampling).
-    off_stacks: bool,
-    kernel_frames: bool,
-    frequency_hz: u64,
-    on_exec: bool,
-    /// Opened enabled (attach); else enabled by the reader or at exec.
-    enabled: bool,
-    /// Samples carry the user registers and a copy of this many bytes of user stack
-    /// (see [`crate::records::UserStack`]); the user part of the kernel's callchain is
-    /// then left out.
-    stack_size: Option<u32>,
-    /// The `context-switches` event's sample period.
-    off_every: u32,
-}
-
-impl EventPlan {
-    /// Some event of the plan samples in kernel mode (needs permission).
-    fn kernel_sampled(&self) -> bool {
-        self.off_stacks || (self.on_cpu.is_some() && self.kernel_frames)
-    }
-}
-
-/// The sample layout every event of a sampler shares (see [`crate::records`]). Not
-/// PERIOD: with it, the kernel samples a software event at every occurrence whatever
-/// its period, which [`SamplerOptions::offcpu_stack_every`] needs.
-fn sample_flags(plan: &EventPlan) -> SampleFlag {
-    let flags = SampleFlag::IDENTIFIER
-        | SampleFlag::IP
-        | SampleFlag::TID
-        | SampleFlag::TIME
-        | SampleFlag::CPU
-        | SampleFlag::CALLCHAIN;
-    if plan.stack_size.is_some() {
-        flags | SampleFlag::REGS_USER | SampleFlag::STACK_USER
-    } else {
-        flags
-    }
-}
-
-/// The stack copy the kernel is asked for: `size` rounded down to a multiple of 8,
-/// between 8 bytes and [`MAX_STACK_SIZE`].
-pub(crate) fn stack_copy_size(size: u32) -> u32 {
-    (size.min(MAX_STACK_SIZE) & !7).max(8)
-}
-
-/// What every event of a sampler on thread `tid` and `cpu` has in common.
-fn common(b: &mut Builder<'static>, tid: u32, cpu: usize, plan: &EventPlan, data_bytes: usize) {
-    b.observe_pid(tid as libc::pid_t)
-        .one_cpu(cpu)
-        .inherit(true)
-        .sample(sample_flags(plan))
-        .sample_id_all(true)
-        .exclude_hv(true)
-        .exclude_callchain_kernel(!plan.kernel_frames)
-        // Wake the poll when a quarter of the buffer is used; it times out anyway.
-        .wakeup_watermark((data_bytes / 4).max(1))
-        .enable_on_exec(plan.on_exec)
-        .enabled(plan.enabled);
-    if let Some(size) = plan.stack_size {
-        b.sample_regs_user(crate::records::REGS_USER_MASK)
-            .sample_stack_user(size)
-            .exclude_callchain_user(true);
-    }
-}
-
-/// The `context-switches` event, sampled at every switch (or every Nth: see
-/// [`SamplerOptions::offcpu_stack_every`]).
-fn switches_builder(plan: &EventPlan) -> Builder<'static> {
-    let mut b = Builder::new(Software::CONTEXT_SWITCHES);
-    b.sample_period(u64::from(plan.off_every.max(1)));
-    b
-}
-
-/// The event that owns the ring buffer and carries the side-band records (names,
-/// mappings, forks and exits, switches): the on-CPU event, or the off-CPU one alone.
-fn main_builder(tid: u32, cpu: usize, plan: &EventPlan, data_bytes: usize) -> Builder<'static> {
-    let (mut b, kernel) = match plan.on_cpu {
-        Some(event) => {
-            let mut b = event_builder(event);
-            b.sample_frequency(plan.frequency_hz);
-            (b, plan.kernel_frames)
-        }
-        None => (switches_builder(plan), plan.off_stacks),
-    };
-    common(&mut b, tid, cpu, plan, data_bytes);
-    b.comm(true)
-        .comm_exec(true)
-        .task(true)
-        .mmap(true)
-        .mmap2(true)
-        .context_switch(plan.off_cpu)
-        .exclude_kernel(!kernel);
-    b
-}
-
-/// The off-CPU stack event next to an on-CPU event.
-fn off_builder(tid: u32, cpu: usize, plan: &EventPlan, data_bytes: usize) -> Builder<'static> {
-    let mut b = switches_builder(plan);
-    common(&mut b, tid, cpu, plan, data_bytes);
-    // Its samples are taken in the scheduler, in kernel mode: excluding the kernel
-    // would drop every one of them.
-    b.exclude_kernel(false);
-    b
-}
-
-/// Redirects `event`'s records into `ring`'s buffer (same CPU).
-fn set_output(event: RawFd, ring: RawFd) -> io::Result<()> {
-    // SAFETY: an ioctl on two perf event descriptors we own; no memory is passed.
-    let rc = unsafe { libc::ioctl(event, PERF_EVENT_IOC_SET_OUTPUT as _, ring) };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
-/// Events opened for a sampler.
-struct Events {
-    /// One ring buffer per CPU, in the order of the CPUs.
-    rings: Vec<Ring>,
-    /// Every other event, writing into the ring of its CPU.
-    counters: Vec<Counter>,
-    /// Ids of the events whose samples are off-CPU samples.
-    off_ids: Vec<u64>,
-    /// Threads with events of their own.
-    tids: Vec<u32>,
-}
-
-/// Opens the plan's events for every thread of `tids` on every CPU. The first thread
-/// whose event opens on a CPU owns that CPU's ring buffer; the other events write into
-/// it. `pages` is halved while the kernel refuses to map buffers that large
-/// (locked-memory limits), and left at the size used. A thread other than the first
-/// that is gone by the time its events open is skipped.
-fn open_events(
-    tids: &[u32],
-    cpus: &[usize],
-    plan: &EventPlan,
-    pages: &mut usize,
-) -> Result<Events, OpenError> {
-    let page_size = page_size();
-    let mut rings: Vec<Option<Ring>> = cpus.iter().map(|_| None).collect();
-    let mut events = Events {
-        rings: Vec::with_capacity(cpus.len()),
-        counters: Vec::new(),
-        off_ids: Vec::new(),
-        tids: Vec::with_capacity(tids.len()),
-    };
-    'threads: for (i, &tid) in tids.iter().enumerate() {
-        let mut counters = Vec::new();
-        let mut off_ids = Vec::new();
-        for (slot, &cpu) in rings.iter_mut().zip(cpus) {
-            let opened = open_on(tid, cpu, plan, pages, page_size, slot);
-            match opened {
-                Ok((main, off)) => {
-                    for c in main.into_iter().chain(off) {
-                        // Without an on-CPU event the main event is the off-CPU one.
-                        if plan.on_cpu.is_none() || !c.is_main {
-                            off_ids.push(c.counter.id());
-                        }
-                        counters.push(c.counter);
-                    }
-                }
-                Err(OpenError::NoProcess) if i > 0 => continue 'threads,
-                Err(e) => return Err(e),
-            }
-        }
-        events.counters.append(&mut counters);
-        events.off_ids.append(&mut off_ids);
-        events.tids.push(tid);
-    }
-    for (ring, &cpu) in rings.into_iter().zip(cpus) {
-        match ring {
-            Some(r) => {
-                if plan.on_cpu.is_none() {
-                    events.off_ids.push(r.id());
-                }
-                events.rings.push(r);
-            }
-            None => {
-                return Err(OpenError::Open(
-                    cpu,
-                    io::Error::new(io::ErrorKind::NotFound, "no thread to open events on"),
-                ));
-            }
-        }
-    }
-    events.off_ids.sort_unstable();
-    events.off_ids.dedup();
-    Ok(events)
-}
-
-/// An opened event and whether it is the plan's main event.
-struct Opened {
-    counter: Counter,
-    is_main: bool,
-}
-
-/// Opens the events of `tid` on `cpu`. When `ring` is empty, the main event is mapped
-/// and becomes it; else the main event writes into it and is returned. The off-CPU
-/// event, when planned, always writes into the ring.
-fn open_on(
-    tid: u32,
-    cpu: usize,
-    plan: &EventPlan,
-    pages: &mut usize,
-    page_size: usize,
-    ring: &mut Option<Ring>,
-) -> Result<(Option<Opened>, Option<Opened>), OpenError> {
-    let main = match ring {
-        Some(r) => {
-            let b = main_builder(tid, cpu, plan, *pages * page_size);
-            let counter = b.build().map_err(|e| OpenError::from_open(cpu, e))?;
-            set_output(counter.as_raw_fd(), r.as_raw_fd()).map_err(|e| OpenError::Open(cpu, e))?;
-            Some(Opened {
-                counter,
-                is_main: true,
-            })
-        }
-        None => loop {
-            let b = main_builder(tid, cpu, plan, *pages * page_size);
-            let counter = b.build().map_err(|e| OpenError::from_open(cpu, e))?;
-            match counter.sampled(*pages * page_size) {
-                Ok(r) => {
-                    *ring = Some(r);
-                    break None;
-                }
-                Err(e)
-                    if *pages > 1
-                        && matches!(
-                            e.raw_os_error(),
-                            Some(libc::EPERM | libc::ENOMEM | libc::EAGAIN)
-                        ) =>
-                {
-                    *pages /= 2;
-                }
-                Err(e) => return Err(OpenError::Mmap(cpu, *pages, e)),
-            }
-        },
-    };
-    let off = if plan.off_stacks && plan.on_cpu.is_some() {
-        let Some(r) = ring.as_ref() else {
-            return Err(OpenError::Open(
-                cpu,
-                io::Error::new(io::ErrorKind::NotFound, "no ring buffer"),
-            ));
-        };
-        let b = off_builder(tid, cpu, plan, *pages * page_size);
-        let counter = b.build().map_err(|e| OpenError::from_open(cpu, e))?;
-        set_output(counter.as_raw_fd(), r.as_raw_fd()).map_err(|e| OpenError::Open(cpu, e))?;
-        Some(Opened {
-            counter,
-            is_main: false,
-        })
-    } else {
-        None
-    };
-    Ok((main, off))
-}
-
-/// Opens the plan's events on thread `tid` (found after attaching), writing into the
-/// existing `rings` (one per CPU of `cpus`), enabled. Returns the counters and the ids
-/// of the off-CPU ones.
-pub(crate) fn open_thread_events(
-    tid: u32,
-    cpus: &[usize],
-    rings: &[Ring],
-    plan: &EventPlan,
-) -> io::Result<(Vec<Counter>, Vec<u64>)> {
-    let page_size = page_size();
-    let mut counters = Vec::new();
-    let mut off_ids = Vec::new();
-    for (ring, &cpu) in rings.iter().zip(cpus) {
-        // The watermark only matters for the ring's own event.
-        let data_bytes = page_size;
-        let mut main = main_builder(tid, cpu, plan, data_bytes).build()?;
-        set_output(main.as_raw_fd(), ring.as_raw_fd())?;
-        main.enable()?;
-        if plan.on_cpu.is_none() {
-            off_ids.push(main.id());
-        }
-        counters.push(main);
-        if plan.off_stacks && plan.on_cpu.is_some() {
-            let mut off = off_builder(tid, cpu, plan, data_bytes).build()?;
-            set_output(off.as_raw_fd(), ring.as_raw_fd())?;
-            off.enable()?;
-            off_ids.push(off.id());
-            counters.push(off);
-        }
-    }
-    Ok((counters, off_ids))
-}
-
-/// The threads of `pid`, `pid` first.
-pub(crate) fn list_threads(pid: u32) -> Result<Vec<u32>, ProfilerError> {
-    let dir = format!("/proc/{pid}/task");
-    let entries = std::fs::read_dir(&dir).map_err(|_| ProfilerError::ProcessNotFound { pid })?;
-    let mut tids: Vec<u32> = entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .filter(|&t| t != pid)
-        .collect();
-    tids.sort_unstable();
-    tids.insert(0, pid);
-    Ok(tids)
-}
-
-/// Makes room for `threads` × `per_thread` more open files: raises the soft
-/// RLIMIT_NOFILE towards the hard one when needed (and says so), or refuses.
-fn ensure_fd_limit(
-    pid: u32,
-    threads: usize,
-    per_thread: u64,
-) -> Result<Option<String>, ProfilerError> {
-    let needed = threads as u64 * per_thread;
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into a live rlimit.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return Ok(None);
-    }
-    let open = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
-    // Room for the ring buffers' own descriptors, the threads found later, and the
-    // rest of the program.
-    let want = open + needed + needed / 4 + 64;
-    if want <= lim.rlim_cur {
-        return Ok(None);
-    }
-    if want > lim.rlim_max {
-        return Err(ProfilerError::TooManyEvents {
-            pid,
-            threads,
-            needed,
-            limit: lim.rlim_max,
-        });
-    }
-    let before = lim.rlim_cur;
-    lim.rlim_cur = want;
-    // SAFETY: setrlimit reads a live rlimit.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
-        return Err(ProfilerError::TooManyEvents {
-            pid,
-            threads,
-            needed,
-            limit: before,
-        });
-    }
-    Ok(Some(format!(
-        "raised this process's open-file limit (RLIMIT_NOFILE) from {before} to {want}: \
-         attaching to {threads} threads opens {needed} perf events ({per_thread} per thread)"
-    )))
-}
-
-fn errno_name(errno: i32) -> &'static str {
-    match errno {
-        libc::EACCES => "EACCES",
-        libc::EPERM => "EPERM",
-        _ => "an error",
-    }
-}
-
-fn paranoid_text(access: &PerfAccess) -> String {
-    match access.paranoid {
-        Some(p) => format!("kernel.perf_event_paranoid is {p}"),
-        None => "kernel.perf_event_paranoid is unreadable".into(),
-    }
-}
-
-/// Why perf_event_open was refused altogether, and how to allow it.
-fn permission_reason(access: &PerfAccess, errno: i32) -> String {
-    let who = if access.privileged {
-        "this process is privileged, so the target may belong to another user or a security \
-         module (SELinux, lockdown) forbids perf events"
-            .to_owned()
-    } else {
-        "this process is not root and has no CAP_PERFMON".to_owned()
-    };
-    format!(
-        "perf_event_open returned {}: {}, and {who}. To allow sampling: \
-         `sudo sysctl kernel.perf_event_paranoid=1` (2 allows user-space stacks of your own \
-         processes), or grant the binary the capability: \
-         `sudo setcap cap_perfmon,cap_sys_ptrace=ep <path to benchtop>`",
-        errno_name(errno),
-        paranoid_text(access),
-    )
-}
-
-/// Why kernel frames were left out.
-fn kernel_excluded_reason(access: &PerfAccess, errno: i32) -> String {
-    format!(
-        "kernel frames excluded: perf_event_open with kernel sampling returned {} \
-         ({}; kernel sampling needs paranoid <= 1, root or CAP_PERFMON); stacks are user-space \
-         only and time spent in the kernel is not sampled. Fix: \
-         `sudo sysctl kernel.perf_event_paranoid=1` or `sudo setcap cap_perfmon=ep <path to benchtop>`",
-        errno_name(errno),
-        paranoid_text(access),
-    )
-}
-
-/// Why off-CPU time has no stacks.
-fn offcpu_stacks_excluded_reason(access: &PerfAccess, errno: i32) -> String {
-    format!(
-        "off-CPU stacks unavailable: the context-switches event is sampled in the kernel's \
-         scheduler, and perf_event_open with kernel sampling returned {} ({}; kernel sampling \
-         needs paranoid <= 1, root or CAP_PERFMON); blocked time is recorded per thread from \
-         switch records, without stacks (`[blocked: no stack — kernel sampling not \
-         permitted]`). Fix: `sudo sysctl kernel.perf_event_paranoid=1` or \
-         `sudo setcap cap_perfmon=ep <path to benchtop>`",
-        errno_name(errno),
-        paranoid_text(access),
-    )
-}
-
-fn page_size() -> usize {
-    // SAFETY: sysconf has no memory arguments.
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if n > 0 { n as usize } else { 4096 }
-}
-
-fn floor_pow2(n: usize) -> usize {
-    if n == 0 {
-        1
-    } else {
-        1 << (usize::BITS - 1 - n.leading_zeros())
-    }
-}
-
-/// The locked-memory allowance, in pages, of one unprivileged user's perf ring buffers
-/// *together*: perf_event_mlock_kb per online CPU (the kernel's perf_mmap:
-/// `user_lock_limit *= num_online_cpus()`). Past it the kernel charges RLIMIT_MEMLOCK,
-/// which may refuse the mapping (EPERM): [`Sampler::start`] then halves the buffers.
-pub(crate) fn user_budget_pages(mlock_kb: u64, online_cpus: usize, page_size: usize) -> u64 {
-    let per_cpu = mlock_kb.saturating_mul(1024) / page_size.max(1) as u64;
-    per_cpu.saturating_mul(online_cpus as u64)
-}
-
-/// Data pages per buffer (a power of two, at most `requested`) such that `buffers`
-/// buffers, each one metadata page plus its data pages, fit `budget_pages` together. At
-/// least one page: the kernel then decides.
-pub(crate) fn fit_buffer_pages(
-    requested: usize,
-    buffers: usize,
-    budget_pages: Option<u64>,
-) -> usize {
-    let requested = floor_pow2(requested.max(1));
-    let Some(budget_pages) = budget_pages else {
-        return requested;
-    };
-    let per_buffer = budget_pages / buffers.max(1) as u64;
-    // 1 + data <= per_buffer
-    let fit = if per_buffer >= 2 {
-        floor_pow2((per_buffer - 1).min(usize::MAX as u64) as usize)
-    } else {
-        1
-    };
-    requested.min(fit)
-}
-
-/// What perf events this process may use here.
-pub fn probe_access() -> PerfAccess {
-    let mut access = PerfAccess::default();
-    access.paranoid =
-        procfs::read_trimmed("/proc/sys/kernel/perf_event_paranoid").and_then(|s| s.parse().ok());
-    access.mlock_kb =
-        procfs::read_trimmed("/proc/sys/kernel/perf_event_mlock_kb").and_then(|s| s.parse().ok());
-    // SAFETY: geteuid has no arguments and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    let caps = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| procfs::parse_cap_eff(&s))
-        .unwrap_or(0);
-    access.privileged = root || has_perf_caps(caps);
-    access
-}
-
-/// CAP_PERFMON (38) or CAP_SYS_ADMIN (21) in an effective capability mask.
-pub(crate) fn has_perf_caps(cap_eff: u64) -> bool {
-    const CAP_SYS_ADMIN: u32 = 21;
-    const CAP_PERFMON: u32 = 38;
-    cap_eff & (1 << CAP_PERFMON | 1 << CAP_SYS_ADMIN) != 0
-}
-
 #[cfg(test)]
 mod tests {
+    use std::io;
+
+    use benchtop_sessions::meta::PerfAccess;
+
+    use super::events::has_perf_caps;
     use super::*;
 
     #[test]
@@ -1680,6 +1002,7 @@ mod tests {
             unwind: UnwindMode::FramePointers,
             stack_size: 0,
             unwinding: UnwindCounts::default(),
+            stacks: StacksChunk::default(),
         }
     }
 

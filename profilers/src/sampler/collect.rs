@@ -1,30 +1,29 @@
-//! The sampler's background threads: one ([`Drainer`]) polls the ring buffers and
-//! copies records out as they come; the other ([`Collector`]) reads those records in
+//! The sampler's aggregation thread: it starts the [`Drainer`] (which polls the ring
+//! buffers and copies records out as they come), then reads those records in
 //! place, aggregates callchains into pending raw stacks (on-CPU) and blocked intervals
 //! (off-CPU), and folds them into the stack trees in symbolized batches.
 
 use std::collections::{HashMap, HashSet};
-use std::io;
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, SyncSender};
 use std::time::{Duration, Instant};
 
+use benchtop_sessions::intervals::StacksChunk;
 use benchtop_sessions::{FrameId, StackTree};
 use perf_event::Counter;
 
+use super::drain::{Drained, Drainer, Follow, RECORD_HEAD, drainer_thread_name};
+use super::events::Ring;
+use super::offcpu::{Closed, NO_STACK, OffCpu};
+use super::options::SamplerOptions;
+use super::shared::{Shared, Snapshot};
+use super::timeline::{Block, StackTable, Timeline, monotonic_ns};
 use crate::ProfilerError;
-use crate::offcpu::{NO_STACK, OffCpu};
 use crate::records::{self, Comm, Mmap2, Sample, SplitChain, Switch, Task};
-use crate::sampler::{self, EventPlan, Ring, SamplerOptions, Shared, Snapshot};
 use crate::symbolize::Resolver;
 use crate::unwind::{Ending, UnwindCounts, UnwindMode, Unwinder};
 
-/// Longest wait in the drainer's poll: stop requests also arrive through the eventfd,
-/// so this only bounds how stale the live counters get (and how often a buffer whose
-/// event hung up is read).
-const POLL_MAX: Duration = Duration::from_millis(100);
 /// Distinct pending stacks (or unresolved addresses) that trigger a batch before its
 /// time, bounding the memory held in raw form.
 const MAX_PENDING: usize = 20_000;
@@ -48,9 +47,8 @@ const MISSING_FRAME: &str = "[blocked: stack not sampled]";
 /// in its low 32 bits: no user or kernel address has these top bits on x86_64.
 const FRAME_TAG: u64 = 0xfffe_0000_0000_0000;
 const FRAME_TAG_MASK: u64 = 0xffff_0000_0000_0000;
-/// How long a thread may be listed in /proc before its creator's fork record arrives
-/// (the kernel lists it a moment before it writes the record).
-const FORK_RECORD_GRACE: Duration = Duration::from_millis(5);
+/// A pending stack's slot and its count of samples.
+type SlotCount = (u32, u64);
 
 /// What the thread hands back to [`crate::Sampler::finish`].
 #[derive(Debug)]
@@ -89,19 +87,6 @@ pub(crate) struct Setup {
     pub follow: Option<Follow>,
 }
 
-/// Attach's second look at the threads of the process.
-#[derive(Debug)]
-pub(crate) struct Follow {
-    pub pid: u32,
-    /// Threads with events of their own.
-    pub opened: HashSet<u32>,
-    pub plan: EventPlan,
-    /// The CPUs of the ring buffers, in order.
-    pub cpus: Vec<usize>,
-    /// Looks at most.
-    pub rounds: usize,
-}
-
 #[derive(Debug)]
 pub(crate) struct Collector {
     shared: Arc<Shared>,
@@ -123,10 +108,25 @@ pub(crate) struct Collector {
     off_frame_ids: Vec<u32>,
     /// Thread id → interned name; the process name is the name of its main thread.
     names: HashMap<u32, FrameId>,
-    /// Raw on-CPU stacks (see KEY_HEADER) not folded into the tree yet, with their counts.
-    pending: HashMap<Box<[u64]>, u64>,
+    /// Raw on-CPU stacks (see KEY_HEADER) not folded into the tree yet, with their slot
+    /// (the order they came in since the last batch) and counts.
+    pending: HashMap<Box<[u64]>, (u32, u64)>,
     /// Pending stacks of a batch with addresses to resolve first (reused).
-    deferred: Vec<(Box<[u64]>, u64)>,
+    deferred: Vec<(Box<[u64]>, SlotCount)>,
+    /// The stack-table id of each pending slot, made by a batch (reused).
+    slot_stacks: Vec<u32>,
+    /// Samples and blocked intervals attributed to report intervals.
+    timeline: Timeline,
+    /// The stacks of the per-interval weights, handed out in chunks.
+    table: StackTable,
+    /// What the next batch hands out: new frames, stacks, threads and weights.
+    chunk: StacksChunk,
+    /// Blocked intervals closed since the last batch (reused), and the stack-table id of
+    /// each off-CPU stack they use.
+    closed: Vec<Closed>,
+    off_stack_ids: HashMap<u32, u32>,
+    /// Recording stopped at this monotonic time: the last batch attributes everything.
+    stopped_ns: Option<u64>,
     /// Off-CPU intervals and their raw stacks.
     offcpu: OffCpu,
     /// Ids of the events whose samples are off-CPU samples, sorted.
@@ -190,6 +190,13 @@ impl Collector {
             names: HashMap::new(),
             pending: HashMap::new(),
             deferred: Vec::new(),
+            slot_stacks: Vec::new(),
+            timeline: Timeline::new(monotonic_ns()),
+            table: StackTable::default(),
+            chunk: StacksChunk::default(),
+            closed: Vec::new(),
+            off_stack_ids: HashMap::new(),
+            stopped_ns: None,
             offcpu: OffCpu::default(),
             off_ids,
             off_every: opts.offcpu_stack_every.max(1),
@@ -301,7 +308,10 @@ impl Collector {
                     self.off_ids.dedup();
                 }
                 Ok(Drained::Warning(w)) => self.warnings.push(w),
-                Ok(Drained::Stopped(at)) => stopped_at = Some(at),
+                Ok(Drained::Stopped(at)) => {
+                    stopped_at = Some(at);
+                    self.stopped_ns = Some(monotonic_ns());
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
@@ -333,6 +343,7 @@ impl Collector {
             }
         }
         let stopped_at = stopped_at.unwrap_or_else(Instant::now);
+        self.stopped_ns.get_or_insert_with(monotonic_ns);
         self.offcpu.flush();
         self.publish_offcpu();
         let mut final_batch_time = Duration::ZERO;
@@ -545,11 +556,27 @@ impl Collector {
     fn on_sample(&mut self, misc: u16, s: &Sample<'_>) {
         self.n_cpu += 1;
         self.sample_key(misc, s);
-        match self.pending.get_mut(self.key.as_slice()) {
-            Some(count) => *count += 1,
-            None => {
-                self.pending.insert(self.key.as_slice().into(), 1);
+        let slot = match self.pending.get_mut(self.key.as_slice()) {
+            Some((slot, count)) => {
+                *count += 1;
+                *slot
             }
+            None => {
+                let slot = self.pending.len() as u32;
+                self.pending.insert(self.key.as_slice().into(), (slot, 1));
+                slot
+            }
+        };
+        self.timeline.sample(s.time, s.tid, slot);
+        self.name_thread(s.pid, s.tid);
+    }
+
+    /// Hands out the name of thread `tid` with the next chunk, the first time it is seen.
+    fn name_thread(&mut self, pid: u32, tid: u32) {
+        if self.table.new_thread(tid) {
+            let name = self.name_of(pid, tid);
+            let name = self.interner.name(name).to_owned();
+            self.chunk.threads.push((tid, name));
         }
     }
 
@@ -571,6 +598,9 @@ impl Collector {
             return;
         }
         self.n_switches += 1;
+        if !sw.preempt {
+            self.name_thread(sw.pid, sw.tid);
+        }
         let sampled = self.offcpu.take_stash(sw.cpu, sw.tid, sw.time);
         let (stack, scale) = match sampled {
             Some((_, scale)) if sw.preempt => (NO_STACK, scale),
@@ -634,6 +664,53 @@ impl Collector {
         id
     }
 
+    /// Attributes what the batch folded to report intervals and publishes the chunk of
+    /// stacks and weights for [`crate::Sampler::take_stacks`]. After the events stopped,
+    /// everything is attributed, the last interval ending at the stop.
+    fn hand_out_intervals(&mut self) {
+        self.timeline.fold_samples(&self.slot_stacks);
+        for c in self.closed.drain(..) {
+            if let Some(&stack) = self.off_stack_ids.get(&c.stack) {
+                self.timeline.block(Block {
+                    since: c.since,
+                    end: c.end,
+                    tid: c.tid,
+                    stack,
+                    scale: c.scale,
+                });
+            }
+        }
+        {
+            let mut feed = self
+                .shared
+                .feed
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            self.timeline.take_feed(&mut feed);
+        }
+        let stop = self.stopped_ns;
+        self.timeline.attribute(stop.is_some());
+        self.timeline
+            .take_intervals(stop.unwrap_or_else(monotonic_ns), &mut self.chunk.intervals);
+        if self.chunk.is_empty() {
+            return;
+        }
+        let mut out = self
+            .shared
+            .stacks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let chunk = std::mem::take(&mut self.chunk);
+        if out.is_empty() {
+            *out = chunk;
+        } else {
+            out.frames.extend(chunk.frames);
+            out.stacks.extend(chunk.stacks);
+            out.threads.extend(chunk.threads);
+            out.intervals.extend(chunk.intervals);
+        }
+    }
+
     /// Symbolizes what the pending stacks need and folds them into the trees. Each
     /// address is looked up once: stacks whose frames are all cached are folded at
     /// once; the others wait until their missing addresses are resolved.
@@ -642,6 +719,11 @@ impl Collector {
         let Collector {
             pending,
             deferred,
+            slot_stacks,
+            table,
+            chunk,
+            closed,
+            off_stack_ids,
             resolver,
             interner,
             cpu,
@@ -662,11 +744,19 @@ impl Collector {
             tree: cpu,
             ids: cpu_ids,
         };
-        for (key, count) in pending.drain() {
+        slot_stacks.clear();
+        slot_stacks.resize(pending.len(), u32::MAX);
+        let mut set_slot = |slot: u32, id: Option<u32>| {
+            if let (Some(s), Some(id)) = (slot_stacks.get_mut(slot as usize), id) {
+                *s = id;
+            }
+        };
+        for (key, (slot, count)) in pending.drain() {
             if known_frames(resolver, interner, frames, &key, want_user, want_kernel) {
                 cpu_out.add(interner, frames, translated, count);
+                set_slot(slot, table.intern(interner, frames, chunk));
             } else {
-                deferred.push((key, count));
+                deferred.push((key, (slot, count)));
             }
         }
         let mut off_out = Fold {
@@ -674,10 +764,25 @@ impl Collector {
             ids: off_frame_ids,
         };
         offcpu.take_weights(off_batch);
+        // The stacks of blocked intervals closed since the last batch go into the stack
+        // table, with or without whole microseconds for the tree.
+        offcpu.take_closed(closed);
+        off_stack_ids.clear();
+        let mut weighed: HashSet<u32> = off_batch.iter().map(|&(stack, _)| stack).collect();
+        for c in closed.iter() {
+            if weighed.insert(c.stack) {
+                off_batch.push((c.stack, 0));
+            }
+        }
         for (stack, us) in off_batch.drain(..) {
             let key = offcpu.key(stack);
             if known_frames(resolver, interner, frames, key, want_user, want_kernel) {
-                off_out.add(interner, frames, translated, us);
+                if us > 0 {
+                    off_out.add(interner, frames, translated, us);
+                }
+                if let Some(id) = table.intern(interner, frames, chunk) {
+                    off_stack_ids.insert(stack, id);
+                }
             } else {
                 off_deferred.push((stack, us));
             }
@@ -685,14 +790,21 @@ impl Collector {
         if !want_user.is_empty() || !want_kernel.is_empty() {
             resolver.resolve(interner, want_user, want_kernel);
         }
-        for (key, count) in deferred.drain(..) {
+        for (key, (slot, count)) in deferred.drain(..) {
             resolved_frames(resolver, interner, frames, &key, unknown);
             cpu_out.add(interner, frames, translated, count);
+            set_slot(slot, table.intern(interner, frames, chunk));
         }
         for (stack, us) in off_deferred.drain(..) {
             resolved_frames(resolver, interner, frames, offcpu.key(stack), unknown);
-            off_out.add(interner, frames, translated, us);
+            if us > 0 {
+                off_out.add(interner, frames, translated, us);
+            }
+            if let Some(id) = table.intern(interner, frames, chunk) {
+                off_stack_ids.insert(stack, id);
+            }
         }
+        self.hand_out_intervals();
         self.offcpu.compact(MAX_OFF_STACKS);
         self.batches += 1;
         // Two batches after an exit every buffer has been read past its last sample.
@@ -731,262 +843,6 @@ impl Collector {
         s.symbolize_ns.fetch_add(ns, Ordering::Relaxed);
         s.last_batch_ns.store(ns, Ordering::Relaxed);
         s.max_batch_ns.fetch_max(ns, Ordering::Relaxed);
-    }
-}
-
-/// Bytes of the header [`Drainer::copy`] puts before each record: type (u32), misc
-/// (u16), padding (u16), body length (u32).
-const RECORD_HEAD: usize = 12;
-/// Bytes of copied records waiting for the collector before the drainer drops rounds
-/// (and counts their records lost) rather than grow further: some seconds of the
-/// heaviest switch storm measured here (~25 MB/s per CPU) while a batch or the warm-up
-/// holds the collector.
-const MAX_QUEUED_BYTES: u64 = 256 << 20;
-
-/// What the drainer thread sends the collector, in order.
-#[derive(Debug)]
-enum Drained {
-    /// One pass over every ring buffer: records framed as [`Drainer::copy`] writes them.
-    Round(Vec<u8>),
-    /// Ids of off-CPU events opened after start (threads found after an attach); sent
-    /// before any round with their samples.
-    OffIds(Vec<u64>),
-    /// Something the user should know.
-    Warning(String),
-    /// The events were disabled at this time; the last round follows.
-    Stopped(Instant),
-}
-
-/// The name of the drainer thread of `pid` (the kernel keeps 15 bytes).
-pub(crate) fn drainer_thread_name(pid: u32) -> String {
-    format!("drain-{pid}")
-}
-
-/// The thread that owns the ring buffers: it polls them and copies every record out as
-/// soon as it is written, so that symbolization (the warm-up's 40–90 ms of kallsyms, a
-/// batch meeting a large binary's debug info) never stalls reading. Measured on a
-/// switch storm of ~120 000 switches/s (off-CPU samples with callchains and switch
-/// records, ~25 MB/s per CPU): reading in place on the symbolizing thread lost 5–40 % of
-/// the records to the warm-up alone with 2 MiB buffers; copied out here, none.
-struct Drainer {
-    shared: Arc<Shared>,
-    rings: Vec<Ring>,
-    counters: Vec<Counter>,
-    enable: bool,
-    follow: Option<Follow>,
-    /// Events opened on threads found by attach's second look.
-    follow_counters: Vec<Counter>,
-    /// Threads announced by fork records while attaching.
-    forked: HashSet<u32>,
-    tracking_forks: bool,
-    tx: mpsc::Sender<Drained>,
-    /// Buffers the collector is done with.
-    recycle: mpsc::Receiver<Vec<u8>>,
-    /// A round was dropped (the collector is far behind): the next one starts with a
-    /// loss record, so that open off-CPU intervals are not stretched over it.
-    dropped: bool,
-}
-
-impl Drainer {
-    fn run(mut self, ready: SyncSender<Result<(), ProfilerError>>) -> Result<(), ProfilerError> {
-        if self.enable {
-            let enabled = self
-                .rings
-                .iter_mut()
-                .map(|r| r.enable())
-                .chain(self.counters.iter_mut().map(|c| c.enable()))
-                .collect::<io::Result<()>>();
-            if let Err(source) = enabled {
-                let reason = format!("enabling the events failed: {source}");
-                let _ = ready.send(Err(ProfilerError::PerfControl {
-                    action: "enable",
-                    source,
-                }));
-                return Err(ProfilerError::Thread { reason });
-            }
-        }
-        self.follow_threads();
-        if ready.send(Ok(())).is_err() {
-            return Err(ProfilerError::Thread {
-                reason: "Sampler::start stopped waiting for its thread".into(),
-            });
-        }
-        drop(ready);
-        let mut fds: Vec<libc::pollfd> = self
-            .rings
-            .iter()
-            .map(|r| libc::pollfd {
-                fd: r.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .chain(std::iter::once(libc::pollfd {
-                fd: self.shared.wake.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            }))
-            .collect();
-        let wake = fds.len() - 1;
-        let timeout = POLL_MAX.as_millis() as libc::c_int;
-        loop {
-            // SAFETY: fds is a live, correctly sized array of pollfd.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(ProfilerError::PerfControl {
-                    action: "poll",
-                    source: e,
-                });
-            }
-            if fds[wake].revents & libc::POLLIN != 0 {
-                let mut buf = [0u8; 8];
-                // SAFETY: reads at most 8 bytes into a live 8-byte buffer.
-                let _ = unsafe { libc::read(fds[wake].fd, buf.as_mut_ptr().cast(), 8) };
-            }
-            // The sampled tree is gone: stop polling its fd (negative fds are ignored
-            // by poll), or it would report POLLHUP forever. Its buffer is still read
-            // every round.
-            for fd in &mut fds[..wake] {
-                if fd.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
-                    fd.fd = -1;
-                }
-            }
-            self.round();
-            if self.shared.stop.load(Ordering::SeqCst) {
-                break;
-            }
-        }
-        // Disabling the parent event disables the inherited ones too. A failure only
-        // means more samples arrive before the buffers are unmapped.
-        for ring in &mut self.rings {
-            let _ = ring.disable();
-        }
-        for c in self.counters.iter_mut().chain(&mut self.follow_counters) {
-            let _ = c.disable();
-        }
-        let _ = self.tx.send(Drained::Stopped(Instant::now()));
-        self.round();
-        Ok(())
-    }
-
-    /// Copies every record of every buffer and sends them as one round.
-    fn round(&mut self) {
-        let mut buf = self.recycle.try_recv().unwrap_or_default();
-        buf.clear();
-        if self.dropped {
-            // A PERF_RECORD_LOST of nothing more (already counted) at an unknown time.
-            let body = [0u8; 16 + records::SAMPLE_ID_LEN];
-            push_record(&mut buf, records::RECORD_LOST, 0, &[&body]);
-        }
-        let mut copied = 0u64;
-        for i in 0..self.rings.len() {
-            copied += self.copy(i, &mut buf);
-        }
-        let queued = self.shared.queued_bytes.load(Ordering::Relaxed);
-        if queued.saturating_add(buf.len() as u64) > MAX_QUEUED_BYTES {
-            self.shared.lost.fetch_add(copied, Ordering::Relaxed);
-            self.dropped = true;
-            return;
-        }
-        self.dropped = false;
-        self.shared
-            .queued_bytes
-            .fetch_add(buf.len() as u64, Ordering::Relaxed);
-        let _ = self.tx.send(Drained::Round(buf));
-    }
-
-    /// Appends the records of ring `i` to `buf`, each as a [`RECORD_HEAD`] header and
-    /// its body; returns how many.
-    fn copy(&mut self, i: usize, buf: &mut Vec<u8>) -> u64 {
-        let mut n = 0;
-        let Drainer {
-            rings,
-            forked,
-            tracking_forks,
-            ..
-        } = self;
-        let Some(ring) = rings.get_mut(i) else {
-            return 0;
-        };
-        while let Some(record) = ring.next_record() {
-            let (ty, misc) = (record.ty(), record.misc());
-            let start = buf.len();
-            push_record(buf, ty, misc, record.data());
-            if *tracking_forks
-                && ty == records::RECORD_FORK
-                && let Some(t) = buf.get(start + RECORD_HEAD..).and_then(Task::parse)
-            {
-                forked.insert(t.tid);
-            }
-            n += 1;
-        }
-        n
-    }
-
-    /// After an attach: threads listed in /proc that have no events of their own and
-    /// were not announced by a fork record of a followed thread (they were created by a
-    /// thread before its events were opened) get events of their own. Each look reads
-    /// the buffers first, so that the fork records written so far are known, and waits
-    /// [`FORK_RECORD_GRACE`] before trusting a thread's absence from them.
-    fn follow_threads(&mut self) {
-        let Some(mut follow) = self.follow.take() else {
-            return;
-        };
-        self.tracking_forks = true;
-        for _ in 0..follow.rounds {
-            self.round();
-            if self.unfollowed(&follow).is_empty() {
-                break;
-            }
-            std::thread::sleep(FORK_RECORD_GRACE);
-            self.round();
-            let mut off_ids = Vec::new();
-            for tid in self.unfollowed(&follow) {
-                match sampler::open_thread_events(tid, &follow.cpus, &self.rings, &follow.plan) {
-                    Ok((counters, ids)) => {
-                        self.follow_counters.extend(counters);
-                        off_ids.extend(ids);
-                    }
-                    // Gone already.
-                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
-                    Err(e) => {
-                        let _ = self.tx.send(Drained::Warning(format!(
-                            "thread {tid} of process {}, created while attaching, is not \
-                             sampled: opening its events failed: {e}",
-                            follow.pid
-                        )));
-                    }
-                }
-                follow.opened.insert(tid);
-            }
-            if !off_ids.is_empty() {
-                let _ = self.tx.send(Drained::OffIds(off_ids));
-            }
-        }
-        self.tracking_forks = false;
-        self.forked = HashSet::new();
-    }
-
-    /// Threads of the followed process with neither events nor a fork record.
-    fn unfollowed(&self, follow: &Follow) -> Vec<u32> {
-        let mut tids = sampler::list_threads(follow.pid).unwrap_or_default();
-        tids.retain(|t| !follow.opened.contains(t) && !self.forked.contains(t));
-        tids
-    }
-}
-
-/// Appends a record (its body in `parts`) to `buf` with a [`RECORD_HEAD`] header.
-fn push_record(buf: &mut Vec<u8>, ty: u32, misc: u16, parts: &[&[u8]]) {
-    let len: usize = parts.iter().map(|p| p.len()).sum();
-    buf.extend_from_slice(&ty.to_ne_bytes());
-    buf.extend_from_slice(&misc.to_ne_bytes());
-    buf.extend_from_slice(&0u16.to_ne_bytes());
-    buf.extend_from_slice(&(len as u32).to_ne_bytes());
-    for p in parts {
-        buf.extend_from_slice(p);
     }
 }
 

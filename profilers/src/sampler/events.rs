@@ -1,0 +1,618 @@
+//! Opening the perf events of a sampler: the plan, its builders, ring buffers sized to
+//! the locked-memory budget, and the reasons given when the kernel refuses.
+
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+
+use benchtop_sessions::meta::PerfAccess;
+use perf_event::events::{Hardware, Software};
+use perf_event::{Builder, Clock, Counter, SampleFlag};
+
+use super::options::SampleEvent;
+use crate::ProfilerError;
+use crate::procfs;
+use crate::unwind::MAX_STACK_SIZE;
+
+/// The perf ring buffer of one event (perf-event2's sampler).
+pub(super) type Ring = perf_event::Sampler;
+
+/// `PERF_EVENT_IOC_SET_OUTPUT`: `_IO('$', 5)`.
+const PERF_EVENT_IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
+
+/// Why opening the events failed.
+#[derive(Debug)]
+pub(super) enum OpenError {
+    /// EACCES or EPERM from perf_event_open.
+    Denied(i32),
+    /// The process is gone.
+    NoProcess,
+    Open(usize, io::Error),
+    Mmap(usize, usize, io::Error),
+}
+
+impl OpenError {
+    pub(super) fn into_error(self, pid: u32, access: &PerfAccess) -> ProfilerError {
+        match self {
+            OpenError::Denied(errno) => ProfilerError::PermissionDenied {
+                reason: permission_reason(access, errno),
+            },
+            OpenError::NoProcess => ProfilerError::ProcessNotFound { pid },
+            OpenError::Open(cpu, source) => ProfilerError::PerfOpen { pid, cpu, source },
+            OpenError::Mmap(cpu, pages, source) => ProfilerError::RingBuffer { cpu, pages, source },
+        }
+    }
+
+    fn from_open(cpu: usize, e: io::Error) -> Self {
+        match e.raw_os_error() {
+            Some(errno @ (libc::EACCES | libc::EPERM)) => OpenError::Denied(errno),
+            Some(libc::ESRCH) => OpenError::NoProcess,
+            _ => OpenError::Open(cpu, e),
+        }
+    }
+}
+
+/// perf_event_open's answers for an event this machine does not have. EINVAL is not
+/// one of them: it means a bad attribute (a frequency too high, a flag the kernel does
+/// not know) and stays a [`ProfilerError::PerfOpen`].
+pub(super) fn is_missing_event(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP)
+    )
+}
+
+pub(super) fn event_builder(event: SampleEvent) -> Builder<'static> {
+    match event {
+        SampleEvent::Cycles => Builder::new(Hardware::CPU_CYCLES),
+        SampleEvent::Auto | SampleEvent::CpuClock => Builder::new(Software::CPU_CLOCK),
+    }
+}
+
+/// The events to open on each thread and CPU.
+#[derive(Debug, Clone)]
+pub(super) struct EventPlan {
+    /// The on-CPU event; `None` for an off-CPU-only profile, where the
+    /// `context-switches` event carries the side-band records instead.
+    pub(super) on_cpu: Option<SampleEvent>,
+    /// Switch records for off-CPU time.
+    pub(super) off_cpu: bool,
+    /// `context-switches` samples for off-CPU stacks (needs kernel sampling).
+    pub(super) off_stacks: bool,
+    pub(super) kernel_frames: bool,
+    pub(super) frequency_hz: u64,
+    pub(super) on_exec: bool,
+    /// Opened enabled (attach); else enabled by the reader or at exec.
+    pub(super) enabled: bool,
+    /// Samples carry the user registers and a copy of this many bytes of user stack
+    /// (see [`crate::records::UserStack`]); the user part of the kernel's callchain is
+    /// then left out.
+    pub(super) stack_size: Option<u32>,
+    /// The `context-switches` event's sample period.
+    pub(super) off_every: u32,
+}
+
+impl EventPlan {
+    /// Some event of the plan samples in kernel mode (needs permission).
+    pub(super) fn kernel_sampled(&self) -> bool {
+        self.off_stacks || (self.on_cpu.is_some() && self.kernel_frames)
+    }
+}
+
+/// The sample layout every event of a sampler shares (see [`crate::records`]). Not
+/// PERIOD: with it, the kernel samples a software event at every occurrence whatever
+/// its period, which [`SamplerOptions::offcpu_stack_every`] needs.
+fn sample_flags(plan: &EventPlan) -> SampleFlag {
+    let flags = SampleFlag::IDENTIFIER
+        | SampleFlag::IP
+        | SampleFlag::TID
+        | SampleFlag::TIME
+        | SampleFlag::CPU
+        | SampleFlag::CALLCHAIN;
+    if plan.stack_size.is_some() {
+        flags | SampleFlag::REGS_USER | SampleFlag::STACK_USER
+    } else {
+        flags
+    }
+}
+
+/// The stack copy the kernel is asked for: `size` rounded down to a multiple of 8,
+/// between 8 bytes and [`MAX_STACK_SIZE`].
+pub(super) fn stack_copy_size(size: u32) -> u32 {
+    (size.min(MAX_STACK_SIZE) & !7).max(8)
+}
+
+/// What every event of a sampler on thread `tid` and `cpu` has in common.
+fn common(b: &mut Builder<'static>, tid: u32, cpu: usize, plan: &EventPlan, data_bytes: usize) {
+    b.observe_pid(tid as libc::pid_t)
+        .one_cpu(cpu)
+        .inherit(true)
+        .sample(sample_flags(plan))
+        .sample_id_all(true)
+        // Sample times on the recorder's clock (see the timeline module).
+        .clockid(Clock::MONOTONIC)
+        .exclude_hv(true)
+        .exclude_callchain_kernel(!plan.kernel_frames)
+        // Wake the poll when a quarter of the buffer is used; it times out anyway.
+        .wakeup_watermark((data_bytes / 4).max(1))
+        .enable_on_exec(plan.on_exec)
+        .enabled(plan.enabled);
+    if let Some(size) = plan.stack_size {
+        b.sample_regs_user(crate::records::REGS_USER_MASK)
+            .sample_stack_user(size)
+            .exclude_callchain_user(true);
+    }
+}
+
+/// The `context-switches` event, sampled at every switch (or every Nth: see
+/// [`SamplerOptions::offcpu_stack_every`]).
+fn switches_builder(plan: &EventPlan) -> Builder<'static> {
+    let mut b = Builder::new(Software::CONTEXT_SWITCHES);
+    b.sample_period(u64::from(plan.off_every.max(1)));
+    b
+}
+
+/// The event that owns the ring buffer and carries the side-band records (names,
+/// mappings, forks and exits, switches): the on-CPU event, or the off-CPU one alone.
+fn main_builder(tid: u32, cpu: usize, plan: &EventPlan, data_bytes: usize) -> Builder<'static> {
+    let (mut b, kernel) = match plan.on_cpu {
+        Some(event) => {
+            let mut b = event_builder(event);
+            b.sample_frequency(plan.frequency_hz);
+            (b, plan.kernel_frames)
+        }
+        None => (switches_builder(plan), plan.off_stacks),
+    };
+    common(&mut b, tid, cpu, plan, data_bytes);
+    b.comm(true)
+        .comm_exec(true)
+        .task(true)
+        .mmap(true)
+        .mmap2(true)
+        .context_switch(plan.off_cpu)
+        .exclude_kernel(!kernel);
+    b
+}
+
+/// The off-CPU stack event next to an on-CPU event.
+fn off_builder(tid: u32, cpu: usize, plan: &EventPlan, data_bytes: usize) -> Builder<'static> {
+    let mut b = switches_builder(plan);
+    common(&mut b, tid, cpu, plan, data_bytes);
+    // Its samples are taken in the scheduler, in kernel mode: excluding the kernel
+    // would drop every one of them.
+    b.exclude_kernel(false);
+    b
+}
+
+/// Redirects `event`'s records into `ring`'s buffer (same CPU).
+fn set_output(event: RawFd, ring: RawFd) -> io::Result<()> {
+    // SAFETY: an ioctl on two perf event descriptors we own; no memory is passed.
+    let rc = unsafe { libc::ioctl(event, PERF_EVENT_IOC_SET_OUTPUT as _, ring) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Events opened for a sampler.
+pub(super) struct Events {
+    /// One ring buffer per CPU, in the order of the CPUs.
+    pub(super) rings: Vec<Ring>,
+    /// Every other event, writing into the ring of its CPU.
+    pub(super) counters: Vec<Counter>,
+    /// Ids of the events whose samples are off-CPU samples.
+    pub(super) off_ids: Vec<u64>,
+    /// Threads with events of their own.
+    pub(super) tids: Vec<u32>,
+}
+
+/// Opens the plan's events for every thread of `tids` on every CPU. The first thread
+/// whose event opens on a CPU owns that CPU's ring buffer; the other events write into
+/// it. `pages` is halved while the kernel refuses to map buffers that large
+/// (locked-memory limits), and left at the size used. A thread other than the first
+/// that is gone by the time its events open is skipped.
+pub(super) fn open_events(
+    tids: &[u32],
+    cpus: &[usize],
+    plan: &EventPlan,
+    pages: &mut usize,
+) -> Result<Events, OpenError> {
+    let page_size = page_size();
+    let mut rings: Vec<Option<Ring>> = cpus.iter().map(|_| None).collect();
+    let mut events = Events {
+        rings: Vec::with_capacity(cpus.len()),
+        counters: Vec::new(),
+        off_ids: Vec::new(),
+        tids: Vec::with_capacity(tids.len()),
+    };
+    'threads: for (i, &tid) in tids.iter().enumerate() {
+        let mut counters = Vec::new();
+        let mut off_ids = Vec::new();
+        for (slot, &cpu) in rings.iter_mut().zip(cpus) {
+            let opened = open_on(tid, cpu, plan, pages, page_size, slot);
+            match opened {
+                Ok((main, off)) => {
+                    for c in main.into_iter().chain(off) {
+                        // Without an on-CPU event the main event is the off-CPU one.
+                        if plan.on_cpu.is_none() || !c.is_main {
+                            off_ids.push(c.counter.id());
+                        }
+                        counters.push(c.counter);
+                    }
+                }
+                Err(OpenError::NoProcess) if i > 0 => continue 'threads,
+                Err(e) => return Err(e),
+            }
+        }
+        events.counters.append(&mut counters);
+        events.off_ids.append(&mut off_ids);
+        events.tids.push(tid);
+    }
+    for (ring, &cpu) in rings.into_iter().zip(cpus) {
+        match ring {
+            Some(r) => {
+                if plan.on_cpu.is_none() {
+                    events.off_ids.push(r.id());
+                }
+                events.rings.push(r);
+            }
+            None => {
+                return Err(OpenError::Open(
+                    cpu,
+                    io::Error::new(io::ErrorKind::NotFound, "no thread to open events on"),
+                ));
+            }
+        }
+    }
+    events.off_ids.sort_unstable();
+    events.off_ids.dedup();
+    Ok(events)
+}
+
+/// An opened event and whether it is the plan's main event.
+struct Opened {
+    counter: Counter,
+    is_main: bool,
+}
+
+/// Opens the events of `tid` on `cpu`. When `ring` is empty, the main event is mapped
+/// and becomes it; else the main event writes into it and is returned. The off-CPU
+/// event, when planned, always writes into the ring.
+fn open_on(
+    tid: u32,
+    cpu: usize,
+    plan: &EventPlan,
+    pages: &mut usize,
+    page_size: usize,
+    ring: &mut Option<Ring>,
+) -> Result<(Option<Opened>, Option<Opened>), OpenError> {
+    let main = match ring {
+        Some(r) => {
+            let b = main_builder(tid, cpu, plan, *pages * page_size);
+            let counter = b.build().map_err(|e| OpenError::from_open(cpu, e))?;
+            set_output(counter.as_raw_fd(), r.as_raw_fd()).map_err(|e| OpenError::Open(cpu, e))?;
+            Some(Opened {
+                counter,
+                is_main: true,
+            })
+        }
+        None => loop {
+            let b = main_builder(tid, cpu, plan, *pages * page_size);
+            let counter = b.build().map_err(|e| OpenError::from_open(cpu, e))?;
+            match counter.sampled(*pages * page_size) {
+                Ok(r) => {
+                    *ring = Some(r);
+                    break None;
+                }
+                Err(e)
+                    if *pages > 1
+                        && matches!(
+                            e.raw_os_error(),
+                            Some(libc::EPERM | libc::ENOMEM | libc::EAGAIN)
+                        ) =>
+                {
+                    *pages /= 2;
+                }
+                Err(e) => return Err(OpenError::Mmap(cpu, *pages, e)),
+            }
+        },
+    };
+    let off = if plan.off_stacks && plan.on_cpu.is_some() {
+        let Some(r) = ring.as_ref() else {
+            return Err(OpenError::Open(
+                cpu,
+                io::Error::new(io::ErrorKind::NotFound, "no ring buffer"),
+            ));
+        };
+        let b = off_builder(tid, cpu, plan, *pages * page_size);
+        let counter = b.build().map_err(|e| OpenError::from_open(cpu, e))?;
+        set_output(counter.as_raw_fd(), r.as_raw_fd()).map_err(|e| OpenError::Open(cpu, e))?;
+        Some(Opened {
+            counter,
+            is_main: false,
+        })
+    } else {
+        None
+    };
+    Ok((main, off))
+}
+
+/// Opens the plan's events on thread `tid` (found after attaching), writing into the
+/// existing `rings` (one per CPU of `cpus`), enabled. Returns the counters and the ids
+/// of the off-CPU ones.
+pub(super) fn open_thread_events(
+    tid: u32,
+    cpus: &[usize],
+    rings: &[Ring],
+    plan: &EventPlan,
+) -> io::Result<(Vec<Counter>, Vec<u64>)> {
+    let page_size = page_size();
+    let mut counters = Vec::new();
+    let mut off_ids = Vec::new();
+    for (ring, &cpu) in rings.iter().zip(cpus) {
+        // The watermark only matters for the ring's own event.
+        let data_bytes = page_size;
+        let mut main = main_builder(tid, cpu, plan, data_bytes).build()?;
+        set_output(main.as_raw_fd(), ring.as_raw_fd())?;
+        main.enable()?;
+        if plan.on_cpu.is_none() {
+            off_ids.push(main.id());
+        }
+        counters.push(main);
+        if plan.off_stacks && plan.on_cpu.is_some() {
+            let mut off = off_builder(tid, cpu, plan, data_bytes).build()?;
+            set_output(off.as_raw_fd(), ring.as_raw_fd())?;
+            off.enable()?;
+            off_ids.push(off.id());
+            counters.push(off);
+        }
+    }
+    Ok((counters, off_ids))
+}
+
+/// The threads of `pid`, `pid` first.
+pub(super) fn list_threads(pid: u32) -> Result<Vec<u32>, ProfilerError> {
+    let dir = format!("/proc/{pid}/task");
+    let entries = std::fs::read_dir(&dir).map_err(|_| ProfilerError::ProcessNotFound { pid })?;
+    let mut tids: Vec<u32> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&t| t != pid)
+        .collect();
+    tids.sort_unstable();
+    tids.insert(0, pid);
+    Ok(tids)
+}
+
+/// Makes room for `threads` × `per_thread` more open files: raises the soft
+/// RLIMIT_NOFILE towards the hard one when needed (and says so), or refuses.
+pub(super) fn ensure_fd_limit(
+    pid: u32,
+    threads: usize,
+    per_thread: u64,
+) -> Result<Option<String>, ProfilerError> {
+    let needed = threads as u64 * per_thread;
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into a live rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Ok(None);
+    }
+    let open = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
+    // Room for the ring buffers' own descriptors, the threads found later, and the
+    // rest of the program.
+    let want = open + needed + needed / 4 + 64;
+    if want <= lim.rlim_cur {
+        return Ok(None);
+    }
+    if want > lim.rlim_max {
+        return Err(ProfilerError::TooManyEvents {
+            pid,
+            threads,
+            needed,
+            limit: lim.rlim_max,
+        });
+    }
+    let before = lim.rlim_cur;
+    lim.rlim_cur = want;
+    // SAFETY: setrlimit reads a live rlimit.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+        return Err(ProfilerError::TooManyEvents {
+            pid,
+            threads,
+            needed,
+            limit: before,
+        });
+    }
+    Ok(Some(format!(
+        "raised this process's open-file limit (RLIMIT_NOFILE) from {before} to {want}: \
+         attaching to {threads} threads opens {needed} perf events ({per_thread} per thread)"
+    )))
+}
+
+fn errno_name(errno: i32) -> &'static str {
+    match errno {
+        libc::EACCES => "EACCES",
+        libc::EPERM => "EPERM",
+        _ => "an error",
+    }
+}
+
+fn paranoid_text(access: &PerfAccess) -> String {
+    match access.paranoid {
+        Some(p) => format!("kernel.perf_event_paranoid is {p}"),
+        None => "kernel.perf_event_paranoid is unreadable".into(),
+    }
+}
+
+/// Why perf_event_open was refused altogether, and how to allow it.
+pub(super) fn permission_reason(access: &PerfAccess, errno: i32) -> String {
+    let who = if access.privileged {
+        "this process is privileged, so the target may belong to another user or a security \
+         module (SELinux, lockdown) forbids perf events"
+            .to_owned()
+    } else {
+        "this process is not root and has no CAP_PERFMON".to_owned()
+    };
+    format!(
+        "perf_event_open returned {}: {}, and {who}. To allow sampling: \
+         `sudo sysctl kernel.perf_event_paranoid=1` (2 allows user-space stacks of your own \
+         processes), or grant the binary the capability: \
+         `sudo setcap cap_perfmon,cap_sys_ptrace=ep <path to benchtop>`",
+        errno_name(errno),
+        paranoid_text(access),
+    )
+}
+
+/// Why kernel frames were left out.
+pub(super) fn kernel_excluded_reason(access: &PerfAccess, errno: i32) -> String {
+    format!(
+        "kernel frames excluded: perf_event_open with kernel sampling returned {} \
+         ({}; kernel sampling needs paranoid <= 1, root or CAP_PERFMON); stacks are user-space \
+         only and time spent in the kernel is not sampled. Fix: \
+         `sudo sysctl kernel.perf_event_paranoid=1` or `sudo setcap cap_perfmon=ep <path to benchtop>`",
+        errno_name(errno),
+        paranoid_text(access),
+    )
+}
+
+/// Why off-CPU time has no stacks.
+pub(super) fn offcpu_stacks_excluded_reason(access: &PerfAccess, errno: i32) -> String {
+    format!(
+        "off-CPU stacks unavailable: the context-switches event is sampled in the kernel's \
+         scheduler, and perf_event_open with kernel sampling returned {} ({}; kernel sampling \
+         needs paranoid <= 1, root or CAP_PERFMON); blocked time is recorded per thread from \
+         switch records, without stacks (`[blocked: no stack — kernel sampling not \
+         permitted]`). Fix: `sudo sysctl kernel.perf_event_paranoid=1` or \
+         `sudo setcap cap_perfmon=ep <path to benchtop>`",
+        errno_name(errno),
+        paranoid_text(access),
+    )
+}
+
+pub(super) fn page_size() -> usize {
+    // SAFETY: sysconf has no memory arguments.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 { n as usize } else { 4096 }
+}
+
+pub(super) fn floor_pow2(n: usize) -> usize {
+    if n == 0 {
+        1
+    } else {
+        1 << (usize::BITS - 1 - n.leading_zeros())
+    }
+}
+
+/// The locked-memory allowance, in pages, of one unprivileged user's perf ring buffers
+/// *together*: perf_event_mlock_kb per online CPU (the kernel's perf_mmap:
+/// `user_lock_limit *= num_online_cpus()`). Past it the kernel charges RLIMIT_MEMLOCK,
+/// which may refuse the mapping (EPERM): [`Sampler::start`] then halves the buffers.
+pub(super) fn user_budget_pages(mlock_kb: u64, online_cpus: usize, page_size: usize) -> u64 {
+    let per_cpu = mlock_kb.saturating_mul(1024) / page_size.max(1) as u64;
+    per_cpu.saturating_mul(online_cpus as u64)
+}
+
+/// Data pages per buffer (a power of two, at most `requested`) such that `buffers`
+/// buffers, each one metadata page plus its data pages, fit `budget_pages` together. At
+/// least one page: the kernel then decides.
+pub(super) fn fit_buffer_pages(
+    requested: usize,
+    buffers: usize,
+    budget_pages: Option<u64>,
+) -> usize {
+    let requested = floor_pow2(requested.max(1));
+    let Some(budget_pages) = budget_pages else {
+        return requested;
+    };
+    let per_buffer = budget_pages / buffers.max(1) as u64;
+    // 1 + data <= per_buffer
+    let fit = if per_buffer >= 2 {
+        floor_pow2((per_buffer - 1).min(usize::MAX as u64) as usize)
+    } else {
+        1
+    };
+    requested.min(fit)
+}
+
+/// What perf events this process may use here.
+pub fn probe_access() -> PerfAccess {
+    let mut access = PerfAccess::default();
+    access.paranoid =
+        procfs::read_trimmed("/proc/sys/kernel/perf_event_paranoid").and_then(|s| s.parse().ok());
+    access.mlock_kb =
+        procfs::read_trimmed("/proc/sys/kernel/perf_event_mlock_kb").and_then(|s| s.parse().ok());
+    // SAFETY: geteuid has no arguments and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let caps = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| procfs::parse_cap_eff(&s))
+        .unwrap_or(0);
+    access.privileged = root || has_perf_caps(caps);
+    access
+}
+
+/// CAP_PERFMON (38) or CAP_SYS_ADMIN (21) in an effective capability mask.
+pub(super) fn has_perf_caps(cap_eff: u64) -> bool {
+    const CAP_SYS_ADMIN: u32 = 21;
+    const CAP_PERFMON: u32 = 38;
+    cap_eff & (1 << CAP_PERFMON | 1 << CAP_SYS_ADMIN) != 0
+}
+
+/// How sampling was reduced at start, for [`crate::Sampler::warnings`] and the session's
+/// `sampling.reason`: a value, so that deciding whether one was already said needs no
+/// reading of its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Reduction {
+    /// Ring buffers made smaller to fit the unprivileged locked-memory budget.
+    BuffersForBudget {
+        requested: usize,
+        pages: usize,
+        mlock_kb: u64,
+        cpus: usize,
+    },
+    /// Ring buffers made smaller because the kernel refused larger ones.
+    BuffersRefused { requested: usize, pages: usize },
+    /// Kernel frames left out; the reason and its fix.
+    KernelFramesExcluded(String),
+    /// Off-CPU stacks left out; the reason and its fix.
+    OffCpuStacksExcluded(String),
+}
+
+impl Reduction {
+    /// The ring buffers were made smaller.
+    pub(super) fn is_buffers(&self) -> bool {
+        matches!(
+            self,
+            Reduction::BuffersForBudget { .. } | Reduction::BuffersRefused { .. }
+        )
+    }
+}
+
+impl std::fmt::Display for Reduction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reduction::BuffersForBudget {
+                requested,
+                pages,
+                mlock_kb,
+                cpus,
+            } => write!(
+                f,
+                "ring buffers reduced from {requested} to {pages} data pages per CPU to fit \
+                 the locked-memory budget of perf_event_mlock_kb={mlock_kb} KiB per CPU over {cpus} CPUs; \
+                 samples may be lost under load (run as root or with CAP_IPC_LOCK for larger \
+                 buffers)"
+            ),
+            Reduction::BuffersRefused { requested, pages } => write!(
+                f,
+                "ring buffers reduced from {requested} down to {pages} data pages per CPU: the \
+                 kernel refused larger ones (locked-memory limit); samples may be lost under load"
+            ),
+            Reduction::KernelFramesExcluded(reason) | Reduction::OffCpuStacksExcluded(reason) => {
+                f.write_str(reason)
+            }
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! What a sampler is asked to do: which profiles, which event, how to unwind.
+
+use std::time::Duration;
+
+use crate::symbolize::SymbolDetail;
+use crate::unwind::{DEFAULT_STACK_SIZE, UnwindMode};
+
+/// Which profiles a sampler takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ProfileKind {
+    /// On-CPU stacks only: where threads run, sampled at
+    /// [`SamplerOptions::frequency_hz`]. No cost per context switch.
+    Cpu,
+    /// Off-CPU stacks only: where threads block, weighted by the time blocked (µs).
+    OffCpu,
+    /// Both (the default). Off-CPU stacks need kernel sampling; without it off-CPU time
+    /// is recorded per thread without stacks and [`Sampler::warnings`] says why.
+    #[default]
+    Both,
+}
+
+impl ProfileKind {
+    /// On-CPU stacks are taken.
+    pub fn on_cpu(self) -> bool {
+        matches!(self, ProfileKind::Cpu | ProfileKind::Both)
+    }
+
+    /// Off-CPU time is recorded.
+    pub fn off_cpu(self) -> bool {
+        matches!(self, ProfileKind::OffCpu | ProfileKind::Both)
+    }
+
+    /// The name the command line uses: `cpu`, `offcpu` or `both`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProfileKind::Cpu => "cpu",
+            ProfileKind::OffCpu => "offcpu",
+            ProfileKind::Both => "both",
+        }
+    }
+}
+
+/// How to sample.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SamplerOptions {
+    /// Which profiles to take (default both on- and off-CPU).
+    pub kind: ProfileKind,
+    /// On-CPU samples per second per CPU while a sampled thread runs (default 999, which
+    /// avoids lockstep with timers at round frequencies). Off-CPU sampling does not use
+    /// it: every context switch is recorded.
+    pub frequency_hz: u64,
+    /// Include kernel frames when permitted (default true), on- and off-CPU. When not
+    /// permitted the sampler falls back to user frames and says why in
+    /// [`Sampler::warnings`].
+    pub kernel_frames: bool,
+    /// Data pages per CPU ring buffer, rounded down to a power of two. `None` picks 128
+    /// when privileged (256 with off-CPU stacks), else the largest size that fits
+    /// `perf_event_mlock_kb`.
+    pub buffer_pages: Option<usize>,
+    /// Add the thread name as the second frame of every stack (default false: stacks
+    /// of all threads of a process are merged under the process name). Off-CPU time
+    /// without stacks is always per thread.
+    pub per_thread: bool,
+    /// Symbol lookup depth (default: DWARF names with inlined frames).
+    pub symbols: SymbolDetail,
+    /// How often the background thread symbolizes what it collected (default 200 ms).
+    pub batch_interval: Duration,
+    /// Which event drives on-CPU sampling (default: hardware cycles where the machine
+    /// has a PMU, else the software cpu-clock).
+    pub event: SampleEvent,
+    /// How user stacks are walked (default [`UnwindMode::Auto`]: frame pointers where a
+    /// module keeps them, its DWARF CFI where it does not).
+    pub unwind: UnwindMode,
+    /// Bytes of user stack copied with each sample when unwinding from copies (default
+    /// 8 KiB, perf's): rounded down to a multiple of 8, at most
+    /// [`crate::unwind::MAX_STACK_SIZE`]. Deeper stacks end in
+    /// `[truncated: stack copy too small]`.
+    pub stack_size: u32,
+    /// Off-CPU stacks are sampled at one context switch in this many (default 1: every
+    /// switch). Each sampled blocked interval then stands for this many, its time
+    /// multiplied by it; the others are not recorded. Raise it for programs that switch
+    /// tens of thousands of times a second, where a stack copy per switch would be
+    /// hundreds of MB/s (8 KiB each).
+    pub offcpu_stack_every: u32,
+}
+
+/// The perf event that drives on-CPU sampling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum SampleEvent {
+    /// Hardware CPU cycles when the machine offers them, else `cpu-clock`.
+    #[default]
+    Auto,
+    /// The software `cpu-clock` event (an hrtimer): works everywhere, VMs included.
+    CpuClock,
+    /// Hardware CPU cycles: needs a PMU (not in most VMs).
+    Cycles,
+}
+
+impl SampleEvent {
+    /// The event's name as perf spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SampleEvent::Cycles => "cycles",
+            SampleEvent::Auto | SampleEvent::CpuClock => "cpu-clock",
+        }
+    }
+}
+
+impl Default for SamplerOptions {
+    fn default() -> Self {
+        SamplerOptions {
+            kind: ProfileKind::default(),
+            frequency_hz: 999,
+            kernel_frames: true,
+            buffer_pages: None,
+            per_thread: false,
+            symbols: SymbolDetail::default(),
+            batch_interval: Duration::from_millis(200),
+            event: SampleEvent::Auto,
+            unwind: UnwindMode::Auto,
+            stack_size: DEFAULT_STACK_SIZE,
+            offcpu_stack_every: 1,
+        }
+    }
+}

@@ -1,0 +1,646 @@
+//! Stacks over time (schema 2): `stacks.jsonl`, one stack table (frames and stacks, each
+//! once) and the weights of every report interval per (interval, thread, stack), appended
+//! while the run goes on.
+//!
+//! The file is JSON lines, each an object with one kind of content, in the order the
+//! recorder learns things, so that every id a line uses was defined by an earlier line:
+//!
+//! ```text
+//! {"format":1}
+//! {"frames":[[0,"ring"],[7,"main"],[9,"ring::hop"]]}
+//! {"stacks":[[0,null,0],[1,0,7],[2,1,9]]}
+//! {"threads":[[4242,"bt-ring"]]}
+//! {"interval":0,"t0_ns":0,"t1_ns":1000000000,"cpu":[[4242,2,917]],"offcpu":[[4242,1,5400]]}
+//! ```
+//!
+//! A stack is its parent stack (`null` at the root) plus one frame, so a stack of depth
+//! *d* costs one entry once its prefix exists. `cpu` weights are samples, `offcpu`
+//! weights nanoseconds blocked (a blocked interval spanning report intervals is split in
+//! proportion to the time in each). One interval may have several lines (the sampler
+//! hands its weights out in batches): their weights add up. Times are nanoseconds from
+//! the run's start on `CLOCK_MONOTONIC` (see docs/session-format.md for the clock).
+//!
+//! ```
+//! use benchtop_sessions::intervals::{IntervalStacks, IntervalWeights, StackEntry, StacksChunk, Weight};
+//! use benchtop_sessions::limits::LoadOptions;
+//!
+//! let mut chunk = StacksChunk::default();
+//! chunk.frames = vec![(0, "main".into()), (1, "hot".into())];
+//! chunk.stacks = vec![StackEntry { id: 0, parent: None, frame: 0 }, StackEntry { id: 1, parent: Some(0), frame: 1 }];
+//! chunk.intervals.push(IntervalWeights {
+//!     index: 0,
+//!     t0_ns: 0,
+//!     t1_ns: 1_000_000_000,
+//!     cpu: vec![Weight { tid: 1, stack: 1, weight: 3 }],
+//!     offcpu: vec![],
+//! });
+//! let mut bytes = StacksChunk::header();
+//! chunk.write_jsonl(&mut bytes);
+//! let stacks = IntervalStacks::parse(&bytes, "stacks.jsonl".as_ref(), &LoadOptions::default())?;
+//! let tree = stacks.cpu_tree(0, u64::MAX);
+//! assert_eq!(tree.total_weight(), 3);
+//! # Ok::<(), benchtop_sessions::SessionError>(())
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::limits::{FileKind, LoadOptions, read_bounded};
+use crate::{SessionError, StackTree};
+
+/// The file of per-interval stacks in a session directory.
+pub const STACKS_FILE: &str = "stacks.jsonl";
+/// The version of stacks.jsonl's line format this build writes and reads.
+pub const STACKS_FORMAT: u32 = 1;
+
+/// One stack of the table: `parent` plus `frame` (ids of earlier lines).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StackEntry {
+    /// The stack's id.
+    pub id: u32,
+    /// The stack without its last frame; `None` for a one-frame stack.
+    pub parent: Option<u32>,
+    /// The stack's last (innermost) frame.
+    pub frame: u32,
+}
+
+/// A weight of one thread and stack in one interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Weight {
+    /// The thread (its kernel tid).
+    pub tid: u32,
+    /// The stack's id.
+    pub stack: u32,
+    /// Samples (on-CPU) or nanoseconds blocked (off-CPU).
+    pub weight: u64,
+}
+
+/// The weights of one report interval.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IntervalWeights {
+    /// The interval's number: 0 for the first report interval of the run.
+    pub index: u32,
+    /// Where it begins, ns from the run's start.
+    pub t0_ns: u64,
+    /// Where it ends, ns from the run's start.
+    pub t1_ns: u64,
+    /// On-CPU samples.
+    pub cpu: Vec<Weight>,
+    /// Off-CPU nanoseconds.
+    pub offcpu: Vec<Weight>,
+}
+
+/// What a sampler learnt since it was last asked, appended to stacks.jsonl as it is:
+/// new frames, stacks and threads, then interval weights that use them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct StacksChunk {
+    /// New frames: (id, name).
+    pub frames: Vec<(u32, String)>,
+    /// New stacks.
+    pub stacks: Vec<StackEntry>,
+    /// New threads: (tid, name).
+    pub threads: Vec<(u32, String)>,
+    /// Interval weights.
+    pub intervals: Vec<IntervalWeights>,
+}
+
+/// One line of stacks.jsonl; exactly one group of fields is set.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Line {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    format: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    frames: Option<Vec<(u32, String)>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stacks: Option<Vec<(u32, Option<u32>, u32)>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    threads: Option<Vec<(u32, String)>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    interval: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    t0_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    t1_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cpu: Option<Vec<(u32, u32, u64)>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    offcpu: Option<Vec<(u32, u32, u64)>>,
+}
+
+fn push_line(out: &mut Vec<u8>, line: &Line) {
+    // Serializing plain numbers and strings into a Vec cannot fail.
+    if serde_json::to_writer(&mut *out, line).is_ok() {
+        out.push(b'\n');
+    }
+}
+
+impl StacksChunk {
+    /// The first line of the file.
+    pub fn header() -> Vec<u8> {
+        let mut out = Vec::new();
+        push_line(
+            &mut out,
+            &Line {
+                format: Some(STACKS_FORMAT),
+                ..Line::default()
+            },
+        );
+        out
+    }
+
+    /// Nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+            && self.stacks.is_empty()
+            && self.threads.is_empty()
+            && self.intervals.is_empty()
+    }
+
+    /// Appends the chunk's lines to `out`: frames, stacks, threads, then one line per
+    /// interval.
+    pub fn write_jsonl(&self, out: &mut Vec<u8>) {
+        if !self.frames.is_empty() {
+            push_line(
+                out,
+                &Line {
+                    frames: Some(self.frames.clone()),
+                    ..Line::default()
+                },
+            );
+        }
+        if !self.stacks.is_empty() {
+            let stacks = self
+                .stacks
+                .iter()
+                .map(|s| (s.id, s.parent, s.frame))
+                .collect();
+            push_line(
+                out,
+                &Line {
+                    stacks: Some(stacks),
+                    ..Line::default()
+                },
+            );
+        }
+        if !self.threads.is_empty() {
+            push_line(
+                out,
+                &Line {
+                    threads: Some(self.threads.clone()),
+                    ..Line::default()
+                },
+            );
+        }
+        let rows = |w: &[Weight]| {
+            (!w.is_empty()).then(|| w.iter().map(|w| (w.tid, w.stack, w.weight)).collect())
+        };
+        for i in &self.intervals {
+            push_line(
+                out,
+                &Line {
+                    interval: Some(i.index),
+                    t0_ns: Some(i.t0_ns),
+                    t1_ns: Some(i.t1_ns),
+                    cpu: rows(&i.cpu),
+                    offcpu: rows(&i.offcpu),
+                    ..Line::default()
+                },
+            );
+        }
+    }
+}
+
+/// One interval as loaded: its span and its weights, (tid, stack, weight) with stacks as
+/// indices of [`IntervalStacks`]' table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadedInterval {
+    /// Where it begins, ns from the run's start.
+    pub t0_ns: u64,
+    /// Where it ends, ns from the run's start.
+    pub t1_ns: u64,
+    /// On-CPU samples per (tid, stack).
+    pub cpu: Vec<(u32, u32, u64)>,
+    /// Off-CPU nanoseconds per (tid, stack).
+    pub offcpu: Vec<(u32, u32, u64)>,
+}
+
+impl LoadedInterval {
+    /// The middle of the interval, which decides whether a range holds it.
+    pub fn mid_ns(&self) -> u64 {
+        self.t0_ns + (self.t1_ns.saturating_sub(self.t0_ns)) / 2
+    }
+}
+
+/// stacks.jsonl, loaded and checked: the stack table and the weights of each interval.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct IntervalStacks {
+    /// Frame names, by dense index.
+    frames: Vec<String>,
+    /// Stacks by dense index: (parent index or `u32::MAX`, frame index).
+    stacks: Vec<(u32, u32)>,
+    /// Thread names by tid.
+    pub threads: BTreeMap<u32, String>,
+    /// The intervals by number.
+    pub intervals: BTreeMap<u32, LoadedInterval>,
+    /// What loading read past: an incomplete last line, counts past their limits.
+    pub warnings: Vec<String>,
+}
+
+impl IntervalStacks {
+    /// Loads `dir`'s stacks.jsonl within `opts`' limits; `None` when the session has none
+    /// (recorded before schema 2, or without sampling).
+    pub fn load(dir: &Path, opts: &LoadOptions) -> Result<Option<Self>, SessionError> {
+        let path = dir.join(STACKS_FILE);
+        let Some(bytes) = read_bounded(
+            &path,
+            FileKind::IntervalStacks,
+            opts.file_limit(FileKind::IntervalStacks),
+        )?
+        else {
+            return Ok(None);
+        };
+        Self::parse(&bytes, &path, opts).map(Some)
+    }
+
+    /// Parses and checks the bytes of a stacks.jsonl; `path` names it in errors. A line
+    /// that does not parse is [`SessionError::Corrupt`], unless it is an incomplete last
+    /// line (a recorder killed while appending), which is dropped with a warning; so is a
+    /// reference to a frame or stack no earlier line defined, an id defined twice, or a
+    /// newer format. Frames and stacks past `opts.max_stacks`, intervals past
+    /// `opts.max_intervals`, are dropped with a warning.
+    pub fn parse(bytes: &[u8], path: &Path, opts: &LoadOptions) -> Result<Self, SessionError> {
+        let corrupt = |line: usize, reason: String| SessionError::Corrupt {
+            path: path.into(),
+            reason: format!("line {line}: {reason}"),
+        };
+        let mut out = IntervalStacks::default();
+        let mut frame_ids: HashMap<u32, u32> = HashMap::new();
+        let mut stack_ids: HashMap<u32, u32> = HashMap::new();
+        let mut dropped_frames = 0u64;
+        let mut dropped_stacks = 0u64;
+        let mut dropped_intervals = 0u64;
+        let mut unknown_refs = 0u64;
+        let ends_whole = bytes.last().is_none_or(|&b| b == b'\n');
+        let mut lines = bytes.split(|&b| b == b'\n').peekable();
+        let mut number = 0usize;
+        while let Some(raw) = lines.next() {
+            number += 1;
+            let last = lines
+                .peek()
+                .is_none_or(|next| next.is_empty() && ends_whole);
+            if raw.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let line: Line = match serde_json::from_slice(raw) {
+                Ok(line) => line,
+                Err(_) if last && !ends_whole => {
+                    out.warnings.push(format!(
+                        "{}: the incomplete last line {number} was dropped (the recorder was \
+                         cut off while writing it)",
+                        path.display()
+                    ));
+                    break;
+                }
+                Err(e) => return Err(corrupt(number, e.to_string())),
+            };
+            if let Some(format) = line.format
+                && format > STACKS_FORMAT
+            {
+                return Err(corrupt(
+                    number,
+                    format!("format {format} is newer than this build reads ({STACKS_FORMAT})"),
+                ));
+            }
+            for (id, name) in line.frames.unwrap_or_default() {
+                if out.frames.len() >= opts.max_stacks {
+                    dropped_frames += 1;
+                    continue;
+                }
+                if frame_ids.insert(id, out.frames.len() as u32).is_some() {
+                    return Err(corrupt(number, format!("frame {id} is defined twice")));
+                }
+                out.frames.push(name);
+            }
+            for (id, parent, frame) in line.stacks.unwrap_or_default() {
+                if out.stacks.len() >= opts.max_stacks {
+                    dropped_stacks += 1;
+                    continue;
+                }
+                let parent = match parent {
+                    None => Some(u32::MAX),
+                    Some(p) => stack_ids.get(&p).copied(),
+                };
+                let (Some(parent), Some(&frame)) = (parent, frame_ids.get(&frame)) else {
+                    // Past a limit its parent or frame was dropped: so is it.
+                    if dropped_frames + dropped_stacks > 0 {
+                        dropped_stacks += 1;
+                        continue;
+                    }
+                    return Err(corrupt(
+                        number,
+                        format!("stack {id} uses a frame or parent stack not defined before it"),
+                    ));
+                };
+                if stack_ids.insert(id, out.stacks.len() as u32).is_some() {
+                    return Err(corrupt(number, format!("stack {id} is defined twice")));
+                }
+                out.stacks.push((parent, frame));
+            }
+            for (tid, name) in line.threads.unwrap_or_default() {
+                if out.threads.len() < opts.max_stacks {
+                    out.threads.insert(tid, name);
+                }
+            }
+            let Some(index) = line.interval else {
+                continue;
+            };
+            let (Some(t0_ns), Some(t1_ns)) = (line.t0_ns, line.t1_ns) else {
+                return Err(corrupt(
+                    number,
+                    format!("interval {index} has no t0_ns/t1_ns"),
+                ));
+            };
+            if t1_ns < t0_ns {
+                return Err(corrupt(
+                    number,
+                    format!("interval {index} ends ({t1_ns} ns) before it begins ({t0_ns} ns)"),
+                ));
+            }
+            if !out.intervals.contains_key(&index) && out.intervals.len() >= opts.max_intervals {
+                dropped_intervals += 1;
+                continue;
+            }
+            let entry = out
+                .intervals
+                .entry(index)
+                .or_insert_with(|| LoadedInterval {
+                    t0_ns,
+                    t1_ns,
+                    ..LoadedInterval::default()
+                });
+            entry.t0_ns = entry.t0_ns.min(t0_ns);
+            entry.t1_ns = entry.t1_ns.max(t1_ns);
+            for (rows, into) in [(line.cpu, &mut entry.cpu), (line.offcpu, &mut entry.offcpu)] {
+                for (tid, stack, weight) in rows.unwrap_or_default() {
+                    match stack_ids.get(&stack) {
+                        Some(&s) => into.push((tid, s, weight)),
+                        None if dropped_stacks > 0 => unknown_refs += 1,
+                        None => {
+                            return Err(corrupt(
+                                number,
+                                format!(
+                                    "interval {index} uses stack {stack}, not defined before it"
+                                ),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        let name = path.display();
+        if dropped_frames + dropped_stacks > 0 {
+            out.warnings.push(format!(
+                "{name}: {dropped_frames} frames and {dropped_stacks} stacks past the limit of \
+                 {} were dropped, with {unknown_refs} weights that used them",
+                opts.max_stacks
+            ));
+        }
+        if dropped_intervals > 0 {
+            out.warnings.push(format!(
+                "{name}: {dropped_intervals} intervals past the limit of {} were dropped",
+                opts.max_intervals
+            ));
+        }
+        Ok(out)
+    }
+
+    /// The span the intervals cover, ns from the run's start: (first t0, last t1).
+    pub fn span_ns(&self) -> Option<(u64, u64)> {
+        let t0 = self.intervals.values().map(|i| i.t0_ns).min()?;
+        let t1 = self.intervals.values().map(|i| i.t1_ns).max()?;
+        Some((t0, t1))
+    }
+
+    /// Whether interval `i` belongs to the range `[from_ns, to_ns)`: its middle does.
+    pub fn in_range(i: &LoadedInterval, from_ns: u64, to_ns: u64) -> bool {
+        (from_ns..to_ns).contains(&i.mid_ns())
+    }
+
+    /// The frames of stack `index`, root first.
+    pub fn stack_frames(&self, index: u32) -> Vec<&str> {
+        let mut frames = Vec::new();
+        let mut at = index;
+        // A stack's parent was defined before it, so indices fall: the walk ends.
+        while let Some(&(parent, frame)) = self.stacks.get(at as usize) {
+            frames.push(
+                self.frames
+                    .get(frame as usize)
+                    .map_or("[?]", String::as_str),
+            );
+            if parent == u32::MAX || parent >= at {
+                break;
+            }
+            at = parent;
+        }
+        frames.reverse();
+        frames
+    }
+
+    /// The on-CPU stacks of the intervals in `[from_ns, to_ns)`, in samples.
+    pub fn cpu_tree(&self, from_ns: u64, to_ns: u64) -> StackTree {
+        self.tree(|i| Self::in_range(i, from_ns, to_ns), |i| &i.cpu, 1)
+    }
+
+    /// The off-CPU stacks of the intervals in `[from_ns, to_ns)`, in microseconds (as
+    /// offcpu.folded).
+    pub fn offcpu_tree(&self, from_ns: u64, to_ns: u64) -> StackTree {
+        self.tree(|i| Self::in_range(i, from_ns, to_ns), |i| &i.offcpu, 1000)
+    }
+
+    /// The stacks of the intervals `keep` selects, of the kind `rows` picks, each stack's
+    /// summed weight divided by `divisor`.
+    pub fn tree(
+        &self,
+        keep: impl Fn(&LoadedInterval) -> bool,
+        rows: impl Fn(&LoadedInterval) -> &Vec<(u32, u32, u64)>,
+        divisor: u64,
+    ) -> StackTree {
+        let mut by_stack: HashMap<u32, u64> = HashMap::new();
+        for i in self.intervals.values().filter(|i| keep(i)) {
+            for &(_, stack, w) in rows(i) {
+                let e = by_stack.entry(stack).or_insert(0);
+                *e = e.saturating_add(w);
+            }
+        }
+        let mut stacks: Vec<(u32, u64)> = by_stack.into_iter().collect();
+        stacks.sort_unstable();
+        let mut tree = StackTree::new();
+        for (stack, w) in stacks {
+            let w = w / divisor.max(1);
+            if w > 0 {
+                tree.add_names(self.stack_frames(stack), w);
+            }
+        }
+        tree
+    }
+
+    /// The sum of every interval's on-CPU samples.
+    pub fn cpu_samples(&self) -> u64 {
+        self.intervals
+            .values()
+            .flat_map(|i| &i.cpu)
+            .fold(0u64, |a, &(_, _, w)| a.saturating_add(w))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[allow(clippy::field_reassign_with_default)]
+    fn chunk() -> Vec<u8> {
+        let mut c = StacksChunk::default();
+        c.frames = vec![
+            (3, "main".into()),
+            (5, "first".into()),
+            (6, "second".into()),
+        ];
+        c.stacks = vec![
+            StackEntry {
+                id: 10,
+                parent: None,
+                frame: 3,
+            },
+            StackEntry {
+                id: 11,
+                parent: Some(10),
+                frame: 5,
+            },
+            StackEntry {
+                id: 12,
+                parent: Some(10),
+                frame: 6,
+            },
+        ];
+        c.threads = vec![(7, "t".into())];
+        for (index, stack) in [(0, 11), (1, 11), (2, 12), (3, 12)] {
+            c.intervals.push(IntervalWeights {
+                index,
+                t0_ns: u64::from(index) * 1_000_000_000,
+                t1_ns: u64::from(index + 1) * 1_000_000_000,
+                cpu: vec![Weight {
+                    tid: 7,
+                    stack,
+                    weight: 10,
+                }],
+                offcpu: vec![Weight {
+                    tid: 7,
+                    stack: 10,
+                    weight: 2_500,
+                }],
+            });
+        }
+        let mut bytes = StacksChunk::header();
+        c.write_jsonl(&mut bytes);
+        bytes
+    }
+
+    fn parse(bytes: &[u8]) -> Result<IntervalStacks, SessionError> {
+        IntervalStacks::parse(bytes, Path::new("stacks.jsonl"), &LoadOptions::default())
+    }
+
+    #[test]
+    fn a_range_holds_only_the_intervals_whose_middle_is_inside() {
+        let s = parse(&chunk()).unwrap();
+        assert_eq!(s.span_ns(), Some((0, 4_000_000_000)));
+        let first = s.cpu_tree(0, 2_000_000_000).to_folded();
+        assert_eq!(first, "main;first 20\n");
+        let second = s.cpu_tree(2_000_000_000, u64::MAX).to_folded();
+        assert_eq!(second, "main;second 20\n");
+        assert_eq!(s.cpu_samples(), 40);
+        assert_eq!(s.offcpu_tree(0, u64::MAX).to_folded(), "main 10\n");
+    }
+
+    #[test]
+    fn lines_of_one_interval_add_up() {
+        let mut bytes = chunk();
+        let mut more = StacksChunk::default();
+        more.intervals.push(IntervalWeights {
+            index: 0,
+            t0_ns: 0,
+            t1_ns: 1_000_000_000,
+            cpu: vec![Weight {
+                tid: 7,
+                stack: 12,
+                weight: 1,
+            }],
+            offcpu: vec![],
+        });
+        more.write_jsonl(&mut bytes);
+        let s = parse(&bytes).unwrap();
+        assert_eq!(
+            s.cpu_tree(0, 1_000_000_000).to_folded(),
+            "main;first 10\nmain;second 1\n"
+        );
+    }
+
+    #[test]
+    fn an_incomplete_last_line_is_dropped_and_said() {
+        let mut bytes = chunk();
+        bytes.extend_from_slice(b"{\"interval\":4,\"t0_ns\":4");
+        let s = parse(&bytes).unwrap();
+        assert_eq!(s.intervals.len(), 4);
+        assert!(
+            s.warnings[0].contains("incomplete last line"),
+            "{:?}",
+            s.warnings
+        );
+    }
+
+    #[test]
+    fn hostile_files_are_corrupt_with_their_line_named() {
+        let cases: [(&[u8], &str); 5] = [
+            (b"{\"format\":1}\nnot json\n{\"format\":1}\n", "line 2"),
+            (b"{\"stacks\":[[1,null,9]]}\n", "not defined before it"),
+            (b"{\"frames\":[[1,\"a\"],[1,\"b\"]]}\n", "defined twice"),
+            (
+                b"{\"interval\":0,\"t0_ns\":5,\"t1_ns\":1,\"cpu\":[]}\n",
+                "ends",
+            ),
+            (b"{\"format\":99}\n", "newer"),
+        ];
+        for (bytes, want) in cases {
+            let e = parse(bytes).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+        }
+        let e = parse(b"{\"interval\":0,\"t0_ns\":0,\"t1_ns\":1,\"cpu\":[[1,99,1]]}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("stack 99"), "{e}");
+    }
+
+    #[test]
+    fn a_cyclic_or_forward_parent_cannot_be_built() {
+        // Parents must be defined first, so a stack cannot be its own ancestor.
+        let e = parse(b"{\"frames\":[[0,\"a\"]]}\n{\"stacks\":[[1,1,0]]}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not defined before it"), "{e}");
+    }
+
+    #[test]
+    fn counts_past_the_limits_are_dropped_with_a_warning() {
+        let opts = LoadOptions {
+            max_stacks: 2,
+            max_intervals: 1,
+            ..LoadOptions::default()
+        };
+        let s = IntervalStacks::parse(&chunk(), Path::new("s"), &opts).unwrap();
+        assert_eq!(s.intervals.len(), 1);
+        assert_eq!(s.warnings.len(), 2, "{:?}", s.warnings);
+    }
+}

@@ -1,0 +1,433 @@
+//! Time ranges of a run (`--range`): `A..B` with durations from the run's start
+//! (`10s..20s`, `..5s`, `30s..`), or `last:10s`; and what `benchtop show DIR --range`
+//! prints of one: the range's figures and its top functions, self and total.
+//!
+//! ```
+//! use benchtop_sessions::range::RangeSpec;
+//!
+//! let spec: RangeSpec = "10s..20s".parse()?;
+//! assert_eq!(spec.resolve(40_000_000_000)?, (10_000_000_000, 20_000_000_000));
+//! let last: RangeSpec = "last:10s".parse()?;
+//! assert_eq!(last.resolve(40_000_000_000)?, (30_000_000_000, 40_000_000_000));
+//! assert!("30s..50s".parse::<RangeSpec>()?.resolve(40_000_000_000).is_err());
+//! # Ok::<(), benchtop_sessions::range::RangeError>(())
+//! ```
+
+use std::collections::HashMap;
+use std::fmt::{self, Write as _};
+use std::str::FromStr;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use crate::escape::Escaped;
+use crate::intervals::IntervalStacks;
+use crate::units::{human_count, human_ns};
+use crate::{Session, StackTree};
+
+/// A time range as written on the command line, before the run's length is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RangeSpec {
+    /// `A..B`: from A (the start when absent) to B (the end when absent).
+    Between {
+        /// From this long after the run's start.
+        from: Option<Duration>,
+        /// To this long after the run's start.
+        to: Option<Duration>,
+    },
+    /// `last:D`: the last D of the run.
+    Last(Duration),
+}
+
+/// Why a range is refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RangeError {
+    /// Not `A..B` nor `last:D`.
+    #[error(
+        "{text:?} is not a range: write A..B with durations from the run's start \
+         (10s..20s, ..5s, 30s..) or last:D (last:10s)"
+    )]
+    Syntax {
+        /// What was given.
+        text: String,
+    },
+    /// A bound that is not a duration.
+    #[error("{text:?} in range {range:?} is not a duration (10s, 1m30s, 500ms): {reason}")]
+    Duration {
+        /// The range.
+        range: String,
+        /// The bound.
+        text: String,
+        /// What the duration parser said.
+        reason: String,
+    },
+    /// Nothing between the bounds.
+    #[error("range {range} is empty: it must end after it begins")]
+    Empty {
+        /// The range, as resolved.
+        range: String,
+    },
+    /// A bound past the run's end.
+    #[error(
+        "range {range} is outside the run, which is {length} long: a range must lie within \
+         0s..{length} (an open end, as in `10s..`, runs to the run's end)"
+    )]
+    Outside {
+        /// The range, as resolved.
+        range: String,
+        /// The run's length.
+        length: String,
+    },
+}
+
+/// Seconds with up to three decimals, as ranges are written back.
+fn secs(ns: u64) -> String {
+    let s = ns as f64 / 1e9;
+    let text = format!("{s:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text}s")
+}
+
+impl FromStr for RangeSpec {
+    type Err = RangeError;
+
+    fn from_str(text: &str) -> Result<Self, RangeError> {
+        let duration = |bound: &str| -> Result<Option<Duration>, RangeError> {
+            let bound = bound.trim();
+            if bound.is_empty() {
+                return Ok(None);
+            }
+            humantime::parse_duration(bound)
+                .map(Some)
+                .map_err(|e| RangeError::Duration {
+                    range: text.to_owned(),
+                    text: bound.to_owned(),
+                    reason: e.to_string(),
+                })
+        };
+        if let Some(last) = text.trim().strip_prefix("last:") {
+            return match duration(last)? {
+                Some(d) => Ok(RangeSpec::Last(d)),
+                None => Err(RangeError::Syntax { text: text.into() }),
+            };
+        }
+        let Some((from, to)) = text.split_once("..") else {
+            return Err(RangeError::Syntax { text: text.into() });
+        };
+        Ok(RangeSpec::Between {
+            from: duration(from)?,
+            to: duration(to)?,
+        })
+    }
+}
+
+impl fmt::Display for RangeSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ns = |d: &Duration| d.as_nanos().min(u128::from(u64::MAX)) as u64;
+        match self {
+            RangeSpec::Between { from, to } => {
+                if let Some(from) = from {
+                    f.write_str(&secs(ns(from)))?;
+                }
+                f.write_str("..")?;
+                if let Some(to) = to {
+                    f.write_str(&secs(ns(to)))?;
+                }
+                Ok(())
+            }
+            RangeSpec::Last(d) => write!(f, "last:{}", secs(ns(d))),
+        }
+    }
+}
+
+impl RangeSpec {
+    /// The range in nanoseconds from the run's start, `[from, to)`, for a run of
+    /// `length_ns`: an empty range and a bound past the run's end are refused.
+    pub fn resolve(&self, length_ns: u64) -> Result<(u64, u64), RangeError> {
+        let ns = |d: Duration| d.as_nanos().min(u128::from(u64::MAX)) as u64;
+        let (from, to) = match *self {
+            RangeSpec::Between { from, to } => (from.map_or(0, ns), to.map_or(length_ns, ns)),
+            RangeSpec::Last(d) => (length_ns.saturating_sub(ns(d)), length_ns),
+        };
+        let range = format!("{}..{}", secs(from), secs(to));
+        if from >= length_ns || to > length_ns {
+            return Err(RangeError::Outside {
+                range,
+                length: secs(length_ns),
+            });
+        }
+        if to <= from {
+            return Err(RangeError::Empty { range });
+        }
+        Ok((from, to))
+    }
+}
+
+/// A frame's weight in a profile: where it is the leaf (self) and anywhere in the
+/// stack (total, each stack counted once).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionWeight {
+    /// The frame's name.
+    pub name: String,
+    /// Weight of the stacks it ends.
+    pub self_weight: u64,
+    /// Weight of the stacks it is in.
+    pub total_weight: u64,
+}
+
+/// The `n` functions with the largest self weight (then total, then name).
+pub fn top_functions(tree: &StackTree, n: usize) -> Vec<FunctionWeight> {
+    let mut by_name: HashMap<&str, (u64, u64)> = HashMap::new();
+    let mut seen: Vec<&str> = Vec::new();
+    tree.for_each_stack(|frames, weight| {
+        seen.clear();
+        for &f in frames {
+            let name = tree.name(f);
+            if !seen.contains(&name) {
+                seen.push(name);
+                by_name.entry(name).or_default().1 += weight;
+            }
+        }
+        if let Some(&leaf) = frames.last() {
+            by_name.entry(tree.name(leaf)).or_default().0 += weight;
+        }
+    });
+    let mut out: Vec<FunctionWeight> = by_name
+        .into_iter()
+        .filter(|(_, (s, _))| *s > 0)
+        .map(|(name, (self_weight, total_weight))| FunctionWeight {
+            name: name.to_owned(),
+            self_weight,
+            total_weight,
+        })
+        .collect();
+    out.sort_unstable_by(|a, b| {
+        b.self_weight
+            .cmp(&a.self_weight)
+            .then(b.total_weight.cmp(&a.total_weight))
+            .then(a.name.cmp(&b.name))
+    });
+    out.truncate(n);
+    out
+}
+
+/// The run's length for ranges, ns: the end of its last row or of its last interval of
+/// stacks, whichever is later.
+pub fn run_length_ns(session: &Session, stacks: Option<&IntervalStacks>) -> u64 {
+    let rows = session
+        .row_summary
+        .last_t_s
+        .or_else(|| session.rows.last().map(|r| r.t_s))
+        .map_or(0, |t| (t.max(0.0) * 1e9) as u64);
+    let stacks = stacks.and_then(IntervalStacks::span_ns).map_or(0, |s| s.1);
+    rows.max(stacks)
+}
+
+/// What `benchtop show DIR --range` prints: the range, the figures of the rows in it
+/// (mean rates, latency percentiles of the merged intervals of latency.hlog), and the top
+/// `top` functions on- and off-CPU, self and total. `stacks` is the session's
+/// stacks.jsonl, `None` for a session recorded before schema 2 (which is said, and the
+/// whole run's stacks shown instead). `session` must be loaded with its rows.
+pub fn range_text(
+    session: &Session,
+    stacks: Option<&IntervalStacks>,
+    spec: &RangeSpec,
+    top: usize,
+) -> Result<String, RangeError> {
+    let length = run_length_ns(session, stacks);
+    let (from, to) = spec.resolve(length)?;
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = write_range(&mut out, session, stacks, (from, to), length, top);
+    Ok(out)
+}
+
+fn write_range(
+    out: &mut String,
+    session: &Session,
+    stacks: Option<&IntervalStacks>,
+    (from, to): (u64, u64),
+    length: u64,
+    top: usize,
+) -> fmt::Result {
+    writeln!(out, "id        {}", Escaped(&session.meta.id))?;
+    writeln!(
+        out,
+        "range     {}..{} of a run of {}",
+        secs(from),
+        secs(to),
+        secs(length)
+    )?;
+    let in_range = |t0: f64, t1: f64| {
+        let mid = (t0 + t1) / 2.0 * 1e9;
+        mid >= from as f64 && mid < to as f64
+    };
+    let rows: Vec<_> = session
+        .rows
+        .iter()
+        .filter(|r| in_range(r.t_s - r.interval_s, r.t_s))
+        .collect();
+    writeln!(out, "rows      {} of {}", rows.len(), session.rows.len())?;
+    let mut rates: std::collections::BTreeMap<&str, (f64, f64)> = Default::default();
+    for r in &rows {
+        for (name, rate) in &r.rates {
+            let e = rates.entry(name).or_default();
+            e.0 += rate * r.interval_s;
+            e.1 += r.interval_s;
+        }
+    }
+    for (name, (sum, secs)) in rates {
+        if secs > 0.0 {
+            writeln!(out, "  {:<24} {}/s", Escaped(name), human_count(sum / secs))?;
+        }
+    }
+    // latency.hlog's offsets count from the session's start time; its first interval
+    // begins where the run does.
+    let base = session
+        .latency
+        .iter()
+        .map(|i| i.start_offset_s)
+        .fold(f64::INFINITY, f64::min);
+    let mut merged: std::collections::BTreeMap<&str, Histogram<u64>> = Default::default();
+    for i in &session.latency {
+        let t0 = i.start_offset_s - base;
+        if in_range(t0, t0 + i.length_s) {
+            match merged.get_mut(i.tag.as_str()) {
+                Some(h) => {
+                    let _ = h.add(&i.histogram);
+                }
+                None => {
+                    merged.insert(&i.tag, i.histogram.clone());
+                }
+            }
+        }
+    }
+    for (tag, h) in &merged {
+        let q = |p: f64| human_ns(h.value_at_quantile(p) as f64);
+        writeln!(
+            out,
+            "  latency {:<16} p50 {}  p99 {}  p99.9 {}  max {}  ({} values)",
+            Escaped(tag),
+            q(0.5),
+            q(0.99),
+            q(0.999),
+            human_ns(h.max() as f64),
+            h.len()
+        )?;
+    }
+    let (cpu, offcpu) = match stacks {
+        Some(s) => {
+            let n = s
+                .intervals
+                .values()
+                .filter(|i| IntervalStacks::in_range(i, from, to))
+                .count();
+            writeln!(
+                out,
+                "stacks    {n} of {} intervals (stacks.jsonl)",
+                s.intervals.len()
+            )?;
+            (s.cpu_tree(from, to), s.offcpu_tree(from, to))
+        }
+        None => {
+            writeln!(
+                out,
+                "stacks    this session has no per-interval stacks (recorded before schema 2, \
+                 or without sampling): the functions below are the whole run's"
+            )?;
+            (
+                session.cpu.clone().unwrap_or_default(),
+                session.offcpu.clone().unwrap_or_default(),
+            )
+        }
+    };
+    for (title, unit, tree) in [
+        ("on-CPU", "samples", &cpu),
+        ("off-CPU", "µs blocked", &offcpu),
+    ] {
+        let total = tree.total_weight();
+        if total == 0 {
+            continue;
+        }
+        writeln!(out, "\ntop functions, {title} ({total} {unit})")?;
+        writeln!(out, "    self   total  function")?;
+        for f in top_functions(tree, top) {
+            let pct = |w: u64| 100.0 * w as f64 / total as f64;
+            writeln!(
+                out,
+                "  {:>5.1}%  {:>5.1}%  {}",
+                pct(f.self_weight),
+                pct(f.total_weight),
+                Escaped(&f.name)
+            )?;
+        }
+    }
+    for w in stacks.iter().flat_map(|s| &s.warnings) {
+        writeln!(out, "warning   {}", Escaped(w))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn every_documented_form_parses_and_resolves() {
+        let run = 40 * S;
+        let cases = [
+            ("10s..20s", (10 * S, 20 * S)),
+            ("..5s", (0, 5 * S)),
+            ("30s..", (30 * S, run)),
+            ("last:10s", (30 * S, run)),
+            ("1m..1m500ms", (run, run)),
+        ];
+        for (text, want) in &cases[..4] {
+            let spec: RangeSpec = text.parse().unwrap();
+            assert_eq!(spec.resolve(run).unwrap(), *want, "{text}");
+        }
+        // One minute is past a 40 s run.
+        let e = cases[4].0.parse::<RangeSpec>().unwrap().resolve(run);
+        assert!(matches!(e, Err(RangeError::Outside { .. })), "{e:?}");
+    }
+
+    #[test]
+    fn bad_ranges_are_refused_naming_the_problem() {
+        let run = 20 * S;
+        let outside = "30s..40s".parse::<RangeSpec>().unwrap().resolve(run);
+        let text = outside.unwrap_err().to_string();
+        assert!(
+            text.contains("outside the run") && text.contains("20s long"),
+            "{text}"
+        );
+        let past_end = "10s..25s".parse::<RangeSpec>().unwrap().resolve(run);
+        assert!(matches!(past_end, Err(RangeError::Outside { .. })));
+        for empty in ["5s..5s", "6s..5s"] {
+            let e = empty.parse::<RangeSpec>().unwrap().resolve(run);
+            assert!(matches!(e, Err(RangeError::Empty { .. })), "{empty}: {e:?}");
+        }
+        for bad in ["10s", "last:", "ten..20s", "1s..2parsecs"] {
+            assert!(bad.parse::<RangeSpec>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn top_functions_count_self_at_the_leaf_and_total_once_per_stack() {
+        let mut t = StackTree::new();
+        t.add_names(["p", "main", "work", "work"], 3);
+        t.add_names(["p", "main", "other"], 1);
+        let top = top_functions(&t, 5);
+        assert_eq!(top[0].name, "work");
+        assert_eq!((top[0].self_weight, top[0].total_weight), (3, 3));
+        assert_eq!(top[1].name, "other");
+        assert_eq!(
+            top.len(),
+            2,
+            "frames that end no stack are not listed: {top:?}"
+        );
+    }
+}

@@ -1,0 +1,190 @@
+//! Stacks over time: `show --range` of a program that spends its first half in one
+//! function and its second half in another, per-interval weights against the sampler's
+//! own count, a recorder killed mid-run, and bad ranges.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use benchtop_sessions::intervals::IntervalStacks;
+use benchtop_sessions::limits::LoadOptions;
+use benchtop_sessions::store::Session;
+
+use crate::support::{benchtop, wait_until};
+
+/// Builds tests/data/timeline/halves.c into `dir` with the system's C compiler.
+fn build_halves(dir: &Path) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/timeline/halves.c");
+    let exe = dir.join("halves");
+    let out = Command::new("cc")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&exe)
+        .arg(&source)
+        .output()
+        .expect("cc (gcc) is needed: scripts/test installs it");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+fn record(dir: &Path, exe: &Path, ms: &str) -> Output {
+    let out = benchtop()
+        .args([
+            "run",
+            "--quiet",
+            "--profile",
+            "cpu",
+            "--interval",
+            "200ms",
+            "--record",
+        ])
+        .arg(dir)
+        .arg("--")
+        .arg(exe)
+        .arg(ms)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn show(dir: &Path, range: &str) -> Output {
+    benchtop()
+        .arg("show")
+        .arg(dir)
+        .args(["--range", range, "--top", "5"])
+        .output()
+        .unwrap()
+}
+
+/// The names in the top-functions table of `show --range` output.
+fn top_functions(text: &str) -> Vec<String> {
+    text.lines()
+        .skip_while(|l| !l.starts_with("top functions, on-CPU"))
+        .skip(2)
+        .take_while(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_owned))
+        .collect()
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn each_half_of_the_run_names_only_its_own_function() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_halves(tmp.path());
+    let dir = tmp.path().join("session");
+    record(&dir, &exe, "3000");
+
+    let first = stdout(&show(&dir, "..1200ms"));
+    let second = stdout(&show(&dir, "1800ms.."));
+    let (top1, top2) = (top_functions(&first), top_functions(&second));
+    assert!(top1.iter().any(|f| f == "first_half"), "{first}");
+    assert!(!top1.iter().any(|f| f == "second_half"), "{first}");
+    assert!(top2.iter().any(|f| f == "second_half"), "{second}");
+    assert!(!top2.iter().any(|f| f == "first_half"), "{second}");
+    // The first half's function leads it.
+    assert_eq!(
+        top1.first().map(String::as_str),
+        Some("first_half"),
+        "{first}"
+    );
+    assert_eq!(
+        top2.first().map(String::as_str),
+        Some("second_half"),
+        "{second}"
+    );
+
+    // Every sample the sampler took is in some interval: the weights add up to the
+    // sampler's own count (session.json), not to a file made from the same weights.
+    let session = Session::load(&dir).unwrap();
+    let stacks = IntervalStacks::load(&dir, &LoadOptions::default())
+        .unwrap()
+        .expect("stacks.jsonl");
+    assert!(
+        session.meta.sampling.samples > 200,
+        "{:?}",
+        session.meta.sampling
+    );
+    assert_eq!(stacks.cpu_samples(), session.meta.sampling.samples);
+    assert!(
+        stacks.intervals.len() >= 10,
+        "3 s in 200 ms intervals: {} intervals",
+        stacks.intervals.len()
+    );
+    assert!(stacks.warnings.is_empty(), "{:?}", stacks.warnings);
+}
+
+#[test]
+fn a_recorder_killed_mid_run_leaves_stacks_that_show_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_halves(tmp.path());
+    let dir = tmp.path().join("killed");
+    let mut recorder = benchtop()
+        .args([
+            "run",
+            "--quiet",
+            "--profile",
+            "cpu",
+            "--interval",
+            "200ms",
+            "--record",
+        ])
+        .arg(&dir)
+        .arg("--")
+        .arg(&exe)
+        .arg("6000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stacks = dir.join("stacks.jsonl");
+    // Some intervals of the first half are on disk.
+    wait_until("intervals in stacks.jsonl", Duration::from_secs(30), || {
+        std::fs::read_to_string(&stacks)
+            .map(|t| t.matches("\"interval\"").count() >= 5)
+            .unwrap_or(false)
+    });
+    recorder.kill().unwrap();
+    recorder.wait().unwrap();
+    let text = stdout(&show(&dir, "..600ms"));
+    assert!(
+        top_functions(&text).first().map(String::as_str) == Some("first_half"),
+        "{text}"
+    );
+    // The program outlives its recorder; it ends on its own within its 6 s.
+}
+
+#[test]
+fn bad_ranges_are_refused_and_old_sessions_fall_back_to_the_whole_run() {
+    let v1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sessions/tests/data/v1-session");
+    for (range, want) in [
+        ("900s..", "outside the run"),
+        ("1s..1s", "is empty"),
+        ("2s..1s", "is empty"),
+        ("ten..", "not a duration"),
+        ("10s", "not a range"),
+    ] {
+        let out = show(&v1, range);
+        assert!(!out.status.success(), "{range}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{range}: {err}");
+    }
+    let out = stdout(&show(&v1, "..1s"));
+    assert!(out.contains("no per-interval stacks"), "{out}");
+}
