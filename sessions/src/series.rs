@@ -40,6 +40,8 @@ pub const SERIES_FILE: &str = "series.json";
 pub const SERIES_VERSION: u32 = 1;
 /// Runs a series may name; more is refused as corrupt (a series.json is small).
 pub const MAX_RUNS: usize = 100_000;
+/// Swept parameters a series may name.
+pub const MAX_SWEPT: usize = 64;
 
 /// What a run of a series is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,6 +77,11 @@ pub struct SeriesMeta {
     pub workload: String,
     /// When the series began (RFC 3339).
     pub started_at: String,
+    /// The swept parameters in the order they were given (the first varies slowest):
+    /// curves.svg draws the first along its x axis and a line per value of the others.
+    /// Empty outside sweeps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweep: Vec<String>,
     /// Its runs, in the order they ran.
     pub runs: Vec<SeriesRun>,
 }
@@ -86,8 +93,15 @@ impl SeriesMeta {
             series_version: SERIES_VERSION,
             workload: workload.into(),
             started_at: started_at.into(),
+            sweep: Vec::new(),
             runs: Vec::new(),
         }
+    }
+
+    /// The same, sweeping `params` in this order.
+    pub fn with_sweep(mut self, params: Vec<String>) -> Self {
+        self.sweep = params;
+        self
     }
 }
 
@@ -286,6 +300,12 @@ fn parse_series(bytes: &[u8], path: &Path) -> Result<SeriesMeta, SessionError> {
         return Err(corrupt(format!(
             "{} runs; at most {MAX_RUNS} are read",
             meta.runs.len()
+        )));
+    }
+    if meta.sweep.len() > MAX_SWEPT {
+        return Err(corrupt(format!(
+            "{} swept parameters; at most {MAX_SWEPT} are read",
+            meta.sweep.len()
         )));
     }
     let mut seen = std::collections::HashSet::new();

@@ -175,8 +175,8 @@ pub fn ab(args: &AbArgs) -> Result<ExitCode> {
     opts.alpha = alpha_per_look(looks);
 
     let dir = experiment_dir(args.record.as_deref())?;
-    let mut rec_a = SeriesRecorder::create(Some(&dir.join("a")), &a_name, quiet)?;
-    let mut rec_b = SeriesRecorder::create(Some(&dir.join("b")), &b_name, quiet)?;
+    let mut rec_a = SeriesRecorder::create(Some(&dir.join("a")), &a_name, Vec::new(), quiet)?;
+    let mut rec_b = SeriesRecorder::create(Some(&dir.join("b")), &b_name, Vec::new(), quiet)?;
     let plan = if args.until_decided {
         format!("at most {pairs} runs a side, {looks} looks")
     } else {
