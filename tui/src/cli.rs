@@ -299,8 +299,12 @@ pub struct AbArgs {
     /// Do not show the runs' progress lines (the line per pair stays).
     #[arg(long, short)]
     pub quiet: bool,
+    /// The word that ends A's run arguments [default: `--`]: needed only when A is a
+    /// command that has `--` among its own arguments.
+    #[arg(long, value_name = "WORD")]
+    pub separator: Option<String>,
     /// A's run arguments, `--`, B's run arguments: `-- ring --num-nodes 100 -- ring
-    /// --num-nodes 200`.
+    /// --num-nodes 200`, or commands as `run` takes them: `-- -- ./old -- -- ./new`.
     #[arg(last = true, value_name = "A -- B", required = true)]
     pub sides: Vec<std::ffi::OsString>,
 }
