@@ -492,10 +492,16 @@ mod tests {
         assert_eq!(a, words(&["--", "sleep", "0.1"]));
         assert_eq!(b, words(&["--", "sleep", "0.2"]));
         // Recording options before A's command stay A's.
-        let args = words(&["--interval", "50ms", "--", "./old", "x y", "--", "ring"]);
+        let args = words(&["--interval", "100ms", "--", "./old", "x y", "--", "ring"]);
         let (a, b) = split_sides(&args, None).unwrap();
-        assert_eq!(a, words(&["--interval", "50ms", "--", "./old", "x y"]));
+        assert_eq!(a, words(&["--interval", "100ms", "--", "./old", "x y"]));
         assert_eq!(b, words(&["ring"]));
+        // Options run refuses are A's, at the first `--`, for side() to say so.
+        let args = words(&["--interval", "5ms", "--", "./old", "--", "ring"]);
+        let (a, _) = split_sides(&args, None).unwrap();
+        assert_eq!(a, words(&["--interval", "5ms"]));
+        let err = side("A", a).unwrap_err().to_string();
+        assert!(err.starts_with("A's run arguments: invalid value"), "{err}");
         // A workload against a command.
         let args = words(&["ring", "--", "--", "./new"]);
         let (a, b) = split_sides(&args, None).unwrap();
