@@ -432,6 +432,36 @@ mod tests {
     }
 
     #[test]
+    fn the_sweeps_order_is_kept_and_too_many_swept_parameters_are_corrupt() {
+        let root = tempfile::tempdir().unwrap();
+        let meta = SeriesMeta::new("messenger", "t")
+            .with_sweep(vec!["cpu-alloc".into(), "clients".into()]);
+        let w = SeriesWriter::create(&root.path().join("s"), meta).unwrap();
+        let series = Series::load(w.dir()).unwrap();
+        assert_eq!(series.meta.sweep, ["cpu-alloc", "clients"]);
+        // Written before the field existed: no sweep.
+        let dir = root.path().join("old");
+        fs::create_dir(&dir).unwrap();
+        fs::write(
+            dir.join(SERIES_FILE),
+            r#"{"series_version":1,"workload":"ring","started_at":"t","runs":[]}"#,
+        )
+        .unwrap();
+        assert!(Series::load(&dir).unwrap().meta.sweep.is_empty());
+        let many: Vec<String> = (0..=MAX_SWEPT).map(|i| format!("\"p{i}\"")).collect();
+        fs::write(
+            dir.join(SERIES_FILE),
+            format!(
+                r#"{{"series_version":1,"workload":"ring","started_at":"t","sweep":[{}],"runs":[]}}"#,
+                many.join(",")
+            ),
+        )
+        .unwrap();
+        let err = Series::load(&dir).unwrap_err().to_string();
+        assert!(err.contains("swept parameters"), "{err}");
+    }
+
+    #[test]
     fn a_series_is_not_created_in_a_directory_that_holds_something() {
         let root = tempfile::tempdir().unwrap();
         fs::write(root.path().join("x"), "x").unwrap();
