@@ -12,7 +12,8 @@ use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use benchtop_profilers::process_start_ticks;
 use benchtop_profilers::reaper::Owner;
@@ -49,6 +50,8 @@ pub struct WorkerProcess {
     reaped: bool,
     /// The conductor's end of the exec gate, until it is opened.
     gate: Option<OwnedFd>,
+    /// When a watcher thread saw the child exit (set once the gate is opened).
+    exit_seen: Option<Arc<OnceLock<Instant>>>,
 }
 
 /// The conductor's ends of a worker's channels, handed to reader threads.
@@ -198,6 +201,7 @@ impl WorkerProcess {
                 child,
                 reaped: false,
                 gate,
+                exit_seen: None,
             },
             pipes,
         ))
@@ -205,11 +209,69 @@ impl WorkerProcess {
 
     /// Lets a gated child exec its command. Does nothing for an ungated child, or a gate
     /// already opened.
+    ///
+    /// A gated command is timed by its exit: a watcher thread waits for it (without
+    /// reaping it) and notes the moment, [`WorkerProcess::exit_seen`], so the time does
+    /// not depend on when the conductor's loop next reaps.
     pub fn open_gate(&mut self) -> io::Result<()> {
         match self.gate.take() {
-            Some(gate) => File::from(gate).write_all(b"x"),
+            Some(gate) => {
+                self.exit_seen = self.watch_exit();
+                File::from(gate).write_all(b"x")
+            }
             None => Ok(()),
         }
+    }
+
+    /// When the child was seen to exit, if a watcher saw it.
+    pub fn exit_seen(&self) -> Option<Instant> {
+        self.exit_seen.as_ref().and_then(|s| s.get().copied())
+    }
+
+    /// Starts a thread that waits on a pidfd of the child for its exit, leaving it to be
+    /// reaped by [`WorkerProcess::try_reap`] (`WNOWAIT`), and notes when. `None` when the
+    /// pidfd or the thread cannot be had: the exit is then timed when it is reaped.
+    fn watch_exit(&self) -> Option<Arc<OnceLock<Instant>>> {
+        if self.reaped {
+            return None;
+        }
+        let pid = self.child.id() as libc::pid_t;
+        // SAFETY: pidfd_open(2) takes a pid and flags and returns a new descriptor or -1;
+        // the child is not reaped yet, so the pid names it.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        let fd = i32::try_from(fd).ok().filter(|&fd| fd >= 0)?;
+        // SAFETY: pidfd_open succeeded: fd is open and owned by nobody else.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let seen = Arc::new(OnceLock::new());
+        let slot = Arc::clone(&seen);
+        std::thread::Builder::new()
+            .name("benchtop-exit".into())
+            .spawn(move || {
+                loop {
+                    // SAFETY: siginfo_t is plain data the kernel fills in.
+                    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+                    // SAFETY: the pidfd is open for the call's length; info is a valid
+                    // pointer; WNOWAIT leaves the child waitable, so this never reaps it.
+                    let r = unsafe {
+                        libc::waitid(
+                            libc::P_PIDFD,
+                            pidfd.as_raw_fd() as libc::id_t,
+                            &mut info,
+                            libc::WEXITED | libc::WNOWAIT,
+                        )
+                    };
+                    if r == 0 {
+                        let _ = slot.set(Instant::now());
+                        return;
+                    }
+                    if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                        // Reaped already (ECHILD): the reap times it.
+                        return;
+                    }
+                }
+            })
+            .ok()?;
+        Some(seen)
     }
 
     /// Process id of the worker.
@@ -296,6 +358,14 @@ impl Process {
         match self {
             Process::Child(child) => child.pid(),
             Process::Attached { pid, .. } => *pid,
+        }
+    }
+
+    /// When a child was seen to exit, if it was watched ([`WorkerProcess::open_gate`]).
+    pub(crate) fn exit_seen(&self) -> Option<Instant> {
+        match self {
+            Process::Child(child) => child.exit_seen(),
+            Process::Attached { .. } => None,
         }
     }
 

@@ -125,6 +125,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         inputs: None,
         closed_streams: 0,
         exit: None,
+        exited_at: None,
         interrupts_at_start,
         interrupts_seen: 0,
         summary: None,
@@ -304,6 +305,8 @@ pub(crate) struct Run<'a> {
     closed_streams: usize,
     /// How the worker exited, once it has.
     pub(crate) exit: Option<WorkerExit>,
+    /// When the conductor reaped it.
+    pub(crate) exited_at: Option<Instant>,
     interrupts_at_start: usize,
     /// Interrupts already fed to the machine.
     interrupts_seen: usize,
@@ -352,6 +355,7 @@ impl Run<'_> {
                 })?
             {
                 self.exit = Some(exit);
+                self.exited_at = Some(self.worker.exit_seen().unwrap_or_else(Instant::now));
                 self.feed(Event::Exited(exit))?;
             }
             if self.closed_streams >= STREAMS {

@@ -47,9 +47,10 @@ impl Run<'_> {
         let exit = self.exit;
         let summary = self.summary.take();
         let lines = summary.as_ref().map(summary_lines).unwrap_or_default();
-        let figures: Vec<Figure> = summary
+        let mut figures: Vec<Figure> = summary
             .map(|s| s.figures.into_iter().map(session_figure).collect())
             .unwrap_or_default();
+        figures.extend(self.command_figures(status));
         let _ = self.writer.update_meta(|m| {
             m.worker.exit = exit.map(|e| e.to_string());
             // An attached process is not our child: wait4 tells nothing of it.
@@ -83,6 +84,37 @@ impl Run<'_> {
             summary: lines,
             warnings: all_warnings,
         })
+    }
+
+    /// A command that ran to its own end, exit code 0, is measured as hyperfine measures
+    /// one: `wall_time_s`, from the gate opening (its first instruction) to its exit (as a
+    /// thread waiting on it saw it, else as the conductor reaped it), and `cpu_time_s`, its user and system time with its reaped
+    /// children's; both to be minimised. Nothing for a command cut short or failed, for
+    /// a workload (which reports its own figures) or an attached process.
+    fn command_figures(&self, status: Status) -> Vec<Figure> {
+        let (Some(started), Some(exited), Some(exit)) =
+            (self.data.started_at, self.exited_at, self.exit)
+        else {
+            return Vec::new();
+        };
+        if self.opts.target != crate::Target::Command
+            || status != Status::Complete
+            || !exit.success()
+        {
+            return Vec::new();
+        }
+        let figure = |name: &str, value: f64| {
+            let mut f = Figure::new(name, value, "s");
+            f.better = Some(Better::Lower);
+            f
+        };
+        vec![
+            figure(
+                "wall_time_s",
+                exited.saturating_duration_since(started).as_secs_f64(),
+            ),
+            figure("cpu_time_s", exit.cpu_time_s),
+        ]
     }
 
     /// Why the run ended: the machine's ending, or the loop's failure (said as the

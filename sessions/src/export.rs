@@ -245,6 +245,50 @@ pub fn summary_csv(s: &Session) -> String {
     out
 }
 
+/// A series' summary as CSV: `run,point,section,figure,value,unit`, a line per figure
+/// of each measured, complete run (as [`summary_csv`] has them) in the order the runs
+/// ran, `point` the run's swept values (`clients=2 cpu-alloc=balanced`, empty outside
+/// sweeps): the raw figures to plot or test with other tools.
+pub fn series_summary_csv(series: &crate::series::Series) -> String {
+    let mut out = String::from("run,point,section,figure,value,unit\n");
+    let measured = series.measured();
+    for (i, session) in &series.sessions {
+        if !measured.iter().any(|m| std::ptr::eq(*m, session)) {
+            continue;
+        }
+        let run = &series.meta.runs[*i];
+        let point: Vec<String> = run
+            .point
+            .iter()
+            .map(|(k, v)| match v {
+                serde_json::Value::String(s) => format!("{k}={s}"),
+                v => format!("{k}={v}"),
+            })
+            .collect();
+        let (run_name, point) = (csv_field(&run.dir), csv_field(&point.join(" ")));
+        for (section, name, value, unit) in summary_lines(session) {
+            let _ = writeln!(
+                out,
+                "{run_name},{point},{section},{},{value},{}",
+                csv_field(&name),
+                csv_field(&unit)
+            );
+        }
+    }
+    out
+}
+
+/// A CSV field: quoted when it holds a comma, quote or line break, control characters
+/// made visible.
+fn csv_field(v: &str) -> String {
+    let v = crate::escape::escaped(v);
+    if v.contains([',', '"', '\n']) {
+        format!("\"{}\"", v.replace('"', "\"\""))
+    } else {
+        v.into_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

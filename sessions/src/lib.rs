@@ -54,6 +54,7 @@
 #![deny(missing_docs)]
 
 pub mod compare;
+pub mod curves;
 pub mod dir;
 mod error;
 pub mod escape;

@@ -291,7 +291,7 @@ fn percentile_label(decade: u32) -> String {
 }
 
 /// An axis from 0 to at least `max` in 4 to 10 steps of 1, 2 or 5 × 10^n: (end, step).
-fn nice_axis(max: f64) -> (f64, f64) {
+pub(crate) fn nice_axis(max: f64) -> (f64, f64) {
     if max <= 0.0 || !max.is_finite() {
         return (1.0, 1.0);
     }
@@ -306,7 +306,7 @@ fn nice_axis(max: f64) -> (f64, f64) {
 }
 
 /// Text made safe inside SVG elements and attributes.
-fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

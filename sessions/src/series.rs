@@ -40,6 +40,8 @@ pub const SERIES_FILE: &str = "series.json";
 pub const SERIES_VERSION: u32 = 1;
 /// Runs a series may name; more is refused as corrupt (a series.json is small).
 pub const MAX_RUNS: usize = 100_000;
+/// Swept parameters a series may name.
+pub const MAX_SWEPT: usize = 64;
 
 /// What a run of a series is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,6 +77,11 @@ pub struct SeriesMeta {
     pub workload: String,
     /// When the series began (RFC 3339).
     pub started_at: String,
+    /// The swept parameters in the order they were given (the first varies slowest):
+    /// curves.svg draws the first along its x axis and a line per value of the others.
+    /// Empty outside sweeps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweep: Vec<String>,
     /// Its runs, in the order they ran.
     pub runs: Vec<SeriesRun>,
 }
@@ -86,8 +93,15 @@ impl SeriesMeta {
             series_version: SERIES_VERSION,
             workload: workload.into(),
             started_at: started_at.into(),
+            sweep: Vec::new(),
             runs: Vec::new(),
         }
+    }
+
+    /// The same, sweeping `params` in this order.
+    pub fn with_sweep(mut self, params: Vec<String>) -> Self {
+        self.sweep = params;
+        self
     }
 }
 
@@ -288,6 +302,12 @@ fn parse_series(bytes: &[u8], path: &Path) -> Result<SeriesMeta, SessionError> {
             meta.runs.len()
         )));
     }
+    if meta.sweep.len() > MAX_SWEPT {
+        return Err(corrupt(format!(
+            "{} swept parameters; at most {MAX_SWEPT} are read",
+            meta.sweep.len()
+        )));
+    }
     let mut seen = std::collections::HashSet::new();
     for run in &meta.runs {
         let plain = matches!(
@@ -409,6 +429,36 @@ mod tests {
             Series::load(&dir),
             Err(SessionError::Corrupt { .. })
         ));
+    }
+
+    #[test]
+    fn the_sweeps_order_is_kept_and_too_many_swept_parameters_are_corrupt() {
+        let root = tempfile::tempdir().unwrap();
+        let meta = SeriesMeta::new("messenger", "t")
+            .with_sweep(vec!["cpu-alloc".into(), "clients".into()]);
+        let w = SeriesWriter::create(&root.path().join("s"), meta).unwrap();
+        let series = Series::load(w.dir()).unwrap();
+        assert_eq!(series.meta.sweep, ["cpu-alloc", "clients"]);
+        // Written before the field existed: no sweep.
+        let dir = root.path().join("old");
+        fs::create_dir(&dir).unwrap();
+        fs::write(
+            dir.join(SERIES_FILE),
+            r#"{"series_version":1,"workload":"ring","started_at":"t","runs":[]}"#,
+        )
+        .unwrap();
+        assert!(Series::load(&dir).unwrap().meta.sweep.is_empty());
+        let many: Vec<String> = (0..=MAX_SWEPT).map(|i| format!("\"p{i}\"")).collect();
+        fs::write(
+            dir.join(SERIES_FILE),
+            format!(
+                r#"{{"series_version":1,"workload":"ring","started_at":"t","sweep":[{}],"runs":[]}}"#,
+                many.join(",")
+            ),
+        )
+        .unwrap();
+        let err = Series::load(&dir).unwrap_err().to_string();
+        assert!(err.contains("swept parameters"), "{err}");
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! `benchtop ab -- <A's run arguments> -- <B's run arguments>`: A and B recorded
 //! alternately (A, B, A, B …, so drift over time hits both), each side a series, and B
-//! judged against A from the runs (`benchtop_sessions::compare::compare_runs`).
+//! judged against A from the runs (`benchtop_sessions::compare::compare_runs`). Each
+//! side is a built-in workload or a command, as `benchtop run` takes them
+//! ([`split_sides`] says where A ends); a command that exits by itself is judged on its
+//! `wall_time_s` and `cpu_time_s`, as hyperfine judges one.
 //!
 //! # Stopping when decided
 //!
@@ -76,13 +79,45 @@ pub fn alpha_per_look(looks: u32) -> f64 {
     ALPHA / f64::from(looks.max(1))
 }
 
-/// Splits `A … -- B …` at the first `--`.
-pub fn split_sides(sides: &[OsString]) -> Result<(&[OsString], &[OsString])> {
-    let Some(at) = sides.iter().position(|s| s == "--") else {
-        anyhow::bail!(
-            "give A's and B's run arguments separated by `--`: \
-             `benchtop ab -- ring --num-nodes 100 -- ring --num-nodes 200`"
-        );
+/// Splits the sides into A's run arguments and B's.
+///
+/// With a `separator`, A's arguments end at its first occurrence. Otherwise they end at
+/// the first `--`, unless what precedes that `--` names no workload (nothing, or only
+/// recording options): then that `--` begins A's command, as it does for `benchtop run`,
+/// and the command's words run to the next `--`. So `-- ring -- ring --mode ask` and
+/// `-- --duration 5s -- ./old -- -- ./new` both split where they read; a command of A
+/// with a `--` of its own needs `--separator`. No word is re-split.
+pub fn split_sides<'a>(
+    sides: &'a [OsString],
+    separator: Option<&str>,
+) -> Result<(&'a [OsString], &'a [OsString])> {
+    let at = match separator {
+        Some(word) => sides.iter().position(|s| s == word).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--separator {word:?}: it is not among the sides; put it between A and B"
+            )
+        })?,
+        None => {
+            let Some(first) = sides.iter().position(|s| s == "--") else {
+                anyhow::bail!(
+                    "give A's and B's run arguments separated by `--`: \
+                     `benchtop ab -- ring --num-nodes 100 -- ring --num-nodes 200`"
+                );
+            };
+            if names_a_workload(&sides[..first]) {
+                first
+            } else {
+                match sides[first + 1..].iter().position(|s| s == "--") {
+                    Some(next) => first + 1 + next,
+                    None => anyhow::bail!(
+                        "A is a command (`-- <command>`) and nothing separates B from it: \
+                         `benchtop ab -- -- ./old -- -- ./new`; when A's command has a `--` \
+                         of its own, name another separator: `benchtop ab --separator :: -- \
+                         -- ./old -- x :: -- ./new -- x`"
+                    ),
+                }
+            }
+        }
     };
     let (a, b) = (&sides[..at], &sides[at + 1..]);
     if a.is_empty() || b.is_empty() {
@@ -91,7 +126,24 @@ pub fn split_sides(sides: &[OsString]) -> Result<(&[OsString], &[OsString])> {
     Ok((a, b))
 }
 
-/// One side's run arguments, as `benchtop run` reads them, into the conductor's options.
+/// Whether `args`, as `benchtop run` reads them, name a workload; arguments `run` refuses
+/// count as naming one (so that the error is said about that side).
+fn names_a_workload(args: &[OsString]) -> bool {
+    let argv = ["benchtop", "run"]
+        .into_iter()
+        .map(OsString::from)
+        .chain(args.iter().cloned());
+    match Cli::try_parse_from(argv) {
+        Ok(Cli {
+            command: Some(Command::Run(run)),
+            ..
+        }) => run.workload.is_some(),
+        _ => true,
+    }
+}
+
+/// One side's run arguments, as `benchtop run` reads them, into the conductor's options:
+/// a built-in workload, or a command after `--`.
 fn side(which: &str, args: &[OsString]) -> Result<(String, RecordOptions, bool)> {
     let argv = ["benchtop", "run"]
         .into_iter()
@@ -110,12 +162,6 @@ fn side(which: &str, args: &[OsString]) -> Result<(String, RecordOptions, bool)>
     let Some(Command::Run(run)) = cli.command else {
         anyhow::bail!("{which}'s run arguments are not a run");
     };
-    let Some(workload) = run.workload else {
-        anyhow::bail!(
-            "{which}: ab runs built-in workloads (`-- ring --num-nodes 100 -- …`); for a \
-             command, record a series of each (`benchtop run --runs N -- cmd`) and compare them"
-        );
-    };
     if run.record.record.is_some() || run.record.tui || run.record.baseline.is_some() {
         anyhow::bail!(
             "{which}: ab chooses the directories and records headless: leave out --record, --tui and --baseline"
@@ -126,9 +172,24 @@ fn side(which: &str, args: &[OsString]) -> Result<(String, RecordOptions, bool)>
             "{which}: ab decides how many runs: leave out --runs, --warmup and --sweep (use ab's --runs)"
         );
     }
-    let name = workload.name().to_owned();
-    let opts = crate::workload_options(workload, &run.record)?;
-    Ok((name, opts, run.record.quiet))
+    match (run.workload, run.command.is_empty()) {
+        (Some(workload), true) => {
+            let name = workload.name().to_owned();
+            let opts = crate::workload_options(workload, &run.record)?;
+            Ok((name, opts, run.record.quiet))
+        }
+        (None, false) => {
+            let opts = crate::external::command_options(&run.command, &run.record)
+                .map_err(|e| anyhow::anyhow!("{which}: {e:#}"))?;
+            Ok((opts.workload.clone(), opts, run.record.quiet))
+        }
+        (Some(_), false) => {
+            anyhow::bail!("{which}: name a workload or a command after `--`, not both")
+        }
+        (None, true) => anyhow::bail!(
+            "{which}: name a workload (`ring --num-nodes 100`) or a command (`-- ./bench`)"
+        ),
+    }
 }
 
 /// The experiment's directory: `requested` (new or empty), or a new one under ./sessions/.
@@ -159,7 +220,7 @@ fn experiment_dir(requested: Option<&Path>) -> Result<PathBuf> {
 
 /// `benchtop ab`.
 pub fn ab(args: &AbArgs) -> Result<ExitCode> {
-    let (a_args, b_args) = split_sides(&args.sides)?;
+    let (a_args, b_args) = split_sides(&args.sides, args.separator.as_deref())?;
     let (a_name, a_opts, a_quiet) = side("A", a_args)?;
     let (b_name, b_opts, b_quiet) = side("B", b_args)?;
     let quiet = args.quiet || a_quiet || b_quiet;
@@ -175,8 +236,8 @@ pub fn ab(args: &AbArgs) -> Result<ExitCode> {
     opts.alpha = alpha_per_look(looks);
 
     let dir = experiment_dir(args.record.as_deref())?;
-    let mut rec_a = SeriesRecorder::create(Some(&dir.join("a")), &a_name, quiet)?;
-    let mut rec_b = SeriesRecorder::create(Some(&dir.join("b")), &b_name, quiet)?;
+    let mut rec_a = SeriesRecorder::create(Some(&dir.join("a")), &a_name, Vec::new(), quiet)?;
+    let mut rec_b = SeriesRecorder::create(Some(&dir.join("b")), &b_name, Vec::new(), quiet)?;
     let plan = if args.until_decided {
         format!("at most {pairs} runs a side, {looks} looks")
     } else {
@@ -409,17 +470,58 @@ mod tests {
         assert!(alpha_per_look(0) <= ALPHA);
     }
 
+    fn words(w: &[&str]) -> Vec<OsString> {
+        w.iter().map(OsString::from).collect()
+    }
+
     #[test]
     fn the_sides_split_at_the_first_separator_without_resplitting_words() {
-        let args: Vec<OsString> = ["ring", "--mode", "tell ask", "--", "ring"]
-            .into_iter()
-            .map(OsString::from)
-            .collect();
-        let (a, b) = split_sides(&args).unwrap();
+        let args = words(&["ring", "--mode", "tell ask", "--", "ring"]);
+        let (a, b) = split_sides(&args, None).unwrap();
         assert_eq!(a.len(), 3);
         assert_eq!(a[2], "tell ask");
         assert_eq!(b, [OsString::from("ring")]);
-        assert!(split_sides(&args[..3]).is_err());
-        assert!(split_sides(&args[3..]).is_err());
+        assert!(split_sides(&args[..3], None).is_err());
+        assert!(split_sides(&args[3..], None).is_err());
+    }
+
+    #[test]
+    fn a_command_of_a_runs_to_the_next_separator() {
+        let args = words(&["--", "sleep", "0.1", "--", "--", "sleep", "0.2"]);
+        let (a, b) = split_sides(&args, None).unwrap();
+        assert_eq!(a, words(&["--", "sleep", "0.1"]));
+        assert_eq!(b, words(&["--", "sleep", "0.2"]));
+        // Recording options before A's command stay A's.
+        let args = words(&["--interval", "100ms", "--", "./old", "x y", "--", "ring"]);
+        let (a, b) = split_sides(&args, None).unwrap();
+        assert_eq!(a, words(&["--interval", "100ms", "--", "./old", "x y"]));
+        assert_eq!(b, words(&["ring"]));
+        // Options run refuses are A's, at the first `--`, for side() to say so.
+        let args = words(&["--interval", "5ms", "--", "./old", "--", "ring"]);
+        let (a, _) = split_sides(&args, None).unwrap();
+        assert_eq!(a, words(&["--interval", "5ms"]));
+        let err = side("A", a).unwrap_err().to_string();
+        assert!(err.starts_with("A's run arguments: invalid value"), "{err}");
+        // A workload against a command.
+        let args = words(&["ring", "--", "--", "./new"]);
+        let (a, b) = split_sides(&args, None).unwrap();
+        assert_eq!(
+            (a, b),
+            (&words(&["ring"])[..], &words(&["--", "./new"])[..])
+        );
+        // Nothing after A's command: B is missing, and the message says how to split.
+        let err = split_sides(&words(&["--", "./old", "x"]), None).unwrap_err();
+        assert!(err.to_string().contains("--separator"), "{err}");
+    }
+
+    #[test]
+    fn a_chosen_separator_lets_a_command_keep_its_own_separator() {
+        let args = words(&[
+            "--", "cargo", "bench", "--", "x", "::", "--", "cargo", "bench",
+        ]);
+        let (a, b) = split_sides(&args, Some("::")).unwrap();
+        assert_eq!(a, words(&["--", "cargo", "bench", "--", "x"]));
+        assert_eq!(b, words(&["--", "cargo", "bench"]));
+        assert!(split_sides(&args, Some("%%")).is_err());
     }
 }

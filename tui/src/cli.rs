@@ -248,10 +248,15 @@ benchtop open sessions/before sessions/after --threshold 5%"
     /// (`.hgrm`, for hdr-plot and HistogramLogAnalyzer) and its plot (SVG), a pprof
     /// profile (for go tool pprof, Pyroscope, Parca), speedscope profiles, and the
     /// summary as Markdown or CSV. Files go into the session directory unless --out.
+    ///
+    /// A series exports its points: the table of points (summary.md), every run's
+    /// figures (summary.csv), a sweep's curves (curves.svg), and each point's runs added
+    /// together for latency and stacks (in point-1/, point-2/ … when it sweeps).
     #[command(
         after_help = "Examples:\n  benchtop export sessions/20261121-101500-ring\n  \
 benchtop export DIR --format hgrm --out /tmp/plots\n  \
-benchtop export DIR --format pprof && go tool pprof -top DIR/profile.pb.gz"
+benchtop export DIR --format pprof && go tool pprof -top DIR/profile.pb.gz\n  \
+benchtop export SERIES --format curves"
     )]
     Export(ExportArgs),
     /// List the processes that earlier runs left behind, and end them.
@@ -391,8 +396,12 @@ pub struct AbArgs {
     /// Do not show the runs' progress lines (the line per pair stays).
     #[arg(long, short)]
     pub quiet: bool,
+    /// The word that ends A's run arguments [default: `--`]: needed only when A is a
+    /// command that has `--` among its own arguments.
+    #[arg(long, value_name = "WORD")]
+    pub separator: Option<String>,
     /// A's run arguments, `--`, B's run arguments: `-- ring --num-nodes 100 -- ring
-    /// --num-nodes 200`.
+    /// --num-nodes 200`, or commands as `run` takes them: `-- -- ./old -- -- ./new`.
     #[arg(last = true, value_name = "A -- B", required = true)]
     pub sides: Vec<std::ffi::OsString>,
 }
@@ -447,7 +456,7 @@ pub struct OpenArgs {
 /// `benchtop export`: the session and the formats.
 #[derive(Debug, Clone, Args)]
 pub struct ExportArgs {
-    /// The session directory.
+    /// The session or series directory.
     pub dir: PathBuf,
     /// What to write; repeat or separate with commas [default: all of them].
     #[arg(long, value_enum, value_delimiter = ',')]
@@ -474,6 +483,10 @@ pub enum ExportFormat {
     Pprof,
     /// latency.svg: the whole run's latency by percentile, one line per metric.
     LatencySvg,
+    /// curves.svg, for a series that sweeps parameters: each result figure across the
+    /// points, a line per value of the second swept parameter, and latency against
+    /// throughput.
+    Curves,
 }
 
 /// `2%` or `0.02`.

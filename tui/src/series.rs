@@ -16,6 +16,8 @@ use std::time::{Instant, SystemTime};
 
 use anyhow::{Context, Result};
 use benchtop_sessions::Status;
+use benchtop_sessions::curves::{curves_svg, series_points};
+use benchtop_sessions::dir::DirHandle;
 use benchtop_sessions::series::{RunRole, Series, SeriesMeta, SeriesWriter};
 use benchtop_sessions::units::human_count;
 use benchtop_sessions::{Session, SessionError, new_session_id, rfc3339};
@@ -107,7 +109,18 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             anyhow::bail!("name a workload (`benchtop run ring --runs 5`) or a command after `--`")
         }
     };
-    let mut recorder = SeriesRecorder::create(record.record.as_deref(), &name, record.quiet)?;
+    // The swept parameters in the order given: curves.svg's x axis, then its lines.
+    let swept: Vec<String> = if points.len() > 1 {
+        series
+            .sweep
+            .iter()
+            .filter_map(|s| parse_sweep(s).ok().map(|(p, _)| p))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut recorder =
+        SeriesRecorder::create(record.record.as_deref(), &name, swept, record.quiet)?;
     let total = series.warmup as usize + runs as usize * points.len();
     let mut tally = Tally::new();
     let plan = (0..series.warmup)
@@ -119,9 +132,21 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             break;
         }
     }
-    // The table of points, read back as `benchtop show` reads a series.
+    // The table of points, read back as `benchtop show` reads a series, and the
+    // sweep's curves.
     match Series::load(recorder.dir()) {
-        Ok(series) => print!("{}", points_table(&series)),
+        Ok(series) => {
+            print!("{}", points_table(&series));
+            if points.len() > 1 {
+                match write_curves(&series, recorder.dir()) {
+                    Ok(Some(path)) => println!("curves: {}", path.display()),
+                    Ok(None) => eprintln!(
+                        "benchtop: no result figure at two points or more: no curves.svg written"
+                    ),
+                    Err(e) => eprintln!("benchtop: warning: curves.svg: {e:#}"),
+                }
+            }
+        }
         Err(e) => eprintln!("benchtop: warning: cannot read the series back: {e}"),
     }
     tally.report(recorder.dir(), total)
@@ -215,13 +240,20 @@ pub(crate) struct SeriesRecorder {
 impl SeriesRecorder {
     /// Creates the series directory: `requested` (new or empty), or a new one under
     /// ./sessions/ named after `name` and the time.
-    pub(crate) fn create(requested: Option<&Path>, name: &str, quiet: bool) -> Result<Self> {
+    /// `sweep` names the swept parameters in the order given (empty outside sweeps).
+    pub(crate) fn create(
+        requested: Option<&Path>,
+        name: &str,
+        sweep: Vec<String>,
+        quiet: bool,
+    ) -> Result<Self> {
         let now = SystemTime::now();
         let dir = match requested {
             Some(dir) => dir.to_path_buf(),
             None => unique_dir(Path::new(DEFAULT_SESSIONS_DIR), &new_session_id(name, now))?,
         };
-        let writer = SeriesWriter::create(&dir, SeriesMeta::new(name, rfc3339(now)))
+        let meta = SeriesMeta::new(name, rfc3339(now)).with_sweep(sweep);
+        let writer = SeriesWriter::create(&dir, meta)
             .with_context(|| format!("cannot create the series directory {}", dir.display()))?;
         Ok(SeriesRecorder { writer, quiet })
     }
@@ -269,6 +301,21 @@ impl SeriesRecorder {
     }
 }
 
+/// Draws the sweep's curves ([`curves_svg`]) into `out` as curves.svg, atomically;
+/// `None` when there is nothing to draw (fewer than two points with result figures).
+pub fn write_curves(series: &Series, out: &Path) -> Result<Option<PathBuf>> {
+    let title = format!("{} — sweep", series.meta.workload);
+    let Some(svg) = curves_svg(&title, &series.meta.sweep, &series_points(series)) else {
+        return Ok(None);
+    };
+    let dir = DirHandle::create_or_open(out)?;
+    dir.write_atomically(CURVES_FILE, svg.as_bytes())?;
+    Ok(Some(dir.join(CURVES_FILE)))
+}
+
+/// The file of a sweep's curves, in the series directory.
+pub const CURVES_FILE: &str = "curves.svg";
+
 /// `parent/id`, or `parent/id-2`, `-3` … when taken; the parent is created.
 pub(crate) fn unique_dir(parent: &Path, id: &str) -> Result<PathBuf> {
     std::fs::create_dir_all(parent)
@@ -302,12 +349,12 @@ pub fn point_text(point: &BTreeMap<String, Value>) -> String {
         .join(" ")
 }
 
-/// The table of a series' points, for `benchtop show SERIES`: a row per point (in the
-/// order the points first ran), how many of its runs were measured and completed, and
-/// the mean over those runs of each result figure (the workload's summary figures with a
-/// better direction; all of them when none has one), with the spread between runs.
-pub fn points_table(series: &Series) -> String {
-    use std::fmt::Write as _;
+/// The table of a series' points, for `benchtop show SERIES` and `export`'s summary.md:
+/// a header row, then a row per point (in the order the points first ran), how many of
+/// its runs were measured and completed, and the mean over those runs of each result
+/// figure (the workload's summary figures with a better direction; all of them when none
+/// has one), with the spread between runs. Cells are as recorded: escape them to print.
+pub fn points_rows(series: &Series) -> Vec<Vec<String>> {
     let mut points: Vec<&BTreeMap<String, Value>> = Vec::new();
     for run in &series.meta.runs {
         if run.role == RunRole::Run && !points.contains(&&run.point) {
@@ -372,6 +419,15 @@ pub fn points_table(series: &Series) -> String {
         }
         rows.push(row);
     }
+    rows
+}
+
+/// [`points_rows`] as the aligned text table `benchtop show SERIES` prints, with the
+/// series' line above and its warnings below.
+pub fn points_table(series: &Series) -> String {
+    use std::fmt::Write as _;
+    let measured = series.measured();
+    let mut rows = points_rows(series);
     // Names, units and points come from the sessions: escaped before they are measured.
     for cell in rows.iter_mut().flatten() {
         if let std::borrow::Cow::Owned(safe) = benchtop_sessions::escape::escaped(cell) {

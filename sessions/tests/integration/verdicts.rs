@@ -256,3 +256,31 @@ fn twenty_recorded_a_a_pairs_of_the_ring_flag_at_most_two() {
         c
     }));
 }
+
+/// Twenty A/A pairs of series recorded with a release build on a shared 2-vCPU machine:
+/// forty series in a row of five runs each of the same short ring (`run ring --num-rounds
+/// 1000000 --duration 500ms --interval 250ms --runs 5`), each pair two consecutive series,
+/// so that whatever drifted between them counts against the method. Only session.json,
+/// timeseries.jsonl and latency.hlog of each run are kept (tests/data/aa-series/README).
+#[test]
+fn twenty_recorded_a_a_pairs_of_ring_series_flag_at_most_two() {
+    use benchtop_sessions::series::Series;
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/aa-series");
+    let load = |i: usize| {
+        let series = Series::load(&data.join(format!("series-{i}"))).unwrap();
+        assert!(series.warnings.is_empty(), "{i}: {:?}", series.warnings);
+        assert_eq!(series.measured().len(), 5, "series-{i}");
+        series
+    };
+    let opts = CompareOptions::default();
+    at_most_two_of_twenty_flag((0..20).map(|pair| {
+        let (a, b) = (load(2 * pair + 1), load(2 * pair + 2));
+        let c = compare_runs(&a.measured(), &b.measured(), &opts);
+        assert_eq!(c.noise, "runs");
+        assert_eq!(c.runs, (5, 5));
+        assert!(c.judged >= 8, "{}", c.to_text());
+        let rate = c.figures.iter().find(|f| f.name == "messages/s").unwrap();
+        assert!(rate.change.ci.is_some(), "{}", c.to_text());
+        c
+    }));
+}

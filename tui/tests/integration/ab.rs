@@ -157,3 +157,85 @@ fn ab_refuses_sides_it_cannot_run_before_running_anything() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("separated by `--`"));
 }
+
+#[test]
+fn ab_of_two_commands_that_sleep_known_times_finds_the_longer_regressed_by_its_sleep() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sleeps");
+    // Each side as `benchtop run` takes a command: options, then `--` and the command.
+    let out = ab(
+        &dir,
+        &[
+            "--until-decided",
+            "--max-runs",
+            "6",
+            "--figure",
+            "wall_time_s",
+        ],
+        &["--profile=none", "--", "sleep", "0.1"],
+        &["--profile=none", "--", "sleep", "0.3"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("decided: wall_time_s: regressed"),
+        "{stdout}"
+    );
+    let runs = Series::load(&dir.join("a")).unwrap().measured().len();
+    assert!((2..6).contains(&runs), "stopped after {runs} runs a side");
+    assert_alternated(&dir);
+    let a = Series::load(&dir.join("a")).unwrap();
+    assert_eq!(a.meta.workload, "sleep");
+    assert_eq!(a.measured()[0].meta.workload.params["command"], "sleep 0.1");
+    // B sleeps 0.2 s longer: the interval of the change holds 0.2 s over A's wall time.
+    let json = std::fs::read_to_string(dir.join("comparison.json")).unwrap();
+    let comparison: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let wall = comparison["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "wall_time_s")
+        .unwrap();
+    let a_wall = wall["a"].as_f64().unwrap();
+    assert!((0.1..0.2).contains(&a_wall), "{wall}");
+    let known = 0.2 / a_wall;
+    let (lo, hi) = (
+        wall["ci"][0].as_f64().unwrap(),
+        wall["ci"][1].as_f64().unwrap(),
+    );
+    assert!(
+        lo <= known && known <= hi,
+        "{lo} … {hi} must hold {known}: {wall}"
+    );
+}
+
+#[test]
+fn a_command_of_a_needs_a_separator_before_b() {
+    let out = benchtop()
+        .args(["ab", "--", "--", "sleep", "0.1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--separator"), "{stderr}");
+    let out = benchtop()
+        .args([
+            "ab",
+            "--",
+            "--",
+            "no-such-command-here",
+            "--",
+            "--",
+            "sleep",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("A: cannot run `no-such-command-here`"),
+        "{stderr}"
+    );
+}

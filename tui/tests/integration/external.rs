@@ -142,6 +142,36 @@ fn a_duration_ends_a_command_with_sigint() {
     assert_eq!(session.meta.status, Status::Complete);
     let exit = session.meta.worker.exit.unwrap();
     assert!(exit.contains("signal 2"), "{exit}");
+    // Cut short: its wall time would be the duration's, not the command's.
+    assert!(
+        session.meta.summary.iter().all(|f| f.name != "wall_time_s"),
+        "{:?}",
+        session.meta.summary
+    );
+}
+
+#[test]
+fn a_command_that_ends_by_itself_is_timed_from_its_start_to_its_exit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sleep");
+    let output = run_command(&dir, &["--profile", "none"], &["sleep", "0.2"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let session = Session::load(&dir).unwrap();
+    let figure = |name: &str| {
+        session
+            .meta
+            .summary
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap_or_else(|| panic!("{name}: {:?}", session.meta.summary))
+    };
+    let wall = figure("wall_time_s");
+    assert_eq!(wall.unit, "s");
+    assert_eq!(wall.better, Some(benchtop_sessions::meta::Better::Lower));
+    // Its sleep and an exec, on a loaded machine: not the conductor's 50 ms turns.
+    assert!((0.2..0.45).contains(&wall.value), "{}", wall.value);
+    let cpu = figure("cpu_time_s");
+    assert!(cpu.value < wall.value, "{} {}", cpu.value, wall.value);
 }
 
 #[test]

@@ -176,3 +176,160 @@ fn ctrl_c_stops_the_current_run_and_the_series_and_what_ran_still_loads() {
         series.warnings
     );
 }
+
+/// The `<g class="…">` groups of an SVG that benchtop drew, each up to its `</g>`.
+fn svg_groups<'a>(svg: &'a str, class: &str) -> Vec<&'a str> {
+    svg.split(&format!("<g class=\"{class}\">"))
+        .skip(1)
+        .map(|g| g.split("</g>").next().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_messenger_sweep_of_clients_by_cpu_allocation_writes_four_points_and_curves_of_two_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    let out = benchtop()
+        .args(["run", "messenger", "--msgtime", "1", "--depth", "16"])
+        .args(["--listen", "127.0.0.1:0", "--profile", "none"])
+        .args([
+            "--sweep",
+            "clients=1,2",
+            "--sweep",
+            "cpu-alloc=balanced,separated",
+        ])
+        .args(["--quiet", "--record"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let series = Series::load(&dir).unwrap();
+    assert_eq!(series.measured().len(), 4, "{:?}", series.warnings);
+    assert_eq!(series.meta.sweep, ["clients", "cpu-alloc"]);
+    assert!(stdout.contains("curves: "), "{stdout}");
+    let svg = std::fs::read_to_string(dir.join("curves.svg")).unwrap();
+    // Clients along x, a line per allocation, in the response curve and every chart.
+    let response = svg_groups(&svg, "response");
+    assert_eq!(response.len(), 1, "{svg}");
+    assert!(response[0].contains("against iops"), "{}", response[0]);
+    let figures = svg_groups(&svg, "figure");
+    assert!(figures.iter().any(|g| g.contains(">iops (IOPS)<")));
+    for g in response.iter().chain(&figures) {
+        assert_eq!(g.matches("<polyline").count(), 2, "{g}");
+        assert_eq!(g.matches("<circle").count(), 4, "{g}");
+    }
+    assert!(figures[0].contains(">clients<"));
+    for line in ["cpu-alloc=balanced", "cpu-alloc=separated"] {
+        assert!(svg.contains(&format!("<title>{line}</title>")), "{line}");
+    }
+}
+
+#[test]
+fn a_ring_sweep_of_three_sizes_draws_a_line_of_three_points_and_exports_per_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    let out = run_series(&dir, &["--sweep", "num-nodes=100,1000,5000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let series = Series::load(&dir).unwrap();
+    assert_eq!(series.measured().len(), 3, "{:?}", series.warnings);
+    let svg = std::fs::read_to_string(dir.join("curves.svg")).unwrap();
+    // Rate against lap p50 (the response curve), and a chart per result figure.
+    let response = svg_groups(&svg, "response");
+    assert_eq!(response.len(), 1, "{svg}");
+    assert!(response[0].contains("lap p50 against messages_per_second"));
+    let figures = svg_groups(&svg, "figure");
+    assert!(
+        figures
+            .iter()
+            .any(|g| g.contains(">messages_per_second (messages/s)<"))
+    );
+    for g in response.iter().chain(&figures) {
+        assert_eq!(g.matches("<polyline").count(), 1, "{g}");
+        assert_eq!(g.matches("<circle").count(), 3, "{g}");
+    }
+    for tick in [">100<", ">1000<", ">5000<", ">num-nodes<"] {
+        assert!(figures[0].contains(tick), "{tick}");
+    }
+
+    // export redraws the same curves, and writes each point's files apart.
+    let out_dir = tmp.path().join("out");
+    let out = benchtop()
+        .arg("export")
+        .arg(&dir)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{listed}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("curves.svg")).unwrap(),
+        svg
+    );
+    for n in 1..=3 {
+        let hgrm = out_dir.join(format!("point-{n}/latency.hgrm"));
+        assert!(listed.contains(&hgrm.display().to_string()), "{listed}");
+        assert!(out_dir.join(format!("point-{n}/latency.svg")).exists());
+    }
+    let md = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
+    assert!(md.contains("| num-nodes=5000 | 1/1 |"), "{md}");
+    assert!(md.contains("- `point-3/`: num-nodes=5000"), "{md}");
+    let csv = std::fs::read_to_string(out_dir.join("summary.csv")).unwrap();
+    assert!(
+        csv.starts_with("run,point,section,figure,value,unit\n"),
+        "{csv}"
+    );
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("run-3,num-nodes=5000,latency,lap p50,")),
+        "{csv}"
+    );
+}
+
+#[test]
+fn a_series_of_repeated_runs_exports_their_latency_added_together() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    let out = run_series(&dir, &["--runs", "2"]);
+    assert!(out.status.success());
+    let series = Series::load(&dir).unwrap();
+    let total: u64 = series
+        .measured()
+        .iter()
+        .map(|s| {
+            let mut notes = Vec::new();
+            s.merged_latency(&mut notes)["lap"].len()
+        })
+        .sum();
+    let out = benchtop()
+        .arg("export")
+        .arg(&dir)
+        .args(["--format", "hgrm,curves,summary-md"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // One point: the files are named as a session's, in the series directory.
+    let hgrm = std::fs::read_to_string(dir.join("latency.hgrm")).unwrap();
+    assert!(
+        hgrm.contains(&format!("Total count    = {total:>12}]")),
+        "{total}: {hgrm}"
+    );
+    assert!(!dir.join("point-1").exists());
+    assert!(stderr.contains("no curves.svg written"), "{stderr}");
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("measured runs: 2 complete of 2"), "{md}");
+}
