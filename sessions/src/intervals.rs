@@ -430,6 +430,19 @@ impl IntervalStacks {
         (from_ns..to_ns).contains(&i.mid_ns())
     }
 
+    /// Stack `index`'s parent stack (`None` at a root) and its own frame's name; `None`
+    /// for an index past the table.
+    pub fn stack(&self, index: u32) -> Option<(Option<u32>, &str)> {
+        let &(parent, frame) = self.stacks.get(index as usize)?;
+        let name = self
+            .frames
+            .get(frame as usize)
+            .map_or("[?]", String::as_str);
+        // A parent at or past its child cannot be (parse checks it); a root either way.
+        let parent = (parent != u32::MAX && parent < index).then_some(parent);
+        Some((parent, name))
+    }
+
     /// The frames of stack `index`, root first.
     pub fn stack_frames(&self, index: u32) -> Vec<&str> {
         let mut frames = Vec::new();

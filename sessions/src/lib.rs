@@ -59,6 +59,7 @@ pub mod dir;
 mod error;
 pub mod escape;
 pub mod export;
+pub mod firefox;
 pub mod flame;
 pub mod histogram;
 pub mod hlog;

@@ -487,6 +487,11 @@ pub enum ExportFormat {
     /// points, a line per value of the second swept parameter, and latency against
     /// throughput.
     Curves,
+    /// profile.json.gz: the Firefox Profiler's processed format (profiler.firefox.com):
+    /// a track per thread with its samples over time (placed within their report
+    /// intervals), off-CPU tracks, markers for the run, its phases and warnings, and
+    /// RSS and throughput counters. Only when asked for; a session's, not a series'.
+    Firefox,
 }
 
 /// `2%` or `0.02`.

@@ -67,6 +67,9 @@ pub fn export(args: &ExportArgs) -> Result<ExitCode> {
         if formats.contains(&ExportFormat::Curves) {
             eprintln!("benchtop: curves are a series' (a sweep's): no curves.svg written");
         }
+        if formats.contains(&ExportFormat::Firefox) {
+            written.push(write_firefox(&args.dir, &out)?);
+        }
         let material = Material::of_session(&session);
         write_material(&material, &out, &formats, &mut written)?;
         for format in &formats {
@@ -265,7 +268,10 @@ fn write_material(
                     })?);
                 }
             }
-            ExportFormat::SummaryMd | ExportFormat::SummaryCsv | ExportFormat::Curves => {}
+            ExportFormat::SummaryMd
+            | ExportFormat::SummaryCsv
+            | ExportFormat::Curves
+            | ExportFormat::Firefox => {}
         }
     }
     Ok(())
@@ -310,6 +316,10 @@ fn export_series(
                 "summary.csv",
                 series_summary_csv(series).as_bytes(),
             )?),
+            ExportFormat::Firefox => eprintln!(
+                "benchtop: a Firefox profile is a session's: export one run of the series \
+                 (SERIES/run-1); no profile.json.gz written"
+            ),
             ExportFormat::Curves => match write_curves(series, out_path)? {
                 Some(path) => written.push(path),
                 None => eprintln!(
@@ -321,6 +331,24 @@ fn export_series(
         }
     }
     Ok(())
+}
+
+/// profile.json.gz of the session in `dir`: its rows (for the counters) and its
+/// per-interval stacks are read here, as only this format needs them.
+fn write_firefox(dir: &Path, out: &DirHandle) -> Result<PathBuf> {
+    use benchtop_sessions::firefox::{firefox_profile, write_gz};
+    use benchtop_sessions::intervals::IntervalStacks;
+    use benchtop_sessions::limits::LoadOptions;
+    let shown = || Escaped(&dir.display().to_string()).to_string();
+    let session =
+        Session::load(dir).with_context(|| format!("cannot open the session {}", shown()))?;
+    let stacks = IntervalStacks::load(dir, &LoadOptions::from_env()?)
+        .with_context(|| format!("cannot read the stacks of {}", shown()))?;
+    let (profile, warnings) = firefox_profile(&session, stacks.as_ref());
+    for w in warnings {
+        eprintln!("benchtop: warning: {}", Escaped(&w));
+    }
+    write_with(out, "profile.json.gz", |w| write_gz(&profile, w))
 }
 
 /// `point-1`, `point-2` … for the point at index `n`.

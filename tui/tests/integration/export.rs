@@ -158,3 +158,136 @@ fn the_pprof_export_reads_back_with_labels_and_go_tool_pprof_lists_our_frames() 
     assert!(line.trim_start().starts_with("30 30.00%"), "{line}");
     assert!(text.contains("mailbox::send"), "{text}");
 }
+
+/// profile.json.gz of `dir`, exported into `out`, parsed.
+fn firefox_export(dir: &std::path::Path, out: &std::path::Path) -> (serde_json::Value, String) {
+    let output = benchtop()
+        .args(["export", "--format", "firefox", "--out"])
+        .arg(out)
+        .arg(dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stderr}");
+    let file = std::fs::File::open(out.join("profile.json.gz")).unwrap();
+    let json = serde_json::from_reader(flate2::read::GzDecoder::new(file)).unwrap();
+    (json, stderr)
+}
+
+/// The sum of the weights of the on-CPU tracks' samples.
+fn on_cpu_weight(profile: &serde_json::Value) -> u64 {
+    profile["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| !t["name"].as_str().unwrap().ends_with("(off-CPU)"))
+        .flat_map(|t| t["samples"]["weight"].as_array().unwrap())
+        .map(|w| w.as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn a_firefox_profile_has_each_sampled_thread_over_the_run_and_every_sample() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    let out = benchtop()
+        .args([
+            "run",
+            "ring",
+            "--num-rounds",
+            "100000000",
+            "--duration",
+            "2s",
+        ])
+        .args(["--interval", "250ms", "-q", "-o"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let session = benchtop_sessions::store::Session::load(&dir).unwrap();
+    let folded = session.cpu.as_ref().unwrap().total_weight();
+    assert!(folded > 0);
+    let (profile, _) = firefox_export(&dir, &tmp.path().join("ff"));
+    // The processed format as fxprof-processed-profile 0.8.1 writes it.
+    assert_eq!(profile["meta"]["version"], 24, "{}", profile["meta"]);
+    assert_eq!(profile["meta"]["preprocessedProfileVersion"], 55);
+    assert_eq!(
+        on_cpu_weight(&profile),
+        folded,
+        "every sample of cpu.folded"
+    );
+    let run_ms = session.duration().unwrap().as_secs_f64() * 1e3;
+    let threads = profile["threads"].as_array().unwrap();
+    let names: Vec<&str> = threads
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    // The main thread is named after the process, as the format shows processes.
+    let pid = session.meta.worker.pid.unwrap().to_string();
+    assert!(
+        threads
+            .iter()
+            .any(|t| t["isMainThread"] == true && t["name"] == "ring" && t["tid"] == pid),
+        "{names:?}"
+    );
+    // One on-CPU track with samples per thread that has samples in stacks.jsonl.
+    let stacks = benchtop_sessions::intervals::IntervalStacks::load(&dir, &Default::default())
+        .unwrap()
+        .unwrap();
+    let sampled: std::collections::BTreeSet<u32> = stacks
+        .intervals
+        .values()
+        .flat_map(|i| i.cpu.iter().map(|&(tid, _, _)| tid))
+        .collect();
+    let tracks = threads
+        .iter()
+        .filter(|t| !t["name"].as_str().unwrap().ends_with("(off-CPU)"))
+        .filter(|t| t["samples"]["length"].as_u64().unwrap() > 0)
+        .count();
+    assert_eq!(tracks, sampled.len(), "{names:?} for {sampled:?}");
+    for t in threads {
+        let samples = &t["samples"];
+        assert_eq!(
+            samples["length"],
+            samples["stack"].as_array().unwrap().len()
+        );
+        assert!(t["stackTable"]["length"].as_u64().unwrap() > 0 || samples["length"] == 0);
+        // Sample times are deltas from the profile's start; each lies within the run.
+        let mut at = 0.0;
+        for d in samples["timeDeltas"].as_array().unwrap() {
+            at += d.as_f64().unwrap();
+            assert!(
+                (0.0..=run_ms + 1.0).contains(&at),
+                "{} at {at} ms of {run_ms}",
+                t["name"]
+            );
+        }
+    }
+    // The run is a marker on the main thread; RSS and the ring's count are counters.
+    let main = threads.iter().find(|t| t["isMainThread"] == true).unwrap();
+    assert!(
+        main["markers"]["length"].as_u64().unwrap() >= 1,
+        "{}",
+        main["markers"]
+    );
+    let counters: Vec<&str> = profile["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        counters.contains(&"RSS") && counters.len() == 2,
+        "{counters:?}"
+    );
+
+    // Recorded before per-interval stacks: the whole run's samples, and a warning.
+    std::fs::remove_file(dir.join("stacks.jsonl")).unwrap();
+    let (profile, stderr) = firefox_export(&dir, &tmp.path().join("ff1"));
+    assert!(stderr.contains("no per-interval stacks"), "{stderr}");
+    assert_eq!(on_cpu_weight(&profile), folded);
+}
