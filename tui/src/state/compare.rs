@@ -100,7 +100,7 @@ pub struct LatencyOverlay {
 }
 
 /// The compare screen.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct CompareState {
     /// Session A (the baseline).
     pub a: Option<Side>,
@@ -122,6 +122,8 @@ pub struct CompareState {
     pub focus: ComparePane,
     /// The first row of the table shown.
     pub scroll: usize,
+    /// B's stacks, against A's.
+    pub flames: super::flame_panes::FlamePanes,
 }
 
 impl CompareState {
@@ -138,6 +140,7 @@ impl CompareState {
             latency: overlay(a, b),
             focus: ComparePane::Table,
             scroll: 0,
+            flames: super::flame_panes::FlamePanes::default(),
         }
     }
 

@@ -155,9 +155,9 @@ impl When {
             When::Live(pane) => state.focus == pane,
             When::Compare(pane) => state.compare.focus == pane,
             When::Launcher(focus) => state.launcher.focus == focus,
-            When::RunGoesOn => !state.run.status.is_over(),
-            When::RunOverFromLauncher => state.run.status.is_over() && state.from_launcher,
-            When::RunOver => state.run.status.is_over(),
+            When::RunGoesOn => !state.live.run.status.is_over(),
+            When::RunOverFromLauncher => state.live.run.status.is_over() && state.from_launcher,
+            When::RunOver => state.live.run.status.is_over(),
         }
     }
 
@@ -263,7 +263,7 @@ impl Table {
 
 /// The table of the keys in `state`: the mode's when one is open, else the screen's.
 pub fn table(state: &State) -> &'static Table {
-    if state.search_input.is_some() {
+    if state.flames().search_input.is_some() {
         &SEARCH
     } else if state.help {
         &HELP
