@@ -6,12 +6,16 @@
 //! [`Action`] it finds; the footer draws the table's [`Hint`]s that hold
 //! ([`Table::hints`]); the `?` help lists the table's help lines ([`help`]). So the three
 //! cannot disagree: a key without a row does nothing, and a row is drawn from what it does.
-//!
-//! Over 600 lines because the tables are data, one row per key, in the order the help
-//! lists them; the code is about 150 lines.
+//! A screen with keys of its own keeps its tables and their actions beside its state
+//! (`launcher`: [`LAUNCHER`], [`EDITING`], [`LauncherAction`]; `orphans`: [`ORPHANS`],
+//! [`CONFIRM`], [`OrphansAction`]); the rows the live and compare screens share with the
+//! flamegraph stay here.
 
 use super::compare::ComparePane;
-use super::launcher::LauncherFocus;
+pub use super::launcher::{EDITING, LAUNCHER};
+use super::launcher::{LauncherAction, LauncherFocus};
+use super::orphans::OrphansAction;
+pub use super::orphans::{CONFIRM, ORPHANS};
 use super::{Key, Pane, Screen, State};
 
 /// What a key does. Each is carried out by [`State::update`], in one `match` without a
@@ -81,44 +85,16 @@ pub enum Action {
     SearchKeep,
     /// Search line: close it and clear the search.
     SearchClear,
-    /// Launcher: select the previous workload or parameter.
-    LauncherUp,
-    /// Launcher: select the next workload or parameter.
-    LauncherDown,
-    /// Launcher: to the parameters.
-    LauncherParams,
-    /// Launcher: to the workloads.
-    LauncherWorkloads,
+    /// The launcher's own keys: selection, focus, editing a parameter.
+    Launcher(LauncherAction),
     /// Launcher: run the selected workload, or edit the selected parameter.
     LauncherEnter,
     /// Launcher: the orphans screen.
     ToOrphans,
-    /// Editing a parameter: type the character.
-    EditType,
-    /// Editing a parameter: erase the last character.
-    EditErase,
-    /// Editing a parameter: keep the value (checked).
-    EditKeep,
-    /// Editing a parameter: cancel.
-    EditCancel,
-    /// Orphans: select the previous process.
-    OrphanUp,
-    /// Orphans: select the next process.
-    OrphanDown,
-    /// Orphans: end the selected process (asks first).
-    EndOne,
-    /// Orphans: end every process listed (asks first).
-    EndAll,
-    /// Orphans: look again.
-    Rescan,
+    /// The orphans screen's own keys: selection, ending, the confirmation.
+    Orphans(OrphansAction),
     /// Orphans: back to the launcher.
     ToLauncher,
-    /// Confirmation: the other signal.
-    ToggleSignal,
-    /// Confirmation: yes.
-    Confirm,
-    /// Confirmation: no.
-    Refuse,
 }
 
 /// When a row applies or a hint shows.
@@ -178,7 +154,7 @@ pub struct Hint {
     pub at: u8,
 }
 
-const fn hint(text: &'static str, when: When, at: u8) -> Hint {
+pub(super) const fn hint(text: &'static str, when: When, at: u8) -> Hint {
     Hint { text, when, at }
 }
 
@@ -523,203 +499,6 @@ const COMPARE_ROWS: &[Row] = &[
         hints: &[hint("d diff/B only", When::Always, 21)],
     },
 ];
-
-/// The launcher, the start screen.
-pub const LAUNCHER: Table = Table {
-    name: "launcher",
-    rows: &[&[
-        Row {
-            keys: &[
-                (Key::Up, Action::LauncherUp),
-                (Key::Char('k'), Action::LauncherUp),
-                (Key::Down, Action::LauncherDown),
-                (Key::Char('j'), Action::LauncherDown),
-            ],
-            only: When::Always,
-            help: Some(("↑ ↓, j k", "select a workload or a parameter")),
-            hints: &[hint("↑↓ select", When::Always, 20)],
-        },
-        Row {
-            keys: &[
-                (Key::Tab, Action::LauncherParams),
-                (Key::Right, Action::LauncherParams),
-                (Key::Char('l'), Action::LauncherParams),
-                (Key::BackTab, Action::LauncherWorkloads),
-                (Key::Left, Action::LauncherWorkloads),
-                (Key::Char('h'), Action::LauncherWorkloads),
-                (Key::Esc, Action::LauncherWorkloads),
-            ],
-            only: When::Always,
-            help: Some((
-                "Tab, ← →",
-                "move between the workloads and their parameters",
-            )),
-            hints: &[hint("Tab/←→ workloads|parameters", When::Always, 21)],
-        },
-        Row {
-            keys: &[(Key::Enter, Action::LauncherEnter)],
-            only: When::Always,
-            help: Some((
-                "Enter",
-                "run the selected workload; on a parameter: edit it",
-            )),
-            hints: &[
-                hint("Enter run", When::Launcher(LauncherFocus::Workloads), 22),
-                hint("Enter edit", When::Launcher(LauncherFocus::Params), 22),
-            ],
-        },
-        Row {
-            keys: &[(Key::Char('r'), Action::ToOrphans)],
-            only: When::Always,
-            help: Some(("r", "processes earlier runs left behind")),
-            hints: &[hint("r orphans", When::Always, 23)],
-        },
-        Row {
-            keys: &[(Key::Char('?'), Action::Help), (Key::F1, Action::Help)],
-            only: When::Always,
-            help: None,
-            hints: &[hint("? help", When::Always, 29)],
-        },
-        Row {
-            keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
-            only: When::Always,
-            help: Some(("q, Ctrl-C", "quit")),
-            hints: &[hint("q quit", When::Always, 31)],
-        },
-    ]],
-    otherwise: None,
-};
-
-/// A launcher parameter being edited.
-pub const EDITING: Table = Table {
-    name: "editing",
-    rows: &[&[
-        Row {
-            keys: &[
-                (Key::Enter, Action::EditKeep),
-                (Key::Tab, Action::EditKeep),
-                (Key::Esc, Action::EditCancel),
-            ],
-            only: When::Always,
-            help: Some((
-                "Enter, Esc",
-                "while editing: keep the value (checked), cancel",
-            )),
-            hints: &[
-                hint("Enter keep", When::Always, 1),
-                hint("Esc cancel", When::Always, 2),
-            ],
-        },
-        Row {
-            keys: &[(Key::Backspace, Action::EditErase)],
-            only: When::Always,
-            help: None,
-            hints: &[],
-        },
-        Row {
-            keys: &[(Key::CtrlC, Action::Quit)],
-            only: When::Always,
-            help: None,
-            hints: &[],
-        },
-    ]],
-    otherwise: Some(Otherwise {
-        action: Action::EditType,
-        hint: Some(hint("type a value (empty: the default)", When::Always, 0)),
-    }),
-};
-
-/// The orphans screen.
-pub const ORPHANS: Table = Table {
-    name: "orphans",
-    rows: &[&[
-        Row {
-            keys: &[
-                (Key::Up, Action::OrphanUp),
-                (Key::Down, Action::OrphanDown),
-                (Key::Char('j'), Action::OrphanDown),
-            ],
-            only: When::Always,
-            help: Some(("↑ ↓, j", "select a process")),
-            hints: &[hint("↑↓ select", When::Always, 0)],
-        },
-        Row {
-            keys: &[(Key::Char('k'), Action::EndOne)],
-            only: When::Always,
-            help: Some(("k", "end the selected process (asks first; TERM or KILL)")),
-            hints: &[hint("k end one", When::Always, 1)],
-        },
-        Row {
-            keys: &[(Key::Char('K'), Action::EndAll)],
-            only: When::Always,
-            help: Some(("K", "end every process listed (asks first)")),
-            hints: &[hint("K end all", When::Always, 2)],
-        },
-        Row {
-            keys: &[(Key::Char('r'), Action::Rescan)],
-            only: When::Always,
-            help: Some(("r", "look again")),
-            hints: &[hint("r rescan", When::Always, 3)],
-        },
-        Row {
-            keys: &[(Key::Esc, Action::ToLauncher)],
-            only: When::Always,
-            help: Some(("Esc", "back to the launcher")),
-            hints: &[hint("Esc back", When::Always, 4)],
-        },
-        Row {
-            keys: &[(Key::Char('?'), Action::Help), (Key::F1, Action::Help)],
-            only: When::Always,
-            help: None,
-            hints: &[hint("? help", When::Always, 5)],
-        },
-        Row {
-            keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
-            only: When::Always,
-            help: Some(("q, Ctrl-C", "quit")),
-            hints: &[hint("q quit", When::Always, 6)],
-        },
-    ]],
-    otherwise: None,
-};
-
-/// The confirmation before orphans are ended.
-pub const CONFIRM: Table = Table {
-    name: "confirm",
-    rows: &[&[
-        Row {
-            keys: &[
-                (Key::Left, Action::ToggleSignal),
-                (Key::Right, Action::ToggleSignal),
-                (Key::Tab, Action::ToggleSignal),
-                (Key::Char('h'), Action::ToggleSignal),
-                (Key::Char('l'), Action::ToggleSignal),
-            ],
-            only: When::Always,
-            help: None,
-            hints: &[hint("←→ signal", When::Always, 0)],
-        },
-        Row {
-            keys: &[
-                (Key::Enter, Action::Confirm),
-                (Key::Char('y'), Action::Confirm),
-            ],
-            only: When::Always,
-            help: None,
-            hints: &[hint("Enter yes", When::Always, 1)],
-        },
-        Row {
-            keys: &[(Key::CtrlC, Action::Quit)],
-            only: When::Always,
-            help: None,
-            hints: &[],
-        },
-    ]],
-    otherwise: Some(Otherwise {
-        action: Action::Refuse,
-        hint: Some(hint("any other key no", When::Always, 2)),
-    }),
-};
 
 /// The flamegraph's search line.
 pub const SEARCH: Table = Table {

@@ -802,10 +802,7 @@ impl State {
                 self.flames_mut().search_input = None;
                 self.flame_mut().search("");
             }
-            Action::LauncherUp => self.launcher.step(-1),
-            Action::LauncherDown => self.launcher.step(1),
-            Action::LauncherParams => self.launcher.focus = LauncherFocus::Params,
-            Action::LauncherWorkloads => self.launcher.focus = LauncherFocus::Workloads,
+            Action::Launcher(action) => self.launcher.act(action, key),
             Action::LauncherEnter => {
                 if self.launcher.focus == LauncherFocus::Params {
                     self.launcher.edit();
@@ -819,30 +816,8 @@ impl State {
                 self.screen = Screen::Orphans;
                 return vec![Effect::ScanOrphans];
             }
-            Action::EditType | Action::EditErase => {
-                if let Some(value) = &mut self.launcher.editing {
-                    match key {
-                        Key::Char(c) => value.push(c),
-                        Key::Backspace => _ = value.pop(),
-                        _ => {}
-                    }
-                }
-            }
-            Action::EditKeep => self.launcher.commit(),
-            Action::EditCancel => self.launcher.editing = None,
-            Action::OrphanUp => self.orphans.step(-1),
-            Action::OrphanDown => self.orphans.step(1),
-            Action::EndOne => self.orphans.ask(false),
-            Action::EndAll => self.orphans.ask(true),
-            Action::Rescan => return vec![Effect::ScanOrphans],
+            Action::Orphans(action) => return self.orphans.act(action),
             Action::ToLauncher => self.screen = Screen::Launcher,
-            Action::ToggleSignal => self.orphans.toggle_signal(),
-            Action::Confirm => {
-                if let Some((targets, signal)) = self.orphans.answer(true) {
-                    return vec![Effect::Reap(targets, signal)];
-                }
-            }
-            Action::Refuse => _ = self.orphans.answer(false),
         }
         Vec::new()
     }
