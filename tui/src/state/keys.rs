@@ -8,10 +8,11 @@
 //! cannot disagree: a key without a row does nothing, and a row is drawn from what it does.
 //! A screen with keys of its own keeps its tables and their actions beside its state
 //! (`launcher`: [`LAUNCHER`], [`EDITING`], [`LauncherAction`]; `orphans`: [`ORPHANS`],
-//! [`CONFIRM`], [`OrphansAction`]); the rows the live and compare screens share with the
-//! flamegraph stay here.
+//! [`CONFIRM`], [`OrphansAction`]; `compare`: [`COMPARE`], [`CompareAction`]); the live
+//! screen's, the rows it shares with the compare screen and the flamegraph's stay here.
 
-use super::compare::ComparePane;
+pub use super::compare::COMPARE;
+use super::compare::{CompareAction, ComparePane};
 pub use super::launcher::{EDITING, LAUNCHER};
 use super::launcher::{LauncherAction, LauncherFocus};
 use super::orphans::OrphansAction;
@@ -53,12 +54,8 @@ pub enum Action {
     Difference,
     /// Compare: out of the flamegraph's zoom, then out of a maximized pane.
     CompareBackOut,
-    /// Compare: B against A, or B alone.
-    CompareDifference,
-    /// Compare: scroll the figures up.
-    ScrollUp,
-    /// Compare: scroll the figures down.
-    ScrollDown,
+    /// The compare screen's own keys: the figures, B against A.
+    Compare(CompareAction),
     /// Flamegraph: select the parent frame.
     FlameParent,
     /// Flamegraph: select a child frame.
@@ -369,7 +366,7 @@ const LIVE_ROWS: &[Row] = &[
 ];
 
 /// The `?` row of the live and compare screens.
-const HELP_ROW: Row = Row {
+pub(super) const HELP_ROW: Row = Row {
     keys: &[(Key::Char('?'), Action::Help), (Key::F1, Action::Help)],
     only: When::Always,
     help: Some(("? , F1", "this help")),
@@ -377,7 +374,7 @@ const HELP_ROW: Row = Row {
 };
 
 /// Tab and Shift-Tab on the live and compare screens.
-const FOCUS_ROW: Row = Row {
+pub(super) const FOCUS_ROW: Row = Row {
     keys: &[
         (Key::Tab, Action::FocusNext),
         (Key::BackTab, Action::FocusPrev),
@@ -388,7 +385,7 @@ const FOCUS_ROW: Row = Row {
 };
 
 /// `e` on the live and compare screens.
-const MAXIMIZE_ROW: Row = Row {
+pub(super) const MAXIMIZE_ROW: Row = Row {
     keys: &[(Key::Char('e'), Action::Maximize)],
     only: When::Always,
     help: Some(("e", "maximize the focused pane (again: restore)")),
@@ -396,7 +393,7 @@ const MAXIMIZE_ROW: Row = Row {
 };
 
 /// The flamegraph's keys, on the live and compare screens.
-const FLAME_ROWS: &[Row] = &[
+pub(super) const FLAME_ROWS: &[Row] = &[
     Row {
         keys: &[
             (Key::Up, Action::FlameParent),
@@ -439,64 +436,6 @@ const FLAME_ROWS: &[Row] = &[
         only: When::Flame,
         help: Some(("o", "flamegraph: on-CPU / off-CPU stacks")),
         hints: &[hint("o on/off-CPU", When::Flame, 6)],
-    },
-];
-
-/// The compare screen (`benchtop open A B`).
-pub const COMPARE: Table = Table {
-    name: "compare",
-    rows: &[COMPARE_ROWS, FLAME_ROWS],
-    otherwise: None,
-};
-
-const COMPARE_ROWS: &[Row] = &[
-    Row {
-        keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
-        only: When::Always,
-        help: Some(("q, Ctrl-C", "quit")),
-        hints: &[hint("q quit", When::Always, 31)],
-    },
-    Row {
-        keys: &[(Key::Esc, Action::CompareBackOut)],
-        only: When::Always,
-        help: Some((
-            "Esc",
-            "back out: zoom out, leave a maximized pane, close help",
-        )),
-        hints: &[hint("Esc out", When::Flame, 3)],
-    },
-    HELP_ROW,
-    FOCUS_ROW,
-    Row {
-        keys: &[
-            (Key::Char('1'), Action::FocusNumber),
-            (Key::Char('2'), Action::FocusNumber),
-            (Key::Char('3'), Action::FocusNumber),
-        ],
-        only: When::Always,
-        help: Some(("1-3", "focus figures, latency, flamegraph")),
-        hints: &[],
-    },
-    MAXIMIZE_ROW,
-    Row {
-        keys: &[
-            (Key::Up, Action::ScrollUp),
-            (Key::Char('k'), Action::ScrollUp),
-            (Key::Down, Action::ScrollDown),
-            (Key::Char('j'), Action::ScrollDown),
-        ],
-        only: When::Compare(ComparePane::Table),
-        help: Some(("↑ ↓, j k", "figures: scroll")),
-        hints: &[hint("↑↓ scroll", When::Compare(ComparePane::Table), 1)],
-    },
-    Row {
-        keys: &[(Key::Char('d'), Action::CompareDifference)],
-        only: When::Always,
-        help: Some((
-            "d",
-            "flamegraph: B against A (red grew, blue shrank), or B alone",
-        )),
-        hints: &[hint("d diff/B only", When::Always, 21)],
     },
 ];
 

@@ -768,12 +768,7 @@ impl State {
                     self.compare.focus == ComparePane::Flame && self.flame_mut().zoom_out();
                 self.maximized = self.maximized && zoomed_out;
             }
-            Action::CompareDifference => {
-                let flames = &mut self.compare.flames;
-                flames.set_differential(!flames.differential);
-            }
-            Action::ScrollUp => self.compare.scroll_by(-1),
-            Action::ScrollDown => self.compare.scroll_by(1),
+            Action::Compare(action) => self.compare.act(action),
             // A move at an edge (or with nothing to select) changes nothing, as in a list;
             // what each returns (whether it moved) is not needed here.
             Action::FlameParent => _ = self.flame_mut().select_parent(),
