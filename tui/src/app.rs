@@ -89,7 +89,7 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
 
     // Left while a run goes on (q twice, a signal, or the loop failed): stop it and wait
     // for its session here, so that it is finished whatever happened to the screen.
-    if runs.current.is_some() && !state.run.status.is_over() {
+    if runs.current.is_some() && !state.live.run.status.is_over() {
         runs.stop();
         crate::say(
             "stopping the workload and writing the session… (a signal now ends benchtop \

@@ -6,6 +6,8 @@ use benchtop_sessions::Session;
 use benchtop_sessions::compare::{Comparison, FigureComparison};
 use hdrhistogram::Histogram;
 
+use super::Key;
+use super::keys::{Action, FLAME_ROWS, FOCUS_ROW, HELP_ROW, MAXIMIZE_ROW, Row, Table, When, hint};
 use super::live::{LATENCY_BINS_PER_DECADE, Latency, LatencySummary, params_text};
 
 /// The panes of the compare screen, in focus order (`1`–`3`).
@@ -100,7 +102,7 @@ pub struct LatencyOverlay {
 }
 
 /// The compare screen.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct CompareState {
     /// Session A (the baseline).
     pub a: Option<Side>,
@@ -122,6 +124,8 @@ pub struct CompareState {
     pub focus: ComparePane,
     /// The first row of the table shown.
     pub scroll: usize,
+    /// B's stacks, against A's.
+    pub flames: super::flame_panes::FlamePanes,
 }
 
 impl CompareState {
@@ -138,6 +142,7 @@ impl CompareState {
             latency: overlay(a, b),
             focus: ComparePane::Table,
             scroll: 0,
+            flames: super::flame_panes::FlamePanes::default(),
         }
     }
 
@@ -209,6 +214,87 @@ pub fn overlay_bins(a: &Histogram<u64>, b: &Histogram<u64>) -> Vec<OverlayBin> {
     }
     bins
 }
+
+/// What a key does on the compare screen beyond what it shares with the live screen (its
+/// rows: [`COMPARE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareAction {
+    /// Scroll the figures up.
+    ScrollUp,
+    /// Scroll the figures down.
+    ScrollDown,
+    /// B against A, or B alone.
+    Difference,
+}
+
+impl CompareState {
+    /// Carries out what a key does, as the screen's table says.
+    pub fn act(&mut self, action: CompareAction) {
+        match action {
+            CompareAction::ScrollUp => self.scroll_by(-1),
+            CompareAction::ScrollDown => self.scroll_by(1),
+            CompareAction::Difference => self.flames.set_differential(!self.flames.differential),
+        }
+    }
+}
+
+/// The compare screen (`benchtop open A B`).
+pub const COMPARE: Table = Table {
+    name: "compare",
+    rows: &[COMPARE_ROWS, FLAME_ROWS],
+    otherwise: None,
+};
+
+const COMPARE_ROWS: &[Row] = &[
+    Row {
+        keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
+        only: When::Always,
+        help: Some(("q, Ctrl-C", "quit")),
+        hints: &[hint("q quit", When::Always, 31)],
+    },
+    Row {
+        keys: &[(Key::Esc, Action::CompareBackOut)],
+        only: When::Always,
+        help: Some((
+            "Esc",
+            "back out: zoom out, leave a maximized pane, close help",
+        )),
+        hints: &[hint("Esc out", When::Flame, 3)],
+    },
+    HELP_ROW,
+    FOCUS_ROW,
+    Row {
+        keys: &[
+            (Key::Char('1'), Action::FocusNumber),
+            (Key::Char('2'), Action::FocusNumber),
+            (Key::Char('3'), Action::FocusNumber),
+        ],
+        only: When::Always,
+        help: Some(("1-3", "focus figures, latency, flamegraph")),
+        hints: &[],
+    },
+    MAXIMIZE_ROW,
+    Row {
+        keys: &[
+            (Key::Up, Action::Compare(CompareAction::ScrollUp)),
+            (Key::Char('k'), Action::Compare(CompareAction::ScrollUp)),
+            (Key::Down, Action::Compare(CompareAction::ScrollDown)),
+            (Key::Char('j'), Action::Compare(CompareAction::ScrollDown)),
+        ],
+        only: When::Compare(ComparePane::Table),
+        help: Some(("↑ ↓, j k", "figures: scroll")),
+        hints: &[hint("↑↓ scroll", When::Compare(ComparePane::Table), 1)],
+    },
+    Row {
+        keys: &[(Key::Char('d'), Action::Compare(CompareAction::Difference))],
+        only: When::Always,
+        help: Some((
+            "d",
+            "flamegraph: B against A (red grew, blue shrank), or B alone",
+        )),
+        hints: &[hint("d diff/B only", When::Always, 21)],
+    },
+];
 
 #[cfg(test)]
 mod tests {

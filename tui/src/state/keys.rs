@@ -6,12 +6,17 @@
 //! [`Action`] it finds; the footer draws the table's [`Hint`]s that hold
 //! ([`Table::hints`]); the `?` help lists the table's help lines ([`help`]). So the three
 //! cannot disagree: a key without a row does nothing, and a row is drawn from what it does.
-//!
-//! Over 600 lines because the tables are data, one row per key, in the order the help
-//! lists them; the code is about 150 lines.
+//! A screen with keys of its own keeps its tables and their actions beside its state
+//! (`launcher`: [`LAUNCHER`], [`EDITING`], [`LauncherAction`]; `orphans`: [`ORPHANS`],
+//! [`CONFIRM`], [`OrphansAction`]; `compare`: [`COMPARE`], [`CompareAction`]); the live
+//! screen's, the rows it shares with the compare screen and the flamegraph's stay here.
 
-use super::compare::ComparePane;
-use super::launcher::LauncherFocus;
+pub use super::compare::COMPARE;
+use super::compare::{CompareAction, ComparePane};
+pub use super::launcher::{EDITING, LAUNCHER};
+use super::launcher::{LauncherAction, LauncherFocus};
+use super::orphans::OrphansAction;
+pub use super::orphans::{CONFIRM, ORPHANS};
 use super::{Key, Pane, Screen, State};
 
 /// What a key does. Each is carried out by [`State::update`], in one `match` without a
@@ -49,12 +54,8 @@ pub enum Action {
     Difference,
     /// Compare: out of the flamegraph's zoom, then out of a maximized pane.
     CompareBackOut,
-    /// Compare: B against A, or B alone.
-    CompareDifference,
-    /// Compare: scroll the figures up.
-    ScrollUp,
-    /// Compare: scroll the figures down.
-    ScrollDown,
+    /// The compare screen's own keys: the figures, B against A.
+    Compare(CompareAction),
     /// Flamegraph: select the parent frame.
     FlameParent,
     /// Flamegraph: select a child frame.
@@ -81,44 +82,16 @@ pub enum Action {
     SearchKeep,
     /// Search line: close it and clear the search.
     SearchClear,
-    /// Launcher: select the previous workload or parameter.
-    LauncherUp,
-    /// Launcher: select the next workload or parameter.
-    LauncherDown,
-    /// Launcher: to the parameters.
-    LauncherParams,
-    /// Launcher: to the workloads.
-    LauncherWorkloads,
+    /// The launcher's own keys: selection, focus, editing a parameter.
+    Launcher(LauncherAction),
     /// Launcher: run the selected workload, or edit the selected parameter.
     LauncherEnter,
     /// Launcher: the orphans screen.
     ToOrphans,
-    /// Editing a parameter: type the character.
-    EditType,
-    /// Editing a parameter: erase the last character.
-    EditErase,
-    /// Editing a parameter: keep the value (checked).
-    EditKeep,
-    /// Editing a parameter: cancel.
-    EditCancel,
-    /// Orphans: select the previous process.
-    OrphanUp,
-    /// Orphans: select the next process.
-    OrphanDown,
-    /// Orphans: end the selected process (asks first).
-    EndOne,
-    /// Orphans: end every process listed (asks first).
-    EndAll,
-    /// Orphans: look again.
-    Rescan,
+    /// The orphans screen's own keys: selection, ending, the confirmation.
+    Orphans(OrphansAction),
     /// Orphans: back to the launcher.
     ToLauncher,
-    /// Confirmation: the other signal.
-    ToggleSignal,
-    /// Confirmation: yes.
-    Confirm,
-    /// Confirmation: no.
-    Refuse,
 }
 
 /// When a row applies or a hint shows.
@@ -155,9 +128,9 @@ impl When {
             When::Live(pane) => state.focus == pane,
             When::Compare(pane) => state.compare.focus == pane,
             When::Launcher(focus) => state.launcher.focus == focus,
-            When::RunGoesOn => !state.run.status.is_over(),
-            When::RunOverFromLauncher => state.run.status.is_over() && state.from_launcher,
-            When::RunOver => state.run.status.is_over(),
+            When::RunGoesOn => !state.live.run.status.is_over(),
+            When::RunOverFromLauncher => state.live.run.status.is_over() && state.from_launcher,
+            When::RunOver => state.live.run.status.is_over(),
         }
     }
 
@@ -178,7 +151,7 @@ pub struct Hint {
     pub at: u8,
 }
 
-const fn hint(text: &'static str, when: When, at: u8) -> Hint {
+pub(super) const fn hint(text: &'static str, when: When, at: u8) -> Hint {
     Hint { text, when, at }
 }
 
@@ -263,7 +236,7 @@ impl Table {
 
 /// The table of the keys in `state`: the mode's when one is open, else the screen's.
 pub fn table(state: &State) -> &'static Table {
-    if state.search_input.is_some() {
+    if state.flames().search_input.is_some() {
         &SEARCH
     } else if state.help {
         &HELP
@@ -393,7 +366,7 @@ const LIVE_ROWS: &[Row] = &[
 ];
 
 /// The `?` row of the live and compare screens.
-const HELP_ROW: Row = Row {
+pub(super) const HELP_ROW: Row = Row {
     keys: &[(Key::Char('?'), Action::Help), (Key::F1, Action::Help)],
     only: When::Always,
     help: Some(("? , F1", "this help")),
@@ -401,7 +374,7 @@ const HELP_ROW: Row = Row {
 };
 
 /// Tab and Shift-Tab on the live and compare screens.
-const FOCUS_ROW: Row = Row {
+pub(super) const FOCUS_ROW: Row = Row {
     keys: &[
         (Key::Tab, Action::FocusNext),
         (Key::BackTab, Action::FocusPrev),
@@ -412,7 +385,7 @@ const FOCUS_ROW: Row = Row {
 };
 
 /// `e` on the live and compare screens.
-const MAXIMIZE_ROW: Row = Row {
+pub(super) const MAXIMIZE_ROW: Row = Row {
     keys: &[(Key::Char('e'), Action::Maximize)],
     only: When::Always,
     help: Some(("e", "maximize the focused pane (again: restore)")),
@@ -420,7 +393,7 @@ const MAXIMIZE_ROW: Row = Row {
 };
 
 /// The flamegraph's keys, on the live and compare screens.
-const FLAME_ROWS: &[Row] = &[
+pub(super) const FLAME_ROWS: &[Row] = &[
     Row {
         keys: &[
             (Key::Up, Action::FlameParent),
@@ -465,261 +438,6 @@ const FLAME_ROWS: &[Row] = &[
         hints: &[hint("o on/off-CPU", When::Flame, 6)],
     },
 ];
-
-/// The compare screen (`benchtop open A B`).
-pub const COMPARE: Table = Table {
-    name: "compare",
-    rows: &[COMPARE_ROWS, FLAME_ROWS],
-    otherwise: None,
-};
-
-const COMPARE_ROWS: &[Row] = &[
-    Row {
-        keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
-        only: When::Always,
-        help: Some(("q, Ctrl-C", "quit")),
-        hints: &[hint("q quit", When::Always, 31)],
-    },
-    Row {
-        keys: &[(Key::Esc, Action::CompareBackOut)],
-        only: When::Always,
-        help: Some((
-            "Esc",
-            "back out: zoom out, leave a maximized pane, close help",
-        )),
-        hints: &[hint("Esc out", When::Flame, 3)],
-    },
-    HELP_ROW,
-    FOCUS_ROW,
-    Row {
-        keys: &[
-            (Key::Char('1'), Action::FocusNumber),
-            (Key::Char('2'), Action::FocusNumber),
-            (Key::Char('3'), Action::FocusNumber),
-        ],
-        only: When::Always,
-        help: Some(("1-3", "focus figures, latency, flamegraph")),
-        hints: &[],
-    },
-    MAXIMIZE_ROW,
-    Row {
-        keys: &[
-            (Key::Up, Action::ScrollUp),
-            (Key::Char('k'), Action::ScrollUp),
-            (Key::Down, Action::ScrollDown),
-            (Key::Char('j'), Action::ScrollDown),
-        ],
-        only: When::Compare(ComparePane::Table),
-        help: Some(("↑ ↓, j k", "figures: scroll")),
-        hints: &[hint("↑↓ scroll", When::Compare(ComparePane::Table), 1)],
-    },
-    Row {
-        keys: &[(Key::Char('d'), Action::CompareDifference)],
-        only: When::Always,
-        help: Some((
-            "d",
-            "flamegraph: B against A (red grew, blue shrank), or B alone",
-        )),
-        hints: &[hint("d diff/B only", When::Always, 21)],
-    },
-];
-
-/// The launcher, the start screen.
-pub const LAUNCHER: Table = Table {
-    name: "launcher",
-    rows: &[&[
-        Row {
-            keys: &[
-                (Key::Up, Action::LauncherUp),
-                (Key::Char('k'), Action::LauncherUp),
-                (Key::Down, Action::LauncherDown),
-                (Key::Char('j'), Action::LauncherDown),
-            ],
-            only: When::Always,
-            help: Some(("↑ ↓, j k", "select a workload or a parameter")),
-            hints: &[hint("↑↓ select", When::Always, 20)],
-        },
-        Row {
-            keys: &[
-                (Key::Tab, Action::LauncherParams),
-                (Key::Right, Action::LauncherParams),
-                (Key::Char('l'), Action::LauncherParams),
-                (Key::BackTab, Action::LauncherWorkloads),
-                (Key::Left, Action::LauncherWorkloads),
-                (Key::Char('h'), Action::LauncherWorkloads),
-                (Key::Esc, Action::LauncherWorkloads),
-            ],
-            only: When::Always,
-            help: Some((
-                "Tab, ← →",
-                "move between the workloads and their parameters",
-            )),
-            hints: &[hint("Tab/←→ workloads|parameters", When::Always, 21)],
-        },
-        Row {
-            keys: &[(Key::Enter, Action::LauncherEnter)],
-            only: When::Always,
-            help: Some((
-                "Enter",
-                "run the selected workload; on a parameter: edit it",
-            )),
-            hints: &[
-                hint("Enter run", When::Launcher(LauncherFocus::Workloads), 22),
-                hint("Enter edit", When::Launcher(LauncherFocus::Params), 22),
-            ],
-        },
-        Row {
-            keys: &[(Key::Char('r'), Action::ToOrphans)],
-            only: When::Always,
-            help: Some(("r", "processes earlier runs left behind")),
-            hints: &[hint("r orphans", When::Always, 23)],
-        },
-        Row {
-            keys: &[(Key::Char('?'), Action::Help), (Key::F1, Action::Help)],
-            only: When::Always,
-            help: None,
-            hints: &[hint("? help", When::Always, 29)],
-        },
-        Row {
-            keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
-            only: When::Always,
-            help: Some(("q, Ctrl-C", "quit")),
-            hints: &[hint("q quit", When::Always, 31)],
-        },
-    ]],
-    otherwise: None,
-};
-
-/// A launcher parameter being edited.
-pub const EDITING: Table = Table {
-    name: "editing",
-    rows: &[&[
-        Row {
-            keys: &[
-                (Key::Enter, Action::EditKeep),
-                (Key::Tab, Action::EditKeep),
-                (Key::Esc, Action::EditCancel),
-            ],
-            only: When::Always,
-            help: Some((
-                "Enter, Esc",
-                "while editing: keep the value (checked), cancel",
-            )),
-            hints: &[
-                hint("Enter keep", When::Always, 1),
-                hint("Esc cancel", When::Always, 2),
-            ],
-        },
-        Row {
-            keys: &[(Key::Backspace, Action::EditErase)],
-            only: When::Always,
-            help: None,
-            hints: &[],
-        },
-        Row {
-            keys: &[(Key::CtrlC, Action::Quit)],
-            only: When::Always,
-            help: None,
-            hints: &[],
-        },
-    ]],
-    otherwise: Some(Otherwise {
-        action: Action::EditType,
-        hint: Some(hint("type a value (empty: the default)", When::Always, 0)),
-    }),
-};
-
-/// The orphans screen.
-pub const ORPHANS: Table = Table {
-    name: "orphans",
-    rows: &[&[
-        Row {
-            keys: &[
-                (Key::Up, Action::OrphanUp),
-                (Key::Down, Action::OrphanDown),
-                (Key::Char('j'), Action::OrphanDown),
-            ],
-            only: When::Always,
-            help: Some(("↑ ↓, j", "select a process")),
-            hints: &[hint("↑↓ select", When::Always, 0)],
-        },
-        Row {
-            keys: &[(Key::Char('k'), Action::EndOne)],
-            only: When::Always,
-            help: Some(("k", "end the selected process (asks first; TERM or KILL)")),
-            hints: &[hint("k end one", When::Always, 1)],
-        },
-        Row {
-            keys: &[(Key::Char('K'), Action::EndAll)],
-            only: When::Always,
-            help: Some(("K", "end every process listed (asks first)")),
-            hints: &[hint("K end all", When::Always, 2)],
-        },
-        Row {
-            keys: &[(Key::Char('r'), Action::Rescan)],
-            only: When::Always,
-            help: Some(("r", "look again")),
-            hints: &[hint("r rescan", When::Always, 3)],
-        },
-        Row {
-            keys: &[(Key::Esc, Action::ToLauncher)],
-            only: When::Always,
-            help: Some(("Esc", "back to the launcher")),
-            hints: &[hint("Esc back", When::Always, 4)],
-        },
-        Row {
-            keys: &[(Key::Char('?'), Action::Help), (Key::F1, Action::Help)],
-            only: When::Always,
-            help: None,
-            hints: &[hint("? help", When::Always, 5)],
-        },
-        Row {
-            keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
-            only: When::Always,
-            help: Some(("q, Ctrl-C", "quit")),
-            hints: &[hint("q quit", When::Always, 6)],
-        },
-    ]],
-    otherwise: None,
-};
-
-/// The confirmation before orphans are ended.
-pub const CONFIRM: Table = Table {
-    name: "confirm",
-    rows: &[&[
-        Row {
-            keys: &[
-                (Key::Left, Action::ToggleSignal),
-                (Key::Right, Action::ToggleSignal),
-                (Key::Tab, Action::ToggleSignal),
-                (Key::Char('h'), Action::ToggleSignal),
-                (Key::Char('l'), Action::ToggleSignal),
-            ],
-            only: When::Always,
-            help: None,
-            hints: &[hint("←→ signal", When::Always, 0)],
-        },
-        Row {
-            keys: &[
-                (Key::Enter, Action::Confirm),
-                (Key::Char('y'), Action::Confirm),
-            ],
-            only: When::Always,
-            help: None,
-            hints: &[hint("Enter yes", When::Always, 1)],
-        },
-        Row {
-            keys: &[(Key::CtrlC, Action::Quit)],
-            only: When::Always,
-            help: None,
-            hints: &[],
-        },
-    ]],
-    otherwise: Some(Otherwise {
-        action: Action::Refuse,
-        hint: Some(hint("any other key no", When::Always, 2)),
-    }),
-};
 
 /// The flamegraph's search line.
 pub const SEARCH: Table = Table {

@@ -6,6 +6,9 @@
 //! defaults, and refuses what it refuses, with its message.
 
 use benchtop_workloads::worker::Workload;
+
+use super::Key;
+use super::keys::{Action, Otherwise, Row, Table, When, hint};
 use clap::{Command, FromArgMatches, Subcommand};
 
 /// One parameter of a workload.
@@ -231,6 +234,155 @@ fn first_line(text: &str) -> String {
         .trim_start_matches("error: ")
         .to_owned()
 }
+
+/// What a key does on the launcher beyond leaving it (its rows: [`LAUNCHER`], [`EDITING`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LauncherAction {
+    /// Select the previous workload or parameter.
+    Up,
+    /// Select the next workload or parameter.
+    Down,
+    /// To the parameters.
+    Params,
+    /// To the workloads.
+    Workloads,
+    /// Editing a parameter: type the character.
+    Type,
+    /// Editing a parameter: erase the last character.
+    Erase,
+    /// Editing a parameter: keep the value (checked).
+    Keep,
+    /// Editing a parameter: cancel.
+    Cancel,
+}
+
+impl LauncherState {
+    /// Carries out what `key` does, as the launcher's tables say.
+    pub fn act(&mut self, action: LauncherAction, key: Key) {
+        match action {
+            LauncherAction::Up => self.step(-1),
+            LauncherAction::Down => self.step(1),
+            LauncherAction::Params => self.focus = LauncherFocus::Params,
+            LauncherAction::Workloads => self.focus = LauncherFocus::Workloads,
+            LauncherAction::Type | LauncherAction::Erase => {
+                if let Some(value) = &mut self.editing {
+                    match key {
+                        Key::Char(c) => value.push(c),
+                        Key::Backspace => _ = value.pop(),
+                        _ => {}
+                    }
+                }
+            }
+            LauncherAction::Keep => self.commit(),
+            LauncherAction::Cancel => self.editing = None,
+        }
+    }
+}
+
+/// The launcher, the start screen.
+pub const LAUNCHER: Table = Table {
+    name: "launcher",
+    rows: &[&[
+        Row {
+            keys: &[
+                (Key::Up, Action::Launcher(LauncherAction::Up)),
+                (Key::Char('k'), Action::Launcher(LauncherAction::Up)),
+                (Key::Down, Action::Launcher(LauncherAction::Down)),
+                (Key::Char('j'), Action::Launcher(LauncherAction::Down)),
+            ],
+            only: When::Always,
+            help: Some(("↑ ↓, j k", "select a workload or a parameter")),
+            hints: &[hint("↑↓ select", When::Always, 20)],
+        },
+        Row {
+            keys: &[
+                (Key::Tab, Action::Launcher(LauncherAction::Params)),
+                (Key::Right, Action::Launcher(LauncherAction::Params)),
+                (Key::Char('l'), Action::Launcher(LauncherAction::Params)),
+                (Key::BackTab, Action::Launcher(LauncherAction::Workloads)),
+                (Key::Left, Action::Launcher(LauncherAction::Workloads)),
+                (Key::Char('h'), Action::Launcher(LauncherAction::Workloads)),
+                (Key::Esc, Action::Launcher(LauncherAction::Workloads)),
+            ],
+            only: When::Always,
+            help: Some((
+                "Tab, ← →",
+                "move between the workloads and their parameters",
+            )),
+            hints: &[hint("Tab/←→ workloads|parameters", When::Always, 21)],
+        },
+        Row {
+            keys: &[(Key::Enter, Action::LauncherEnter)],
+            only: When::Always,
+            help: Some((
+                "Enter",
+                "run the selected workload; on a parameter: edit it",
+            )),
+            hints: &[
+                hint("Enter run", When::Launcher(LauncherFocus::Workloads), 22),
+                hint("Enter edit", When::Launcher(LauncherFocus::Params), 22),
+            ],
+        },
+        Row {
+            keys: &[(Key::Char('r'), Action::ToOrphans)],
+            only: When::Always,
+            help: Some(("r", "processes earlier runs left behind")),
+            hints: &[hint("r orphans", When::Always, 23)],
+        },
+        Row {
+            keys: &[(Key::Char('?'), Action::Help), (Key::F1, Action::Help)],
+            only: When::Always,
+            help: None,
+            hints: &[hint("? help", When::Always, 29)],
+        },
+        Row {
+            keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
+            only: When::Always,
+            help: Some(("q, Ctrl-C", "quit")),
+            hints: &[hint("q quit", When::Always, 31)],
+        },
+    ]],
+    otherwise: None,
+};
+
+/// A launcher parameter being edited.
+pub const EDITING: Table = Table {
+    name: "editing",
+    rows: &[&[
+        Row {
+            keys: &[
+                (Key::Enter, Action::Launcher(LauncherAction::Keep)),
+                (Key::Tab, Action::Launcher(LauncherAction::Keep)),
+                (Key::Esc, Action::Launcher(LauncherAction::Cancel)),
+            ],
+            only: When::Always,
+            help: Some((
+                "Enter, Esc",
+                "while editing: keep the value (checked), cancel",
+            )),
+            hints: &[
+                hint("Enter keep", When::Always, 1),
+                hint("Esc cancel", When::Always, 2),
+            ],
+        },
+        Row {
+            keys: &[(Key::Backspace, Action::Launcher(LauncherAction::Erase))],
+            only: When::Always,
+            help: None,
+            hints: &[],
+        },
+        Row {
+            keys: &[(Key::CtrlC, Action::Quit)],
+            only: When::Always,
+            help: None,
+            hints: &[],
+        },
+    ]],
+    otherwise: Some(Otherwise {
+        action: Action::Launcher(LauncherAction::Type),
+        hint: Some(hint("type a value (empty: the default)", When::Always, 0)),
+    }),
+};
 
 #[cfg(test)]
 mod tests {

@@ -12,6 +12,7 @@
 
 pub mod compare;
 pub mod flame;
+pub mod flame_panes;
 pub mod keys;
 pub mod launcher;
 pub mod live;
@@ -28,7 +29,8 @@ use crate::record::RecordOutcome;
 use crate::record::live::LiveEvent;
 use benchtop_record::NoticeKind;
 use compare::{ComparePane, CompareState};
-use flame::{FlameState, FlameUnit};
+use flame::FlameState;
+use flame_panes::FlamePanes;
 use keys::Action;
 use launcher::{LauncherFocus, LauncherState, RecentSession};
 use live::{LatencySummary, LiveRun, RunStatus};
@@ -292,6 +294,41 @@ pub struct Baseline {
     pub source: String,
 }
 
+/// The live screen's state: one run, live or as it ended. A new run gets a fresh one.
+#[derive(Debug)]
+pub struct LiveScreen {
+    /// The run.
+    pub run: LiveRun,
+    /// Its flamegraph.
+    pub flames: FlamePanes,
+    /// The baseline, once taken.
+    pub baseline: Option<Baseline>,
+    /// The display is frozen (the recording goes on; events are held).
+    pub paused: bool,
+    /// Quitting was asked for: leave once the recording is finished.
+    pub quit_requested: bool,
+    /// Events held while paused, applied on resume.
+    held: Vec<LiveEvent>,
+}
+
+impl LiveScreen {
+    /// The screen of a new run of `workload` with `params` (`name=value …`).
+    pub fn new(workload: &str, params: &str) -> Self {
+        LiveScreen {
+            run: LiveRun {
+                workload: workload.to_owned(),
+                params: params.to_owned(),
+                ..LiveRun::default()
+            },
+            flames: FlamePanes::default(),
+            baseline: None,
+            paused: false,
+            quit_requested: false,
+            held: Vec::new(),
+        }
+    }
+}
+
 /// The whole state of the TUI.
 #[derive(Debug)]
 pub struct State {
@@ -305,40 +342,22 @@ pub struct State {
     pub compare: CompareState,
     /// The run was started from the launcher (Esc goes back there once it is over).
     pub from_launcher: bool,
-    /// The live run.
-    pub run: LiveRun,
-    /// The flame pane of the on-CPU stacks.
-    pub cpu_flame: FlameState,
-    /// The flame pane of the off-CPU stacks.
-    pub off_flame: FlameState,
-    /// Which stacks the flame pane shows.
-    pub flame_kind: FlameKind,
-    /// The baseline, once taken.
-    pub baseline: Option<Baseline>,
-    /// The flame pane shows the difference against the baseline.
-    pub differential: bool,
+    /// The live screen: the run shown, its flamegraph, its baseline.
+    pub live: LiveScreen,
     /// The focused pane.
     pub focus: Pane,
     /// The focused pane fills the body.
     pub maximized: bool,
-    /// The display is frozen (the recording goes on; events are held).
-    pub paused: bool,
     /// The help overlay is open.
     pub help: bool,
-    /// The flame search being typed, when the search line is open.
-    pub search_input: Option<String>,
     /// Seconds of history the series panes show.
     pub window_s: f64,
     /// The footer's message.
     pub flash: Option<Flash>,
-    /// Quitting was asked for: leave once the recording is finished.
-    pub quit_requested: bool,
     /// The TUI was ended by a signal or by its terminal going away, not by a key.
     pub ending: Option<Ending>,
     /// Colors are allowed (`NO_COLOR` unset).
     pub color: bool,
-    /// Events held while paused, applied on resume.
-    held: Vec<LiveEvent>,
     /// Stacks replaced by newer ones, for the loop to free off the render path.
     retired: Vec<StackTree>,
     /// The baseline every run starts with (`--baseline DIR`).
@@ -354,27 +373,14 @@ impl State {
             orphans: OrphansState::default(),
             compare: CompareState::default(),
             from_launcher: false,
-            run: LiveRun {
-                workload: workload.to_owned(),
-                params: params.to_owned(),
-                ..LiveRun::default()
-            },
-            cpu_flame: FlameState::new(FlameUnit::Samples),
-            off_flame: FlameState::new(FlameUnit::Micros),
-            flame_kind: FlameKind::OnCpu,
-            baseline: None,
-            differential: false,
+            live: LiveScreen::new(workload, params),
             focus: Pane::Flame,
             maximized: false,
-            paused: false,
             help: false,
-            search_input: None,
             window_s: DEFAULT_WINDOW_S,
             flash: None,
-            quit_requested: false,
             ending: None,
             color,
-            held: Vec::new(),
             retired: Vec::new(),
             initial_baseline: None,
         }
@@ -399,7 +405,7 @@ impl State {
             &live::params_text(&meta.workload.params),
             color,
         );
-        let run = &mut state.run;
+        let run = &mut state.live.run;
         run.dir = Some(session.dir.clone());
         run.pid = meta.worker.pid;
         run.status = RunStatus::Finished(meta.status);
@@ -435,9 +441,7 @@ impl State {
         if let Some(tree) = session.offcpu {
             state.set_tree(FlameKind::OffCpu, tree);
         }
-        if state.cpu_flame.is_empty() && !state.off_flame.is_empty() {
-            state.flame_kind = FlameKind::OffCpu;
-        }
+        state.live.flames.prefer_what_has_stacks();
         state.retired.clear();
         state
     }
@@ -453,40 +457,28 @@ impl State {
         let mut state = State::new(&b.meta.workload.name, "", color);
         state.screen = Screen::Compare;
         state.compare = CompareState::new(&a, &b, comparison);
+        let flames = &mut state.compare.flames;
         for (flame, tree_b, tree_a) in [
-            (&mut state.cpu_flame, b.cpu, a.cpu),
-            (&mut state.off_flame, b.offcpu, a.offcpu),
+            (&mut flames.cpu, b.cpu, a.cpu),
+            (&mut flames.off, b.offcpu, a.offcpu),
         ] {
             if let Some(tree) = tree_b {
                 // A fresh pane hands back an empty tree.
                 drop(flame.set_tree(tree));
             }
             flame.set_baseline(tree_a);
-            flame.set_differential(true);
         }
-        state.differential = true;
-        if state.cpu_flame.is_empty() && !state.off_flame.is_empty() {
-            state.flame_kind = FlameKind::OffCpu;
-        }
+        flames.set_differential(true);
+        flames.prefer_what_has_stacks();
         state
     }
 
     /// A new run of `workload` replaces the last one on the live screen.
     fn begin_run(&mut self, workload: &str, params: &str) {
-        let keep = State::new(workload, params, self.color);
-        self.run = keep.run;
-        self.cpu_flame = keep.cpu_flame;
-        self.off_flame = keep.off_flame;
-        self.flame_kind = FlameKind::OnCpu;
-        self.baseline = None;
-        self.differential = false;
+        self.live = LiveScreen::new(workload, params);
         if let Some(baseline) = self.initial_baseline.clone() {
             self.apply_baseline(baseline);
         }
-        self.paused = false;
-        self.held.clear();
-        self.search_input = None;
-        self.quit_requested = false;
         self.screen = Screen::Live;
     }
 
@@ -499,29 +491,38 @@ impl State {
     /// Hands the baseline's stacks to the flame panes (which keep them) and keeps the
     /// rest.
     fn apply_baseline(&mut self, mut baseline: Baseline) {
-        self.cpu_flame.set_baseline(baseline.cpu.take());
-        self.off_flame.set_baseline(baseline.offcpu.take());
-        self.baseline = Some(baseline);
+        self.live.flames.cpu.set_baseline(baseline.cpu.take());
+        self.live.flames.off.set_baseline(baseline.offcpu.take());
+        self.live.baseline = Some(baseline);
+    }
+
+    /// The flamegraph of the screen shown (the live screen's unless comparing).
+    pub fn flames(&self) -> &FlamePanes {
+        match self.screen {
+            Screen::Compare => &self.compare.flames,
+            _ => &self.live.flames,
+        }
+    }
+
+    fn flames_mut(&mut self) -> &mut FlamePanes {
+        match self.screen {
+            Screen::Compare => &mut self.compare.flames,
+            _ => &mut self.live.flames,
+        }
     }
 
     /// The flame pane's state for the stacks it shows.
     pub fn flame(&self) -> &FlameState {
-        match self.flame_kind {
-            FlameKind::OnCpu => &self.cpu_flame,
-            FlameKind::OffCpu => &self.off_flame,
-        }
+        self.flames().shown()
     }
 
     fn flame_mut(&mut self) -> &mut FlameState {
-        match self.flame_kind {
-            FlameKind::OnCpu => &mut self.cpu_flame,
-            FlameKind::OffCpu => &mut self.off_flame,
-        }
+        self.flames_mut().shown_mut()
     }
 
     /// Events held while the display is paused.
     pub fn held(&self) -> usize {
-        self.held.len()
+        self.live.held.len()
     }
 
     /// Applies `event` at `now` and returns what the loop must do.
@@ -546,12 +547,13 @@ impl State {
                 Vec::new()
             }
             AppEvent::Live(event) => {
-                if self.paused {
+                if self.live.paused {
+                    let held = &mut self.live.held;
                     if matches!(event, LiveEvent::Stacks(_)) {
                         // Only the newest stacks matter: each copy holds the whole run.
-                        self.held.retain(|e| !matches!(e, LiveEvent::Stacks(_)));
+                        held.retain(|e| !matches!(e, LiveEvent::Stacks(_)));
                     }
-                    self.held.push(event);
+                    held.push(event);
                 } else {
                     self.on_live(event, now);
                 }
@@ -593,7 +595,7 @@ impl State {
             }
             AppEvent::FinalStacks(stacks) => {
                 let (dir, cpu, offcpu) = *stacks;
-                if self.run.dir.as_ref() != Some(&dir) {
+                if self.live.run.dir.as_ref() != Some(&dir) {
                     // An earlier run's, arriving after a new run began.
                     return Vec::new();
                 }
@@ -611,23 +613,23 @@ impl State {
     fn on_live(&mut self, event: LiveEvent, now: Instant) {
         match event {
             LiveEvent::Spawned { dir, pid } => {
-                self.run.dir = Some(dir);
-                self.run.pid = Some(pid);
+                self.live.run.dir = Some(dir);
+                self.live.run.pid = Some(pid);
             }
             LiveEvent::Started {
                 throughput,
                 latency,
                 sampling,
             } => {
-                if self.run.status == RunStatus::Starting {
-                    self.run.status = RunStatus::Running;
+                if self.live.run.status == RunStatus::Starting {
+                    self.live.run.status = RunStatus::Running;
                 }
-                self.run.started_at = Some(now);
-                self.run.throughput_metric = throughput;
-                self.run.latency.metric = latency.unwrap_or_default();
-                self.run.sampling = sampling;
+                self.live.run.started_at = Some(now);
+                self.live.run.throughput_metric = throughput;
+                self.live.run.latency.metric = latency.unwrap_or_default();
+                self.live.run.sampling = sampling;
             }
-            LiveEvent::Row { row, histograms } => self.run.add_row(&row, &histograms),
+            LiveEvent::Row { row, histograms } => self.live.run.add_row(&row, &histograms),
             LiveEvent::Stacks(snapshot) => {
                 let snapshot = *snapshot;
                 self.set_tree(FlameKind::OnCpu, snapshot.cpu);
@@ -642,7 +644,7 @@ impl State {
                     NoticeKind::Done => self.flash(text.clone(), false, now),
                     NoticeKind::Progress => {}
                 }
-                self.run.status_line = text;
+                self.live.run.status_line = text;
             }
             // The progress line's figures: the screen draws the rows themselves.
             LiveEvent::Progress(_) => {}
@@ -650,10 +652,7 @@ impl State {
     }
 
     fn set_tree(&mut self, kind: FlameKind, tree: StackTree) {
-        let old = match kind {
-            FlameKind::OnCpu => self.cpu_flame.set_tree(tree),
-            FlameKind::OffCpu => self.off_flame.set_tree(tree),
-        };
+        let old = self.live.flames.pane_mut(kind).set_tree(tree);
         self.retired.push(old);
     }
 
@@ -665,12 +664,12 @@ impl State {
 
     fn on_finished(&mut self, result: Result<RecordOutcome, String>, now: Instant) -> Vec<Effect> {
         self.resume(now);
-        self.run.ended_at = Some(now);
+        self.live.run.ended_at = Some(now);
         let mut effects = Vec::new();
         match result {
             Ok(outcome) => {
                 let status = outcome.status;
-                self.run.status = RunStatus::Finished(status);
+                self.live.run.status = RunStatus::Finished(status);
                 let mut text = format!("the run ended: {status}");
                 // The last warning says why, when the run did not end well.
                 if let Some(w) = outcome.warnings.last() {
@@ -681,17 +680,17 @@ impl State {
                     benchtop_sessions::Status::Complete | benchtop_sessions::Status::Stopped
                 );
                 // In the footer for a while, in the header for good.
-                self.run.status_line.clone_from(&text);
+                self.live.run.status_line.clone_from(&text);
                 self.flash(text, bad, now);
                 effects.push(Effect::LoadFinalStacks(outcome.dir));
             }
             Err(e) => {
-                self.run.status_line = format!("the recording failed: {e}");
+                self.live.run.status_line = format!("the recording failed: {e}");
                 self.flash(format!("the recording failed: {e}"), true, now);
-                self.run.status = RunStatus::Failed(e);
+                self.live.run.status = RunStatus::Failed(e);
             }
         }
-        if self.quit_requested {
+        if self.live.quit_requested {
             effects.push(Effect::Quit);
         }
         effects
@@ -706,8 +705,8 @@ impl State {
     }
 
     fn resume(&mut self, now: Instant) {
-        self.paused = false;
-        for event in std::mem::take(&mut self.held) {
+        self.live.paused = false;
+        for event in std::mem::take(&mut self.live.held) {
             self.on_live(event, now);
         }
     }
@@ -752,10 +751,10 @@ impl State {
             Action::Maximize => self.maximized = !self.maximized,
             Action::BackOut => return self.back_out(),
             Action::Pause => {
-                if self.paused {
+                if self.live.paused {
                     self.resume(now);
                 } else {
-                    self.paused = true;
+                    self.live.paused = true;
                 }
             }
             Action::Narrow => self.window_s = (self.window_s / 2.0).max(WINDOW_RANGE_S.0),
@@ -769,13 +768,7 @@ impl State {
                     self.compare.focus == ComparePane::Flame && self.flame_mut().zoom_out();
                 self.maximized = self.maximized && zoomed_out;
             }
-            Action::CompareDifference => {
-                self.differential = !self.differential;
-                self.cpu_flame.set_differential(self.differential);
-                self.off_flame.set_differential(self.differential);
-            }
-            Action::ScrollUp => self.compare.scroll_by(-1),
-            Action::ScrollDown => self.compare.scroll_by(1),
+            Action::Compare(action) => self.compare.act(action),
             // A move at an edge (or with nothing to select) changes nothing, as in a list;
             // what each returns (whether it moved) is not needed here.
             Action::FlameParent => _ = self.flame_mut().select_parent(),
@@ -785,33 +778,26 @@ impl State {
             Action::FlameZoom => _ = self.flame_mut().zoom_in(),
             Action::NextMatch => _ = self.flame_mut().next_match(),
             Action::PrevMatch => _ = self.flame_mut().prev_match(),
-            Action::Search => self.search_input = Some(String::new()),
-            Action::FlameKind => {
-                self.flame_kind = match self.flame_kind {
-                    FlameKind::OnCpu => FlameKind::OffCpu,
-                    FlameKind::OffCpu => FlameKind::OnCpu,
-                };
-            }
+            Action::Search => self.flames_mut().search_input = Some(String::new()),
+            Action::FlameKind => self.flames_mut().toggle_kind(),
             Action::SearchType | Action::SearchErase => {
-                if let Some(query) = &mut self.search_input {
+                let flames = self.flames_mut();
+                if let Some(query) = &mut flames.search_input {
                     match key {
                         Key::Char(c) => query.push(c),
                         Key::Backspace => _ = query.pop(),
                         _ => {}
                     }
                     let query = query.clone();
-                    self.flame_mut().search(&query);
+                    flames.shown_mut().search(&query);
                 }
             }
-            Action::SearchKeep => self.search_input = None,
+            Action::SearchKeep => self.flames_mut().search_input = None,
             Action::SearchClear => {
-                self.search_input = None;
+                self.flames_mut().search_input = None;
                 self.flame_mut().search("");
             }
-            Action::LauncherUp => self.launcher.step(-1),
-            Action::LauncherDown => self.launcher.step(1),
-            Action::LauncherParams => self.launcher.focus = LauncherFocus::Params,
-            Action::LauncherWorkloads => self.launcher.focus = LauncherFocus::Workloads,
+            Action::Launcher(action) => self.launcher.act(action, key),
             Action::LauncherEnter => {
                 if self.launcher.focus == LauncherFocus::Params {
                     self.launcher.edit();
@@ -825,37 +811,15 @@ impl State {
                 self.screen = Screen::Orphans;
                 return vec![Effect::ScanOrphans];
             }
-            Action::EditType | Action::EditErase => {
-                if let Some(value) = &mut self.launcher.editing {
-                    match key {
-                        Key::Char(c) => value.push(c),
-                        Key::Backspace => _ = value.pop(),
-                        _ => {}
-                    }
-                }
-            }
-            Action::EditKeep => self.launcher.commit(),
-            Action::EditCancel => self.launcher.editing = None,
-            Action::OrphanUp => self.orphans.step(-1),
-            Action::OrphanDown => self.orphans.step(1),
-            Action::EndOne => self.orphans.ask(false),
-            Action::EndAll => self.orphans.ask(true),
-            Action::Rescan => return vec![Effect::ScanOrphans],
+            Action::Orphans(action) => return self.orphans.act(action),
             Action::ToLauncher => self.screen = Screen::Launcher,
-            Action::ToggleSignal => self.orphans.toggle_signal(),
-            Action::Confirm => {
-                if let Some((targets, signal)) = self.orphans.answer(true) {
-                    return vec![Effect::Reap(targets, signal)];
-                }
-            }
-            Action::Refuse => _ = self.orphans.answer(false),
         }
         Vec::new()
     }
 
     /// `s`: a snapshot of the session while the run goes on.
     fn snapshot(&mut self, now: Instant) -> Vec<Effect> {
-        match self.run.status {
+        match self.live.run.status {
             RunStatus::Running => {
                 self.flash("saving a snapshot of the session…".into(), false, now);
                 return vec![Effect::SaveSnapshot];
@@ -882,7 +846,7 @@ impl State {
             self.maximized = false;
             return Vec::new();
         }
-        if self.from_launcher && self.run.status.is_over() {
+        if self.from_launcher && self.live.run.status.is_over() {
             self.screen = Screen::Launcher;
             return vec![Effect::ListSessions, Effect::ScanOrphans];
         }
@@ -890,12 +854,13 @@ impl State {
     }
 
     fn quit(&mut self, now: Instant) -> Vec<Effect> {
-        if self.screen != Screen::Live || self.run.status.is_over() || self.quit_requested {
+        if self.screen != Screen::Live || self.live.run.status.is_over() || self.live.quit_requested
+        {
             // Over, or asked twice: leave now.
             return vec![Effect::Quit];
         }
-        self.quit_requested = true;
-        self.run.status = RunStatus::Stopping;
+        self.live.quit_requested = true;
+        self.live.run.status = RunStatus::Stopping;
         self.flash(
             "stopping the workload and writing the session (q again leaves at once)".into(),
             false,
@@ -905,22 +870,24 @@ impl State {
     }
 
     fn take_baseline(&mut self, now: Instant) {
-        if self.cpu_flame.is_empty()
-            && self.off_flame.is_empty()
-            && self.run.latency.total.histogram().is_none()
+        let flames = &self.live.flames;
+        if flames.cpu.is_empty()
+            && flames.off.is_empty()
+            && self.live.run.latency.total.histogram().is_none()
         {
             self.flash("nothing to take as a baseline yet".into(), true, now);
             return;
         }
         let elapsed = self
+            .live
             .run
             .started_at
             .map_or(0.0, |s| now.duration_since(s).as_secs_f64());
         let tree = |f: &FlameState| (!f.is_empty()).then(|| f.tree().clone());
         let baseline = Baseline {
-            cpu: tree(&self.cpu_flame),
-            offcpu: tree(&self.off_flame),
-            latency: self.run.latency.run,
+            cpu: tree(&self.live.flames.cpu),
+            offcpu: tree(&self.live.flames.off),
+            latency: self.live.run.latency.run,
             source: format!("taken at {elapsed:.1} s"),
         };
         self.flash(
@@ -932,13 +899,12 @@ impl State {
     }
 
     fn toggle_differential(&mut self, now: Instant) {
-        if self.baseline.is_none() {
+        if self.live.baseline.is_none() {
             self.flash("no baseline: b takes one".into(), true, now);
             return;
         }
-        self.differential = !self.differential;
-        self.cpu_flame.set_differential(self.differential);
-        self.off_flame.set_differential(self.differential);
+        let flames = &mut self.live.flames;
+        flames.set_differential(!flames.differential);
     }
 }
 
@@ -989,7 +955,7 @@ mod tests {
     fn on_the_compare_screen_keys_focus_toggle_the_difference_and_q_quits_at_once() {
         let mut s = state();
         s.screen = Screen::Compare;
-        s.differential = true;
+        s.compare.flames.differential = true;
         let now = Instant::now();
         assert_eq!(s.compare.focus, ComparePane::Table);
         keys(&mut s, &[Key::Tab, Key::Tab], now);
@@ -997,7 +963,7 @@ mod tests {
         keys(&mut s, &[Key::Char('2')], now);
         assert_eq!(s.compare.focus, ComparePane::Latency);
         keys(&mut s, &[Key::Char('d')], now);
-        assert!(!s.differential && !s.cpu_flame.differential());
+        assert!(!s.flames().differential && !s.flames().cpu.differential());
         keys(&mut s, &[Key::Char('e'), Key::Esc], now);
         assert!(!s.maximized);
         keys(&mut s, &[Key::Char('?')], now);
@@ -1015,7 +981,7 @@ mod tests {
             keys(&mut s, &[Key::Char('q')], now),
             [Effect::StopRecording]
         );
-        assert_eq!(s.run.status, RunStatus::Stopping);
+        assert_eq!(s.live.run.status, RunStatus::Stopping);
         let effects = s.update(AppEvent::Finished(Err("the disk is full".into())), now);
         assert_eq!(effects, [Effect::Quit]);
     }
@@ -1054,7 +1020,7 @@ mod tests {
         keys(&mut s, &[Key::Char('e')], now);
         assert!(s.maximized);
         assert!(keys(&mut s, &[Key::Esc, Key::Esc, Key::Esc], now).is_empty());
-        assert!(!s.maximized && !s.quit_requested);
+        assert!(!s.maximized && !s.live.quit_requested);
     }
 
     #[test]
@@ -1062,13 +1028,13 @@ mod tests {
         let mut s = state();
         let now = Instant::now();
         keys(&mut s, &[Key::Char(' ')], now);
-        assert!(s.paused);
+        assert!(s.live.paused);
         s.update(stacks(tree(&[("bt-ring;main;work", 3)])), now);
         assert_eq!(s.held(), 1);
-        assert!(s.cpu_flame.is_empty(), "the display is frozen");
+        assert!(s.flames().cpu.is_empty(), "the display is frozen");
         keys(&mut s, &[Key::Char(' ')], now);
-        assert!(!s.paused && s.held() == 0);
-        assert_eq!(s.cpu_flame.tree().total_weight(), 3);
+        assert!(!s.live.paused && s.held() == 0);
+        assert_eq!(s.flames().cpu.tree().total_weight(), 3);
     }
 
     #[test]
@@ -1076,14 +1042,14 @@ mod tests {
         let mut s = state();
         let now = Instant::now();
         keys(&mut s, &[Key::Char('d')], now);
-        assert!(!s.differential, "no baseline yet");
+        assert!(!s.flames().differential, "no baseline yet");
         assert!(s.flash.as_ref().is_some_and(|f| f.error));
         s.update(stacks(tree(&[("bt-ring;main;work", 3)])), now);
         keys(&mut s, &[Key::Char('b'), Key::Char('d')], now);
-        assert!(s.baseline.is_some() && s.differential);
-        assert!(s.cpu_flame.differential());
+        assert!(s.live.baseline.is_some() && s.flames().differential);
+        assert!(s.flames().cpu.differential());
         keys(&mut s, &[Key::Char('d')], now);
-        assert!(!s.differential && !s.cpu_flame.differential());
+        assert!(!s.flames().differential && !s.flames().cpu.differential());
     }
 
     #[test]
@@ -1099,10 +1065,10 @@ mod tests {
             &[Key::Char('/'), Key::Char('w'), Key::Char('o'), Key::Enter],
             now,
         );
-        assert!(s.search_input.is_none());
-        assert_eq!(s.cpu_flame.matches(), 1);
+        assert!(s.flames().search_input.is_none());
+        assert_eq!(s.flames().cpu.matches(), 1);
         keys(&mut s, &[Key::Char('/'), Key::Char('x'), Key::Esc], now);
-        assert_eq!(s.cpu_flame.matches(), 0, "Esc drops the search");
+        assert_eq!(s.flames().cpu.matches(), 0, "Esc drops the search");
     }
 
     #[test]
@@ -1159,8 +1125,12 @@ mod tests {
         };
         assert_eq!(params.num_nodes, 250);
         assert_eq!(s.screen, Screen::Live);
-        assert_eq!(s.run.workload, "ring");
-        assert!(s.run.params.contains("num-nodes=250"), "{}", s.run.params);
+        assert_eq!(s.live.run.workload, "ring");
+        assert!(
+            s.live.run.params.contains("num-nodes=250"),
+            "{}",
+            s.live.run.params
+        );
     }
 
     #[test]
@@ -1263,9 +1233,9 @@ mod tests {
             source: "from sessions/x".into(),
         });
         keys(&mut s, &[Key::Enter], now);
-        assert!(s.baseline.is_some());
+        assert!(s.live.baseline.is_some());
         keys(&mut s, &[Key::Char('d')], now);
-        assert!(s.cpu_flame.differential() && s.cpu_flame.baseline().is_some());
+        assert!(s.flames().cpu.differential() && s.flames().cpu.baseline().is_some());
     }
 
     #[test]
@@ -1278,7 +1248,7 @@ mod tests {
         }
         assert_eq!(s.held(), 1);
         keys(&mut s, &[Key::Char(' ')], now);
-        assert_eq!(s.cpu_flame.tree().total_weight(), 5);
+        assert_eq!(s.flames().cpu.tree().total_weight(), 5);
     }
 
     #[test]
@@ -1300,9 +1270,9 @@ mod tests {
             )))
         };
         s.update(late("sessions/a"), now);
-        assert!(s.cpu_flame.is_empty());
+        assert!(s.flames().cpu.is_empty());
         s.update(late("sessions/b"), now);
-        assert_eq!(s.cpu_flame.tree().total_weight(), 9);
+        assert_eq!(s.flames().cpu.tree().total_weight(), 9);
     }
 
     #[test]
@@ -1318,8 +1288,8 @@ mod tests {
         let mut s = state();
         let now = Instant::now();
         keys(&mut s, &[Key::Char('o')], now);
-        assert_eq!(s.flame_kind, FlameKind::OffCpu);
+        assert_eq!(s.flames().kind, FlameKind::OffCpu);
         keys(&mut s, &[Key::Char('o')], now);
-        assert_eq!(s.flame_kind, FlameKind::OnCpu);
+        assert_eq!(s.flames().kind, FlameKind::OnCpu);
     }
 }

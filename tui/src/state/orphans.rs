@@ -3,6 +3,9 @@
 
 use benchtop_profilers::reaper::{Orphan, ReapSignal};
 
+use super::keys::{Action, Otherwise, Row, Table, When, hint};
+use super::{Effect, Key};
+
 /// A confirmation that is open: which orphans, and the signal chosen.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Confirm {
@@ -109,6 +112,141 @@ impl OrphansState {
         Some((targets, confirm.signal))
     }
 }
+
+/// What a key does on the orphans screen beyond leaving it (its rows: [`ORPHANS`],
+/// [`CONFIRM`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrphansAction {
+    /// Select the previous process.
+    Up,
+    /// Select the next process.
+    Down,
+    /// End the selected process (asks first).
+    EndOne,
+    /// End every process listed (asks first).
+    EndAll,
+    /// Look again.
+    Rescan,
+    /// Confirmation: the other signal.
+    ToggleSignal,
+    /// Confirmation: yes.
+    Confirm,
+    /// Confirmation: no.
+    Refuse,
+}
+
+impl OrphansState {
+    /// Carries out what a key does, as the screen's tables say.
+    pub fn act(&mut self, action: OrphansAction) -> Vec<Effect> {
+        match action {
+            OrphansAction::Up => self.step(-1),
+            OrphansAction::Down => self.step(1),
+            OrphansAction::EndOne => self.ask(false),
+            OrphansAction::EndAll => self.ask(true),
+            OrphansAction::Rescan => return vec![Effect::ScanOrphans],
+            OrphansAction::ToggleSignal => self.toggle_signal(),
+            OrphansAction::Confirm => {
+                if let Some((targets, signal)) = self.answer(true) {
+                    return vec![Effect::Reap(targets, signal)];
+                }
+            }
+            OrphansAction::Refuse => _ = self.answer(false),
+        }
+        Vec::new()
+    }
+}
+
+/// The orphans screen.
+pub const ORPHANS: Table = Table {
+    name: "orphans",
+    rows: &[&[
+        Row {
+            keys: &[
+                (Key::Up, Action::Orphans(OrphansAction::Up)),
+                (Key::Down, Action::Orphans(OrphansAction::Down)),
+                (Key::Char('j'), Action::Orphans(OrphansAction::Down)),
+            ],
+            only: When::Always,
+            help: Some(("↑ ↓, j", "select a process")),
+            hints: &[hint("↑↓ select", When::Always, 0)],
+        },
+        Row {
+            keys: &[(Key::Char('k'), Action::Orphans(OrphansAction::EndOne))],
+            only: When::Always,
+            help: Some(("k", "end the selected process (asks first; TERM or KILL)")),
+            hints: &[hint("k end one", When::Always, 1)],
+        },
+        Row {
+            keys: &[(Key::Char('K'), Action::Orphans(OrphansAction::EndAll))],
+            only: When::Always,
+            help: Some(("K", "end every process listed (asks first)")),
+            hints: &[hint("K end all", When::Always, 2)],
+        },
+        Row {
+            keys: &[(Key::Char('r'), Action::Orphans(OrphansAction::Rescan))],
+            only: When::Always,
+            help: Some(("r", "look again")),
+            hints: &[hint("r rescan", When::Always, 3)],
+        },
+        Row {
+            keys: &[(Key::Esc, Action::ToLauncher)],
+            only: When::Always,
+            help: Some(("Esc", "back to the launcher")),
+            hints: &[hint("Esc back", When::Always, 4)],
+        },
+        Row {
+            keys: &[(Key::Char('?'), Action::Help), (Key::F1, Action::Help)],
+            only: When::Always,
+            help: None,
+            hints: &[hint("? help", When::Always, 5)],
+        },
+        Row {
+            keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
+            only: When::Always,
+            help: Some(("q, Ctrl-C", "quit")),
+            hints: &[hint("q quit", When::Always, 6)],
+        },
+    ]],
+    otherwise: None,
+};
+
+/// The confirmation before orphans are ended.
+pub const CONFIRM: Table = Table {
+    name: "confirm",
+    rows: &[&[
+        Row {
+            keys: &[
+                (Key::Left, Action::Orphans(OrphansAction::ToggleSignal)),
+                (Key::Right, Action::Orphans(OrphansAction::ToggleSignal)),
+                (Key::Tab, Action::Orphans(OrphansAction::ToggleSignal)),
+                (Key::Char('h'), Action::Orphans(OrphansAction::ToggleSignal)),
+                (Key::Char('l'), Action::Orphans(OrphansAction::ToggleSignal)),
+            ],
+            only: When::Always,
+            help: None,
+            hints: &[hint("←→ signal", When::Always, 0)],
+        },
+        Row {
+            keys: &[
+                (Key::Enter, Action::Orphans(OrphansAction::Confirm)),
+                (Key::Char('y'), Action::Orphans(OrphansAction::Confirm)),
+            ],
+            only: When::Always,
+            help: None,
+            hints: &[hint("Enter yes", When::Always, 1)],
+        },
+        Row {
+            keys: &[(Key::CtrlC, Action::Quit)],
+            only: When::Always,
+            help: None,
+            hints: &[],
+        },
+    ]],
+    otherwise: Some(Otherwise {
+        action: Action::Orphans(OrphansAction::Refuse),
+        hint: Some(hint("any other key no", When::Always, 2)),
+    }),
+};
 
 #[cfg(test)]
 mod tests {

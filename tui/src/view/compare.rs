@@ -89,11 +89,11 @@ fn draw_pane(state: &State, pane: ComparePane, area: Rect, buf: &mut Buffer) {
     let focused = state.compare.focus == pane;
     let mut title = vec![Span::raw(format!(" {} {} ", pane.number(), pane.title()))];
     if pane == ComparePane::Flame {
-        title.push(Span::raw(match state.flame_kind {
+        title.push(Span::raw(match state.compare.flames.kind {
             FlameKind::OnCpu => "on-CPU ",
             FlameKind::OffCpu => "off-CPU ",
         }));
-        if state.differential {
+        if state.compare.flames.differential {
             title.push(Span::styled(
                 "diff: B against A ",
                 accent(state, Color::Red),
@@ -113,7 +113,7 @@ fn draw_pane(state: &State, pane: ComparePane, area: Rect, buf: &mut Buffer) {
         },
         ComparePane::Flame => {
             if state.flame().is_empty() {
-                Paragraph::new(match state.flame_kind {
+                Paragraph::new(match state.compare.flames.kind {
                     FlameKind::OnCpu => "no on-CPU stacks in B (o: off-CPU)",
                     FlameKind::OffCpu => "no off-CPU stacks in B (o: on-CPU)",
                 })

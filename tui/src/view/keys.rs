@@ -25,7 +25,7 @@ fn join(hints: &[Hint], sep: &str) -> String {
 
 /// The keys that work where the focus is, or the flash message, or the search line.
 pub(super) fn draw_footer(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
-    let line = if let Some(query) = &state.search_input {
+    let line = if let Some(query) = &state.flames().search_input {
         Line::from(vec![
             Span::styled("/", accent(state, Color::Yellow)),
             Span::raw(format!("{query}▏")),
@@ -167,7 +167,7 @@ mod tests {
         s.update(AppEvent::Key(Key::Enter), at(base, 1));
         assert_eq!(s.screen, Screen::Live);
         s.update(AppEvent::Finished(Err("refused".into())), at(base, 2));
-        assert!(s.run.status.is_over());
+        assert!(s.live.run.status.is_over());
         s
     }
 
@@ -212,7 +212,7 @@ mod tests {
             }
             s.update(AppEvent::Key(Key::Char('/')), at(base, 1));
             s.update(AppEvent::Key(Key::Char('x')), at(base, 1));
-            assert!(s.search_input.is_some());
+            assert!(s.flames().search_input.is_some());
             states.push((format!("search {:?}", s.screen), s));
         }
         states
@@ -243,7 +243,7 @@ mod tests {
         let mut drawn: BTreeSet<(&str, &str)> = BTreeSet::new();
         for (name, state) in every_state(base) {
             let footer = footer(&state, base);
-            let table: &Table = if state.search_input.is_some() {
+            let table: &Table = if state.flames().search_input.is_some() {
                 &keys::SEARCH
             } else if state.launcher.editing.is_some() && state.screen == Screen::Launcher {
                 &keys::EDITING
@@ -373,7 +373,7 @@ mod tests {
             other => panic!("rows are not meant to depend on {other:?}"),
         }
         match table.name {
-            "search" => s.search_input = Some(String::new()),
+            "search" => s.live.flames.search_input = Some(String::new()),
             "help" => s.help = true,
             _ => {}
         }

@@ -131,7 +131,7 @@ fn too_small(area: Rect, buf: &mut Buffer) {
 }
 
 fn draw_header(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
-    let run = &state.run;
+    let run = &state.live.run;
     let status_color = match &run.status {
         RunStatus::Running => Color::Green,
         RunStatus::Starting | RunStatus::Stopping => Color::Yellow,
@@ -168,14 +168,14 @@ fn draw_header(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
     if !run.sampling.is_empty() {
         first.push(Span::raw(format!("  {}", run.sampling)));
     }
-    if state.paused {
+    if state.live.paused {
         first.push(Span::raw("  "));
         first.push(Span::styled(
             format!(" PAUSED ({} held) ", state.held()),
             Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
         ));
     }
-    if let Some(baseline) = &state.baseline {
+    if let Some(baseline) = &state.live.baseline {
         first.push(Span::raw(format!(
             "  baseline {}",
             Escaped(&baseline.source)
@@ -209,11 +209,11 @@ fn draw_pane(state: &State, pane: Pane, area: Rect, buf: &mut Buffer) {
     let focused = state.focus == pane;
     let mut title = vec![Span::raw(format!(" {} {} ", pane.number(), pane.title()))];
     if pane == Pane::Flame {
-        title.push(Span::raw(match state.flame_kind {
+        title.push(Span::raw(match state.live.flames.kind {
             FlameKind::OnCpu => "on-CPU ",
             FlameKind::OffCpu => "off-CPU ",
         }));
-        if state.differential {
+        if state.live.flames.differential {
             title.push(Span::styled("diff ", accent(state, Color::Red)));
         }
     }

@@ -19,7 +19,7 @@ pub fn throughput(state: &State, area: Rect, buf: &mut Buffer) {
     if area.height == 0 {
         return;
     }
-    let run = &state.run;
+    let run = &state.live.run;
     let metric = run.throughput_metric.as_deref().unwrap_or("throughput");
     let [head, chart] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
     let now_text = match run.current_rate() {
@@ -81,7 +81,7 @@ pub fn latency(state: &State, area: Rect, buf: &mut Buffer) {
     if area.height == 0 {
         return;
     }
-    let latency = &state.run.latency;
+    let latency = &state.live.run.latency;
     if latency.total.histogram().is_none() {
         let text = if latency.metric.is_empty() {
             "no latency metric yet"
@@ -91,7 +91,11 @@ pub fn latency(state: &State, area: Rect, buf: &mut Buffer) {
         Paragraph::new(text).render(area, buf);
         return;
     }
-    let table_width = if state.baseline.is_some() { 31 } else { 22 };
+    let table_width = if state.live.baseline.is_some() {
+        31
+    } else {
+        22
+    };
     let [bars, table] =
         Layout::horizontal([Constraint::Min(0), Constraint::Length(table_width)]).areas(area);
     // Bars: one line per bin, as many of the fullest consecutive bins as fit.
@@ -123,7 +127,7 @@ pub fn latency(state: &State, area: Rect, buf: &mut Buffer) {
     }
     Paragraph::new(lines).render(bars, buf);
 
-    let baseline = state.baseline.as_ref().map(|b| b.latency);
+    let baseline = state.live.baseline.as_ref().map(|b| b.latency);
     let mut lines = vec![Line::from(Span::styled(
         match baseline {
             Some(_) => "      run     last    base",
@@ -171,7 +175,7 @@ pub fn resources(state: &State, area: Rect, buf: &mut Buffer) {
     if area.height == 0 {
         return;
     }
-    let run = &state.run;
+    let run = &state.live.run;
     let Some(r) = run.resources else {
         Paragraph::new("waiting for the first interval").render(area, buf);
         return;
