@@ -784,7 +784,7 @@ pub(super) mod tests {
             AppEvent::Orphans(Ok(vec![orphan(4242), orphan(4243)])),
             at(base, 1),
         );
-        orphans.update(AppEvent::Key(Key::Char('o')), at(base, 1));
+        orphans.update(AppEvent::Key(Key::Char('r')), at(base, 1));
         states.push(orphans);
         for keys in [
             &[Key::Char('e')][..],

@@ -207,6 +207,10 @@ fn benchtop_opens_the_launcher_runs_the_ring_live_takes_a_baseline_searches_and_
     tmux.keys("Enter");
     tmux.keys("Down");
     tmux.keys("Enter");
+    // The launcher's preset (80000) is edited like any value: erase it first.
+    for _ in "80000".chars() {
+        tmux.keys("BSpace");
+    }
     tmux.type_text("100000000");
     tmux.keys("Enter");
     tmux.keys("BTab");
