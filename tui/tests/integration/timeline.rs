@@ -128,6 +128,63 @@ fn each_half_of_the_run_names_only_its_own_function() {
         stacks.intervals.len()
     );
     assert!(stacks.warnings.is_empty(), "{:?}", stacks.warnings);
+
+    // The two halves of one session compared like two sessions: second_half grew most,
+    // first_half shrank most, with the differential flamegraphs written.
+    let out_dir = tmp.path().join("halves-compared");
+    let compared = benchtop()
+        .arg("compare")
+        .arg(&dir)
+        .arg(&dir)
+        .args(["--range-a", "..1200ms", "--range-b", "1800ms..", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let text = stdout(&compared);
+    let movers: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("moved most (cpu"))
+        .skip(2)
+        .take(2)
+        .filter_map(|l| l.split_whitespace().last())
+        .collect();
+    assert_eq!(movers.len(), 2, "{text}");
+    assert!(
+        movers.contains(&"second_half") && movers.contains(&"first_half"),
+        "{text}"
+    );
+    for file in ["diff-cpu.folded", "diff-cpu.svg", "diff-cpu-negated.svg"] {
+        assert!(out_dir.join(file).is_file(), "{file}: {text}");
+    }
+    // Ranges of one session that overlap are refused; so is one session without two.
+    for args in [
+        &["--range-a", "..2s", "--range-b", "1s.."][..],
+        &["--range-a", "..1s"][..],
+    ] {
+        let out = benchtop()
+            .arg("compare")
+            .arg(&dir)
+            .arg(&dir)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("overlap") || err.contains("two ranges"),
+            "{err}"
+        );
+    }
+    // --slow needs a latency metric, which this program does not report.
+    let out = benchtop()
+        .arg("compare")
+        .arg(&dir)
+        .arg("--slow")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no latency metric"), "{err}");
 }
 
 #[test]
