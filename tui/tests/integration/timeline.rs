@@ -14,8 +14,15 @@ use crate::support::{benchtop, wait_until};
 
 /// Builds tests/data/timeline/halves.c into `dir` with the system's C compiler.
 fn build_halves(dir: &Path) -> PathBuf {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/timeline/halves.c");
-    let exe = dir.join("halves");
+    build_fixture(dir, "halves")
+}
+
+/// Builds tests/data/timeline/NAME.c into `dir` with the system's C compiler.
+fn build_fixture(dir: &Path, name: &str) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/timeline")
+        .join(format!("{name}.c"));
+    let exe = dir.join(name);
     let out = Command::new("cc")
         .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
         .arg(&exe)
@@ -244,4 +251,48 @@ fn bad_ranges_are_refused_and_old_sessions_fall_back_to_the_whole_run() {
     }
     let out = stdout(&show(&v1, "..1s"));
     assert!(out.contains("no per-interval stacks"), "{out}");
+}
+
+/// The functions of `compare`'s movers table for `profile` (`cpu`, `offcpu`), in order.
+fn movers(text: &str, profile: &str) -> Vec<String> {
+    text.lines()
+        .skip_while(|l| !l.starts_with(&format!("moved most ({profile};")))
+        .skip(2)
+        .take_while(|l| l.contains('%'))
+        .filter_map(|l| l.split_whitespace().last().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn the_slow_intervals_against_the_rest_put_slow_path_at_the_top_of_the_movers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_fixture(tmp.path(), "spiky");
+    let dir = tmp.path().join("session");
+    // Every fourth 200 ms interval of the program runs slow_path, and its latency spikes.
+    record(&dir, &exe, "4000");
+    let session = Session::load(&dir).unwrap();
+    assert!(
+        session.rows.iter().any(|r| r.latency.contains_key("op")),
+        "the fixture's latency reached the session: {:?}",
+        session.warnings
+    );
+    for extra in [&[][..], &["--metric", "op", "--above", "12ms"][..]] {
+        let out = benchtop()
+            .arg("compare")
+            .arg(&dir)
+            .arg("--slow")
+            .args(extra)
+            .arg("--out")
+            .arg(tmp.path().join("slow"))
+            .output()
+            .unwrap();
+        let text = stdout(&out);
+        let top = movers(&text, "cpu");
+        assert_eq!(
+            top.first().map(String::as_str),
+            Some("slow_path"),
+            "{extra:?}\n{text}"
+        );
+        assert!(tmp.path().join("slow/diff-cpu.svg").is_file());
+    }
 }
