@@ -394,6 +394,11 @@ pub struct ExportArgs {
     /// Where the files go [default: the session directory].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Only this time range of the run, from its per-interval stacks (A..B, ..B, A..,
+    /// last:D): the stack formats (speedscope, pprof), named after the range
+    /// (`cpu.10s-20s.speedscope.json`, `profile.10s-20s.pb.gz`).
+    #[arg(long, value_name = "RANGE")]
+    pub range: Option<benchtop_sessions::range::RangeSpec>,
 }
 
 /// The formats of `benchtop export`.

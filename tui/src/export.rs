@@ -9,8 +9,11 @@ use benchtop_sessions::StackTree;
 use benchtop_sessions::dir::DirHandle;
 use benchtop_sessions::escape::Escaped;
 use benchtop_sessions::export::{hgrm, summary_csv, summary_markdown, write_speedscope};
+use benchtop_sessions::intervals::IntervalStacks;
+use benchtop_sessions::limits::LoadOptions;
 use benchtop_sessions::plot::{self, percentile_svg};
 use benchtop_sessions::pprof::encode_session_to;
+use benchtop_sessions::range::{Between, RangeSpec, restrict, run_length_ns};
 use benchtop_sessions::store::Session;
 use hdrhistogram::Histogram;
 
@@ -28,6 +31,9 @@ const NS_PER_MS: f64 = 1e6;
 /// error (a full disk) leaves no partial, empty or temporary file where a file was
 /// promised. Large outputs (speedscope, pprof) are written as they are made.
 pub fn export(args: &ExportArgs) -> Result<ExitCode> {
+    if let Some(range) = &args.range {
+        return export_range(args, range);
+    }
     // Every format reads the rows' summary and the merged latency, never single
     // intervals: the summary load keeps memory independent of the number of intervals.
     let session = Session::load_summary(&args.dir).with_context(|| {
@@ -125,6 +131,82 @@ pub fn export(args: &ExportArgs) -> Result<ExitCode> {
                     "summary.csv",
                     summary_csv(&session).as_bytes(),
                 )?);
+            }
+        }
+    }
+    let mut stdout = std::io::stdout().lock();
+    for path in written {
+        writeln!(stdout, "{}", Escaped(&path.display().to_string()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `export --range`: the stack formats of one time range of the run, from stacks.jsonl.
+/// A session without per-interval stacks is refused (its whole run is not the range).
+fn export_range(args: &ExportArgs, range: &RangeSpec) -> Result<ExitCode> {
+    let what = || {
+        format!(
+            "cannot open the session {}",
+            Escaped(&args.dir.display().to_string())
+        )
+    };
+    let session = Session::load(&args.dir).with_context(what)?;
+    let Some(stacks) =
+        IntervalStacks::load(&args.dir, &LoadOptions::from_env()?).with_context(what)?
+    else {
+        anyhow::bail!(
+            "{} has no per-interval stacks (recorded before schema 2, or without sampling): \
+             a range cannot be exported; export without --range for the whole run",
+            Escaped(&args.dir.display().to_string())
+        );
+    };
+    let (from, to) = range
+        .resolve(run_length_ns(&session, Some(&stacks)))
+        .with_context(|| format!("--range {range}"))?;
+    let secs = |ns: u64| format!("{}s", ns as f64 / 1e9);
+    let label = format!("{}-{}", secs(from), secs(to));
+    let part = restrict(&session, Some(&stacks), &Between(from, to), &label);
+    let formats = if args.format.is_empty() {
+        vec![ExportFormat::Speedscope, ExportFormat::Pprof]
+    } else {
+        args.format.clone()
+    };
+    if let Some(other) = formats
+        .iter()
+        .find(|f| !matches!(f, ExportFormat::Speedscope | ExportFormat::Pprof))
+    {
+        anyhow::bail!(
+            "--range exports the stack formats (speedscope, pprof), not {other:?}; \
+             `benchtop show DIR --range` prints the range's figures"
+        );
+    }
+    let out_path = args.out.clone().unwrap_or_else(|| args.dir.clone());
+    let out = DirHandle::create_or_open(&out_path)?;
+    let mut written = Vec::new();
+    for format in formats {
+        match format {
+            ExportFormat::Speedscope => {
+                let name = format!("{} {label}", session.meta.workload.name);
+                for (kind, tree, unit) in [
+                    ("cpu", &part.cpu, "none"),
+                    ("offcpu", &part.offcpu, "microseconds"),
+                ] {
+                    if let Some(tree) = tree.as_ref().filter(|t| !t.is_empty()) {
+                        let file = format!("{kind}.{label}.speedscope.json");
+                        written.push(write_with(&out, &file, |w| {
+                            write_speedscope(tree, &name, unit, w)
+                        })?);
+                    }
+                }
+            }
+            _ => {
+                let empty = |t: &Option<StackTree>| t.as_ref().is_none_or(StackTree::is_empty);
+                if empty(&part.cpu) && empty(&part.offcpu) {
+                    eprintln!("benchtop: no stacks in this range: no pprof profile written");
+                } else {
+                    let file = format!("profile.{label}.pb.gz");
+                    written.push(write_with(&out, &file, |w| encode_session_to(&part, w))?);
+                }
             }
         }
     }

@@ -182,6 +182,20 @@ fn each_half_of_the_run_names_only_its_own_function() {
             "{err}"
         );
     }
+    // The first half exported for other tools: only first_half in its stacks.
+    let exported = tmp.path().join("exported");
+    let out = benchtop()
+        .arg("export")
+        .arg(&dir)
+        .args(["--range", "..1200ms", "--out"])
+        .arg(&exported)
+        .output()
+        .unwrap();
+    let listed = stdout(&out);
+    let speedscope = exported.join("cpu.0s-1.2s.speedscope.json");
+    let json = std::fs::read_to_string(&speedscope).unwrap_or_else(|e| panic!("{e}: {listed}"));
+    assert!(json.contains("first_half") && !json.contains("second_half"));
+    assert!(exported.join("profile.0s-1.2s.pb.gz").is_file(), "{listed}");
     // --slow needs a latency metric, which this program does not report.
     let out = benchtop()
         .arg("compare")
@@ -251,6 +265,18 @@ fn bad_ranges_are_refused_and_old_sessions_fall_back_to_the_whole_run() {
     }
     let out = stdout(&show(&v1, "..1s"));
     assert!(out.contains("no per-interval stacks"), "{out}");
+    // Exporting a range of it is refused rather than answered with the whole run.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = benchtop()
+        .arg("export")
+        .arg(&v1)
+        .args(["--range", "..1s", "--out"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no per-interval stacks"), "{err}");
 }
 
 /// The functions of `compare`'s movers table for `profile` (`cpu`, `offcpu`), in order.
