@@ -12,6 +12,10 @@ Prints two tables:
    inferno-flamegraph`.
 
 Usage: benches/record_overhead.py [--rounds N] [--ring "--num-nodes 5000 --num-rounds 2000"]
+                                  [--baseline PATH/TO/OTHER/benchtop]
+With --baseline, another build of benchtop (an earlier commit's release binary) samples
+the same ring in every round too, so two versions of the sampler are measured side by
+side (for example whole-run stacks only against per-interval stacks).
 Needs: perf (linux-perf), inferno's binaries (installed into target/bench-tools on first
 use with `cargo install inferno`), a release build (built on first use).
 """
@@ -59,13 +63,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--ring", default="--num-nodes 5000 --num-rounds 2000")
+    ap.add_argument("--baseline", help="another benchtop binary to sample with, side by side")
     args = ap.parse_args()
     need_tools()
     ring = shlex.split(args.ring)
     tmp = tempfile.mkdtemp(prefix="benchtop-bench-")
-    rate = {"none": [], "benchtop": [], "perf": []}
+    rate = {"none": [], "benchtop": [], "perf": [], "baseline": []}
     cost = {"benchtop": [], "perf record": [], "perf script+inferno": [], "perf total": []}
-    samples = {"benchtop": [], "perf": []}
+    samples = {"benchtop": [], "perf": [], "baseline": []}
     for r in range(args.rounds):
         # no sampling
         d = os.path.join(tmp, f"none-{r}")
@@ -79,6 +84,13 @@ def main():
         rate["benchtop"].append(mps)
         cost["benchtop"].append(wall - run_s)
         samples["benchtop"].append(meta["sampling"]["samples"])
+        if args.baseline:
+            d = os.path.join(tmp, f"base-{r}")
+            timed([args.baseline, "run", "ring", *ring, "--profile", "cpu", "--event", "cpu-clock",
+                   "--frequency", "999", "--quiet", "--record", d])
+            mps, _, meta = workload_seconds(d)
+            rate["baseline"].append(mps)
+            samples["baseline"].append(meta["sampling"]["samples"])
         # perf record, then the perf script | inferno pipeline
         d = os.path.join(tmp, f"perf-{r}")
         data = os.path.join(tmp, f"perf-{r}.data")
@@ -98,19 +110,26 @@ def main():
         samples["perf"].append(int(count or 0))
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
 
-    med = {k: statistics.median(v) for k, v in rate.items()}
+    med = {k: statistics.median(v) for k, v in rate.items() if v}
     print(f"\nring {' '.join(ring)} (tell), {args.rounds} interleaved rounds, medians\n")
     print(f"{'configuration':<28}{'messages/s':>14}{'vs none':>10}{'min':>14}{'max':>14}")
-    for k, label in [("none", "no sampling"), ("benchtop", "benchtop sampler 999 Hz"),
-                     ("perf", "perf record -F 999 -g")]:
+    configs = [("none", "no sampling"), ("benchtop", "benchtop sampler 999 Hz"),
+               ("perf", "perf record -F 999 -g")]
+    if args.baseline:
+        configs.insert(2, ("baseline", "baseline sampler 999 Hz"))
+    for k, label in configs:
         print(f"{label:<28}{med[k]:>14,.0f}{(med[k] / med['none'] - 1) * 100:>+9.1f}%"
               f"{min(rate[k]):>14,.0f}{max(rate[k]):>14,.0f}")
     # Paired by round: each round runs the three configurations back to back.
-    for k in ("benchtop", "perf"):
+    for k in ("benchtop", "baseline", "perf") if args.baseline else ("benchtop", "perf"):
         ratios = [b / n - 1 for b, n in zip(rate[k], rate["none"])]
         print(f"paired {k:<9} vs none, median of rounds: {statistics.median(ratios) * 100:+.1f}%")
+    if args.baseline:
+        ratios = [b / a - 1 for b, a in zip(rate["benchtop"], rate["baseline"])]
+        print(f"paired benchtop  vs baseline, median of rounds: {statistics.median(ratios) * 100:+.1f}%")
     print(f"\nsamples taken (median): benchtop {statistics.median(samples['benchtop']):.0f}, "
-          f"perf {statistics.median(samples['perf']):.0f}")
+          f"perf {statistics.median(samples['perf']):.0f}"
+          + (f", baseline {statistics.median(samples['baseline']):.0f}" if args.baseline else ""))
     cm = {k: statistics.median(v) for k, v in cost.items()}
     print(f"\n{'recording cost beyond the workload':<40}{'seconds':>10}")
     print(f"{'benchtop (start-up + folded + svg)':<40}{cm['benchtop']:>10.3f}")

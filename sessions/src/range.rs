@@ -370,7 +370,236 @@ fn write_range(
     Ok(())
 }
 
+/// Which intervals of a run a part of it holds: those whose span (ns from the run's
+/// start) `keep` accepts.
+pub trait Selection {
+    /// Whether the interval `[t0_ns, t1_ns)` belongs.
+    fn keep(&self, t0_ns: u64, t1_ns: u64) -> bool;
+}
+
+/// The intervals whose middle lies in `[from, to)`.
+#[derive(Debug, Clone, Copy)]
+pub struct Between(pub u64, pub u64);
+
+impl Selection for Between {
+    fn keep(&self, t0_ns: u64, t1_ns: u64) -> bool {
+        let mid = t0_ns + t1_ns.saturating_sub(t0_ns) / 2;
+        (self.0..self.1).contains(&mid)
+    }
+}
+
+/// The rows of a run split by a latency metric's p99: the slow ones (p99 above the
+/// threshold) or the others. An interval belongs to the side of the row whose span holds
+/// its middle; one after the last row belongs to neither.
+#[derive(Debug, Clone)]
+pub struct SlowRows {
+    /// Each row's span, ns from the start, and whether it is slow.
+    rows: Vec<(u64, u64, bool)>,
+    /// Select the slow rows (else the others).
+    pub slow: bool,
+}
+
+/// Why `--slow` cannot split a session.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SlowError {
+    /// No latency metric at all.
+    #[error(
+        "the session has no latency metric, so it has no slow intervals: --slow needs a workload that reports latency"
+    )]
+    NoLatency,
+    /// The metric asked for is not in the session.
+    #[error("the session has no latency metric {name:?}; it has: {have}")]
+    NoSuchMetric {
+        /// The metric asked for.
+        name: String,
+        /// The metrics it has.
+        have: String,
+    },
+    /// Every interval is on one side.
+    #[error(
+        "{slow} of {rows} intervals have a {metric} p99 above {threshold}: nothing to compare them with"
+    )]
+    OneSided {
+        /// The metric.
+        metric: String,
+        /// The threshold, in words.
+        threshold: String,
+        /// Slow intervals.
+        slow: usize,
+        /// All intervals.
+        rows: usize,
+    },
+}
+
+/// The threshold of `--slow`: above the whole run's p99, or above a value (ns).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SlowThreshold {
+    /// The whole run's p99 of the metric.
+    RunP99,
+    /// A latency, ns.
+    Above(u64),
+}
+
+impl SlowRows {
+    /// Splits `session`'s rows by the p99 of `metric` (the first latency metric of its rows
+    /// when `None`). Returns the split, the metric and the threshold in ns.
+    pub fn split(
+        session: &Session,
+        metric: Option<&str>,
+        threshold: SlowThreshold,
+    ) -> Result<(SlowRows, String, u64), SlowError> {
+        let mut names: Vec<&str> = session
+            .rows
+            .iter()
+            .flat_map(|r| r.latency.keys().map(String::as_str))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        let metric = match metric {
+            Some(m) if names.contains(&m) => m.to_owned(),
+            Some(m) => {
+                return Err(if names.is_empty() {
+                    SlowError::NoLatency
+                } else {
+                    SlowError::NoSuchMetric {
+                        name: m.to_owned(),
+                        have: names.join(", "),
+                    }
+                });
+            }
+            None => session
+                .rows
+                .iter()
+                .find_map(|r| r.latency.keys().next().cloned())
+                .ok_or(SlowError::NoLatency)?,
+        };
+        let limit = match threshold {
+            SlowThreshold::Above(ns) => ns,
+            SlowThreshold::RunP99 => {
+                let mut notes = Vec::new();
+                let merged = session.merged_latency(&mut notes);
+                match merged.get(metric.as_str()) {
+                    Some(h) => h.value_at_quantile(0.99),
+                    // Without latency.hlog: the median of the rows' p99s.
+                    None => {
+                        let mut p99: Vec<u64> = session
+                            .rows
+                            .iter()
+                            .filter_map(|r| r.latency.get(&metric).map(|p| p.p99))
+                            .collect();
+                        p99.sort_unstable();
+                        p99.get(p99.len() / 2).copied().unwrap_or(0)
+                    }
+                }
+            }
+        };
+        let rows: Vec<(u64, u64, bool)> = session
+            .rows
+            .iter()
+            .map(|r| {
+                let t1 = (r.t_s.max(0.0) * 1e9) as u64;
+                let t0 = ((r.t_s - r.interval_s).max(0.0) * 1e9) as u64;
+                let slow = r
+                    .latency
+                    .get(&metric)
+                    .is_some_and(|p| p.count > 0 && p.p99 > limit);
+                (t0, t1, slow)
+            })
+            .collect();
+        let slow = rows.iter().filter(|r| r.2).count();
+        if slow == 0 || slow == rows.len() {
+            return Err(SlowError::OneSided {
+                metric,
+                threshold: human_ns(limit as f64),
+                slow,
+                rows: rows.len(),
+            });
+        }
+        Ok((SlowRows { rows, slow: true }, metric, limit))
+    }
+
+    /// The other side of the split.
+    pub fn others(&self) -> SlowRows {
+        SlowRows {
+            rows: self.rows.clone(),
+            slow: !self.slow,
+        }
+    }
+
+    /// Rows on this side.
+    pub fn count(&self) -> usize {
+        self.rows.iter().filter(|r| r.2 == self.slow).count()
+    }
+}
+
+impl Selection for SlowRows {
+    fn keep(&self, t0_ns: u64, t1_ns: u64) -> bool {
+        let mid = t0_ns + t1_ns.saturating_sub(t0_ns) / 2;
+        let i = self.rows.partition_point(|r| r.1 <= mid);
+        self.rows
+            .get(i)
+            .is_some_and(|&(t0, _, slow)| mid >= t0 && slow == self.slow)
+    }
+}
+
+/// The part of `session` that `part` selects, as a session of its own for `compare`:
+/// its rows, its latency intervals and, from `stacks`, its on- and off-CPU stacks. The
+/// worker's whole-run summary figures and phases are left out (they are not the
+/// part's); so are the stacks when there are no per-interval stacks (`None`), never
+/// replaced by the whole run's. `label` is added to the id.
+pub fn restrict(
+    session: &Session,
+    stacks: Option<&IntervalStacks>,
+    part: &dyn Selection,
+    label: &str,
+) -> Session {
+    let mut out = session.clone();
+    out.meta.id = format!("{} [{label}]", session.meta.id);
+    out.meta.summary.clear();
+    out.meta.phases.clear();
+    out.rows.retain(|r| {
+        let t1 = (r.t_s.max(0.0) * 1e9) as u64;
+        let t0 = ((r.t_s - r.interval_s).max(0.0) * 1e9) as u64;
+        part.keep(t0, t1)
+    });
+    out.row_summary = crate::RowSummary::of(&out.rows);
+    // latency.hlog's offsets count from the session's start time; its first interval
+    // begins where the run does.
+    let base = session
+        .latency
+        .iter()
+        .map(|i| i.start_offset_s)
+        .fold(f64::INFINITY, f64::min);
+    out.latency.retain(|i| {
+        let t0 = ((i.start_offset_s - base).max(0.0) * 1e9) as u64;
+        let t1 = t0 + (i.length_s.max(0.0) * 1e9) as u64;
+        part.keep(t0, t1)
+    });
+    match stacks {
+        Some(s) => {
+            let keep = |i: &crate::intervals::LoadedInterval| part.keep(i.t0_ns, i.t1_ns);
+            out.cpu = session.cpu.as_ref().map(|_| s.tree(keep, |i| &i.cpu, 1));
+            out.offcpu = session
+                .offcpu
+                .as_ref()
+                .map(|_| s.tree(keep, |i| &i.offcpu, 1000));
+        }
+        None => {
+            out.cpu = None;
+            out.offcpu = None;
+            out.warnings.push(
+                "no per-interval stacks (recorded before schema 2): the part is compared \
+                 on its figures only, without stacks"
+                    .into(),
+            );
+        }
+    }
+    out
+}
+
 #[cfg(test)]
+#[allow(clippy::field_reassign_with_default)]
 mod tests {
     use super::*;
 
@@ -428,6 +657,170 @@ mod tests {
             top.len(),
             2,
             "frames that end no stack are not listed: {top:?}"
+        );
+    }
+
+    /// A 20-interval session whose latency spikes (p99 10 ms, else 1 ms) in every fifth
+    /// interval, and whose stacks are in `slow_path` exactly then, `fast_path` otherwise.
+    fn spiky() -> (Session, IntervalStacks) {
+        use crate::intervals::{IntervalWeights, StackEntry, StacksChunk, Weight};
+        let meta = crate::SessionMeta::new(
+            "spiky",
+            crate::meta::WorkloadInfo::new("fixture", Default::default()),
+            crate::meta::HostInfo::default(),
+            "2026-11-23T12:00:00Z",
+        );
+        let mut chunk = StacksChunk::default();
+        chunk.frames = vec![
+            (0, "fixture".into()),
+            (1, "fast_path".into()),
+            (2, "slow_path".into()),
+            (3, "main_loop".into()),
+        ];
+        chunk.stacks = vec![
+            StackEntry {
+                id: 0,
+                parent: None,
+                frame: 0,
+            },
+            StackEntry {
+                id: 1,
+                parent: Some(0),
+                frame: 1,
+            },
+            StackEntry {
+                id: 2,
+                parent: Some(0),
+                frame: 2,
+            },
+            StackEntry {
+                id: 3,
+                parent: Some(0),
+                frame: 3,
+            },
+        ];
+        let (mut rows, mut latency) = (Vec::new(), Vec::new());
+        for i in 0..20u32 {
+            let slow = i % 5 == 4;
+            let p99 = if slow { 10_000_000 } else { 1_000_000 };
+            let mut row = crate::TimeseriesRow {
+                t_s: f64::from(i + 1),
+                interval_s: 1.0,
+                ..Default::default()
+            };
+            let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+            h.record_n(100_000, 980).unwrap();
+            h.record_n(p99, 20).unwrap();
+            row.latency.insert("lap".into(), crate::Percentiles::of(&h));
+            rows.push(row);
+            latency.push(crate::HlogInterval {
+                tag: "lap".into(),
+                start_offset_s: 0.25 + f64::from(i),
+                length_s: 1.0,
+                histogram: h,
+            });
+            // The rest of the work goes on in slow intervals too: slow_path is what moved.
+            let rest = if slow { 40 } else { 50 };
+            let mut cpu = vec![
+                Weight {
+                    tid: 1,
+                    stack: 1,
+                    weight: rest,
+                },
+                Weight {
+                    tid: 1,
+                    stack: 3,
+                    weight: rest,
+                },
+            ];
+            if slow {
+                cpu.push(Weight {
+                    tid: 1,
+                    stack: 2,
+                    weight: 80,
+                });
+            }
+            chunk.intervals.push(IntervalWeights {
+                index: i,
+                t0_ns: u64::from(i) * S,
+                t1_ns: u64::from(i + 1) * S,
+                cpu,
+                offcpu: vec![],
+            });
+        }
+        let mut bytes = crate::intervals::StacksChunk::header();
+        chunk.write_jsonl(&mut bytes);
+        let stacks = IntervalStacks::parse(
+            &bytes,
+            std::path::Path::new("stacks.jsonl"),
+            &crate::limits::LoadOptions::default(),
+        )
+        .unwrap();
+        let session = Session {
+            dir: "spiky".into(),
+            meta,
+            row_summary: crate::RowSummary::of(&rows),
+            rows,
+            latency,
+            cpu: Some(stacks.cpu_tree(0, u64::MAX)),
+            offcpu: None,
+            threads: Vec::new(),
+            warnings: Vec::new(),
+        };
+        (session, stacks)
+    }
+
+    #[test]
+    fn the_slow_intervals_against_the_rest_put_slow_path_at_the_top_of_the_movers() {
+        let (session, stacks) = spiky();
+        let (slow, metric, limit) = SlowRows::split(&session, None, SlowThreshold::RunP99).unwrap();
+        assert_eq!(metric, "lap");
+        assert_eq!(slow.count(), 4, "threshold {limit}");
+        assert_eq!(slow.others().count(), 16);
+        let b = restrict(&session, Some(&stacks), &slow, "slow");
+        let a = restrict(&session, Some(&stacks), &slow.others(), "rest");
+        assert_eq!((a.rows.len(), b.rows.len()), (16, 4));
+        assert_eq!((a.latency.len(), b.latency.len()), (16, 4));
+        let (ta, tb) = (a.cpu.unwrap(), b.cpu.unwrap());
+        assert_eq!(tb.total_weight(), 4 * 160);
+        let movers = crate::compare::movers(&ta, &tb, 3);
+        assert_eq!(movers[0].name, "slow_path", "{movers:?}");
+        // An explicit threshold above every interval leaves nothing slow: refused.
+        let none = SlowRows::split(&session, Some("lap"), SlowThreshold::Above(u64::MAX / 2));
+        assert!(
+            matches!(none, Err(SlowError::OneSided { slow: 0, .. })),
+            "{none:?}"
+        );
+        let missing = SlowRows::split(&session, Some("rtt"), SlowThreshold::RunP99);
+        assert!(matches!(missing, Err(SlowError::NoSuchMetric { .. })));
+    }
+
+    #[test]
+    fn a_session_without_latency_is_refused_by_slow() {
+        let (mut session, _) = spiky();
+        for r in &mut session.rows {
+            r.latency.clear();
+        }
+        let e = SlowRows::split(&session, None, SlowThreshold::RunP99).unwrap_err();
+        assert_eq!(e, SlowError::NoLatency);
+        assert!(e.to_string().contains("no latency metric"));
+    }
+
+    #[test]
+    fn a_range_of_a_session_keeps_its_rows_latency_and_stacks_and_drops_whole_run_figures() {
+        let (session, stacks) = spiky();
+        let part = restrict(&session, Some(&stacks), &Between(0, 4 * S), "first 4 s");
+        assert_eq!(part.rows.len(), 4);
+        assert_eq!(part.latency.len(), 4);
+        assert_eq!(
+            part.cpu.unwrap().to_folded(),
+            "fixture;fast_path 200\nfixture;main_loop 200\n"
+        );
+        assert!(part.meta.summary.is_empty());
+        let without = restrict(&session, None, &Between(0, 4 * S), "old");
+        assert!(
+            without.cpu.is_none(),
+            "never the whole run's stacks for a part"
         );
     }
 }

@@ -230,7 +230,9 @@ per-interval stacks (schema 1) say so and show the whole run's functions."
     #[command(
         after_help = "Examples:\n  benchtop compare sessions/before sessions/after\n  \
 benchtop compare A B --markdown --threshold 5% --fail-on-regression\n  \
-benchtop compare A B --json --out /tmp/diff"
+benchtop compare A B --json --out /tmp/diff\n  \
+benchtop compare A --range-a 0s..10s --range-b 10s..20s\n  \
+benchtop compare A --slow --metric lap --above 5ms"
     )]
     Compare(CompareArgs),
     /// Browse a recorded session in the TUI, or two side by side.
@@ -412,9 +414,29 @@ pub struct CompareArgs {
     /// The session to compare against (before).
     #[arg(value_name = "A")]
     pub a: PathBuf,
-    /// The session compared (after).
-    #[arg(value_name = "B")]
-    pub b: PathBuf,
+    /// The session compared (after); A again, or left out, to compare two parts of A
+    /// (`--range-a`/`--range-b`, `--slow`).
+    #[arg(value_name = "B", required_unless_present_any = ["slow", "range_b"])]
+    pub b: Option<PathBuf>,
+    /// Only this time range of A (`10s..20s`, `..5s`, `30s..`, `last:10s`).
+    #[arg(long, value_name = "RANGE")]
+    pub range_a: Option<benchtop_sessions::range::RangeSpec>,
+    /// Only this time range of B (of A when B is left out).
+    #[arg(long, value_name = "RANGE")]
+    pub range_b: Option<benchtop_sessions::range::RangeSpec>,
+    /// Compare A's slow intervals (latency p99 above the whole run's p99, or --above)
+    /// against its other intervals: figures, differential flamegraphs on and off CPU,
+    /// and the functions that moved most.
+    #[arg(long, conflicts_with_all = ["b", "range_a", "range_b"])]
+    pub slow: bool,
+    /// The latency metric that decides which intervals are slow [default: the first one
+    /// recorded].
+    #[arg(long, value_name = "NAME", requires = "slow")]
+    pub metric: Option<String>,
+    /// Intervals whose p99 is above this are slow: `p99` (the whole run's, the default)
+    /// or a latency (`5ms`, `250us`).
+    #[arg(long, value_name = "p99|VALUE", requires = "slow", value_parser = parse_above)]
+    pub above: Option<benchtop_sessions::range::SlowThreshold>,
     /// Where the differential stacks go [default: `./compare-A-vs-B`, from the two
     /// directories' names].
     #[arg(long, value_name = "DIR")]
@@ -464,6 +486,11 @@ pub struct ExportArgs {
     /// Where the files go [default: the session directory].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Only this time range of the run, from its per-interval stacks (A..B, ..B, A..,
+    /// last:D): the stack formats (speedscope, pprof), named after the range
+    /// (`cpu.10s-20s.speedscope.json`, `profile.10s-20s.pb.gz`).
+    #[arg(long, value_name = "RANGE")]
+    pub range: Option<benchtop_sessions::range::RangeSpec>,
 }
 
 /// The formats of `benchtop export`.
@@ -492,6 +519,17 @@ pub enum ExportFormat {
     /// intervals), off-CPU tracks, markers for the run, its phases and warnings, and
     /// RSS and throughput counters. Only when asked for; a session's, not a series'.
     Firefox,
+}
+
+/// `--above`: `p99`, or a latency such as `5ms`.
+fn parse_above(text: &str) -> Result<benchtop_sessions::range::SlowThreshold, String> {
+    use benchtop_sessions::range::SlowThreshold;
+    if text.eq_ignore_ascii_case("p99") {
+        return Ok(SlowThreshold::RunP99);
+    }
+    humantime::parse_duration(text)
+        .map(|d| SlowThreshold::Above(d.as_nanos().min(u128::from(u64::MAX)) as u64))
+        .map_err(|e| format!("{text:?} is neither p99 nor a latency (5ms, 250us): {e}"))
 }
 
 /// `2%` or `0.02`.

@@ -9,9 +9,15 @@ use benchtop_sessions::compare::{self, CompareOptions, Comparison, Mover};
 use benchtop_sessions::dir::DirHandle;
 use benchtop_sessions::escape::Escaped;
 use benchtop_sessions::flame::write_differential_svg;
+use benchtop_sessions::intervals::IntervalStacks;
+use benchtop_sessions::limits::LoadOptions;
 use benchtop_sessions::names::short_name;
+use benchtop_sessions::range::{
+    Between, RangeSpec, SlowRows, SlowThreshold, restrict, run_length_ns,
+};
 use benchtop_sessions::series::Recorded;
 use benchtop_sessions::store::Session;
+use benchtop_sessions::units::human_ns;
 use benchtop_sessions::{StackKind, StackTree};
 use serde::Serialize;
 
@@ -42,7 +48,7 @@ struct Movers {
 /// Compares the sessions of `args` and prints the result; the exit code is 1 with
 /// `--fail-on-regression` when a figure regressed.
 pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
-    let load = |dir: &Path, which| {
+    let load = |dir: &Path, which: &str| {
         let recorded = Recorded::load(dir).with_context(|| {
             format!(
                 "cannot open session {which} ({})",
@@ -60,7 +66,7 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
         }
         Ok(recorded)
     };
-    let (ra, rb) = (load(&args.a, "A")?, load(&args.b, "B")?);
+    let (ra, rb) = parts(args, load)?;
     let (runs_a, runs_b) = (ra.runs(), rb.runs());
     let mut opts = CompareOptions::default();
     opts.threshold = args.threshold;
@@ -72,7 +78,7 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
     let out_path = args
         .out
         .clone()
-        .unwrap_or_else(|| default_out(&args.a, &args.b));
+        .unwrap_or_else(|| default_out(&args.a, args.b.as_deref().unwrap_or(&args.a)));
     // Made when the first file is written: a comparison without stacks or latency
     // writes nothing.
     let mut out_dir: Option<DirHandle> = None;
@@ -157,6 +163,102 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The two sides to compare: A and B as recorded, or parts of them (`--range-a`,
+/// `--range-b`, `--slow`), each made a session of its own from the per-interval stacks.
+fn parts(
+    args: &CompareArgs,
+    load: impl Fn(&Path, &str) -> Result<Recorded>,
+) -> Result<(Recorded, Recorded)> {
+    let b_dir = args.b.as_deref().unwrap_or(&args.a);
+    if !args.slow && args.range_a.is_none() && args.range_b.is_none() {
+        return Ok((load(&args.a, "A")?, load(b_dir, "B")?));
+    }
+    let session = |dir: &Path, which: &str| -> Result<(Session, Option<IntervalStacks>)> {
+        let Recorded::Session(session) = load(dir, which)? else {
+            anyhow::bail!(
+                "{which} ({}) is a series: ranges and --slow take one session",
+                Escaped(&dir.display().to_string())
+            );
+        };
+        let stacks = IntervalStacks::load(dir, &LoadOptions::from_env()?)
+            .with_context(|| format!("cannot read the per-interval stacks of {which}"))?;
+        if stacks.is_none() {
+            eprintln!(
+                "benchtop: warning: {which} has no per-interval stacks (recorded before \
+                 schema 2, or without sampling): its part is compared on figures only"
+            );
+        }
+        Ok((*session, stacks))
+    };
+    let (a, stacks_a) = session(&args.a, "A")?;
+    if args.slow {
+        let threshold = args.above.unwrap_or(SlowThreshold::RunP99);
+        let (slow, metric, limit) = SlowRows::split(&a, args.metric.as_deref(), threshold)
+            .with_context(|| format!("--slow on {}", Escaped(&args.a.display().to_string())))?;
+        let others = slow.others();
+        eprintln!(
+            "benchtop: A: the {} intervals whose {} p99 is at most {}; B: the {} above it",
+            others.count(),
+            Escaped(&metric),
+            human_ns(limit as f64),
+            slow.count()
+        );
+        let rest = restrict(&a, stacks_a.as_ref(), &others, "other intervals");
+        let slow = restrict(&a, stacks_a.as_ref(), &slow, "slow intervals");
+        return Ok((
+            Recorded::Session(Box::new(rest)),
+            Recorded::Session(Box::new(slow)),
+        ));
+    }
+    let same = args.b.as_deref().is_none_or(|b| b == args.a);
+    let (b, stacks_b) = if same {
+        (a.clone(), stacks_a.clone())
+    } else {
+        session(b_dir, "B")?
+    };
+    let side = |s: &Session, stacks: Option<&IntervalStacks>, spec: Option<&RangeSpec>, which| {
+        let Some(spec) = spec else {
+            return Ok((s.clone(), None));
+        };
+        let length = run_length_ns(s, stacks);
+        let (from, to) = spec
+            .resolve(length)
+            .with_context(|| format!("--range-{which} {spec}"))?;
+        let label = format!("{}..{}", human_s(from), human_s(to));
+        Ok::<_, anyhow::Error>((
+            restrict(s, stacks, &Between(from, to), &label),
+            Some((from, to)),
+        ))
+    };
+    let (pa, ra) = side(&a, stacks_a.as_ref(), args.range_a.as_ref(), "a")?;
+    let (pb, rb) = side(&b, stacks_b.as_ref(), args.range_b.as_ref(), "b")?;
+    if same {
+        match (ra, rb) {
+            (Some((a0, a1)), Some((b0, b1))) if a0 < b1 && b0 < a1 => anyhow::bail!(
+                "--range-a {}..{} and --range-b {}..{} overlap: the intervals they share \
+                 would be on both sides",
+                human_s(a0),
+                human_s(a1),
+                human_s(b0),
+                human_s(b1)
+            ),
+            (None, _) | (_, None) => anyhow::bail!(
+                "comparing a session with itself needs two ranges: --range-a and --range-b"
+            ),
+            _ => {}
+        }
+    }
+    Ok((
+        Recorded::Session(Box::new(pa)),
+        Recorded::Session(Box::new(pb)),
+    ))
+}
+
+/// Nanoseconds as seconds, as ranges are written.
+fn human_s(ns: u64) -> String {
+    format!("{}s", ns as f64 / 1e9)
 }
 
 /// The on-CPU and off-CPU stacks of `runs` added together (one run: its own).

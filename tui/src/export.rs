@@ -23,8 +23,11 @@ use benchtop_sessions::export::{
     hgrm, series_summary_csv, summary_csv, summary_markdown, write_speedscope,
 };
 use benchtop_sessions::histogram::Total;
+use benchtop_sessions::intervals::IntervalStacks;
+use benchtop_sessions::limits::LoadOptions;
 use benchtop_sessions::plot::{self, percentile_svg};
-use benchtop_sessions::pprof::encode_to;
+use benchtop_sessions::pprof::{encode_session_to, encode_to};
+use benchtop_sessions::range::{Between, RangeSpec, restrict, run_length_ns};
 use benchtop_sessions::series::{RunRole, SERIES_FILE, Series};
 use benchtop_sessions::store::{SESSION_FILE, Session};
 use benchtop_sessions::{SessionMeta, StackTree};
@@ -45,6 +48,9 @@ const NS_PER_MS: f64 = 1e6;
 /// error (a full disk) leaves no partial, empty or temporary file where a file was
 /// promised. Large outputs (speedscope, pprof) are written as they are made.
 pub fn export(args: &ExportArgs) -> Result<ExitCode> {
+    if let Some(range) = &args.range {
+        return export_range(args, range);
+    }
     let shown = || Escaped(&args.dir.display().to_string()).to_string();
     let is_series = std::fs::symlink_metadata(args.dir.join(SERIES_FILE)).is_ok()
         && std::fs::symlink_metadata(args.dir.join(SESSION_FILE)).is_err();
@@ -427,6 +433,82 @@ fn series_markdown(series: &Series, points: &[(String, Vec<&Session>)]) -> Strin
         let _ = writeln!(out, "\n> warning: {}", c(w));
     }
     out
+}
+
+/// `export --range`: the stack formats of one time range of the run, from stacks.jsonl.
+/// A session without per-interval stacks is refused (its whole run is not the range).
+fn export_range(args: &ExportArgs, range: &RangeSpec) -> Result<ExitCode> {
+    let what = || {
+        format!(
+            "cannot open the session {}",
+            Escaped(&args.dir.display().to_string())
+        )
+    };
+    let session = Session::load(&args.dir).with_context(what)?;
+    let Some(stacks) =
+        IntervalStacks::load(&args.dir, &LoadOptions::from_env()?).with_context(what)?
+    else {
+        anyhow::bail!(
+            "{} has no per-interval stacks (recorded before schema 2, or without sampling): \
+             a range cannot be exported; export without --range for the whole run",
+            Escaped(&args.dir.display().to_string())
+        );
+    };
+    let (from, to) = range
+        .resolve(run_length_ns(&session, Some(&stacks)))
+        .with_context(|| format!("--range {range}"))?;
+    let secs = |ns: u64| format!("{}s", ns as f64 / 1e9);
+    let label = format!("{}-{}", secs(from), secs(to));
+    let part = restrict(&session, Some(&stacks), &Between(from, to), &label);
+    let formats = if args.format.is_empty() {
+        vec![ExportFormat::Speedscope, ExportFormat::Pprof]
+    } else {
+        args.format.clone()
+    };
+    if let Some(other) = formats
+        .iter()
+        .find(|f| !matches!(f, ExportFormat::Speedscope | ExportFormat::Pprof))
+    {
+        anyhow::bail!(
+            "--range exports the stack formats (speedscope, pprof), not {other:?}; \
+             `benchtop show DIR --range` prints the range's figures"
+        );
+    }
+    let out_path = args.out.clone().unwrap_or_else(|| args.dir.clone());
+    let out = DirHandle::create_or_open(&out_path)?;
+    let mut written = Vec::new();
+    for format in formats {
+        match format {
+            ExportFormat::Speedscope => {
+                let name = format!("{} {label}", session.meta.workload.name);
+                for (kind, tree, unit) in [
+                    ("cpu", &part.cpu, "none"),
+                    ("offcpu", &part.offcpu, "microseconds"),
+                ] {
+                    if let Some(tree) = tree.as_ref().filter(|t| !t.is_empty()) {
+                        let file = format!("{kind}.{label}.speedscope.json");
+                        written.push(write_with(&out, &file, |w| {
+                            write_speedscope(tree, &name, unit, w)
+                        })?);
+                    }
+                }
+            }
+            _ => {
+                let empty = |t: &Option<StackTree>| t.as_ref().is_none_or(StackTree::is_empty);
+                if empty(&part.cpu) && empty(&part.offcpu) {
+                    eprintln!("benchtop: no stacks in this range: no pprof profile written");
+                } else {
+                    let file = format!("profile.{label}.pb.gz");
+                    written.push(write_with(&out, &file, |w| encode_session_to(&part, w))?);
+                }
+            }
+        }
+    }
+    let mut stdout = std::io::stdout().lock();
+    for path in written {
+        writeln!(stdout, "{}", Escaped(&path.display().to_string()))?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Writes `name` in `dir` atomically with `bytes`; returns its path.

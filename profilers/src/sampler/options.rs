@@ -15,7 +15,7 @@ pub enum ProfileKind {
     /// Off-CPU stacks only: where threads block, weighted by the time blocked (µs).
     OffCpu,
     /// Both (the default). Off-CPU stacks need kernel sampling; without it off-CPU time
-    /// is recorded per thread without stacks and [`Sampler::warnings`] says why.
+    /// is recorded per thread without stacks and [`Sampler::warnings`](super::Sampler::warnings) says why.
     #[default]
     Both,
 }
@@ -53,7 +53,7 @@ pub struct SamplerOptions {
     pub frequency_hz: u64,
     /// Include kernel frames when permitted (default true), on- and off-CPU. When not
     /// permitted the sampler falls back to user frames and says why in
-    /// [`Sampler::warnings`].
+    /// [`Sampler::warnings`](super::Sampler::warnings).
     pub kernel_frames: bool,
     /// Data pages per CPU ring buffer, rounded down to a power of two. `None` picks 128
     /// when privileged (256 with off-CPU stacks), else the largest size that fits

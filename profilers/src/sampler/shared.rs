@@ -46,9 +46,9 @@ pub(crate) struct Shared {
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct Snapshot {
-    /// On-CPU stacks so far, as in [`Profile::cpu`].
+    /// On-CPU stacks so far, as in [`Profile::cpu`](super::Profile::cpu).
     pub cpu: StackTree,
-    /// Off-CPU stacks so far (µs blocked), as in [`Profile::offcpu`].
+    /// Off-CPU stacks so far (µs blocked), as in [`Profile::offcpu`](super::Profile::offcpu).
     pub offcpu: StackTree,
     /// Batches folded when the copy was taken.
     pub batches: u64,

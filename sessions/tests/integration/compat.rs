@@ -103,3 +103,42 @@ fn write_the_v1_session_fixture() {
     // Keep the fixture small: the SVG is derived, not part of what must keep loading.
     std::fs::remove_file(dir.join("cpu.svg")).unwrap();
 }
+
+/// The checked-in v2 session (tests/data/v2-session): a real recording of
+/// tui/tests/data/timeline/halves.c for one second at 250 ms intervals, its stacks per
+/// interval in stacks.jsonl. Like the v1 session, it must keep loading.
+#[test]
+fn the_checked_in_v2_session_keeps_loading_with_its_per_interval_stacks() {
+    use benchtop_sessions::intervals::IntervalStacks;
+    use benchtop_sessions::limits::LoadOptions;
+
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/v2-session");
+    let s = Session::load(&dir).unwrap();
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    assert_eq!(s.meta.schema_version, 2);
+    assert_eq!(s.meta.status, Status::Complete);
+    assert_eq!(s.meta.sampling.samples, 296);
+    let stacks = IntervalStacks::load(&dir, &LoadOptions::default())
+        .unwrap()
+        .expect("stacks.jsonl");
+    assert!(stacks.warnings.is_empty(), "{:?}", stacks.warnings);
+    assert_eq!(stacks.intervals.len(), 4);
+    // Every sample taken is in an interval, and the intervals sum to cpu.folded.
+    assert_eq!(stacks.cpu_samples(), 296);
+    let whole = stacks.cpu_tree(0, u64::MAX);
+    assert_eq!(whole.to_folded(), s.cpu.as_ref().unwrap().to_folded());
+    let first = stacks.cpu_tree(0, 300_000_000).to_folded();
+    let second = stacks.cpu_tree(600_000_000, u64::MAX).to_folded();
+    assert!(
+        first.contains("first_half") && !first.contains("second_half"),
+        "{first}"
+    );
+    assert!(
+        second.contains("second_half") && !second.contains("first_half;"),
+        "{second}"
+    );
+    assert_eq!(
+        stacks.threads.get(&3756).map(String::as_str),
+        Some("halves")
+    );
+}

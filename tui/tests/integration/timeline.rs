@@ -14,8 +14,15 @@ use crate::support::{benchtop, wait_until};
 
 /// Builds tests/data/timeline/halves.c into `dir` with the system's C compiler.
 fn build_halves(dir: &Path) -> PathBuf {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/timeline/halves.c");
-    let exe = dir.join("halves");
+    build_fixture(dir, "halves")
+}
+
+/// Builds tests/data/timeline/NAME.c into `dir` with the system's C compiler.
+fn build_fixture(dir: &Path, name: &str) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/timeline")
+        .join(format!("{name}.c"));
+    let exe = dir.join(name);
     let out = Command::new("cc")
         .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
         .arg(&exe)
@@ -128,6 +135,77 @@ fn each_half_of_the_run_names_only_its_own_function() {
         stacks.intervals.len()
     );
     assert!(stacks.warnings.is_empty(), "{:?}", stacks.warnings);
+
+    // The two halves of one session compared like two sessions: second_half grew most,
+    // first_half shrank most, with the differential flamegraphs written.
+    let out_dir = tmp.path().join("halves-compared");
+    let compared = benchtop()
+        .arg("compare")
+        .arg(&dir)
+        .arg(&dir)
+        .args(["--range-a", "..1200ms", "--range-b", "1800ms..", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let text = stdout(&compared);
+    let movers: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("moved most (cpu"))
+        .skip(2)
+        .take(2)
+        .filter_map(|l| l.split_whitespace().last())
+        .collect();
+    assert_eq!(movers.len(), 2, "{text}");
+    assert!(
+        movers.contains(&"second_half") && movers.contains(&"first_half"),
+        "{text}"
+    );
+    for file in ["diff-cpu.folded", "diff-cpu.svg", "diff-cpu-negated.svg"] {
+        assert!(out_dir.join(file).is_file(), "{file}: {text}");
+    }
+    // Ranges of one session that overlap are refused; so is one session without two.
+    for args in [
+        &["--range-a", "..2s", "--range-b", "1s.."][..],
+        &["--range-a", "..1s"][..],
+    ] {
+        let out = benchtop()
+            .arg("compare")
+            .arg(&dir)
+            .arg(&dir)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("overlap") || err.contains("two ranges"),
+            "{err}"
+        );
+    }
+    // The first half exported for other tools: only first_half in its stacks.
+    let exported = tmp.path().join("exported");
+    let out = benchtop()
+        .arg("export")
+        .arg(&dir)
+        .args(["--range", "..1200ms", "--out"])
+        .arg(&exported)
+        .output()
+        .unwrap();
+    let listed = stdout(&out);
+    let speedscope = exported.join("cpu.0s-1.2s.speedscope.json");
+    let json = std::fs::read_to_string(&speedscope).unwrap_or_else(|e| panic!("{e}: {listed}"));
+    assert!(json.contains("first_half") && !json.contains("second_half"));
+    assert!(exported.join("profile.0s-1.2s.pb.gz").is_file(), "{listed}");
+    // --slow needs a latency metric, which this program does not report.
+    let out = benchtop()
+        .arg("compare")
+        .arg(&dir)
+        .arg("--slow")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no latency metric"), "{err}");
 }
 
 #[test]
@@ -187,4 +265,60 @@ fn bad_ranges_are_refused_and_old_sessions_fall_back_to_the_whole_run() {
     }
     let out = stdout(&show(&v1, "..1s"));
     assert!(out.contains("no per-interval stacks"), "{out}");
+    // Exporting a range of it is refused rather than answered with the whole run.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = benchtop()
+        .arg("export")
+        .arg(&v1)
+        .args(["--range", "..1s", "--out"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no per-interval stacks"), "{err}");
+}
+
+/// The functions of `compare`'s movers table for `profile` (`cpu`, `offcpu`), in order.
+fn movers(text: &str, profile: &str) -> Vec<String> {
+    text.lines()
+        .skip_while(|l| !l.starts_with(&format!("moved most ({profile};")))
+        .skip(2)
+        .take_while(|l| l.contains('%'))
+        .filter_map(|l| l.split_whitespace().last().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn the_slow_intervals_against_the_rest_put_slow_path_at_the_top_of_the_movers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_fixture(tmp.path(), "spiky");
+    let dir = tmp.path().join("session");
+    // Every fourth 200 ms interval of the program runs slow_path, and its latency spikes.
+    record(&dir, &exe, "4000");
+    let session = Session::load(&dir).unwrap();
+    assert!(
+        session.rows.iter().any(|r| r.latency.contains_key("op")),
+        "the fixture's latency reached the session: {:?}",
+        session.warnings
+    );
+    for extra in [&[][..], &["--metric", "op", "--above", "12ms"][..]] {
+        let out = benchtop()
+            .arg("compare")
+            .arg(&dir)
+            .arg("--slow")
+            .args(extra)
+            .arg("--out")
+            .arg(tmp.path().join("slow"))
+            .output()
+            .unwrap();
+        let text = stdout(&out);
+        let top = movers(&text, "cpu");
+        assert_eq!(
+            top.first().map(String::as_str),
+            Some("slow_path"),
+            "{extra:?}\n{text}"
+        );
+        assert!(tmp.path().join("slow/diff-cpu.svg").is_file());
+    }
 }
