@@ -216,27 +216,34 @@ impl Collector {
             want_kernel: Vec::new(),
             name_buf: String::new(),
         };
+        if c.kernel_frames {
+            c.resolver.prepare_kernel_symbols();
+        }
         if !c.on_exec {
             c.name_of(pid, pid);
             c.resolver.see_process(pid);
-            if let Some(u) = &mut c.unwinder {
-                u.see_process(pid);
-            }
             c.last_pid = Some(pid);
         }
         c
     }
 
-    /// Loads the kernel symbols (with kernel frames) and the symbols and debug info of
-    /// the files the target has mapped (its executable, the C library…), one at a time:
-    /// this runs while the workload starts, and the drainer thread keeps reading the ring
+    /// Reads the target's modules for the unwinder and loads the symbols and debug info
+    /// of the files it has mapped (its executable, the C library…), one at a time: this
+    /// runs while the workload starts, and the drainer thread keeps reading the ring
     /// buffers meanwhile, so start-up costs the recording nothing, no sample is lost to
     /// it, and the first batch does not pay for it (measured: 44–95 ms of a first batch
-    /// before, 11–16 ms after; loading kallsyms alone takes 40–90 ms here). A target that
-    /// has yet to exec has nothing worth loading.
+    /// before, 11–16 ms after). A target that has yet to exec has nothing worth loading.
+    /// The kernel's symbols are prepared on a thread of their own from the start
+    /// ([`Resolver::prepare_kernel_symbols`]): reading kallsyms takes 40–90 ms here, which
+    /// a short run would otherwise wait for at its end.
     fn warm_up(&mut self, pid: u32) {
-        if self.kernel_frames {
-            self.resolver.load_kernel_symbols();
+        // The target's modules and their unwind tables (read once per file): here rather
+        // than before the events are enabled, as reading the tables of a large binary
+        // takes tens of milliseconds.
+        if !self.on_exec
+            && let Some(u) = &mut self.unwinder
+        {
+            u.see_process(pid);
         }
         if self.on_exec {
             return;

@@ -27,6 +27,7 @@
 mod collect;
 mod error;
 pub mod host;
+mod ksyms;
 pub mod monitor;
 mod offcpu;
 mod procfs;

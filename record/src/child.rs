@@ -217,6 +217,37 @@ impl WorkerProcess {
         self.child.id()
     }
 
+    /// Waits until the worker has exited (without reaping it) or `timeout` has passed,
+    /// whichever comes first: a pidfd polled for the exit, or a plain sleep on kernels
+    /// without pidfds.
+    pub fn wait_exit(&self, timeout: Duration) {
+        if self.reaped {
+            return;
+        }
+        let pid = self.child.id() as libc::pid_t;
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1; the pid is
+        // our own child, not yet reaped, so it cannot name another process.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        let Ok(fd) = i32::try_from(fd) else {
+            std::thread::sleep(timeout);
+            return;
+        };
+        if fd < 0 {
+            std::thread::sleep(timeout);
+            return;
+        }
+        // SAFETY: the kernel just returned this fd, and nothing else owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let mut p = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: one live pollfd. An error or EINTR only ends the wait early.
+        unsafe { libc::poll(&mut p, 1, ms) };
+    }
+
     /// Reaps the worker if it has exited, without blocking.
     pub fn try_reap(&mut self) -> io::Result<Option<WorkerExit>> {
         if self.reaped {
@@ -303,6 +334,15 @@ impl Process {
     pub(crate) fn signal_group(&self, signal: i32) {
         if let Process::Child(child) = self {
             child.signal_group(signal);
+        }
+    }
+
+    /// Waits up to `timeout` for a child to exit; an attached process is not ours to
+    /// wait for, so this just sleeps.
+    pub(crate) fn wait_exit(&self, timeout: Duration) {
+        match self {
+            Process::Child(child) => child.wait_exit(timeout),
+            Process::Attached { .. } => std::thread::sleep(timeout),
         }
     }
 

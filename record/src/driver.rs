@@ -323,6 +323,13 @@ impl Run<'_> {
         self.perform(first)?;
         while !self.conductor.is_done() {
             let input = match &self.inputs {
+                // Every stream closed: the worker is exiting (or closed them and goes on).
+                // Wait for its exit rather than a whole turn: the end of the run is on the
+                // user's clock.
+                Some(_) if self.closed_streams >= STREAMS && self.exit.is_none() => {
+                    self.worker.wait_exit(TURN);
+                    Err(RecvTimeoutError::Timeout)
+                }
                 Some(inputs) => inputs.recv_timeout(TURN),
                 None => Err(RecvTimeoutError::Disconnected),
             };
@@ -575,7 +582,14 @@ impl Run<'_> {
     fn start(&mut self) -> Result<(), RecordError> {
         let pid = self.worker.pid();
         if self.opts.sample_stacks {
-            match Sampler::start(pid, &self.opts.sampler) {
+            // A command waits at its exec gate: its events are enabled by the kernel when
+            // it execs the command, so the gate (benchtop itself) is never looked at; its
+            // mappings, symbols and unwind tables would cost the start-up for nothing.
+            let started = match self.opts.target {
+                Target::Command => Sampler::start_on_exec(pid, &self.opts.sampler),
+                Target::Worker | Target::Attach { .. } => Sampler::start(pid, &self.opts.sampler),
+            };
+            match started {
                 Ok(sampler) => {
                     let kernel = sampler.kernel_frames();
                     let event = sampler.event();
