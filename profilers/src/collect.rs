@@ -262,8 +262,24 @@ impl Collector {
     /// and folds what the drainer reads until it stops ([`Shared::stop`]), then runs the
     /// last batch (unless abandoned). `counters` are the events that write into `rings`
     /// without owning one.
+    ///
+    /// The result goes to `done` before the collector's state is dropped: freeing the
+    /// parsed symbols and debug info takes tens of milliseconds, which the end of a
+    /// recording need not wait for ([`crate::Sampler::finish`] takes the result and
+    /// leaves the thread to finish on its own).
     pub fn run(
         mut self,
+        rings: Vec<Ring>,
+        counters: Vec<Counter>,
+        ready: SyncSender<Result<(), ProfilerError>>,
+        done: SyncSender<Result<Collected, ProfilerError>>,
+    ) {
+        let result = self.collect(rings, counters, ready);
+        let _ = done.send(result);
+    }
+
+    fn collect(
+        &mut self,
         rings: Vec<Ring>,
         counters: Vec<Counter>,
         ready: SyncSender<Result<(), ProfilerError>>,
@@ -364,8 +380,8 @@ impl Collector {
             ));
         }
         Ok(Collected {
-            cpu: self.cpu,
-            offcpu: self.off,
+            cpu: std::mem::take(&mut self.cpu),
+            offcpu: std::mem::take(&mut self.off),
             blocked_ns: self.offcpu.blocked_ns,
             preempted_ns: self.offcpu.preempted_ns,
             warnings,
