@@ -43,6 +43,13 @@ pub fn find(session: &str, group: Option<u32>) -> Vec<Leftover> {
         if pid == me.pid {
             continue;
         }
+        // A process that started before this conductor cannot carry its marker: its
+        // start time (/proc/<pid>/stat) is cheap to read, its environment is not (the
+        // kernel reads it from the process's memory, and waits for busy processes: up to
+        // 100 ms over a busy machine's processes, measured at the end of a run).
+        if benchtop_profilers::process_start_ticks(pid).is_some_and(|t| t < me.start_ticks) {
+            continue;
+        }
         // Other users' processes cannot be read, and are not ours.
         let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
             continue;
