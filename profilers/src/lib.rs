@@ -26,6 +26,7 @@
 
 mod error;
 pub mod host;
+mod ksyms;
 pub mod monitor;
 mod procfs;
 pub mod reaper;

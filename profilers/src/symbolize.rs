@@ -32,6 +32,7 @@ use blazesym::symbolize::source::{Elf, Kernel, Source};
 use blazesym::symbolize::{Input, Sym, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};
 
+use crate::ksyms::KernelTable;
 use crate::procfs;
 use crate::records::Mmap2;
 
@@ -193,6 +194,10 @@ pub(crate) struct Resolver {
     symbolizer: Symbolizer,
     detail: SymbolDetail,
     kernel_source: Source<'static>,
+    /// The kernel's symbol table being prepared ([`crate::ksyms`]), until first needed.
+    kernel_table: Option<std::thread::JoinHandle<KernelTable>>,
+    /// The table in use: a copy's descriptor stays open while the symbolizer reads it.
+    _kernel_file: Option<KernelTable>,
     procs: HashMap<u32, ProcSyms>,
     files: Files,
     by_offset: HashMap<(u32, u64), Span>,
@@ -252,6 +257,8 @@ impl Resolver {
             symbolizer,
             detail,
             kernel_source: Source::Kernel(kernel),
+            kernel_table: None,
+            _kernel_file: None,
             procs: HashMap::new(),
             files: Files::default(),
             by_offset: HashMap::new(),
@@ -336,13 +343,26 @@ impl Resolver {
         });
     }
 
-    /// Parses kallsyms now, so that the first kernel address does not pay for it.
-    pub fn load_kernel_symbols(&mut self) {
-        // Any address loads the whole table; the result does not matter.
-        let probe = [u64::MAX - 0xfff];
-        let _ = self
-            .symbolizer
-            .symbolize(&self.kernel_source, Input::AbsAddr(&probe));
+    /// Starts preparing the kernel's symbol table on a thread of its own (a per-boot copy
+    /// of kallsyms, see [`crate::ksyms`]): the first kernel address waits for it.
+    pub fn prepare_kernel_symbols(&mut self) {
+        if self.kernel_table.is_none() && self._kernel_file.is_none() {
+            self.kernel_table = crate::ksyms::spawn();
+        }
+    }
+
+    /// Points the kernel source at the prepared table, waiting for it if it is still
+    /// being prepared.
+    fn kernel_table_ready(&mut self) {
+        let Some(handle) = self.kernel_table.take() else {
+            return;
+        };
+        // A panicked preparation leaves the live table.
+        let table = handle.join().unwrap_or(KernelTable::Live);
+        if let Source::Kernel(k) = &mut self.kernel_source {
+            k.kallsyms = MaybeDefault::Some(table.path());
+        }
+        self._kernel_file = Some(table);
     }
 
     /// The files `pid` has mapped executable, its executable first, at most
@@ -634,6 +654,7 @@ impl Resolver {
             return;
         }
         let unknown = self.unknown_kernel_span(tree);
+        self.kernel_table_ready();
         match self
             .symbolizer
             .symbolize(&self.kernel_source, Input::AbsAddr(kernel))

@@ -235,13 +235,7 @@ impl WorkerProcess {
         if self.reaped {
             return None;
         }
-        let pid = self.child.id() as libc::pid_t;
-        // SAFETY: pidfd_open(2) takes a pid and flags and returns a new descriptor or -1;
-        // the child is not reaped yet, so the pid names it.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        let fd = i32::try_from(fd).ok().filter(|&fd| fd >= 0)?;
-        // SAFETY: pidfd_open succeeded: fd is open and owned by nobody else.
-        let pidfd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let pidfd = self.pidfd()?;
         let seen = Arc::new(OnceLock::new());
         let slot = Arc::clone(&seen);
         std::thread::Builder::new()
@@ -274,9 +268,45 @@ impl WorkerProcess {
         Some(seen)
     }
 
+    /// A pidfd of the worker (pidfd_open(2)); `None` once it is reaped or on kernels
+    /// without pidfds.
+    fn pidfd(&self) -> Option<OwnedFd> {
+        if self.reaped {
+            return None;
+        }
+        let pid = self.child.id() as libc::pid_t;
+        // SAFETY: pidfd_open(2) takes a pid and flags and returns a new descriptor or -1;
+        // the child is not reaped yet, so the pid names it and no other process.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        let fd = i32::try_from(fd).ok().filter(|&fd| fd >= 0)?;
+        // SAFETY: pidfd_open succeeded: fd is open and owned by nobody else.
+        Some(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
     /// Process id of the worker.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Waits until the worker has exited (without reaping it) or `timeout` has passed,
+    /// whichever comes first: a pidfd polled for the exit, or a plain sleep on kernels
+    /// without pidfds.
+    pub fn wait_exit(&self, timeout: Duration) {
+        if self.reaped {
+            return;
+        }
+        let Some(fd) = self.pidfd() else {
+            std::thread::sleep(timeout);
+            return;
+        };
+        let mut p = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: one live pollfd. An error or EINTR only ends the wait early.
+        unsafe { libc::poll(&mut p, 1, ms) };
     }
 
     /// Reaps the worker if it has exited, without blocking.
@@ -373,6 +403,15 @@ impl Process {
     pub(crate) fn signal_group(&self, signal: i32) {
         if let Process::Child(child) = self {
             child.signal_group(signal);
+        }
+    }
+
+    /// Waits up to `timeout` for a child to exit; an attached process is not ours to
+    /// wait for, so this just sleeps.
+    pub(crate) fn wait_exit(&self, timeout: Duration) {
+        match self {
+            Process::Child(child) => child.wait_exit(timeout),
+            Process::Attached { .. } => std::thread::sleep(timeout),
         }
     }
 

@@ -93,8 +93,12 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     let interrupts_at_start = INTERRUPTS.load(Ordering::SeqCst);
     let began = Instant::now();
     let (mut writer, worker, pipes) = start_worker(opts, create_session(opts)?)?;
-    // A failed write here is retried by every later one and by finish.
-    let _ = writer.update_meta(|m| m.worker.pid = Some(worker.pid()));
+    // A failed write here is retried by every later one and by finish. A command's pid
+    // is written when it is released from its gate, with the sampling (one write less
+    // before it starts).
+    if opts.target != Target::Command {
+        let _ = writer.update_meta(|m| m.worker.pid = Some(worker.pid()));
+    }
 
     if let Some(live) = &opts.live {
         live.send(LiveEvent::Spawned {
@@ -330,6 +334,13 @@ impl Run<'_> {
         self.perform(first)?;
         while !self.conductor.is_done() {
             let input = match &self.inputs {
+                // Every stream closed: the worker is exiting (or closed them and goes on).
+                // Wait for its exit rather than a whole turn: the end of the run is on the
+                // user's clock.
+                Some(_) if self.closed_streams >= STREAMS && self.exit.is_none() => {
+                    self.worker.wait_exit(TURN);
+                    Err(RecvTimeoutError::Timeout)
+                }
                 Some(inputs) => inputs.recv_timeout(TURN),
                 None => Err(RecvTimeoutError::Disconnected),
             };
@@ -582,29 +593,40 @@ impl Run<'_> {
     /// for measured work is followed; then the worker is released.
     fn start(&mut self) -> Result<(), RecordError> {
         let pid = self.worker.pid();
+        // What session.json learns here is written once the worker is released: the
+        // writes (each synced) would otherwise delay the command's start.
+        let sampling: Box<dyn FnOnce(&mut SessionMeta)>;
         if self.opts.sample_stacks {
-            match Sampler::start(pid, &self.opts.sampler) {
+            // A command waits at its exec gate: its events are enabled by the kernel when
+            // it execs the command, so the gate (benchtop itself) is never looked at; its
+            // mappings, symbols and unwind tables would cost the start-up for nothing.
+            let started = match self.opts.target {
+                Target::Command => Sampler::start_on_exec(pid, &self.opts.sampler),
+                Target::Worker | Target::Attach { .. } => Sampler::start(pid, &self.opts.sampler),
+            };
+            match started {
                 Ok(sampler) => {
                     let kernel = sampler.kernel_frames();
                     let event = sampler.event();
                     let notes = sampler.warnings().to_vec();
-                    self.writer.update_meta(|m| {
+                    sampling = Box::new(move |m| {
                         m.sampling.enabled = true;
                         m.sampling.event = event.into();
                         m.sampling.kernel_frames = kernel;
                         m.warnings.extend(notes);
-                    })?;
+                    });
                     self.sampler = Some(sampler);
                 }
                 Err(e @ ProfilerError::PermissionDenied { .. }) => {
                     let notice = Notice::NoSampling(e.to_string());
                     let text = notice.to_string();
                     self.say(notice);
-                    self.writer.update_meta(|m| {
+                    let reason = e.to_string();
+                    sampling = Box::new(move |m| {
                         m.sampling.enabled = false;
-                        m.sampling.reason = Some(e.to_string());
+                        m.sampling.reason = Some(reason);
                         m.warnings.push(text);
-                    })?;
+                    });
                 }
                 Err(e) => {
                     // Anything else (the worker vanished, the kernel refused the buffers)
@@ -613,9 +635,9 @@ impl Run<'_> {
                 }
             }
         } else {
-            self.writer.update_meta(|m| {
+            sampling = Box::new(|m| {
                 m.sampling.reason = Some("stack sampling off (--profile none)".into());
-            })?;
+            });
         }
         self.monitor = Some(TreeMonitor::new(pid));
         // The worker counts its `t_ns` from the moment it reads `start`, a fraction of a
@@ -639,6 +661,10 @@ impl Run<'_> {
             }
         }
         let now = Instant::now();
+        self.writer.update_meta(|m| {
+            m.worker.pid = Some(pid);
+            sampling(m);
+        })?;
         self.data.start_offset_s = now.duration_since(self.data.began).as_secs_f64();
         self.data.started_at = Some(now);
         if let Some(live) = &self.opts.live {

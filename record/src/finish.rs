@@ -51,7 +51,8 @@ impl Run<'_> {
             .map(|s| s.figures.into_iter().map(session_figure).collect())
             .unwrap_or_default();
         figures.extend(self.command_figures(status));
-        let _ = self.writer.update_meta(|m| {
+        // session.json is written once, by finish (or fail) below.
+        self.writer.set_meta(|m| {
             m.worker.exit = exit.map(|e| e.to_string());
             // An attached process is not our child: wait4 tells nothing of it.
             m.worker.cpu_time_s = exit.filter(|_| !attached).map(|e| e.cpu_time_s);
@@ -196,7 +197,9 @@ impl Run<'_> {
                     }
                     let mut sampling = profile.sampling_info();
                     sampling.per_thread = self.opts.sampler.per_thread;
-                    let _ = self.writer.update_meta(|m| m.sampling = sampling);
+                    // Written with the rest by the session's last write, after every
+                    // file it counts.
+                    self.writer.set_meta(|m| m.sampling = sampling);
                     let elapsed = self
                         .data
                         .started_at

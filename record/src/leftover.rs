@@ -43,6 +43,13 @@ pub fn find(session: &str, group: Option<u32>) -> Vec<Leftover> {
         if pid == me.pid {
             continue;
         }
+        // A process that started before this conductor cannot carry its marker: its
+        // start time (/proc/<pid>/stat) is cheap to read, its environment is not (the
+        // kernel reads it from the process's memory, and waits for busy processes: up to
+        // 100 ms over a busy machine's processes, measured at the end of a run).
+        if start_ticks(pid).is_some_and(|t| t < me.start_ticks) {
+            continue;
+        }
         // Other users' processes cannot be read, and are not ours.
         let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
             continue;
@@ -67,6 +74,22 @@ pub fn find(session: &str, group: Option<u32>) -> Vec<Leftover> {
     }
     found.sort_by_key(|l| l.pid);
     found
+}
+
+/// The start time of `pid` (clock ticks after boot), from `/proc/<pid>/stat` read with one
+/// call into a buffer on the stack: this runs over every process of the machine at the end
+/// of a run, where each system call is a chance to be preempted on a busy machine.
+fn start_ticks(pid: u32) -> Option<u64> {
+    use std::io::Read as _;
+    let mut buf = [0u8; 1024];
+    let n = std::fs::File::open(format!("/proc/{pid}/stat"))
+        .ok()?
+        .read(&mut buf)
+        .ok()?;
+    let text = std::str::from_utf8(buf.get(..n)?).ok()?;
+    // Field 22, counted after the name (which may hold spaces and parentheses).
+    let rest = text.get(text.rfind(')')? + 1..)?;
+    rest.split_ascii_whitespace().nth(19)?.parse().ok()
 }
 
 /// State, process group and name from `/proc/<pid>/stat`.
@@ -117,6 +140,14 @@ impl fmt::Display for Warning<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_start_time_read_in_one_call_is_the_one_proc_gives() {
+        let me = std::process::id();
+        assert_eq!(start_ticks(me), benchtop_profilers::process_start_ticks(me));
+        assert!(start_ticks(me).is_some());
+        assert_eq!(start_ticks(u32::MAX - 7), None);
+    }
 
     #[test]
     fn the_warning_names_each_process_and_the_ones_that_left_the_group() {

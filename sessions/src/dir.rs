@@ -185,7 +185,19 @@ impl DirHandle {
         name: &str,
         write: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
     ) -> Result<(), SessionError> {
-        self.write_via_tmp(name, false, write)
+        self.write_via_tmp(name, false, true, write)
+    }
+
+    /// [`DirHandle::write_atomically_with`] without syncing the directory after the
+    /// rename: for a file whose new name becomes durable with the next file written with
+    /// a directory sync (a session.json that describes it). The file's data is synced
+    /// before the rename as always, so a crash leaves the old file or the whole new one.
+    pub fn write_atomically_then_with(
+        &self,
+        name: &str,
+        write: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
+    ) -> Result<(), SessionError> {
+        self.write_via_tmp(name, false, false, write)
     }
 
     /// [`DirHandle::write_atomically`] for a file that must not exist yet: the rename
@@ -194,13 +206,14 @@ impl DirHandle {
     /// the directory, and its temporary file is removed. On a file system without
     /// `RENAME_NOREPLACE` the rename replaces, as [`DirHandle::write_atomically`] does.
     pub fn write_new_atomically(&self, name: &str, bytes: &[u8]) -> Result<(), SessionError> {
-        self.write_via_tmp(name, true, |w| w.write_all(bytes))
+        self.write_via_tmp(name, true, true, |w| w.write_all(bytes))
     }
 
     fn write_via_tmp(
         &self,
         name: &str,
         new: bool,
+        sync_dir: bool,
         write: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
     ) -> Result<(), SessionError> {
         let (tmp, file) = self.create_tmp(name)?;
@@ -243,7 +256,9 @@ impl DirHandle {
             return written;
         }
         // Best effort: some file systems refuse to sync a directory; the data is written.
-        let _ = rustix::fs::fsync(&self.fd);
+        if sync_dir {
+            let _ = rustix::fs::fsync(&self.fd);
+        }
         Ok(())
     }
 

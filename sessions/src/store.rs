@@ -209,9 +209,18 @@ impl SessionWriter {
             .dir
             .create_file(RESERVE_FILE, false)
             .and_then(|mut file| {
-                file.write_all(&[0u8; RESERVE_BYTES])
-                    .and_then(|()| file.sync_all())
-                    .map_err(|e| SessionError::io(self.dir.join(RESERVE_FILE), e))
+                // Allocated, neither written nor synced (a sync here cost the start-up
+                // 5–15 ms on a busy disk); written and synced where the file system
+                // cannot allocate so.
+                let len = RESERVE_BYTES as u64;
+                match rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, len) {
+                    Ok(()) => Ok(()),
+                    Err(e) if e == rustix::io::Errno::NOSPC => Err(e.into()),
+                    Err(_) => file
+                        .write_all(&[0u8; RESERVE_BYTES])
+                        .and_then(|()| file.sync_all()),
+                }
+                .map_err(|e| SessionError::io(self.dir.join(RESERVE_FILE), e))
             });
         if reserved.is_err() {
             self.dir.remove_quietly(RESERVE_FILE);
@@ -221,6 +230,13 @@ impl SessionWriter {
     /// The metadata as last written.
     pub fn meta(&self) -> &SessionMeta {
         &self.meta
+    }
+
+    /// Changes the metadata in memory only: the next write of session.json
+    /// ([`SessionWriter::update_meta`], [`SessionWriter::finish`]) carries it. For changes
+    /// made at the end of a recording, written once by `finish`.
+    pub fn set_meta(&mut self, f: impl FnOnce(&mut SessionMeta)) {
+        f(&mut self.meta);
     }
 
     /// Changes the metadata and rewrites session.json atomically. The schema version stays
@@ -303,10 +319,13 @@ impl SessionWriter {
         let folded_path = self.dir.join(kind.folded_file());
         let folded = tree.to_folded();
         self.dir
-            .write_atomically(kind.folded_file(), folded.as_bytes())?;
+            .write_atomically_then_with(kind.folded_file(), |w| w.write_all(folded.as_bytes()))?;
         let mut svg = Vec::new();
         flame::write_sorted_folded_svg(&folded, title, kind.count_name(), &mut svg)
-            .and_then(|()| self.dir.write_atomically(kind.svg_file(), &svg))
+            .and_then(|()| {
+                self.dir
+                    .write_atomically_then_with(kind.svg_file(), |w| w.write_all(&svg))
+            })
             .map_err(|e| {
                 self.dir.remove_quietly(kind.svg_file());
                 SessionError::FlamegraphNotWritten {
@@ -325,7 +344,7 @@ impl SessionWriter {
         offcpu: Option<&StackTree>,
         duration_s: f64,
     ) -> Result<(), SessionError> {
-        self.dir.write_atomically_with(PPROF_FILE, |w| {
+        self.dir.write_atomically_then_with(PPROF_FILE, |w| {
             crate::pprof::encode_to(&self.meta, cpu, offcpu, duration_s, w)
         })
     }
@@ -338,7 +357,8 @@ impl SessionWriter {
     ) -> Result<(), SessionError> {
         let title = crate::plot::title(&self.meta.workload.name);
         let svg = crate::plot::percentile_svg(&title, series);
-        self.dir.write_atomically(LATENCY_PLOT_FILE, svg.as_bytes())
+        self.dir
+            .write_atomically_then_with(LATENCY_PLOT_FILE, |w| w.write_all(svg.as_bytes()))
     }
 
     /// Writes phases.svg, the phases' figures as charts, when there are two phases or
@@ -347,7 +367,8 @@ impl SessionWriter {
         let title = format!("{} — by phase", self.meta.workload.name);
         match crate::plot::phases_svg(&title, &self.meta.phases) {
             Some(svg) => {
-                self.dir.write_atomically(PHASE_PLOT_FILE, svg.as_bytes())?;
+                self.dir
+                    .write_atomically_then_with(PHASE_PLOT_FILE, |w| w.write_all(svg.as_bytes()))?;
                 Ok(true)
             }
             None => Ok(false),
@@ -358,8 +379,9 @@ impl SessionWriter {
     /// earlier version atomically. A recorder may call it during the run, so that a run cut
     /// off keeps the table as it last was, and once at the end.
     pub fn write_threads(&mut self, threads: &[ThreadSummary]) -> Result<(), SessionError> {
-        self.dir
-            .write_atomically(THREADS_FILE, threads_to_csv(threads).as_bytes())
+        self.dir.write_atomically_then_with(THREADS_FILE, |w| {
+            w.write_all(threads_to_csv(threads).as_bytes())
+        })
     }
 
     /// Ends the recording: syncs every file and rewrites session.json with `status` and

@@ -312,6 +312,7 @@ impl Session {
                     s.preempted_s
                 )?;
             }
+            write_unwinding(out, s)?;
         } else {
             let reason = s.reason.as_deref().unwrap_or("not requested");
             writeln!(out, "sampling  off: {}", Escaped(reason))?;
@@ -545,6 +546,56 @@ fn shares<'a>(tree: &StackTree, frames: Vec<(&'a str, u64)>) -> Vec<FrameShare<'
             percent: weight as f64 * 100.0 / total,
         })
         .collect()
+}
+
+/// Modules listed by name in the summary's `modules` line; the rest are counted.
+const MAX_SUMMARY_MODULES: usize = 12;
+
+/// How stacks were unwound (`unwind` lines): the mode, and with stack copies how many
+/// were unwound, how many ended in a `[truncated: …]` frame and why, and each module's
+/// way (DWARF CFI, frame pointers, none), at most [`MAX_SUMMARY_MODULES`] of them.
+fn write_unwinding(out: &mut String, s: &crate::meta::SamplingInfo) -> fmt::Result {
+    let Some(u) = &s.unwinding else {
+        if !s.unwind.is_empty() {
+            writeln!(out, "unwind    {}", Escaped(&s.unwind))?;
+        }
+        return Ok(());
+    };
+    let truncated = u
+        .truncated_no_unwind_info
+        .saturating_add(u.truncated_stack_copy)
+        .saturating_add(u.truncated_other);
+    let share = if u.unwound > 0 {
+        truncated as f64 * 100.0 / u.unwound as f64
+    } else {
+        0.0
+    };
+    writeln!(
+        out,
+        "unwind    {}, {} stack copies: {} stacks unwound, {} truncated ({share:.1}%: {} no unwind \
+         info, {} stack copy too small, {} other), {} samples without a stack",
+        Escaped(or_unknown(&s.unwind)),
+        human_bytes(u64::from(u.stack_size)),
+        u.unwound,
+        truncated,
+        u.truncated_no_unwind_info,
+        u.truncated_stack_copy,
+        u.truncated_other,
+        u.no_stack
+    )?;
+    if !u.modules.is_empty() {
+        write!(out, "modules  ")?;
+        for (i, (name, how)) in u.modules.iter().take(MAX_SUMMARY_MODULES).enumerate() {
+            let sep = if i == 0 { " " } else { ", " };
+            write!(out, "{sep}{} {}", Escaped(name), Escaped(how))?;
+        }
+        let more = u.modules.len().saturating_sub(MAX_SUMMARY_MODULES);
+        if more > 0 {
+            write!(out, ", {more} more")?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
 }
 
 fn or_unknown(s: &str) -> &str {

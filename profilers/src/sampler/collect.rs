@@ -225,27 +225,34 @@ impl Collector {
             want_kernel: Vec::new(),
             name_buf: String::new(),
         };
+        if c.kernel_frames {
+            c.resolver.prepare_kernel_symbols();
+        }
         if !c.on_exec {
             c.name_of(pid, pid);
             c.resolver.see_process(pid);
-            if let Some(u) = &mut c.unwinder {
-                u.see_process(pid);
-            }
             c.last_pid = Some(pid);
         }
         c
     }
 
-    /// Loads the kernel symbols (with kernel frames) and the symbols and debug info of
-    /// the files the target has mapped (its executable, the C library…), one at a time:
-    /// this runs while the workload starts, and the drainer thread keeps reading the ring
+    /// Reads the target's modules for the unwinder and loads the symbols and debug info
+    /// of the files it has mapped (its executable, the C library…), one at a time: this
+    /// runs while the workload starts, and the drainer thread keeps reading the ring
     /// buffers meanwhile, so start-up costs the recording nothing, no sample is lost to
     /// it, and the first batch does not pay for it (measured: 44–95 ms of a first batch
-    /// before, 11–16 ms after; loading kallsyms alone takes 40–90 ms here). A target that
-    /// has yet to exec has nothing worth loading.
+    /// before, 11–16 ms after). A target that has yet to exec has nothing worth loading.
+    /// The kernel's symbols are prepared on a thread of their own from the start
+    /// ([`Resolver::prepare_kernel_symbols`]): reading kallsyms takes 40–90 ms here, which
+    /// a short run would otherwise wait for at its end.
     fn warm_up(&mut self, pid: u32) {
-        if self.kernel_frames {
-            self.resolver.load_kernel_symbols();
+        // The target's modules and their unwind tables (read once per file): here rather
+        // than before the events are enabled, as reading the tables of a large binary
+        // takes tens of milliseconds.
+        if !self.on_exec
+            && let Some(u) = &mut self.unwinder
+        {
+            u.see_process(pid);
         }
         if self.on_exec {
             return;
@@ -264,8 +271,24 @@ impl Collector {
     /// and folds what the drainer reads until it stops ([`Shared::stop`]), then runs the
     /// last batch (unless abandoned). `counters` are the events that write into `rings`
     /// without owning one.
+    ///
+    /// The result goes to `done` before the collector's state is dropped: freeing the
+    /// parsed symbols and debug info takes tens of milliseconds, which the end of a
+    /// recording need not wait for ([`crate::Sampler::finish`] takes the result and
+    /// leaves the thread to finish on its own).
     pub fn run(
         mut self,
+        rings: Vec<Ring>,
+        counters: Vec<Counter>,
+        ready: SyncSender<Result<(), ProfilerError>>,
+        done: SyncSender<Result<Collected, ProfilerError>>,
+    ) {
+        let result = self.collect(rings, counters, ready);
+        let _ = done.send(result);
+    }
+
+    fn collect(
+        &mut self,
         rings: Vec<Ring>,
         counters: Vec<Counter>,
         ready: SyncSender<Result<(), ProfilerError>>,
@@ -370,8 +393,8 @@ impl Collector {
             ));
         }
         Ok(Collected {
-            cpu: self.cpu,
-            offcpu: self.off,
+            cpu: std::mem::take(&mut self.cpu),
+            offcpu: std::mem::take(&mut self.off),
             blocked_ns: self.offcpu.blocked_ns,
             preempted_ns: self.offcpu.preempted_ns,
             warnings,

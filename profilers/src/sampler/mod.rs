@@ -292,7 +292,10 @@ enum Mode {
 #[derive(Debug)]
 pub struct Sampler {
     shared: Arc<Shared>,
-    thread: Option<JoinHandle<Result<Collected, ProfilerError>>>,
+    thread: Option<JoinHandle<()>>,
+    /// The collector's result, sent before it frees its caches.
+    /// (In a mutex only so that a `Sampler` is `Sync`.)
+    done: std::sync::Mutex<std::sync::mpsc::Receiver<Result<Collected, ProfilerError>>>,
     kind: ProfileKind,
     event: &'static str,
     offcpu_stacks: bool,
@@ -521,6 +524,7 @@ impl Sampler {
         // so; it then warms its symbol caches while the workload starts, draining the
         // ring buffers between steps.
         let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
+        let (done_tx, done_rx) = std::sync::mpsc::sync_channel(1);
         let rings = events.rings;
         let counters = events.counters;
         let thread = std::thread::Builder::new()
@@ -531,7 +535,7 @@ impl Sampler {
                 let opts = opts.clone();
                 move || {
                     let collector = Collector::new(shared, pid, &opts, setup);
-                    collector.run(rings, counters, ready_tx)
+                    collector.run(rings, counters, ready_tx, done_tx)
                 }
             })
             .map_err(|e| ProfilerError::Thread {
@@ -556,6 +560,7 @@ impl Sampler {
         Ok(Sampler {
             shared,
             thread: Some(thread),
+            done: std::sync::Mutex::new(done_rx),
             kind,
             event: plan.on_cpu.map_or(CONTEXT_SWITCHES, SampleEvent::name),
             offcpu_stacks: plan.off_stacks,
@@ -738,7 +743,23 @@ impl Sampler {
         })?;
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.wake();
-        let collected = thread.join().map_err(panic_error)??;
+        // The thread goes on freeing its caches; it ends on its own.
+        let received = self
+            .done
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .recv();
+        let collected = match received {
+            Ok(result) => result?,
+            Err(_) => {
+                return Err(match thread.join() {
+                    Err(panic) => panic_error(panic),
+                    Ok(()) => ProfilerError::Thread {
+                        reason: "the sampler thread ended without a result".into(),
+                    },
+                });
+            }
+        };
         let stats = self.stats();
         let mut warnings = std::mem::take(&mut self.warnings);
         let reduced = warnings[..self.reductions.min(warnings.len())].to_vec();

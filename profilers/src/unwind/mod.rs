@@ -129,6 +129,10 @@ struct FileEntry {
     tables: Option<Option<Arc<FileTables>>>,
     /// The (dev, inode) of the file at `path` when its tables were read.
     key: Option<FileKey>,
+    /// Why the file at `path` could not be read, when it could not.
+    error: Option<String>,
+    /// A mapping of it found no tables, and a warning said so.
+    warned: bool,
     /// How its addresses are unwound (as last mapped).
     how: ModuleUnwind,
     /// Some stack went through it.
@@ -286,6 +290,8 @@ impl Unwinder {
             short,
             tables: None,
             key: None,
+            error: None,
+            warned: false,
             how: ModuleUnwind::None,
             used: false,
         });
@@ -293,10 +299,21 @@ impl Unwinder {
         id
     }
 
-    /// The tables of `file`, read the first time; `None` when it has none readable.
-    /// `ino` is the inode the mapping was made from, when known: a file replaced since
-    /// (another inode at the path) has no tables for this mapping.
-    fn file_tables(&mut self, file: u32, ino: Option<u64>) -> Option<Arc<FileTables>> {
+    /// The tables of `file` for a mapping `start..end` of `pid` made from inode `ino`
+    /// (when known): the file at its path, read the first time. When that file is gone
+    /// or another one (deleted, or replaced by a new build, before it was first read),
+    /// the mapping's own file is read through `/proc/<pid>/map_files/<start>-<end>`,
+    /// which names it whatever became of its path (this needs `CAP_SYS_ADMIN` or
+    /// `CAP_CHECKPOINT_RESTORE`; without, such a module has no tables). `None` when
+    /// neither can be read; each file's failure is reported once.
+    fn file_tables(
+        &mut self,
+        file: u32,
+        ino: Option<u64>,
+        pid: u32,
+        start: u64,
+        end: u64,
+    ) -> Option<Arc<FileTables>> {
         let entry = self.files.get_mut(file as usize)?;
         if entry.tables.is_none() {
             let loaded = FileKey::of(&entry.path)
@@ -311,17 +328,35 @@ impl Unwinder {
             entry.tables = Some(match loaded {
                 Ok(t) => Some(t),
                 Err(e) => {
-                    self.warnings
-                        .push(format!("no unwind tables for {}: {e}", entry.short));
+                    entry.error = Some(e.to_string());
                     None
                 }
             });
         }
-        let replaced = matches!((ino, entry.key), (Some(ino), Some(k)) if ino != 0 && k.ino != ino);
-        if replaced {
-            return None;
+        let ino = ino.filter(|&i| i != 0);
+        let same = match (ino, entry.key) {
+            (Some(ino), Some(k)) => k.ino == ino,
+            _ => entry.key.is_some(),
+        };
+        if same && let Some(t) = entry.tables.clone().flatten() {
+            return Some(t);
         }
-        entry.tables.clone().flatten()
+        let link = PathBuf::from(format!("/proc/{pid}/map_files/{start:x}-{end:x}"));
+        let mapped = FileKey::of(&link)
+            .ok()
+            .filter(|k| ino.is_none_or(|ino| k.ino == ino))
+            .and_then(|key| self.tables.get(key, &link).ok());
+        let entry = self.files.get_mut(file as usize)?;
+        if mapped.is_none() && !entry.warned {
+            entry.warned = true;
+            let why = entry
+                .error
+                .clone()
+                .unwrap_or_else(|| "the file was replaced after it was mapped".into());
+            self.warnings
+                .push(format!("no unwind tables for {}: {why}", entry.short));
+        }
+        mapped
     }
 
     /// Makes sure `pid` has its modules: read from `/proc/<pid>/maps` when first seen.
@@ -360,7 +395,7 @@ impl Unwinder {
             return;
         }
         let file = self.file_id(path);
-        let tables = self.file_tables(file, ino);
+        let tables = self.file_tables(file, ino, pid, start, end);
         let how = match &tables {
             Some(t) if self.mode == UnwindMode::Auto && t.keeps_frame_pointers => {
                 ModuleUnwind::FramePointers
@@ -564,39 +599,110 @@ fn walk(
         if let Some(f) = here.and_then(|m| files.get_mut(m.file as usize)) {
             f.used = true;
         }
+        if here.is_none() && address.is_return_address() {
+            // The CFI returned into code in no file (a JIT region, or a return address
+            // that is not one): whatever a frame-pointer walk finds beyond is a guess.
+            return Ending::NoUnwindInfo(None);
+        }
         beyond.set(false);
+        let before = regs;
         let result = proc
             .unwinder
             .unwind_frame(address, &mut regs, cache, &mut read);
         match result {
-            Ok(Some(ra)) => match FrameAddress::from_return_address(ra) {
-                Some(next) => {
-                    // A return address outside every module, reached from a module
-                    // without CFI, is a frame-pointer walk gone astray: stop there.
-                    let astray = proc.lookup(ra.saturating_sub(1)).is_none()
-                        && here.is_none_or(|m| m.how != ModuleUnwind::Dwarf);
-                    if astray {
-                        return Ending::NoUnwindInfo(here.map(|m| m.file));
-                    }
-                    address = next;
+            Ok(Some(ra)) if ra != 0 => {
+                // A return address outside every module, reached from a module without
+                // CFI, is a frame-pointer walk gone astray: stop there.
+                let astray = proc.lookup(ra.saturating_sub(1)).is_none()
+                    && here.is_none_or(|m| m.how != ModuleUnwind::Dwarf);
+                if astray {
+                    return Ending::NoUnwindInfo(here.map(|m| m.file));
                 }
-                None => return Ending::Complete,
-            },
-            Ok(None) => return Ending::Complete,
-            Err(_) if beyond.get() && u.full => return Ending::StackCopyTooSmall,
-            Err(_) => {
-                return match here {
-                    // Frame pointers (a module's own, or the fallback where no CFI
-                    // covers an address) walked to the null frame pointer that the
-                    // entry point (`_start`, a thread's start) leaves in the outermost
-                    // frame.
-                    _ if regs.bp() == 0 => Ending::Complete,
-                    Some(m) if m.how == ModuleUnwind::Dwarf => Ending::Failed(m.file),
-                    Some(m) => Ending::NoUnwindInfo(Some(m.file)),
-                    None => Ending::NoUnwindInfo(None),
-                };
+                match FrameAddress::from_return_address(ra) {
+                    Some(next) => address = next,
+                    None => return Ending::NoUnwindInfo(here.map(|m| m.file)),
+                }
             }
+            // framehop ends a walk (`Ok(None)`, or a return address of 0 from a rule it
+            // could not cache) on the CFI's "no return address", on a null frame pointer
+            // and on a null return address alike: only the first, or the null frame
+            // pointer of a frame-pointer walk, is the outermost frame.
+            Ok(_) => return end_of_walk(proc, cache, address, &before, here, true),
+            Err(_) if beyond.get() && u.full => return Ending::StackCopyTooSmall,
+            Err(_) => return end_of_walk(proc, cache, address, &before, here, false),
         }
+    }
+}
+
+/// How a walk that stopped at `address` (registers `regs` as the frame had them) ends:
+/// [`Ending::Complete`] only when this is the outermost frame, which is when
+///
+/// - the module's CFI says the frame has no return address (`.cfi_undefined rip`, as
+///   `_start` and `clone3` have), or
+/// - the frame is walked by frame pointer (a module without CFI, an address no CFI
+///   covers, or a CFI rule through rbp) and rbp is 0, the x86-64 ABI's mark of the
+///   deepest frame; in a module walked by frame pointers, also a null return address
+///   (`stopped`: framehop ended the walk rather than failed).
+///
+/// A null rbp or return address met through a CFI rule, or an address in no module, is a
+/// walk gone wrong: the stack ends in a `[truncated: …]` frame.
+fn end_of_walk(
+    proc: &Proc,
+    cache: &mut CacheX86_64,
+    address: FrameAddress,
+    regs: &UnwindRegsX86_64,
+    here: Option<&Mapping>,
+    stopped: bool,
+) -> Ending {
+    let Some(m) = here else {
+        return Ending::NoUnwindInfo(None);
+    };
+    if m.how != ModuleUnwind::Dwarf {
+        return if stopped || regs.bp() == 0 {
+            Ending::Complete
+        } else {
+            Ending::NoUnwindInfo(Some(m.file))
+        };
+    }
+    match probe_rule(proc, cache, address, regs) {
+        Rule::EndOfStack => Ending::Complete,
+        Rule::FramePointer if regs.bp() == 0 => Ending::Complete,
+        Rule::FramePointer | Rule::Other => Ending::Failed(m.file),
+    }
+}
+
+/// What framehop's rule for a frame reads, found by running it again on registers and a
+/// stack that hold no zero: a frame pointer far above the stack pointer, and a stack
+/// whose every word is the complement of its address.
+#[derive(Debug, PartialEq, Eq)]
+enum Rule {
+    /// The CFI says there is no return address.
+    EndOfStack,
+    /// The return address is read next to the saved frame pointer (`[rbp + 8]`).
+    FramePointer,
+    /// Anything else (relative to the stack pointer, or failing).
+    Other,
+}
+
+/// Distance of the probe's frame pointer above the stack pointer: beyond any real frame.
+const PROBE_BP_GAP: u64 = 1 << 40;
+
+fn probe_rule(
+    proc: &Proc,
+    cache: &mut CacheX86_64,
+    address: FrameAddress,
+    regs: &UnwindRegsX86_64,
+) -> Rule {
+    let bp = regs.sp().wrapping_add(PROBE_BP_GAP);
+    let mut probe = UnwindRegsX86_64::new(regs.ip(), regs.sp(), bp);
+    let mut read = |addr: u64| -> Result<u64, ()> { Ok(!addr) };
+    match proc
+        .unwinder
+        .unwind_frame(address, &mut probe, cache, &mut read)
+    {
+        Ok(None) => Rule::EndOfStack,
+        Ok(Some(ra)) if !ra == bp.wrapping_add(8) => Rule::FramePointer,
+        _ => Rule::Other,
     }
 }
 
@@ -725,6 +831,26 @@ mod tests {
 
     #[test]
     fn this_process_unwinds_to_its_root_from_a_copy_of_its_own_stack() {
+        let (ip, sp, bp, bytes, full) = own_stack();
+        let pid = std::process::id();
+        let mut u = Unwinder::new(UnwindMode::Dwarf);
+        let mut out = Vec::new();
+        let complete = u.unwind_copy(pid, ip, sp, bp, &bytes, full, &mut out);
+        // A test thread: this function, the test harness's frames, the thread's start.
+        assert!(out.len() >= 5, "{out:x?}");
+        assert!(complete || full, "{out:x?} {:?}", u.counts);
+        assert!(
+            u.take_counts()
+                .modules
+                .values()
+                .all(|m| *m == ModuleUnwind::Dwarf)
+        );
+    }
+
+    /// This thread's registers and a copy of its stack (up to the end of its mapping, at
+    /// most 64 KiB), and whether the copy was cut.
+    #[inline(never)]
+    fn own_stack() -> (u64, u64, u64, Vec<u8>, bool) {
         let (ip, sp, bp): (u64, u64, u64);
         // SAFETY: reads three registers into outputs; no memory is touched.
         unsafe {
@@ -738,7 +864,6 @@ mod tests {
                 options(nomem, nostack, preserves_flags),
             );
         }
-        // Copy our own stack up to the end of its mapping, at most 64 KiB.
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
         let end = maps
             .lines()
@@ -749,22 +874,68 @@ mod tests {
         let len = usize::try_from((end - sp).min(65528)).unwrap();
         let mut bytes = vec![0u8; len];
         // SAFETY: [sp, sp + len) is inside this thread's stack mapping (found above),
-        // above the current frame, and stays mapped while we copy it.
+        // above this frame, and stays mapped while we copy it.
         unsafe { std::ptr::copy_nonoverlapping(sp as *const u8, bytes.as_mut_ptr(), len) };
+        (ip, sp, bp, bytes, len == 65528)
+    }
+
+    #[test]
+    fn a_null_or_stray_return_address_met_through_cfi_is_a_truncated_stack_not_a_root() {
+        let (ip, sp, bp, mut bytes, full) = own_stack();
         let pid = std::process::id();
         let mut u = Unwinder::new(UnwindMode::Dwarf);
+        let mut whole = Vec::new();
+        let complete = u.unwind_copy(pid, ip, sp, bp, &bytes, full, &mut whole);
+        assert!(complete || full, "{whole:x?}");
+        assert!(whole.len() >= 4, "{whole:x?}");
+        // The slot holding the return address into the third frame: the first copy of
+        // that address in the stack whose change cuts the walk after two frames (an
+        // older copy of it may lie lower).
+        let ra = whole[2] + 1;
+        let mut cut = None;
+        for off in (0..bytes.len().saturating_sub(7)).step_by(8) {
+            if bytes[off..off + 8] != ra.to_ne_bytes() {
+                continue;
+            }
+            bytes[off..off + 8].copy_from_slice(&0u64.to_ne_bytes());
+            let mut out = Vec::new();
+            let _ = u.unwind_copy(pid, ip, sp, bp, &bytes, false, &mut out);
+            if out.len() == 2 {
+                cut = Some(off);
+                break;
+            }
+            bytes[off..off + 8].copy_from_slice(&ra.to_ne_bytes());
+        }
+        let off = cut.expect("no stack slot holds the third frame's return address");
         let mut out = Vec::new();
-        let full = len == 65528;
-        let complete = u.unwind_copy(pid, ip, sp, bp, &bytes, full, &mut out);
-        // A test thread: this function, the test harness's frames, the thread's start.
-        assert!(out.len() >= 5, "{out:x?}");
-        assert!(complete || full, "{out:x?} {:?}", u.counts);
+        u.counts = UnwindCounts::default();
+        // A null return address: framehop stops, but this is not the outermost frame.
+        let s = stack(ip, sp, bp, &bytes, false);
+        let ending = u.unwind(pid, Some(&s), &mut out);
+        assert!(matches!(ending, Ending::Failed(_)), "{ending:?}");
+        assert_eq!(u.counts.truncated_other, 1);
         assert!(
-            u.take_counts()
-                .modules
-                .values()
-                .all(|m| *m == ModuleUnwind::Dwarf)
+            u.ending_frame(ending)
+                .unwrap()
+                .starts_with("[truncated: unwinding failed in "),
+            "{:?}",
+            u.ending_frame(ending)
         );
+        // A return address into no module at all: the walk stops there, whatever a
+        // frame-pointer walk from it would find.
+        bytes[off..off + 8].copy_from_slice(&0x1234u64.to_ne_bytes());
+        let s = stack(ip, sp, bp, &bytes, false);
+        let ending = u.unwind(pid, Some(&s), &mut out);
+        assert_eq!(ending, Ending::NoUnwindInfo(None), "{out:x?}");
+        assert_eq!(out[..2], whole[..2]);
+        assert_eq!(out.len(), 3, "{out:x?}");
+        assert_eq!(u.counts.truncated(), 2);
+        // Put back, the stack reaches its root again.
+        bytes[off..off + 8].copy_from_slice(&ra.to_ne_bytes());
+        let s = stack(ip, sp, bp, &bytes, full);
+        let ending = u.unwind(pid, Some(&s), &mut out);
+        assert!(ending == Ending::Complete || full, "{ending:?}");
+        assert_eq!(out, whole);
     }
 
     fn procfs_range(line: &str) -> Option<std::ops::Range<u64>> {

@@ -474,3 +474,68 @@ fn a_summary_load_keeps_no_rows_and_shows_the_same_text() {
         full.summary_text()
     );
 }
+
+#[test]
+fn show_says_how_stacks_were_unwound_and_how_many_were_truncated() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    let mut m = meta("u");
+    m.sampling.enabled = true;
+    m.sampling.event = "cpu-clock".into();
+    m.sampling.frequency_hz = 999;
+    m.sampling.unwind = "dwarf".into();
+    let mut u = benchtop_sessions::meta::UnwindingInfo::default();
+    u.stack_size = 8192;
+    u.unwound = 1000;
+    u.truncated_no_unwind_info = 3;
+    u.truncated_stack_copy = 17;
+    u.truncated_other = 5;
+    u.no_stack = 2;
+    u.modules.insert("libc.so.6".into(), "dwarf".into());
+    u.modules.insert("prog".into(), "fp".into());
+    // A module name from a hostile session reaches the terminal escaped.
+    u.modules.insert("\u{1b}[2Jevil.so".into(), "none".into());
+    for i in 0..20 {
+        u.modules.insert(format!("zz{i:02}.so"), "dwarf".into());
+    }
+    m.sampling.unwinding = Some(u);
+    let w = SessionWriter::create(&dir, m).unwrap();
+    w.finish(Status::Complete, "2024-05-01T12:00:01Z".into())
+        .unwrap();
+    let text = Session::load(&dir).unwrap().summary_text();
+    let line = |start: &str| {
+        text.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no `{start}` line in\n{text}"))
+            .to_owned()
+    };
+    let unwind = line("unwind    dwarf, 8.00 KiB stack copies:");
+    assert!(
+        unwind.contains("1000 stacks unwound, 25 truncated (2.5%"),
+        "{unwind}"
+    );
+    assert!(
+        unwind.contains("3 no unwind info, 17 stack copy too small, 5 other"),
+        "{unwind}"
+    );
+    assert!(unwind.contains("2 samples without a stack"), "{unwind}");
+    let modules = line("modules  ");
+    assert!(modules.contains("libc.so.6 dwarf"), "{modules}");
+    assert!(modules.contains("prog fp"), "{modules}");
+    assert!(modules.contains("evil.so none"), "{modules}");
+    assert!(!modules.contains('\u{1b}'), "{modules}");
+    // 23 modules: twelve named, the rest counted.
+    assert!(modules.ends_with(", 11 more"), "{modules}");
+
+    // Frame pointers: the mode alone, no counts.
+    let dir = root.path().join("fp");
+    let mut m = meta("fp");
+    m.sampling.enabled = true;
+    m.sampling.unwind = "fp".into();
+    let w = SessionWriter::create(&dir, m).unwrap();
+    w.finish(Status::Complete, "2024-05-01T12:00:01Z".into())
+        .unwrap();
+    let text = Session::load(&dir).unwrap().summary_text();
+    assert!(text.lines().any(|l| l == "unwind    fp"), "{text}");
+    assert!(!text.contains("modules  "), "{text}");
+}
