@@ -90,7 +90,7 @@ fn ab_until_decided_stops_before_max_runs_on_a_large_difference_and_fails_on_the
 }
 
 #[test]
-fn ab_of_the_same_ring_runs_to_max_runs_and_finds_it_within_noise() {
+fn ab_of_the_same_ring_finds_it_within_noise_at_max_runs_or_by_equivalence() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("aa");
     let out = ab(
@@ -110,7 +110,6 @@ fn ab_of_the_same_ring_runs_to_max_runs_and_finds_it_within_noise() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(stderr.contains("ab 4/4"), "ran to --max-runs: {stderr}");
     let line = stdout
         .lines()
         .find(|l| l.starts_with("decided: lap p50"))
@@ -124,7 +123,15 @@ fn ab_of_the_same_ring_runs_to_max_runs_and_finds_it_within_noise() {
         .find(|l| l.starts_with("lap p50 "))
         .unwrap_or_else(|| panic!("{stdout}"));
     assert!(lap.ends_with("within noise"), "{lap}");
-    assert_eq!(Series::load(&dir.join("b")).unwrap().measured().len(), 4);
+    // It runs to --max-runs, or stops sooner only on equivalence within the threshold
+    // (the stopping rule: an A/A pair may stop early as within noise); identical
+    // short rings often give the same lap p50 on both sides, equivalent at once.
+    let runs = Series::load(&dir.join("b")).unwrap().measured().len();
+    assert!(
+        runs == 4 && stderr.contains("ab 4/4")
+            || (2..4).contains(&runs) && line.contains("within noise"),
+        "{runs} runs: {line}\n{stderr}"
+    );
     assert_alternated(&dir);
 }
 
