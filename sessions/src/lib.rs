@@ -66,9 +66,11 @@ pub mod meta;
 pub mod plot;
 pub mod pprof;
 pub mod series;
+pub mod sparse;
 pub mod stacks;
 pub mod store;
 pub mod summary;
+pub mod synthetic;
 pub mod timeseries;
 pub mod units;
 

@@ -13,6 +13,7 @@ use crate::dir::DirHandle;
 use crate::hlog::{self, HlogInterval, HlogWriter};
 use crate::limits::{FileKind, LoadOptions, read_bounded};
 use crate::meta::Failure;
+use crate::sparse::SparseHistogram;
 use crate::timeseries::{parse_threads_csv, threads_to_csv};
 use crate::{
     SCHEMA_VERSION, SessionError, SessionMeta, StackTree, Status, ThreadSummary, TimeseriesRow,
@@ -492,12 +493,9 @@ pub struct Session {
     pub row_summary: RowSummary,
     /// latency.hlog, in file order.
     ///
-    /// Every interval's histogram is held in full. Each keeps only the range its values
-    /// need (see [`crate::histogram::decode_histogram`]), but an HdrHistogram's counts are
-    /// a dense array of `u64`: with 3 significant digits, (⌈log2(max / 2048)⌉ + 2) × 8 KiB
-    /// for an interval whose largest value is `max`, about 90 KiB for a 1 ms maximum and
-    /// 170 KiB for 1 s. Memory grows with the number of intervals: an hour of one metric at
-    /// one interval per second holds 300–600 MiB.
+    /// Each interval's histogram is held sparse ([`crate::sparse::SparseHistogram`]): its
+    /// non-empty buckets, a few bytes each, so an hour at `--interval 100ms` (36,000
+    /// intervals) takes tens of MiB, not the 3 GiB its dense counts arrays would.
     pub latency: Vec<HlogInterval>,
     /// cpu.folded.
     pub cpu: Option<StackTree>,
@@ -750,7 +748,7 @@ impl Session {
         let mut total = crate::histogram::Total::default();
         for interval in indices.iter().filter_map(|&i| self.latency.get(i)) {
             let was_full = total.is_full();
-            match total.add(&interval.histogram) {
+            match total.add_sparse(&interval.histogram) {
                 Ok(()) => {}
                 // Said once, at the first interval left out.
                 Err(crate::histogram::TotalError::Full) if was_full => {}
@@ -854,7 +852,7 @@ fn merge_hlog(
         merged.start = merged.start.min(i.start_offset_s);
         merged.end = merged.end.max(i.start_offset_s + i.length_s);
         let was_full = merged.total.is_full();
-        match merged.total.add(&i.histogram) {
+        match merged.total.add_sparse(&i.histogram) {
             Ok(()) => {}
             Err(crate::histogram::TotalError::Full) if was_full => {}
             Err(crate::histogram::TotalError::Full) => notes.push(format!(
@@ -879,7 +877,7 @@ fn merge_hlog(
                 tag,
                 start_offset_s: m.start,
                 length_s: m.end - m.start,
-                histogram: m.total.into_histogram()?,
+                histogram: SparseHistogram::from(&m.total.into_histogram()?),
             })
         })
         .collect())
