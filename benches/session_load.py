@@ -40,7 +40,8 @@ def measured(argv):
 
 def measured_open(benchtop, args, tmp):
     """(seconds to the first screen, peak RSS bytes) of `benchtop open …` in tmux."""
-    socket = f"benchtop-load-bench-{os.getpid()}"
+    # A server per call: the last one's kill-server may still be ending.
+    socket = f"benchtop-load-bench-{os.getpid()}-{time.monotonic_ns()}"
     pid_file = os.path.join(tmp, "open.pid")
     if os.path.exists(pid_file):
         os.unlink(pid_file)

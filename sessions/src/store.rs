@@ -622,14 +622,33 @@ impl Session {
         };
         let latency = match &files.latency {
             Some(bytes) if keep_rows => {
-                let log = hlog::parse_hlog_limited(
+                // Held sparse, within a budget of bucket bytes (a crafted interval's
+                // buckets can be a thousand times its line).
+                let (mut intervals, mut held, mut dropped) = (Vec::new(), 0usize, None);
+                let log = hlog::parse_hlog_each(
                     bytes,
                     &dir.join(LATENCY_FILE),
                     opts.max_intervals,
                     opts.max_tags,
+                    |interval| {
+                        held = held.saturating_add(interval.histogram.heap_bytes());
+                        if held > opts.max_interval_bytes {
+                            let (n, _) = dropped.get_or_insert((0usize, interval.start_offset_s));
+                            *n += 1;
+                        } else {
+                            intervals.push(interval);
+                        }
+                    },
                 )?;
                 warnings.extend(log.warnings);
-                log.intervals
+                if let Some((n, from_s)) = dropped {
+                    warnings.push(format!(
+                        "{LATENCY_FILE}: its intervals' buckets pass {} bytes; {n} intervals \
+                         from {from_s:.3} s on were dropped",
+                        opts.max_interval_bytes
+                    ));
+                }
+                intervals
             }
             Some(bytes) => merge_hlog(bytes, &dir.join(LATENCY_FILE), opts, &mut warnings)?,
             None => Vec::new(),
