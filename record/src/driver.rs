@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -23,13 +22,13 @@ use benchtop_sessions::store::{SessionWriter, new_session_id, rfc3339};
 use benchtop_sessions::{SessionMeta, Status};
 use hdrhistogram::Histogram;
 
-use crate::RecordError;
 use crate::child::{Process, WorkerExit, WorkerPipes, WorkerProcess, WorkerSpec};
 use crate::live::LiveEvent;
 use crate::machine::{Action, Conductor, Event, Kind, Signal, step};
 use crate::notice::{Failure, Notice, ReportIssue};
 use crate::options::{DEFAULT_SESSIONS_DIR, RecordOptions, Target};
 use crate::streams::{Input, spawn_readers};
+use crate::{Interrupts, RecordError};
 
 /// Bad report lines kept verbatim in the session's warnings; the rest are counted.
 pub(crate) const MAX_PROTOCOL_WARNINGS: usize = 20;
@@ -57,40 +56,16 @@ pub struct RecordOutcome {
     pub warnings: Vec<String>,
 }
 
-static INTERRUPTS: AtomicUsize = AtomicUsize::new(0);
-
-/// Counts Ctrl-C, SIGTERM and SIGHUP for every recording of this process; each run
-/// counts those that arrive after it began.
-fn install_interrupt_handler() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // A failure only means Ctrl-C keeps its default action; nothing to record.
-        let _ = ctrlc::set_handler(|| {
-            INTERRUPTS.fetch_add(1, Ordering::SeqCst);
-        });
-    });
-}
-
-/// How many interrupts (Ctrl-C, SIGTERM, SIGHUP) this process has counted since its
-/// first recording began; 0 before it. A caller that records several runs (a series)
-/// compares it before and after to stop when the user asked between two runs, which no
-/// single recording sees.
-pub fn interrupts() -> usize {
-    INTERRUPTS.load(Ordering::SeqCst)
-}
-
 /// Records one run into a session directory.
 ///
 /// Once the session exists it is always finished, however the run ends; the outcome's
 /// status says how. An error means no run took place (the options, the directory, the
 /// worker could not start) or the recorder itself failed.
 ///
-/// The first call installs a handler (once per process) that counts Ctrl-C, SIGTERM and
-/// SIGHUP; each recording stops its worker on the first that arrives after it began and
-/// kills it on the second.
+/// It installs no signal handler: it stops its worker on the first of
+/// `opts.interrupts` raised after it began and kills it on the second.
 pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
-    install_interrupt_handler();
-    let interrupts_at_start = INTERRUPTS.load(Ordering::SeqCst);
+    let interrupts_at_start = opts.interrupts.as_ref().map_or(0, Interrupts::count);
     let began = Instant::now();
     let (mut writer, worker, pipes) = start_worker(opts, create_session(opts)?)?;
     // A failed write here is retried by every later one and by finish. A command's pid
@@ -397,8 +372,11 @@ impl Run<'_> {
 
     /// Interrupts and the live view's stop, as events.
     fn feed_requests(&mut self) -> Result<(), RecordError> {
-        let interrupts = INTERRUPTS
-            .load(Ordering::SeqCst)
+        let interrupts = self
+            .opts
+            .interrupts
+            .as_ref()
+            .map_or(0, Interrupts::count)
             .saturating_sub(self.interrupts_at_start);
         while self.interrupts_seen < interrupts {
             self.interrupts_seen += 1;

@@ -47,6 +47,7 @@ mod driver;
 mod ending;
 mod error;
 mod finish;
+mod interrupts;
 pub mod leftover;
 pub mod live;
 pub mod machine;
@@ -55,8 +56,9 @@ mod options;
 mod rows;
 mod streams;
 
-pub use driver::{RecordOutcome, interrupts, record};
+pub use driver::{RecordOutcome, record};
 pub use error::RecordError;
+pub use interrupts::Interrupts;
 pub use live::{Control, Detail, LiveEvent, LiveLink, ProgressFigures};
 pub use machine::Ending;
 pub use notice::{Notice, NoticeKind};

@@ -60,6 +60,10 @@ pub struct RecordOptions {
     pub sampler: SamplerOptions,
     /// A live consumer to tell as the run goes on (the TUI, a progress line).
     pub live: Option<LiveLink>,
+    /// The interrupts to stop on (the binary's signal handler raises them): the first
+    /// raised after the recording began stops the worker, the second kills it. `None`:
+    /// the recording hears none (a live consumer may still stop it).
+    pub interrupts: Option<crate::Interrupts>,
 }
 
 impl Default for RecordOptions {
@@ -79,6 +83,7 @@ impl Default for RecordOptions {
             sample_stacks: true,
             sampler: SamplerOptions::default(),
             live: None,
+            interrupts: None,
         }
     }
 }

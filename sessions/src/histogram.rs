@@ -32,6 +32,7 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 
 use crate::SessionError;
+use crate::sparse::SparseHistogram;
 
 /// The most significant value digits a decoded histogram may have. benchtop records with 3,
 /// as do jHiccup and most HdrHistogram users; each digit more multiplies the counts array by
@@ -107,6 +108,37 @@ impl Total {
                 .map_err(|e| TotalError::Add(e.to_string())),
             None => {
                 let mut total = interval.clone();
+                total.auto(true);
+                self.histogram = Some(total);
+                Ok(())
+            }
+        }
+    }
+
+    /// Adds `interval` as [`Total::add`] adds its dense histogram: the same counts in the
+    /// same buckets, without building the dense histogram when its buckets are the total's.
+    pub fn add_sparse(&mut self, interval: &SparseHistogram) -> Result<(), TotalError> {
+        if self.full {
+            return Err(TotalError::Full);
+        }
+        match &mut self.histogram {
+            Some(total) if total.len().saturating_add(interval.len()) > MAX_TOTAL_COUNT => {
+                self.full = true;
+                Err(TotalError::Full)
+            }
+            // The total grows on its own (`auto`) to the interval's range.
+            Some(total) if interval.same_buckets_as(total) => {
+                if interval.add_to(total) {
+                    Ok(())
+                } else {
+                    Err(TotalError::Add("a bucket does not fit the total".into()))
+                }
+            }
+            Some(total) => total
+                .add(interval.to_histogram())
+                .map_err(|e| TotalError::Add(e.to_string())),
+            None => {
+                let mut total = interval.to_histogram();
                 total.auto(true);
                 self.histogram = Some(total);
                 Ok(())
@@ -492,7 +524,7 @@ fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
 /// A decoded histogram is as large as the range its header claims. Keep only the range its
 /// values need, so that a short hostile line cannot pin a large allocation for as long as
 /// the histogram lives.
-fn compact(h: Histogram<u64>) -> Histogram<u64> {
+pub(crate) fn compact(h: Histogram<u64>) -> Histogram<u64> {
     let needed = h.max().max(h.low().saturating_mul(2)).max(2);
     if h.high() <= needed.saturating_mul(2) {
         return h;

@@ -28,6 +28,7 @@ use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use crate::SessionError;
 use crate::dir::DirHandle;
 use crate::histogram::HistogramDecoder;
+use crate::sparse::SparseHistogram;
 
 /// The log format version written in the header.
 pub const HLOG_FORMAT_VERSION: &str = "1.3";
@@ -193,8 +194,10 @@ pub struct HlogInterval {
     pub start_offset_s: f64,
     /// Length of the interval, seconds.
     pub length_s: f64,
-    /// The values recorded in the interval, nanoseconds for latencies.
-    pub histogram: Histogram<u64>,
+    /// The values recorded in the interval, nanoseconds for latencies: its non-empty
+    /// buckets only, a few bytes each (an interval log of an hour at 100 ms intervals
+    /// holds 36,000 of them a metric; dense, each would take about 90 KiB).
+    pub histogram: SparseHistogram,
 }
 
 /// The content of an interval log.
@@ -408,7 +411,7 @@ impl LineReader {
                     tag: interval.tag().map(|t| t.to_string()).unwrap_or_default(),
                     start_offset_s: interval.start_timestamp().as_secs_f64(),
                     length_s: interval.duration().as_secs_f64(),
-                    histogram,
+                    histogram: SparseHistogram::from(&histogram),
                 })
             }
         }))

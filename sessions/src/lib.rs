@@ -71,9 +71,11 @@ pub mod plot;
 pub mod pprof;
 pub mod range;
 pub mod series;
+pub mod sparse;
 pub mod stacks;
 pub mod store;
 pub mod summary;
+pub mod synthetic;
 pub mod timeseries;
 pub mod units;
 

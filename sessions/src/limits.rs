@@ -33,6 +33,12 @@ pub const MAX_STACKS: usize = 1_000_000;
 pub const MAX_PARAMS: usize = 10_000;
 /// Distinct histogram tags (metrics) read from latency.hlog.
 pub const MAX_TAGS: usize = 1_000;
+/// Bytes of latency buckets a load holds for latency.hlog's intervals (each held sparse,
+/// a few bytes a non-empty bucket): 256 MiB, about ten times what an hour at 100 ms
+/// intervals of a real workload takes. An interval of a crafted log can hold 65,536
+/// buckets in a line of a few hundred bytes; past the budget, intervals are dropped
+/// with a warning.
+pub const MAX_INTERVAL_BYTES: usize = 256 << 20;
 
 /// The environment variable that overrides the size limit of every file kind, in bytes.
 pub const MAX_FILE_BYTES_ENV: &str = "BENCHTOP_MAX_FILE_BYTES";
@@ -97,6 +103,8 @@ pub struct LoadOptions {
     pub max_params: usize,
     /// See [`MAX_TAGS`].
     pub max_tags: usize,
+    /// See [`MAX_INTERVAL_BYTES`].
+    pub max_interval_bytes: usize,
 }
 
 impl Default for LoadOptions {
@@ -107,6 +115,7 @@ impl Default for LoadOptions {
             max_stacks: MAX_STACKS,
             max_params: MAX_PARAMS,
             max_tags: MAX_TAGS,
+            max_interval_bytes: MAX_INTERVAL_BYTES,
         }
     }
 }

@@ -296,10 +296,10 @@ fn write_range(
         if in_range(t0, t0 + i.length_s) {
             match merged.get_mut(i.tag.as_str()) {
                 Some(h) => {
-                    let _ = h.add(&i.histogram);
+                    let _ = h.add(i.histogram.to_histogram());
                 }
                 None => {
-                    merged.insert(&i.tag, i.histogram.clone());
+                    merged.insert(&i.tag, i.histogram.to_histogram());
                 }
             }
         }
@@ -717,7 +717,7 @@ mod tests {
                 tag: "lap".into(),
                 start_offset_s: 0.25 + f64::from(i),
                 length_s: 1.0,
-                histogram: h,
+                histogram: h.into(),
             });
             // The rest of the work goes on in slow intervals too: slow_path is what moved.
             let rest = if slow { 40 } else { 50 };

@@ -14,6 +14,7 @@ use crate::hlog::{self, HlogInterval, HlogWriter};
 use crate::intervals::{STACKS_FILE, StacksChunk};
 use crate::limits::{FileKind, LoadOptions, read_bounded};
 use crate::meta::Failure;
+use crate::sparse::SparseHistogram;
 use crate::timeseries::{parse_threads_csv, threads_to_csv};
 use crate::{
     SCHEMA_VERSION, SessionError, SessionMeta, StackTree, Status, ThreadSummary, TimeseriesRow,
@@ -535,12 +536,9 @@ pub struct Session {
     pub row_summary: RowSummary,
     /// latency.hlog, in file order.
     ///
-    /// Every interval's histogram is held in full. Each keeps only the range its values
-    /// need (see [`crate::histogram::decode_histogram`]), but an HdrHistogram's counts are
-    /// a dense array of `u64`: with 3 significant digits, (⌈log2(max / 2048)⌉ + 2) × 8 KiB
-    /// for an interval whose largest value is `max`, about 90 KiB for a 1 ms maximum and
-    /// 170 KiB for 1 s. Memory grows with the number of intervals: an hour of one metric at
-    /// one interval per second holds 300–600 MiB.
+    /// Each interval's histogram is held sparse ([`crate::sparse::SparseHistogram`]): its
+    /// non-empty buckets, a few bytes each, so an hour at `--interval 100ms` (36,000
+    /// intervals) takes tens of MiB, not the 3 GiB its dense counts arrays would.
     pub latency: Vec<HlogInterval>,
     /// cpu.folded.
     pub cpu: Option<StackTree>,
@@ -667,14 +665,33 @@ impl Session {
         };
         let latency = match &files.latency {
             Some(bytes) if keep_rows => {
-                let log = hlog::parse_hlog_limited(
+                // Held sparse, within a budget of bucket bytes (a crafted interval's
+                // buckets can be a thousand times its line).
+                let (mut intervals, mut held, mut dropped) = (Vec::new(), 0usize, None);
+                let log = hlog::parse_hlog_each(
                     bytes,
                     &dir.join(LATENCY_FILE),
                     opts.max_intervals,
                     opts.max_tags,
+                    |interval| {
+                        held = held.saturating_add(interval.histogram.heap_bytes());
+                        if held > opts.max_interval_bytes {
+                            let (n, _) = dropped.get_or_insert((0usize, interval.start_offset_s));
+                            *n += 1;
+                        } else {
+                            intervals.push(interval);
+                        }
+                    },
                 )?;
                 warnings.extend(log.warnings);
-                log.intervals
+                if let Some((n, from_s)) = dropped {
+                    warnings.push(format!(
+                        "{LATENCY_FILE}: its intervals' buckets pass {} bytes; {n} intervals \
+                         from {from_s:.3} s on were dropped",
+                        opts.max_interval_bytes
+                    ));
+                }
+                intervals
             }
             Some(bytes) => merge_hlog(bytes, &dir.join(LATENCY_FILE), opts, &mut warnings)?,
             None => Vec::new(),
@@ -793,7 +810,7 @@ impl Session {
         let mut total = crate::histogram::Total::default();
         for interval in indices.iter().filter_map(|&i| self.latency.get(i)) {
             let was_full = total.is_full();
-            match total.add(&interval.histogram) {
+            match total.add_sparse(&interval.histogram) {
                 Ok(()) => {}
                 // Said once, at the first interval left out.
                 Err(crate::histogram::TotalError::Full) if was_full => {}
@@ -897,7 +914,7 @@ fn merge_hlog(
         merged.start = merged.start.min(i.start_offset_s);
         merged.end = merged.end.max(i.start_offset_s + i.length_s);
         let was_full = merged.total.is_full();
-        match merged.total.add(&i.histogram) {
+        match merged.total.add_sparse(&i.histogram) {
             Ok(()) => {}
             Err(crate::histogram::TotalError::Full) if was_full => {}
             Err(crate::histogram::TotalError::Full) => notes.push(format!(
@@ -922,7 +939,7 @@ fn merge_hlog(
                 tag,
                 start_offset_s: m.start,
                 length_s: m.end - m.start,
-                histogram: m.total.into_histogram()?,
+                histogram: SparseHistogram::from(&m.total.into_histogram()?),
             })
         })
         .collect())

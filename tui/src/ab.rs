@@ -249,7 +249,7 @@ pub fn ab(args: &AbArgs) -> Result<ExitCode> {
         opts.alpha * 100.0
     );
 
-    let mut tally = Tally::new();
+    let mut tally = Tally::new()?;
     let (mut runs_a, mut runs_b): (Vec<Session>, Vec<Session>) = (Vec::new(), Vec::new());
     let mut chosen: Vec<String> = Vec::new();
     let mut last: Option<Comparison> = None;

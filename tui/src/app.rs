@@ -224,9 +224,9 @@ pub fn open(args: &OpenArgs) -> Result<ExitCode> {
             // Series are judged across their runs; the screen's histograms and stacks are
             // the first run's, with the stacks of every run added.
             let comparison = benchtop_sessions::compare::compare_runs(&a.runs(), &b.runs(), &opts);
-            State::with_comparison(representative(&a)?, representative(&b)?, comparison, color)
+            State::with_comparison(representative(a)?, representative(b)?, comparison, color)
         }
-        None => State::with_session(representative(&a)?, Instant::now(), color),
+        None => State::with_session(representative(a)?, Instant::now(), color),
     };
     let tui = Tui::new()?;
     let mut runs = tui.runs();
@@ -236,7 +236,13 @@ pub fn open(args: &OpenArgs) -> Result<ExitCode> {
 
 /// What the screens show of a session or a series: the session, or a series' first
 /// complete run with the stacks of all its runs added together.
-fn representative(recorded: &benchtop_sessions::series::Recorded) -> Result<Session> {
+fn representative(recorded: benchtop_sessions::series::Recorded) -> Result<Session> {
+    // A session is moved, not copied: a long one holds tens of thousands of rows and
+    // intervals, and a copy would double what `open` holds.
+    let recorded = match recorded {
+        benchtop_sessions::series::Recorded::Session(session) => return Ok(*session),
+        series => series,
+    };
     let runs = recorded.runs();
     let Some(first) = runs.first() else {
         anyhow::bail!("the series has no complete run to show");
@@ -270,11 +276,8 @@ struct SignalWatch {
 /// Starts hearing SIGTERM, SIGHUP, SIGINT and SIGQUIT for the TUI. Installed before a
 /// recorder starts, so that its own Ctrl-C handler stands aside.
 fn watch_signals(tx: Sender<AppEvent>) -> Result<SignalWatch> {
-    // The recorder installs a Ctrl-C handler of its own (ctrlc: SIGINT, SIGTERM, SIGHUP)
-    // that would replace the handlers below and stop a run behind the TUI's back, leaving
-    // the screen up. ctrlc takes one handler per process: taking it here with nothing to
-    // do makes the recorder's a no-op, and signal-hook, installed after it, chains to it.
-    let _ = ctrlc::set_handler(|| {});
+    // The recorder installs no handler of its own: the runs of the TUI are stopped through
+    // their live link when a signal arrives here.
     let numbers = Signal::ALL.map(Signal::number);
     let leaving = Arc::new(AtomicBool::new(false));
     for number in numbers {
@@ -592,10 +595,12 @@ impl Input {
     }
 
     /// Ends the reader and waits for it a moment. A reader caught inside crossterm on a
-    /// terminal that went away at that very moment is left behind, to end with the process,
-    /// rather than holding the exit up.
+    /// terminal that went away (where crossterm reads again and again) is let go first
+    /// ([`TerminalInput::release`]); one that still does not end is left behind, to end
+    /// with the process, rather than holding the exit up.
     fn end(self) {
         self.done.store(true, Ordering::SeqCst);
+        TerminalInput::release();
         let asked = Instant::now();
         while !self.thread.is_finished() && asked.elapsed() < Input::POLL * 20 {
             std::thread::sleep(Duration::from_millis(5));
@@ -606,31 +611,60 @@ impl Input {
     }
 }
 
-/// The descriptor crossterm reads keys from: standard input when it is a terminal,
-/// /dev/tty otherwise (held open here as long as the reader runs).
+/// The descriptor crossterm reads keys from, made standard input.
+///
+/// crossterm reads standard input when it is a terminal and a /dev/tty of its own
+/// otherwise; and once inside its read loop it does not leave it on a terminal that hung
+/// up: a read of 0 bytes, or any error but EAGAIN and EINTR, and it reads again, at 100 %
+/// CPU, for ever. A hang-up between the reader's poll and crossterm's read catches it
+/// there. So /dev/tty is put on standard input when that is not the terminal (the TUI
+/// reads nothing else from it; workers get pipes), and crossterm's descriptor is then
+/// one [`TerminalInput::release`] can reach.
 #[derive(Debug)]
-enum TerminalInput {
-    Stdin,
-    Tty(std::fs::File),
-}
+struct TerminalInput;
 
 impl TerminalInput {
     fn open() -> std::io::Result<TerminalInput> {
-        if std::io::stdin().is_terminal() {
-            Ok(TerminalInput::Stdin)
-        } else {
-            std::fs::File::open("/dev/tty").map(TerminalInput::Tty)
+        use std::os::fd::AsRawFd;
+        if !std::io::stdin().is_terminal() {
+            let tty = std::fs::File::options()
+                .read(true)
+                .write(true)
+                .open("/dev/tty")?;
+            // SAFETY: dup2 of the descriptor `tty` holds onto standard input; `tty` is
+            // closed on return, the copy on fd 0 stays.
+            if unsafe { libc::dup2(tty.as_raw_fd(), libc::STDIN_FILENO) } < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(TerminalInput)
+    }
+
+    /// Puts an empty non-blocking pipe on standard input in place of the terminal: a
+    /// reader inside crossterm's read loop then reads EAGAIN, goes back to waiting and
+    /// returns (crossterm's wait is edge-triggered: the terminal's hang-up was its last
+    /// event), and the reader's own poll sees no input, so it ends on its flag. The
+    /// pipe's write end is kept open for the process's life, so that its reads say
+    /// EAGAIN and never end of file. Called once the terminal is restored.
+    fn release() {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: pipe2 fills the two descriptors of `fds`, an array of two c_ints.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } != 0 {
+            return;
+        }
+        // SAFETY: dup2 of the pipe's read end, just made and ours, onto standard input,
+        // then close of that read end (fd 0 keeps it); the write end fds[1] is left open
+        // on purpose.
+        unsafe {
+            libc::dup2(fds[0], libc::STDIN_FILENO);
+            libc::close(fds[0]);
         }
     }
 
     /// Waits up to `timeout` for input: `Some(true)` when there is some, `Some(false)` when
     /// there is none yet, `None` when the terminal is gone (hung up, closed, in error).
     fn wait(&self, timeout: Duration) -> Option<bool> {
-        use std::os::fd::AsRawFd;
-        let fd = match self {
-            TerminalInput::Stdin => std::io::stdin().as_raw_fd(),
-            TerminalInput::Tty(file) => file.as_raw_fd(),
-        };
+        let fd = libc::STDIN_FILENO;
         let mut pollfd = libc::pollfd {
             fd,
             events: libc::POLLIN,

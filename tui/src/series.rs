@@ -122,7 +122,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let mut recorder =
         SeriesRecorder::create(record.record.as_deref(), &name, swept, record.quiet)?;
     let total = series.warmup as usize + runs as usize * points.len();
-    let mut tally = Tally::new();
+    let mut tally = Tally::new()?;
     let plan = (0..series.warmup)
         .map(|_| (RunRole::Warmup, &points[0]))
         .chain((0..runs).flat_map(|_| points.iter().map(|p| (RunRole::Run, p))));
@@ -164,22 +164,23 @@ pub(crate) struct Tally {
 }
 
 impl Tally {
-    /// Nothing ran yet.
-    pub(crate) fn new() -> Self {
-        Tally {
-            interrupts: record::interrupts(),
+    /// Nothing ran yet. From here on SIGINT, SIGTERM and SIGHUP are heard
+    /// ([`record::interrupts`]): one between two runs ends the series too.
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Tally {
+            interrupts: record::interrupts()?.count(),
             ran: 0,
             complete: 0,
             failed: Vec::new(),
             stopped: false,
-        }
+        })
     }
 
     /// Counts a run; true when the user stopped it, or interrupted after it ended (both
     /// end the series).
     pub(crate) fn add(&mut self, outcome: &RecordOutcome) -> bool {
         self.ran += 1;
-        if record::interrupts() > self.interrupts {
+        if record::interrupts().is_ok_and(|i| i.count() > self.interrupts) {
             self.stopped = true;
         }
         match outcome.status {

@@ -294,13 +294,13 @@ pub(crate) fn with_verdict(
 /// are the finest unit resampled because values within one are not independent. The
 /// verdicts wait for the figure's better direction (the comparison gives them);
 /// `judged` is how many figures the comparison judges together.
-pub(crate) fn judge_percentile_runs(
-    a: &[Vec<&Histogram<u64>>],
-    b: &[Vec<&Histogram<u64>>],
+pub(crate) fn judge_percentile_runs<H: Buckets>(
+    a: &[Vec<&H>],
+    b: &[Vec<&H>],
     judged: usize,
     opts: &CompareOptions,
 ) -> Vec<Change> {
-    let binned = |runs: &[Vec<&Histogram<u64>>]| -> Vec<Binned> {
+    let binned = |runs: &[Vec<&H>]| -> Vec<Binned> {
         runs.iter()
             .filter(|r| !r.is_empty())
             .map(|r| Binned::of(r))
@@ -402,10 +402,52 @@ fn resampled_quantiles(runs: &[Binned], rng: &mut XorShift, scratch: &mut Vec<u6
     sums.iter().map(|s| s / n.max(1) as f64).collect()
 }
 
+/// What binning asks of an interval histogram, dense or sparse: hdrhistogram's `min`,
+/// `max` and `iter_recorded` (each non-empty bucket's highest equivalent value and count,
+/// in value order).
+pub(crate) trait Buckets {
+    fn lowest(&self) -> u64;
+    fn highest(&self) -> u64;
+    fn each_bucket(&self, f: &mut dyn FnMut(u64, u64));
+}
+
+impl Buckets for Histogram<u64> {
+    fn lowest(&self) -> u64 {
+        self.min()
+    }
+    fn highest(&self) -> u64 {
+        self.max()
+    }
+    fn each_bucket(&self, f: &mut dyn FnMut(u64, u64)) {
+        for v in self.iter_recorded() {
+            f(v.value_iterated_to(), v.count_at_value());
+        }
+    }
+}
+
+impl Buckets for crate::sparse::SparseHistogram {
+    fn lowest(&self) -> u64 {
+        self.min()
+    }
+    fn highest(&self) -> u64 {
+        self.max()
+    }
+    fn each_bucket(&self, f: &mut dyn FnMut(u64, u64)) {
+        for (value, count) in self.iter() {
+            f(value, count);
+        }
+    }
+}
+
+/// One interval's non-empty bins: (index from the lowest, count).
+type BinCounts = Box<[(u32, u32)]>;
+
 /// Interval histograms reduced to 0.5 % bins, for merging many times over.
 pub(crate) struct Binned {
     /// Each interval's non-empty bins (index from `lowest`) and counts, and its maximum.
-    intervals: Vec<(Vec<(u32, u64)>, u64)>,
+    /// A count past `u32::MAX` takes several entries of one bin: 8 bytes a bin, for the
+    /// tens of thousands of intervals of a long session.
+    intervals: Vec<(BinCounts, u64)>,
     /// Bin index of the lowest value of any interval.
     lowest: i64,
     /// Bins from the lowest to the highest.
@@ -417,29 +459,39 @@ impl Binned {
         ((v.max(1) as f64).ln() / PERCENTILE_BIN_RATIO.ln()).floor() as i64
     }
 
-    pub(crate) fn of(histograms: &[&Histogram<u64>]) -> Binned {
+    pub(crate) fn of<H: Buckets>(histograms: &[&H]) -> Binned {
         let lowest = histograms
             .iter()
-            .map(|h| Binned::bin(h.min()))
+            .map(|h| Binned::bin(h.lowest()))
             .min()
             .unwrap_or(0);
         let highest = histograms
             .iter()
-            .map(|h| Binned::bin(h.max()))
+            .map(|h| Binned::bin(h.highest()))
             .max()
             .unwrap_or(0);
         let intervals = histograms
             .iter()
             .map(|h| {
-                let mut bins: Vec<(u32, u64)> = Vec::new();
-                for v in h.iter_recorded() {
-                    let i = (Binned::bin(v.value_iterated_to()) - lowest) as u32;
-                    match bins.last_mut() {
-                        Some((last, count)) if *last == i => *count += v.count_at_value(),
-                        _ => bins.push((i, v.count_at_value())),
+                let mut bins: Vec<(u32, u32)> = Vec::new();
+                h.each_bucket(&mut |value, mut n| {
+                    let i = (Binned::bin(value) - lowest) as u32;
+                    while n > 0 {
+                        match bins.last_mut() {
+                            Some((last, count)) if *last == i && *count < u32::MAX => {
+                                let add = n.min(u64::from(u32::MAX - *count));
+                                *count += add as u32;
+                                n -= add;
+                            }
+                            _ => {
+                                let add = n.min(u64::from(u32::MAX));
+                                bins.push((i, add as u32));
+                                n -= add;
+                            }
+                        }
                     }
-                }
-                (bins, h.max())
+                });
+                (bins.into_boxed_slice(), h.highest())
             })
             .collect();
         Binned {
@@ -461,8 +513,8 @@ impl Binned {
                 continue;
             }
             max = max.max(*interval_max);
-            for &(i, count) in bins {
-                let add = count.saturating_mul(u64::from(m));
+            for &(i, count) in bins.iter() {
+                let add = u64::from(count).saturating_mul(u64::from(m));
                 merged[i as usize] = merged[i as usize].saturating_add(add);
                 total = total.saturating_add(add);
             }

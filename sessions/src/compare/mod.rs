@@ -51,6 +51,7 @@ use self::judge::{QUANTILES, Run, Units, judge_percentile_runs, judge_runs, judg
 use self::samples::Samples;
 pub use self::table::TABLE_HEAD;
 use crate::meta::Better;
+use crate::sparse::SparseHistogram;
 use crate::{Session, SessionError, StackTree};
 
 /// How to compare.
@@ -244,7 +245,7 @@ pub fn compare_runs(a: &[&Session], b: &[&Session], opts: &CompareOptions) -> Co
             .filter_map(|s| s.single.get(name).map(|(v, _, _)| vec![(*v, 1.0)]))
             .collect()
     };
-    fn histograms_of<'a>(side: &[Samples<'a>], tag: &str) -> Vec<Vec<&'a Histogram<u64>>> {
+    fn histograms_of<'a>(side: &[Samples<'a>], tag: &str) -> Vec<Vec<&'a SparseHistogram>> {
         side.iter()
             .filter_map(|s| s.intervals.get(tag).cloned())
             .collect()
@@ -260,7 +261,7 @@ pub fn compare_runs(a: &[&Session], b: &[&Session], opts: &CompareOptions) -> Co
     let mut percentile_sides = Vec::new();
     for tag in &tags {
         let (ha, hb) = (histograms_of(&sa, tag), histograms_of(&sb, tag));
-        let shape = |runs: &[Vec<&Histogram<u64>>]| -> Vec<Run> {
+        let shape = |runs: &[Vec<&SparseHistogram>]| -> Vec<Run> {
             runs.iter().map(|r| vec![(1.0, 1.0); r.len()]).collect()
         };
         if judgeable(&shape(&ha), &shape(&hb)) {
@@ -760,7 +761,7 @@ mod tests {
                 tag: "lap".into(),
                 start_offset_s: f64::from(i),
                 length_s: 1.0,
-                histogram: h,
+                histogram: (&h).into(),
             });
         }
         Session {

@@ -3,17 +3,16 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use hdrhistogram::Histogram;
-
 use super::judge::{QUANTILES, Run};
 use crate::Session;
 use crate::meta::Better;
+use crate::sparse::SparseHistogram;
 
 /// A session's samples: per-interval series, whole-run values, single values.
 #[derive(Default)]
 pub(crate) struct Samples<'a> {
     /// The non-empty latency intervals of each metric.
-    pub(crate) intervals: BTreeMap<String, Vec<&'a Histogram<u64>>>,
+    pub(crate) intervals: BTreeMap<String, Vec<&'a SparseHistogram>>,
     /// Per-interval samples by figure name, in a stable order, each weighted by its
     /// interval's length (a short last interval counts for what it is).
     pub(crate) series: BTreeMap<String, Run>,

@@ -371,6 +371,32 @@ fn intervals_past_the_limit_are_dropped_with_a_warning() {
 }
 
 #[test]
+fn interval_buckets_past_the_byte_budget_are_dropped_with_a_warning() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    let mut w = SessionWriter::create(&dir, meta("x")).unwrap();
+    // 10,000 distinct values an interval: a short line, many buckets.
+    let wide = histogram(&(1..=10_000u64).collect::<Vec<_>>());
+    for i in 0..6 {
+        w.append_latency("rtt", f64::from(i), 1.0, &wide).unwrap();
+    }
+    w.finish(Status::Complete, "2024-05-01T12:00:06Z".into())
+        .unwrap();
+    let whole = Session::load(&dir).unwrap();
+    assert_eq!(whole.latency.len(), 6);
+    let per_interval = whole.latency[0].histogram.heap_bytes();
+    let mut opts = LoadOptions::default();
+    opts.max_interval_bytes = per_interval * 4;
+    let s = Session::load_with(&dir, &opts).unwrap();
+    assert_eq!(s.latency.len(), 4);
+    let text = s.warnings.join("\n");
+    assert!(
+        text.contains("2 intervals from 4.000 s on were dropped"),
+        "{text}"
+    );
+}
+
+#[test]
 fn failed_and_killed_sessions_load_and_say_why() {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("s");

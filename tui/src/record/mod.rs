@@ -8,7 +8,7 @@ use anyhow::Result;
 use benchtop_profilers::sampler::{SampleEvent, SamplerOptions};
 use benchtop_profilers::{SymbolDetail, UnwindMode};
 pub use benchtop_record::{
-    DEFAULT_SESSIONS_DIR, RecordOptions, RecordOutcome, Target, child, interrupts, live, record,
+    DEFAULT_SESSIONS_DIR, Interrupts, RecordOptions, RecordOutcome, Target, child, live, record,
 };
 use benchtop_record::{Detail, LiveEvent, LiveLink};
 
@@ -56,10 +56,52 @@ fn sampler_options(record: &RecordArgs) -> SamplerOptions {
     opts
 }
 
-/// Records `opts` headless, with a progress line on stderr unless `quiet`.
+/// The signals that interrupt a headless recording: Ctrl-C (SIGINT), SIGTERM and SIGHUP.
+pub const INTERRUPT_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// The interrupts of this process's headless recordings, heard from the first call on.
+///
+/// Each of [`INTERRUPT_SIGNALS`] raises the count (the recording running stops its worker
+/// on the first and kills it on the second; a series ends at the run it interrupted); a
+/// third takes the signal's default action and ends benchtop at once, whatever it was
+/// doing, leaving the session as it was (it loads as crashed). The handlers are
+/// installed once and shared by every recording of the process (a series, `ab`).
+pub fn interrupts() -> Result<Interrupts> {
+    static HEARD: std::sync::Mutex<Option<Interrupts>> = std::sync::Mutex::new(None);
+    let mut heard = HEARD
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(interrupts) = heard.as_ref() {
+        return Ok(interrupts.clone());
+    }
+    let interrupts = Interrupts::new();
+    let escalate = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in INTERRUPT_SIGNALS {
+        // Registered first, so it runs first: a signal arriving once two were counted
+        // takes the default action.
+        signal_hook::flag::register_conditional_default(signal, escalate.clone())
+            .map_err(|e| anyhow::anyhow!("cannot watch for signals: {e}"))?;
+        let (count, escalate) = (interrupts.clone(), escalate.clone());
+        // SAFETY: the action only does atomic operations, which are async-signal-safe.
+        unsafe {
+            signal_hook::low_level::register(signal, move || {
+                if count.raise() >= 2 {
+                    escalate.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            })
+        }
+        .map_err(|e| anyhow::anyhow!("cannot watch for signals: {e}"))?;
+    }
+    *heard = Some(interrupts.clone());
+    Ok(interrupts)
+}
+
+/// Records `opts` headless, with a progress line on stderr unless `quiet`; SIGINT,
+/// SIGTERM and SIGHUP stop it ([`interrupts`]).
 pub fn headless(opts: &RecordOptions, quiet: bool) -> Result<RecordOutcome> {
     let progress = std::sync::Arc::new(Progress::new(&opts.workload, quiet));
     let mut opts = opts.clone();
+    opts.interrupts = Some(interrupts()?);
     let line = progress.clone();
     opts.live = Some(LiveLink::new(Detail::Progress, move |event| match event {
         LiveEvent::Notice(notice) => line.message(&notice.to_string()),

@@ -161,11 +161,13 @@ fn overlay(a: &Session, b: &Session) -> Option<LatencyOverlay> {
         .map(|i| &i.tag)
         .find(|tag| a.latency.iter().any(|i| &i.tag == *tag))?;
     let total = |s: &Session| {
-        let mut latency = Latency::default();
-        for interval in s.latency.iter().filter(|i| &i.tag == tag) {
-            latency.add(&interval.histogram);
-        }
-        latency
+        Latency::of_intervals(
+            String::new(),
+            s.latency
+                .iter()
+                .filter(|i| &i.tag == tag)
+                .map(|i| &i.histogram),
+        )
     };
     let (la, lb) = (total(a), total(b));
     let (ha, hb) = (la.total.histogram()?, lb.total.histogram()?);

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use benchtop_sessions::histogram::Total;
+use benchtop_sessions::sparse::SparseHistogram;
 use benchtop_sessions::{Resources, Status, TimeseriesRow};
 use hdrhistogram::Histogram;
 
@@ -125,6 +126,36 @@ impl Latency {
     }
 }
 
+impl Latency {
+    /// The latency of a recorded session's intervals of one metric, in order: merged into
+    /// one total first, its percentiles and bins computed once (not after each interval,
+    /// as a live run's are), the last interval's percentiles as `last`.
+    pub fn of_intervals<'a>(
+        metric: String,
+        intervals: impl IntoIterator<Item = &'a SparseHistogram>,
+    ) -> Latency {
+        let mut latency = Latency {
+            metric,
+            ..Latency::default()
+        };
+        let mut last = None;
+        for interval in intervals {
+            last = Some(interval);
+            // An interval left out (past the cap, or not fitting) leaves the run's figures
+            // as they were.
+            let _ = latency.total.add_sparse(interval);
+        }
+        if let Some(last) = last {
+            latency.last = LatencySummary::of(&last.to_histogram());
+        }
+        if let Some(total) = latency.total.histogram() {
+            latency.run = LatencySummary::of(total);
+            latency.bins = log_bins(total);
+        }
+        latency
+    }
+}
+
 /// Bins `h` into `LATENCY_BINS_PER_DECADE` log-scaled bins per decade, from the bin of
 /// its lowest value to the bin of its highest.
 pub fn log_bins(h: &Histogram<u64>) -> Vec<LatencyBin> {
@@ -233,15 +264,15 @@ impl LiveRun {
 
 /// The baseline a saved session gives: its stacks and the latency of its first metric.
 pub fn session_baseline(session: benchtop_sessions::Session) -> super::Baseline {
-    let mut latency = Latency::default();
     let tag = session.latency.first().map(|i| i.tag.clone());
-    for interval in session
-        .latency
-        .iter()
-        .filter(|i| Some(&i.tag) == tag.as_ref())
-    {
-        latency.add(&interval.histogram);
-    }
+    let latency = Latency::of_intervals(
+        String::new(),
+        session
+            .latency
+            .iter()
+            .filter(|i| Some(&i.tag) == tag.as_ref())
+            .map(|i| &i.histogram),
+    );
     super::Baseline {
         cpu: session.cpu,
         offcpu: session.offcpu,

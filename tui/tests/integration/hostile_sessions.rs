@@ -22,13 +22,13 @@ use crate::support::benchtop;
 const RSS_LIMIT_BYTES: u64 = 256 << 20;
 
 /// What a run of the binary gave.
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Run {
+    pub(crate) code: Option<i32>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
     /// Peak RSS of the benchtop process alone, bytes.
-    max_rss: u64,
-    took: Duration,
+    pub(crate) max_rss: u64,
+    pub(crate) took: Duration,
 }
 
 /// Starts the command given as its arguments, waits for it with wait4 and writes its own
@@ -47,7 +47,7 @@ sys.exit(code if code >= 0 else 128 - code)
 
 /// Runs `command` under [`MEASURE`] with its output in files, waits at most `limit` (then
 /// kills its process group and fails the test), and reads benchtop's peak RSS.
-fn run(command: Command, limit: Duration) -> Run {
+pub(crate) fn run(command: Command, limit: Duration) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let (out, err, rss) = (
         dir.path().join("out"),
@@ -100,13 +100,13 @@ fn run(command: Command, limit: Duration) -> Run {
     }
 }
 
-fn show(dir: &Path) -> Command {
+pub(crate) fn show(dir: &Path) -> Command {
     let mut c = benchtop();
     c.arg("show").arg(dir);
     c
 }
 
-fn compare(a: &Path, b: &Path, out: &Path, extra: &[&str]) -> Command {
+pub(crate) fn compare(a: &Path, b: &Path, out: &Path, extra: &[&str]) -> Command {
     let mut c = benchtop();
     c.arg("compare")
         .arg(a)

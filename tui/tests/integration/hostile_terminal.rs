@@ -68,7 +68,7 @@ impl Tmux {
 
 /// A shell command line that runs `args` of benchtop as a process whose pid lands in
 /// `pid_file`, then prints its exit code and `stty -a`.
-fn shell_after(pid_file: &Path, args: &str) -> String {
+pub(crate) fn shell_after(pid_file: &Path, args: &str) -> String {
     format!(
         "sh -c 'echo $$ > {}; exec {} {args}'; echo EXIT=$?; stty -a; echo STTY-END; sleep 60",
         shell_quote(pid_file),
@@ -76,7 +76,7 @@ fn shell_after(pid_file: &Path, args: &str) -> String {
     )
 }
 
-fn read_pid(pid_file: &Path) -> libc::pid_t {
+pub(crate) fn read_pid(pid_file: &Path) -> libc::pid_t {
     let start = Instant::now();
     loop {
         if let Some(pid) = std::fs::read_to_string(pid_file)
@@ -260,4 +260,85 @@ fn open_a_b_at_1x1_says_nothing_wrong_then_draws_at_80x24() {
     let screen = tmux.wait_for("EXIT=");
     assert!(screen.contains("EXIT=0"), "{screen}");
     tmux.assert_restored();
+}
+
+/// The names of `pid`'s threads; empty once it is gone (or a zombie).
+fn thread_names(pid: libc::pid_t) -> Vec<String> {
+    if std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z ")) {
+        return Vec::new();
+    }
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .collect()
+}
+
+#[test]
+fn keys_typed_as_the_terminal_goes_away_leave_no_input_thread_behind() {
+    // The terminal closes while keys arrive, several times over: a hang-up landing while
+    // crossterm reads the keys used to keep the input thread reading for ever, at 100 %
+    // CPU, while `run --tui` went on to finish its session.
+    let tmp = tempfile::tempdir().unwrap();
+    for round in 0..4 {
+        let dir = tmp.path().join(format!("gone-{round}"));
+        let pid_file = tmp.path().join(format!("gone-{round}.pid"));
+        let tmux = Tmux::start_sized(
+            &format!(
+                "setsid sh -c 'echo $$ > {}; exec {} run ring --num-nodes 1000 \
+                 --num-rounds 100000000 --interval 200ms --tui --record {} 2>/dev/null'; \
+                 sleep 60",
+                shell_quote(&pid_file),
+                shell_quote(Path::new(env!("CARGO_BIN_EXE_benchtop"))),
+                shell_quote(&dir),
+            ),
+            80,
+            24,
+        );
+        tmux.wait_for("● running");
+        let pid = read_pid(&pid_file);
+        let socket = tmux.socket.clone();
+        let typist = std::thread::spawn(move || {
+            // Arrow keys until the server is gone.
+            while Command::new("tmux")
+                .args([
+                    "-L",
+                    &socket,
+                    "send-keys",
+                    "-t",
+                    "t",
+                    "Down",
+                    "Up",
+                    "Down",
+                    "Up",
+                ])
+                .status()
+                .is_ok_and(|s| s.success())
+            {}
+        });
+        std::thread::sleep(Duration::from_millis(100 * round));
+        drop(tmux); // kill-server: the pane's terminal closes under the keys.
+        typist.join().unwrap();
+        let closed = Instant::now();
+        loop {
+            let threads = thread_names(pid);
+            if threads.is_empty() {
+                break;
+            }
+            assert!(
+                closed.elapsed() < Duration::from_secs(3)
+                    || !threads.iter().any(|t| t == "bt-input"),
+                "round {round}: the input thread outlives its terminal by 3 s: {threads:?}"
+            );
+            assert!(
+                closed.elapsed() < Duration::from_secs(60),
+                "round {round}: benchtop still runs a minute after its terminal went away"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let session = Session::load(&dir).unwrap();
+        assert_eq!(session.meta.status, Status::Stopped, "round {round}");
+    }
 }

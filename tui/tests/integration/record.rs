@@ -225,7 +225,7 @@ fn without_perf_permission_the_run_goes_on_without_stacks() {
 
 /// Starts `benchtop run ring` that would run for hours, recording into `dir`, and waits
 /// for `ticks` rows in its timeseries.
-fn start_endless_ring(dir: &Path, ticks: usize) -> std::process::Child {
+pub(crate) fn start_endless_ring(dir: &Path, ticks: usize) -> std::process::Child {
     let conductor = benchtop()
         .args([
             "run",

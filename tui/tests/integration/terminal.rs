@@ -68,6 +68,12 @@ impl Tmux {
     /// Waits for `text` on the screen (at most a minute) and returns the screen; the
     /// failure shows the last screen.
     pub(crate) fn wait_for(&self, text: &str) -> String {
+        self.wait_for_long(text, Duration::from_secs(60))
+    }
+
+    /// [`Tmux::wait_for`] with a longer wait, for screens that take long to come (a
+    /// large session loading in a debug build).
+    pub(crate) fn wait_for_long(&self, text: &str, timeout: Duration) -> String {
         let start = std::time::Instant::now();
         loop {
             let screen = self.screen();
@@ -75,7 +81,7 @@ impl Tmux {
                 return screen;
             }
             assert!(
-                start.elapsed() < Duration::from_secs(60),
+                start.elapsed() < timeout,
                 "timed out waiting for {text:?} on the screen:\n{screen}"
             );
             std::thread::sleep(Duration::from_millis(50));
