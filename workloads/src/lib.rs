@@ -34,6 +34,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod alloc;
 pub mod defs;
 pub mod echo;
 mod error;

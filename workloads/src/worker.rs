@@ -328,6 +328,9 @@ fn drive(
             });
         }
     };
+    if crate::alloc::is_enabled() {
+        metrics.alloc_counters()?;
+    }
     reporter.send(&WorkerMessage::Hello(Hello {
         protocol: PROTOCOL_VERSION,
         workload: workload.name().to_owned(),
