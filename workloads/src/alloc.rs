@@ -10,8 +10,9 @@
 //!
 //! On, each call adds to the counters of its thread's shard: one of [`SHARDS`]
 //! cache-line-sized slots, picked once per thread, so threads do not contend on one
-//! cache line (a single shared counter is what the sharding avoids: measured in
-//! `benches/alloc_overhead.py`). [`snapshot`] sums the shards.
+//! cache line as they would on a single shared counter. [`snapshot`] sums the shards.
+//! `benches/alloc_overhead.py` measures the cost against the same worker with counting
+//! off.
 //!
 //! `realloc` counts as freeing the old block and allocating the new one (as heaptrack
 //! does): a growing `Vec` shows in `allocs` once per growth.
