@@ -57,6 +57,26 @@ pub const MAX_LINE_BYTES: usize = 4 << 20;
 /// Significant digits of every latency histogram on the wire.
 pub const HISTOGRAM_SIGFIG: u8 = 3;
 
+/// Tick counter: bytes the worker allocated since it began counting (a built-in worker
+/// with its counting allocator on; docs/protocol.md, "Allocation counters").
+pub const ALLOC_BYTES: &str = "alloc_bytes";
+/// Tick counter: bytes the worker freed since it began counting.
+pub const FREE_BYTES: &str = "free_bytes";
+/// Tick counter: allocation calls since the worker began counting.
+pub const ALLOCS: &str = "allocs";
+/// Tick counter: free calls since the worker began counting.
+pub const FREES: &str = "frees";
+/// Tick counter, the one **level** among them: bytes allocated and not yet freed now,
+/// `alloc_bytes - free_bytes` of the same tick. It falls as well as rises, so it has no
+/// rate.
+pub const LIVE_BYTES: &str = "live_bytes";
+
+/// Whether the tick counter `name` is a level that may fall (only [`LIVE_BYTES`]) rather
+/// than a cumulative count: a conductor computes no rate for it.
+pub fn is_level_counter(name: &str) -> bool {
+    name == LIVE_BYTES
+}
+
 /// A message from a worker to the conductor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

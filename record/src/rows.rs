@@ -91,7 +91,8 @@ impl Run<'_> {
         row.counters.clone_from(&tick.counters);
         for (name, &value) in &tick.counters {
             let before = self.data.last_counters.get(name).copied().unwrap_or(0);
-            if interval_s > 0.0 {
+            // A level (the allocator's live bytes) falls as well as rises: no rate.
+            if interval_s > 0.0 && !benchtop_protocol::is_level_counter(name) {
                 row.rates.insert(
                     name.clone(),
                     value.saturating_sub(before) as f64 / interval_s,

@@ -128,11 +128,14 @@ pub fn firefox_profile(
     // Counters: RSS, and the throughput metric's count, per row.
     let rss = profile.add_counter(process, "RSS", "Memory", "Resident set of the process tree");
     let mut last_rss = 0.0;
-    // The first counter the rows carry (their names sort; the ring has one).
-    let metric = session
-        .rows
-        .iter()
-        .find_map(|r| r.counters.keys().next().cloned());
+    // The workload's first counter (their names sort; the ring has one), not the counting
+    // allocator's.
+    let metric = session.rows.iter().find_map(|r| {
+        r.counters
+            .keys()
+            .find(|k| !crate::timeseries::is_allocation_counter(k))
+            .cloned()
+    });
     let count = metric.as_ref().map(|name| {
         profile.add_counter(
             process,

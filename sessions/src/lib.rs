@@ -84,7 +84,8 @@ pub use hlog::{Hlog, HlogInterval, HlogWriter, read_hlog};
 pub use meta::{Failure, FailureKind, SessionMeta, Status};
 pub use stacks::{FrameId, NodeId, StackTree};
 pub use store::{
-    RowSummary, Session, SessionFiles, SessionWriter, StackKind, new_session_id, rfc3339,
+    AllocTotals, RowSummary, Session, SessionFiles, SessionWriter, StackKind, new_session_id,
+    rfc3339,
 };
 pub use timeseries::{
     ContextSwitches, IoCounters, Percentiles, Resources, ThreadCpu, ThreadSummary, TimeseriesRow,

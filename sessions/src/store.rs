@@ -1018,6 +1018,26 @@ pub struct RowSummary {
     pub cpu_time_s: Option<f64>,
     /// `t_s` of the last row.
     pub last_t_s: Option<f64>,
+    /// The largest `live_bytes` counter of any row (a built-in worker's counting
+    /// allocator; docs/protocol.md, "Allocation counters").
+    pub peak_live_bytes: Option<u64>,
+    /// The allocation counters of the last row that has them.
+    pub alloc_total: Option<AllocTotals>,
+}
+
+/// A built-in worker's allocation counters at one row: cumulative since it began
+/// counting, and its live bytes then.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+#[non_exhaustive]
+pub struct AllocTotals {
+    /// Bytes allocated.
+    pub alloc_bytes: u64,
+    /// Allocation calls.
+    pub allocs: u64,
+    /// Bytes live at that row.
+    pub live_bytes: u64,
+    /// `t_s` of that row.
+    pub t_s: f64,
 }
 
 impl RowSummary {
@@ -1034,6 +1054,20 @@ impl RowSummary {
     pub fn add(&mut self, row: &TimeseriesRow) {
         self.rows += 1;
         self.last_t_s = Some(row.t_s);
+        let counter = |name: &str| row.counters.get(name).copied();
+        if let (Some(alloc_bytes), Some(allocs), Some(live_bytes)) = (
+            counter("alloc_bytes"),
+            counter("allocs"),
+            counter("live_bytes"),
+        ) {
+            self.peak_live_bytes = Some(self.peak_live_bytes.unwrap_or(0).max(live_bytes));
+            self.alloc_total = Some(AllocTotals {
+                alloc_bytes,
+                allocs,
+                live_bytes,
+                t_s: row.t_s,
+            });
+        }
         let Some(r) = &row.resources else {
             return;
         };

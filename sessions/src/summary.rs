@@ -77,6 +77,10 @@ pub struct Resources {
     pub ctx_switches: Option<ContextSwitches>,
     /// I/O of the process tree.
     pub io: Option<IoCounters>,
+    /// The largest live bytes of a built-in worker's counting allocator.
+    pub peak_live_bytes: Option<u64>,
+    /// The worker's allocation counters at its last row.
+    pub alloc: Option<crate::AllocTotals>,
 }
 
 /// A thread of threads.csv and its CPU time.
@@ -169,6 +173,8 @@ impl Session {
             cpu_time_s: r.cpu_time_s.filter(|&t| t > 0.0),
             ctx_switches: r.ctx_switches_total,
             io: r.io_total,
+            peak_live_bytes: r.peak_live_bytes,
+            alloc: r.alloc_total,
         };
         let mut busiest: Vec<&ThreadSummary> = self.threads.iter().collect();
         busiest.sort_by(|a, b| {
@@ -464,6 +470,28 @@ fn write_resources(r: &Resources, out: &mut String) -> fmt::Result {
             io.syscw,
             human_bytes(io.read_bytes),
             human_bytes(io.write_bytes)
+        )?;
+    }
+    if let (Some(peak), Some(alloc)) = (r.peak_live_bytes, r.alloc) {
+        writeln!(
+            out,
+            "  live bytes   peak {}, {} at the end",
+            human_bytes(peak),
+            human_bytes(alloc.live_bytes)
+        )?;
+        let rate = if alloc.t_s > 0.0 {
+            format!(
+                ", {}/s",
+                human_bytes((alloc.alloc_bytes as f64 / alloc.t_s) as u64)
+            )
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "  allocated    {} in {} calls{rate}",
+            human_bytes(alloc.alloc_bytes),
+            alloc.allocs
         )?;
     }
     Ok(())

@@ -3,7 +3,18 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+/// Counts allocations in worker mode only (`benchtop worker …`): off, in the TUI and the
+/// conductor, it costs one relaxed atomic load per call.
+#[global_allocator]
+static ALLOCATOR: benchtop_workloads::alloc::CountingAlloc =
+    benchtop_workloads::alloc::CountingAlloc;
+
 fn main() -> ExitCode {
+    // Before the command line is parsed, so that nearly every block a worker frees was
+    // counted when it was allocated.
+    if benchtop_workloads::alloc::wanted() {
+        benchtop_workloads::alloc::enable();
+    }
     let cli = match benchtop::Cli::parse_from_os(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => e.exit(),

@@ -34,6 +34,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod alloc;
 pub mod builtin;
 pub mod defs;
 pub mod echo;

@@ -193,6 +193,9 @@ fn drive(
     workload.validate()?;
     let mut metrics = Metrics::new();
     let prepared = workload.builtin().prepare(&mut metrics)?;
+    if crate::alloc::is_enabled() {
+        metrics.alloc_counters()?;
+    }
     reporter.send(&WorkerMessage::Hello(Hello {
         protocol: PROTOCOL_VERSION,
         workload: workload.name().to_owned(),

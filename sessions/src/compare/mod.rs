@@ -782,6 +782,28 @@ mod tests {
     }
 
     #[test]
+    fn a_higher_allocation_rate_is_a_regression() {
+        let with_rate = |dir: &str, bytes_per_s: f64, seed| {
+            let mut s = session(dir, 1e6, 1_000_000, seed);
+            for row in &mut s.rows {
+                let noise = row.rates["messages"] / 1e6;
+                row.rates.insert("alloc_bytes".into(), bytes_per_s * noise);
+                row.rates.insert("free_bytes".into(), bytes_per_s * noise);
+            }
+            s
+        };
+        let c = compare(
+            &with_rate("a", 1e6, 1),
+            &with_rate("b", 2e6, 2),
+            &CompareOptions::default(),
+        );
+        let alloc = figure(&c, "alloc_bytes/s");
+        assert_eq!(alloc.change.verdict, Verdict::Regressed, "{alloc:?}");
+        let free = figure(&c, "free_bytes/s");
+        assert_eq!(free.change.verdict, Verdict::Changed, "{free:?}");
+    }
+
+    #[test]
     fn sessions_with_a_throughput_drop_and_a_doubled_p99_are_flagged_with_the_right_sign() {
         let a = session("a", 1e6, 1_000_000, 1);
         let b = session("b", 0.9e6, 2_000_000, 2);

@@ -44,7 +44,7 @@ impl<'a> Samples<'a> {
                     &mut out,
                     format!("{counter}/s"),
                     "/s",
-                    Some(Better::Higher),
+                    counter_better(counter),
                     *rate,
                     w,
                 );
@@ -143,4 +143,15 @@ impl<'a> Samples<'a> {
 
 pub(crate) fn tag_name(tag: &str) -> &str {
     if tag.is_empty() { "latency" } else { tag }
+}
+
+/// Which way a counter's rate is better: higher for the workload's own counts, lower for
+/// a built-in worker's allocation rate, and not judged for its frees (they follow the
+/// allocations).
+fn counter_better(counter: &str) -> Option<Better> {
+    match counter {
+        "alloc_bytes" | "allocs" => Some(Better::Lower),
+        "free_bytes" | "frees" => None,
+        _ => Some(Better::Higher),
+    }
 }

@@ -418,10 +418,13 @@ impl State {
         } else {
             "no sampling".into()
         };
-        run.throughput_metric = session
-            .rows
-            .iter()
-            .find_map(|r| r.rates.keys().next().cloned());
+        // The workload's own counter, not the counting allocator's (which sort first).
+        run.throughput_metric = session.rows.iter().find_map(|r| {
+            r.rates
+                .keys()
+                .find(|k| !benchtop_sessions::timeseries::is_allocation_counter(k))
+                .cloned()
+        });
         for row in &session.rows {
             run.add_row(row, &[]);
         }

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod ab;
+mod alloc;
 mod compare;
 mod conventions;
 mod defs;

@@ -37,7 +37,7 @@ impl Counter {
     /// For a count kept by one writer at a time, where each write happens after the
     /// previous one (the ring hands its single message from task to task through
     /// mailboxes, which orders the hops). The value must never decrease: counters are
-    /// cumulative on the wire.
+    /// cumulative on the wire (the one exception is the allocator's `live_bytes`).
     #[inline]
     pub fn set(&self, value: u64) {
         self.0.store(value, Ordering::Relaxed);
@@ -104,6 +104,32 @@ impl IntervalHistogram {
 pub struct Metrics {
     counters: Vec<(Metric, Arc<Counter>)>,
     histograms: Vec<(Metric, Arc<IntervalHistogram>)>,
+    alloc: Option<AllocCounters>,
+}
+
+/// The counting allocator's counters among a worker's metrics, refreshed from
+/// [`crate::alloc::snapshot`] just before each tick reads them.
+#[derive(Debug, Clone)]
+pub(crate) struct AllocCounters {
+    alloc_bytes: Arc<Counter>,
+    free_bytes: Arc<Counter>,
+    live_bytes: Arc<Counter>,
+    allocs: Arc<Counter>,
+    frees: Arc<Counter>,
+}
+
+impl AllocCounters {
+    /// Copies the allocator's counters in (all from one snapshot, so that
+    /// `alloc_bytes - free_bytes == live_bytes` in every tick).
+    pub(crate) fn refresh(&self) {
+        if let Some(counts) = crate::alloc::snapshot() {
+            self.alloc_bytes.set(counts.alloc_bytes);
+            self.free_bytes.set(counts.free_bytes);
+            self.live_bytes.set(counts.live_bytes());
+            self.allocs.set(counts.allocs);
+            self.frees.set(counts.frees);
+        }
+    }
 }
 
 impl Metrics {
@@ -123,6 +149,35 @@ impl Metrics {
         let counter = Arc::new(Counter::default());
         self.counters.push((metric, counter.clone()));
         Ok(counter)
+    }
+
+    /// Registers the counting allocator's counters (`alloc_bytes`, `free_bytes`,
+    /// `live_bytes`, `allocs`, `frees`), which the ticker refreshes from
+    /// [`crate::alloc::snapshot`] every tick. Call when [`crate::alloc::is_enabled`].
+    pub fn alloc_counters(&mut self) -> Result<(), WorkloadError> {
+        use crate::alloc::{ALLOC_BYTES, ALLOCS, FREE_BYTES, FREES, LIVE_BYTES};
+        let counters = AllocCounters {
+            alloc_bytes: self.counter(
+                ALLOC_BYTES,
+                "bytes",
+                "bytes allocated since the worker started (cumulative)",
+            )?,
+            free_bytes: self.counter(
+                FREE_BYTES,
+                "bytes",
+                "bytes freed since the worker started (cumulative)",
+            )?,
+            live_bytes: self.counter(
+                LIVE_BYTES,
+                "bytes",
+                "bytes allocated and not yet freed (a level, not cumulative)",
+            )?,
+            allocs: self.counter(ALLOCS, "calls", "allocation calls (cumulative)")?,
+            frees: self.counter(FREES, "calls", "free calls (cumulative)")?,
+        };
+        counters.refresh();
+        self.alloc = Some(counters);
+        Ok(())
     }
 
     /// Registers an interval histogram of nanoseconds.
@@ -179,6 +234,10 @@ impl Metrics {
 
     pub(crate) fn histograms(&self) -> impl Iterator<Item = (&str, &Arc<IntervalHistogram>)> {
         self.histograms.iter().map(|(m, h)| (m.name.as_str(), h))
+    }
+
+    pub(crate) fn alloc(&self) -> Option<&AllocCounters> {
+        self.alloc.as_ref()
     }
 }
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use super::metrics::AllocCounters;
 use super::{Counter, IntervalHistogram, Metrics, Reporter, Start, StopSignal};
 use crate::WorkloadError;
 use crate::error::panic_message;
@@ -54,6 +55,7 @@ impl Ticker {
                 .collect(),
             spare: new_latency_histogram(),
             encoder: HistogramEncoder::new(),
+            alloc: metrics.alloc().cloned(),
         };
         let interval = interval.max(Duration::from_millis(1));
         let (wake, finished) = mpsc::channel();
@@ -94,6 +96,7 @@ struct TickState {
     histograms: Vec<(String, Arc<IntervalHistogram>, String)>,
     spare: Histogram<u64>,
     encoder: HistogramEncoder,
+    alloc: Option<AllocCounters>,
 }
 
 impl TickState {
@@ -125,6 +128,9 @@ impl TickState {
 
     fn tick(&mut self) -> Result<(), WorkloadError> {
         let t_ns = u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        if let Some(alloc) = &self.alloc {
+            alloc.refresh();
+        }
         for (_, counter, value) in &mut self.counters {
             *value = counter.get();
         }
