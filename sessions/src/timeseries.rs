@@ -553,6 +553,18 @@ fn f64_map_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, f6
         .collect())
 }
 
+/// The counters a built-in worker's counting allocator adds to every tick, as the report
+/// protocol names them (`benchtop_protocol::ALLOC_BYTES` and the rest; docs/protocol.md,
+/// "Allocation counters"). They are the worker's, not the workload's: whoever looks for
+/// "the workload's counter" (its throughput) skips them.
+pub const ALLOCATION_COUNTERS: [&str; 5] =
+    ["alloc_bytes", "free_bytes", "allocs", "frees", "live_bytes"];
+
+/// Whether `name` is one of the [`ALLOCATION_COUNTERS`].
+pub fn is_allocation_counter(name: &str) -> bool {
+    ALLOCATION_COUNTERS.contains(&name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -740,16 +752,4 @@ mod tests {
             .to_string();
         assert_eq!(err, "t.csv: corrupt: line 2: not UTF-8 text");
     }
-}
-
-/// The counters a built-in worker's counting allocator adds to every tick, as the report
-/// protocol names them (`benchtop_protocol::ALLOC_BYTES` and the rest; docs/protocol.md,
-/// "Allocation counters"). They are the worker's, not the workload's: whoever looks for
-/// "the workload's counter" (its throughput) skips them.
-pub const ALLOCATION_COUNTERS: [&str; 5] =
-    ["alloc_bytes", "free_bytes", "allocs", "frees", "live_bytes"];
-
-/// Whether `name` is one of the [`ALLOCATION_COUNTERS`].
-pub fn is_allocation_counter(name: &str) -> bool {
-    ALLOCATION_COUNTERS.contains(&name)
 }
