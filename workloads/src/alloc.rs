@@ -193,9 +193,14 @@ pub fn snapshot() -> Option<AllocCounts> {
 /// The system allocator with counting that [`enable`] switches on. Install it in a
 /// binary that runs workers:
 ///
-/// ```ignore
+/// ```
 /// #[global_allocator]
 /// static ALLOC: benchtop_workloads::alloc::CountingAlloc = benchtop_workloads::alloc::CountingAlloc;
+///
+/// fn main() {
+///     let v = vec![0u8; 64]; // counted only once `enable` switched counting on
+///     drop(v);
+/// }
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CountingAlloc;
