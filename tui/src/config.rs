@@ -21,7 +21,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// The largest config file read: a config is a few lines; more is not one.
-const MAX_BYTES: u64 = 64 * 1024;
+pub const MAX_BYTES: u64 = 64 * 1024;
 
 /// The recording options a config may set, by their long names. The per-run ones
 /// (`--record`, `--duration`, `--baseline`, `--tui`) stay on the command line.
