@@ -44,7 +44,9 @@ fn a_command_after_dashes_is_recorded_with_its_stacks_and_output() {
             "if=/dev/zero",
             "of=/dev/null",
             "bs=4k",
-            "count=400000",
+            // About 1 s on a quiet machine (18 GB/s here): several 100 ms rows of
+            // monitors, which a run shorter than one interval would not have.
+            "count=4000000",
         ],
     );
     assert!(output.status.success(), "{}", text(&output.stderr));
@@ -53,11 +55,11 @@ fn a_command_after_dashes_is_recorded_with_its_stacks_and_output() {
     assert_eq!(session.meta.workload.name, "dd");
     assert_eq!(
         session.meta.workload.params["command"],
-        "dd if=/dev/zero of=/dev/null bs=4k count=400000"
+        "dd if=/dev/zero of=/dev/null bs=4k count=4000000"
     );
     // dd reports on stderr: the session keeps it.
     let log = std::fs::read_to_string(dir.join("worker.log")).unwrap();
-    assert!(log.contains("400000+0 records in"), "{log}");
+    assert!(log.contains("4000000+0 records in"), "{log}");
     let folded = std::fs::read_to_string(dir.join("cpu.folded")).unwrap();
     let total: u64 = folded
         .lines()
@@ -82,7 +84,8 @@ fn a_command_is_unwound_per_module_by_default_and_with_dwarf_when_asked() {
         "if=/dev/zero",
         "of=/dev/null",
         "bs=4k",
-        "count=200000",
+        // About 0.4 s on a quiet machine: hundreds of samples to unwind.
+        "count=2000000",
     ];
     for (options, unwind) in [(&[][..], "auto"), (&["--unwind", "dwarf"][..], "dwarf")] {
         let dir = tmp.path().join(unwind);
