@@ -197,7 +197,8 @@ fn benchtop_opens_the_launcher_runs_the_ring_live_takes_a_baseline_searches_and_
         shell_quote(tmp.path()),
         shell_quote(Path::new(env!("CARGO_BIN_EXE_benchtop")))
     ));
-    let screen = tmux.wait_for("parameters of ring");
+    // A frame is written top to bottom: wait for every part, not the first.
+    let screen = tmux.wait_for_all(&["parameters of ring", "▶ ring", "storm"]);
     assert!(
         screen.contains("▶ ring") && screen.contains("storm"),
         "{screen}"
