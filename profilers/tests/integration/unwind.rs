@@ -372,6 +372,7 @@ fn benchtop_and_perf_record_call_graph_dwarf_agree_on_the_same_program() {
 /// A library that the program below loads after its start: work → lib_a (6 units) /
 /// lib_b (4 units) → lib_spin, 60/40 %.
 const LIB_C: &str = r#"
+#include <time.h>
 static volatile unsigned long sink;
 __attribute__((noinline)) void lib_spin(unsigned long n) {
     for (unsigned long i = 0; i < n; i++) sink += i ^ (sink >> 3);
@@ -379,11 +380,26 @@ __attribute__((noinline)) void lib_spin(unsigned long n) {
 #define UNIT 200000UL
 __attribute__((noinline)) void lib_a(void) { lib_spin(6 * UNIT); }
 __attribute__((noinline)) void lib_b(void) { lib_spin(4 * UNIT); }
-void work(void) { lib_a(); lib_b(); }
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+/* Adds the CPU time spent in lib_a and in lib_b to *a and *b. */
+void work(double *a, double *b) {
+    double t0 = now();
+    lib_a();
+    double t1 = now();
+    lib_b();
+    *a += t1 - t0;
+    *b += now() - t1;
+}
 "#;
 
 /// Loads argv[2] with dlopen once running and calls its `work` for argv[1] seconds
-/// of CPU time.
+/// of CPU time, then writes to argv[3] the CPU seconds spent in `lib_a`, in `lib_b`
+/// and in the whole process: the shares a profile should find, as this run measured
+/// them (a shared machine's stolen time makes them differ from the 60/40 of the work).
 const DLOPEN_C: &str = r#"
 #include <dlfcn.h>
 #include <stdio.h>
@@ -393,13 +409,18 @@ int main(int argc, char **argv) {
     double seconds = atof(argv[1]);
     void *lib = dlopen(argv[2], RTLD_NOW);
     if (!lib) { fprintf(stderr, "%s\n", dlerror()); return 1; }
-    void (*work)(void) = (void (*)(void))dlsym(lib, "work");
+    void (*work)(double *, double *) = (void (*)(double *, double *))dlsym(lib, "work");
+    double a = 0, b = 0, total;
     struct timespec t;
     do {
-        work();
+        work(&a, &b);
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    } while (t.tv_sec + t.tv_nsec / 1e9 < seconds);
-    return 0;
+        total = t.tv_sec + t.tv_nsec / 1e9;
+    } while (total < seconds);
+    FILE *out = fopen(argv[3], "w");
+    if (!out) { perror(argv[3]); return 1; }
+    fprintf(out, "%f %f %f\n", a, b, total);
+    return fclose(out) == 0 ? 0 : 1;
 }
 "#;
 
@@ -412,7 +433,9 @@ fn a_library_loaded_after_the_start_is_unwound_through() {
     let lib = build_c(dir.path(), "libwork.so", LIB_C, &lib_flags);
     let prog = build_c(dir.path(), "loader", DLOPEN_C, NO_FP);
     let lib_arg = lib.to_str().expect("utf-8 path");
-    let profile = record(&prog, &["2", lib_arg], UnwindMode::Auto);
+    let times = dir.path().join("times");
+    let times_arg = times.to_str().expect("utf-8 path");
+    let profile = record(&prog, &["3", lib_arg, times_arg], UnwindMode::Auto);
     let stacks = user_stacks(&profile.cpu.to_folded());
     let main = reaching(&stacks, "main");
     assert!(
@@ -420,9 +443,18 @@ fn a_library_loaded_after_the_start_is_unwound_through() {
         "{:.2} % reach main:\n{stacks:#?}",
         main * 100.0
     );
+    let measured = std::fs::read_to_string(&times).expect("the loader's CPU times");
+    let [a, b, total]: [f64; 3] = measured
+        .split_whitespace()
+        .map(|x| x.parse().expect("a number of seconds"))
+        .collect::<Vec<f64>>()
+        .try_into()
+        .expect("three figures");
+    // About 60/40 of the whole; the run's own measure keeps stolen time out of the band.
+    assert!((0.5..0.7).contains(&(a / total)), "{measured}");
     let split = [
-        ("main;work;lib_a;lib_spin", 0.6),
-        ("main;work;lib_b;lib_spin", 0.4),
+        ("main;work;lib_a;lib_spin", a / total),
+        ("main;work;lib_b;lib_spin", b / total),
     ];
     assert_split(&stacks, &split, 2.0, "dlopen'd library");
     let modules = &profile.unwinding.modules;
