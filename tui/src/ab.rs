@@ -25,7 +25,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use anyhow::{Context, Result};
 use benchtop_sessions::compare::{
@@ -38,30 +38,12 @@ use clap::Parser;
 use crate::cli::{AbArgs, Cli, Command};
 use crate::record::{DEFAULT_SESSIONS_DIR, RecordOptions};
 use crate::series::{SeriesRecorder, Tally, unique_dir};
+use crate::state::ab::{AbEvent, AbOutcome, AbPlan, FigureLook, Look, RunLine, Side};
 
 /// The family-wise error rate of the whole experiment, over all its looks.
 pub const ALPHA: f64 = 0.01;
 
-/// Where a chosen figure stands at a look.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    /// Changed beyond the threshold: improved, regressed or changed.
-    Changed(Verdict),
-    /// Equivalent: the interval lies within ± the threshold.
-    Equivalent,
-    /// Not decided yet.
-    Open,
-}
-
-impl std::fmt::Display for Decision {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Decision::Changed(v) => write!(f, "{v}"),
-            Decision::Equivalent => f.write_str("within noise (equivalent)"),
-            Decision::Open => f.write_str("undecided"),
-        }
-    }
-}
+pub use crate::state::ab::Decision;
 
 /// Where `figure` stands, against `threshold`.
 pub fn decide(figure: &FigureComparison, threshold: f64) -> Decision {
@@ -218,126 +200,260 @@ fn experiment_dir(requested: Option<&Path>) -> Result<PathBuf> {
     }
 }
 
-/// `benchtop ab`.
+/// `benchtop ab`: headless, with a line per look on stderr, or on the `ab` screen.
 pub fn ab(args: &AbArgs) -> Result<ExitCode> {
-    let (a_args, b_args) = split_sides(&args.sides, args.separator.as_deref())?;
-    let (a_name, a_opts, a_quiet) = side("A", a_args)?;
-    let (b_name, b_opts, b_quiet) = side("B", b_args)?;
-    let quiet = args.quiet || a_quiet || b_quiet;
-    let pairs = if args.until_decided {
-        args.max_runs
-    } else {
-        args.runs
-    };
-    // Looks after pairs 2 ..= pairs; a fixed number of runs is judged once.
-    let looks = if args.until_decided { pairs - 1 } else { 1 };
-    let mut opts = CompareOptions::default();
-    opts.threshold = args.threshold;
-    opts.alpha = alpha_per_look(looks);
-
-    let dir = experiment_dir(args.record.as_deref())?;
-    let mut rec_a = SeriesRecorder::create(Some(&dir.join("a")), &a_name, Vec::new(), quiet)?;
-    let mut rec_b = SeriesRecorder::create(Some(&dir.join("b")), &b_name, Vec::new(), quiet)?;
-    let plan = if args.until_decided {
-        format!("at most {pairs} runs a side, {looks} looks")
-    } else {
-        format!("{pairs} runs a side, one look")
-    };
-    eprintln!(
-        "benchtop: ab into {}: {plan}, each at α = {:.3}%",
-        dir.display(),
-        opts.alpha * 100.0
-    );
-
-    let mut tally = Tally::new()?;
-    let (mut runs_a, mut runs_b): (Vec<Session>, Vec<Session>) = (Vec::new(), Vec::new());
-    let mut chosen: Vec<String> = Vec::new();
-    let mut last: Option<Comparison> = None;
-    let total = 2 * pairs as usize;
-    let no_point = BTreeMap::new();
-    'pairs: for pair in 1..=pairs as usize {
-        for (n, rec, opts_side, runs) in [
-            (2 * pair - 1, &mut rec_a, &a_opts, &mut runs_a),
-            (2 * pair, &mut rec_b, &b_opts, &mut runs_b),
-        ] {
-            let outcome = rec.record(RunRole::Run, &no_point, opts_side, (n, total))?;
-            if tally.add(&outcome) {
-                break 'pairs;
-            }
-            if outcome.status == Status::Complete {
-                let session = Session::load(&outcome.dir).with_context(|| {
-                    format!("cannot read back the run {}", outcome.dir.display())
-                })?;
-                runs.push(session);
-            }
-        }
-        if runs_a.is_empty() || runs_b.is_empty() {
-            continue;
-        }
-        let comparison = judge(&runs_a, &runs_b, &opts);
-        if chosen.is_empty() {
-            chosen = choose(&comparison, &args.figure)?;
-        }
-        let decisions = decisions(&comparison, &chosen, args.threshold);
-        eprintln!(
-            "benchtop: ab {pair}/{pairs}: {}",
-            progress(&comparison, &chosen, &decisions)
-        );
-        let decided = runs_a.len() >= 2
-            && runs_b.len() >= 2
-            && decisions.iter().all(|d| *d != Decision::Open);
-        last = Some(comparison);
-        if args.until_decided && decided {
-            break;
-        }
+    if args.tui {
+        return crate::app::run_ab_tui(args);
     }
-    if tally.stopped() {
+    let experiment = Experiment::prepare(args, false)?;
+    let plan = experiment.plan();
+    eprintln!(
+        "benchtop: ab into {}: {}, each at α = {:.3}%",
+        plan.dir.display(),
+        plan_text(&plan),
+        plan.alpha * 100.0
+    );
+    let pairs = plan.pairs;
+    let outcome = experiment.run(&mut |event| {
+        if let AbEvent::Look(look) = event {
+            eprintln!(
+                "benchtop: ab {}/{pairs}: {}",
+                look.pair,
+                progress(&look.figures)
+            );
+        }
+    })?;
+    if outcome.stopped {
         eprintln!("benchtop: ab stopped: judging the runs recorded so far");
     }
-    let Some(comparison) = last else {
-        anyhow::bail!(
-            "no complete run of {} to judge (the runs are in {})",
-            if runs_a.is_empty() { "A" } else { "B" },
-            dir.display()
-        );
-    };
-    write_comparison(&dir, &comparison)?;
+    finish(&plan, &outcome)
+}
 
-    let decisions = decisions(&comparison, &chosen, args.threshold);
+/// `at most 20 runs a side, 19 looks` or `5 runs a side, one look`.
+fn plan_text(plan: &AbPlan) -> String {
+    if plan.until_decided {
+        format!(
+            "at most {} runs a side, {} looks",
+            plan.pairs,
+            plan.pairs.saturating_sub(1)
+        )
+    } else {
+        format!("{} runs a side, one look", plan.pairs)
+    }
+}
+
+/// Prints the comparison and the decisions on stdout, says what regressed or failed,
+/// and gives the exit code: failure when a chosen figure regressed or a run failed.
+pub fn finish(plan: &AbPlan, outcome: &AbOutcome) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
-    out.write_all(comparison.to_text().as_bytes())?;
+    out.write_all(outcome.text.as_bytes())?;
     writeln!(out)?;
-    for (name, d) in chosen.iter().zip(&decisions) {
+    for (name, d) in &outcome.decided {
         writeln!(out, "decided: {name}: {d}")?;
     }
     writeln!(
         out,
         "ab: {} ({} runs of A, {} of B{})",
-        dir.display(),
-        runs_a.len(),
-        runs_b.len(),
-        if tally.stopped() { ", stopped" } else { "" }
+        plan.dir.display(),
+        outcome.runs_a,
+        outcome.runs_b,
+        if outcome.stopped { ", stopped" } else { "" }
     )?;
     out.flush()?;
-    let regressed: Vec<&str> = chosen
-        .iter()
-        .zip(&decisions)
-        .filter(|(_, d)| **d == Decision::Changed(Verdict::Regressed))
-        .map(|(n, _)| n.as_str())
-        .collect();
-    if !regressed.is_empty() {
+    if !outcome.regressed.is_empty() {
         eprintln!(
             "benchtop: regressed beyond {:.1}%: {}",
-            args.threshold * 100.0,
-            regressed.join(", ")
+            plan.threshold * 100.0,
+            outcome.regressed.join(", ")
         );
         return Ok(ExitCode::FAILURE);
     }
-    if tally.failed() {
+    if outcome.failed {
         eprintln!("benchtop: a run failed (the series say which)");
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// An experiment ready to run: both sides read, its directory and both series created.
+#[derive(Debug)]
+pub struct Experiment {
+    a: RecordOptions,
+    b: RecordOptions,
+    rec_a: SeriesRecorder,
+    rec_b: SeriesRecorder,
+    plan: AbPlan,
+    opts: CompareOptions,
+    figures: Vec<String>,
+}
+
+impl Experiment {
+    /// Reads both sides and creates the experiment's directory; `silent` keeps every
+    /// run's lines off stderr (the `ab` screen shows them instead).
+    pub fn prepare(args: &AbArgs, silent: bool) -> Result<Experiment> {
+        let (a_args, b_args) = split_sides(&args.sides, args.separator.as_deref())?;
+        let (a_name, a, a_quiet) = side("A", a_args)?;
+        let (b_name, b, b_quiet) = side("B", b_args)?;
+        let quiet = silent || args.quiet || a_quiet || b_quiet;
+        let pairs = if args.until_decided {
+            args.max_runs
+        } else {
+            args.runs
+        };
+        // Looks after pairs 2 ..= pairs; a fixed number of runs is judged once.
+        let looks = if args.until_decided { pairs - 1 } else { 1 };
+        let mut opts = CompareOptions::default();
+        opts.threshold = args.threshold;
+        opts.alpha = alpha_per_look(looks);
+        let dir = experiment_dir(args.record.as_deref())?;
+        let mut rec_a = SeriesRecorder::create(Some(&dir.join("a")), &a_name, Vec::new(), quiet)?;
+        let mut rec_b = SeriesRecorder::create(Some(&dir.join("b")), &b_name, Vec::new(), quiet)?;
+        if silent {
+            rec_a.silence();
+            rec_b.silence();
+        }
+        let words = |args: &[OsString]| {
+            args.iter()
+                .map(|a| a.to_string_lossy())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let plan = AbPlan {
+            dir,
+            a: words(a_args),
+            b: words(b_args),
+            pairs: pairs as usize,
+            until_decided: args.until_decided,
+            alpha: opts.alpha,
+            threshold: args.threshold,
+        };
+        Ok(Experiment {
+            a,
+            b,
+            rec_a,
+            rec_b,
+            plan,
+            opts,
+            figures: args.figure.clone(),
+        })
+    }
+
+    /// What the experiment is.
+    pub fn plan(&self) -> AbPlan {
+        self.plan.clone()
+    }
+
+    /// Records A and B alternately, judging after each pair, telling `tell` what
+    /// happens; stops when decided (with `until_decided`), when the runs are done, or
+    /// when interrupted ([`crate::record::interrupts`]), and writes the comparison.
+    pub fn run(mut self, tell: &mut dyn FnMut(AbEvent)) -> Result<AbOutcome> {
+        let plan = self.plan.clone();
+        let mut tally = Tally::new()?;
+        let (mut runs_a, mut runs_b): (Vec<Session>, Vec<Session>) = (Vec::new(), Vec::new());
+        let mut chosen: Vec<String> = Vec::new();
+        let mut last: Option<Comparison> = None;
+        let total = 2 * plan.pairs;
+        let no_point = BTreeMap::new();
+        'pairs: for pair in 1..=plan.pairs {
+            for (n, side, rec, opts_side, runs) in [
+                (2 * pair - 1, Side::A, &mut self.rec_a, &self.a, &mut runs_a),
+                (2 * pair, Side::B, &mut self.rec_b, &self.b, &mut runs_b),
+            ] {
+                if tally.interrupted() {
+                    break 'pairs;
+                }
+                tell(AbEvent::RunStarted { n, total, side });
+                let started = Instant::now();
+                let outcome = rec.record(RunRole::Run, &no_point, opts_side, (n, total))?;
+                tell(AbEvent::RunEnded(RunLine {
+                    n,
+                    side,
+                    name: outcome
+                        .dir
+                        .file_name()
+                        .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+                    status: outcome.status,
+                    seconds: started.elapsed().as_secs_f64(),
+                    warnings: outcome.warnings.clone(),
+                }));
+                if tally.add(&outcome) {
+                    break 'pairs;
+                }
+                if outcome.status == Status::Complete {
+                    let session = Session::load(&outcome.dir).with_context(|| {
+                        format!("cannot read back the run {}", outcome.dir.display())
+                    })?;
+                    runs.push(session);
+                }
+            }
+            if runs_a.is_empty() || runs_b.is_empty() {
+                continue;
+            }
+            let comparison = judge(&runs_a, &runs_b, &self.opts);
+            if chosen.is_empty() {
+                chosen = choose(&comparison, &self.figures)?;
+            }
+            let decisions = decisions(&comparison, &chosen, plan.threshold);
+            tell(AbEvent::Look(Look {
+                pair,
+                runs_a: runs_a.len(),
+                runs_b: runs_b.len(),
+                figures: figure_looks(&comparison, &chosen, &decisions),
+            }));
+            let decided = runs_a.len() >= 2
+                && runs_b.len() >= 2
+                && decisions.iter().all(|d| *d != Decision::Open);
+            last = Some(comparison);
+            if plan.until_decided && decided {
+                break;
+            }
+        }
+        let Some(comparison) = last else {
+            anyhow::bail!(
+                "no complete run of {} to judge (the runs are in {})",
+                if runs_a.is_empty() { "A" } else { "B" },
+                plan.dir.display()
+            );
+        };
+        write_comparison(&plan.dir, &comparison)?;
+        let decisions = decisions(&comparison, &chosen, plan.threshold);
+        let regressed = chosen
+            .iter()
+            .zip(&decisions)
+            .filter(|(_, d)| **d == Decision::Changed(Verdict::Regressed))
+            .map(|(n, _)| n.clone())
+            .collect();
+        Ok(AbOutcome {
+            text: comparison.to_text(),
+            decided: chosen.into_iter().zip(decisions).collect(),
+            runs_a: runs_a.len(),
+            runs_b: runs_b.len(),
+            stopped: tally.stopped(),
+            regressed,
+            failed: tally.failed(),
+        })
+    }
+}
+
+/// The chosen figures of `comparison` with their decisions, for a look.
+fn figure_looks(
+    comparison: &Comparison,
+    chosen: &[String],
+    decisions: &[Decision],
+) -> Vec<FigureLook> {
+    chosen
+        .iter()
+        .zip(decisions)
+        .filter_map(|(name, &decision)| {
+            let f = comparison.figures.iter().find(|f| &f.name == name)?;
+            Some(FigureLook {
+                name: name.clone(),
+                change: f.change.change,
+                ci: f.change.ci,
+                decision,
+            })
+        })
+        .collect()
 }
 
 fn judge(a: &[Session], b: &[Session], opts: &CompareOptions) -> Comparison {
@@ -383,22 +499,15 @@ fn decisions(comparison: &Comparison, chosen: &[String], threshold: f64) -> Vec<
 }
 
 /// `lap p50 +1.2% [-3.0%, +5.4%] undecided · …`
-fn progress(comparison: &Comparison, chosen: &[String], decisions: &[Decision]) -> String {
-    chosen
+fn progress(figures: &[FigureLook]) -> String {
+    figures
         .iter()
-        .zip(decisions)
-        .map(|(name, d)| {
-            let Some(f) = comparison.figures.iter().find(|f| &f.name == name) else {
-                return format!("{name} -");
-            };
+        .map(|f| {
             let pct = |x: f64| format!("{:+.1}%", x * 100.0);
-            let ci = f
-                .change
-                .ci
-                .map_or(String::from("(no interval yet)"), |(lo, hi)| {
-                    format!("[{}, {}]", pct(lo), pct(hi))
-                });
-            format!("{name} {} {ci} {d}", pct(f.change.change))
+            let ci = f.ci.map_or(String::from("(no interval yet)"), |(lo, hi)| {
+                format!("[{}, {}]", pct(lo), pct(hi))
+            });
+            format!("{} {} {ci} {}", f.name, pct(f.change), f.decision)
         })
         .collect::<Vec<_>>()
         .join(" · ")

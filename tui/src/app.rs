@@ -22,9 +22,10 @@ use ratatui::crossterm::event::{
 
 use benchtop_profilers::reaper::{self, ReapOptions};
 
-use crate::cli::{OpenArgs, RecordArgs};
+use crate::cli::{AbArgs, OpenArgs, RecordArgs};
 use crate::record::live::{Control, Detail, LiveLink};
 use crate::record::{self, RecordOptions, RecordOutcome};
+use crate::state::ab::AbEvent;
 use crate::state::launcher::{LauncherState, RecentSession};
 use crate::state::{AppEvent, Effect, Ending, Key, MouseKind, Pane, Signal, State};
 use crate::term::TerminalGuard;
@@ -232,6 +233,53 @@ pub fn open(args: &OpenArgs) -> Result<ExitCode> {
     let mut runs = tui.runs();
     let result = tui.run(&mut state, &mut runs, !args.no_mouse, None);
     result.map(|()| signalled_code(&state).unwrap_or(ExitCode::SUCCESS))
+}
+
+/// `benchtop ab --tui`: the experiment on a thread of its own, shown on the `ab` screen
+/// as it goes. Leaving before it is over (q twice, a signal) stops the run going on and
+/// judges the runs so far, as Ctrl-C does headless; then the comparison is printed as
+/// headless `ab` prints it, and the exit code is the same.
+pub fn run_ab_tui(args: &AbArgs) -> Result<ExitCode> {
+    let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    if !std::io::stdout().is_terminal() {
+        anyhow::bail!("the TUI needs a terminal; leave out --tui to run the experiment headless");
+    }
+    // Refused before the terminal changes: a bad side or directory is a typo.
+    let experiment = crate::ab::Experiment::prepare(args, true)?;
+    let plan = experiment.plan();
+    // Before the experiment starts: the TUI hears the signals too.
+    let tui = Tui::new()?;
+    let tx = tui.tx.clone();
+    let worker = std::thread::Builder::new()
+        .name("bt-ab".into())
+        .spawn(move || {
+            let result = experiment.run(&mut |event| {
+                let _ = tx.send(AppEvent::Ab(event));
+            });
+            let told = match &result {
+                Ok(outcome) => Ok(outcome.clone()),
+                Err(e) => Err(format!("{e:#}")),
+            };
+            let _ = tx.send(AppEvent::Ab(AbEvent::Finished(told)));
+            result
+        })
+        .context("cannot start the experiment's thread")?;
+    let mut state = State::with_ab(plan.clone(), color);
+    let mut runs = tui.runs();
+    let shown = tui.run(&mut state, &mut runs, false, None);
+    if !state.ab.is_over() {
+        crate::say("stopping the run going on and judging the runs so far…");
+        record::interrupts()?.raise();
+    }
+    let outcome = worker
+        .join()
+        .unwrap_or_else(|_| Err(anyhow::anyhow!("the experiment panicked")))?;
+    shown?;
+    if outcome.stopped {
+        crate::say("ab stopped: judging the runs recorded so far");
+    }
+    let code = crate::ab::finish(&plan, &outcome)?;
+    Ok(signalled_code(&state).unwrap_or(code))
 }
 
 /// What the screens show of a session or a series: the session, or a series' first
@@ -502,6 +550,9 @@ fn carry_out(
         Effect::ListSessions => background(tx, "bt-sessions", || {
             AppEvent::Sessions(recent_sessions(Path::new(record::DEFAULT_SESSIONS_DIR)))
         }),
+        Effect::StopExperiment => {
+            record::interrupts()?.raise();
+        }
     }
     Ok(())
 }

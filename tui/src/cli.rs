@@ -398,6 +398,10 @@ pub struct AbArgs {
     /// Do not show the runs' progress lines (the line per pair stays).
     #[arg(long, short)]
     pub quiet: bool,
+    /// Show the experiment on a screen: the chosen figures' intervals narrowing look by
+    /// look, and the runs as they end; the comparison is printed once it leaves.
+    #[arg(long)]
+    pub tui: bool,
     /// The word that ends A's run arguments [default: `--`]: needed only when A is a
     /// command that has `--` among its own arguments.
     #[arg(long, value_name = "WORD")]

@@ -193,6 +193,15 @@ impl Tally {
         self.stopped
     }
 
+    /// Whether the user interrupted since the series began (then it is stopped): asked
+    /// before a run starts, so that an interrupt between two runs starts no other.
+    pub(crate) fn interrupted(&mut self) -> bool {
+        if record::interrupts().is_ok_and(|i| i.count() > self.interrupts) {
+            self.stopped = true;
+        }
+        self.stopped
+    }
+
     /// Whether a run failed.
     pub(crate) fn failed(&self) -> bool {
         !self.failed.is_empty()
@@ -236,6 +245,8 @@ impl Tally {
 pub(crate) struct SeriesRecorder {
     writer: SeriesWriter,
     quiet: bool,
+    /// No line on stderr at all: a screen shows the runs instead.
+    silent: bool,
 }
 
 impl SeriesRecorder {
@@ -256,7 +267,18 @@ impl SeriesRecorder {
         let meta = SeriesMeta::new(name, rfc3339(now)).with_sweep(sweep);
         let writer = SeriesWriter::create(&dir, meta)
             .with_context(|| format!("cannot create the series directory {}", dir.display()))?;
-        Ok(SeriesRecorder { writer, quiet })
+        Ok(SeriesRecorder {
+            writer,
+            quiet,
+            silent: false,
+        })
+    }
+
+    /// From now on its runs write nothing on stderr: no progress line, no line before
+    /// or after a run, no warnings (the outcome carries them).
+    pub(crate) fn silence(&mut self) {
+        self.quiet = true;
+        self.silent = true;
     }
 
     /// The series directory.
@@ -284,20 +306,24 @@ impl SeriesRecorder {
             t if t.is_empty() => String::new(),
             t => format!(" {t}"),
         };
-        eprintln!("benchtop: {n}/{total} {name}{what}");
+        if !self.silent {
+            eprintln!("benchtop: {n}/{total} {name}{what}");
+        }
         let mut opts = opts.clone();
         opts.dir = Some(dir);
         let started = Instant::now();
         let outcome = record::headless(&opts, self.quiet)
             .with_context(|| format!("run {name} of the series {}", self.dir().display()))?;
-        for w in &outcome.warnings {
-            eprintln!("benchtop: warning: {name}: {w}");
+        if !self.silent {
+            for w in &outcome.warnings {
+                eprintln!("benchtop: warning: {name}: {w}");
+            }
+            eprintln!(
+                "benchtop: {n}/{total} {name}{what}: {} in {:.2} s",
+                outcome.status,
+                started.elapsed().as_secs_f64()
+            );
         }
-        eprintln!(
-            "benchtop: {n}/{total} {name}{what}: {} in {:.2} s",
-            outcome.status,
-            started.elapsed().as_secs_f64()
-        );
         Ok(outcome)
     }
 }

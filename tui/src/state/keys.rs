@@ -11,6 +11,8 @@
 //! [`CONFIRM`], [`OrphansAction`]; `compare`: [`COMPARE`], [`CompareAction`]); the live
 //! screen's, the rows it shares with the compare screen and the flamegraph's stay here.
 
+pub use super::ab::AB;
+use super::ab::AbAction;
 pub use super::compare::COMPARE;
 use super::compare::{CompareAction, ComparePane};
 pub use super::launcher::{EDITING, LAUNCHER};
@@ -92,6 +94,8 @@ pub enum Action {
     Orphans(OrphansAction),
     /// Orphans: back to the launcher.
     ToLauncher,
+    /// The `ab` screen's own keys: the figure drawn.
+    Ab(AbAction),
 }
 
 /// When a row applies or a hint shows.
@@ -113,6 +117,10 @@ pub enum When {
     RunOverFromLauncher,
     /// The run is over.
     RunOver,
+    /// The experiment of `ab --tui` goes on.
+    ExperimentGoesOn,
+    /// The experiment of `ab --tui` is over.
+    ExperimentOver,
 }
 
 impl When {
@@ -123,7 +131,7 @@ impl When {
             When::Flame => match state.screen {
                 Screen::Live => state.focus == Pane::Flame,
                 Screen::Compare => state.compare.focus == ComparePane::Flame,
-                Screen::Launcher | Screen::Orphans => false,
+                Screen::Launcher | Screen::Orphans | Screen::Ab => false,
             },
             When::Live(pane) => state.focus == pane,
             When::Compare(pane) => state.compare.focus == pane,
@@ -131,6 +139,8 @@ impl When {
             When::RunGoesOn => !state.live.run.status.is_over(),
             When::RunOverFromLauncher => state.live.run.status.is_over() && state.from_launcher,
             When::RunOver => state.live.run.status.is_over(),
+            When::ExperimentGoesOn => !state.ab.is_over(),
+            When::ExperimentOver => state.ab.is_over(),
         }
     }
 
@@ -248,6 +258,7 @@ pub fn table(state: &State) -> &'static Table {
             Screen::Orphans => &ORPHANS,
             Screen::Compare => &COMPARE,
             Screen::Live => &LIVE,
+            Screen::Ab => &AB,
         }
     }
 }
@@ -259,6 +270,7 @@ pub fn screen(screen: Screen) -> &'static Table {
         Screen::Orphans => &ORPHANS,
         Screen::Live => &LIVE,
         Screen::Compare => &COMPARE,
+        Screen::Ab => &AB,
     }
 }
 
@@ -269,12 +281,13 @@ pub fn help(screen: Screen) -> &'static [&'static Table] {
         Screen::Orphans => &[&ORPHANS],
         Screen::Live => &[&LIVE],
         Screen::Compare => &[&COMPARE],
+        Screen::Ab => &[&AB],
     }
 }
 
 /// Every table.
-pub const TABLES: [&Table; 8] = [
-    &LIVE, &COMPARE, &LAUNCHER, &EDITING, &ORPHANS, &CONFIRM, &SEARCH, &HELP,
+pub const TABLES: [&Table; 9] = [
+    &LIVE, &COMPARE, &LAUNCHER, &EDITING, &ORPHANS, &CONFIRM, &SEARCH, &HELP, &AB,
 ];
 
 /// The live screen.

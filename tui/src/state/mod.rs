@@ -10,6 +10,7 @@
 //! Over 1,000 lines only with its tests, which stay at the end of the file as the
 //! project's tests do; the code is about 940 lines.
 
+pub mod ab;
 pub mod compare;
 pub mod flame;
 pub mod flame_panes;
@@ -27,6 +28,7 @@ use benchtop_workloads::worker::Workload;
 
 use crate::record::RecordOutcome;
 use crate::record::live::LiveEvent;
+use ab::AbState;
 use benchtop_record::NoticeKind;
 use compare::{ComparePane, CompareState};
 use flame::FlameState;
@@ -113,6 +115,8 @@ pub enum AppEvent {
     Signal(Signal),
     /// The terminal is gone (hung up, closed): the TUI leaves at once.
     TerminalGone,
+    /// The experiment of `ab --tui` told something.
+    Ab(ab::AbEvent),
 }
 
 /// The signals that end the TUI.
@@ -199,6 +203,9 @@ pub enum Effect {
     Reap(Vec<Orphan>, ReapSignal),
     /// List the recent sessions (answered with [`AppEvent::Sessions`]).
     ListSessions,
+    /// Ask the experiment of `ab --tui` to stop: its run going on ends, the runs so far
+    /// are judged (answered with [`ab::AbEvent::Finished`]).
+    StopExperiment,
 }
 
 /// The screens.
@@ -213,6 +220,8 @@ pub enum Screen {
     Orphans,
     /// Two saved sessions side by side (`benchtop open A B`).
     Compare,
+    /// An interleaved A/B experiment (`benchtop ab --tui`).
+    Ab,
 }
 
 /// The panes of the live screen, in focus order (`1`–`4`).
@@ -340,6 +349,8 @@ pub struct State {
     pub orphans: OrphansState,
     /// The compare screen.
     pub compare: CompareState,
+    /// The `ab --tui` screen.
+    pub ab: AbState,
     /// The run was started from the launcher (Esc goes back there once it is over).
     pub from_launcher: bool,
     /// The live screen: the run shown, its flamegraph, its baseline.
@@ -372,6 +383,7 @@ impl State {
             launcher: LauncherState::default(),
             orphans: OrphansState::default(),
             compare: CompareState::default(),
+            ab: AbState::default(),
             from_launcher: false,
             live: LiveScreen::new(workload, params),
             focus: Pane::Flame,
@@ -383,6 +395,15 @@ impl State {
             color,
             retired: Vec::new(),
             initial_baseline: None,
+        }
+    }
+
+    /// The screen of the experiment `plan` (`benchtop ab --tui`), before its first run.
+    pub fn with_ab(plan: ab::AbPlan, color: bool) -> Self {
+        State {
+            screen: Screen::Ab,
+            ab: AbState::new(plan),
+            ..State::new("", "", color)
         }
     }
 
@@ -593,6 +614,13 @@ impl State {
                 self.flash(text, true, now);
                 Vec::new()
             }
+            AppEvent::Ab(event) => {
+                if let ab::AbEvent::Finished(Err(e)) = &event {
+                    self.flash(format!("the experiment failed: {e}"), true, now);
+                }
+                self.ab.on_event(event);
+                Vec::new()
+            }
             AppEvent::Signal(signal) => {
                 self.ending = Some(Ending::Signal(signal));
                 vec![Effect::Quit]
@@ -777,6 +805,7 @@ impl State {
                 self.maximized = self.maximized && zoomed_out;
             }
             Action::Compare(action) => self.compare.act(action),
+            Action::Ab(action) => self.ab.act(action),
             // A move at an edge (or with nothing to select) changes nothing, as in a list;
             // what each returns (whether it moved) is not needed here.
             Action::FlameParent => _ = self.flame_mut().select_parent(),
@@ -862,6 +891,19 @@ impl State {
     }
 
     fn quit(&mut self, now: Instant) -> Vec<Effect> {
+        if self.screen == Screen::Ab {
+            if self.ab.is_over() || self.ab.stopping {
+                return vec![Effect::Quit];
+            }
+            self.ab.stopping = true;
+            self.flash(
+                "stopping the run going on and judging the runs so far (q again leaves at once)"
+                    .into(),
+                false,
+                now,
+            );
+            return vec![Effect::StopExperiment];
+        }
         if self.screen != Screen::Live || self.live.run.status.is_over() || self.live.quit_requested
         {
             // Over, or asked twice: leave now.

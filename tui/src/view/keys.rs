@@ -171,6 +171,27 @@ mod tests {
         s
     }
 
+    /// The `ab --tui` screen, its experiment going on or over.
+    fn ab_screen(over: bool) -> State {
+        use crate::state::ab::{AbEvent, AbOutcome, AbPlan};
+        let mut s = State::with_ab(AbPlan::default(), true);
+        if over {
+            s.update(
+                AppEvent::Ab(AbEvent::Finished(Ok(AbOutcome {
+                    text: String::new(),
+                    decided: Vec::new(),
+                    runs_a: 2,
+                    runs_b: 2,
+                    stopped: false,
+                    regressed: Vec::new(),
+                    failed: false,
+                }))),
+                Instant::now(),
+            );
+        }
+        s
+    }
+
     /// The screens and modes, with every focus, named for messages.
     fn every_state(base: Instant) -> Vec<(String, State)> {
         let mut states = Vec::new();
@@ -204,6 +225,8 @@ mod tests {
         confirm.update(AppEvent::Key(Key::Char('K')), at(base, 1));
         assert!(confirm.orphans.confirm.is_some());
         states.push(("confirm".into(), confirm));
+        states.push(("ab running".into(), ab_screen(false)));
+        states.push(("ab over".into(), ab_screen(true)));
         for mut s in [running(base), comparing()] {
             s.update(AppEvent::Key(Key::Char('4')), at(base, 1));
             s.update(AppEvent::Key(Key::Char('3')), at(base, 1));
@@ -305,7 +328,13 @@ mod tests {
     #[test]
     fn the_help_lists_exactly_the_tables_help_lines() {
         let base = Instant::now();
-        for mut state in [running(base), comparing(), launcher(), orphans_screen(base)] {
+        for mut state in [
+            running(base),
+            comparing(),
+            launcher(),
+            orphans_screen(base),
+            ab_screen(false),
+        ] {
             state.update(AppEvent::Key(Key::Char('?')), at(base, 1));
             assert!(state.help, "? opens the help on {:?}", state.screen);
             let screen = render(&state, at(base, 600), 160, 48);
@@ -356,6 +385,7 @@ mod tests {
                 s
             }
             "orphans" => orphans_screen(base),
+            "ab" => State::with_ab(crate::state::ab::AbPlan::default(), true),
             "confirm" => {
                 let mut s = orphans_screen(base);
                 s.orphans.ask(false);

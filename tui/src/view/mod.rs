@@ -5,6 +5,7 @@
 //! project's tests do; the code is about 250 lines. The footer and the help are drawn in
 //! `keys`, from the key tables.
 
+mod ab;
 mod compare;
 pub mod flame;
 mod keys;
@@ -41,6 +42,7 @@ pub fn draw(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
         Screen::Orphans => orphans::draw(state, screen, buf),
         Screen::Live => draw_live(state, now, screen, buf),
         Screen::Compare => compare::draw(state, screen, buf),
+        Screen::Ab => ab::draw(state, screen, buf),
     }
     keys::draw_footer(state, now, footer, buf);
     if state.help {

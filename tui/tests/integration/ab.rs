@@ -1,10 +1,12 @@
 //! `benchtop ab`: A and B alternately, judged from their runs, stopping when decided.
 
 use std::path::Path;
+use std::time::Duration;
 
 use benchtop_sessions::series::Series;
 
 use crate::support::benchtop;
+use crate::terminal::{Tmux, shell_quote};
 
 fn ring(nodes: &str) -> [&str; 8] {
     [
@@ -247,4 +249,70 @@ fn a_command_of_a_needs_a_separator_before_b() {
         stderr.contains("A: cannot run `no-such-command-here`"),
         "{stderr}"
     );
+}
+
+/// `benchtop ab --tui … -- A -- B` in tmux at `width`×`height`, then its exit code.
+fn ab_on_screen(dir: &Path, options: &str, a: &[&str], b: &[&str], size: (u16, u16)) -> Tmux {
+    Tmux::start_sized(
+        &format!(
+            "{} ab --tui {options} --record {} -- {} -- {}; echo EXIT=$?; sleep 60",
+            shell_quote(Path::new(env!("CARGO_BIN_EXE_benchtop"))),
+            shell_quote(dir),
+            a.join(" "),
+            b.join(" ")
+        ),
+        size.0,
+        size.1,
+    )
+}
+
+#[test]
+fn ab_on_a_screen_draws_each_look_and_prints_the_comparison_once_left() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ab");
+    let tmux = ab_on_screen(
+        &dir,
+        "--until-decided --max-runs 8 --figure 'lap p50'",
+        &ring("100"),
+        &ring("20000"),
+        (80, 24),
+    );
+    let screen = tmux.wait_for_long("done: ", Duration::from_secs(300));
+    assert!(tmux.alternate_screen(), "{screen}");
+    assert!(screen.contains("lap p50 by look"), "{screen}");
+    // A look after every pair, each a line with its interval on the axis.
+    let runs = Series::load(&dir.join("a")).unwrap().measured().len();
+    assert!((2..8).contains(&runs), "stopped after {runs} runs a side");
+    let looks = screen.lines().filter(|l| l.contains('●')).count();
+    assert_eq!(looks, runs, "{screen}");
+    assert!(screen.contains("regressed"), "{screen}");
+    tmux.keys("q");
+    let screen = tmux.wait_for("EXIT=");
+    assert!(!tmux.alternate_screen(), "the terminal is restored");
+    // As headless `ab` prints it, with its exit code: B's laps are far slower.
+    assert!(screen.contains("decided: lap p50: regressed"), "{screen}");
+    assert!(screen.contains("EXIT=1"), "{screen}");
+    assert_alternated(&dir);
+}
+
+#[test]
+fn q_on_the_ab_screen_stops_the_experiment_and_judges_the_runs_so_far() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ab");
+    let tmux = ab_on_screen(
+        &dir,
+        "--runs 200 --figure wall_time_s",
+        &["--", "sleep", "0.2"],
+        &["--", "sleep", "0.2"],
+        (160, 48),
+    );
+    tmux.wait_for_long("wall_time_s by look", Duration::from_secs(120));
+    tmux.keys("q");
+    tmux.wait_for_long("stopped:", Duration::from_secs(60));
+    tmux.keys("q");
+    let screen = tmux.wait_for("EXIT=");
+    assert!(screen.contains("stopped)"), "{screen}");
+    assert!(screen.contains("decided: wall_time_s"), "{screen}");
+    let runs = Series::load(&dir.join("a")).unwrap().measured().len();
+    assert!(runs < 200, "stopped after {runs} runs a side");
 }
