@@ -2,7 +2,8 @@
 //! runs: `--role server|client|both`.
 
 /// Which side(s) of the benchmark this process runs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Role {
     /// The server only, on `--listen`, until stopped or its duration passes.
     Server,

@@ -52,7 +52,10 @@ use crate::report::{Counter, IntervalHistogram, Metrics, Reporter, Start, StopSi
 pub const NAME: &str = "defs";
 
 /// Parameters of the defs workload.
-#[derive(Debug, Clone, PartialEq, clap::Args)]
+/// Its serde form, less what [`DefsParams::params_json`] leaves out, is the `hello`
+/// parameters sessions record.
+#[derive(Debug, Clone, PartialEq, clap::Args, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub struct DefsParams {
     /// Generate a definition with the shape of 3199.def (the default when --input is not
     /// given)
@@ -60,6 +63,7 @@ pub struct DefsParams {
     pub generate: bool,
     /// Read this .def file instead of generating one
     #[arg(long, value_name = "FILE")]
+    #[serde(serialize_with = "lossy_path", skip_serializing_if = "Option::is_none")]
     pub input: Option<PathBuf>,
     /// Size of the generated definition: 1.0 is 3199.def (320,830 nodes)
     #[arg(long, default_value_t = 1.0, value_parser = parse_scale)]
@@ -74,9 +78,11 @@ pub struct DefsParams {
         value_delimiter = ',',
         default_value = "text,json,binary"
     )]
+    #[serde(serialize_with = "joined_formats")]
     pub formats: Vec<Format>,
     /// Directory for checkpoints (default: a temporary directory, removed at the end)
     #[arg(long, value_name = "DIR")]
+    #[serde(serialize_with = "lossy_path", skip_serializing_if = "Option::is_none")]
     pub dir: Option<PathBuf>,
     /// Run the blocking experiment: a request loop with periodic checkpoints
     #[arg(long)]
@@ -152,78 +158,46 @@ fn check_seconds(secs: f64) -> Result<(), &'static str> {
     }
 }
 
+/// The parameters of the server simulation alone, recorded only when it runs.
+const SERVER_SIM_PARAMS: [&str; 5] = [
+    "sim-seconds",
+    "rate",
+    "checkpoint-every",
+    "checkpoint-mode",
+    "log-flush",
+];
+
+/// A path as text (lossy where it is not UTF-8), for the serde form.
+fn lossy_path<S: serde::Serializer>(path: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+    match path {
+        Some(p) => s.collect_str(&p.display()),
+        None => s.serialize_none(),
+    }
+}
+
+/// The formats as the command line takes them: `text,json,binary`.
+fn joined_formats<S: serde::Serializer>(formats: &[Format], s: S) -> Result<S::Ok, S::Error> {
+    let names: Vec<&str> = formats.iter().map(|f| f.as_str()).collect();
+    s.collect_str(&names.join(","))
+}
+
 impl DefsParams {
-    /// The command-line arguments that parse back into these parameters.
+    /// The command-line arguments that parse back into these parameters, derived from
+    /// the clap definition and the serde form ([`crate::builtin::args_of`]).
     pub fn to_args(&self) -> Vec<String> {
-        let mut args = Vec::new();
-        if self.generate {
-            args.push("--generate".to_owned());
-        }
-        if let Some(input) = &self.input {
-            args.extend(["--input".to_owned(), input.display().to_string()]);
-        }
-        args.extend([
-            "--scale".to_owned(),
-            self.scale.to_string(),
-            "--seed".to_owned(),
-            self.seed.to_string(),
-            "--formats".to_owned(),
-            self.formats_str(),
-        ]);
-        if let Some(dir) = &self.dir {
-            args.extend(["--dir".to_owned(), dir.display().to_string()]);
-        }
-        if self.server_sim {
-            args.push("--server-sim".to_owned());
-        }
-        args.extend([
-            "--sim-seconds".to_owned(),
-            self.sim_seconds.to_string(),
-            "--rate".to_owned(),
-            self.rate.to_string(),
-            "--checkpoint-every".to_owned(),
-            self.checkpoint_every.to_string(),
-            "--checkpoint-mode".to_owned(),
-            self.checkpoint_mode.as_str().to_owned(),
-            "--log-flush".to_owned(),
-            self.log_flush.as_str().to_owned(),
-        ]);
-        args
+        crate::builtin::args_of(self)
     }
 
-    fn formats_str(&self) -> String {
-        self.formats
-            .iter()
-            .map(|f| f.as_str())
-            .collect::<Vec<_>>()
-            .join(",")
-    }
-
-    /// The parameters for `hello`, keyed by their command-line names.
+    /// The parameters for `hello`, keyed by their command-line names: the serde form,
+    /// without `generate` (the default whenever no `input` is named) and, unless the
+    /// server simulation runs, without its parameters.
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
-        let mut json = BTreeMap::from([
-            ("scale".to_owned(), self.scale.into()),
-            ("seed".to_owned(), self.seed.into()),
-            ("formats".to_owned(), self.formats_str().into()),
-            ("server-sim".to_owned(), self.server_sim.into()),
-        ]);
-        if let Some(input) = &self.input {
-            json.insert("input".to_owned(), input.display().to_string().into());
-        }
-        if let Some(dir) = &self.dir {
-            json.insert("dir".to_owned(), dir.display().to_string().into());
-        }
-        if self.server_sim {
-            json.extend([
-                ("sim-seconds".to_owned(), self.sim_seconds.into()),
-                ("rate".to_owned(), self.rate.into()),
-                ("checkpoint-every".to_owned(), self.checkpoint_every.into()),
-                (
-                    "checkpoint-mode".to_owned(),
-                    self.checkpoint_mode.as_str().into(),
-                ),
-                ("log-flush".to_owned(), self.log_flush.as_str().into()),
-            ]);
+        let mut json = crate::builtin::json_of(self);
+        json.remove("generate");
+        if !self.server_sim {
+            for key in SERVER_SIM_PARAMS {
+                json.remove(key);
+            }
         }
         json
     }
@@ -737,6 +711,28 @@ mod tests {
         let json = DefsParams::default().params_json();
         assert_eq!(json["formats"], "text,json,binary");
         assert_eq!(json["scale"], 1.0);
+        // The shape sessions have always recorded: the server simulation's parameters
+        // only when it runs, no `generate`.
+        assert_eq!(
+            serde_json::Value::from_iter(json),
+            serde_json::json!({
+                "scale": 1.0, "seed": 1, "formats": "text,json,binary", "server-sim": false,
+            })
+        );
+        let sim = DefsParams {
+            generate: true,
+            dir: Some("/tmp/ck".into()),
+            server_sim: true,
+            ..DefsParams::default()
+        };
+        assert_eq!(
+            serde_json::Value::from_iter(sim.params_json()),
+            serde_json::json!({
+                "scale": 1.0, "seed": 1, "formats": "text,json,binary", "server-sim": true,
+                "dir": "/tmp/ck", "sim-seconds": 10.0, "rate": 5000, "checkpoint-every": 1.0,
+                "checkpoint-mode": "blocking", "log-flush": "every-write",
+            })
+        );
     }
 
     #[test]

@@ -42,7 +42,8 @@ use crate::report::StopSignal;
 pub const CHECKPOINT_PHASE: &str = "server-checkpoint";
 
 /// Where a server-sim checkpoint is written from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum CheckpointMode {
     /// In the request loop, which waits for it.
     Blocking,
@@ -61,7 +62,8 @@ impl CheckpointMode {
 }
 
 /// How the server-sim request log is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum LogFlush {
     /// One write system call per request.
     EveryWrite,

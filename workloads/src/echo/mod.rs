@@ -101,7 +101,8 @@ const SILENT_TIMEOUTS: u32 = 5;
 pub use crate::role::Role;
 
 /// What the clients measure.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// Closed loop, one message in flight per client: round-trip latency.
     #[default]
@@ -111,7 +112,8 @@ pub enum Mode {
 }
 
 /// The transport.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Protocol {
     /// Datagrams; messages above 64,512 bytes are fragmented and reassembled.
     #[default]
@@ -121,7 +123,8 @@ pub enum Protocol {
 }
 
 /// How the sockets are driven.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Backend {
     /// Async sockets on a current-thread tokio runtime.
     #[default]
@@ -164,6 +167,13 @@ pub struct Sweep {
     pub param: SweepParam,
     /// Its values, in order.
     pub values: Vec<u64>,
+}
+
+/// As on the command line (`rate=1000,2000`).
+impl serde::Serialize for Sweep {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 impl std::fmt::Display for Sweep {
@@ -215,7 +225,10 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Parameters of the echo experiments, with Demikernel's names where it has them.
-#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+/// Its serde form is the `hello` parameters sessions record ([`crate::builtin::json_of`]);
+/// the conductor's listening socket (`--listen-fd`) is passed on the command line only.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub struct EchoParams {
     /// Which side(s) to run: both = a server process and the clients on this host
     #[arg(long, value_enum, default_value_t = Role::Both)]
@@ -223,15 +236,18 @@ pub struct EchoParams {
     /// Address the server listens on [default: 0.0.0.0:7777 with --role server,
     /// 127.0.0.1 on any free port with --role both]
     #[arg(long, value_name = "ADDR")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub listen: Option<SocketAddr>,
     /// The server's address (--role client)
     #[arg(long, value_name = "ADDR")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub connect: Option<SocketAddr>,
     /// Bytes of payload per message (fragmented into datagrams above 64,512 over UDP)
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
     pub buffer_size: u64,
     /// Messages each client sends [default: 100000, or as many as fit in --duration]
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub num_iters: Option<u64>,
     /// Clients, each with a socket (a connection over TCP) of its own
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
@@ -242,10 +258,15 @@ pub struct EchoParams {
     /// Run the clients this long instead of --num-iters messages (a sweep shares it
     /// evenly among its points); a server serves this long [default: until stopped]
     #[arg(long, value_name = "D", value_parser = parse_duration)]
+    #[serde(
+        serialize_with = "crate::builtin::as_humantime_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub duration: Option<Duration>,
     /// Open loop: messages per second from all clients together, sent on schedule
     /// whatever comes back; latency counts from the intended send time
     #[arg(long, value_name = "MSGS_PER_S", value_parser = clap::value_parser!(u64).range(1..))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<u64>,
     /// The transport
     #[arg(long, value_enum, default_value_t = Protocol::Udp)]
@@ -257,18 +278,22 @@ pub struct EchoParams {
     /// How long a message may take to come back before it counts as a timeout; a peer
     /// silent for five timeouts in a row is an error
     #[arg(long, value_name = "D", default_value = "1s", value_parser = parse_duration)]
+    #[serde(serialize_with = "crate::builtin::as_humantime")]
     pub timeout: Duration,
     /// Messages in flight per client in throughput mode (and the cap with --rate)
     /// [default: 1 MiB / --buffer-size, between 1 and 32; 1024 with --rate]
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_WINDOW)))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub window: Option<u32>,
     /// Run several points in one run, as phases that keep the server and sockets between
     /// points: buffer-size=64,1024,… or num-clients=1,2,4,…. `benchtop run udp-echo
     /// --sweep` (the recorder's option) becomes this for one sweep of these parameters.
     #[arg(long = PHASE_SWEEP, hide = true, value_name = "PARAM=V1,V2,…", value_parser = parse_sweep)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Sweep>,
     /// The server's socket, inherited by number (set by --role both for its server)
     #[arg(long, hide = true, value_name = "FD")]
+    #[serde(skip)]
     pub listen_fd: Option<i32>,
 }
 
@@ -305,92 +330,21 @@ impl EchoParams {
     /// Messages per client when neither `--num-iters` nor `--duration` is given.
     pub const DEFAULT_NUM_ITERS: u64 = 100_000;
 
-    /// The command-line arguments that parse back into these parameters.
+    /// The command-line arguments that parse back into these parameters, derived from
+    /// the clap definition and the serde form ([`crate::builtin::args_of`]), and the
+    /// conductor's listening socket, which sessions do not record.
     pub fn to_args(&self) -> Vec<String> {
-        let mut args = vec!["--role".to_owned(), value_name(self.role)];
-        if let Some(a) = self.listen {
-            args.extend(["--listen".to_owned(), a.to_string()]);
-        }
-        if let Some(a) = self.connect {
-            args.extend(["--connect".to_owned(), a.to_string()]);
-        }
-        args.extend([
-            "--buffer-size".to_owned(),
-            self.buffer_size.to_string(),
-            "--num-clients".to_owned(),
-            self.num_clients.to_string(),
-            "--mode".to_owned(),
-            value_name(self.mode),
-            "--protocol".to_owned(),
-            value_name(self.protocol),
-            "--backend".to_owned(),
-            value_name(self.backend),
-            "--timeout".to_owned(),
-            humantime::format_duration(self.timeout).to_string(),
-        ]);
-        if let Some(n) = self.num_iters {
-            args.extend(["--num-iters".to_owned(), n.to_string()]);
-        }
-        if let Some(d) = self.duration {
-            args.extend([
-                "--duration".to_owned(),
-                humantime::format_duration(d).to_string(),
-            ]);
-        }
-        if let Some(r) = self.rate {
-            args.extend(["--rate".to_owned(), r.to_string()]);
-        }
-        if let Some(w) = self.window {
-            args.extend(["--window".to_owned(), w.to_string()]);
-        }
-        if let Some(s) = &self.sweep {
-            args.extend([format!("--{PHASE_SWEEP}"), s.to_string()]);
-        }
+        let mut args = crate::builtin::args_of(self);
         if let Some(fd) = self.listen_fd {
             args.extend(["--listen-fd".to_owned(), fd.to_string()]);
         }
         args
     }
 
-    /// The parameters for `hello`, keyed by their command-line names.
+    /// The parameters for `hello`, keyed by their command-line names (the phase sweep
+    /// as `sweep`): the serde form.
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
-        let mut json = BTreeMap::from([
-            ("role".to_owned(), value_name(self.role).into()),
-            ("buffer-size".to_owned(), self.buffer_size.into()),
-            ("num-clients".to_owned(), self.num_clients.into()),
-            ("mode".to_owned(), value_name(self.mode).into()),
-            ("protocol".to_owned(), value_name(self.protocol).into()),
-            ("backend".to_owned(), value_name(self.backend).into()),
-            (
-                "timeout".to_owned(),
-                humantime::format_duration(self.timeout).to_string().into(),
-            ),
-        ]);
-        let mut put = |k: &str, v: serde_json::Value| {
-            json.insert(k.to_owned(), v);
-        };
-        if let Some(a) = self.listen {
-            put("listen", a.to_string().into());
-        }
-        if let Some(a) = self.connect {
-            put("connect", a.to_string().into());
-        }
-        if let Some(n) = self.num_iters {
-            put("num-iters", n.into());
-        }
-        if let Some(d) = self.duration {
-            put("duration", humantime::format_duration(d).to_string().into());
-        }
-        if let Some(r) = self.rate {
-            put("rate", r.into());
-        }
-        if let Some(w) = self.window {
-            put("window", w.into());
-        }
-        if let Some(s) = &self.sweep {
-            put("sweep", s.to_string().into());
-        }
-        json
+        crate::builtin::json_of(self)
     }
 
     /// Checks what clap cannot: sizes and counts against their limits, and which

@@ -74,7 +74,33 @@ fn to_args_parse_back_to_the_same_parameters() {
         assert_eq!(parse(&args).unwrap(), params);
         let json = params.params_json();
         assert_eq!(json["buffer-size"], params.buffer_size);
+        assert!(
+            !json.contains_key("listen-fd"),
+            "the socket is not recorded"
+        );
     }
+}
+
+#[test]
+fn the_hello_parameters_keep_their_recorded_shape() {
+    let params = EchoParams {
+        role: Role::Client,
+        connect: Some("10.0.0.2:7777".parse().unwrap()),
+        duration: Some(Duration::from_millis(1500)),
+        rate: Some(10_000),
+        backend: Backend::Mmsg,
+        sweep: Some(parse_sweep("num-clients=1,2,4").unwrap()),
+        ..EchoParams::default()
+    };
+    assert_eq!(
+        serde_json::Value::from_iter(params.params_json()),
+        serde_json::json!({
+            "role": "client", "connect": "10.0.0.2:7777", "buffer-size": 64,
+            "num-clients": 1, "mode": "echo", "duration": "1s 500ms", "rate": 10000,
+            "protocol": "udp", "backend": "mmsg", "timeout": "1s",
+            "sweep": "num-clients=1,2,4",
+        })
+    );
 }
 
 #[test]

@@ -15,7 +15,8 @@ use super::{Filled, Frame, FrameReader, Kind, monotonic_ns, pollin};
 use crate::WorkloadError;
 
 /// The workload a node serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum NodeRole {
     /// A member of `ring --transport ipc`.
     Ring,
@@ -41,7 +42,8 @@ impl NodeRole {
 }
 
 /// Parameters of a node process. The main node passes them; nobody else should.
-#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub struct NodeParams {
     /// The workload the node serves.
     #[arg(long, value_enum)]
@@ -51,12 +53,15 @@ pub struct NodeParams {
     pub node_id: u32,
     /// Ring: the socket from the previous member.
     #[arg(long, value_parser = clap::value_parser!(i32).range(3..))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub prev_fd: Option<i32>,
     /// Ring: the socket to the next member.
     #[arg(long, value_parser = clap::value_parser!(i32).range(3..))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub next_fd: Option<i32>,
     /// Storm: the socket to the main node.
     #[arg(long, value_parser = clap::value_parser!(i32).range(3..))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub main_fd: Option<i32>,
     /// Sleep, rather than exit, when the main node goes (the fault `--crash-after`
     /// injects: the node is left behind).
@@ -65,47 +70,15 @@ pub struct NodeParams {
 }
 
 impl NodeParams {
-    /// The command-line arguments that parse back into these parameters.
+    /// The command-line arguments that parse back into these parameters, derived from
+    /// the clap definition and the serde form ([`crate::builtin::args_of`]).
     pub fn to_args(&self) -> Vec<String> {
-        let mut args = vec![
-            "--role".to_owned(),
-            self.role.as_str().to_owned(),
-            "--node-id".to_owned(),
-            self.node_id.to_string(),
-        ];
-        for (name, fd) in [
-            ("--prev-fd", self.prev_fd),
-            ("--next-fd", self.next_fd),
-            ("--main-fd", self.main_fd),
-        ] {
-            if let Some(fd) = fd {
-                args.push(name.to_owned());
-                args.push(fd.to_string());
-            }
-        }
-        if self.linger {
-            args.push("--linger".to_owned());
-        }
-        args
+        crate::builtin::args_of(self)
     }
 
-    /// The parameters by their command-line names.
+    /// The parameters by their command-line names: the serde form.
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
-        let mut json = BTreeMap::from([
-            ("role".to_owned(), self.role.as_str().into()),
-            ("node-id".to_owned(), self.node_id.into()),
-            ("linger".to_owned(), self.linger.into()),
-        ]);
-        for (name, fd) in [
-            ("prev-fd", self.prev_fd),
-            ("next-fd", self.next_fd),
-            ("main-fd", self.main_fd),
-        ] {
-            if let Some(fd) = fd {
-                json.insert(name.to_owned(), fd.into());
-            }
-        }
-        json
+        crate::builtin::json_of(self)
     }
 }
 
@@ -493,6 +466,22 @@ mod tests {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             assert_eq!(parse(&args).unwrap(), params);
         }
+    }
+
+    #[test]
+    fn the_hello_parameters_keep_their_recorded_shape() {
+        let params = NodeParams {
+            role: NodeRole::Storm,
+            node_id: 7,
+            prev_fd: None,
+            next_fd: None,
+            main_fd: Some(9),
+            linger: false,
+        };
+        assert_eq!(
+            serde_json::Value::from_iter(params.params_json()),
+            serde_json::json!({"role": "storm", "node-id": 7, "main-fd": 9, "linger": false})
+        );
     }
 
     #[test]

@@ -49,7 +49,7 @@ pub const DEFAULT_PORT: u16 = 50051;
 pub use crate::role::Role;
 
 /// A fraction between 0 and 1, e.g. `0.25`; compared by value, so parameters stay `Eq`.
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, serde::Serialize)]
 pub struct Fraction(pub f64);
 
 impl Eq for Fraction {}
@@ -93,7 +93,7 @@ fn parse_rate(s: &str) -> Result<Rate, String> {
 }
 
 /// RPC per second, positive; compared by value.
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, serde::Serialize)]
 pub struct Rate(pub f64);
 
 impl Eq for Rate {}
@@ -105,16 +105,22 @@ impl fmt::Display for Rate {
 }
 
 /// Parameters of the kvstore benchmark, with the original's names where it has them.
-#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+/// Its serde form is the `hello` parameters sessions record: durations as numbers of
+/// milliseconds (`write-delay-ms`) or seconds (`duration-s`), which
+/// [`crate::builtin::args_of`] turns back into `--write-delay`, `--duration`.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub struct KvParams {
     /// Answer at once instead of simulating work (measures RPC overhead)
     #[arg(long)]
     pub disable_work_simulation: bool,
     /// Simulated work of a create, update or delete
     #[arg(long, default_value = "50ms", value_parser = parse_duration, value_name = "DURATION")]
+    #[serde(rename = "write-delay-ms", serialize_with = "crate::builtin::as_ms")]
     pub write_delay: Duration,
     /// Simulated work of a retrieve
     #[arg(long, default_value = "10ms", value_parser = parse_duration, value_name = "DURATION")]
+    #[serde(rename = "read-delay-ms", serialize_with = "crate::builtin::as_ms")]
     pub read_delay: Duration,
     /// Share of operations that are retrieves; the rest are creates, updates and deletes
     #[arg(long, default_value = "0.25", value_name = "FRACTION")]
@@ -127,20 +133,28 @@ pub struct KvParams {
     pub concurrency: u32,
     /// How long the clients run [default: 10s; a server alone runs until stopped]
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[serde(
+        rename = "duration-s",
+        serialize_with = "crate::builtin::as_s",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub duration: Option<Duration>,
     /// Open loop: start this many RPCs per second in all (latency counted from each RPC's
     /// intended start, coordinated omission corrected) instead of one after another
     #[arg(long, value_parser = parse_rate, value_name = "RPC/S")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<Rate>,
     /// Run the server, the clients, or both in this process
     #[arg(long, value_enum, default_value_t = Role::Both)]
     pub role: Role,
     /// Where the server listens [default: 127.0.0.1:50051]
     #[arg(long, value_name = "ADDR")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub listen: Option<SocketAddr>,
     /// Where the clients connect [default: 127.0.0.1:50051; with --role both, the server
     /// of this process]
     #[arg(long, value_name = "ADDR")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub connect: Option<SocketAddr>,
     /// Mean key size in bytes (sizes are drawn from an exponential distribution, as the
     /// original's)
@@ -152,12 +166,15 @@ pub struct KvParams {
     pub mean_value_size: u32,
     /// Deadline of every RPC; one that passes it counts as a DEADLINE_EXCEEDED failure
     #[arg(long, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
+    #[serde(rename = "rpc-timeout-ms", serialize_with = "crate::builtin::as_ms")]
     pub rpc_timeout: Duration,
     /// Worker threads of the server's runtime [default: the machine's cores, at most 8]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub server_threads: Option<u16>,
     /// Worker threads of the clients' runtime [default: the machine's cores, at most 8]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub client_threads: Option<u16>,
 }
 
@@ -203,93 +220,15 @@ fn runtime_threads(asked: Option<u16>) -> usize {
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
 impl KvParams {
-    /// The arguments that parse back into these parameters.
+    /// The arguments that parse back into these parameters, derived from the clap
+    /// definition and the serde form ([`crate::builtin::args_of`]).
     pub fn to_args(&self) -> Vec<String> {
-        let mut args = Vec::new();
-        if self.disable_work_simulation {
-            args.push("--disable-work-simulation".to_owned());
-        }
-        args.extend([
-            "--write-delay".to_owned(),
-            humantime::format_duration(self.write_delay).to_string(),
-            "--read-delay".to_owned(),
-            humantime::format_duration(self.read_delay).to_string(),
-            "--read-fraction".to_owned(),
-            self.read_fraction.to_string(),
-            "--clients".to_owned(),
-            self.clients.to_string(),
-            "--concurrency".to_owned(),
-            self.concurrency.to_string(),
-            "--role".to_owned(),
-            self.role.as_str().to_owned(),
-            "--mean-key-size".to_owned(),
-            self.mean_key_size.to_string(),
-            "--mean-value-size".to_owned(),
-            self.mean_value_size.to_string(),
-            "--rpc-timeout".to_owned(),
-            humantime::format_duration(self.rpc_timeout).to_string(),
-        ]);
-        if let Some(d) = self.duration {
-            args.extend([
-                "--duration".to_owned(),
-                humantime::format_duration(d).to_string(),
-            ]);
-        }
-        if let Some(rate) = self.rate {
-            args.extend(["--rate".to_owned(), rate.to_string()]);
-        }
-        if let Some(a) = self.listen {
-            args.extend(["--listen".to_owned(), a.to_string()]);
-        }
-        if let Some(a) = self.connect {
-            args.extend(["--connect".to_owned(), a.to_string()]);
-        }
-        if let Some(n) = self.server_threads {
-            args.extend(["--server-threads".to_owned(), n.to_string()]);
-        }
-        if let Some(n) = self.client_threads {
-            args.extend(["--client-threads".to_owned(), n.to_string()]);
-        }
-        args
+        crate::builtin::args_of(self)
     }
 
-    /// The parameters for `hello`, keyed by their command-line names.
+    /// The parameters for `hello`, keyed by their command-line names: the serde form.
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
-        let ms = |d: Duration| serde_json::Value::from(d.as_secs_f64() * 1e3);
-        let mut json = BTreeMap::from([
-            (
-                "disable-work-simulation".to_owned(),
-                self.disable_work_simulation.into(),
-            ),
-            ("write-delay-ms".to_owned(), ms(self.write_delay)),
-            ("read-delay-ms".to_owned(), ms(self.read_delay)),
-            ("read-fraction".to_owned(), self.read_fraction.0.into()),
-            ("clients".to_owned(), self.clients.into()),
-            ("concurrency".to_owned(), self.concurrency.into()),
-            ("role".to_owned(), self.role.as_str().into()),
-            ("mean-key-size".to_owned(), self.mean_key_size.into()),
-            ("mean-value-size".to_owned(), self.mean_value_size.into()),
-            ("rpc-timeout-ms".to_owned(), ms(self.rpc_timeout)),
-        ]);
-        if let Some(d) = self.duration {
-            json.insert("duration-s".to_owned(), d.as_secs_f64().into());
-        }
-        if let Some(rate) = self.rate {
-            json.insert("rate".to_owned(), rate.0.into());
-        }
-        if let Some(a) = self.listen {
-            json.insert("listen".to_owned(), a.to_string().into());
-        }
-        if let Some(a) = self.connect {
-            json.insert("connect".to_owned(), a.to_string().into());
-        }
-        if let Some(n) = self.server_threads {
-            json.insert("server-threads".to_owned(), n.into());
-        }
-        if let Some(n) = self.client_threads {
-            json.insert("client-threads".to_owned(), n.into());
-        }
-        json
+        crate::builtin::json_of(self)
     }
 
     /// Checks what clap cannot: combinations, and ranges for parameters built in code.
@@ -628,6 +567,23 @@ mod tests {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         assert_eq!(parse(&refs).unwrap(), p);
         assert_eq!(p.theoretical_max(), None);
+        // The shape sessions have always recorded: durations as numbers of milliseconds
+        // or seconds, absent options left out.
+        assert_eq!(
+            serde_json::Value::from_iter(p.params_json()),
+            serde_json::json!({
+                "disable-work-simulation": true, "write-delay-ms": 50.0,
+                "read-delay-ms": 10.0, "read-fraction": 0.5, "clients": 4, "concurrency": 8,
+                "duration-s": 3.0, "rate": 150.0, "role": "client", "connect": "10.0.0.1:7000",
+                "mean-key-size": 64, "mean-value-size": 65536, "rpc-timeout-ms": 250.0,
+                "client-threads": 1,
+            })
+        );
+        // A duration that is no whole number of milliseconds goes back exactly.
+        let odd = parse(&["--write-delay", "1500us", "--duration", "2.5s"]).unwrap();
+        let args = odd.to_args();
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_eq!(parse(&refs).unwrap(), odd, "{args:?}");
     }
 
     #[test]

@@ -102,6 +102,13 @@ impl FromStr for CpuSet {
     }
 }
 
+/// As on the command line (`0-3,8`).
+impl serde::Serialize for CpuSet {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 impl fmt::Display for CpuSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let cpus = self.cpus();
@@ -131,7 +138,8 @@ impl fmt::Display for CpuSet {
 const MAX_CPUS: usize = 8192;
 
 /// How server and client share the machine when their CPU sets are not given.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum CpuAlloc {
     /// Server and client on the sibling threads of the same physical cores.
     Balanced,

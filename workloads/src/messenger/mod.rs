@@ -60,7 +60,8 @@ pub const DEFAULT_PORT: u16 = 9010;
 pub const DEFAULT_MSGTIME: u32 = 10;
 
 /// How the server serves its connections.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ServerMode {
     /// Shard per core: a pinned thread, runtime and listener per CPU; nothing shared.
     #[default]
@@ -81,7 +82,8 @@ impl ServerMode {
 
 /// Which threads of this process busy-poll their sockets instead of sleeping in
 /// `epoll_wait` ([`reactor`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PollMode {
     /// None: every thread sleeps in `epoll_wait` when it has nothing to do.
     #[default]
@@ -120,7 +122,8 @@ impl PollMode {
 pub use crate::role::Role;
 
 /// Parameters of the messenger benchmark, with the originals' names.
-#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub struct MsgrParams {
     /// Server design: crimson (shard per core) or async (shared worker pool)
     #[arg(long, value_enum, default_value_t = ServerMode::Crimson)]
@@ -147,12 +150,15 @@ pub struct MsgrParams {
     /// Seconds the clients send [default: 10; a server alone runs until stopped]
     #[arg(long, value_name = "SECONDS",
           value_parser = clap::value_parser!(u32).range(1..=86_400))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub msgtime: Option<u32>,
     /// The server's CPUs, e.g. 0-3,56-59 [default: from --cpu-alloc]
     #[arg(long, value_name = "CPUS")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub server_cpuset: Option<CpuSet>,
     /// The clients' CPUs [default: from --cpu-alloc]
     #[arg(long, value_name = "CPUS")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub client_cpuset: Option<CpuSet>,
     /// How server and clients share the machine when their CPU sets are not given:
     /// balanced (sibling threads of the same cores) or separated (cores, or NUMA nodes,
@@ -167,10 +173,12 @@ pub struct MsgrParams {
     pub role: Role,
     /// Where the server listens [default: 127.0.0.1:9010; instance i on the port + i]
     #[arg(long, value_name = "ADDR")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub listen: Option<SocketAddr>,
     /// Where the clients connect [default: 127.0.0.1:9010; with --role both, the server of
     /// this process]
     #[arg(long, value_name = "ADDR")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub connect: Option<SocketAddr>,
 }
 
@@ -196,76 +204,15 @@ impl Default for MsgrParams {
 }
 
 impl MsgrParams {
-    /// The arguments that parse back into these parameters.
+    /// The arguments that parse back into these parameters, derived from the clap
+    /// definition and the serde form ([`crate::builtin::args_of`]).
     pub fn to_args(&self) -> Vec<String> {
-        let mut args = vec![
-            "--server".to_owned(),
-            self.server.as_str().to_owned(),
-            "--msg-size".to_owned(),
-            self.msg_size.to_string(),
-            "--clients".to_owned(),
-            self.clients.to_string(),
-            "--conns-per-client".to_owned(),
-            self.conns_per_client.to_string(),
-            "--depth".to_owned(),
-            self.depth.to_string(),
-            "--cpu-alloc".to_owned(),
-            self.cpu_alloc.as_str().to_owned(),
-            "--instances".to_owned(),
-            self.instances.to_string(),
-            "--role".to_owned(),
-            self.role.as_str().to_owned(),
-        ];
-        if self.poll_mode != PollMode::Off {
-            args.extend(["--poll-mode".to_owned(), self.poll_mode.as_str().to_owned()]);
-        }
-        if let Some(t) = self.msgtime {
-            args.extend(["--msgtime".to_owned(), t.to_string()]);
-        }
-        if let Some(s) = &self.server_cpuset {
-            args.extend(["--server-cpuset".to_owned(), s.to_string()]);
-        }
-        if let Some(s) = &self.client_cpuset {
-            args.extend(["--client-cpuset".to_owned(), s.to_string()]);
-        }
-        if let Some(a) = self.listen {
-            args.extend(["--listen".to_owned(), a.to_string()]);
-        }
-        if let Some(a) = self.connect {
-            args.extend(["--connect".to_owned(), a.to_string()]);
-        }
-        args
+        crate::builtin::args_of(self)
     }
 
-    /// The parameters for `hello`, keyed by their command-line names.
+    /// The parameters for `hello`, keyed by their command-line names: the serde form.
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
-        let mut json = BTreeMap::from([
-            ("server".to_owned(), self.server.as_str().into()),
-            ("poll-mode".to_owned(), self.poll_mode.as_str().into()),
-            ("msg-size".to_owned(), self.msg_size.into()),
-            ("clients".to_owned(), self.clients.into()),
-            ("conns-per-client".to_owned(), self.conns_per_client.into()),
-            ("depth".to_owned(), self.depth.into()),
-            ("cpu-alloc".to_owned(), self.cpu_alloc.as_str().into()),
-            ("instances".to_owned(), self.instances.into()),
-            ("role".to_owned(), self.role.as_str().into()),
-        ]);
-        if let Some(t) = self.msgtime {
-            json.insert("msgtime".to_owned(), t.into());
-        }
-        if let Some(s) = &self.server_cpuset {
-            json.insert("server-cpuset".to_owned(), s.to_string().into());
-        }
-        if let Some(s) = &self.client_cpuset {
-            json.insert("client-cpuset".to_owned(), s.to_string().into());
-        }
-        if let Some(a) = self.listen {
-            json.insert("listen".to_owned(), a.to_string().into());
-        }
-        if let Some(a) = self.connect {
-            json.insert("connect".to_owned(), a.to_string().into());
-        }
-        json
+        crate::builtin::json_of(self)
     }
 
     /// Checks what clap cannot: combinations, ranges for parameters built in code, and
@@ -1363,6 +1310,18 @@ mod tests {
         assert_eq!(p.params_json()["server-cpuset"], "0-3,56-59");
         assert_eq!(p.params_json()["poll-mode"], "all");
         assert_eq!(MsgrParams::default().params_json()["poll-mode"], "off");
+        // The shape sessions have always recorded: keys as on the command line, sets and
+        // addresses as text, absent options left out.
+        assert_eq!(
+            serde_json::Value::from_iter(p.params_json()),
+            serde_json::json!({
+                "server": "async", "poll-mode": "all", "msg-size": 65536, "clients": 4,
+                "conns-per-client": 3, "depth": 64, "msgtime": 3,
+                "server-cpuset": "0-3,56-59", "client-cpuset": "4",
+                "cpu-alloc": "balanced", "instances": 2, "role": "client",
+                "connect": "10.0.0.1:7000",
+            })
+        );
         for (args, mode) in [
             (&["--poll-mode", "--depth", "4"][..], PollMode::All),
             (&["--poll-mode", "server"], PollMode::Server),
