@@ -509,6 +509,31 @@ pub(super) mod tests {
         State::with_comparison(a, b, comparison, true)
     }
 
+    #[test]
+    fn long_figure_names_give_way_to_every_column_of_the_compare_table() {
+        let mut s = comparing();
+        for f in &mut s.compare.figures {
+            f.name = format!("time_taken_for_ring_messaging_{}", f.name);
+        }
+        let screen = render(&s, Instant::now(), 160, 48);
+        let head = screen
+            .lines()
+            .find(|l| l.contains("change verdict"))
+            .unwrap_or_else(|| panic!("{screen}"));
+        for column in ["A", "B", "interval"] {
+            assert!(head.contains(&format!(" {column} ")), "{column}: {head}");
+        }
+        // The end of a name tells the figures apart: it stays.
+        assert!(screen.contains("time_tak…essaging_lap p50 "), "{screen}");
+        // Narrower, the interval goes first; the change and verdict stay.
+        let screen = render(&s, Instant::now(), 80, 24);
+        let head = screen
+            .lines()
+            .find(|l| l.contains("change verdict"))
+            .unwrap_or_else(|| panic!("{screen}"));
+        assert!(!head.contains("interval"), "{head}");
+    }
+
     /// A session whose every recorded string carries escape sequences and line breaks:
     /// the workload's name, a parameter, a warning, a thread's name, a frame's name.
     fn hostile(dir: &std::path::Path) -> benchtop_sessions::Session {
