@@ -10,6 +10,7 @@
 //! Over 1,000 lines only with its tests, which stay at the end of the file as the
 //! project's tests do; the code is about 940 lines.
 
+pub mod activity;
 pub mod compare;
 pub mod flame;
 pub mod flame_panes;
@@ -17,6 +18,7 @@ pub mod keys;
 pub mod launcher;
 pub mod live;
 pub mod orphans;
+pub mod picker;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -108,6 +110,8 @@ pub enum AppEvent {
     Reaped(Vec<(u32, ReapOutcome)>),
     /// The most recent sessions under ./sessions.
     Sessions(Vec<RecentSession>),
+    /// The running processes for the launcher's picker, or why they cannot be listed.
+    Processes(Result<Vec<picker::ProcessRow>, String>),
     /// A signal asked benchtop to end: the TUI leaves at once (a run goes on being
     /// stopped and written once the terminal is restored).
     Signal(Signal),
@@ -199,6 +203,12 @@ pub enum Effect {
     Reap(Vec<Orphan>, ReapSignal),
     /// List the recent sessions (answered with [`AppEvent::Sessions`]).
     ListSessions,
+    /// List the running processes (answered with [`AppEvent::Processes`]).
+    ListProcesses,
+    /// Start recording this command line (from the launcher), as `run --tui --` does.
+    RunCommand(Vec<String>),
+    /// Attach to this process (from the launcher), as `attach PID --tui` does.
+    Attach(u32),
 }
 
 /// The screens.
@@ -545,6 +555,7 @@ impl State {
                 Vec::new()
             }
             AppEvent::Tick => {
+                let refresh = self.refresh_processes(now);
                 if self
                     .flash
                     .as_ref()
@@ -552,6 +563,10 @@ impl State {
                 {
                     self.flash = None;
                 }
+                refresh
+            }
+            AppEvent::Processes(rows) => {
+                self.launcher.picker.set(rows, now);
                 Vec::new()
             }
             AppEvent::Live(event) => {
@@ -640,6 +655,8 @@ impl State {
             LiveEvent::Row { row, histograms } => self.live.run.add_row(&row, &histograms),
             LiveEvent::Stacks(snapshot) => {
                 let snapshot = *snapshot;
+                let samples = snapshot.cpu.total_weight();
+                self.live.run.activity.add_samples(samples);
                 self.set_tree(FlameKind::OnCpu, snapshot.cpu);
                 if !snapshot.offcpu.is_empty() {
                     self.set_tree(FlameKind::OffCpu, snapshot.offcpu);
@@ -805,10 +822,17 @@ impl State {
                 self.flames_mut().search_input = None;
                 self.flame_mut().search("");
             }
-            Action::Launcher(action) => self.launcher.act(action, key),
+            Action::Launcher(action) => {
+                self.launcher.act(action, key);
+                return self.refresh_processes(now);
+            }
+            Action::Pick(action) => return self.pick(action, key),
             Action::LauncherEnter => {
                 if self.launcher.focus == LauncherFocus::Params {
                     self.launcher.edit();
+                } else if self.launcher.workload().is_none() {
+                    self.launcher.act(launcher::LauncherAction::Params, key);
+                    return self.refresh_processes(now);
                 } else if let Some(workload) = self.launcher.launch() {
                     let params = live::params_text(&workload.params_json());
                     self.begin_run(workload.name(), &params);
