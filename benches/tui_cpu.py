@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
-"""The TUI's own CPU while a workload runs and the screen redraws at 10 Hz.
+"""The TUI's own CPU while a workload or a program runs and the screen redraws at 10 Hz.
 
-Runs `benchtop run ring … --tui` in a tmux pane (a real terminal) for a while, and reads
+Runs `benchtop run ring … --tui`, then `benchtop run --tui -- calltree` (the C fixture
+tui/tests/data/live/calltree.c, built with cc: the live screen of any program, with its
+process CPU, switches and samples charts), each in a tmux pane (a real terminal) for a
+while, and reads
 the CPU time of each thread of the conductor from /proc: the TUI's threads (the main
 thread, which draws, and bt-input, bt-live, bt-free, which feed it) apart from the
 recorder and the sampler, which a headless recording has too. Prints, per thread group,
 the CPU time and its share of one core over the run; the goal is at most 5 % of one core
-for the TUI. The ring runs for --seconds (default 20) with --interval 1s.
+for the TUI (3 % for the live screen of a program). Each runs for --seconds (default 20)
+with --interval 1s.
 
-Usage: benches/tui_cpu.py [--seconds N] [--size 160x48]
-Needs: tmux, a release build (built on first use).
+Usage: benches/tui_cpu.py [--seconds N] [--size 160x48] [--target ring|command|both]
+Needs: tmux, cc, a release build (built on first use).
 """
 
 import argparse
@@ -45,16 +49,32 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--size", default="160x48")
+    ap.add_argument("--target", choices=["ring", "command", "both"], default="both")
     args = ap.parse_args()
     if shutil.which("tmux") is None:
         sys.exit("tmux is missing: apt-get install tmux")
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "benchtop"], cwd=ROOT, check=True)
+    for target in (["ring", "command"] if args.target == "both" else [args.target]):
+        measure(args, target)
+
+
+def measure(args, target):
+    """Runs `target` in the TUI in tmux and prints the CPU of each group of threads."""
     width, height = args.size.split("x")
     tmp = tempfile.mkdtemp(prefix="benchtop-tui-bench-")
-    socket = f"benchtop-tui-bench-{os.getpid()}"
+    socket = f"benchtop-tui-bench-{os.getpid()}-{target}"
     session_dir = os.path.join(tmp, "s")
-    command = (f"{BENCHTOP} run ring --num-nodes 1000 --num-rounds 4000000000 "
-               f"--duration {args.seconds + 30}s --tui --record {session_dir}")
+    if target == "ring":
+        what = "benchtop run ring --tui"
+        command = (f"{BENCHTOP} run ring --num-nodes 1000 --num-rounds 4000000000 "
+                   f"--duration {args.seconds + 30}s --tui --record {session_dir}")
+    else:
+        what = "benchtop run --tui -- calltree"
+        fixture = os.path.join(tmp, "calltree")
+        subprocess.run(["cc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", fixture,
+                        os.path.join(ROOT, "tui", "tests", "data", "live", "calltree.c")], check=True)
+        command = (f"{BENCHTOP} run --duration {args.seconds + 30}s --tui --record {session_dir} "
+                   f"-- {fixture} 3600")
     subprocess.run(["tmux", "-L", socket, "new-session", "-d", "-s", "b", "-x", width, "-y", height, command],
                    check=True)
     try:
@@ -79,7 +99,8 @@ def main():
             group = "TUI (draw + input + live)" if name in TUI_THREADS else (
                 "sampler" if name.startswith("sampler") else name)
             groups[group] = groups.get(group, 0.0) + used
-        print(f"\nbenchtop run ring --tui at {args.size}, {wall:.1f} s measured, redraws at 10 Hz\n")
+        print(f"\n{what} at {args.size}, {wall:.1f} s measured, redraws at 10 Hz, "
+              f"load average {os.getloadavg()[0]:.2f}\n")
         print(f"{'threads':<32}{'CPU s':>8}{'% of a core':>14}")
         for group, used in sorted(groups.items(), key=lambda g: -g[1]):
             print(f"{group:<32}{used:>8.3f}{used / wall * 100:>13.2f}%")

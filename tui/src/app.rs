@@ -71,7 +71,8 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
     let (mut state, record) = match start {
         Start::Run(opts, record) => {
             let params = crate::state::live::params_text(&opts.params);
-            let state = State::new(&opts.workload, &params, color);
+            let mut state = State::new(&opts.workload, &params, color);
+            state.live.run.program = !matches!(opts.target, record::Target::Worker);
             runs.start(*opts)?;
             (state, record)
         }
@@ -547,6 +548,18 @@ fn carry_out(
                     .collect(),
             )
         }),
+        Effect::ListProcesses => background(tx, "bt-processes", || {
+            AppEvent::Processes(crate::processes::list())
+        }),
+        Effect::RunCommand(words) => {
+            let record = record.context("this screen does not record runs")?;
+            let words: Vec<std::ffi::OsString> = words.into_iter().map(Into::into).collect();
+            start_or_fail(runs, tx, crate::external::command_options(&words, record))?;
+        }
+        Effect::Attach(pid) => {
+            let record = record.context("this screen does not record runs")?;
+            start_or_fail(runs, tx, crate::external::attach_options(pid, record))?;
+        }
         Effect::ListSessions => background(tx, "bt-sessions", || {
             AppEvent::Sessions(recent_sessions(Path::new(record::DEFAULT_SESSIONS_DIR)))
         }),
@@ -555,6 +568,22 @@ fn carry_out(
         }
     }
     Ok(())
+}
+
+/// Starts recording `opts`; when they could not be made (a command that cannot run, a
+/// process that cannot be attached to), the run the screen shows has failed, saying why.
+fn start_or_fail(
+    runs: &mut Runs,
+    tx: &Sender<AppEvent>,
+    opts: Result<RecordOptions>,
+) -> Result<()> {
+    match opts {
+        Ok(opts) => runs.start(opts),
+        Err(e) => {
+            let _ = tx.send(AppEvent::Finished(Err(format!("{e:#}"))));
+            Ok(())
+        }
+    }
 }
 
 /// Runs `work` on a thread of its own and sends its event. Without a thread nothing is

@@ -661,8 +661,10 @@ pub struct RecordArgs {
     #[arg(long, short, global = true)]
     pub quiet: bool,
     /// Watch the run in the live TUI (histograms, resources and flamegraph side by side)
-    /// instead of the progress line; the session is recorded the same way. Built-in
-    /// workloads only; `benchtop` alone opens the TUI's launcher.
+    /// instead of the progress line; the session is recorded the same way. A workload, a
+    /// command after `--` or an attached process (whose process CPU, context switches and
+    /// samples per second take the place of throughput and latency); `benchtop` alone
+    /// opens the TUI's launcher.
     #[arg(long, global = true)]
     pub tui: bool,
     /// In the TUI: a saved session to compare the run with from the start (its stacks and

@@ -86,6 +86,13 @@ fn runnable(program: &std::ffi::OsStr) -> Result<()> {
 /// `benchtop attach <pid>`: profiles and watches a running process until it exits, the
 /// duration elapses or the user presses Ctrl-C. The process is never signalled.
 pub fn attach(pid: u32, record: RecordArgs) -> Result<ExitCode> {
+    let opts = attach_options(pid, &record)?;
+    report(&record::headless(&opts, record.quiet)?)
+}
+
+/// What attaching to `pid` takes, checked (the process exists, is not benchtop itself,
+/// and may be profiled by this user) before a session exists.
+pub(crate) fn attach_options(pid: u32, record: &RecordArgs) -> Result<RecordOptions> {
     if pid == std::process::id() {
         anyhow::bail!("benchtop cannot attach to itself (pid {pid})");
     }
@@ -111,9 +118,9 @@ pub fn attach(pid: u32, record: RecordArgs) -> Result<ExitCode> {
         program: OsString::new(),
         args: Vec::new(),
         command_line: crate::command_line(),
-        ..record::options_from(&record)
+        ..record::options_from(record)
     };
-    report(&record::headless(&opts, record.quiet)?)
+    Ok(opts)
 }
 
 /// Refuses a process this user may not profile, naming why, before a session exists.

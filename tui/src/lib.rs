@@ -11,6 +11,7 @@ pub mod config;
 mod export;
 mod external;
 mod manual;
+mod processes;
 mod reap;
 pub mod record;
 pub mod series;
@@ -63,9 +64,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                     "--baseline compares a run in the TUI with a saved session: add --tui"
                 ),
                 (Some(workload), true) => record_workload(workload, args.record),
-                (None, false) if args.record.tui => anyhow::bail!(
-                    "--tui watches built-in workloads; record a command headless (without --tui)"
-                ),
+                (None, false) if args.record.tui => {
+                    let opts = external::command_options(&args.command, &args.record)?;
+                    app::run_tui(app::Start::Run(Box::new(opts), args.record))
+                }
                 (None, false) => external::record_command(&args.command, args.record),
                 (Some(_), false) => anyhow::bail!(
                     "name a workload or a command after `--`, not both (`benchtop run --help`)"
@@ -78,13 +80,17 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Some(Command::Attach(args)) => {
             warn_of_orphans();
-            if args.record.tui || args.record.baseline.is_some() {
+            if args.record.baseline.is_some() {
                 anyhow::bail!(
-                    "--tui and --baseline watch built-in workloads; attach records headless"
+                    "--baseline compares a run with a saved session; attach cannot take one"
                 );
             }
             // clap requires one of the two.
             let pid = args.pid.or(args.pid_flag).unwrap_or_default();
+            if args.record.tui {
+                let opts = external::attach_options(pid, &args.record)?;
+                return app::run_tui(app::Start::Run(Box::new(opts), args.record));
+            }
             external::attach(pid, args.record)
         }
         Some(Command::Ab(args)) => {

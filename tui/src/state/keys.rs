@@ -19,6 +19,8 @@ pub use super::launcher::{EDITING, LAUNCHER};
 use super::launcher::{LauncherAction, LauncherFocus};
 use super::orphans::OrphansAction;
 pub use super::orphans::{CONFIRM, ORPHANS};
+use super::picker::PickAction;
+pub use super::picker::{COMMAND_LINE, PICKER};
 use super::{Key, Pane, Screen, State};
 
 /// What a key does. Each is carried out by [`State::update`], in one `match` without a
@@ -96,6 +98,8 @@ pub enum Action {
     ToLauncher,
     /// The `ab` screen's own keys: the figure drawn.
     Ab(AbAction),
+    /// Launcher: the command line or the process picker (type, select, run, back).
+    Pick(PickAction),
 }
 
 /// When a row applies or a hint shows.
@@ -253,6 +257,8 @@ pub fn table(state: &State) -> &'static Table {
     } else {
         match state.screen {
             Screen::Launcher if state.launcher.editing.is_some() => &EDITING,
+            Screen::Launcher if state.launcher.focus == LauncherFocus::Command => &COMMAND_LINE,
+            Screen::Launcher if state.launcher.focus == LauncherFocus::Processes => &PICKER,
             Screen::Launcher => &LAUNCHER,
             Screen::Orphans if state.orphans.confirm.is_some() => &CONFIRM,
             Screen::Orphans => &ORPHANS,
@@ -277,7 +283,7 @@ pub fn screen(screen: Screen) -> &'static Table {
 /// The tables the `?` help of `screen` lists, in order.
 pub fn help(screen: Screen) -> &'static [&'static Table] {
     match screen {
-        Screen::Launcher => &[&LAUNCHER, &EDITING],
+        Screen::Launcher => &[&LAUNCHER, &EDITING, &COMMAND_LINE, &PICKER],
         Screen::Orphans => &[&ORPHANS],
         Screen::Live => &[&LIVE],
         Screen::Compare => &[&COMPARE],
@@ -286,8 +292,18 @@ pub fn help(screen: Screen) -> &'static [&'static Table] {
 }
 
 /// Every table.
-pub const TABLES: [&Table; 9] = [
-    &LIVE, &COMPARE, &LAUNCHER, &EDITING, &ORPHANS, &CONFIRM, &SEARCH, &HELP, &AB,
+pub const TABLES: [&Table; 11] = [
+    &LIVE,
+    &COMPARE,
+    &LAUNCHER,
+    &EDITING,
+    &COMMAND_LINE,
+    &PICKER,
+    &ORPHANS,
+    &CONFIRM,
+    &SEARCH,
+    &HELP,
+    &AB,
 ];
 
 /// The live screen.

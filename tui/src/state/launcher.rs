@@ -78,7 +78,37 @@ pub enum LauncherFocus {
     Workloads,
     /// The parameters of the selected workload.
     Params,
+    /// The command line, being typed.
+    Command,
+    /// The running processes, being picked from.
+    Processes,
 }
+
+/// An entry of the launcher's list: a workload, or one of the two entries for programs
+/// that are not built in, after the workloads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    /// The workload of this index.
+    Workload(usize),
+    /// A command line to type and run.
+    Command,
+    /// A running process to attach to.
+    Process,
+}
+
+/// The entries after the workloads: (entry, name, what it does).
+pub const PROGRAM_ENTRIES: [(Entry, &str, &str); 2] = [
+    (
+        Entry::Command,
+        "command…",
+        "Any program: type its command line; it runs profiled and recorded",
+    ),
+    (
+        Entry::Process,
+        "running process…",
+        "Attach to a process that runs already, picked from a list",
+    ),
+];
 
 /// The launcher's state.
 #[derive(Debug, Clone, Default)]
@@ -97,6 +127,10 @@ pub struct LauncherState {
     pub error: Option<String>,
     /// The most recent sessions under ./sessions.
     pub recent: Vec<RecentSession>,
+    /// The command line of the command entry.
+    pub command: super::picker::CommandEntry,
+    /// The running processes of the process entry.
+    pub picker: super::picker::ProcessPicker,
 }
 
 impl LauncherState {
@@ -164,10 +198,26 @@ impl LauncherState {
         self.workloads.get(self.selected)
     }
 
+    /// The selected entry of the list.
+    pub fn entry(&self) -> Entry {
+        match self.selected.checked_sub(self.workloads.len()) {
+            None => Entry::Workload(self.selected),
+            Some(i) => PROGRAM_ENTRIES.get(i).map_or(Entry::Process, |e| e.0),
+        }
+    }
+
+    /// Entries in the list: the workloads, then [`PROGRAM_ENTRIES`].
+    pub fn entries(&self) -> usize {
+        self.workloads.len() + PROGRAM_ENTRIES.len()
+    }
+
     /// Moves the selection (workloads or parameters) by `by`, staying in range.
     pub fn step(&mut self, by: isize) {
+        let entries = self.entries();
         let (index, len) = match self.focus {
-            LauncherFocus::Workloads => (&mut self.selected, self.workloads.len()),
+            LauncherFocus::Workloads | LauncherFocus::Command | LauncherFocus::Processes => {
+                (&mut self.selected, entries)
+            }
             LauncherFocus::Params => {
                 let len = self.workload().map_or(0, |w| w.params.len());
                 (&mut self.param, len)
@@ -281,7 +331,13 @@ impl LauncherState {
         match action {
             LauncherAction::Up => self.step(-1),
             LauncherAction::Down => self.step(1),
-            LauncherAction::Params => self.focus = LauncherFocus::Params,
+            LauncherAction::Params => {
+                self.focus = match self.entry() {
+                    Entry::Workload(_) => LauncherFocus::Params,
+                    Entry::Command => LauncherFocus::Command,
+                    Entry::Process => LauncherFocus::Processes,
+                }
+            }
             LauncherAction::Workloads => self.focus = LauncherFocus::Workloads,
             LauncherAction::Type | LauncherAction::Erase => {
                 if let Some(value) = &mut self.editing {
@@ -482,11 +538,18 @@ mod tests {
     }
 
     #[test]
-    fn selection_stays_in_range() {
+    fn selection_stays_in_range_and_ends_on_the_program_entries() {
         let mut l = LauncherState::from_cli();
         l.step(-3);
         assert_eq!(l.selected, 0);
+        assert_eq!(l.entry(), Entry::Workload(0));
         l.step(100);
-        assert_eq!(l.selected, l.workloads.len() - 1);
+        assert_eq!(l.selected, l.workloads.len() + 1);
+        assert_eq!(l.entry(), Entry::Process);
+        assert!(l.workload().is_none());
+        l.step(-1);
+        assert_eq!(l.entry(), Entry::Command);
+        l.act(LauncherAction::Params, Key::Tab);
+        assert_eq!(l.focus, LauncherFocus::Command);
     }
 }

@@ -215,16 +215,22 @@ pub struct LiveRun {
     /// The last resources sample of the tree.
     pub resources: Option<Resources>,
     /// RSS over time: (seconds since start, bytes).
-    pub rss: VecDeque<(f64, u64)>,
+    pub rss: VecDeque<(f64, f64)>,
     /// Per-core CPU of the machine, percent.
     pub cpu_per_core: Vec<f64>,
     /// The busiest threads of the last interval: (process, thread, CPU %).
     pub top_threads: Vec<(String, String, f64)>,
+    /// The run is of a program benchtop does not know (a command, an attached process),
+    /// not of a built-in workload.
+    pub program: bool,
+    /// The process tree's CPU, context switches and samples per second.
+    pub activity: super::activity::Activity,
 }
 
 impl LiveRun {
     /// Adds one interval.
     pub fn add_row(&mut self, row: &TimeseriesRow, histograms: &[(String, Histogram<u64>)]) {
+        self.activity.add_row(row);
         if let Some(rate) = self
             .throughput_metric
             .as_ref()
@@ -243,7 +249,7 @@ impl LiveRun {
             self.latency.add(h);
         }
         if let Some(r) = row.resources {
-            push_bounded(&mut self.rss, (row.t_s, r.rss_bytes));
+            push_bounded(&mut self.rss, (row.t_s, r.rss_bytes as f64));
             self.resources = Some(r);
         }
         if !row.cpu_percent_per_core.is_empty() {
@@ -254,6 +260,13 @@ impl LiveRun {
             .iter()
             .map(|t| (t.process.clone(), t.thread.clone(), t.cpu_percent))
             .collect();
+    }
+
+    /// Whether the screen shows the process tree's activity in place of throughput and
+    /// latency: a program that names neither (one speaking the report protocol is shown
+    /// as a workload is).
+    pub fn shows_activity(&self) -> bool {
+        self.program && self.throughput_metric.is_none() && self.latency.metric.is_empty()
     }
 
     /// The latest throughput.

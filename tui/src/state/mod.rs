@@ -11,6 +11,7 @@
 //! project's tests do; the code is about 940 lines.
 
 pub mod ab;
+pub mod activity;
 pub mod compare;
 pub mod flame;
 pub mod flame_panes;
@@ -18,6 +19,7 @@ pub mod keys;
 pub mod launcher;
 pub mod live;
 pub mod orphans;
+pub mod picker;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -110,6 +112,8 @@ pub enum AppEvent {
     Reaped(Vec<(u32, ReapOutcome)>),
     /// The most recent sessions under ./sessions.
     Sessions(Vec<RecentSession>),
+    /// The running processes for the launcher's picker, or why they cannot be listed.
+    Processes(Result<Vec<picker::ProcessRow>, String>),
     /// A signal asked benchtop to end: the TUI leaves at once (a run goes on being
     /// stopped and written once the terminal is restored).
     Signal(Signal),
@@ -206,6 +210,12 @@ pub enum Effect {
     /// Ask the experiment of `ab --tui` to stop: its run going on ends, the runs so far
     /// are judged (answered with [`ab::AbEvent::Finished`]).
     StopExperiment,
+    /// List the running processes (answered with [`AppEvent::Processes`]).
+    ListProcesses,
+    /// Start recording this command line (from the launcher), as `run --tui --` does.
+    RunCommand(Vec<String>),
+    /// Attach to this process (from the launcher), as `attach PID --tui` does.
+    Attach(u32),
 }
 
 /// The screens.
@@ -566,6 +576,7 @@ impl State {
                 Vec::new()
             }
             AppEvent::Tick => {
+                let refresh = self.refresh_processes(now);
                 if self
                     .flash
                     .as_ref()
@@ -573,6 +584,10 @@ impl State {
                 {
                     self.flash = None;
                 }
+                refresh
+            }
+            AppEvent::Processes(rows) => {
+                self.launcher.picker.set(rows, now);
                 Vec::new()
             }
             AppEvent::Live(event) => {
@@ -668,6 +683,8 @@ impl State {
             LiveEvent::Row { row, histograms } => self.live.run.add_row(&row, &histograms),
             LiveEvent::Stacks(snapshot) => {
                 let snapshot = *snapshot;
+                let samples = snapshot.cpu.total_weight();
+                self.live.run.activity.add_samples(samples);
                 self.set_tree(FlameKind::OnCpu, snapshot.cpu);
                 if !snapshot.offcpu.is_empty() {
                     self.set_tree(FlameKind::OffCpu, snapshot.offcpu);
@@ -834,10 +851,17 @@ impl State {
                 self.flames_mut().search_input = None;
                 self.flame_mut().search("");
             }
-            Action::Launcher(action) => self.launcher.act(action, key),
+            Action::Launcher(action) => {
+                self.launcher.act(action, key);
+                return self.refresh_processes(now);
+            }
+            Action::Pick(action) => return self.pick(action, key),
             Action::LauncherEnter => {
                 if self.launcher.focus == LauncherFocus::Params {
                     self.launcher.edit();
+                } else if self.launcher.workload().is_none() {
+                    self.launcher.act(launcher::LauncherAction::Params, key);
+                    return self.refresh_processes(now);
                 } else if let Some(workload) = self.launcher.launch() {
                     let params = live::params_text(&workload.params_json());
                     self.begin_run(workload.name(), &params);

@@ -12,6 +12,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 
 use super::accent;
 use crate::state::keys::{self, Hint, Table};
+use crate::state::launcher::LauncherFocus;
 use crate::state::{Screen, State};
 
 /// The hints of `table` that show in `state`, joined by `sep`.
@@ -34,9 +35,16 @@ pub(super) fn draw_footer(state: &State, now: Instant, area: Rect, buf: &mut Buf
                 Style::new().add_modifier(Modifier::DIM),
             ),
         ])
-    } else if state.screen == Screen::Launcher && state.launcher.editing.is_some() {
+    } else if state.screen == Screen::Launcher
+        && (state.launcher.editing.is_some()
+            || matches!(
+                state.launcher.focus,
+                LauncherFocus::Command | LauncherFocus::Processes
+            ))
+    {
+        // A typing mode: its own keys.
         Line::from(Span::styled(
-            format!(" {}", hints_text(&keys::EDITING, state, "  ")),
+            format!(" {}", hints_text(keys::table(state), state, "  ")),
             accent(state, Color::Yellow),
         ))
     } else if let Some(error) = state
@@ -220,6 +228,12 @@ mod tests {
         }
         assert!(editing.launcher.editing.is_some());
         states.push(("editing".into(), editing));
+        for (down, focus) in [(0, LauncherFocus::Command), (1, LauncherFocus::Processes)] {
+            let mut s = launcher();
+            s.launcher.selected = s.launcher.workloads.len() + down;
+            s.launcher.focus = focus;
+            states.push((format!("launcher {focus:?}"), s));
+        }
         states.push(("orphans".into(), orphans_screen(base)));
         let mut confirm = orphans_screen(base);
         confirm.update(AppEvent::Key(Key::Char('K')), at(base, 1));
@@ -268,8 +282,9 @@ mod tests {
             let footer = footer(&state, base);
             let table: &Table = if state.flames().search_input.is_some() {
                 &keys::SEARCH
-            } else if state.launcher.editing.is_some() && state.screen == Screen::Launcher {
-                &keys::EDITING
+            } else if state.screen == Screen::Launcher {
+                // The launcher's footer is its typing mode's when one is open.
+                keys::table(&state)
             } else {
                 keys::screen(state.screen)
             };
@@ -382,6 +397,16 @@ mod tests {
                 let mut s = launcher();
                 s.launcher.focus = LauncherFocus::Params;
                 s.launcher.edit();
+                s
+            }
+            "command line" | "process picker" => {
+                let mut s = launcher();
+                s.launcher.selected = s.launcher.workloads.len();
+                s.launcher.focus = LauncherFocus::Command;
+                if table.name == "process picker" {
+                    s.launcher.selected += 1;
+                    s.launcher.focus = LauncherFocus::Processes;
+                }
                 s
             }
             "orphans" => orphans_screen(base),

@@ -7,11 +7,11 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::accent;
 use crate::state::State;
-use crate::state::launcher::LauncherFocus;
+use crate::state::launcher::{Entry, LauncherFocus, PROGRAM_ENTRIES};
 
 /// Draws the launcher into `area` (everything but the footer).
 pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
@@ -27,7 +27,10 @@ pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
             " benchtop ",
             accent(state, Color::Cyan).add_modifier(Modifier::BOLD),
         ),
-        Span::raw("pick a workload; Enter runs it, profiled and recorded under ./sessions/"),
+        Span::raw(
+            "pick a workload, a command or a process; Enter runs it, profiled and recorded \
+             under ./sessions/",
+        ),
     ])];
     let orphans = state.orphans.count();
     if orphans > 0 {
@@ -58,8 +61,32 @@ pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
         .title(" workloads ");
     let inner = block.inner(list);
     block.render(list, buf);
-    let mut lines = Vec::new();
-    for (i, w) in l.workloads.iter().enumerate() {
+    workload_list(state, inner, buf);
+    match l.entry() {
+        Entry::Workload(_) => parameters(state, params, buf),
+        Entry::Command => super::picker::command(state, params, buf),
+        Entry::Process => super::picker::processes(state, params, buf),
+    }
+    recent_sessions(state, recent, buf);
+}
+
+/// The workloads, then the entries for any command and a running process; scrolled so
+/// that the selected entry is in view, its place in the title.
+fn workload_list(state: &State, area: Rect, buf: &mut Buffer) {
+    let l = &state.launcher;
+    let width = usize::from(area.width).max(1);
+    let names = l
+        .workloads
+        .iter()
+        .map(|w| (w.name.as_str(), w.about.as_str()))
+        .chain(
+            PROGRAM_ENTRIES
+                .iter()
+                .map(|&(_, name, about)| (name, about)),
+        );
+    // Each entry's lines: its name, then what it is, wrapped.
+    let mut entries: Vec<Vec<Line>> = Vec::new();
+    for (i, (name, about)) in names.enumerate() {
         let selected = i == l.selected;
         let mark = if selected { "▶ " } else { "  " };
         let style = if selected {
@@ -67,16 +94,87 @@ pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
         } else {
             Style::new()
         };
-        lines.push(Line::from(Span::styled(format!("{mark}{}", w.name), style)));
-        lines.push(Line::from(Span::styled(
-            format!("  {}", w.about),
-            Style::new().add_modifier(Modifier::DIM),
-        )));
+        let mut lines = vec![Line::from(Span::styled(format!("{mark}{name}"), style))];
+        lines.extend(
+            wrap(about, width.saturating_sub(2).max(1))
+                .into_iter()
+                .map(|text| {
+                    Line::from(Span::styled(
+                        format!("  {text}"),
+                        Style::new().add_modifier(Modifier::DIM),
+                    ))
+                }),
+        );
+        entries.push(lines);
     }
-    Paragraph::new(lines)
-        .wrap(Wrap { trim: false })
-        .render(inner, buf);
+    let rows = usize::from(area.height);
+    let before: usize = entries.iter().take(l.selected).map(Vec::len).sum();
+    let selected_end = before + entries.get(l.selected).map_or(0, Vec::len);
+    // The first line shown: the selected entry ends on the last row when it would be
+    // below, and starts on the first when it would be above.
+    let need = selected_end.saturating_sub(rows).min(before);
+    // Scrolled by whole entries: the first shown starts at an entry's first line.
+    let first = entries
+        .iter()
+        .scan(0, |start, e| {
+            let at = *start;
+            *start += e.len();
+            Some(at)
+        })
+        .find(|&start| start >= need)
+        .unwrap_or(need)
+        .min(before);
+    let lines: Vec<Line> = entries
+        .into_iter()
+        .flatten()
+        .skip(first)
+        .take(rows)
+        .collect();
+    Paragraph::new(lines).render(area, buf);
+    let title = format!(" {}/{} ", l.selected + 1, l.entries());
+    let x = (area.right() + 1).saturating_sub(title.chars().count() as u16 + 1);
+    if area.y > 0 && x > area.x {
+        buf.set_string(
+            x,
+            area.y - 1,
+            title,
+            Style::new().add_modifier(Modifier::DIM),
+        );
+    }
+}
 
+/// `text` in lines of at most `width` characters, broken between words (a word longer
+/// than a line is cut).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let word: String = word.chars().take(width).collect();
+        let len = line.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// The parameters of the selected workload, the selected one in view.
+fn parameters(state: &State, params: Rect, buf: &mut Buffer) {
+    let l = &state.launcher;
+    let focused = |f: LauncherFocus| {
+        if l.focus == f {
+            accent(state, Color::Cyan).add_modifier(Modifier::BOLD)
+        } else {
+            Style::new().add_modifier(Modifier::DIM)
+        }
+    };
     let title = match l.workload() {
         Some(w) => format!(" parameters of {} ", w.name),
         None => " parameters ".into(),
@@ -137,7 +235,11 @@ pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
             .collect();
         Paragraph::new(lines).render(inner, buf);
     }
+}
 
+/// The most recent sessions under ./sessions.
+fn recent_sessions(state: &State, recent: Rect, buf: &mut Buffer) {
+    let l = &state.launcher;
     let block = Block::new()
         .borders(Borders::ALL)
         .border_style(Style::new().add_modifier(Modifier::DIM))
@@ -164,4 +266,16 @@ pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
             .collect()
     };
     Paragraph::new(lines).render(inner, buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_wraps_between_words_and_cuts_a_word_longer_than_a_line() {
+        assert_eq!(wrap("one two three", 7), ["one two", "three"]);
+        assert_eq!(wrap("abcdefghij xy", 4), ["abcd", "xy"]);
+        assert!(wrap("", 5).is_empty());
+    }
 }

@@ -6,13 +6,17 @@
 //! `keys`, from the key tables.
 
 mod ab;
+mod chart;
 mod compare;
 pub mod flame;
 mod keys;
 mod launcher;
 mod orphans;
 mod panes;
+mod picker;
 pub mod picture;
+mod program;
+mod scale;
 
 use benchtop_sessions::escape::{Escaped, escaped};
 use std::time::Instant;
@@ -209,7 +213,11 @@ fn draw_header(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
 
 fn draw_pane(state: &State, pane: Pane, area: Rect, buf: &mut Buffer) {
     let focused = state.focus == pane;
-    let mut title = vec![Span::raw(format!(" {} {} ", pane.number(), pane.title()))];
+    let mut title = vec![Span::raw(format!(
+        " {} {} ",
+        pane.number(),
+        program::title(state, pane)
+    ))];
     if pane == Pane::Flame {
         title.push(Span::raw(match state.live.flames.kind {
             FlameKind::OnCpu => "on-CPU ",

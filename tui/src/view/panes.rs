@@ -8,18 +8,24 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Sparkline, Widget};
+use ratatui::widgets::{Paragraph, Widget};
 
 use super::accent;
+use super::chart::{Unit, render_series};
+use super::scale;
 use crate::state::State;
 use crate::state::live::LatencySummary;
 
-/// Throughput over the time window: a sparkline, one column per slice of the window.
+/// Throughput over the time window: a chart from zero with its axes (a program that
+/// names no throughput: its process tree's CPU).
 pub fn throughput(state: &State, area: Rect, buf: &mut Buffer) {
     if area.height == 0 {
         return;
     }
     let run = &state.live.run;
+    if run.shows_activity() {
+        return super::program::cpu(state, area, buf);
+    }
     let metric = run.throughput_metric.as_deref().unwrap_or("throughput");
     let [head, chart] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
     let now_text = match run.current_rate() {
@@ -36,23 +42,19 @@ pub fn throughput(state: &State, area: Rect, buf: &mut Buffer) {
         ),
         Span::raw(now_text),
         Span::styled(
-            format!(
-                "  peak {}/s  last {:.0} s",
-                human_count(peak),
-                state.window_s
-            ),
+            format!("  peak {}/s", human_count(peak)),
             Style::new().add_modifier(Modifier::DIM),
         ),
     ]))
     .render(head, buf);
-    let data = columns(
-        window(&run.throughput, state.window_s).map(|&(t, r)| (t, r)),
-        chart.width,
+    render_series(
+        &run.throughput,
+        state.window_s,
+        Unit::Count,
+        accent(state, Color::Green),
+        chart,
+        buf,
     );
-    Sparkline::default()
-        .data(&data)
-        .style(accent(state, Color::Green))
-        .render(chart, buf);
 }
 
 /// The points of `series` within the last `window_s` seconds.
@@ -61,25 +63,13 @@ fn window<T>(series: &VecDeque<(f64, T)>, window_s: f64) -> impl Iterator<Item =
     series.iter().filter(move |&&(t, _)| t > last - window_s)
 }
 
-/// At most `width` values for a sparkline: the mean of each slice when there are more
-/// points than columns.
-fn columns(points: impl Iterator<Item = (f64, f64)>, width: u16) -> Vec<u64> {
-    let values: Vec<f64> = points.map(|(_, v)| v.max(0.0)).collect();
-    let width = usize::from(width).max(1);
-    if values.len() <= width {
-        return values.iter().map(|&v| v as u64).collect();
-    }
-    let per = values.len().div_ceil(width);
-    values
-        .chunks(per)
-        .map(|c| (c.iter().sum::<f64>() / c.len() as f64) as u64)
-        .collect()
-}
-
 /// The latency histogram of the whole run (log-scaled bins) beside its percentiles.
 pub fn latency(state: &State, area: Rect, buf: &mut Buffer) {
     if area.height == 0 {
         return;
+    }
+    if state.live.run.shows_activity() {
+        return super::program::activity(state, area, buf);
     }
     let latency = &state.live.run.latency;
     if latency.total.histogram().is_none() {
@@ -96,37 +86,18 @@ pub fn latency(state: &State, area: Rect, buf: &mut Buffer) {
     } else {
         22
     };
-    let [bars, table] =
-        Layout::horizontal([Constraint::Min(0), Constraint::Length(table_width)]).areas(area);
-    // Bars: one line per bin, as many of the fullest consecutive bins as fit.
-    let rows = usize::from(bars.height.saturating_sub(1));
-    let bins = &latency.bins;
-    let start = if bins.len() > rows {
-        // The window of `rows` bins with the most values.
-        (0..=bins.len() - rows)
-            .max_by_key(|&i| bins[i..i + rows].iter().map(|b| b.count).sum::<u64>())
-            .unwrap_or(0)
-    } else {
-        0
-    };
-    let shown = &bins[start..(start + rows).min(bins.len())];
-    let most = shown.iter().map(|b| b.count).max().unwrap_or(1).max(1);
-    let label_width = 8usize;
-    let bar_room = usize::from(bars.width).saturating_sub(label_width + 1);
-    let mut lines = vec![Line::from(Span::styled(
-        format!("{}, whole run", Escaped(&latency.metric)),
-        Style::new().add_modifier(Modifier::BOLD),
-    ))];
-    for bin in shown {
-        let len = (bin.count as f64 / most as f64 * bar_room as f64).ceil() as usize;
-        let len = if bin.count == 0 { 0 } else { len.max(1) };
-        lines.push(Line::from(vec![
-            Span::raw(format!("{:>7} ", human_ns(bin.low as f64))),
-            Span::styled("█".repeat(len.min(bar_room)), accent(state, Color::Blue)),
-        ]));
+    // The percentile table beside the bars when both fit; else the bars alone, their
+    // markers saying where the percentiles fall (`e` maximizes the pane for the table).
+    let with_table = area.width >= table_width + MIN_BARS_WIDTH;
+    let [bars, table] = Layout::horizontal([
+        Constraint::Min(0),
+        Constraint::Length(if with_table { table_width } else { 0 }),
+    ])
+    .areas(area);
+    latency_bars(state, bars, buf);
+    if !with_table {
+        return;
     }
-    Paragraph::new(lines).render(bars, buf);
-
     let baseline = state.live.baseline.as_ref().map(|b| b.latency);
     let mut lines = vec![Line::from(Span::styled(
         match baseline {
@@ -156,6 +127,85 @@ pub fn latency(state: &State, area: Rect, buf: &mut Buffer) {
         Style::new().add_modifier(Modifier::DIM),
     )));
     Paragraph::new(lines).render(table, buf);
+}
+
+/// The narrowest the bars get beside the table: a range label, markers and some bar.
+const MIN_BARS_WIDTH: u16 = 30;
+
+/// The latency histogram's bars: one line per bin, labelled by the bin's range, its
+/// length on a log scale of count (so that the tail shows), the percentiles that fall in
+/// it marked after it; as many consecutive bins as fit, those holding the most values.
+fn latency_bars(state: &State, area: Rect, buf: &mut Buffer) {
+    let latency = &state.live.run.latency;
+    let rows = usize::from(area.height.saturating_sub(1));
+    let bins = &latency.bins;
+    let start = if bins.len() > rows {
+        // The window of `rows` bins with the most values.
+        (0..=bins.len() - rows)
+            .max_by_key(|&i| bins[i..i + rows].iter().map(|b| b.count).sum::<u64>())
+            .unwrap_or(0)
+    } else {
+        0
+    };
+    let end = (start + rows).min(bins.len());
+    let percentiles: Vec<(&str, u64)> = PERCENTILES
+        .iter()
+        .map(|&(name, get)| (name, get(&latency.run)))
+        .collect();
+    let marks = scale::markers(bins, &percentiles);
+    let marks: Vec<String> = marks[start..end]
+        .iter()
+        .map(|m| {
+            if m.is_empty() {
+                String::new()
+            } else {
+                format!(" ◂{}", m.join(","))
+            }
+        })
+        .collect();
+    let shown = &bins[start..end];
+    let most = shown.iter().map(|b| b.count).max().unwrap_or(1).max(1);
+    // The markers take at most half of what the labels leave, cut with `…` beyond it.
+    let room = usize::from(area.width).saturating_sub(scale::RANGE_LABEL_WIDTH + 1);
+    let mark_width = marks
+        .iter()
+        .map(|m| m.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(room / 2);
+    let marks: Vec<String> = marks
+        .into_iter()
+        .map(|m| {
+            if m.chars().count() <= mark_width {
+                m
+            } else {
+                let cut: String = m.chars().take(mark_width.saturating_sub(1)).collect();
+                format!("{cut}…")
+            }
+        })
+        .collect();
+    let bar_room = room.saturating_sub(mark_width).max(1);
+    let dim = Style::new().add_modifier(Modifier::DIM);
+    let mut lines = vec![Line::from(vec![
+        Span::styled(
+            format!("{}, whole run", Escaped(&latency.metric)),
+            Style::new().add_modifier(Modifier::BOLD),
+        ),
+        Span::styled("  count, log scale", dim),
+    ])];
+    for (bin, mark) in shown.iter().zip(&marks) {
+        let len = scale::log_bar_len(bin.count, most, bar_room);
+        lines.push(Line::from(vec![
+            Span::raw(format!(
+                "{:>width$} ",
+                scale::range_label(bin.low, bin.high),
+                width = scale::RANGE_LABEL_WIDTH
+            )),
+            Span::styled("█".repeat(len), accent(state, Color::Blue)),
+            Span::styled(mark.clone(), accent(state, Color::Yellow)),
+        ]));
+    }
+    Paragraph::new(lines).render(area, buf);
 }
 
 /// A row of the percentile table: its name and how to read it from a summary.
@@ -210,21 +260,25 @@ pub fn resources(state: &State, area: Rect, buf: &mut Buffer) {
         ]));
     }
     let cores = run.cpu_per_core.len() as u16;
-    let [text, spark, bars] = Layout::vertical([
+    let rest = area.height.saturating_sub(top.len() as u16);
+    // The RSS chart takes what the cores leave, two rows (a bar and the time axis) at
+    // least and six at most.
+    let chart_rows = rest.saturating_sub(cores).clamp(rest.min(2), 6);
+    let [text, chart, bars] = Layout::vertical([
         Constraint::Length(top.len() as u16),
-        Constraint::Length(if area.height > cores + 3 { 2 } else { 1 }),
+        Constraint::Length(chart_rows),
         Constraint::Min(0),
     ])
     .areas(area);
     Paragraph::new(top).render(text, buf);
-    let rss = columns(
-        window(&run.rss, state.window_s).map(|&(t, b)| (t, b as f64)),
-        spark.width,
+    render_series(
+        &run.rss,
+        state.window_s,
+        Unit::Bytes,
+        accent(state, Color::Magenta),
+        chart,
+        buf,
     );
-    Sparkline::default()
-        .data(&rss)
-        .style(accent(state, Color::Magenta))
-        .render(spark, buf);
     let label = 6usize;
     let room = usize::from(bars.width).saturating_sub(label + 5);
     let lines: Vec<Line> = run
@@ -263,14 +317,6 @@ mod tests {
         assert_eq!(human_count(12_345.0), "12.3 k");
         assert_eq!(human_count(8_200_000.0), "8.20 M");
         assert_eq!(human_count(1.05e9), "1.05 G");
-    }
-
-    #[test]
-    fn more_points_than_columns_are_averaged_per_slice() {
-        let points = (0..10).map(|i| (f64::from(i), f64::from(i)));
-        assert_eq!(columns(points, 5), [0, 2, 4, 6, 8]);
-        let few = (0..3).map(|i| (f64::from(i), 7.0));
-        assert_eq!(columns(few, 5), [7, 7, 7]);
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod hostile_sessions;
 mod hostile_terminal;
 mod kvstore;
 mod leftovers;
+mod live;
 mod long_session;
 mod manual;
 mod messenger;
