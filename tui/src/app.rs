@@ -207,33 +207,39 @@ fn signalled_code(state: &State) -> Option<ExitCode> {
 /// screen. Both load (and are checked) before the terminal changes.
 pub fn open(args: &OpenArgs) -> Result<ExitCode> {
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let load = |dir: &Path, which: &str| {
-        benchtop_sessions::series::Recorded::load(dir)
-            .with_context(|| format!("cannot open session {which}({})", dir.display()))
-    };
-    let a = load(&args.a, if args.b.is_some() { "A " } else { "" })?;
-    let b = args.b.as_deref().map(|b| load(b, "B ")).transpose()?;
+    let mut state = opened_state(&args.a, args.b.as_deref(), args.threshold, color)?;
     if !std::io::stdout().is_terminal() {
         anyhow::bail!(
             "the TUI needs a terminal; `benchtop show DIR` and `benchtop compare A B` print \
              the same figures"
         );
     }
-    let mut state = match b {
+    let tui = Tui::new()?;
+    let mut runs = tui.runs();
+    let result = tui.run(&mut state, &mut runs, !args.no_mouse, None);
+    result.map(|()| signalled_code(&state).unwrap_or(ExitCode::SUCCESS))
+}
+
+/// The screen of `benchtop open A [B]`: a session (or a series) as its run ended, or two
+/// side by side, judged with `threshold`.
+fn opened_state(a: &Path, b: Option<&Path>, threshold: f64, color: bool) -> Result<State> {
+    let load = |dir: &Path, which: &str| {
+        benchtop_sessions::series::Recorded::load(dir)
+            .with_context(|| format!("cannot open session {which}({})", dir.display()))
+    };
+    let a = load(a, if b.is_some() { "A " } else { "" })?;
+    let b = b.map(|b| load(b, "B ")).transpose()?;
+    Ok(match b {
         Some(b) => {
             let mut opts = benchtop_sessions::compare::CompareOptions::default();
-            opts.threshold = args.threshold;
+            opts.threshold = threshold;
             // Series are judged across their runs; the screen's histograms and stacks are
             // the first run's, with the stacks of every run added.
             let comparison = benchtop_sessions::compare::compare_runs(&a.runs(), &b.runs(), &opts);
             State::with_comparison(representative(a)?, representative(b)?, comparison, color)
         }
         None => State::with_session(representative(a)?, Instant::now(), color),
-    };
-    let tui = Tui::new()?;
-    let mut runs = tui.runs();
-    let result = tui.run(&mut state, &mut runs, !args.no_mouse, None);
-    result.map(|()| signalled_code(&state).unwrap_or(ExitCode::SUCCESS))
+    })
 }
 
 /// `benchtop ab --tui`: the experiment on a thread of its own, shown on the `ab` screen
@@ -563,6 +569,15 @@ fn carry_out(
         Effect::ListSessions => background(tx, "bt-sessions", || {
             AppEvent::Sessions(recent_sessions(Path::new(record::DEFAULT_SESSIONS_DIR)))
         }),
+        Effect::OpenSessions(dirs) => background(tx, "bt-open", move || {
+            let threshold = benchtop_sessions::compare::CompareOptions::default().threshold;
+            let opened = match dirs.as_slice() {
+                [a] => opened_state(a, None, threshold, true),
+                [a, b, ..] => opened_state(a, Some(b), threshold, true),
+                [] => Err(anyhow::anyhow!("no session to open")),
+            };
+            AppEvent::Opened(opened.map(Box::new).map_err(|e| format!("{e:#}")))
+        }),
         Effect::StopExperiment => {
             record::interrupts()?.raise();
         }
@@ -618,6 +633,7 @@ fn recent_sessions(root: &Path) -> Vec<RecentSession> {
                 workload: meta.workload.name,
                 status: meta.status.to_string(),
                 started: meta.started_at,
+                dir: dir.clone(),
             })
         })
         .take(RECENT_SESSIONS)

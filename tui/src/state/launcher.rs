@@ -25,6 +25,8 @@ pub struct Param {
     pub name: String,
     /// Its help line.
     pub help: String,
+    /// Its whole description, on one line.
+    pub description: String,
     /// The default, as the command line prints it; empty when it has none.
     pub default: String,
     /// The value to launch with; empty means the default.
@@ -68,6 +70,8 @@ pub struct RecentSession {
     pub status: String,
     /// When it started (RFC 3339).
     pub started: String,
+    /// Its directory.
+    pub dir: std::path::PathBuf,
 }
 
 /// Where the launcher's keys go.
@@ -82,6 +86,8 @@ pub enum LauncherFocus {
     Command,
     /// The running processes, being picked from.
     Processes,
+    /// The recent sessions.
+    Recent,
 }
 
 /// An entry of the launcher's list: a workload, or one of the two entries for programs
@@ -131,6 +137,10 @@ pub struct LauncherState {
     pub command: super::picker::CommandEntry,
     /// The running processes of the process entry.
     pub picker: super::picker::ProcessPicker,
+    /// The selected recent session.
+    pub recent_selected: usize,
+    /// The recent session marked to be opened beside the selected one (`open A B`).
+    pub marked: Option<usize>,
 }
 
 impl LauncherState {
@@ -158,6 +168,14 @@ impl LauncherState {
                             .next()
                             .unwrap_or_default()
                             .to_owned(),
+                        description: a
+                            .get_long_help()
+                            .or(a.get_help())
+                            .map(|h| h.to_string())
+                            .unwrap_or_default()
+                            .split_whitespace()
+                            .collect::<Vec<_>>()
+                            .join(" "),
                         default: a
                             .get_default_values()
                             .iter()
@@ -193,6 +211,53 @@ impl LauncherState {
         launcher
     }
 
+    /// The pane of the selected entry: a workload's parameters, the command line, or
+    /// the processes.
+    pub fn entry_pane(&self) -> LauncherFocus {
+        match self.entry() {
+            Entry::Workload(_) => LauncherFocus::Params,
+            Entry::Command => LauncherFocus::Command,
+            Entry::Process => LauncherFocus::Processes,
+        }
+    }
+
+    /// The panes Tab goes through, in order: the list, the entry's pane, and the recent
+    /// sessions when there are any.
+    pub fn panes(&self) -> Vec<LauncherFocus> {
+        let mut panes = vec![LauncherFocus::Workloads, self.entry_pane()];
+        if !self.recent.is_empty() {
+            panes.push(LauncherFocus::Recent);
+        }
+        panes
+    }
+
+    /// Sets the recent sessions, keeping the selection in range and dropping a mark
+    /// that no longer points at a session.
+    pub fn set_recent(&mut self, recent: Vec<RecentSession>) {
+        self.recent = recent;
+        self.recent_selected = self
+            .recent_selected
+            .min(self.recent.len().saturating_sub(1));
+        self.marked = self.marked.filter(|&m| m < self.recent.len());
+        if self.recent.is_empty() && self.focus == LauncherFocus::Recent {
+            self.focus = LauncherFocus::Workloads;
+        }
+    }
+
+    /// What Enter on the recent sessions opens: the selected one, or the marked one (A)
+    /// against the selected one (B).
+    pub fn to_open(&self) -> Vec<std::path::PathBuf> {
+        let Some(selected) = self.recent.get(self.recent_selected) else {
+            return Vec::new();
+        };
+        match self.marked.and_then(|m| self.recent.get(m)) {
+            Some(a) if self.marked != Some(self.recent_selected) => {
+                vec![a.dir.clone(), selected.dir.clone()]
+            }
+            _ => vec![selected.dir.clone()],
+        }
+    }
+
     /// The selected workload.
     pub fn workload(&self) -> Option<&WorkloadEntry> {
         self.workloads.get(self.selected)
@@ -222,6 +287,7 @@ impl LauncherState {
                 let len = self.workload().map_or(0, |w| w.params.len());
                 (&mut self.param, len)
             }
+            LauncherFocus::Recent => (&mut self.recent_selected, self.recent.len()),
         };
         if len > 0 {
             *index = (*index as isize + by).clamp(0, len as isize - 1) as usize;
@@ -311,10 +377,17 @@ pub enum LauncherAction {
     Up,
     /// Select the next workload or parameter.
     Down,
-    /// To the parameters.
+    /// To the parameters (or the command line, or the processes: the selected entry's
+    /// pane).
     Params,
     /// To the workloads.
     Workloads,
+    /// To the next pane: workloads, the entry's pane, the recent sessions, round.
+    Next,
+    /// To the previous pane.
+    Prev,
+    /// Recent sessions: mark the selected one to open beside another, or unmark it.
+    Mark,
     /// Editing a parameter: type the character.
     Type,
     /// Editing a parameter: erase the last character.
@@ -331,14 +404,27 @@ impl LauncherState {
         match action {
             LauncherAction::Up => self.step(-1),
             LauncherAction::Down => self.step(1),
-            LauncherAction::Params => {
-                self.focus = match self.entry() {
-                    Entry::Workload(_) => LauncherFocus::Params,
-                    Entry::Command => LauncherFocus::Command,
-                    Entry::Process => LauncherFocus::Processes,
+            LauncherAction::Params => self.focus = self.entry_pane(),
+            LauncherAction::Workloads => self.focus = LauncherFocus::Workloads,
+            LauncherAction::Next | LauncherAction::Prev => {
+                let panes = self.panes();
+                let at = panes.iter().position(|&p| p == self.focus).unwrap_or(0);
+                let by = if action == LauncherAction::Next {
+                    1
+                } else {
+                    -1
+                };
+                let next = (at as isize + by).rem_euclid(panes.len() as isize);
+                self.focus = panes[next as usize];
+            }
+            LauncherAction::Mark => {
+                if self.focus == LauncherFocus::Recent && self.recent_selected < self.recent.len() {
+                    self.marked = match self.marked {
+                        Some(m) if m == self.recent_selected => None,
+                        _ => Some(self.recent_selected),
+                    };
                 }
             }
-            LauncherAction::Workloads => self.focus = LauncherFocus::Workloads,
             LauncherAction::Type | LauncherAction::Erase => {
                 if let Some(value) = &mut self.editing {
                     match key {
@@ -371,31 +457,51 @@ pub const LAUNCHER: Table = Table {
         },
         Row {
             keys: &[
-                (Key::Tab, Action::Launcher(LauncherAction::Params)),
+                (Key::Tab, Action::Launcher(LauncherAction::Next)),
+                (Key::BackTab, Action::Launcher(LauncherAction::Prev)),
+            ],
+            only: When::Always,
+            help: Some((
+                "Tab, Shift-Tab",
+                "next, previous pane: workloads, parameters, sessions",
+            )),
+            hints: &[hint("Tab pane", When::Always, 21)],
+        },
+        Row {
+            keys: &[
                 (Key::Right, Action::Launcher(LauncherAction::Params)),
                 (Key::Char('l'), Action::Launcher(LauncherAction::Params)),
-                (Key::BackTab, Action::Launcher(LauncherAction::Workloads)),
                 (Key::Left, Action::Launcher(LauncherAction::Workloads)),
                 (Key::Char('h'), Action::Launcher(LauncherAction::Workloads)),
                 (Key::Esc, Action::Launcher(LauncherAction::Workloads)),
             ],
             only: When::Always,
+            help: Some(("← →, Esc", "to the workloads, to their parameters")),
+            hints: &[],
+        },
+        Row {
+            keys: &[
+                (Key::Char('m'), Action::Launcher(LauncherAction::Mark)),
+                (Key::Char(' '), Action::Launcher(LauncherAction::Mark)),
+            ],
+            only: When::Launcher(LauncherFocus::Recent),
             help: Some((
-                "Tab, ← →",
-                "move between the workloads and their parameters",
+                "m, Space",
+                "recent sessions: mark one; Enter on another compares them",
             )),
-            hints: &[hint("Tab/←→ workloads|parameters", When::Always, 21)],
+            hints: &[hint("m mark", When::Launcher(LauncherFocus::Recent), 23)],
         },
         Row {
             keys: &[(Key::Enter, Action::LauncherEnter)],
             only: When::Always,
             help: Some((
                 "Enter",
-                "run the selected workload; on a parameter: edit it",
+                "run the selected workload; edit a parameter; open a session",
             )),
             hints: &[
                 hint("Enter run", When::Launcher(LauncherFocus::Workloads), 22),
                 hint("Enter edit", When::Launcher(LauncherFocus::Params), 22),
+                hint("Enter open", When::Launcher(LauncherFocus::Recent), 22),
             ],
         },
         Row {

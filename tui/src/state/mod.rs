@@ -121,6 +121,9 @@ pub enum AppEvent {
     TerminalGone,
     /// The experiment of `ab --tui` told something.
     Ab(ab::AbEvent),
+    /// Sessions opened from the launcher: the screen of `benchtop open` for them, or why
+    /// they could not be read.
+    Opened(Result<Box<State>, String>),
 }
 
 /// The signals that end the TUI.
@@ -210,6 +213,9 @@ pub enum Effect {
     /// Ask the experiment of `ab --tui` to stop: its run going on ends, the runs so far
     /// are judged (answered with [`ab::AbEvent::Finished`]).
     StopExperiment,
+    /// Open these sessions (one, or A and B) as `benchtop open` does (answered with
+    /// [`AppEvent::Opened`]).
+    OpenSessions(Vec<PathBuf>),
     /// List the running processes (answered with [`AppEvent::Processes`]).
     ListProcesses,
     /// Start recording this command line (from the launcher), as `run --tui --` does.
@@ -512,6 +518,24 @@ impl State {
         state
     }
 
+    /// Shows what the launcher opened: the session as its run ended on the live screen,
+    /// or two side by side on the compare screen; Esc comes back to the launcher.
+    fn show_opened(&mut self, opened: State) {
+        match opened.screen {
+            Screen::Compare => {
+                self.compare = opened.compare;
+                self.screen = Screen::Compare;
+            }
+            _ => {
+                self.live = opened.live;
+                self.focus = opened.focus;
+                self.screen = Screen::Live;
+            }
+        }
+        self.maximized = false;
+        self.from_launcher = true;
+    }
+
     /// A new run of `workload` replaces the last one on the live screen.
     fn begin_run(&mut self, workload: &str, params: &str) {
         self.live = LiveScreen::new(workload, params);
@@ -622,7 +646,14 @@ impl State {
                 vec![Effect::ScanOrphans]
             }
             AppEvent::Sessions(sessions) => {
-                self.launcher.recent = sessions;
+                self.launcher.set_recent(sessions);
+                Vec::new()
+            }
+            AppEvent::Opened(result) => {
+                match result {
+                    Ok(opened) => self.show_opened(*opened),
+                    Err(e) => self.flash(e, true, now),
+                }
                 Vec::new()
             }
             AppEvent::Error(text) => {
@@ -765,6 +796,10 @@ impl State {
     }
 
     fn on_key(&mut self, key: Key, now: Instant) -> Vec<Effect> {
+        // A refusal is said until the next key, which may refuse again.
+        if self.screen == Screen::Launcher {
+            self.launcher.error = None;
+        }
         match keys::table(self).action(self, key) {
             Some(action) => self.act(action, key, now),
             None => Vec::new(),
@@ -816,9 +851,14 @@ impl State {
             Action::Snapshot => return self.snapshot(now),
             Action::Difference => self.toggle_differential(now),
             Action::CompareBackOut => {
-                // Out of the flamegraph's zoom first, then out of a maximized pane.
+                // Out of the flamegraph's zoom first, then out of a maximized pane, then
+                // back to the launcher the sessions were opened from.
                 let zoomed_out =
                     self.compare.focus == ComparePane::Flame && self.flame_mut().zoom_out();
+                if !zoomed_out && !self.maximized && self.from_launcher {
+                    self.screen = Screen::Launcher;
+                    return vec![Effect::ListSessions];
+                }
                 self.maximized = self.maximized && zoomed_out;
             }
             Action::Compare(action) => self.compare.act(action),
@@ -857,6 +897,20 @@ impl State {
             }
             Action::Pick(action) => return self.pick(action, key),
             Action::LauncherEnter => {
+                if self.launcher.focus == LauncherFocus::Recent {
+                    let dirs = self.launcher.to_open();
+                    if dirs.is_empty() {
+                        return Vec::new();
+                    }
+                    let names: Vec<String> = dirs
+                        .iter()
+                        .filter_map(|d| d.file_name())
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .collect();
+                    self.flash(format!("opening {}…", names.join(" against ")), false, now);
+                    self.launcher.marked = None;
+                    return vec![Effect::OpenSessions(dirs)];
+                }
                 if self.launcher.focus == LauncherFocus::Params {
                     self.launcher.edit();
                 } else if self.launcher.workload().is_none() {

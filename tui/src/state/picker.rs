@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use super::keys::{Action, Otherwise, Row, Table, When, hint};
-use super::launcher::LauncherFocus;
+use super::launcher::{LauncherAction, LauncherFocus};
 use super::{Effect, Key, Screen, State};
 
 /// How often the process list is read again while it is shown.
@@ -271,6 +271,12 @@ pub const COMMAND_LINE: Table = Table {
             hints: &[hint("Enter run", When::Always, 1)],
         },
         Row {
+            keys: &[(Key::Tab, Action::Launcher(LauncherAction::Next))],
+            only: When::Always,
+            help: Some(("Tab", "the next pane (recent sessions, then the workloads)")),
+            hints: &[],
+        },
+        Row {
             keys: &[
                 (Key::Esc, Action::Pick(PickAction::Back)),
                 (Key::BackTab, Action::Pick(PickAction::Back)),
@@ -319,6 +325,12 @@ pub const PICKER: Table = Table {
                 "attach to the selected process, live (as attach PID --tui)",
             )),
             hints: &[hint("Enter attach", When::Always, 2)],
+        },
+        Row {
+            keys: &[(Key::Tab, Action::Launcher(LauncherAction::Next))],
+            only: When::Always,
+            help: Some(("Tab", "the next pane (recent sessions, then the workloads)")),
+            hints: &[],
         },
         Row {
             keys: &[

@@ -217,7 +217,11 @@ mod tests {
             s.compare.focus = pane;
             states.push((format!("compare {pane:?}"), s));
         }
-        for focus in [LauncherFocus::Workloads, LauncherFocus::Params] {
+        for focus in [
+            LauncherFocus::Workloads,
+            LauncherFocus::Params,
+            LauncherFocus::Recent,
+        ] {
             let mut s = launcher();
             s.launcher.focus = focus;
             states.push((format!("launcher {focus:?}"), s));

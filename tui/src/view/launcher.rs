@@ -186,6 +186,30 @@ fn parameters(state: &State, params: Rect, buf: &mut Buffer) {
     let inner = block.inner(params);
     block.render(params, buf);
     if let Some(w) = l.workload() {
+        // The selected parameter's whole description, in lines of its own at the bottom.
+        let described = w.params.get(l.param).map(|p| {
+            let mut text = format!("--{}: {}", p.name, p.description);
+            if !p.choices.is_empty() {
+                text.push_str(&format!(" [{}]", p.choices.join("|")));
+            }
+            wrap(&text, usize::from(inner.width))
+        });
+        let described = described.unwrap_or_default();
+        let room = (usize::from(inner.height) / 3).clamp(1, 3);
+        let desc_rows = described.len().min(room) as u16;
+        let [inner, desc] = Layout::vertical([
+            Constraint::Min(1),
+            Constraint::Length(if inner.height > 4 { desc_rows } else { 0 }),
+        ])
+        .areas(inner);
+        Paragraph::new(
+            described
+                .into_iter()
+                .take(usize::from(desc.height))
+                .map(|l| Line::from(Span::styled(l, accent(state, Color::Yellow))))
+                .collect::<Vec<_>>(),
+        )
+        .render(desc, buf);
         let name_width = w.params.iter().map(|p| p.name.len()).max().unwrap_or(0);
         let rows = usize::from(inner.height);
         // Keep the selected parameter in view.
@@ -240,10 +264,20 @@ fn parameters(state: &State, params: Rect, buf: &mut Buffer) {
 /// The most recent sessions under ./sessions.
 fn recent_sessions(state: &State, recent: Rect, buf: &mut Buffer) {
     let l = &state.launcher;
+    let focused = l.focus == LauncherFocus::Recent;
+    let title = if l.marked.is_some() {
+        " recent sessions (./sessions): A marked, Enter on another compares "
+    } else {
+        " recent sessions (./sessions) "
+    };
     let block = Block::new()
         .borders(Borders::ALL)
-        .border_style(Style::new().add_modifier(Modifier::DIM))
-        .title(" recent sessions (./sessions) ");
+        .border_style(if focused {
+            accent(state, Color::Cyan).add_modifier(Modifier::BOLD)
+        } else {
+            Style::new().add_modifier(Modifier::DIM)
+        })
+        .title(title);
     let inner = block.inner(recent);
     block.render(recent, buf);
     let lines: Vec<Line> = if l.recent.is_empty() {
@@ -252,16 +286,28 @@ fn recent_sessions(state: &State, recent: Rect, buf: &mut Buffer) {
             Style::new().add_modifier(Modifier::DIM),
         ))]
     } else {
+        // The selected session stays in view.
+        let rows = usize::from(inner.height);
+        let first = l.recent_selected.saturating_sub(rows.saturating_sub(1));
         l.recent
             .iter()
-            .map(|s| {
-                Line::from(format!(
-                    "{:<32} {:<8} {:<9} {}",
+            .enumerate()
+            .skip(first)
+            .take(rows)
+            .map(|(i, s)| {
+                let mark = if l.marked == Some(i) { "A " } else { "  " };
+                let line = Line::from(format!(
+                    "{mark}{:<32} {:<8} {:<9} {}",
                     escaped(&s.name),
                     escaped(&s.workload),
                     escaped(&s.status),
                     Escaped(&s.started)
-                ))
+                ));
+                if focused && i == l.recent_selected {
+                    line.style(Style::new().add_modifier(Modifier::REVERSED))
+                } else {
+                    line
+                }
             })
             .collect()
     };

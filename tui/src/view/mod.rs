@@ -272,7 +272,8 @@ pub(super) mod tests {
 
     use super::*;
     use crate::record::live::LiveEvent;
-    use crate::state::{AppEvent, Key};
+    use crate::state::launcher::LauncherFocus;
+    use crate::state::{AppEvent, Effect, Key};
 
     /// The text of a buffer, one line per row (trailing spaces trimmed).
     pub(super) fn text(buf: &Buffer) -> String {
@@ -708,13 +709,124 @@ pub(super) mod tests {
 
     pub(super) fn launcher() -> State {
         let mut s = State::with_launcher(crate::state::launcher::LauncherState::from_cli(), true);
-        s.launcher.recent = vec![crate::state::launcher::RecentSession {
-            name: "20261123-154211-ring".into(),
-            workload: "ring".into(),
-            status: "complete".into(),
-            started: "2026-11-23T15:42:11.463Z".into(),
-        }];
+        s.launcher.recent = ["20261123-154211-ring", "20261123-150002-storm"]
+            .into_iter()
+            .map(|name| crate::state::launcher::RecentSession {
+                name: name.into(),
+                workload: name.rsplit('-').next().unwrap_or_default().into(),
+                status: "complete".into(),
+                started: "2026-11-23T15:42:11.463Z".into(),
+                dir: std::path::Path::new("sessions").join(name),
+            })
+            .collect();
         s
+    }
+
+    #[test]
+    fn tab_and_shift_tab_go_round_the_launchers_panes_both_ways() {
+        use crate::state::launcher::LauncherFocus::{Params, Recent, Workloads};
+        let mut s = launcher();
+        let now = Instant::now();
+        let mut seen = vec![s.launcher.focus];
+        for _ in 0..3 {
+            s.update(AppEvent::Key(Key::Tab), now);
+            seen.push(s.launcher.focus);
+        }
+        assert_eq!(seen, [Workloads, Params, Recent, Workloads]);
+        let mut back = vec![s.launcher.focus];
+        for _ in 0..3 {
+            s.update(AppEvent::Key(Key::BackTab), now);
+            back.push(s.launcher.focus);
+        }
+        assert_eq!(back, [Workloads, Recent, Params, Workloads]);
+    }
+
+    #[test]
+    fn enter_on_a_recent_session_opens_it_and_a_marked_one_compares_with_it() {
+        let mut s = launcher();
+        let now = Instant::now();
+        s.update(AppEvent::Key(Key::BackTab), now);
+        assert_eq!(s.launcher.focus, LauncherFocus::Recent);
+        let open = |s: &mut State| s.update(AppEvent::Key(Key::Enter), now);
+        assert_eq!(
+            open(&mut s),
+            vec![Effect::OpenSessions(vec![
+                "sessions/20261123-154211-ring".into()
+            ])]
+        );
+        s.update(AppEvent::Key(Key::Char('m')), now);
+        s.update(AppEvent::Key(Key::Down), now);
+        let screen = render(&s, now, 80, 24);
+        assert!(screen.contains("A 20261123-154211-ring"), "{screen}");
+        insta::assert_snapshot!("the_launcher_recent_sessions_with_a_mark_80x24", screen);
+        insta::assert_snapshot!(
+            "the_launcher_recent_sessions_with_a_mark_160x48",
+            render(&s, now, 160, 48)
+        );
+        assert_eq!(
+            open(&mut s),
+            vec![Effect::OpenSessions(vec![
+                "sessions/20261123-154211-ring".into(),
+                "sessions/20261123-150002-storm".into()
+            ])]
+        );
+        assert_eq!(s.launcher.marked, None, "the mark is used up");
+    }
+
+    #[test]
+    fn a_session_opened_from_the_launcher_goes_back_there_on_esc() {
+        let mut s = launcher();
+        let now = Instant::now();
+        let opened = comparing();
+        s.update(AppEvent::Opened(Ok(Box::new(opened))), now);
+        assert_eq!(s.screen, Screen::Compare);
+        assert!(render(&s, now, 160, 48).contains("figure"));
+        assert_eq!(
+            s.update(AppEvent::Key(Key::Esc), now),
+            vec![Effect::ListSessions]
+        );
+        assert_eq!(s.screen, Screen::Launcher);
+        s.update(
+            AppEvent::Opened(Err("cannot open session (x): gone".into())),
+            now,
+        );
+        assert_eq!(s.screen, Screen::Launcher);
+        assert!(render(&s, now, 80, 24).contains("cannot open session (x): gone"));
+    }
+
+    #[test]
+    fn a_refusal_clears_on_the_next_key() {
+        let mut s = launcher();
+        let now = Instant::now();
+        // num-nodes 0 is refused.
+        for key in [Key::Tab, Key::Enter, Key::Char('0'), Key::Enter] {
+            s.update(AppEvent::Key(key), now);
+        }
+        let refused = render(&s, now, 80, 24);
+        let footer = refused.lines().last().unwrap_or_default().to_owned();
+        assert!(s.launcher.error.is_some(), "{refused}");
+        insta::assert_snapshot!("the_launcher_refusing_a_value_80x24", refused);
+        s.update(AppEvent::Key(Key::Down), now);
+        assert_eq!(s.launcher.error, None);
+        let footer_after = render(&s, now, 80, 24)
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .to_owned();
+        assert_ne!(footer, footer_after);
+        assert!(footer_after.contains("Enter edit"), "{footer_after}");
+    }
+
+    #[test]
+    fn the_selected_parameter_is_described_whole_in_lines_of_its_own() {
+        let mut s = launcher();
+        let now = Instant::now();
+        s.update(AppEvent::Key(Key::Tab), now);
+        let selected = &s.launcher.workloads[s.launcher.selected].params[s.launcher.param];
+        let head = format!("--{}: ", selected.name);
+        let screen = render(&s, now, 160, 48);
+        assert!(screen.contains(&head), "{head}\n{screen}");
+        insta::assert_snapshot!("the_launcher_describing_a_parameter_160x48", screen);
     }
 
     pub(super) fn orphan(pid: u32) -> benchtop_profilers::reaper::Orphan {
