@@ -739,6 +739,15 @@ pub(super) mod tests {
             back.push(s.launcher.focus);
         }
         assert_eq!(back, [Workloads, Recent, Params, Workloads]);
+        s.update(AppEvent::Key(Key::BackTab), now);
+        for (w, h) in [(80, 24), (160, 48)] {
+            let screen = render(&s, now, w, h);
+            assert!(screen.contains("Enter open"), "{screen}");
+            insta::assert_snapshot!(
+                format!("the_launcher_on_its_recent_sessions_{w}x{h}"),
+                screen
+            );
+        }
     }
 
     #[test]
@@ -806,6 +815,10 @@ pub(super) mod tests {
         let footer = refused.lines().last().unwrap_or_default().to_owned();
         assert!(s.launcher.error.is_some(), "{refused}");
         insta::assert_snapshot!("the_launcher_refusing_a_value_80x24", refused);
+        insta::assert_snapshot!(
+            "the_launcher_refusing_a_value_160x48",
+            render(&s, now, 160, 48)
+        );
         s.update(AppEvent::Key(Key::Down), now);
         assert_eq!(s.launcher.error, None);
         let footer_after = render(&s, now, 80, 24)
