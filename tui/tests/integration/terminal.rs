@@ -362,3 +362,65 @@ fn benchtop_open_shows_two_sessions_side_by_side_and_one_session_as_it_ended() {
     );
     assert!(screen.contains("EXIT=1"), "{screen}");
 }
+
+#[test]
+fn the_launcher_opens_a_recent_session_and_two_side_by_side() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sessions = tmp.path().join("sessions");
+    for (name, mode) in [
+        ("20261101-100000-ring", "tell"),
+        ("20261102-100000-ring", "ask"),
+    ] {
+        let out = crate::support::run_command(
+            &sessions.join(name),
+            &[
+                "ring",
+                "--num-nodes",
+                "100",
+                "--num-rounds",
+                "200",
+                "--mode",
+                mode,
+            ],
+        )
+        .output()
+        .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    let tmux = Tmux::start_sized(
+        &format!(
+            "cd {} && XDG_CONFIG_HOME=/nonexistent/benchtop-tests {}; echo EXIT=$?; sleep 60",
+            shell_quote(tmp.path()),
+            shell_quote(Path::new(env!("CARGO_BIN_EXE_benchtop")))
+        ),
+        160,
+        48,
+    );
+    tmux.wait_for_all(&["20261102-100000-ring", "20261101-100000-ring", "▶ ring"]);
+    // Shift-Tab from the workloads lands on the recent sessions; the newest is first.
+    tmux.keys("BTab");
+    tmux.wait_for("Enter open");
+    tmux.keys("Enter");
+    let screen = tmux.wait_for("● complete");
+    assert!(screen.contains("mode=ask"), "{screen}");
+    tmux.keys("Escape");
+    tmux.wait_for("Enter open");
+    // A is the older (tell), B the newer (ask).
+    tmux.keys("Down");
+    tmux.keys("m");
+    tmux.wait_for("A marked");
+    tmux.keys("Up");
+    tmux.keys("Enter");
+    let screen = tmux.wait_for("change verdict");
+    let mut lines = screen.lines();
+    let (a, b) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
+    assert!(
+        a.contains("compare A") && a.contains("mode=tell") && b.contains("mode=ask"),
+        "{screen}"
+    );
+    tmux.keys("Escape");
+    tmux.wait_for("Enter open");
+    tmux.keys("q");
+    let screen = tmux.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=0"), "{screen}");
+}
