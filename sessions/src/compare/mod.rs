@@ -772,6 +772,7 @@ mod tests {
             latency,
             cpu: None,
             offcpu: None,
+            memory: Default::default(),
             threads: Vec::new(),
             warnings: Vec::new(),
         }
