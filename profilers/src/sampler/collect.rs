@@ -843,7 +843,12 @@ impl Collector {
         let mut mem_deferred = Vec::new();
         for (key, (slot, count)) in mem_pending.drain() {
             if known_frames(resolver, interner, frames, &key, want_user, want_kernel) {
-                mem_out.add(interner, frames, translated, count.saturating_mul(*mem_bytes));
+                mem_out.add(
+                    interner,
+                    frames,
+                    translated,
+                    count.saturating_mul(*mem_bytes),
+                );
                 if let (Some(s), Some(id)) = (
                     mem_slot_stacks.get_mut(slot as usize),
                     table.intern(interner, frames, chunk),
@@ -892,7 +897,12 @@ impl Collector {
         }
         for (key, (slot, count)) in mem_deferred {
             resolved_frames(resolver, interner, frames, &key, unknown);
-            mem_out.add(interner, frames, translated, count.saturating_mul(*mem_bytes));
+            mem_out.add(
+                interner,
+                frames,
+                translated,
+                count.saturating_mul(*mem_bytes),
+            );
             if let (Some(s), Some(id)) = (
                 mem_slot_stacks.get_mut(slot as usize),
                 table.intern(interner, frames, chunk),

@@ -724,9 +724,7 @@ impl std::fmt::Display for Reduction {
             ),
             Reduction::KernelFramesExcluded(reason)
             | Reduction::OffCpuStacksExcluded(reason)
-            | Reduction::KernelFaultsExcluded(reason) => {
-                f.write_str(reason)
-            }
+            | Reduction::KernelFaultsExcluded(reason) => f.write_str(reason),
         }
     }
 }

@@ -29,12 +29,18 @@ pub enum ProfileKind {
 impl ProfileKind {
     /// On-CPU stacks are taken.
     pub fn on_cpu(self) -> bool {
-        matches!(self, ProfileKind::Cpu | ProfileKind::Both | ProfileKind::All)
+        matches!(
+            self,
+            ProfileKind::Cpu | ProfileKind::Both | ProfileKind::All
+        )
     }
 
     /// Off-CPU time is recorded.
     pub fn off_cpu(self) -> bool {
-        matches!(self, ProfileKind::OffCpu | ProfileKind::Both | ProfileKind::All)
+        matches!(
+            self,
+            ProfileKind::OffCpu | ProfileKind::Both | ProfileKind::All
+        )
     }
 
     /// Page faults are sampled (where resident memory grew).
@@ -104,12 +110,12 @@ pub struct SamplerOptions {
     pub mem_period: u64,
 }
 
-/// One page fault in this many is sampled by default: 64 KiB of 4 KiB pages per sample,
-/// so a program touching 4 GB writes some 65 000 samples. Chosen with
+/// One page fault in this many is sampled by default: 128 KiB of 4 KiB pages per sample,
+/// so a program touching 4 GB writes some 32 800 samples. Chosen with
 /// `benches/mem_overhead.py`: at this period page-fault sampling costs the program no
 /// more than `perf record -e page-faults -g` (perf's default of 4 000 samples a second)
 /// on the same program.
-pub const DEFAULT_MEM_PERIOD: u64 = 16;
+pub const DEFAULT_MEM_PERIOD: u64 = 32;
 
 /// The perf event that drives on-CPU sampling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

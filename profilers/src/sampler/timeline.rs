@@ -391,8 +391,22 @@ mod tests {
         let mut out = Vec::new();
         t.take_intervals(2 * S, &mut out);
         assert_eq!(out.len(), 2);
-        assert_eq!(out[0].mem, [Weight { tid: 4, stack: 3, weight: 131_072 }]);
-        assert_eq!(out[1].mem, [Weight { tid: 4, stack: 5, weight: 65_536 }]);
+        assert_eq!(
+            out[0].mem,
+            [Weight {
+                tid: 4,
+                stack: 3,
+                weight: 131_072
+            }]
+        );
+        assert_eq!(
+            out[1].mem,
+            [Weight {
+                tid: 4,
+                stack: 5,
+                weight: 65_536
+            }]
+        );
         assert!(out[0].cpu.is_empty() && out[0].offcpu.is_empty());
     }
 

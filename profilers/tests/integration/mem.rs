@@ -87,7 +87,9 @@ fn assert_split(profile: &Profile, what: &str) {
     assert!((b - 0.25).abs() <= 0.02, "{report}");
     assert!((total / TOUCHED - 1.0).abs() <= 0.05, "{report}");
     let info = profile.sampling_info();
-    let mem = info.mem.expect("the sampling section says how faults were sampled");
+    let mem = info
+        .mem
+        .expect("the sampling section says how faults were sampled");
     assert_eq!(mem.bytes, profile.mem.total_weight());
     assert_eq!(
         mem.bytes,
@@ -103,7 +105,10 @@ fn page_faults_split_between_the_callers_of_memset_with_frame_pointers() {
     let prog = build_c(dir.path(), "touch", TOUCH_C, WITH_FP);
     // Every profile at once: the page-fault samples must stay apart from the others.
     let profile = record(&prog, ProfileKind::All, UnwindMode::Auto);
-    assert_split(&profile, "frame pointers, C library by CFI (auto), --profile all");
+    assert_split(
+        &profile,
+        "frame pointers, C library by CFI (auto), --profile all",
+    );
     assert_eq!(profile.sampling_info().profile, "all");
     assert!(
         !profile.mem.to_folded().contains("[blocked"),
