@@ -690,6 +690,13 @@ pub(super) enum Reduction {
     /// Page faults taken in kernel mode (inside system calls) left out of the memory
     /// profile; the reason and its fix.
     KernelFaultsExcluded(String),
+    /// One page fault in `period` sampled instead of one in `asked`, for ring buffers of
+    /// `pages` data pages (an unprivileged user's, with stack copies).
+    MemPeriodRaised {
+        asked: u64,
+        period: u64,
+        pages: usize,
+    },
 }
 
 impl Reduction {
@@ -721,6 +728,18 @@ impl std::fmt::Display for Reduction {
                 f,
                 "ring buffers reduced from {requested} down to {pages} data pages per CPU: the \
                  kernel refused larger ones (locked-memory limit); samples may be lost under load"
+            ),
+            Reduction::MemPeriodRaised {
+                asked,
+                period,
+                pages,
+            } => write!(
+                f,
+                "memory samples: one page fault in {period}, not {asked}: stack copies at \
+                 high fault rates overflow ring buffers of {pages} data pages per CPU (the \
+                 locked-memory budget of an unprivileged user); shares stay exact, each \
+                 sample stands for more bytes (run as root or with CAP_IPC_LOCK, or with \
+                 --unwind fp, for the period asked)"
             ),
             Reduction::KernelFramesExcluded(reason)
             | Reduction::OffCpuStacksExcluded(reason)

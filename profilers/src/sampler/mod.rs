@@ -119,6 +119,9 @@ const PRIVILEGED_STACK_DATA_PAGES: usize = 512;
 /// 2 MiB (20 ms) lost 3.6 % of the samples of the memory test's fixture (300 + 100 MB)
 /// while builds ran beside it, 8 MiB (85 ms) none.
 const PRIVILEGED_MEM_STACK_DATA_PAGES: usize = 2048;
+/// The most an unprivileged memory profile's period is raised by to fit its smaller ring
+/// buffers (see [`Sampler::start`]).
+const MAX_MEM_PERIOD_SCALE: usize = 64;
 /// Data pages per CPU asked for without privileges (256 KiB, ~0.46 s as above). With the
 /// default perf_event_mlock_kb of 516 (one metadata page plus 128 data pages per CPU)
 /// it fits the user's budget with half of it left to other perf users of the account.
@@ -461,6 +464,25 @@ impl Sampler {
             });
         }
 
+        // Memory samples with stack copies need large buffers at high fault rates (see
+        // PRIVILEGED_MEM_STACK_DATA_PAGES); an unprivileged user's are a fraction of that
+        // size, so one fault in proportionally more is sampled: the kernel still counts
+        // every fault, so shares stay exact, only coarser.
+        let mut mem_period = opts.mem_period.max(1);
+        if kind.mem() && opts.unwind.copies_stacks() && !access.privileged {
+            let scale =
+                (PRIVILEGED_MEM_STACK_DATA_PAGES / pages.max(1)).clamp(1, MAX_MEM_PERIOD_SCALE);
+            if scale > 1 {
+                let asked = mem_period;
+                mem_period = mem_period.saturating_mul(scale as u64);
+                reductions.push(Reduction::MemPeriodRaised {
+                    asked,
+                    period: mem_period,
+                    pages,
+                });
+            }
+        }
+
         let candidates: &[Option<SampleEvent>] = if !kind.on_cpu() {
             &[None]
         } else {
@@ -486,7 +508,7 @@ impl Sampler {
                     .copies_stacks()
                     .then(|| stack_copy_size(opts.stack_size)),
                 off_every: opts.offcpu_stack_every.max(1),
-                mem_period: kind.mem().then_some(opts.mem_period.max(1)),
+                mem_period: kind.mem().then_some(mem_period),
             };
             let attempt = match open_events(&tids, &cpus, &plan, &mut pages) {
                 Err(OpenError::Denied(errno)) if plan.kernel_sampled() => {

@@ -19,6 +19,7 @@ mod kvstore;
 mod leftovers;
 mod long_session;
 mod manual;
+mod memory;
 mod messenger;
 mod netns;
 mod process_tree;
