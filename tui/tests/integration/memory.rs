@@ -178,3 +178,79 @@ fn profile_mem_as_an_unprivileged_user_keeps_the_split_and_says_what_it_misses()
         );
     }
 }
+
+/// A finished session of 20 intervals whose worker holds `live` bytes (±1 %), with a
+/// memory profile where `big_b` holds `b_share` % of the bytes.
+fn memory_session(dir: &Path, live: f64, b_share: u64) {
+    use benchtop_sessions::meta::{HostInfo, WorkloadInfo};
+    use benchtop_sessions::{SessionMeta, SessionWriter, StackKind, StackTree, TimeseriesRow};
+    let meta = SessionMeta::new(
+        "s",
+        WorkloadInfo::new("touch", Default::default()),
+        HostInfo::default(),
+        "2026-11-23T12:00:00Z",
+    );
+    let mut w = SessionWriter::create(dir, meta).unwrap();
+    for i in 0..20u32 {
+        let mut row = TimeseriesRow::default();
+        row.t_s = f64::from(i + 1) * 0.2;
+        row.interval_s = 0.2;
+        let wobble = 1.0 + (f64::from(i % 5) - 2.0) * 0.005;
+        row.counters
+            .insert("live_bytes".into(), (live * wobble) as u64);
+        w.append_row(&row).unwrap();
+    }
+    for kind in [StackKind::Mem, StackKind::Live] {
+        let mut t = StackTree::new();
+        t.add_names(["touch", "main", "big_a", "memset"], (100 - b_share) << 20);
+        t.add_names(["touch", "main", "big_b", "memset"], b_share << 20);
+        w.write_stacks(kind, &t, "memory").unwrap();
+    }
+    w.finish(Status::Complete, "2026-11-23T12:00:05Z".into())
+        .unwrap();
+}
+
+#[test]
+fn compare_judges_live_bytes_and_writes_the_memory_diff_flamegraphs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, out) = (
+        tmp.path().join("a"),
+        tmp.path().join("b"),
+        tmp.path().join("diff"),
+    );
+    memory_session(&a, 64e6, 25);
+    memory_session(&b, 96e6, 60);
+    let table = benchtop()
+        .arg("compare")
+        .args([&a, &b])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&table.stdout);
+    let live = text
+        .lines()
+        .find(|l| l.starts_with("live bytes "))
+        .unwrap_or_else(|| panic!("no live bytes row:\n{text}"));
+    assert!(live.ends_with("regressed"), "{text}");
+    for file in [
+        "diff-mem.folded",
+        "diff-mem.svg",
+        "diff-mem-negated.svg",
+        "diff-live.folded",
+        "diff-live.svg",
+    ] {
+        assert!(out.join(file).exists(), "{file} missing:\n{text}");
+    }
+    let movers = text.split("moved most (mem").nth(1).unwrap_or_default();
+    let first = movers.lines().nth(2).unwrap_or_default();
+    assert!(first.contains("big_b") || first.contains("big_a"), "{text}");
+    let show = benchtop().arg("show").arg(&b).output().unwrap();
+    let shown = String::from_utf8_lossy(&show.stdout);
+    let live_top = shown
+        .split("memory: live at peak")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{shown}"));
+    let top = live_top.lines().nth(1).unwrap_or_default();
+    assert!(top.contains("60.0%") && top.contains("big_b"), "{shown}");
+}
