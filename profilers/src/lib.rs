@@ -43,7 +43,8 @@ pub use monitor::{
 pub use procfs::process_start_ticks;
 pub use sampler::ProfileKind;
 pub use sampler::{
-    Profile, SampleEvent, Sampler, SamplerOptions, SamplerStats, Snapshot, probe_access,
+    DEFAULT_MEM_PERIOD, Profile, SampleEvent, Sampler, SamplerOptions, SamplerStats, Snapshot,
+    probe_access,
 };
 pub use symbolize::SymbolDetail;
 pub use unwind::{UnwindCounts, UnwindMode};

@@ -195,6 +195,16 @@ impl Run<'_> {
                             warnings.push(format!("off-CPU stacks: {e}"));
                         }
                     }
+                    if profile.kind.mem() {
+                        let title =
+                            format!("{workload} — where resident memory grew (page faults)");
+                        if let Err(e) =
+                            self.writer
+                                .write_stacks(StackKind::Mem, &profile.mem, &title)
+                        {
+                            warnings.push(format!("memory stacks: {e}"));
+                        }
+                    }
                     let mut sampling = profile.sampling_info();
                     sampling.per_thread = self.opts.sampler.per_thread;
                     // Written with the rest by the session's last write, after every

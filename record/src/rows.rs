@@ -227,9 +227,11 @@ impl Run<'_> {
                     &snapshot.offcpu,
                     "off-CPU (time blocked)",
                 ),
+                (StackKind::Mem, &snapshot.mem, "resident growth"),
             ] {
                 let wanted = match kind {
                     StackKind::Cpu => self.opts.sampler.kind.on_cpu(),
+                    StackKind::Mem => self.opts.sampler.kind.mem(),
                     _ => self.opts.sampler.kind.off_cpu(),
                 };
                 if wanted {

@@ -16,7 +16,8 @@
 //! A stack is its parent stack (`null` at the root) plus one frame, so a stack of depth
 //! *d* costs one entry once its prefix exists. `cpu` weights are samples, `offcpu`
 //! weights nanoseconds blocked (a blocked interval spanning report intervals is split in
-//! proportion to the time in each). One interval may have several lines (the sampler
+//! proportion to the time in each), `mem` weights bytes of sampled page faults (memory
+//! profiles only). One interval may have several lines (the sampler
 //! hands its weights out in batches): their weights add up. Times are nanoseconds from
 //! the run's start on `CLOCK_MONOTONIC` (see docs/session-format.md for the clock).
 //!
@@ -33,6 +34,7 @@
 //!     t1_ns: 1_000_000_000,
 //!     cpu: vec![Weight { tid: 1, stack: 1, weight: 3 }],
 //!     offcpu: vec![],
+//!     mem: vec![],
 //! });
 //! let mut bytes = StacksChunk::header();
 //! chunk.write_jsonl(&mut bytes);
@@ -90,6 +92,8 @@ pub struct IntervalWeights {
     pub cpu: Vec<Weight>,
     /// Off-CPU nanoseconds.
     pub offcpu: Vec<Weight>,
+    /// Bytes of sampled page faults (where resident memory grew).
+    pub mem: Vec<Weight>,
 }
 
 /// What a sampler learnt since it was last asked, appended to stacks.jsonl as it is:
@@ -128,6 +132,8 @@ struct Line {
     cpu: Option<Vec<(u32, u32, u64)>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     offcpu: Option<Vec<(u32, u32, u64)>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mem: Option<Vec<(u32, u32, u64)>>,
 }
 
 fn push_line(out: &mut Vec<u8>, line: &Line) {
@@ -206,6 +212,7 @@ impl StacksChunk {
                     t1_ns: Some(i.t1_ns),
                     cpu: rows(&i.cpu),
                     offcpu: rows(&i.offcpu),
+                    mem: rows(&i.mem),
                     ..Line::default()
                 },
             );
@@ -225,6 +232,8 @@ pub struct LoadedInterval {
     pub cpu: Vec<(u32, u32, u64)>,
     /// Off-CPU nanoseconds per (tid, stack).
     pub offcpu: Vec<(u32, u32, u64)>,
+    /// Page-fault bytes per (tid, stack).
+    pub mem: Vec<(u32, u32, u64)>,
 }
 
 impl LoadedInterval {
@@ -384,7 +393,11 @@ impl IntervalStacks {
                 });
             entry.t0_ns = entry.t0_ns.min(t0_ns);
             entry.t1_ns = entry.t1_ns.max(t1_ns);
-            for (rows, into) in [(line.cpu, &mut entry.cpu), (line.offcpu, &mut entry.offcpu)] {
+            for (rows, into) in [
+                (line.cpu, &mut entry.cpu),
+                (line.offcpu, &mut entry.offcpu),
+                (line.mem, &mut entry.mem),
+            ] {
                 for (tid, stack, weight) in rows.unwrap_or_default() {
                     match stack_ids.get(&stack) {
                         Some(&s) => into.push((tid, s, weight)),
@@ -474,6 +487,12 @@ impl IntervalStacks {
         self.tree(|i| Self::in_range(i, from_ns, to_ns), |i| &i.offcpu, 1000)
     }
 
+    /// The memory stacks (page-fault bytes) of the intervals in `[from_ns, to_ns)`, as
+    /// mem.folded.
+    pub fn mem_tree(&self, from_ns: u64, to_ns: u64) -> StackTree {
+        self.tree(|i| Self::in_range(i, from_ns, to_ns), |i| &i.mem, 1)
+    }
+
     /// The stacks of the intervals `keep` selects, of the kind `rows` picks, each stack's
     /// summed weight divided by `divisor`.
     pub fn tree(
@@ -555,6 +574,11 @@ mod tests {
                     stack: 10,
                     weight: 2_500,
                 }],
+                mem: vec![Weight {
+                    tid: 7,
+                    stack,
+                    weight: 65_536,
+                }],
             });
         }
         let mut bytes = StacksChunk::header();
@@ -576,6 +600,10 @@ mod tests {
         assert_eq!(second, "main;second 20\n");
         assert_eq!(s.cpu_samples(), 40);
         assert_eq!(s.offcpu_tree(0, u64::MAX).to_folded(), "main 10\n");
+        assert_eq!(
+            s.mem_tree(0, u64::MAX).to_folded(),
+            "main;first 131072\nmain;second 131072\n"
+        );
     }
 
     #[test]
@@ -592,6 +620,7 @@ mod tests {
                 weight: 1,
             }],
             offcpu: vec![],
+            mem: vec![],
         });
         more.write_jsonl(&mut bytes);
         let s = parse(&bytes).unwrap();

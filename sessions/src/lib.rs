@@ -65,6 +65,7 @@ pub mod histogram;
 pub mod hlog;
 pub mod intervals;
 pub mod limits;
+pub mod memory;
 pub mod meta;
 pub mod names;
 pub mod plot;
@@ -84,8 +85,8 @@ pub use hlog::{Hlog, HlogInterval, HlogWriter, read_hlog};
 pub use meta::{Failure, FailureKind, SessionMeta, Status};
 pub use stacks::{FrameId, NodeId, StackTree};
 pub use store::{
-    AllocTotals, RowSummary, Session, SessionFiles, SessionWriter, StackKind, new_session_id,
-    rfc3339,
+    AllocTotals, MemoryStacks, RowSummary, Session, SessionFiles, SessionWriter, StackKind,
+    new_session_id, rfc3339,
 };
 pub use timeseries::{
     ContextSwitches, IoCounters, Percentiles, Resources, ThreadCpu, ThreadSummary, TimeseriesRow,

@@ -275,6 +275,28 @@ pub struct SamplingInfo {
     /// Time runnable after preemption, seconds: not blocked, so not in offcpu.folded.
     #[serde(default)]
     pub preempted_s: f64,
+    /// The memory profile (`mem` and `all`): one page fault in this many was sampled.
+    /// Absent when memory was not profiled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem: Option<MemSamplingInfo>,
+}
+
+/// How page faults were sampled for mem.folded.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct MemSamplingInfo {
+    /// One fault in this many was sampled.
+    pub period: u64,
+    /// The page size, bytes: each sample weighs `period × page_size` bytes.
+    pub page_size: u64,
+    /// Page-fault samples taken.
+    pub samples: u64,
+    /// Bytes in mem.folded (`samples × period × page_size`).
+    pub bytes: u64,
+    /// Faults taken in kernel mode (inside system calls) were sampled too (kernel
+    /// sampling permitted).
+    #[serde(default)]
+    pub kernel_faults: bool,
 }
 
 /// How user stacks were unwound from the copies the kernel took with each sample.

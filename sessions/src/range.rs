@@ -746,6 +746,7 @@ mod tests {
                 t1_ns: u64::from(i + 1) * S,
                 cpu,
                 offcpu: vec![],
+                mem: vec![],
             });
         }
         let mut bytes = crate::intervals::StacksChunk::header();
@@ -764,6 +765,7 @@ mod tests {
             latency,
             cpu: Some(stacks.cpu_tree(0, u64::MAX)),
             offcpu: None,
+            memory: Default::default(),
             threads: Vec::new(),
             warnings: Vec::new(),
         };

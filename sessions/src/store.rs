@@ -60,6 +60,18 @@ pub enum StackKind {
     Cpu,
     /// Off-CPU (blocked) time: offcpu.folded and offcpu.svg, weights in microseconds.
     OffCpu,
+    /// Where resident memory grew: mem.folded and mem.svg, sampled page faults weighted
+    /// in bytes.
+    Mem,
+    /// Bytes allocated by a built-in worker, per allocation stack (sampled):
+    /// alloc.folded and alloc.svg.
+    Alloc,
+    /// Bytes still live per allocation stack (sampled), at the run's peak of live bytes:
+    /// live.folded and live.svg (and live-end.folded/live-end.svg at its end).
+    Live,
+    /// Bytes still live per allocation stack when the worker's run ended:
+    /// live-end.folded and live-end.svg.
+    LiveEnd,
 }
 
 impl StackKind {
@@ -68,6 +80,10 @@ impl StackKind {
         match self {
             StackKind::Cpu => "cpu.folded",
             StackKind::OffCpu => "offcpu.folded",
+            StackKind::Mem => "mem.folded",
+            StackKind::Alloc => "alloc.folded",
+            StackKind::Live => "live.folded",
+            StackKind::LiveEnd => "live-end.folded",
         }
     }
 
@@ -76,6 +92,10 @@ impl StackKind {
         match self {
             StackKind::Cpu => "cpu.svg",
             StackKind::OffCpu => "offcpu.svg",
+            StackKind::Mem => "mem.svg",
+            StackKind::Alloc => "alloc.svg",
+            StackKind::Live => "live.svg",
+            StackKind::LiveEnd => "live-end.svg",
         }
     }
 
@@ -84,7 +104,35 @@ impl StackKind {
         match self {
             StackKind::Cpu => "samples",
             StackKind::OffCpu => "µs",
+            StackKind::Mem | StackKind::Alloc | StackKind::Live | StackKind::LiveEnd => "bytes",
         }
+    }
+
+    /// The memory kinds, in the order `show` and `compare` list them.
+    pub const MEMORY: [StackKind; 4] = [
+        StackKind::Mem,
+        StackKind::Alloc,
+        StackKind::Live,
+        StackKind::LiveEnd,
+    ];
+
+    /// A short name for tables and titles: `on-CPU`, `off-CPU`, `resident growth`,
+    /// `allocated`, `live at peak`, `live at end`.
+    pub fn title(self) -> &'static str {
+        match self {
+            StackKind::Cpu => "on-CPU",
+            StackKind::OffCpu => "off-CPU",
+            StackKind::Mem => "resident growth (page faults)",
+            StackKind::Alloc => "allocated",
+            StackKind::Live => "live at peak",
+            StackKind::LiveEnd => "live at end",
+        }
+    }
+
+    /// The name of the kind in file names: `cpu`, `offcpu`, `mem`, `alloc`, `live`,
+    /// `live-end`.
+    pub fn name(self) -> &'static str {
+        self.folded_file().trim_end_matches(".folded")
     }
 }
 
@@ -523,8 +571,48 @@ pub struct SessionFiles {
     pub cpu_folded: Option<Vec<u8>>,
     /// offcpu.folded.
     pub offcpu_folded: Option<Vec<u8>>,
+    /// mem.folded, alloc.folded, live.folded and live-end.folded, in the order of
+    /// [`StackKind::MEMORY`].
+    pub memory_folded: [Option<Vec<u8>>; 4],
     /// threads.csv.
     pub threads: Option<Vec<u8>>,
+}
+
+/// The memory profiles of a session, each `None` when the session has no such file.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct MemoryStacks {
+    /// mem.folded: bytes of sampled page faults per stack.
+    pub mem: Option<StackTree>,
+    /// alloc.folded: bytes allocated per stack (sampled).
+    pub alloc: Option<StackTree>,
+    /// live.folded: bytes live per stack at the peak of live bytes.
+    pub live: Option<StackTree>,
+    /// live-end.folded: bytes live per stack at the end of the run.
+    pub live_end: Option<StackTree>,
+}
+
+impl MemoryStacks {
+    /// The stacks of a memory kind; `None` for a kind that is not one
+    /// ([`StackKind::Cpu`], [`StackKind::OffCpu`]) or a file the session lacks.
+    pub fn get(&self, kind: StackKind) -> Option<&StackTree> {
+        match kind {
+            StackKind::Mem => self.mem.as_ref(),
+            StackKind::Alloc => self.alloc.as_ref(),
+            StackKind::Live => self.live.as_ref(),
+            StackKind::LiveEnd => self.live_end.as_ref(),
+            StackKind::Cpu | StackKind::OffCpu => None,
+        }
+    }
+
+    fn get_mut(&mut self, kind: StackKind) -> &mut Option<StackTree> {
+        match kind {
+            StackKind::Alloc => &mut self.alloc,
+            StackKind::Live => &mut self.live,
+            StackKind::LiveEnd => &mut self.live_end,
+            _ => &mut self.mem,
+        }
+    }
 }
 
 /// A recorded session, loaded and checked.
@@ -550,6 +638,8 @@ pub struct Session {
     pub cpu: Option<StackTree>,
     /// offcpu.folded.
     pub offcpu: Option<StackTree>,
+    /// The memory profiles: mem.folded, alloc.folded, live.folded, live-end.folded.
+    pub memory: MemoryStacks,
     /// threads.csv, in file order; empty when the session has none.
     pub threads: Vec<ThreadSummary>,
     /// What loading found wrong but could read past: incomplete last lines, a recording cut
@@ -606,6 +696,12 @@ impl Session {
             latency: read(LATENCY_FILE, FileKind::Hlog)?,
             cpu_folded: read(StackKind::Cpu.folded_file(), FileKind::Folded)?,
             offcpu_folded: read(StackKind::OffCpu.folded_file(), FileKind::Folded)?,
+            memory_folded: [
+                read(StackKind::Mem.folded_file(), FileKind::Folded)?,
+                read(StackKind::Alloc.folded_file(), FileKind::Folded)?,
+                read(StackKind::Live.folded_file(), FileKind::Folded)?,
+                read(StackKind::LiveEnd.folded_file(), FileKind::Folded)?,
+            ],
             threads: read(THREADS_FILE, FileKind::Threads)?,
         };
         Session::parse_files(dir, files, opts, keep_rows)
@@ -718,6 +814,10 @@ impl Session {
         };
         let cpu = stacks(StackKind::Cpu, &files.cpu_folded)?;
         let offcpu = stacks(StackKind::OffCpu, &files.offcpu_folded)?;
+        let mut memory = MemoryStacks::default();
+        for (kind, bytes) in StackKind::MEMORY.into_iter().zip(&files.memory_folded) {
+            *memory.get_mut(kind) = stacks(kind, bytes)?;
+        }
         // The recorder writes the folded files before the session.json that counts them: a
         // recorder cut off between the two leaves a session.json that counts none. The
         // stacks on disk are the truth then.
@@ -747,6 +847,7 @@ impl Session {
             latency,
             cpu,
             offcpu,
+            memory,
             threads,
             warnings,
         })

@@ -35,6 +35,9 @@ pub struct Overview<'a> {
     pub hottest_frames: Vec<FrameShare<'a>>,
     /// The five frames that blocked longest in offcpu.folded (weights in microseconds).
     pub blocking_frames: Vec<FrameShare<'a>>,
+    /// The stacks holding the most bytes of each memory profile (mem.folded,
+    /// alloc.folded, live.folded, live-end.folded) the session has.
+    pub memory: Vec<crate::memory::MemoryTop>,
     /// session.json's warnings, then what loading found.
     pub warnings: Vec<&'a str>,
     /// What merging the latency log noted.
@@ -208,6 +211,7 @@ impl Session {
             blocking_frames: off
                 .map(|t| shares(t, blocking_frames(t, 5)))
                 .unwrap_or_default(),
+            memory: crate::memory::memory_tops(self, crate::memory::TOP_STACKS),
             warnings: self
                 .meta
                 .warnings
@@ -281,7 +285,20 @@ impl Session {
         }
         let s = &m.sampling;
         if s.enabled {
-            if s.profile == "offcpu" {
+            if s.profile == "mem"
+                && let Some(mem) = &s.mem
+            {
+                // No timer drives a memory profile: one page fault in `period` is sampled.
+                write!(
+                    out,
+                    "sampling  {} (memory only), one fault in {} ({} a sample): {} samples, {} lost",
+                    Escaped(&s.event),
+                    mem.period,
+                    human_bytes(mem.period.saturating_mul(mem.page_size)),
+                    mem.samples,
+                    s.lost
+                )?;
+            } else if s.profile == "offcpu" {
                 // No timer drives an off-CPU profile: every context switch is recorded.
                 write!(
                     out,
@@ -304,7 +321,19 @@ impl Session {
                 Some(reason) => writeln!(out, " ({})", Escaped(reason))?,
                 None => writeln!(out)?,
             }
-            if matches!(s.profile.as_str(), "offcpu" | "both") {
+            if s.profile == "all"
+                && let Some(mem) = &s.mem
+            {
+                writeln!(
+                    out,
+                    "memory    page-faults, one in {} ({} a sample): {} samples, {} in mem.folded",
+                    mem.period,
+                    human_bytes(mem.period.saturating_mul(mem.page_size)),
+                    mem.samples,
+                    human_bytes(mem.bytes)
+                )?;
+            }
+            if matches!(s.profile.as_str(), "offcpu" | "both" | "all") {
                 writeln!(
                     out,
                     "off-CPU   {} switches, {:.3} s blocked{}, {:.3} s preempted",
@@ -389,6 +418,7 @@ impl Session {
 
         write_resources(&overview.resources, out)?;
         write_busiest_threads(&overview, out)?;
+        crate::memory::write_memory_tops(&overview.memory, out)?;
 
         if !overview.hottest_frames.is_empty() {
             writeln!(

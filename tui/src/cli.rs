@@ -620,9 +620,11 @@ pub struct RecordArgs {
     #[arg(long, global = true, value_name = "D", default_value = "1s", value_parser = parse_interval)]
     pub interval: Duration,
     /// Which stacks to sample: `cpu` (on-CPU, driven by --event), `offcpu` (where threads
-    /// block, weighted by the time blocked), `both`, or `none`. Off-CPU stacks need kernel
-    /// sampling (root, CAP_PERFMON or perf_event_paranoid <= 1); without it blocked time
-    /// is recorded per thread, without stacks, and the session says why.
+    /// block, weighted by the time blocked), `both`, `mem` (where resident memory grew:
+    /// page faults, one in --mem-period, weighted in bytes), `all` (the three), or `none`.
+    /// Off-CPU stacks need kernel sampling (root, CAP_PERFMON or perf_event_paranoid <= 1);
+    /// without it blocked time is recorded per thread, without stacks, and page faults
+    /// taken inside system calls are missed; the session says why.
     #[arg(long, global = true, value_enum, default_value_t = Profile::Both)]
     pub profile: Profile,
     /// Put the thread name under the process name in every stack (process;thread;…),
@@ -643,7 +645,7 @@ pub struct RecordArgs {
     /// short in code built without them), `dwarf` unwinds a copy of each sample's stack
     /// with each module's .eh_frame, `auto` picks per module (frame pointers where kept,
     /// .eh_frame elsewhere) and copies stacks like `dwarf` [default: auto; fp for the
-    /// built-in workloads, which keep frame pointers]. Compare sessions unwound the same way.
+    /// built-in workloads, which keep frame pointers, unless --profile is mem or all]. Compare sessions unwound the same way.
     #[arg(long, global = true, value_enum)]
     pub unwind: Option<Unwind>,
     /// Bytes of user stack copied with each sample by `--unwind auto|dwarf` (perf's
@@ -657,6 +659,13 @@ pub struct RecordArgs {
     #[arg(long, global = true, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub offcpu_stack_every: u32,
+    /// With `--profile mem|all`: sample one page fault in N (each sample weighs N pages).
+    /// The default, 32 (128 KiB per sample with 4 KiB pages), costs no more than
+    /// `perf record -e page-faults -g`; 1 records every fault and loses samples at high
+    /// fault rates when stacks are copied.
+    #[arg(long, global = true, value_name = "N", default_value_t = benchtop_profilers::DEFAULT_MEM_PERIOD,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub mem_period: u64,
     /// Do not show the progress line.
     #[arg(long, short, global = true)]
     pub quiet: bool,
@@ -698,6 +707,10 @@ pub enum Profile {
     Offcpu,
     /// Both.
     Both,
+    /// Where resident memory grew (mem.folded, bytes): sampled page faults.
+    Mem,
+    /// On-CPU, off-CPU and memory.
+    All,
     /// No stack sampling; monitors and workload reports only.
     None,
 }
@@ -709,6 +722,8 @@ impl Profile {
             Profile::Cpu => Some(ProfileKind::Cpu),
             Profile::Offcpu => Some(ProfileKind::OffCpu),
             Profile::Both => Some(ProfileKind::Both),
+            Profile::Mem => Some(ProfileKind::Mem),
+            Profile::All => Some(ProfileKind::All),
             Profile::None => None,
         }
     }

@@ -84,10 +84,17 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
     let mut out_dir: Option<DirHandle> = None;
     let mut files = Vec::new();
     let mut movers = Vec::new();
+    let memory = StackKind::MEMORY
+        .into_iter()
+        .zip(a.memory.iter().zip(&b.memory))
+        .map(|(kind, (ta, tb))| (kind, kind.name(), ta, tb));
     for (kind, profile, ta, tb) in [
         (StackKind::Cpu, "cpu", &a.cpu, &b.cpu),
         (StackKind::OffCpu, "offcpu", &a.offcpu, &b.offcpu),
-    ] {
+    ]
+    .into_iter()
+    .chain(memory)
+    {
         let (Some(ta), Some(tb)) = (ta, tb) else {
             continue;
         };
@@ -265,21 +272,22 @@ fn human_s(ns: u64) -> String {
 struct Stacks {
     cpu: Option<StackTree>,
     offcpu: Option<StackTree>,
+    /// mem, alloc, live and live-end, in the order of [`StackKind::MEMORY`].
+    memory: [Option<StackTree>; 4],
 }
 
 fn merged(runs: &[&Session]) -> Stacks {
-    let add = |pick: fn(&Session) -> &Option<StackTree>| {
-        runs.iter()
-            .filter_map(|s| pick(s).as_ref())
-            .fold(None, |sum, tree| {
-                let mut sum: StackTree = sum.unwrap_or_default();
-                sum.merge(tree);
-                Some(sum)
-            })
+    let add = |pick: &dyn Fn(&Session) -> Option<&StackTree>| {
+        runs.iter().filter_map(|s| pick(s)).fold(None, |sum, tree| {
+            let mut sum: StackTree = sum.unwrap_or_default();
+            sum.merge(tree);
+            Some(sum)
+        })
     };
     Stacks {
-        cpu: add(|s| &s.cpu),
-        offcpu: add(|s| &s.offcpu),
+        cpu: add(&|s| s.cpu.as_ref()),
+        offcpu: add(&|s| s.offcpu.as_ref()),
+        memory: StackKind::MEMORY.map(|kind| add(&|s: &Session| s.memory.get(kind))),
     }
 }
 
@@ -354,10 +362,7 @@ fn write_diff(
     let folded = format!("diff-{profile}.folded");
     dir.write_atomically(&folded, diff.as_bytes())?;
     let mut files = vec![dir.join(&folded)];
-    let what = match kind {
-        StackKind::Cpu => "on-CPU",
-        _ => "off-CPU",
-    };
+    let what = kind.title();
     for (negate, suffix, title) in [
         (
             false,

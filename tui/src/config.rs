@@ -34,6 +34,7 @@ pub const RECORD_KEYS: &[&str] = &[
     "unwind",
     "stack-size",
     "offcpu-stack-every",
+    "mem-period",
     "per-thread",
     "quiet",
     "no-mouse",

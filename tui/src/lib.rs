@@ -167,8 +167,10 @@ pub(crate) fn workload_options(workload: Workload, record: &RecordArgs) -> Resul
         ..record::options_from(record)
     };
     // Our own workers keep frame pointers (.cargo/config.toml): the cheapest recording,
-    // unless --unwind asks for another.
-    if record.unwind.is_none() {
+    // unless --unwind asks for another. Not for memory profiles: page faults are mostly
+    // taken inside the C library (malloc, memset, memcpy), which keeps none, so its
+    // callers would be lost; `auto` unwinds the library with its CFI.
+    if record.unwind.is_none() && !opts.sampler.kind.mem() {
         opts.sampler.unwind = benchtop_profilers::UnwindMode::FramePointers;
     }
     Ok(opts)

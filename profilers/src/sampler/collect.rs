@@ -1,7 +1,7 @@
 //! The sampler's aggregation thread: it starts the [`Drainer`] (which polls the ring
 //! buffers and copies records out as they come), then reads those records in
-//! place, aggregates callchains into pending raw stacks (on-CPU) and blocked intervals
-//! (off-CPU), and folds them into the stack trees in symbolized batches.
+//! place, aggregates callchains into pending raw stacks (on-CPU and page faults) and
+//! blocked intervals (off-CPU), and folds them into the stack trees in symbolized batches.
 //!
 //! Over 1,000 lines only with its unit tests (some 220 lines); the code is about 1,000.
 
@@ -16,7 +16,7 @@ use benchtop_sessions::{FrameId, StackTree};
 use perf_event::Counter;
 
 use super::drain::{Drained, Drainer, Follow, RECORD_HEAD, drainer_thread_name};
-use super::events::Ring;
+use super::events::{EventIds, Ring, Role};
 use super::offcpu::{Closed, NO_STACK, OffCpu};
 use super::options::SamplerOptions;
 use super::shared::{Shared, Snapshot};
@@ -57,6 +57,7 @@ type SlotCount = (u32, u64);
 pub(crate) struct Collected {
     pub cpu: StackTree,
     pub offcpu: StackTree,
+    pub mem: StackTree,
     pub blocked_ns: u64,
     pub preempted_ns: u64,
     pub warnings: Vec<String>,
@@ -78,8 +79,10 @@ pub(crate) struct Setup {
     pub off_cpu: bool,
     /// Off-CPU samples come (stacks).
     pub off_stacks: bool,
-    /// Ids of the events whose samples are off-CPU samples.
-    pub off_ids: Vec<u64>,
+    /// Ids of the events whose samples are off-CPU or page-fault samples.
+    pub ids: EventIds,
+    /// Bytes one page-fault sample weighs (period × page size); 0 without them.
+    pub mem_bytes: u64,
     /// Enable the events (they were opened disabled and are not enabled at exec).
     pub enable: bool,
     /// The events start at the target's exec: what it is now (name, mappings) does not
@@ -108,6 +111,15 @@ pub(crate) struct Collector {
     /// Off-CPU stacks (µs), likewise.
     off: StackTree,
     off_frame_ids: Vec<u32>,
+    /// Page-fault stacks (bytes), likewise.
+    mem: StackTree,
+    mem_frame_ids: Vec<u32>,
+    /// Bytes one page-fault sample weighs.
+    mem_bytes: u64,
+    /// Raw page-fault stacks not folded yet, as `pending`.
+    mem_pending: HashMap<Box<[u64]>, (u32, u64)>,
+    /// The stack-table id of each pending page-fault slot (reused).
+    mem_slot_stacks: Vec<u32>,
     /// Thread id → interned name; the process name is the name of its main thread.
     names: HashMap<u32, FrameId>,
     /// Raw on-CPU stacks (see KEY_HEADER) not folded into the tree yet, with their slot
@@ -131,8 +143,8 @@ pub(crate) struct Collector {
     stopped_ns: Option<u64>,
     /// Off-CPU intervals and their raw stacks.
     offcpu: OffCpu,
-    /// Ids of the events whose samples are off-CPU samples, sorted.
-    off_ids: Vec<u64>,
+    /// Ids of the events whose samples are off-CPU or page-fault samples, sorted.
+    ids: EventIds,
     /// One switch in this many is sampled (with a stack).
     off_every: u32,
     /// Off-CPU (stack, µs) of a batch, and those with addresses to resolve (reused).
@@ -158,6 +170,7 @@ pub(crate) struct Collector {
     n_cpu: u64,
     n_off: u64,
     n_switches: u64,
+    n_mem: u64,
     // Buffers reused for every record.
     key: Vec<u64>,
     split: SplitChain,
@@ -173,8 +186,10 @@ impl Collector {
     /// enabled: it reads the target's name and mappings now, while it surely lives
     /// (unless the events start at its exec, which replaces both).
     pub fn new(shared: Arc<Shared>, pid: u32, opts: &SamplerOptions, setup: Setup) -> Self {
-        let mut off_ids = setup.off_ids;
-        off_ids.sort_unstable();
+        let mut ids = setup.ids;
+        ids.sort();
+        let mut timeline = Timeline::new(monotonic_ns());
+        timeline.set_mem_bytes(setup.mem_bytes);
         let mut c = Collector {
             shared,
             per_thread: opts.per_thread,
@@ -189,18 +204,23 @@ impl Collector {
             cpu_ids: Vec::new(),
             off: StackTree::new(),
             off_frame_ids: Vec::new(),
+            mem: StackTree::new(),
+            mem_frame_ids: Vec::new(),
+            mem_bytes: setup.mem_bytes,
+            mem_pending: HashMap::new(),
+            mem_slot_stacks: Vec::new(),
             names: HashMap::new(),
             pending: HashMap::new(),
             deferred: Vec::new(),
             slot_stacks: Vec::new(),
-            timeline: Timeline::new(monotonic_ns()),
+            timeline,
             table: StackTable::default(),
             chunk: StacksChunk::default(),
             closed: Vec::new(),
             off_stack_ids: HashMap::new(),
             stopped_ns: None,
             offcpu: OffCpu::default(),
-            off_ids,
+            ids,
             off_every: opts.offcpu_stack_every.max(1),
             off_batch: Vec::new(),
             off_deferred: Vec::new(),
@@ -217,6 +237,7 @@ impl Collector {
             n_cpu: 0,
             n_off: 0,
             n_switches: 0,
+            n_mem: 0,
             key: Vec::with_capacity(256),
             split: SplitChain::default(),
             frames: Vec::with_capacity(256),
@@ -327,11 +348,7 @@ impl Collector {
                         .fetch_sub(buf.len() as u64, Ordering::Relaxed);
                     let _ = recycle_tx.send(buf);
                 }
-                Ok(Drained::OffIds(ids)) => {
-                    self.off_ids.extend(ids);
-                    self.off_ids.sort_unstable();
-                    self.off_ids.dedup();
-                }
+                Ok(Drained::Ids(ids)) => self.ids.extend(ids),
                 Ok(Drained::Warning(w)) => self.warnings.push(w),
                 Ok(Drained::Stopped(at)) => {
                     stopped_at = Some(at);
@@ -345,6 +362,7 @@ impl Collector {
                 && stopped_at.is_none()
                 && (Instant::now() >= next_batch
                     || self.pending.len() >= MAX_PENDING
+                    || self.mem_pending.len() >= MAX_PENDING
                     || self.offcpu.new_stacks() >= MAX_PENDING)
             {
                 self.batch();
@@ -395,6 +413,7 @@ impl Collector {
         Ok(Collected {
             cpu: std::mem::take(&mut self.cpu),
             offcpu: std::mem::take(&mut self.off),
+            mem: std::mem::take(&mut self.mem),
             blocked_ns: self.offcpu.blocked_ns,
             preempted_ns: self.offcpu.preempted_ns,
             warnings,
@@ -431,7 +450,10 @@ impl Collector {
         if self.n_switches > 0 {
             s.switches.fetch_add(self.n_switches, Ordering::Relaxed);
         }
-        (self.n_cpu, self.n_off, self.n_switches) = (0, 0, 0);
+        if self.n_mem > 0 {
+            s.mem_samples.fetch_add(self.n_mem, Ordering::Relaxed);
+        }
+        (self.n_cpu, self.n_off, self.n_switches, self.n_mem) = (0, 0, 0, 0);
         self.end_round();
     }
 
@@ -451,10 +473,11 @@ impl Collector {
     fn on_record(&mut self, ty: u32, misc: u16, body: &[u8]) {
         match ty {
             records::RECORD_SAMPLE => match Sample::parse(body, self.unwinder.is_some()) {
-                Some(s) if self.off_ids.binary_search(&s.id).is_ok() => {
-                    self.on_off_sample(misc, &s)
-                }
-                Some(s) => self.on_sample(misc, &s),
+                Some(s) => match self.ids.role(s.id) {
+                    Role::Off => self.on_off_sample(misc, &s),
+                    Role::Mem => self.on_mem_sample(misc, &s),
+                    Role::Cpu => self.on_sample(misc, &s),
+                },
                 None => self.malformed += 1,
             },
             records::RECORD_SWITCH | records::RECORD_SWITCH_CPU_WIDE => {
@@ -596,6 +619,26 @@ impl Collector {
         self.name_thread(s.pid, s.tid);
     }
 
+    /// A `page-faults` sample: where resident memory grew by one period of pages.
+    fn on_mem_sample(&mut self, misc: u16, s: &Sample<'_>) {
+        self.n_mem += 1;
+        self.sample_key(misc, s);
+        let slot = match self.mem_pending.get_mut(self.key.as_slice()) {
+            Some((slot, count)) => {
+                *count += 1;
+                *slot
+            }
+            None => {
+                let slot = self.mem_pending.len() as u32;
+                self.mem_pending
+                    .insert(self.key.as_slice().into(), (slot, 1));
+                slot
+            }
+        };
+        self.timeline.mem_sample(s.time, s.tid, slot);
+        self.name_thread(s.pid, s.tid);
+    }
+
     /// Hands out the name of thread `tid` with the next chunk, the first time it is seen.
     fn name_thread(&mut self, pid: u32, tid: u32) {
         if self.table.new_thread(tid) {
@@ -694,6 +737,7 @@ impl Collector {
     /// everything is attributed, the last interval ending at the stop.
     fn hand_out_intervals(&mut self) {
         self.timeline.fold_samples(&self.slot_stacks);
+        self.timeline.fold_mem_samples(&self.mem_slot_stacks);
         for c in self.closed.drain(..) {
             if let Some(&stack) = self.off_stack_ids.get(&c.stack) {
                 self.timeline.block(Block {
@@ -755,6 +799,11 @@ impl Collector {
             cpu_ids,
             off,
             off_frame_ids,
+            mem,
+            mem_frame_ids,
+            mem_pending,
+            mem_slot_stacks,
+            mem_bytes,
             offcpu,
             off_batch,
             off_deferred,
@@ -782,6 +831,32 @@ impl Collector {
                 set_slot(slot, table.intern(interner, frames, chunk));
             } else {
                 deferred.push((key, (slot, count)));
+            }
+        }
+        // Page-fault stacks: as on-CPU ones, each sample weighing `mem_bytes`.
+        let mut mem_out = Fold {
+            tree: mem,
+            ids: mem_frame_ids,
+        };
+        mem_slot_stacks.clear();
+        mem_slot_stacks.resize(mem_pending.len(), u32::MAX);
+        let mut mem_deferred = Vec::new();
+        for (key, (slot, count)) in mem_pending.drain() {
+            if known_frames(resolver, interner, frames, &key, want_user, want_kernel) {
+                mem_out.add(
+                    interner,
+                    frames,
+                    translated,
+                    count.saturating_mul(*mem_bytes),
+                );
+                if let (Some(s), Some(id)) = (
+                    mem_slot_stacks.get_mut(slot as usize),
+                    table.intern(interner, frames, chunk),
+                ) {
+                    *s = id;
+                }
+            } else {
+                mem_deferred.push((key, (slot, count)));
             }
         }
         let mut off_out = Fold {
@@ -820,6 +895,21 @@ impl Collector {
             cpu_out.add(interner, frames, translated, count);
             set_slot(slot, table.intern(interner, frames, chunk));
         }
+        for (key, (slot, count)) in mem_deferred {
+            resolved_frames(resolver, interner, frames, &key, unknown);
+            mem_out.add(
+                interner,
+                frames,
+                translated,
+                count.saturating_mul(*mem_bytes),
+            );
+            if let (Some(s), Some(id)) = (
+                mem_slot_stacks.get_mut(slot as usize),
+                table.intern(interner, frames, chunk),
+            ) {
+                *s = id;
+            }
+        }
         for (stack, us) in off_deferred.drain(..) {
             resolved_frames(resolver, interner, frames, offcpu.key(stack), unknown);
             if us > 0 {
@@ -853,6 +943,7 @@ impl Collector {
             let snapshot = Snapshot {
                 cpu: self.cpu.clone(),
                 offcpu: self.off.clone(),
+                mem: self.mem.clone(),
                 batches: self.batches,
             };
             *self
@@ -1042,6 +1133,8 @@ mod tests {
     const CPU_ID: u64 = 10;
     /// The id of the off-CPU event in these tests.
     const OFF_ID: u64 = 11;
+    /// The id of the page-fault event in these tests.
+    const MEM_ID: u64 = 12;
 
     fn sample_record(pid: u32, chain: &[u64]) -> Vec<u8> {
         event_sample(CPU_ID, pid, 0, chain)
@@ -1082,7 +1175,11 @@ mod tests {
             kernel_frames: false,
             off_cpu: true,
             off_stacks,
-            off_ids: vec![OFF_ID],
+            ids: EventIds {
+                off: vec![OFF_ID],
+                mem: vec![MEM_ID],
+            },
+            mem_bytes: 65_536,
             enable: true,
             on_exec: false,
             follow: None,
@@ -1117,6 +1214,29 @@ mod tests {
         assert!(frames[1].ends_with("collect_test_root_fn"), "{line}");
         assert!(frames[2].ends_with("collect_test_leaf_fn"), "{line}");
         assert_eq!(shared.batches.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn page_fault_samples_fold_into_the_memory_tree_weighted_in_bytes() {
+        let (pid, shared, mut c, root, leaf) = names_only_collector();
+        let user = -512i64 as u64;
+        let fault = event_sample(MEM_ID, pid, 0, &[user, leaf + 4, root + 1]);
+        let on_cpu = sample_record(pid, &[user, root + 1]);
+        for _ in 0..5 {
+            c.on_record(records::RECORD_SAMPLE, 2, &fault);
+        }
+        c.on_record(records::RECORD_SAMPLE, 2, &on_cpu);
+        c.process(&[]);
+        c.batch();
+        let folded = c.mem.to_folded();
+        let lines: Vec<&str> = folded.lines().collect();
+        assert_eq!(lines.len(), 1, "{folded}");
+        assert!(
+            lines[0].ends_with("collect_test_leaf_fn 327680"),
+            "5 samples × 64 KiB: {folded}"
+        );
+        assert_eq!(c.cpu.total_weight(), 1, "the on-CPU sample stays on-CPU");
+        assert_eq!(shared.mem_samples.load(Ordering::Relaxed), 5);
     }
 
     #[test]

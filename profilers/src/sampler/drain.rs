@@ -50,9 +50,9 @@ const MAX_QUEUED_BYTES: u64 = 256 << 20;
 pub(super) enum Drained {
     /// One pass over every ring buffer: records framed as [`Drainer::copy`] writes them.
     Round(Vec<u8>),
-    /// Ids of off-CPU events opened after start (threads found after an attach); sent
-    /// before any round with their samples.
-    OffIds(Vec<u64>),
+    /// Ids of off-CPU and memory events opened after start (threads found after an
+    /// attach); sent before any round with their samples.
+    Ids(events::EventIds),
     /// Something the user should know.
     Warning(String),
     /// The events were disabled at this time; the last round follows.
@@ -248,12 +248,12 @@ impl Drainer {
             }
             std::thread::sleep(FORK_RECORD_GRACE);
             self.round();
-            let mut off_ids = Vec::new();
+            let mut new_ids = events::EventIds::default();
             for tid in self.unfollowed(&follow) {
                 match events::open_thread_events(tid, &follow.cpus, &self.rings, &follow.plan) {
                     Ok((counters, ids)) => {
                         self.follow_counters.extend(counters);
-                        off_ids.extend(ids);
+                        new_ids.extend(ids);
                     }
                     // Gone already.
                     Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
@@ -267,8 +267,8 @@ impl Drainer {
                 }
                 follow.opened.insert(tid);
             }
-            if !off_ids.is_empty() {
-                let _ = self.tx.send(Drained::OffIds(off_ids));
+            if !new_ids.is_empty() {
+                let _ = self.tx.send(Drained::Ids(new_ids));
             }
         }
         self.tracking_forks = false;

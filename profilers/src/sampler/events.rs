@@ -89,12 +89,99 @@ pub(super) struct EventPlan {
     pub(super) stack_size: Option<u32>,
     /// The `context-switches` event's sample period.
     pub(super) off_every: u32,
+    /// The `page-faults` event's sample period, when memory is profiled.
+    pub(super) mem_period: Option<u64>,
+}
+
+/// What an event's samples are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Role {
+    /// On-CPU samples.
+    Cpu,
+    /// Off-CPU samples (`context-switches`).
+    Off,
+    /// Memory samples (`page-faults`).
+    Mem,
 }
 
 impl EventPlan {
     /// Some event of the plan samples in kernel mode (needs permission).
     pub(super) fn kernel_sampled(&self) -> bool {
-        self.off_stacks || (self.on_cpu.is_some() && self.kernel_frames)
+        self.off_stacks
+            || ((self.on_cpu.is_some() || self.mem_period.is_some()) && self.kernel_frames)
+    }
+
+    /// The role of the event that owns each ring buffer and carries the side-band
+    /// records: the on-CPU event when there is one, else the off-CPU one, else the
+    /// page-fault one.
+    pub(super) fn main_role(&self) -> Role {
+        if self.on_cpu.is_some() {
+            Role::Cpu
+        } else if self.off_cpu || self.mem_period.is_none() {
+            Role::Off
+        } else {
+            Role::Mem
+        }
+    }
+
+    /// The events opened beside the main one, writing into its ring.
+    fn extra_roles(&self) -> impl Iterator<Item = Role> + '_ {
+        let main = self.main_role();
+        [
+            (self.off_stacks && main != Role::Off).then_some(Role::Off),
+            (self.mem_period.is_some() && main != Role::Mem).then_some(Role::Mem),
+        ]
+        .into_iter()
+        .flatten()
+    }
+}
+
+/// Ids of the events whose samples are not on-CPU samples.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct EventIds {
+    /// Off-CPU (`context-switches`) events.
+    pub off: Vec<u64>,
+    /// Memory (`page-faults`) events.
+    pub mem: Vec<u64>,
+}
+
+impl EventIds {
+    fn push(&mut self, role: Role, id: u64) {
+        match role {
+            Role::Cpu => {}
+            Role::Off => self.off.push(id),
+            Role::Mem => self.mem.push(id),
+        }
+    }
+
+    /// Adds `other`'s ids; both lists stay sorted, for binary search.
+    pub(crate) fn extend(&mut self, other: EventIds) {
+        self.off.extend(other.off);
+        self.mem.extend(other.mem);
+        self.sort();
+    }
+
+    pub(crate) fn sort(&mut self) {
+        for ids in [&mut self.off, &mut self.mem] {
+            ids.sort_unstable();
+            ids.dedup();
+        }
+    }
+
+    /// Whether there are none.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.off.is_empty() && self.mem.is_empty()
+    }
+
+    /// The role of the event with this id.
+    pub(crate) fn role(&self, id: u64) -> Role {
+        if self.off.binary_search(&id).is_ok() {
+            Role::Off
+        } else if self.mem.binary_search(&id).is_ok() {
+            Role::Mem
+        } else {
+            Role::Cpu
+        }
     }
 }
 
@@ -151,16 +238,24 @@ fn switches_builder(plan: &EventPlan) -> Builder<'static> {
     b
 }
 
+/// The `page-faults` event, sampled at one fault in [`EventPlan::mem_period`].
+fn faults_builder(plan: &EventPlan) -> Builder<'static> {
+    let mut b = Builder::new(Software::PAGE_FAULTS);
+    b.sample_period(plan.mem_period.unwrap_or(1).max(1));
+    b
+}
+
 /// The event that owns the ring buffer and carries the side-band records (names,
-/// mappings, forks and exits, switches): the on-CPU event, or the off-CPU one alone.
+/// mappings, forks and exits, switches): see [`EventPlan::main_role`].
 fn main_builder(tid: u32, cpu: usize, plan: &EventPlan, data_bytes: usize) -> Builder<'static> {
-    let (mut b, kernel) = match plan.on_cpu {
-        Some(event) => {
+    let (mut b, kernel) = match (plan.main_role(), plan.on_cpu) {
+        (Role::Cpu, Some(event)) => {
             let mut b = event_builder(event);
             b.sample_frequency(plan.frequency_hz);
             (b, plan.kernel_frames)
         }
-        None => (switches_builder(plan), plan.off_stacks),
+        (Role::Mem, _) => (faults_builder(plan), plan.kernel_frames),
+        _ => (switches_builder(plan), plan.off_stacks),
     };
     common(&mut b, tid, cpu, plan, data_bytes);
     b.comm(true)
@@ -173,13 +268,25 @@ fn main_builder(tid: u32, cpu: usize, plan: &EventPlan, data_bytes: usize) -> Bu
     b
 }
 
-/// The off-CPU stack event next to an on-CPU event.
-fn off_builder(tid: u32, cpu: usize, plan: &EventPlan, data_bytes: usize) -> Builder<'static> {
-    let mut b = switches_builder(plan);
+/// An event beside the main one: off-CPU stacks next to an on-CPU event, or page
+/// faults next to either.
+fn extra_builder(
+    role: Role,
+    tid: u32,
+    cpu: usize,
+    plan: &EventPlan,
+    data_bytes: usize,
+) -> Builder<'static> {
+    let mut b = match role {
+        Role::Mem => faults_builder(plan),
+        Role::Off | Role::Cpu => switches_builder(plan),
+    };
     common(&mut b, tid, cpu, plan, data_bytes);
-    // Its samples are taken in the scheduler, in kernel mode: excluding the kernel
-    // would drop every one of them.
-    b.exclude_kernel(false);
+    // Off-CPU samples are taken in the scheduler, in kernel mode: excluding the kernel
+    // would drop every one of them. Faults of user code are sampled in user mode (their
+    // registers are the faulting code's); those taken inside system calls need kernel
+    // sampling.
+    b.exclude_kernel(role == Role::Mem && !plan.kernel_frames);
     b
 }
 
@@ -200,8 +307,8 @@ pub(super) struct Events {
     pub(super) rings: Vec<Ring>,
     /// Every other event, writing into the ring of its CPU.
     pub(super) counters: Vec<Counter>,
-    /// Ids of the events whose samples are off-CPU samples.
-    pub(super) off_ids: Vec<u64>,
+    /// Ids of the events whose samples are off-CPU or memory samples.
+    pub(super) ids: EventIds,
     /// Threads with events of their own.
     pub(super) tids: Vec<u32>,
 }
@@ -222,21 +329,18 @@ pub(super) fn open_events(
     let mut events = Events {
         rings: Vec::with_capacity(cpus.len()),
         counters: Vec::new(),
-        off_ids: Vec::new(),
+        ids: EventIds::default(),
         tids: Vec::with_capacity(tids.len()),
     };
     'threads: for (i, &tid) in tids.iter().enumerate() {
         let mut counters = Vec::new();
-        let mut off_ids = Vec::new();
+        let mut ids = EventIds::default();
         for (slot, &cpu) in rings.iter_mut().zip(cpus) {
             let opened = open_on(tid, cpu, plan, pages, page_size, slot);
             match opened {
-                Ok((main, off)) => {
-                    for c in main.into_iter().chain(off) {
-                        // Without an on-CPU event the main event is the off-CPU one.
-                        if plan.on_cpu.is_none() || !c.is_main {
-                            off_ids.push(c.counter.id());
-                        }
+                Ok(opened) => {
+                    for c in opened {
+                        ids.push(c.role, c.counter.id());
                         counters.push(c.counter);
                     }
                 }
@@ -245,15 +349,14 @@ pub(super) fn open_events(
             }
         }
         events.counters.append(&mut counters);
-        events.off_ids.append(&mut off_ids);
+        events.ids.off.append(&mut ids.off);
+        events.ids.mem.append(&mut ids.mem);
         events.tids.push(tid);
     }
     for (ring, &cpu) in rings.into_iter().zip(cpus) {
         match ring {
             Some(r) => {
-                if plan.on_cpu.is_none() {
-                    events.off_ids.push(r.id());
-                }
+                events.ids.push(plan.main_role(), r.id());
                 events.rings.push(r);
             }
             None => {
@@ -264,20 +367,19 @@ pub(super) fn open_events(
             }
         }
     }
-    events.off_ids.sort_unstable();
-    events.off_ids.dedup();
+    events.ids.sort();
     Ok(events)
 }
 
-/// An opened event and whether it is the plan's main event.
+/// An opened event and what its samples are.
 struct Opened {
     counter: Counter,
-    is_main: bool,
+    role: Role,
 }
 
 /// Opens the events of `tid` on `cpu`. When `ring` is empty, the main event is mapped
-/// and becomes it; else the main event writes into it and is returned. The off-CPU
-/// event, when planned, always writes into the ring.
+/// and becomes it; else the main event writes into it and is returned. The other
+/// events, when planned, always write into the ring.
 fn open_on(
     tid: u32,
     cpu: usize,
@@ -285,16 +387,17 @@ fn open_on(
     pages: &mut usize,
     page_size: usize,
     ring: &mut Option<Ring>,
-) -> Result<(Option<Opened>, Option<Opened>), OpenError> {
-    let main = match ring {
+) -> Result<Vec<Opened>, OpenError> {
+    let mut opened = Vec::with_capacity(3);
+    match ring {
         Some(r) => {
             let b = main_builder(tid, cpu, plan, *pages * page_size);
             let counter = b.build().map_err(|e| OpenError::from_open(cpu, e))?;
             set_output(counter.as_raw_fd(), r.as_raw_fd()).map_err(|e| OpenError::Open(cpu, e))?;
-            Some(Opened {
+            opened.push(Opened {
                 counter,
-                is_main: true,
-            })
+                role: plan.main_role(),
+            });
         }
         None => loop {
             let b = main_builder(tid, cpu, plan, *pages * page_size);
@@ -302,7 +405,7 @@ fn open_on(
             match counter.sampled(*pages * page_size) {
                 Ok(r) => {
                     *ring = Some(r);
-                    break None;
+                    break;
                 }
                 Err(e)
                     if *pages > 1
@@ -316,58 +419,51 @@ fn open_on(
                 Err(e) => return Err(OpenError::Mmap(cpu, *pages, e)),
             }
         },
-    };
-    let off = if plan.off_stacks && plan.on_cpu.is_some() {
+    }
+    for role in plan.extra_roles() {
         let Some(r) = ring.as_ref() else {
             return Err(OpenError::Open(
                 cpu,
                 io::Error::new(io::ErrorKind::NotFound, "no ring buffer"),
             ));
         };
-        let b = off_builder(tid, cpu, plan, *pages * page_size);
+        let b = extra_builder(role, tid, cpu, plan, *pages * page_size);
         let counter = b.build().map_err(|e| OpenError::from_open(cpu, e))?;
         set_output(counter.as_raw_fd(), r.as_raw_fd()).map_err(|e| OpenError::Open(cpu, e))?;
-        Some(Opened {
-            counter,
-            is_main: false,
-        })
-    } else {
-        None
-    };
-    Ok((main, off))
+        opened.push(Opened { counter, role });
+    }
+    Ok(opened)
 }
 
 /// Opens the plan's events on thread `tid` (found after attaching), writing into the
 /// existing `rings` (one per CPU of `cpus`), enabled. Returns the counters and the ids
-/// of the off-CPU ones.
+/// of the off-CPU and memory ones.
 pub(super) fn open_thread_events(
     tid: u32,
     cpus: &[usize],
     rings: &[Ring],
     plan: &EventPlan,
-) -> io::Result<(Vec<Counter>, Vec<u64>)> {
+) -> io::Result<(Vec<Counter>, EventIds)> {
     let page_size = page_size();
     let mut counters = Vec::new();
-    let mut off_ids = Vec::new();
+    let mut ids = EventIds::default();
     for (ring, &cpu) in rings.iter().zip(cpus) {
         // The watermark only matters for the ring's own event.
         let data_bytes = page_size;
         let mut main = main_builder(tid, cpu, plan, data_bytes).build()?;
         set_output(main.as_raw_fd(), ring.as_raw_fd())?;
         main.enable()?;
-        if plan.on_cpu.is_none() {
-            off_ids.push(main.id());
-        }
+        ids.push(plan.main_role(), main.id());
         counters.push(main);
-        if plan.off_stacks && plan.on_cpu.is_some() {
-            let mut off = off_builder(tid, cpu, plan, data_bytes).build()?;
-            set_output(off.as_raw_fd(), ring.as_raw_fd())?;
-            off.enable()?;
-            off_ids.push(off.id());
-            counters.push(off);
+        for role in plan.extra_roles() {
+            let mut extra = extra_builder(role, tid, cpu, plan, data_bytes).build()?;
+            set_output(extra.as_raw_fd(), ring.as_raw_fd())?;
+            extra.enable()?;
+            ids.push(role, extra.id());
+            counters.push(extra);
         }
     }
-    Ok((counters, off_ids))
+    Ok((counters, ids))
 }
 
 /// The threads of `pid`, `pid` first.
@@ -491,6 +587,19 @@ pub(super) fn offcpu_stacks_excluded_reason(access: &PerfAccess, errno: i32) -> 
     )
 }
 
+/// Why faults inside system calls are missing from the memory profile.
+pub(super) fn kernel_faults_excluded_reason(access: &PerfAccess, errno: i32) -> String {
+    format!(
+        "page faults inside system calls not sampled: perf_event_open with kernel sampling \
+         returned {} ({}; kernel sampling needs paranoid <= 1, root or CAP_PERFMON); the \
+         memory profile holds the faults of user code only (a buffer first touched by \
+         `read` is missed). Fix: `sudo sysctl kernel.perf_event_paranoid=1` or \
+         `sudo setcap cap_perfmon=ep <path to benchtop>`",
+        errno_name(errno),
+        paranoid_text(access),
+    )
+}
+
 pub(super) fn page_size() -> usize {
     // SAFETY: sysconf has no memory arguments.
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -578,6 +687,16 @@ pub(super) enum Reduction {
     KernelFramesExcluded(String),
     /// Off-CPU stacks left out; the reason and its fix.
     OffCpuStacksExcluded(String),
+    /// Page faults taken in kernel mode (inside system calls) left out of the memory
+    /// profile; the reason and its fix.
+    KernelFaultsExcluded(String),
+    /// One page fault in `period` sampled instead of one in `asked`, for ring buffers of
+    /// `pages` data pages (an unprivileged user's, with stack copies).
+    MemPeriodRaised {
+        asked: u64,
+        period: u64,
+        pages: usize,
+    },
 }
 
 impl Reduction {
@@ -610,9 +729,21 @@ impl std::fmt::Display for Reduction {
                 "ring buffers reduced from {requested} down to {pages} data pages per CPU: the \
                  kernel refused larger ones (locked-memory limit); samples may be lost under load"
             ),
-            Reduction::KernelFramesExcluded(reason) | Reduction::OffCpuStacksExcluded(reason) => {
-                f.write_str(reason)
-            }
+            Reduction::MemPeriodRaised {
+                asked,
+                period,
+                pages,
+            } => write!(
+                f,
+                "memory samples: one page fault in {period}, not {asked}: stack copies at \
+                 high fault rates overflow ring buffers of {pages} data pages per CPU (the \
+                 locked-memory budget of an unprivileged user); shares stay exact, each \
+                 sample stands for more bytes (run as root or with CAP_IPC_LOCK, or with \
+                 --unwind fp, for the period asked)"
+            ),
+            Reduction::KernelFramesExcluded(reason)
+            | Reduction::OffCpuStacksExcluded(reason)
+            | Reduction::KernelFaultsExcluded(reason) => f.write_str(reason),
         }
     }
 }

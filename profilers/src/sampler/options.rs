@@ -18,25 +18,44 @@ pub enum ProfileKind {
     /// is recorded per thread without stacks and [`Sampler::warnings`](super::Sampler::warnings) says why.
     #[default]
     Both,
+    /// Where resident memory grew: the `page-faults` software event sampled with its
+    /// callchain, each sample weighted in bytes ([`SamplerOptions::mem_period`] faults
+    /// times the page size). A fault is the first touch of a page, not its allocation.
+    Mem,
+    /// On-CPU, off-CPU and memory together.
+    All,
 }
 
 impl ProfileKind {
     /// On-CPU stacks are taken.
     pub fn on_cpu(self) -> bool {
-        matches!(self, ProfileKind::Cpu | ProfileKind::Both)
+        matches!(
+            self,
+            ProfileKind::Cpu | ProfileKind::Both | ProfileKind::All
+        )
     }
 
     /// Off-CPU time is recorded.
     pub fn off_cpu(self) -> bool {
-        matches!(self, ProfileKind::OffCpu | ProfileKind::Both)
+        matches!(
+            self,
+            ProfileKind::OffCpu | ProfileKind::Both | ProfileKind::All
+        )
     }
 
-    /// The name the command line uses: `cpu`, `offcpu` or `both`.
+    /// Page faults are sampled (where resident memory grew).
+    pub fn mem(self) -> bool {
+        matches!(self, ProfileKind::Mem | ProfileKind::All)
+    }
+
+    /// The name the command line uses: `cpu`, `offcpu`, `both`, `mem` or `all`.
     pub fn name(self) -> &'static str {
         match self {
             ProfileKind::Cpu => "cpu",
             ProfileKind::OffCpu => "offcpu",
             ProfileKind::Both => "both",
+            ProfileKind::Mem => "mem",
+            ProfileKind::All => "all",
         }
     }
 }
@@ -84,7 +103,19 @@ pub struct SamplerOptions {
     /// tens of thousands of times a second, where a stack copy per switch would be
     /// hundreds of MB/s (8 KiB each).
     pub offcpu_stack_every: u32,
+    /// Memory profiles sample one page fault in this many (default
+    /// [`DEFAULT_MEM_PERIOD`]); each sample weighs this many pages. The kernel counts
+    /// every fault and samples at each overflow, so shares are exact to one period per
+    /// thread; a period of 1 with stack copies loses samples at high fault rates.
+    pub mem_period: u64,
 }
+
+/// One page fault in this many is sampled by default: 128 KiB of 4 KiB pages per sample,
+/// so a program touching 4 GB writes some 32 800 samples. Chosen with
+/// `benches/mem_overhead.py`: at this period page-fault sampling costs the program no
+/// more than `perf record -e page-faults -g` (perf's default of 4 000 samples a second)
+/// on the same program.
+pub const DEFAULT_MEM_PERIOD: u64 = 32;
 
 /// The perf event that drives on-CPU sampling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -123,6 +154,7 @@ impl Default for SamplerOptions {
             unwind: UnwindMode::Auto,
             stack_size: DEFAULT_STACK_SIZE,
             offcpu_stack_every: 1,
+            mem_period: DEFAULT_MEM_PERIOD,
         }
     }
 }

@@ -18,6 +18,7 @@ pub(crate) struct Shared {
     pub throttled: AtomicU64,
     pub offcpu_samples: AtomicU64,
     pub switches: AtomicU64,
+    pub mem_samples: AtomicU64,
     pub blocked_ns: AtomicU64,
     /// Bytes of records copied out of the ring buffers and not yet folded.
     pub queued_bytes: AtomicU64,
@@ -50,6 +51,8 @@ pub struct Snapshot {
     pub cpu: StackTree,
     /// Off-CPU stacks so far (µs blocked), as in [`Profile::offcpu`](super::Profile::offcpu).
     pub offcpu: StackTree,
+    /// Memory stacks so far (bytes of page faults), as in [`Profile::mem`](super::Profile::mem).
+    pub mem: StackTree,
     /// Batches folded when the copy was taken.
     pub batches: u64,
 }
@@ -67,6 +70,7 @@ impl Shared {
             throttled: AtomicU64::new(0),
             offcpu_samples: AtomicU64::new(0),
             switches: AtomicU64::new(0),
+            mem_samples: AtomicU64::new(0),
             blocked_ns: AtomicU64::new(0),
             queued_bytes: AtomicU64::new(0),
             batches: AtomicU64::new(0),

@@ -114,9 +114,16 @@ pub(super) struct Timeline {
     open_cpu: Vec<(u64, u32, u32)>,
     /// Blocked intervals whose last report interval has not ended yet.
     open_off: Vec<Block>,
+    /// Page-fault samples since the last batch: (time, tid, pending slot).
+    raw_mem: Vec<(u64, u32, u32)>,
+    /// Page-fault samples with a stack id whose interval has not ended yet.
+    open_mem: Vec<(u64, u32, u32)>,
+    /// Bytes one page-fault sample weighs.
+    mem_bytes: u64,
     /// Attributed weights per (interval, tid, stack), not handed out yet.
     cpu: HashMap<(u32, u32, u32), u64>,
     off: HashMap<(u32, u32, u32), u64>,
+    mem: HashMap<(u32, u32, u32), u64>,
 }
 
 impl Timeline {
@@ -145,6 +152,27 @@ impl Timeline {
     /// An on-CPU sample of `tid` at `time`, whose stack is pending in `slot`.
     pub fn sample(&mut self, time: u64, tid: u32, slot: u32) {
         self.raw.push((time, tid, slot));
+    }
+
+    /// Each page-fault sample weighs this many bytes.
+    pub fn set_mem_bytes(&mut self, bytes: u64) {
+        self.mem_bytes = bytes;
+    }
+
+    /// A page-fault sample of `tid` at `time`, whose stack is pending in memory `slot`.
+    pub fn mem_sample(&mut self, time: u64, tid: u32, slot: u32) {
+        self.raw_mem.push((time, tid, slot));
+    }
+
+    /// The pending memory slots were folded: `stacks[slot]` is each one's stack id.
+    pub fn fold_mem_samples(&mut self, stacks: &[u32]) {
+        for (time, tid, slot) in self.raw_mem.drain(..) {
+            if let Some(&stack) = stacks.get(slot as usize)
+                && stack != u32::MAX
+            {
+                self.open_mem.push((time, tid, stack));
+            }
+        }
     }
 
     /// The pending slots were folded: `stacks[slot]` is each one's stack id (`u32::MAX`
@@ -192,6 +220,17 @@ impl Timeline {
             false
         });
         self.open_cpu = open;
+        let mut open = std::mem::take(&mut self.open_mem);
+        open.retain(|&(time, tid, stack)| {
+            if time >= last {
+                return true;
+            }
+            let key = (self.index(time), tid, stack);
+            let w = self.mem.entry(key).or_insert(0);
+            *w = w.saturating_add(self.mem_bytes);
+            false
+        });
+        self.open_mem = open;
         let mut open = std::mem::take(&mut self.open_off);
         open.retain(|b| {
             if b.end > last {
@@ -267,9 +306,17 @@ impl Timeline {
                 .offcpu
                 .push(Weight { tid, stack, weight });
         }
+        for ((i, tid, stack), weight) in std::mem::take(&mut self.mem) {
+            by_interval
+                .entry(i)
+                .or_insert_with(|| slot(i, self))
+                .mem
+                .push(Weight { tid, stack, weight });
+        }
         for (_, mut w) in by_interval {
             w.cpu.sort_unstable_by_key(|w| (w.tid, w.stack));
             w.offcpu.sort_unstable_by_key(|w| (w.tid, w.stack));
+            w.mem.sort_unstable_by_key(|w| (w.tid, w.stack));
             out.push(w);
         }
     }
@@ -329,6 +376,38 @@ mod tests {
         assert_eq!(t.off.get(&(2, 3, 9)), Some(&(S / 2)));
         let total: u64 = t.off.values().sum();
         assert_eq!(total, 2 * (2 * S + S / 4 - S / 2));
+    }
+
+    #[test]
+    fn page_fault_samples_land_in_their_interval_weighted_in_bytes() {
+        let mut t = Timeline::new(0);
+        t.set_mem_bytes(65_536);
+        feed(&mut t, Some(0), &[S]);
+        t.mem_sample(S / 2, 4, 0);
+        t.mem_sample(S / 2 + 1, 4, 0);
+        t.mem_sample(S + 1, 4, 1);
+        t.fold_mem_samples(&[3, 5]);
+        t.attribute(true);
+        let mut out = Vec::new();
+        t.take_intervals(2 * S, &mut out);
+        assert_eq!(out.len(), 2);
+        assert_eq!(
+            out[0].mem,
+            [Weight {
+                tid: 4,
+                stack: 3,
+                weight: 131_072
+            }]
+        );
+        assert_eq!(
+            out[1].mem,
+            [Weight {
+                tid: 4,
+                stack: 5,
+                weight: 65_536
+            }]
+        );
+        assert!(out[0].cpu.is_empty() && out[0].offcpu.is_empty());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 mod fixture;
 mod host;
+mod mem;
 mod monitor;
 mod offcpu;
 mod reaper;

@@ -49,7 +49,7 @@ const SPLIT: [(&str, f64); 3] = [
 ];
 
 /// Compiles C `source` with the system compiler into `dir/name` with `flags`.
-fn build_c(dir: &Path, name: &str, source: &str, flags: &[&str]) -> PathBuf {
+pub(crate) fn build_c(dir: &Path, name: &str, source: &str, flags: &[&str]) -> PathBuf {
     let src = dir.join(format!("{name}.c"));
     std::fs::write(&src, source).expect("write the fixture's source");
     let out = dir.join(name);
@@ -67,7 +67,7 @@ fn build_c(dir: &Path, name: &str, source: &str, flags: &[&str]) -> PathBuf {
 }
 
 /// Flags of a C build without frame pointers.
-const NO_FP: &[&str] = &[
+pub(crate) const NO_FP: &[&str] = &[
     "-O2",
     "-g",
     "-fomit-frame-pointer",
@@ -80,7 +80,7 @@ const NO_FP: &[&str] = &[
 /// the tests running beside them that measure a fixture's samples over wall time. The
 /// fixtures count their work in CPU time, and samples come per CPU time, so a lower
 /// priority only makes them take longer.
-fn niced(program: impl AsRef<std::ffi::OsStr>) -> Command {
+pub(crate) fn niced(program: impl AsRef<std::ffi::OsStr>) -> Command {
     let mut c = Command::new("nice");
     c.args(["-n", "5"]).arg(program);
     c
@@ -88,12 +88,12 @@ fn niced(program: impl AsRef<std::ffi::OsStr>) -> Command {
 
 /// A program started held at a `read`, so that a sampler can be opened to begin at its
 /// exec (as `benchtop run -- cmd` does).
-struct Held {
+pub(crate) struct Held {
     child: Child,
 }
 
 impl Held {
-    fn spawn(program: &Path, args: &[&str]) -> Held {
+    pub(crate) fn spawn(program: &Path, args: &[&str]) -> Held {
         Self::spawn_with(niced("sh"), program, args)
     }
 
@@ -116,12 +116,12 @@ impl Held {
         Held { child }
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// Lets it exec the program and waits for it to end.
-    fn run(mut self) {
+    pub(crate) fn run(mut self) {
         let mut stdin = self.child.stdin.take().expect("stdin");
         stdin.write_all(b"go\n").expect("release the child");
         drop(stdin);
@@ -134,7 +134,7 @@ impl Held {
 /// machine from the other tests running beside them.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -155,7 +155,7 @@ fn record(program: &Path, args: &[&str], unwind: UnwindMode) -> Profile {
 }
 
 /// Folded lines with the process name and kernel frames left out, merged.
-fn user_stacks(folded: &str) -> BTreeMap<String, u64> {
+pub(crate) fn user_stacks(folded: &str) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
     for line in folded.lines() {
         let Some((stack, n)) = line.rsplit_once(' ') else {
@@ -184,7 +184,7 @@ fn share_of(stacks: &BTreeMap<String, u64>, path: &str) -> f64 {
 }
 
 /// Share of the weight whose stack reaches `root` (a frame named exactly so).
-fn reaching(stacks: &BTreeMap<String, u64>, root: &str) -> f64 {
+pub(crate) fn reaching(stacks: &BTreeMap<String, u64>, root: &str) -> f64 {
     let total: u64 = stacks.values().sum();
     let hits: u64 = stacks
         .iter()

@@ -772,6 +772,7 @@ mod tests {
             latency,
             cpu: None,
             offcpu: None,
+            memory: Default::default(),
             threads: Vec::new(),
             warnings: Vec::new(),
         }
@@ -801,6 +802,33 @@ mod tests {
         assert_eq!(alloc.change.verdict, Verdict::Regressed, "{alloc:?}");
         let free = figure(&c, "free_bytes/s");
         assert_eq!(free.change.verdict, Verdict::Changed, "{free:?}");
+    }
+
+    #[test]
+    fn more_live_bytes_per_interval_is_a_regression_judged_like_rss() {
+        let with_live = |dir: &str, live: f64, seed| {
+            let mut s = session(dir, 1e6, 1_000_000, seed);
+            for row in &mut s.rows {
+                let noise = row.rates["messages"] / 1e6;
+                row.counters
+                    .insert("live_bytes".into(), (live * noise) as u64);
+            }
+            s
+        };
+        let c = compare(
+            &with_live("a", 64e6, 1),
+            &with_live("b", 96e6, 2),
+            &CompareOptions::default(),
+        );
+        let live = figure(&c, "live bytes");
+        assert_eq!(live.change.verdict, Verdict::Regressed, "{live:?}");
+        let same = compare(
+            &with_live("a", 64e6, 3),
+            &with_live("b", 64e6, 4),
+            &CompareOptions::default(),
+        );
+        let live = figure(&same, "live bytes");
+        assert_eq!(live.change.verdict, Verdict::WithinNoise, "{live:?}");
     }
 
     #[test]

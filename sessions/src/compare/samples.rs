@@ -49,6 +49,17 @@ impl<'a> Samples<'a> {
                     w,
                 );
             }
+            // A built-in worker's bytes live (a level, judged per interval as RSS is).
+            if let Some(&live) = row.counters.get(benchtop_protocol_live_bytes()) {
+                push(
+                    &mut out,
+                    "live bytes".into(),
+                    "bytes",
+                    Some(Better::Lower),
+                    live as f64,
+                    w,
+                );
+            }
             if let Some(r) = &row.resources {
                 push(
                     &mut out,
@@ -139,6 +150,12 @@ impl<'a> Samples<'a> {
         }
         out
     }
+}
+
+/// The tick counter of a worker's live bytes (`live_bytes` in the report protocol; this
+/// crate does not depend on the protocol's).
+fn benchtop_protocol_live_bytes() -> &'static str {
+    "live_bytes"
 }
 
 pub(crate) fn tag_name(tag: &str) -> &str {

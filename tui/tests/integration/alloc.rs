@@ -137,3 +137,44 @@ fn switched_off_the_worker_reports_no_allocation_counters() {
         );
     }
 }
+
+#[test]
+fn ring_ask_reports_the_bytes_each_pending_ask_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ring = |mode: &str| {
+        let dir = tmp.path().join(mode);
+        let (_, session) = record_run(
+            &dir,
+            &[
+                "ring",
+                "--mode",
+                mode,
+                "--num-nodes",
+                "1000",
+                "--num-rounds",
+                "100",
+                "--profile",
+                "none",
+            ],
+        );
+        session
+    };
+    let ask = ring("ask");
+    let per_ask = crate::support::figure(&ask, "bytes_per_pending_ask");
+    // A continuation is 8 bytes in its actor's slab, which grows by doubling: between
+    // 8 and 16 bytes an ask, plus what the mailboxes queue meanwhile.
+    assert!(
+        (8.0..64.0).contains(&per_ask),
+        "{per_ask} bytes per pending ask"
+    );
+    let tell = ring("tell");
+    assert!(
+        !tell
+            .meta
+            .summary
+            .iter()
+            .any(|f| f.name == "bytes_per_pending_ask"),
+        "tell keeps no asks pending: {:?}",
+        tell.meta.summary
+    );
+}

@@ -20,6 +20,7 @@ mod leftovers;
 mod live;
 mod long_session;
 mod manual;
+mod memory;
 mod messenger;
 mod netns;
 mod process_tree;

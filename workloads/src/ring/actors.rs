@@ -20,6 +20,7 @@ use std::any::Any;
 use std::future::{Future, poll_fn};
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -74,6 +75,9 @@ struct Shared {
     /// When the message last passed node 0 (only node 0 touches it, once a lap: kept
     /// here rather than in every actor).
     last_pass: Mutex<Option<Instant>>,
+    /// Ask mode: the worker's live bytes when the last ask arrived, every other ask still
+    /// pending (`u64::MAX` until then, or without the counting allocator).
+    deepest_live: Arc<AtomicU64>,
 }
 
 impl Shared {
@@ -258,6 +262,12 @@ impl AskActor {
                     return;
                 }
                 if value >= shared.total {
+                    // The deepest point: every ask of the run is pending.
+                    if let Some(counts) = crate::alloc::snapshot() {
+                        shared
+                            .deepest_live
+                            .store(counts.live_bytes(), Ordering::Relaxed);
+                    }
                     self.reply(asker, value, ask_id);
                     return;
                 }
@@ -346,18 +356,23 @@ async fn drive(
 ) -> Result<Outcome, WorkloadError> {
     let nodes = params.num_nodes;
     let (driver, mut events) = unbounded_channel();
+    // Not in `shared`, which the driver drops so that its channel closes when every
+    // actor is gone.
+    let deepest_live = Arc::new(AtomicU64::new(u64::MAX));
     let shared = Arc::new(Shared {
         driver,
         total: params.total_hops(),
         metrics: metrics.clone(),
         stop,
         last_pass: Mutex::new(None),
+        deepest_live: Arc::clone(&deepest_live),
     });
 
     // The actors run until the runtime is dropped (in `run`): the driver keeps no handles
     // to their tasks, and hears of their panics from `supervise`.
     let created = Instant::now();
     let mut replies = None;
+    let mut baseline_live = None;
     let (node_creation, started) = match params.mode {
         RingMode::Tell => {
             // Each actor's mailbox is allocated next to its task: glibc's aligned
@@ -402,6 +417,7 @@ async fn drive(
                 }));
             }
             let timing = (created.elapsed(), Instant::now());
+            baseline_live = crate::alloc::snapshot().map(|c| c.live_bytes());
             addresses[0].send(AskMsg::Ask {
                 value: 0,
                 asker: nodes,
@@ -439,6 +455,14 @@ async fn drive(
             });
         }
     };
+    // Bytes the pending asks added over what the ring held once built, per ask.
+    let deepest = deepest_live.load(Ordering::Relaxed);
+    let bytes_per_pending_ask = match baseline_live {
+        Some(baseline) if deepest != u64::MAX && !stopped => {
+            Some(deepest.saturating_sub(baseline) as f64 / params.total_hops().max(1) as f64)
+        }
+        _ => None,
+    };
     Ok(Outcome {
         params: params.clone(),
         node_creation,
@@ -446,6 +470,7 @@ async fn drive(
         final_sum,
         messages: metrics.messages.get(),
         stopped,
+        bytes_per_pending_ask,
     })
 }
 
@@ -567,6 +592,7 @@ mod tests {
             metrics: RingMetrics::register(&mut Metrics::new()).unwrap(),
             stop: StopSignal::new(),
             last_pass: Mutex::new(None),
+            deepest_live: Arc::new(AtomicU64::new(u64::MAX)),
         };
         assert_eq!(supervised(|| Poll::Pending).unwrap(), Poll::Pending);
         let payload = supervised(|| panic!("boom")).unwrap_err();

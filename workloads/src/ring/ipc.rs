@@ -318,5 +318,6 @@ pub(super) fn run(
         final_sum: value,
         messages: metrics.messages.get(),
         stopped,
+        bytes_per_pending_ask: None,
     })
 }

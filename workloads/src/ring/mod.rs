@@ -366,6 +366,11 @@ pub struct Outcome {
     pub messages: u64,
     /// Whether the run was stopped before it completed.
     pub stopped: bool,
+    /// In-process ask mode with the counting allocator on (a worker), run to the end: the
+    /// bytes live when every ask was pending (the last ask's arrival) less those live
+    /// once the ring was built, divided by the asks then pending (`num_nodes ×
+    /// num_rounds`). The continuation slabs' growth, which `live.folded` attributes.
+    pub bytes_per_pending_ask: Option<f64>,
 }
 
 impl Outcome {
@@ -398,6 +403,12 @@ impl Outcome {
             )
             .better(Better::Higher),
         ]
+        .into_iter()
+        .chain(
+            self.bytes_per_pending_ask
+                .map(|b| Figure::new("bytes_per_pending_ask", b, "bytes").better(Better::Lower)),
+        )
+        .collect()
     }
 }
 
@@ -454,6 +465,9 @@ pub fn summary_lines(outcome: &Outcome) -> Vec<String> {
         format!("{}: {:?}", names.messaging, outcome.ring_messaging),
         format!("messages_per_second: {:.0}", outcome.messages_per_second()),
     ]);
+    if let Some(bytes) = outcome.bytes_per_pending_ask {
+        lines.push(format!("bytes_per_pending_ask: {bytes:.1}"));
+    }
     lines.push(match params.transport {
         Transport::Inproc => format!("mode: {}", params.mode),
         Transport::Ipc => format!("transport: {}", params.transport),
@@ -605,6 +619,7 @@ mod tests {
             final_sum: 10_000_000,
             messages: 10_000_000,
             stopped: false,
+            bytes_per_pending_ask: None,
         };
         assert_eq!(
             summary_lines(&outcome),
@@ -642,6 +657,7 @@ mod tests {
             final_sum: 20_000,
             messages: 20_000,
             stopped: false,
+            bytes_per_pending_ask: None,
         };
         assert_eq!(
             summary_lines(&outcome),
