@@ -65,6 +65,7 @@ pub mod histogram;
 pub mod hlog;
 pub mod intervals;
 pub mod limits;
+pub mod lines;
 pub mod meta;
 pub mod names;
 pub mod plot;

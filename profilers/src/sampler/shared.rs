@@ -50,6 +50,8 @@ pub struct Snapshot {
     pub cpu: StackTree,
     /// Off-CPU stacks so far (µs blocked), as in [`Profile::offcpu`](super::Profile::offcpu).
     pub offcpu: StackTree,
+    /// Source lines of the on-CPU stacks so far, per frame.
+    pub lines: benchtop_sessions::lines::FrameLines,
     /// Batches folded when the copy was taken.
     pub batches: u64,
 }
