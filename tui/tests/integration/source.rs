@@ -111,9 +111,12 @@ fn the_hot_line_of_a_recorded_c_program_has_the_largest_share() {
     let now = Instant::now();
     let session = Session::load(&dir).unwrap();
     let mut state = State::with_session(session, now, false);
-    let mut todo: Vec<AppEvent> = "t".chars().map(|c| AppEvent::Key(Key::Char(c))).collect();
-    // Select hot_loop in the top functions (by self: it leads), then the source view,
-    // maximized.
+    // Select hot_loop in the top functions (by self it leads: up to the first row from
+    // the flamegraph's selection), then the source view, maximized.
+    let mut todo: Vec<AppEvent> = std::iter::once('t')
+        .chain(std::iter::repeat_n('k', 50))
+        .map(|c| AppEvent::Key(Key::Char(c)))
+        .collect();
     todo.extend([
         AppEvent::Key(Key::Enter),
         AppEvent::Key(Key::Char('a')),
