@@ -571,7 +571,7 @@ mod tests {
 
     #[test]
     fn callers_and_callees_at_80x24_and_160x48() {
-        let (small, large) = both("tkkkk\nc");
+        let (small, large) = both("t\nc");
         assert!(
             small.contains("↑ eval") && small.contains("↑ parse"),
             "{small}"
@@ -582,15 +582,71 @@ mod tests {
 
     #[test]
     fn source_at_80x24_and_160x48() {
-        let (small, large) = both("tkkk\na");
+        let (small, large) = both("tj\na");
         assert!(small.contains(" 80.0% │     while"), "{small}");
         insta::assert_snapshot!("source_80x24", small);
         insta::assert_snapshot!("source_160x48", large);
     }
 
     #[test]
+    #[allow(clippy::field_reassign_with_default)]
+    fn an_opened_synthetic_session_shows_every_view_with_its_heaviest_function_first() {
+        use benchtop_sessions::synthetic::SyntheticStacks;
+        let tmp = tempfile::tempdir().unwrap();
+        let mut spec = SyntheticStacks::default();
+        spec.stacks = 3_000;
+        let dir = spec.write(&tmp.path().join("s")).unwrap();
+        let session = benchtop_sessions::Session::load(&dir).unwrap();
+        // The known answer, from the folded stacks: self weight per leaf function.
+        let tree = session.cpu.clone().unwrap();
+        let mut self_of: std::collections::HashMap<String, u64> = Default::default();
+        tree.for_each_stack(|frames, w| {
+            let leaf = tree.name(*frames.last().unwrap()).to_owned();
+            *self_of.entry(leaf).or_default() += w;
+        });
+        let (hottest, _) = self_of
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+            .unwrap();
+        let now = Instant::now();
+        let mut s = State::with_session(session, now, true);
+        let keys = [
+            Key::Char('t'),
+            Key::Enter,
+            Key::Char('i'),
+            Key::Char('c'),
+            Key::Char('a'),
+        ];
+        for key in keys {
+            for effect in s.update(AppEvent::Key(key), now) {
+                if let crate::state::Effect::LoadLines(d) = effect {
+                    let stacks = benchtop_sessions::intervals::IntervalStacks::load(
+                        &d,
+                        &benchtop_sessions::limits::LoadOptions::default(),
+                    )
+                    .unwrap()
+                    .unwrap();
+                    s.update(
+                        AppEvent::Lines {
+                            dir: d,
+                            lines: Ok(stacks.lines),
+                        },
+                        now,
+                    );
+                }
+            }
+            let screen = render(&s, now, 80, 24);
+            assert!(!screen.contains("no samples yet"), "{screen}");
+        }
+        assert_eq!(&s.flames().views.function, hottest);
+        let screen = render(&s, now, 160, 48);
+        assert!(screen.contains(".rs, lines "), "{screen}");
+        assert!(screen.contains(" │ "), "{screen}");
+    }
+
+    #[test]
     fn the_source_view_of_the_off_cpu_stacks_says_why_it_is_empty() {
-        let s = screen("tkkk\nao");
+        let s = screen("tj\nao");
         let small = render(&s, Instant::now(), 80, 24);
         assert!(small.contains("on-CPU samples only"), "{small}");
     }

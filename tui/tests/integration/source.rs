@@ -111,17 +111,14 @@ fn the_hot_line_of_a_recorded_c_program_has_the_largest_share() {
     let now = Instant::now();
     let session = Session::load(&dir).unwrap();
     let mut state = State::with_session(session, now, false);
-    // Select hot_loop in the top functions (by self it leads: up to the first row from
-    // the flamegraph's selection), then the source view, maximized.
-    let mut todo: Vec<AppEvent> = std::iter::once('t')
-        .chain(std::iter::repeat_n('k', 50))
-        .map(|c| AppEvent::Key(Key::Char(c)))
-        .collect();
-    todo.extend([
+    // Select hot_loop in the top functions (by self it leads), then the source view,
+    // maximized.
+    let todo = [
+        AppEvent::Key(Key::Char('t')),
         AppEvent::Key(Key::Enter),
         AppEvent::Key(Key::Char('a')),
         AppEvent::Key(Key::Char('e')),
-    ]);
+    ];
     let mut events = std::collections::VecDeque::from(todo);
     while let Some(event) = events.pop_front() {
         for effect in state.update(event, now) {

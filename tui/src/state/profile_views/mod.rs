@@ -146,6 +146,10 @@ impl FlamePanes {
                 {
                     views.function = flame.name(b.node).to_owned();
                 }
+                if kind == ViewKind::Top && views.kind != ViewKind::Top {
+                    // Opened, the table starts at its hottest function, as perf top does.
+                    views.top.reset();
+                }
                 views.kind = kind;
                 if kind == ViewKind::Flame {
                     // The index is as large as the tree: not kept for the flamegraph.
@@ -162,7 +166,11 @@ impl FlamePanes {
                 };
                 match views.kind {
                     ViewKind::Flame => {}
-                    ViewKind::Top => step(&mut views.top.selected, views.top.rows.len()),
+                    ViewKind::Top => {
+                        let mut at = views.top.selected;
+                        step(&mut at, views.top.rows.len());
+                        views.top.select(at, flame.tree());
+                    }
                     ViewKind::Inverted => {
                         step(&mut views.inverted.selected, views.inverted.rows.len());
                     }
@@ -192,9 +200,6 @@ impl FlamePanes {
                     ViewsAction::SortNext => sort.next(),
                     _ => sort.prev(),
                 };
-                if let Some(r) = views.top.selected_row() {
-                    views.function = flame.tree().name(r.frame).to_owned();
-                }
             }
             ViewsAction::Enter => {
                 let tree = flame.tree();
@@ -260,7 +265,7 @@ impl ProfileViews {
             ViewKind::Flame | ViewKind::Source => {}
             ViewKind::Top => {
                 let query = flame.query().to_lowercase();
-                self.top.rebuild(tree, index, &query, &self.function);
+                self.top.rebuild(tree, index, &query);
             }
             ViewKind::Inverted => self.inverted.rebuild(tree, index),
             ViewKind::Butterfly => self.butterfly.rebuild(tree, index, &self.function),
@@ -370,12 +375,13 @@ mod tests {
     fn enter_on_a_row_selects_the_function_in_every_view_and_the_flamegraph() {
         let mut p = panes();
         p.act_views(ViewsAction::Show(ViewKind::Top));
-        // The table opens on the flamegraph's selection: the widest frame, main.
+        // The flamegraph's selection (its widest frame) is the function until Enter; the
+        // table opens on its first row.
         assert_eq!(p.views.function, "main");
-        assert_eq!(p.views.top.selected, 4);
-        for _ in 0..5 {
-            p.act_views(ViewsAction::Up);
-        }
+        assert_eq!(p.views.top.selected, 0);
+        p.act_views(ViewsAction::Down);
+        p.act_views(ViewsAction::Up);
+        p.act_views(ViewsAction::Up);
         p.act_views(ViewsAction::Enter);
         assert_eq!(p.views.function, "alloc");
         let selected = p.cpu.selected_box().map(|b| p.cpu.name(b.node));

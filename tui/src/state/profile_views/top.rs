@@ -55,13 +55,16 @@ pub struct TopTable {
     pub selected: usize,
     /// Functions the search left out.
     pub hidden: usize,
+    /// The name of the selected row's function, which a rebuild keeps selected (empty:
+    /// the first row).
+    selected_name: String,
 }
 
 impl TopTable {
     /// The rows of `tree` (indexed as `index`) whose name contains `query` (lowercase;
-    /// empty: all), sorted; the selection stays on the function named `keep` when it is
-    /// still there.
-    pub fn rebuild(&mut self, tree: &StackTree, index: &ProfileIndex, query: &str, keep: &str) {
+    /// empty: all), sorted; the selection stays on its function when it is still there.
+    pub fn rebuild(&mut self, tree: &StackTree, index: &ProfileIndex, query: &str) {
+        let keep = std::mem::take(&mut self.selected_name);
         self.rows.clear();
         self.hidden = 0;
         for f in 0..tree.frame_count() {
@@ -99,6 +102,25 @@ impl TopTable {
             .iter()
             .position(|r| !keep.is_empty() && name(r) == keep)
             .unwrap_or(0);
+        self.selected_name = self
+            .selected_row()
+            .map(|r| tree.name(r.frame).to_owned())
+            .unwrap_or_default();
+    }
+
+    /// Selects row `i` (clamped to the rows there are).
+    pub fn select(&mut self, i: usize, tree: &StackTree) {
+        self.selected = i.min(self.rows.len().saturating_sub(1));
+        self.selected_name = self
+            .selected_row()
+            .map(|r| tree.name(r.frame).to_owned())
+            .unwrap_or_default();
+    }
+
+    /// Forgets the selection: the next rebuild selects the first row.
+    pub fn reset(&mut self) {
+        self.selected = 0;
+        self.selected_name.clear();
     }
 
     /// The selected row.
