@@ -1063,5 +1063,41 @@ mod tests {
             r2.span(r2.by_offset[&(file, offset)]),
             r.user(pid, addr).unwrap()
         );
+        // Names only: no source lines.
+        assert!(
+            r.user_locations(pid, addr)
+                .unwrap()
+                .iter()
+                .all(|&l| l == NO_LOCATION)
+        );
+    }
+
+    #[test]
+    fn with_debug_info_each_frame_has_its_file_and_line() {
+        // Tests build with line tables (debug info of the test profile).
+        let addr = symbolize_this_function_by_name() as u64;
+        let mut tree = StackTree::new();
+        let mut r = Resolver::new(SymbolDetail::Inlined);
+        let pid = std::process::id();
+        r.see_process(pid);
+        r.resolve(&mut tree, &mut vec![(pid, addr)], &mut Vec::new());
+        let frames = r.user(pid, addr).unwrap();
+        let locs = r.user_locations(pid, addr).unwrap();
+        assert_eq!(frames.len(), locs.len());
+        let (file, line) = r
+            .location(*locs.last().unwrap())
+            .expect("a location for a function of this file");
+        assert!(file.ends_with("symbolize.rs"), "{file}");
+        let source = include_str!("symbolize.rs");
+        let defined = source
+            .lines()
+            .position(|l| l.contains("fn symbolize_this_function_by_name()"))
+            .unwrap() as u32
+            + 1;
+        assert!(
+            (defined..defined + 3).contains(&line),
+            "line {line}, the function starts at {defined}"
+        );
+        assert_eq!(r.location(NO_LOCATION), None);
     }
 }
