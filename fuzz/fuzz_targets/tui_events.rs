@@ -70,7 +70,7 @@ impl Bytes<'_> {
 }
 
 /// The characters the screens bind, and a few they do not.
-const BOUND: &[u8] = b"qQ?/nNbdesSkKoryhjl +-0123456789x\x1b";
+const BOUND: &[u8] = b"qQ?/nNbdesSkKoryhjl +-0123456789xtfica<>\x1b";
 
 fn key(b: &mut Bytes) -> Key {
     match b.byte() % 14 {
@@ -149,6 +149,12 @@ fn live(b: &mut Bytes) -> LiveEvent {
             let mut snapshot = Snapshot::default();
             snapshot.cpu = b.tree();
             snapshot.offcpu = b.tree();
+            for _ in 0..b.byte() % 4 {
+                let (frame, file) = (b.text(), b.text());
+                snapshot
+                    .lines
+                    .add(&frame, &file, b.u16().into(), b.u64() % 1_000_000);
+            }
             LiveEvent::Stacks(Box::new(snapshot))
         }
         _ => LiveEvent::Notice(match b.byte() % 4 {
@@ -241,6 +247,18 @@ fn event(b: &mut Bytes) -> AppEvent {
             0 => AppEvent::Signal(Signal::ALL[usize::from(b.byte() % 4)]),
             1 => AppEvent::TerminalGone,
             2 => AppEvent::Reaped(vec![(b.u16().into(), reap_outcome(b))]),
+            3 => AppEvent::Source {
+                path: b.text(),
+                text: if b.byte() % 2 == 0 {
+                    Ok((0..b.byte() % 8).map(|_| b.text() + "\n").collect())
+                } else {
+                    Err(b.text())
+                },
+            },
+            4 => AppEvent::Lines {
+                dir: PathBuf::from(b.text()),
+                lines: Err(b.text()),
+            },
             _ => AppEvent::Error(b.text()),
         },
     }

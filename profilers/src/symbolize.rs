@@ -18,6 +18,13 @@
 //! address → frames. Frames are interned into the caller's [`StackTree`] once and held
 //! as spans of a shared arena, root-most (outermost inline caller) first.
 //!
+//! With [`SymbolDetail::Inlined`] every frame also gets its source location (file and
+//! line, from the DWARF line tables: the sampled instruction's line for the innermost
+//! frame of an address, the inlined call's line for the frames around it), interned once
+//! as a location id ([`Resolver::location`]) held beside the frame in the arena. Ids are
+//! never reused, so a caller may keep them across batches; past [`MAX_LOCATIONS`] new
+//! lines get none.
+//!
 //! Memory stays bounded over a long session: an address that resolves to no symbol
 //! becomes the one frame of its file (`[libfoo.so]`, or `[unknown]` outside any file),
 //! never a frame per address; and every cache is emptied between batches once it grows
@@ -70,6 +77,53 @@ const MAX_CACHED_KERNEL_ADDRS: usize = 1 << 20;
 /// Frames held in the arena (4 bytes each, 16 MB) before every cache and the arena are
 /// emptied: symbols with inlined frames take several.
 const MAX_ARENA_FRAMES: usize = 1 << 22;
+
+/// Distinct source locations (file, line) interned before new ones get none: some
+/// 40 MB at most, far more lines than the code a profile touches.
+pub(crate) const MAX_LOCATIONS: usize = 1 << 20;
+
+/// The location id of a frame without a source location.
+pub(crate) const NO_LOCATION: u32 = u32::MAX;
+
+/// Source locations interned to ids: (file, line).
+#[derive(Debug, Default)]
+struct Locations {
+    files: Vec<Box<str>>,
+    file_index: HashMap<Box<str>, u32>,
+    entries: Vec<(u32, u32)>,
+    index: HashMap<(u32, u32), u32>,
+}
+
+impl Locations {
+    /// The id of `sym`'s or an inlined function's code location.
+    fn id(&mut self, info: Option<&blazesym::symbolize::CodeInfo<'_>>) -> u32 {
+        let Some((info, line)) = info.and_then(|i| Some((i, i.line?))) else {
+            return NO_LOCATION;
+        };
+        let path = info.to_path();
+        let path = path.to_string_lossy();
+        let file = match self.file_index.get(&*path) {
+            Some(&f) => f,
+            None if self.entries.len() >= MAX_LOCATIONS => return NO_LOCATION,
+            None => {
+                let f = self.files.len() as u32;
+                self.files.push(path.as_ref().into());
+                self.file_index.insert(path.as_ref().into(), f);
+                f
+            }
+        };
+        if let Some(&id) = self.index.get(&(file, line)) {
+            return id;
+        }
+        if self.entries.len() >= MAX_LOCATIONS {
+            return NO_LOCATION;
+        }
+        let id = self.entries.len() as u32;
+        self.entries.push((file, line));
+        self.index.insert((file, line), id);
+        id
+    }
+}
 
 /// Files whose symbols [`Resolver::preload_mapped_files`] loads before sampling starts.
 const MAX_PRELOADED_FILES: usize = 16;
@@ -203,6 +257,9 @@ pub(crate) struct Resolver {
     by_offset: HashMap<(u32, u64), Span>,
     kernel: HashMap<u64, Span>,
     arena: Vec<FrameId>,
+    /// The location id of each frame of the arena.
+    locs: Vec<u32>,
+    locations: Locations,
     unknown: Option<Span>,
     unknown_kernel: Option<Span>,
     warned_files: Vec<u32>,
@@ -264,6 +321,8 @@ impl Resolver {
             by_offset: HashMap::new(),
             kernel: HashMap::new(),
             arena: Vec::new(),
+            locs: Vec::new(),
+            locations: Locations::default(),
             unknown: None,
             unknown_kernel: None,
             warned_files: Vec::new(),
@@ -290,6 +349,19 @@ impl Resolver {
 
     fn span(&self, s: Span) -> &[FrameId] {
         &self.arena[s.start as usize..(s.start + s.len) as usize]
+    }
+
+    /// Location ids ([`Resolver::location`]) of the frames of a user address of `pid`,
+    /// as [`Resolver::user`] gives them.
+    pub fn user_locations(&self, pid: u32, addr: u64) -> Option<&[u32]> {
+        let s = *self.procs.get(&pid)?.addrs.get(&addr)?;
+        self.locs.get(s.start as usize..(s.start + s.len) as usize)
+    }
+
+    /// The file and line of location `id`; `None` for [`NO_LOCATION`].
+    pub fn location(&self, id: u32) -> Option<(&str, u32)> {
+        let &(file, line) = self.locations.entries.get(id as usize)?;
+        Some((self.locations.files.get(file as usize)?, line))
     }
 
     /// Makes sure `pid` has a mapping table: inherited at fork, else read from /proc
@@ -484,6 +556,7 @@ impl Resolver {
         self.by_offset = HashMap::new();
         self.kernel = HashMap::new();
         self.arena = Vec::new();
+        self.locs = Vec::new();
         self.unknown = None;
         self.unknown_kernel = None;
         for f in &mut self.files.entries {
@@ -495,7 +568,7 @@ impl Resolver {
         if let Some(s) = self.unknown {
             return s;
         }
-        let s = push_names(&mut self.arena, tree, ["[unknown]"]);
+        let s = push_names(&mut self.arena, &mut self.locs, tree, ["[unknown]"]);
         self.unknown = Some(s);
         s
     }
@@ -504,7 +577,7 @@ impl Resolver {
         if let Some(s) = self.unknown_kernel {
             return s;
         }
-        let s = push_names(&mut self.arena, tree, ["[unknown]_[k]"]);
+        let s = push_names(&mut self.arena, &mut self.locs, tree, ["[unknown]_[k]"]);
         self.unknown_kernel = Some(s);
         s
     }
@@ -552,7 +625,14 @@ impl Resolver {
                             }
                             Some(UserMeta::Sym(sym)) => {
                                 // The vDSO: blazesym symbolizes it directly.
-                                let span = push_sym(&mut self.arena, tree, sym, "");
+                                let span = push_sym(
+                                    &mut self.arena,
+                                    &mut self.locs,
+                                    &mut self.locations,
+                                    tree,
+                                    sym,
+                                    "",
+                                );
                                 proc.addrs.insert(addr, span);
                             }
                             Some(UserMeta::Unknown(u)) if u.reason == NormReason::Unmapped => {
@@ -620,10 +700,23 @@ impl Resolver {
             Ok(results) => {
                 for (&off, result) in offsets.iter().zip(&results) {
                     let span = match result {
-                        Symbolized::Sym(sym) => push_sym(&mut self.arena, tree, sym, ""),
+                        Symbolized::Sym(sym) => push_sym(
+                            &mut self.arena,
+                            &mut self.locs,
+                            &mut self.locations,
+                            tree,
+                            sym,
+                            "",
+                        ),
                         Symbolized::Unknown(_) => {
                             self.counts.unresolved += 1;
-                            unknown_file_span(&mut self.arena, &mut self.files, tree, file)
+                            unknown_file_span(
+                                &mut self.arena,
+                                &mut self.locs,
+                                &mut self.files,
+                                tree,
+                                file,
+                            )
                         }
                     };
                     self.by_offset.insert((file, off), span);
@@ -637,7 +730,8 @@ impl Resolver {
                         self.files.entries[file as usize].path.display()
                     ));
                 }
-                let span = unknown_file_span(&mut self.arena, &mut self.files, tree, file);
+                let span =
+                    unknown_file_span(&mut self.arena, &mut self.locs, &mut self.files, tree, file);
                 for &off in offsets {
                     self.counts.unresolved += 1;
                     self.by_offset.insert((file, off), span);
@@ -662,7 +756,14 @@ impl Resolver {
             Ok(results) => {
                 for (&addr, result) in kernel.iter().zip(&results) {
                     let span = match result {
-                        Symbolized::Sym(sym) => push_sym(&mut self.arena, tree, sym, "_[k]"),
+                        Symbolized::Sym(sym) => push_sym(
+                            &mut self.arena,
+                            &mut self.locs,
+                            &mut self.locations,
+                            tree,
+                            sym,
+                            "_[k]",
+                        ),
                         Symbolized::Unknown(_) => {
                             self.counts.unresolved += 1;
                             unknown
@@ -693,6 +794,7 @@ impl Resolver {
 /// The frame of addresses of `file` that resolve to no symbol: `[libfoo.so]`.
 fn unknown_file_span(
     arena: &mut Vec<FrameId>,
+    locs: &mut Vec<u32>,
     files: &mut Files,
     tree: &mut StackTree,
     file: u32,
@@ -701,7 +803,7 @@ fn unknown_file_span(
     if let Some(s) = entry.unknown {
         return s;
     }
-    let s = push_names(arena, tree, [&*format!("[{}]", entry.short)]);
+    let s = push_names(arena, locs, tree, [&*format!("[{}]", entry.short)]);
     entry.unknown = Some(s);
     s
 }
@@ -709,11 +811,13 @@ fn unknown_file_span(
 /// Interns `names` (root first) and appends them to the arena.
 fn push_names<'a>(
     arena: &mut Vec<FrameId>,
+    locs: &mut Vec<u32>,
     tree: &mut StackTree,
     names: impl IntoIterator<Item = &'a str>,
 ) -> Span {
     let start = arena.len() as u32;
     arena.extend(names.into_iter().map(|n| tree.intern(n)));
+    locs.resize(arena.len(), NO_LOCATION);
     Span {
         start,
         len: arena.len() as u32 - start,
@@ -721,10 +825,24 @@ fn push_names<'a>(
 }
 
 /// Interns a symbol and its inlined callees, outermost first, each name followed by
-/// `suffix`.
-fn push_sym(arena: &mut Vec<FrameId>, tree: &mut StackTree, sym: &Sym<'_>, suffix: &str) -> Span {
+/// `suffix`, with the source location of each (the outermost's is where it calls the
+/// first inlined function, or the address's own line when none is inlined).
+fn push_sym(
+    arena: &mut Vec<FrameId>,
+    locs: &mut Vec<u32>,
+    locations: &mut Locations,
+    tree: &mut StackTree,
+    sym: &Sym<'_>,
+    suffix: &str,
+) -> Span {
     let start = arena.len() as u32;
     let mut name = String::new();
+    locs.push(locations.id(sym.code_info.as_deref()));
+    locs.extend(
+        sym.inlined
+            .iter()
+            .map(|i| locations.id(i.code_info.as_ref())),
+    );
     for n in std::iter::once(&sym.name).chain(sym.inlined.iter().map(|i| &i.name)) {
         let id = if suffix.is_empty() {
             tree.intern(n)
@@ -945,5 +1063,41 @@ mod tests {
             r2.span(r2.by_offset[&(file, offset)]),
             r.user(pid, addr).unwrap()
         );
+        // Names only: no source lines.
+        assert!(
+            r.user_locations(pid, addr)
+                .unwrap()
+                .iter()
+                .all(|&l| l == NO_LOCATION)
+        );
+    }
+
+    #[test]
+    fn with_debug_info_each_frame_has_its_file_and_line() {
+        // Tests build with line tables (debug info of the test profile).
+        let addr = symbolize_this_function_by_name() as u64;
+        let mut tree = StackTree::new();
+        let mut r = Resolver::new(SymbolDetail::Inlined);
+        let pid = std::process::id();
+        r.see_process(pid);
+        r.resolve(&mut tree, &mut vec![(pid, addr)], &mut Vec::new());
+        let frames = r.user(pid, addr).unwrap();
+        let locs = r.user_locations(pid, addr).unwrap();
+        assert_eq!(frames.len(), locs.len());
+        let (file, line) = r
+            .location(*locs.last().unwrap())
+            .expect("a location for a function of this file");
+        assert!(file.ends_with("symbolize.rs"), "{file}");
+        let source = include_str!("symbolize.rs");
+        let defined = source
+            .lines()
+            .position(|l| l.contains("fn symbolize_this_function_by_name()"))
+            .unwrap() as u32
+            + 1;
+        assert!(
+            (defined..defined + 3).contains(&line),
+            "line {line}, the function starts at {defined}"
+        );
+        assert_eq!(r.location(NO_LOCATION), None);
     }
 }

@@ -50,6 +50,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::limits::{FileKind, LoadOptions, read_bounded};
+use crate::lines::FrameLines;
 use crate::{SessionError, StackTree};
 
 /// The file of per-interval stacks in a session directory.
@@ -96,6 +97,19 @@ pub struct IntervalWeights {
     pub mem: Vec<Weight>,
 }
 
+/// On-CPU samples on one source line of one frame, added up over the whole run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineEntry {
+    /// The frame's id.
+    pub frame: u32,
+    /// The file's id (a `files` line).
+    pub file: u32,
+    /// The line, from 1.
+    pub line: u32,
+    /// Samples.
+    pub weight: u64,
+}
+
 /// What a sampler learnt since it was last asked, appended to stacks.jsonl as it is:
 /// new frames, stacks and threads, then interval weights that use them.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -109,6 +123,10 @@ pub struct StacksChunk {
     pub threads: Vec<(u32, String)>,
     /// Interval weights.
     pub intervals: Vec<IntervalWeights>,
+    /// New source files: (id, path).
+    pub files: Vec<(u32, String)>,
+    /// Samples per frame and source line since the last chunk.
+    pub lines: Vec<LineEntry>,
 }
 
 /// One line of stacks.jsonl; exactly one group of fields is set.
@@ -134,6 +152,9 @@ struct Line {
     offcpu: Option<Vec<(u32, u32, u64)>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     mem: Option<Vec<(u32, u32, u64)>>,
+    files: Option<Vec<(u32, String)>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lines: Option<Vec<(u32, u32, u32, u64)>>,
 }
 
 fn push_line(out: &mut Vec<u8>, line: &Line) {
@@ -163,10 +184,22 @@ impl StacksChunk {
             && self.stacks.is_empty()
             && self.threads.is_empty()
             && self.intervals.is_empty()
+            && self.files.is_empty()
+            && self.lines.is_empty()
     }
 
-    /// Appends the chunk's lines to `out`: frames, stacks, threads, then one line per
-    /// interval.
+    /// Adds `other`'s content after this chunk's.
+    pub fn extend(&mut self, other: StacksChunk) {
+        self.frames.extend(other.frames);
+        self.stacks.extend(other.stacks);
+        self.threads.extend(other.threads);
+        self.intervals.extend(other.intervals);
+        self.files.extend(other.files);
+        self.lines.extend(other.lines);
+    }
+
+    /// Appends the chunk's lines to `out`: frames, stacks, threads, files, one line per
+    /// interval, then source lines.
     pub fn write_jsonl(&self, out: &mut Vec<u8>) {
         if !self.frames.is_empty() {
             push_line(
@@ -200,6 +233,15 @@ impl StacksChunk {
                 },
             );
         }
+        if !self.files.is_empty() {
+            push_line(
+                out,
+                &Line {
+                    files: Some(self.files.clone()),
+                    ..Line::default()
+                },
+            );
+        }
         let rows = |w: &[Weight]| {
             (!w.is_empty()).then(|| w.iter().map(|w| (w.tid, w.stack, w.weight)).collect())
         };
@@ -213,6 +255,20 @@ impl StacksChunk {
                     cpu: rows(&i.cpu),
                     offcpu: rows(&i.offcpu),
                     mem: rows(&i.mem),
+                    ..Line::default()
+                },
+            );
+        }
+        if !self.lines.is_empty() {
+            let lines = self
+                .lines
+                .iter()
+                .map(|l| (l.frame, l.file, l.line, l.weight))
+                .collect();
+            push_line(
+                out,
+                &Line {
+                    lines: Some(lines),
                     ..Line::default()
                 },
             );
@@ -255,6 +311,9 @@ pub struct IntervalStacks {
     pub threads: BTreeMap<u32, String>,
     /// The intervals by number.
     pub intervals: BTreeMap<u32, LoadedInterval>,
+    /// Source lines of the on-CPU samples per frame name, the whole run's; empty for a
+    /// session recorded without them.
+    pub lines: FrameLines,
     /// What loading read past: an incomplete last line, counts past their limits.
     pub warnings: Vec<String>,
 }
@@ -289,6 +348,8 @@ impl IntervalStacks {
         let mut out = IntervalStacks::default();
         let mut frame_ids: HashMap<u32, u32> = HashMap::new();
         let mut stack_ids: HashMap<u32, u32> = HashMap::new();
+        let mut file_ids: HashMap<u32, u32> = HashMap::new();
+        let mut dropped_lines = 0u64;
         let mut dropped_frames = 0u64;
         let mut dropped_stacks = 0u64;
         let mut dropped_intervals = 0u64;
@@ -364,6 +425,26 @@ impl IntervalStacks {
                     out.threads.insert(tid, name);
                 }
             }
+            for (id, path) in line.files.unwrap_or_default() {
+                if file_ids.len() >= opts.max_stacks {
+                    continue;
+                }
+                let interned = out.lines.intern_file(&path);
+                if file_ids.insert(id, interned).is_some() {
+                    return Err(corrupt(number, format!("file {id} is defined twice")));
+                }
+            }
+            for (frame, file, l, weight) in line.lines.unwrap_or_default() {
+                let (Some(&frame), Some(&file)) = (frame_ids.get(&frame), file_ids.get(&file))
+                else {
+                    dropped_lines += 1;
+                    continue;
+                };
+                let name = out.frames.get(frame as usize).map_or("[?]", String::as_str);
+                if !out.lines.add_id(name, file, l, weight) {
+                    dropped_lines += 1;
+                }
+            }
             let Some(index) = line.interval else {
                 continue;
             };
@@ -420,6 +501,13 @@ impl IntervalStacks {
                 "{name}: {dropped_frames} frames and {dropped_stacks} stacks past the limit of \
                  {} were dropped, with {unknown_refs} weights that used them",
                 opts.max_stacks
+            ));
+        }
+        if dropped_lines > 0 {
+            out.warnings.push(format!(
+                "{name}: {dropped_lines} source-line weights were dropped (past the limit of \
+                 {} lines, or of a frame or file not defined before them)",
+                FrameLines::MAX_ENTRIES
             ));
         }
         if dropped_intervals > 0 {
@@ -672,6 +760,66 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("not defined before it"), "{e}");
+    }
+
+    #[test]
+    #[allow(clippy::field_reassign_with_default)]
+    fn source_lines_add_up_per_frame_name_and_unknown_ids_are_dropped_with_a_warning() {
+        let mut bytes = chunk();
+        let mut more = StacksChunk::default();
+        more.files = vec![(0, "/src/main.c".into())];
+        let entry = |frame, line, weight| LineEntry {
+            frame,
+            file: 0,
+            line,
+            weight,
+        };
+        more.lines = vec![entry(5, 12, 7), entry(3, 40, 9)];
+        more.write_jsonl(&mut bytes);
+        let mut again = StacksChunk::default();
+        again.lines = vec![entry(5, 12, 3)];
+        again.write_jsonl(&mut bytes);
+        let s = parse(&bytes).unwrap();
+        let first = s.lines.lines("first");
+        assert_eq!(first.len(), 1);
+        assert_eq!(
+            (s.lines.file(first[0].file), first[0].line),
+            ("/src/main.c", 12)
+        );
+        assert_eq!(first[0].weight, 10);
+        assert_eq!(s.lines.lines("main")[0].weight, 9);
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+
+        bytes.extend_from_slice(b"{\"lines\":[[99,0,1,1],[5,42,1,1]]}\n");
+        let s = parse(&bytes).unwrap();
+        assert!(
+            s.warnings[0].contains("2 source-line weights"),
+            "{:?}",
+            s.warnings
+        );
+        let e = parse(b"{\"files\":[[1,\"a\"],[1,\"b\"]]}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("file 1 is defined twice"), "{e}");
+    }
+
+    #[test]
+    fn a_synthetic_profile_written_as_a_session_loads_with_its_lines() {
+        let tmp = tempfile::tempdir().unwrap();
+        let spec = crate::synthetic::SyntheticStacks {
+            stacks: 500,
+            ..Default::default()
+        };
+        let (tree, lines) = spec.profile();
+        let dir = spec.write(&tmp.path().join("s")).unwrap();
+        let s = IntervalStacks::load(&dir, &LoadOptions::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.cpu_tree(0, u64::MAX).to_folded(), tree.to_folded());
+        assert_eq!(s.lines.len(), lines.len());
+        let f = crate::synthetic::SyntheticStacks::function(3);
+        let total = |l: &FrameLines| l.lines(&f).iter().map(|l| l.weight).sum::<u64>();
+        assert_eq!(total(&s.lines), total(&lines));
     }
 
     #[test]

@@ -66,6 +66,7 @@ pub mod hlog;
 pub mod intervals;
 pub mod limits;
 pub mod memory;
+pub mod lines;
 pub mod meta;
 pub mod names;
 pub mod plot;

@@ -62,6 +62,8 @@ pub enum FileKind {
     Threads,
     /// stacks.jsonl (per-interval stacks): 512 MiB.
     IntervalStacks,
+    /// A source file the source view shows (its path comes from a session): 8 MiB.
+    SourceFile,
 }
 
 impl FileKind {
@@ -72,6 +74,7 @@ impl FileKind {
             FileKind::Timeseries | FileKind::Hlog | FileKind::Folded => 256 * MIB,
             FileKind::Threads => 16 * MIB,
             FileKind::IntervalStacks => 512 * MIB,
+            FileKind::SourceFile => 8 * MIB,
         }
     }
 
@@ -84,6 +87,7 @@ impl FileKind {
             FileKind::Folded => "folded stacks",
             FileKind::Threads => "threads.csv",
             FileKind::IntervalStacks => "stacks.jsonl",
+            FileKind::SourceFile => "source file",
         }
     }
 }

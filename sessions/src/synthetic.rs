@@ -1,6 +1,7 @@
 //! Long synthetic sessions, written through [`SessionWriter`] as the recorder writes them:
 //! for the tests and benchmarks that load an hour of intervals (`show`, `compare` and
-//! `open` of a session of 36,000 intervals of 100 ms).
+//! `open` of a session of 36,000 intervals of 100 ms), and profiles of many distinct
+//! stacks ([`SyntheticStacks`]) for those of the views built from a profile.
 //!
 //! Each interval has a latency histogram of [`SyntheticSession::values_per_interval`]
 //! values (a body around `body_ns` and a 1 % tail around ten times it, spread so that
@@ -120,5 +121,200 @@ impl SyntheticSession {
         }
         let ended_at = "2026-11-24T13:00:00Z".to_owned();
         writer.finish(Status::Complete, ended_at)
+    }
+}
+
+/// A profile of many distinct stacks, for the tests and benchmarks of the views that are
+/// built from one (top functions, bottom-up, callers and callees, source lines): by
+/// default 100,000 distinct stacks of depth 10 to 60 over 5,000 functions, with a
+/// Zipf-like spread of weights (the stack of rank *r* weighs about `1e6 / r^1.1`
+/// samples), each function with a few source lines. Deterministic in its seed.
+///
+/// ```
+/// use benchtop_sessions::synthetic::SyntheticStacks;
+///
+/// let mut spec = SyntheticStacks::default();
+/// spec.stacks = 1_000;
+/// let (tree, lines) = spec.profile();
+/// let mut distinct = 0;
+/// tree.for_each_stack(|frames, _| {
+///     assert!((10..=60).contains(&(frames.len() - 1)));
+///     distinct += 1;
+/// });
+/// assert_eq!(distinct, 1_000);
+/// assert!(!lines.is_empty());
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SyntheticStacks {
+    /// Distinct stacks.
+    pub stacks: usize,
+    /// Depth of the shallowest and deepest stacks, below the process frame.
+    pub depth: (usize, usize),
+    /// Distinct functions.
+    pub functions: usize,
+    /// Seed of the generator.
+    pub seed: u64,
+}
+
+impl Default for SyntheticStacks {
+    fn default() -> Self {
+        SyntheticStacks {
+            stacks: 100_000,
+            depth: (10, 60),
+            functions: 5_000,
+            seed: 1,
+        }
+    }
+}
+
+const CRATES: [&str; 8] = [
+    "tokio",
+    "std",
+    "core",
+    "alloc",
+    "hyper",
+    "ring",
+    "serde_json",
+    "app",
+];
+const MODULES: [&str; 8] = [
+    "runtime", "io", "sync", "vec", "proto", "codec", "task", "net",
+];
+
+impl SyntheticStacks {
+    /// The name of function `i`.
+    pub fn function(i: usize) -> String {
+        format!(
+            "{}::{}::f{i}",
+            CRATES[i % CRATES.len()],
+            MODULES[(i / CRATES.len()) % MODULES.len()]
+        )
+    }
+
+    /// The stacks and their source lines (each stack's frames on a line of their own
+    /// function's file).
+    pub fn profile(&self) -> (crate::StackTree, crate::lines::FrameLines) {
+        let mut rng = self.seed.max(1);
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let functions = self.functions.max(2);
+        let (lo, hi) = (self.depth.0.max(1), self.depth.1.max(self.depth.0.max(1)));
+        let mut tree = crate::StackTree::new();
+        let process = tree.intern("bt-synth");
+        let ids: Vec<crate::FrameId> = (0..functions)
+            .map(|i| tree.intern(&Self::function(i)))
+            .collect();
+        let mut seen: std::collections::HashSet<Vec<u32>> = std::collections::HashSet::new();
+        let mut stacks: Vec<Vec<u32>> = Vec::with_capacity(self.stacks);
+        // Ranks in a shuffled order, so that heavy stacks are anywhere in the tree.
+        let mut ranks: Vec<usize> = (1..=self.stacks).collect();
+        for i in (1..ranks.len()).rev() {
+            ranks.swap(i, next() as usize % (i + 1));
+        }
+        let mut lines = crate::lines::FrameLines::default();
+        let mut frames = Vec::new();
+        while stacks.len() < self.stacks {
+            let depth = lo + next() as usize % (hi - lo + 1);
+            // Most stacks share a prefix with an earlier one, as real call trees do.
+            let mut stack: Vec<u32> = match stacks.len() {
+                0 => Vec::new(),
+                n => {
+                    let base = &stacks[next() as usize % n];
+                    let keep = next() as usize % base.len().min(depth).max(1);
+                    base[..keep].to_vec()
+                }
+            };
+            while stack.len() < depth {
+                // Callers come from fewer functions than callees: a runtime at the top.
+                let range = (functions * (stack.len() + 1) / hi).clamp(2, functions);
+                stack.push((next() as usize % range) as u32);
+            }
+            if !seen.insert(stack.clone()) {
+                continue;
+            }
+            let rank = ranks[stacks.len()];
+            let weight = (1e6 / (rank as f64).powf(1.1)).ceil().max(1.0) as u64;
+            frames.clear();
+            frames.push(process);
+            frames.extend(stack.iter().map(|&f| ids[f as usize]));
+            tree.add(&frames, weight);
+            for &f in &stack {
+                let f = f as usize;
+                let file = format!("/src/{}/{}.rs", CRATES[f % 8], MODULES[(f / 8) % 8]);
+                let line = 10 + (f as u32 % 500) + (next() % 4) as u32;
+                lines.add(&Self::function(f), &file, line, weight);
+            }
+            stacks.push(stack);
+        }
+        (tree, lines)
+    }
+
+    /// Writes a session of these stacks into `dir` (fresh or empty): cpu.folded and its
+    /// flamegraph, and stacks.jsonl with one interval and the source lines. Returns its
+    /// directory.
+    pub fn write(&self, dir: &Path) -> Result<PathBuf, SessionError> {
+        use crate::intervals::{IntervalWeights, LineEntry, StackEntry, StacksChunk, Weight};
+        let (tree, lines) = self.profile();
+        let meta = SessionMeta::new(
+            "synthetic-stacks",
+            WorkloadInfo::new("synthetic", BTreeMap::new()),
+            HostInfo::default(),
+            "2026-11-24T12:00:00Z",
+        );
+        let mut writer = SessionWriter::create(dir, meta)?;
+        writer.write_stacks(crate::StackKind::Cpu, &tree, "synthetic — on-CPU")?;
+        let mut chunk = StacksChunk {
+            frames: (0..tree.frame_count())
+                .map(|i| (i as u32, tree.name(crate::FrameId(i as u32)).to_owned()))
+                .collect(),
+            ..StacksChunk::default()
+        };
+        let mut interval = IntervalWeights {
+            index: 0,
+            t0_ns: 0,
+            t1_ns: 1_000_000_000,
+            ..IntervalWeights::default()
+        };
+        // Stack ids are node ids: a node's parent was made before it.
+        for i in 1..tree.node_count() {
+            let node = tree.node(crate::NodeId(i as u32));
+            chunk.stacks.push(StackEntry {
+                id: i as u32,
+                parent: (node.parent != crate::NodeId::ROOT).then_some(node.parent.0),
+                frame: node.frame.0,
+            });
+            if node.self_weight > 0 {
+                interval.cpu.push(Weight {
+                    tid: 1,
+                    stack: i as u32,
+                    weight: node.self_weight,
+                });
+            }
+        }
+        chunk.threads = vec![(1, "bt-synth".into())];
+        chunk.intervals.push(interval);
+        let mut files: BTreeMap<String, u32> = BTreeMap::new();
+        for f in 0..tree.frame_count() {
+            let name = tree.name(crate::FrameId(f as u32));
+            for l in lines.lines(name) {
+                let path = lines.file(l.file).to_owned();
+                let next_id = files.len() as u32;
+                let file = *files.entry(path).or_insert(next_id);
+                chunk.lines.push(LineEntry {
+                    frame: f as u32,
+                    file,
+                    line: l.line,
+                    weight: l.weight,
+                });
+            }
+        }
+        chunk.files = files.into_iter().map(|(p, id)| (id, p)).collect();
+        writer.append_stacks(&chunk)?;
+        writer.finish(Status::Complete, "2026-11-24T12:00:01Z".to_owned())
     }
 }

@@ -581,6 +581,27 @@ fn carry_out(
         Effect::StopExperiment => {
             record::interrupts()?.raise();
         }
+        Effect::LoadLines(dir) => background(tx, "bt-lines", move || {
+            use benchtop_sessions::intervals::IntervalStacks;
+            let lines = benchtop_sessions::limits::LoadOptions::from_env()
+                .and_then(|opts| IntervalStacks::load(&dir, &opts))
+                .map_err(|e| e.to_string())
+                .and_then(|stacks| match stacks {
+                    Some(stacks) => Ok(stacks.lines),
+                    None => Err(
+                        "the session has no stacks.jsonl (recorded before schema 2, \
+                                 or without sampling): no source lines"
+                            .into(),
+                    ),
+                });
+            AppEvent::Lines { dir, lines }
+        }),
+        Effect::ReadSource(path) => background(tx, "bt-source", move || {
+            let text = benchtop_sessions::limits::LoadOptions::from_env()
+                .and_then(|opts| benchtop_sessions::lines::read_source(Path::new(&path), &opts))
+                .map_err(|e| e.to_string());
+            AppEvent::Source { path, text }
+        }),
     }
     Ok(())
 }

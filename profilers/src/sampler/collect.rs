@@ -17,6 +17,7 @@ use perf_event::Counter;
 
 use super::drain::{Drained, Drainer, Follow, RECORD_HEAD, drainer_thread_name};
 use super::events::{EventIds, Ring, Role};
+use super::lines::LineTally;
 use super::offcpu::{Closed, NO_STACK, OffCpu};
 use super::options::SamplerOptions;
 use super::shared::{Shared, Snapshot};
@@ -133,6 +134,8 @@ pub(crate) struct Collector {
     timeline: Timeline,
     /// The stacks of the per-interval weights, handed out in chunks.
     table: StackTable,
+    /// Source lines of the on-CPU samples.
+    lines: LineTally,
     /// What the next batch hands out: new frames, stacks, threads and weights.
     chunk: StacksChunk,
     /// Blocked intervals closed since the last batch (reused), and the stack-table id of
@@ -215,6 +218,7 @@ impl Collector {
             slot_stacks: Vec::new(),
             timeline,
             table: StackTable::default(),
+            lines: LineTally::default(),
             chunk: StacksChunk::default(),
             closed: Vec::new(),
             off_stack_ids: HashMap::new(),
@@ -773,10 +777,7 @@ impl Collector {
         if out.is_empty() {
             *out = chunk;
         } else {
-            out.frames.extend(chunk.frames);
-            out.stacks.extend(chunk.stacks);
-            out.threads.extend(chunk.threads);
-            out.intervals.extend(chunk.intervals);
+            out.extend(chunk);
         }
     }
 
@@ -811,6 +812,7 @@ impl Collector {
             translated,
             want_user,
             want_kernel,
+            lines,
             ..
         } = self;
         let unknown = interner.intern("[unknown]");
@@ -828,6 +830,7 @@ impl Collector {
         for (key, (slot, count)) in pending.drain() {
             if known_frames(resolver, interner, frames, &key, want_user, want_kernel) {
                 cpu_out.add(interner, frames, translated, count);
+                tally_lines(lines, resolver, &key, count);
                 set_slot(slot, table.intern(interner, frames, chunk));
             } else {
                 deferred.push((key, (slot, count)));
@@ -893,6 +896,7 @@ impl Collector {
         for (key, (slot, count)) in deferred.drain(..) {
             resolved_frames(resolver, interner, frames, &key, unknown);
             cpu_out.add(interner, frames, translated, count);
+            tally_lines(lines, resolver, &key, count);
             set_slot(slot, table.intern(interner, frames, chunk));
         }
         for (key, (slot, count)) in mem_deferred {
@@ -919,6 +923,8 @@ impl Collector {
                 off_stack_ids.insert(stack, id);
             }
         }
+        self.lines
+            .take_into(&self.resolver, &self.interner, &mut self.chunk);
         self.hand_out_intervals();
         self.offcpu.compact(MAX_OFF_STACKS);
         self.batches += 1;
@@ -944,6 +950,7 @@ impl Collector {
                 cpu: self.cpu.clone(),
                 offcpu: self.off.clone(),
                 mem: self.mem.clone(),
+                lines: self.lines.all.clone(),
                 batches: self.batches,
             };
             *self
@@ -1099,6 +1106,13 @@ fn resolved_frames(
     }
     for &a in kernel.iter().rev() {
         frames.extend_from_slice(resolver.kernel(a).unwrap_or(&[unknown]));
+    }
+}
+
+/// Adds `weight` to the source lines of the user frames of `key`'s stack.
+fn tally_lines(lines: &mut LineTally, resolver: &Resolver, key: &[u64], weight: u64) {
+    if let Some((_, user)) = key_addresses(key) {
+        lines.add_stack(resolver, key[2] as u32, user, weight);
     }
 }
 

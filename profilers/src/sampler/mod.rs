@@ -64,6 +64,7 @@
 mod collect;
 mod drain;
 mod events;
+mod lines;
 mod offcpu;
 mod options;
 mod shared;

@@ -53,6 +53,8 @@ pub struct Snapshot {
     pub offcpu: StackTree,
     /// Memory stacks so far (bytes of page faults), as in [`Profile::mem`](super::Profile::mem).
     pub mem: StackTree,
+    /// Source lines of the on-CPU stacks so far, per frame.
+    pub lines: benchtop_sessions::lines::FrameLines,
     /// Batches folded when the copy was taken.
     pub batches: u64,
 }

@@ -243,7 +243,7 @@ impl CompareState {
 /// The compare screen (`benchtop open A B`).
 pub const COMPARE: Table = Table {
     name: "compare",
-    rows: &[COMPARE_ROWS, FLAME_ROWS],
+    rows: &[COMPARE_ROWS, super::keys::VIEW_ROWS, FLAME_ROWS],
     otherwise: None,
 };
 

@@ -549,6 +549,28 @@ impl FlameState {
         }
     }
 
+    /// Selects the heaviest node of the frame named `name`, leaving the zoom when that
+    /// node lies outside it: how the other views of the profile select a function here.
+    /// False when the tree has no such frame.
+    pub fn select_frame(&mut self, name: &str) -> bool {
+        let Some(frame) = self.tree.find(name) else {
+            return false;
+        };
+        let tree = &self.tree;
+        let best = (1..tree.node_count() as u32)
+            .map(NodeId)
+            .filter(|&n| tree.node(n).frame == frame)
+            .max_by_key(|&n| (tree.node(n).total_weight, std::cmp::Reverse(n)));
+        let Some(node) = best else {
+            return false;
+        };
+        if self.is_zoomed() && !path_to(&self.tree, node).contains(&self.zoom_node()) {
+            self.zoom_path.clear();
+        }
+        self.relayout_selecting(node);
+        true
+    }
+
     // ---- layout ----
 
     fn relayout_keeping_selection(&mut self) {

@@ -3,6 +3,7 @@
 
 use super::FlameKind;
 use super::flame::{FlameState, FlameUnit};
+use super::profile_views::ProfileViews;
 
 /// The flamegraph panes of one screen.
 #[derive(Debug)]
@@ -17,6 +18,8 @@ pub struct FlamePanes {
     pub differential: bool,
     /// The search being typed, when the search line is open.
     pub search_input: Option<String>,
+    /// The other views of the stacks shown (top functions, bottom-up, callers, source).
+    pub views: ProfileViews,
 }
 
 impl Default for FlamePanes {
@@ -27,6 +30,7 @@ impl Default for FlamePanes {
             kind: FlameKind::OnCpu,
             differential: false,
             search_input: None,
+            views: ProfileViews::default(),
         }
     }
 }

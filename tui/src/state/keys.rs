@@ -21,6 +21,7 @@ use super::orphans::OrphansAction;
 pub use super::orphans::{CONFIRM, ORPHANS};
 use super::picker::PickAction;
 pub use super::picker::{COMMAND_LINE, PICKER};
+use super::profile_views::{ViewKind, ViewsAction};
 use super::{Key, Pane, Screen, State};
 
 /// What a key does. Each is carried out by [`State::update`], in one `match` without a
@@ -78,6 +79,8 @@ pub enum Action {
     Search,
     /// Flamegraph: on-CPU or off-CPU stacks.
     FlameKind,
+    /// The flame pane's other views: which shows, and their own keys.
+    Views(ViewsAction),
     /// Search line: type the character.
     SearchType,
     /// Search line: erase the last character.
@@ -107,8 +110,14 @@ pub enum Action {
 pub enum When {
     /// Always.
     Always,
-    /// The flamegraph has the focus (live or compare screen).
+    /// The flamegraph has the focus (live or compare screen) and shows the flamegraph.
     Flame,
+    /// The flame pane has the focus, whatever view it shows.
+    FlamePane,
+    /// The flame pane has the focus and shows a view other than the flamegraph.
+    Views,
+    /// The flame pane has the focus and shows this view.
+    View(ViewKind),
     /// This pane of the live screen has the focus.
     Live(Pane),
     /// This pane of the compare screen has the focus.
@@ -132,11 +141,14 @@ impl When {
     pub fn holds(self, state: &State) -> bool {
         match self {
             When::Always => true,
-            When::Flame => match state.screen {
-                Screen::Live => state.focus == Pane::Flame,
-                Screen::Compare => state.compare.focus == ComparePane::Flame,
-                Screen::Launcher | Screen::Orphans | Screen::Ab => false,
-            },
+            When::Flame => {
+                flame_pane_focused(state) && state.flames().views.kind == ViewKind::Flame
+            }
+            When::FlamePane => flame_pane_focused(state),
+            When::Views => {
+                flame_pane_focused(state) && state.flames().views.kind != ViewKind::Flame
+            }
+            When::View(kind) => flame_pane_focused(state) && state.flames().views.kind == kind,
             When::Live(pane) => state.focus == pane,
             When::Compare(pane) => state.compare.focus == pane,
             When::Launcher(focus) => state.launcher.focus == focus,
@@ -150,7 +162,24 @@ impl When {
 
     /// A hint of this condition belongs to the focused pane (drawn apart, first).
     pub fn is_pane(self) -> bool {
-        matches!(self, When::Flame | When::Live(_) | When::Compare(_))
+        matches!(
+            self,
+            When::Flame
+                | When::FlamePane
+                | When::Views
+                | When::View(_)
+                | When::Live(_)
+                | When::Compare(_)
+        )
+    }
+}
+
+/// Whether the flame pane has the focus (live or compare screen).
+fn flame_pane_focused(state: &State) -> bool {
+    match state.screen {
+        Screen::Live => state.focus == Pane::Flame,
+        Screen::Compare => state.compare.focus == ComparePane::Flame,
+        Screen::Launcher | Screen::Orphans => false,
     }
 }
 
@@ -309,7 +338,7 @@ pub const TABLES: [&Table; 11] = [
 /// The live screen.
 pub const LIVE: Table = Table {
     name: "live",
-    rows: &[LIVE_ROWS, FLAME_ROWS],
+    rows: &[LIVE_ROWS, VIEW_ROWS, FLAME_ROWS],
     otherwise: None,
 };
 
@@ -465,6 +494,103 @@ pub(super) const FLAME_ROWS: &[Row] = &[
         only: When::Flame,
         help: Some(("o", "flamegraph: on-CPU / off-CPU stacks")),
         hints: &[hint("o on/off-CPU", When::Flame, 6)],
+    },
+];
+
+/// The keys of the flame pane's other views (top functions, bottom-up, callers and
+/// callees, source), on the live and compare screens. They come before the flamegraph's
+/// rows, so that the arrows and Enter act on the view shown.
+pub(super) const VIEW_ROWS: &[Row] = &[
+    Row {
+        keys: &[
+            (
+                Key::Char('f'),
+                Action::Views(ViewsAction::Show(ViewKind::Flame)),
+            ),
+            (
+                Key::Char('t'),
+                Action::Views(ViewsAction::Show(ViewKind::Top)),
+            ),
+            (
+                Key::Char('i'),
+                Action::Views(ViewsAction::Show(ViewKind::Inverted)),
+            ),
+            (
+                Key::Char('c'),
+                Action::Views(ViewsAction::Show(ViewKind::Butterfly)),
+            ),
+            (
+                Key::Char('a'),
+                Action::Views(ViewsAction::Show(ViewKind::Source)),
+            ),
+        ],
+        only: When::Always,
+        help: Some((
+            "f, t, i, c, a",
+            "views: flamegraph, top functions, bottom-up, callers, source",
+        )),
+        hints: &[hint("f/t/i/c/a view", When::FlamePane, 7)],
+    },
+    Row {
+        keys: &[
+            (Key::Up, Action::Views(ViewsAction::Up)),
+            (Key::Char('k'), Action::Views(ViewsAction::Up)),
+            (Key::Down, Action::Views(ViewsAction::Down)),
+            (Key::Char('j'), Action::Views(ViewsAction::Down)),
+            (Key::Right, Action::Views(ViewsAction::Expand)),
+            (Key::Char('l'), Action::Views(ViewsAction::Expand)),
+            (Key::Left, Action::Views(ViewsAction::Collapse)),
+            (Key::Char('h'), Action::Views(ViewsAction::Collapse)),
+        ],
+        only: When::Views,
+        help: Some((
+            "arrows, hjkl",
+            "views: select a row (source: scroll); bottom-up: →← callers",
+        )),
+        hints: &[
+            hint("↑↓ select", When::View(ViewKind::Top), 1),
+            hint("↑↓ select", When::View(ViewKind::Inverted), 1),
+            hint("↑↓ select", When::View(ViewKind::Butterfly), 1),
+            hint("↑↓ scroll", When::View(ViewKind::Source), 1),
+            hint("→← open/close", When::View(ViewKind::Inverted), 2),
+        ],
+    },
+    Row {
+        keys: &[(Key::Enter, Action::Views(ViewsAction::Enter))],
+        only: When::Views,
+        help: Some((
+            "Enter",
+            "views: select the row's function everywhere (flamegraph too)",
+        )),
+        hints: &[
+            hint("Enter select", When::View(ViewKind::Top), 3),
+            hint("Enter select", When::View(ViewKind::Inverted), 3),
+            hint("Enter select", When::View(ViewKind::Butterfly), 3),
+        ],
+    },
+    Row {
+        keys: &[
+            (Key::Char('>'), Action::Views(ViewsAction::SortNext)),
+            (Key::Char('<'), Action::Views(ViewsAction::SortPrev)),
+        ],
+        only: When::View(ViewKind::Top),
+        help: Some(("< , >", "top functions: sort by the previous, next column")),
+        hints: &[hint("<> sort", When::View(ViewKind::Top), 4)],
+    },
+    Row {
+        keys: &[
+            (Key::Char('/'), Action::Search),
+            (Key::Char('o'), Action::FlameKind),
+        ],
+        only: When::Views,
+        help: Some((
+            "/ , o",
+            "views: filter top functions by a search; on/off-CPU",
+        )),
+        hints: &[
+            hint("/ filter", When::View(ViewKind::Top), 5),
+            hint("o on/off-CPU", When::Views, 6),
+        ],
     },
 ];
 

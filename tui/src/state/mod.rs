@@ -20,6 +20,7 @@ pub mod launcher;
 pub mod live;
 pub mod orphans;
 pub mod picker;
+pub mod profile_views;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -124,6 +125,21 @@ pub enum AppEvent {
     /// Sessions opened from the launcher: the screen of `benchtop open` for them, or why
     /// they could not be read.
     Opened(Result<Box<State>, String>),
+    /// A session's source lines ([`Effect::LoadLines`]), or why they could not be read.
+    Lines {
+        /// The session directory.
+        dir: PathBuf,
+        /// Its lines, or why not.
+        lines: Result<benchtop_sessions::lines::FrameLines, String>,
+    },
+    /// A source file the source view asked for ([`Effect::ReadSource`]): its text, or
+    /// why it could not be read.
+    Source {
+        /// The path as asked for.
+        path: String,
+        /// The text, or why not.
+        text: Result<String, String>,
+    },
 }
 
 /// The signals that end the TUI.
@@ -222,6 +238,12 @@ pub enum Effect {
     RunCommand(Vec<String>),
     /// Attach to this process (from the launcher), as `attach PID --tui` does.
     Attach(u32),
+    /// Read the source lines of a session's stacks.jsonl (answered with
+    /// [`AppEvent::Lines`]).
+    LoadLines(PathBuf),
+    /// Read a source file for the source view, through the session crate's safe loader
+    /// (answered with [`AppEvent::Source`]).
+    ReadSource(String),
 }
 
 /// The screens.
@@ -480,6 +502,7 @@ impl State {
                     .map(|i| &i.histogram),
             );
         }
+        state.live.flames.views.lines_dir = Some(session.dir.clone());
         if let Some(tree) = session.cpu {
             state.set_tree(FlameKind::OnCpu, tree);
         }
@@ -503,6 +526,7 @@ impl State {
         state.screen = Screen::Compare;
         state.compare = CompareState::new(&a, &b, comparison);
         let flames = &mut state.compare.flames;
+        flames.views.lines_dir = Some(b.dir.clone());
         for (flame, tree_b, tree_a) in [
             (&mut flames.cpu, b.cpu, a.cpu),
             (&mut flames.off, b.offcpu, a.offcpu),
@@ -590,6 +614,16 @@ impl State {
 
     /// Applies `event` at `now` and returns what the loop must do.
     pub fn update(&mut self, event: AppEvent, now: Instant) -> Vec<Effect> {
+        let mut effects = self.apply(event, now);
+        for flames in [&mut self.live.flames, &mut self.compare.flames] {
+            let (lines, file) = flames.views.take_loads();
+            effects.extend(lines.map(Effect::LoadLines));
+            effects.extend(file.map(Effect::ReadSource));
+        }
+        effects
+    }
+
+    fn apply(&mut self, event: AppEvent, now: Instant) -> Vec<Effect> {
         match event {
             AppEvent::Key(key) => self.on_key(key, now),
             AppEvent::Resize(..) | AppEvent::Mouse { .. } => Vec::new(),
@@ -675,6 +709,19 @@ impl State {
                 self.ending = Some(Ending::TerminalGone);
                 vec![Effect::Quit]
             }
+            AppEvent::Lines { dir, lines } => {
+                for flames in [&mut self.live.flames, &mut self.compare.flames] {
+                    flames.views.set_session_lines(&dir, lines.clone());
+                    flames.refresh_views();
+                }
+                Vec::new()
+            }
+            AppEvent::Source { path, text } => {
+                for flames in [&mut self.live.flames, &mut self.compare.flames] {
+                    flames.views.source.set_text(&path, text.clone());
+                }
+                Vec::new()
+            }
             AppEvent::FinalStacks(stacks) => {
                 let (dir, cpu, offcpu) = *stacks;
                 if self.live.run.dir.as_ref() != Some(&dir) {
@@ -713,9 +760,13 @@ impl State {
             }
             LiveEvent::Row { row, histograms } => self.live.run.add_row(&row, &histograms),
             LiveEvent::Stacks(snapshot) => {
-                let snapshot = *snapshot;
+                let mut snapshot = *snapshot;
                 let samples = snapshot.cpu.total_weight();
                 self.live.run.activity.add_samples(samples);
+                self.live
+                    .flames
+                    .views
+                    .set_lines(std::mem::take(&mut snapshot.lines));
                 self.set_tree(FlameKind::OnCpu, snapshot.cpu);
                 if !snapshot.offcpu.is_empty() {
                     self.set_tree(FlameKind::OffCpu, snapshot.offcpu);
@@ -738,6 +789,9 @@ impl State {
     fn set_tree(&mut self, kind: FlameKind, tree: StackTree) {
         let old = self.live.flames.pane_mut(kind).set_tree(tree);
         self.retired.push(old);
+        if kind == self.live.flames.kind {
+            self.live.flames.refresh_views();
+        }
     }
 
     /// The stacks replaced since the last call: freeing a big tree takes milliseconds,
@@ -766,6 +820,7 @@ impl State {
                 // In the footer for a while, in the header for good.
                 self.live.run.status_line.clone_from(&text);
                 self.flash(text, bad, now);
+                self.live.flames.views.lines_dir = Some(outcome.dir.clone());
                 effects.push(Effect::LoadFinalStacks(outcome.dir));
             }
             Err(e) => {
@@ -851,6 +906,9 @@ impl State {
             Action::Snapshot => return self.snapshot(now),
             Action::Difference => self.toggle_differential(now),
             Action::CompareBackOut => {
+                if self.compare.focus == ComparePane::Flame && self.back_to_flamegraph() {
+                    return Vec::new();
+                }
                 // Out of the flamegraph's zoom first, then out of a maximized pane, then
                 // back to the launcher the sessions were opened from.
                 let zoomed_out =
@@ -873,7 +931,19 @@ impl State {
             Action::NextMatch => _ = self.flame_mut().next_match(),
             Action::PrevMatch => _ = self.flame_mut().prev_match(),
             Action::Search => self.flames_mut().search_input = Some(String::new()),
-            Action::FlameKind => self.flames_mut().toggle_kind(),
+            Action::FlameKind => {
+                self.flames_mut().toggle_kind();
+                self.flames_mut().refresh_views();
+            }
+            Action::Views(action) => {
+                if let profile_views::ViewsAction::Show(_) = action {
+                    match self.screen {
+                        Screen::Compare => self.compare.focus = ComparePane::Flame,
+                        _ => self.focus = Pane::Flame,
+                    }
+                }
+                self.flames_mut().act_views(action);
+            }
             Action::SearchType | Action::SearchErase => {
                 let flames = self.flames_mut();
                 if let Some(query) = &mut flames.search_input {
@@ -884,12 +954,14 @@ impl State {
                     }
                     let query = query.clone();
                     flames.shown_mut().search(&query);
+                    flames.refresh_views();
                 }
             }
             Action::SearchKeep => self.flames_mut().search_input = None,
             Action::SearchClear => {
                 self.flames_mut().search_input = None;
                 self.flame_mut().search("");
+                self.flames_mut().refresh_views();
             }
             Action::Launcher(action) => {
                 self.launcher.act(action, key);
@@ -954,6 +1026,9 @@ impl State {
     /// Esc: close what is open, one level at a time; never quits. A run that is over
     /// goes back to the launcher it came from.
     fn back_out(&mut self) -> Vec<Effect> {
+        if self.focus == Pane::Flame && self.back_to_flamegraph() {
+            return Vec::new();
+        }
         if self.focus == Pane::Flame && self.flame_mut().zoom_out() {
             return Vec::new();
         }
@@ -966,6 +1041,17 @@ impl State {
             return vec![Effect::ListSessions, Effect::ScanOrphans];
         }
         Vec::new()
+    }
+
+    /// Esc in a view other than the flamegraph: back to the flamegraph.
+    fn back_to_flamegraph(&mut self) -> bool {
+        use profile_views::{ViewKind, ViewsAction};
+        if self.flames().views.kind == ViewKind::Flame {
+            return false;
+        }
+        self.flames_mut()
+            .act_views(ViewsAction::Show(ViewKind::Flame));
+        true
     }
 
     fn quit(&mut self, now: Instant) -> Vec<Effect> {

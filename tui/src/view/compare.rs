@@ -10,8 +10,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
+use super::accent;
 use super::panes::PERCENTILES;
-use super::{accent, flame};
 use crate::state::compare::{ComparePane, LatencyOverlay};
 use crate::state::{FlameKind, State};
 
@@ -89,6 +89,11 @@ fn draw_pane(state: &State, pane: ComparePane, area: Rect, buf: &mut Buffer) {
     let focused = state.compare.focus == pane;
     let mut title = vec![Span::raw(format!(" {} {} ", pane.number(), pane.title()))];
     if pane == ComparePane::Flame {
+        title = vec![Span::raw(format!(
+            " {} {} ",
+            pane.number(),
+            state.compare.flames.views.kind.title()
+        ))];
         title.push(Span::raw(match state.compare.flames.kind {
             FlameKind::OnCpu => "on-CPU ",
             FlameKind::OffCpu => "off-CPU ",
@@ -119,7 +124,7 @@ fn draw_pane(state: &State, pane: ComparePane, area: Rect, buf: &mut Buffer) {
                 })
                 .render(inner, buf);
             } else {
-                flame::render_flame(state.flame(), inner, buf, focused, state.color);
+                super::draw_flame_pane(state.flames(), inner, buf, focused, state.color);
             }
         }
     }

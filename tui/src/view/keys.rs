@@ -132,6 +132,7 @@ mod tests {
     use crate::state::compare::ComparePane;
     use crate::state::keys::{self, Table, When};
     use crate::state::launcher::LauncherFocus;
+    use crate::state::profile_views::ViewKind;
     use crate::state::{AppEvent, Key, Pane, Screen, State};
     use crate::view::tests::{at, comparing, launcher, orphan, render, running};
 
@@ -245,6 +246,12 @@ mod tests {
         states.push(("confirm".into(), confirm));
         states.push(("ab running".into(), ab_screen(false)));
         states.push(("ab over".into(), ab_screen(true)));
+        for view in ['t', 'i', 'c', 'a'] {
+            for (what, mut s) in [("live", running(base)), ("compare", comparing())] {
+                s.update(AppEvent::Key(Key::Char(view)), at(base, 1));
+                states.push((format!("{what} view {view}"), s));
+            }
+        }
         for mut s in [running(base), comparing()] {
             s.update(AppEvent::Key(Key::Char('4')), at(base, 1));
             s.update(AppEvent::Key(Key::Char('3')), at(base, 1));
@@ -429,6 +436,21 @@ mod tests {
             When::Live(pane) => s.focus = pane,
             When::Compare(pane) => s.compare.focus = pane,
             When::Launcher(focus) => s.launcher.focus = focus,
+            When::FlamePane | When::Views | When::View(_) => {
+                let view = match only {
+                    When::View(kind) => kind,
+                    When::Views => ViewKind::Top,
+                    _ => ViewKind::Flame,
+                };
+                let key = match view {
+                    ViewKind::Flame => 'f',
+                    ViewKind::Top => 't',
+                    ViewKind::Inverted => 'i',
+                    ViewKind::Butterfly => 'c',
+                    ViewKind::Source => 'a',
+                };
+                s.update(AppEvent::Key(Key::Char(key)), base);
+            }
             other => panic!("rows are not meant to depend on {other:?}"),
         }
         match table.name {

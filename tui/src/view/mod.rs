@@ -17,6 +17,7 @@ mod picker;
 pub mod picture;
 mod program;
 mod scale;
+pub mod profile_views;
 
 use benchtop_sessions::escape::{Escaped, escaped};
 use std::time::Instant;
@@ -219,6 +220,11 @@ fn draw_pane(state: &State, pane: Pane, area: Rect, buf: &mut Buffer) {
         program::title(state, pane)
     ))];
     if pane == Pane::Flame {
+        title = vec![Span::raw(format!(
+            " {} {} ",
+            pane.number(),
+            state.live.flames.views.kind.title()
+        ))];
         title.push(Span::raw(match state.live.flames.kind {
             FlameKind::OnCpu => "on-CPU ",
             FlameKind::OffCpu => "off-CPU ",
@@ -232,9 +238,22 @@ fn draw_pane(state: &State, pane: Pane, area: Rect, buf: &mut Buffer) {
         Pane::Throughput => panes::throughput(state, inner, buf),
         Pane::Latency => panes::latency(state, inner, buf),
         Pane::Resources => panes::resources(state, inner, buf),
-        Pane::Flame => {
-            flame::render_flame(state.flame(), inner, buf, focused, state.color);
-        }
+        Pane::Flame => draw_flame_pane(state.flames(), inner, buf, focused, state.color),
+    }
+}
+
+/// The flame pane's inside: the flamegraph, or the view shown in its place.
+fn draw_flame_pane(
+    flames: &crate::state::flame_panes::FlamePanes,
+    inner: Rect,
+    buf: &mut Buffer,
+    focused: bool,
+    color: bool,
+) {
+    if flames.views.kind == crate::state::profile_views::ViewKind::Flame {
+        flame::render_flame(flames.shown(), inner, buf, focused, color);
+    } else {
+        profile_views::render_views(flames, inner, buf, focused, color);
     }
 }
 

@@ -30,6 +30,7 @@ mod reports;
 mod series;
 mod setup;
 mod signals;
+mod source;
 mod support;
 mod terminal;
 mod timeline;
