@@ -179,7 +179,7 @@ fn flame_pane_focused(state: &State) -> bool {
     match state.screen {
         Screen::Live => state.focus == Pane::Flame,
         Screen::Compare => state.compare.focus == ComparePane::Flame,
-        Screen::Launcher | Screen::Orphans => false,
+        Screen::Launcher | Screen::Orphans | Screen::Ab => false,
     }
 }
 
