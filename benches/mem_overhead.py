@@ -45,12 +45,14 @@ static volatile char sink;
 __attribute__((noinline)) void big_a(void) {
     char *p = malloc(BLOCK);
     memset(p, 1, BLOCK);
+    __asm__ volatile("" : : "r"(p) : "memory"); /* keeps the block and its writes */
     sink = p[BLOCK / 2];
     free(p);
 }
 __attribute__((noinline)) void big_b(void) {
     char *p = malloc(BLOCK);
     memset(p, 2, BLOCK);
+    __asm__ volatile("" : : "r"(p) : "memory");
     sink = p[BLOCK / 3];
     free(p);
 }
