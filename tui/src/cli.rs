@@ -660,7 +660,7 @@ pub struct RecordArgs {
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub offcpu_stack_every: u32,
     /// With `--profile mem|all`: sample one page fault in N (each sample weighs N pages).
-    /// The default, 32 (128 KiB per sample with 4 KiB pages), costs no more than
+    /// The default, 128 (512 KiB per sample with 4 KiB pages), costs no more than
     /// `perf record -e page-faults -g`; 1 records every fault and loses samples at high
     /// fault rates when stacks are copied.
     #[arg(long, global = true, value_name = "N", default_value_t = benchtop_profilers::DEFAULT_MEM_PERIOD,

@@ -116,13 +116,14 @@ const PRIVILEGED_OFFCPU_DATA_PAGES: usize = 256;
 const PRIVILEGED_STACK_DATA_PAGES: usize = 512;
 /// Data pages per CPU when privileged, page faults are sampled and samples carry stack
 /// copies: 8 MiB. A program touching fresh memory at 1.5 GB/s takes 370 000 faults a
-/// second, 11 500 samples at the default period of 32, 95 MB/s of 8 KiB stack copies:
+/// second, 11 500 samples at a period of 32, 95 MB/s of 8 KiB stack copies:
 /// 2 MiB (20 ms) lost 3.6 % of the samples of the memory test's fixture (300 + 100 MB)
 /// while builds ran beside it, 8 MiB (85 ms) none.
 const PRIVILEGED_MEM_STACK_DATA_PAGES: usize = 2048;
-/// The most an unprivileged memory profile's period is raised by to fit its smaller ring
-/// buffers (see [`Sampler::start`]).
-const MAX_MEM_PERIOD_SCALE: usize = 64;
+/// The least period of an unprivileged memory profile with stack copies, whose ring
+/// buffers are a thirtieth of root's (4 MiB a sample with 4 KiB pages): at a period of 32
+/// the memory test's fixture lost 20 % of its samples as `nobody`, none at this.
+const UNPRIVILEGED_MEM_STACK_PERIOD: u64 = 1024;
 /// Data pages per CPU asked for without privileges (256 KiB, ~0.46 s as above). With the
 /// default perf_event_mlock_kb of 516 (one metadata page plus 128 data pages per CPU)
 /// it fits the user's budget with half of it left to other perf users of the account.
@@ -470,18 +471,19 @@ impl Sampler {
         // size, so one fault in proportionally more is sampled: the kernel still counts
         // every fault, so shares stay exact, only coarser.
         let mut mem_period = opts.mem_period.max(1);
-        if kind.mem() && opts.unwind.copies_stacks() && !access.privileged {
-            let scale =
-                (PRIVILEGED_MEM_STACK_DATA_PAGES / pages.max(1)).clamp(1, MAX_MEM_PERIOD_SCALE);
-            if scale > 1 {
-                let asked = mem_period;
-                mem_period = mem_period.saturating_mul(scale as u64);
-                reductions.push(Reduction::MemPeriodRaised {
-                    asked,
-                    period: mem_period,
-                    pages,
-                });
-            }
+        if kind.mem()
+            && opts.unwind.copies_stacks()
+            && !access.privileged
+            && pages < PRIVILEGED_MEM_STACK_DATA_PAGES
+            && mem_period < UNPRIVILEGED_MEM_STACK_PERIOD
+        {
+            let asked = mem_period;
+            mem_period = UNPRIVILEGED_MEM_STACK_PERIOD;
+            reductions.push(Reduction::MemPeriodRaised {
+                asked,
+                period: mem_period,
+                pages,
+            });
         }
 
         let candidates: &[Option<SampleEvent>] = if !kind.on_cpu() {

@@ -110,12 +110,12 @@ pub struct SamplerOptions {
     pub mem_period: u64,
 }
 
-/// One page fault in this many is sampled by default: 128 KiB of 4 KiB pages per sample,
-/// so a program touching 4 GB writes some 32 800 samples. Chosen with
-/// `benches/mem_overhead.py`: at this period page-fault sampling costs the program no
-/// more than `perf record -e page-faults -g` (perf's default of 4 000 samples a second)
-/// on the same program.
-pub const DEFAULT_MEM_PERIOD: u64 = 32;
+/// One page fault in this many is sampled by default: 512 KiB of 4 KiB pages per sample,
+/// so a program touching 4 GiB writes 8 192 samples, as many as `perf record -e
+/// page-faults -g` takes of it at its default of 4 000 a second. Chosen with
+/// `benches/mem_overhead.py`: at 32 (32 768 samples) frame-pointer sampling cost the
+/// program more than perf did; at 128 no more (see docs/user-guide.md for the figures).
+pub const DEFAULT_MEM_PERIOD: u64 = 128;
 
 /// The perf event that drives on-CPU sampling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
