@@ -288,7 +288,7 @@ pub const COMMAND_LINE: Table = Table {
         Row {
             keys: &[(Key::CtrlC, Action::Quit)],
             only: When::Always,
-            help: Some(("Ctrl-C", "quit")),
+            help: None,
             hints: &[],
         },
     ]],
@@ -338,7 +338,7 @@ pub const PICKER: Table = Table {
         Row {
             keys: &[(Key::CtrlC, Action::Quit)],
             only: When::Always,
-            help: Some(("Ctrl-C", "quit")),
+            help: None,
             hints: &[],
         },
     ]],
