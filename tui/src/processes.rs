@@ -19,9 +19,14 @@ const MAX_COMMAND: usize = 512;
 /// The processes of this machine that can be told apart from kernel threads, busiest
 /// first; benchtop itself is left out.
 pub fn list() -> Result<Vec<ProcessRow>, String> {
+    list_over(CPU_WINDOW)
+}
+
+/// [`list`] with the CPU measured over `window`.
+fn list_over(window: Duration) -> Result<Vec<ProcessRow>, String> {
     let first = cpu_times().map_err(|e| format!("cannot read /proc: {e}"))?;
     let started = Instant::now();
-    std::thread::sleep(CPU_WINDOW);
+    std::thread::sleep(window);
     let second = cpu_times().map_err(|e| format!("cannot read /proc: {e}"))?;
     let elapsed = started.elapsed().as_secs_f64().max(1e-3);
     // SAFETY: sysconf reads a constant of the system and has no memory arguments.
@@ -158,22 +163,29 @@ mod tests {
     }
 
     #[test]
-    fn the_list_holds_a_busy_child_with_its_user_and_command() {
-        let mut child = std::process::Command::new("sh")
+    fn the_list_holds_a_busy_child_with_its_user_and_command_above_an_idle_one() {
+        let mut busy = std::process::Command::new("sh")
             .args(["-c", "while :; do :; done"])
             .spawn()
             .unwrap();
-        let rows = list().unwrap();
-        let _ = child.kill();
-        let _ = child.wait();
-        let row = rows
-            .iter()
-            .find(|r| r.pid == child.id())
-            .expect("the child");
-        assert_eq!(row.name, "sh");
-        assert!(row.command.contains("while :"), "{row:?}");
-        assert!(!row.user.is_empty());
-        assert!(row.cpu_percent > 5.0, "a busy loop: {row:?}");
+        let mut idle = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        // A second: on a loaded machine the loop gets a slice of a core, not none.
+        let rows = list_over(Duration::from_secs(1)).unwrap();
+        for child in [&mut busy, &mut idle] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let row = |pid: u32| rows.iter().find(|r| r.pid == pid).expect("the child");
+        let (b, i) = (row(busy.id()), row(idle.id()));
+        assert_eq!(b.name, "sh");
+        assert!(b.command.contains("while :"), "{b:?}");
+        assert!(!b.user.is_empty());
+        assert!(b.cpu_percent > i.cpu_percent, "{b:?} {i:?}");
+        let at = |pid: u32| rows.iter().position(|r| r.pid == pid);
+        assert!(at(busy.id()) < at(idle.id()), "busiest first");
         assert!(!rows.iter().any(|r| r.pid == std::process::id()));
     }
 }

@@ -294,7 +294,7 @@ pub const COMMAND_LINE: Table = Table {
         Row {
             keys: &[(Key::CtrlC, Action::Quit)],
             only: When::Always,
-            help: Some(("Ctrl-C", "quit")),
+            help: None,
             hints: &[],
         },
     ]],
@@ -350,7 +350,7 @@ pub const PICKER: Table = Table {
         Row {
             keys: &[(Key::CtrlC, Action::Quit)],
             only: When::Always,
-            help: Some(("Ctrl-C", "quit")),
+            help: None,
             hints: &[],
         },
     ]],

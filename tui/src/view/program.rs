@@ -29,7 +29,7 @@ pub fn cpu(state: &State, area: Rect, buf: &mut Buffer) {
     let now = series.back().map(|&(_, v)| format!("{v:.0}%"));
     let threads = run
         .resources
-        .map(|r| format!("  {} threads, {} procs", r.threads, r.processes.max(1)))
+        .map(|r| format!("  threads {}  procs {}", r.threads, r.processes.max(1)))
         .unwrap_or_default();
     let head = head_line("CPU ", now, &threads);
     with_head(head, area, buf, |chart, buf| {
