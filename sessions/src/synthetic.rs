@@ -130,7 +130,7 @@ impl SyntheticSession {
 /// Zipf-like spread of weights (the stack of rank *r* weighs about `1e6 / r^1.1`
 /// samples), each function with a few source lines. Most stacks share all but their last
 /// one to four frames with an earlier stack, one in eight branches off at any depth: some
-/// 600,000 nodes in all. Deterministic in its seed.
+/// 1.2 million nodes in all. Deterministic in its seed.
 ///
 /// ```
 /// use benchtop_sessions::synthetic::SyntheticStacks;
