@@ -128,7 +128,9 @@ impl SyntheticSession {
 /// built from one (top functions, bottom-up, callers and callees, source lines): by
 /// default 100,000 distinct stacks of depth 10 to 60 over 5,000 functions, with a
 /// Zipf-like spread of weights (the stack of rank *r* weighs about `1e6 / r^1.1`
-/// samples), each function with a few source lines. Deterministic in its seed.
+/// samples), each function with a few source lines. Most stacks share all but their last
+/// one to four frames with an earlier stack, one in eight branches off at any depth: some
+/// 1.2 million nodes in all. Deterministic in its seed.
 ///
 /// ```
 /// use benchtop_sessions::synthetic::SyntheticStacks;
@@ -220,12 +222,19 @@ impl SyntheticStacks {
         let mut frames = Vec::new();
         while stacks.len() < self.stacks {
             let depth = lo + next() as usize % (hi - lo + 1);
-            // Most stacks share a prefix with an earlier one, as real call trees do.
+            // As in real call trees, a stack mostly shares all but its last few frames with
+            // an earlier one (its callers differ near the leaves); one in eight branches
+            // off anywhere.
             let mut stack: Vec<u32> = match stacks.len() {
                 0 => Vec::new(),
                 n => {
                     let base = &stacks[next() as usize % n];
-                    let keep = next() as usize % base.len().min(depth).max(1);
+                    let most = base.len().min(depth);
+                    let keep = if next() % 8 == 0 {
+                        next() as usize % most.max(1)
+                    } else {
+                        most.saturating_sub(1 + (next() % 4) as usize)
+                    };
                     base[..keep].to_vec()
                 }
             };

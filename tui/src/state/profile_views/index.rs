@@ -21,7 +21,9 @@ pub struct ProfileIndex {
 }
 
 impl ProfileIndex {
-    /// Indexes `tree`: one walk over its nodes.
+    /// Indexes `tree`: linear passes over its nodes, then one walk, depth first, over
+    /// compact copies of its links (the nodes' own child lists are scattered over the
+    /// heap; walking them costs a cache miss a node).
     pub fn new(tree: &StackTree) -> Self {
         let frames = tree.frame_count();
         let n = tree.node_count();
@@ -33,19 +35,53 @@ impl ProfileIndex {
             nodes: vec![NodeId::ROOT; n.saturating_sub(1)],
             outer: vec![false; n],
         };
-        // Nodes are created after their parents, so one pass in id order sees every parent
-        // first. Counting occurrences per frame on the path needs a walk, done depth first.
-        let mut on_path = vec![0u32; frames];
-        let mut todo: Vec<(NodeId, bool)> = tree
-            .root()
-            .children
-            .iter()
-            .rev()
-            .map(|&c| (c, true))
-            .collect();
-        while let Some((id, enter)) = todo.pop() {
-            let node = tree.node(id);
+        // Pass 1, in id order: each node's frame, self weight per frame, occurrences per
+        // frame, children per node.
+        let mut frame_of: Vec<u32> = vec![u32::MAX; n];
+        let mut totals: Vec<u64> = vec![0; n];
+        let mut kids_start: Vec<u32> = vec![0; n + 1];
+        for i in 1..n {
+            let node = tree.node(NodeId(i as u32));
             let f = node.frame.0 as usize;
+            if f >= frames {
+                continue;
+            }
+            frame_of[i] = f as u32;
+            totals[i] = node.total_weight;
+            index.self_weight[f] = index.self_weight[f].saturating_add(node.self_weight);
+            index.starts[f + 1] += 1;
+            kids_start[node.parent.0 as usize + 1] += 1;
+        }
+        for f in 0..frames {
+            index.starts[f + 1] += index.starts[f];
+        }
+        for i in 0..n {
+            kids_start[i + 1] += kids_start[i];
+        }
+        // Pass 2: the occurrences of each frame, and each node's children, in id order.
+        let mut at: Vec<u32> = index.starts[..frames].to_vec();
+        let mut kid_at: Vec<u32> = kids_start[..n].to_vec();
+        let mut kids: Vec<u32> = vec![0; n.saturating_sub(1)];
+        for (i, &f) in frame_of.iter().enumerate().skip(1) {
+            if f == u32::MAX {
+                continue;
+            }
+            let slot = &mut at[f as usize];
+            index.nodes[*slot as usize] = NodeId(i as u32);
+            *slot += 1;
+            let parent = tree.node(NodeId(i as u32)).parent.0 as usize;
+            kids[kid_at[parent] as usize] = i as u32;
+            kid_at[parent] += 1;
+        }
+        drop(kid_at);
+        // The walk: how many times each frame is on the path decides whether a node is
+        // its frame's outermost occurrence, whose total counts.
+        let mut on_path = vec![0u32; frames];
+        let mut todo: Vec<(u32, bool)> = Vec::with_capacity(256);
+        let root_kids = &kids[kids_start[0] as usize..kids_start[1] as usize];
+        todo.extend(root_kids.iter().rev().map(|&c| (c, true)));
+        while let Some((id, enter)) = todo.pop() {
+            let f = frame_of[id as usize] as usize;
             if f >= frames {
                 continue;
             }
@@ -53,26 +89,15 @@ impl ProfileIndex {
                 on_path[f] -= 1;
                 continue;
             }
-            index.starts[f + 1] += 1;
-            index.self_weight[f] = index.self_weight[f].saturating_add(node.self_weight);
             if on_path[f] == 0 {
-                index.outer[id.0 as usize] = true;
-                index.total_weight[f] = index.total_weight[f].saturating_add(node.total_weight);
+                index.outer[id as usize] = true;
+                let w = totals[id as usize];
+                index.total_weight[f] = index.total_weight[f].saturating_add(w);
             }
             on_path[f] += 1;
             todo.push((id, false));
-            todo.extend(node.children.iter().rev().map(|&c| (c, true)));
-        }
-        for f in 0..frames {
-            index.starts[f + 1] += index.starts[f];
-        }
-        let mut at: Vec<u32> = index.starts[..frames].to_vec();
-        for i in 1..n {
-            let f = tree.node(NodeId(i as u32)).frame.0 as usize;
-            if let Some(slot) = at.get_mut(f) {
-                index.nodes[*slot as usize] = NodeId(i as u32);
-                *slot += 1;
-            }
+            let (a, b) = (kids_start[id as usize], kids_start[id as usize + 1]);
+            todo.extend(kids[a as usize..b as usize].iter().map(|&c| (c, true)));
         }
         index
     }
