@@ -653,6 +653,11 @@ pub struct RecordArgs {
     #[arg(long, global = true, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub offcpu_stack_every: u32,
+    /// Keep every on-CPU sample with its own time, thread and stack in stacks.jsonl (at
+    /// most 20 million a run), so that `export --format firefox` places samples at their
+    /// real times instead of spreading them over their report interval.
+    #[arg(long, global = true)]
+    pub keep_samples: bool,
     /// Do not show the progress line.
     #[arg(long, short, global = true)]
     pub quiet: bool,

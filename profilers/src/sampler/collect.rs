@@ -193,7 +193,13 @@ impl Collector {
             pending: HashMap::new(),
             deferred: Vec::new(),
             slot_stacks: Vec::new(),
-            timeline: Timeline::new(monotonic_ns()),
+            timeline: {
+                let mut t = Timeline::new(monotonic_ns());
+                if opts.keep_samples {
+                    t.keep_samples();
+                }
+                t
+            },
             table: StackTable::default(),
             chunk: StacksChunk::default(),
             closed: Vec::new(),
@@ -390,6 +396,14 @@ impl Collector {
             warnings.push(format!(
                 "{} perf records were malformed and skipped",
                 self.malformed
+            ));
+        }
+        if self.timeline.samples_not_kept() > 0 {
+            warnings.push(format!(
+                "{} samples past the first {} were not kept with their own times \
+                 (--keep-samples); their intervals' weights count them",
+                self.timeline.samples_not_kept(),
+                benchtop_sessions::intervals::MAX_KEPT_SAMPLES
             ));
         }
         Ok(Collected {
@@ -717,6 +731,7 @@ impl Collector {
         self.timeline.attribute(stop.is_some());
         self.timeline
             .take_intervals(stop.unwrap_or_else(monotonic_ns), &mut self.chunk.intervals);
+        self.timeline.take_samples(&mut self.chunk.samples);
         if self.chunk.is_empty() {
             return;
         }
@@ -733,6 +748,7 @@ impl Collector {
             out.stacks.extend(chunk.stacks);
             out.threads.extend(chunk.threads);
             out.intervals.extend(chunk.intervals);
+            out.samples.extend(chunk.samples);
         }
     }
 

@@ -84,6 +84,10 @@ pub struct SamplerOptions {
     /// tens of thousands of times a second, where a stack copy per switch would be
     /// hundreds of MB/s (8 KiB each).
     pub offcpu_stack_every: u32,
+    /// Also hand out each on-CPU sample on its own, with its time, thread and stack
+    /// (default false: per-interval weights only), for exports that place samples at
+    /// their real times. At most [`benchtop_sessions::intervals::MAX_KEPT_SAMPLES`] a run.
+    pub keep_samples: bool,
 }
 
 /// The perf event that drives on-CPU sampling.
@@ -123,6 +127,7 @@ impl Default for SamplerOptions {
             unwind: UnwindMode::Auto,
             stack_size: DEFAULT_STACK_SIZE,
             offcpu_stack_every: 1,
+            keep_samples: false,
         }
     }
 }

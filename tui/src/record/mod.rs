@@ -53,6 +53,7 @@ fn sampler_options(record: &RecordArgs) -> SamplerOptions {
     };
     opts.stack_size = record.stack_size;
     opts.offcpu_stack_every = record.offcpu_stack_every;
+    opts.keep_samples = record.keep_samples;
     opts
 }
 
