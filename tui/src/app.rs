@@ -226,7 +226,20 @@ pub fn open(args: &OpenArgs) -> Result<ExitCode> {
             let comparison = benchtop_sessions::compare::compare_runs(&a.runs(), &b.runs(), &opts);
             State::with_comparison(representative(a)?, representative(b)?, comparison, color)
         }
-        None => State::with_session(representative(a)?, Instant::now(), color),
+        None => {
+            let session = representative(a)?;
+            // The timeline's parts need the per-interval stacks; without them (a session
+            // recorded before schema 2) the parts show their latency only.
+            let limits = benchtop_sessions::limits::LoadOptions::from_env()?;
+            let stacks = benchtop_sessions::intervals::IntervalStacks::load(&session.dir, &limits)
+                .unwrap_or_else(|e| {
+                    eprintln!("benchtop: warning: {e}: the timeline shows latency only");
+                    None
+                });
+            let mut state = State::with_session(session, Instant::now(), color);
+            state.live.timeline.stacks = stacks;
+            state
+        }
     };
     let tui = Tui::new()?;
     let mut runs = tui.runs();

@@ -17,6 +17,7 @@ pub mod keys;
 pub mod launcher;
 pub mod live;
 pub mod orphans;
+pub mod timeline;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -309,6 +310,8 @@ pub struct LiveScreen {
     pub quit_requested: bool,
     /// Events held while paused, applied on resume.
     held: Vec<LiveEvent>,
+    /// The run's intervals and the parts of it picked.
+    pub timeline: timeline::Timeline,
 }
 
 impl LiveScreen {
@@ -325,6 +328,7 @@ impl LiveScreen {
             paused: false,
             quit_requested: false,
             held: Vec::new(),
+            timeline: timeline::Timeline::default(),
         }
     }
 }
@@ -428,7 +432,8 @@ impl State {
         for row in &session.rows {
             run.add_row(row, &[]);
         }
-        if let Some(tag) = session.latency.first().map(|i| i.tag.clone()) {
+        let tag = session.latency.first().map(|i| i.tag.clone());
+        if let Some(tag) = tag.clone() {
             let metric = if tag.is_empty() {
                 "latency".into()
             } else {
@@ -443,6 +448,13 @@ impl State {
                     .map(|i| &i.histogram),
             );
         }
+        let mut session = session;
+        timeline::Timeline::fill(
+            &mut state.live,
+            &session.rows,
+            tag.as_deref(),
+            &mut session.latency,
+        );
         if let Some(tree) = session.cpu {
             state.set_tree(FlameKind::OnCpu, tree);
         }
@@ -637,7 +649,10 @@ impl State {
                 self.live.run.latency.metric = latency.unwrap_or_default();
                 self.live.run.sampling = sampling;
             }
-            LiveEvent::Row { row, histograms } => self.live.run.add_row(&row, &histograms),
+            LiveEvent::Row { row, histograms } => {
+                self.live.run.add_row(&row, &histograms);
+                timeline::Timeline::add_live(&mut self.live, &row, &histograms);
+            }
             LiveEvent::Stacks(snapshot) => {
                 let snapshot = *snapshot;
                 self.set_tree(FlameKind::OnCpu, snapshot.cpu);
@@ -777,6 +792,7 @@ impl State {
                 self.maximized = self.maximized && zoomed_out;
             }
             Action::Compare(action) => self.compare.act(action),
+            Action::Timeline(action) => self.timeline_act(action, now),
             // A move at an edge (or with nothing to select) changes nothing, as in a list;
             // what each returns (whether it moved) is not needed here.
             Action::FlameParent => _ = self.flame_mut().select_parent(),

@@ -81,7 +81,8 @@ pub fn latency(state: &State, area: Rect, buf: &mut Buffer) {
     if area.height == 0 {
         return;
     }
-    let latency = &state.live.run.latency;
+    // A part of the run picked on the timeline, else the whole run.
+    let latency = (state.live.timeline.latency_shown.as_ref()).unwrap_or(&state.live.run.latency);
     if latency.total.histogram().is_none() {
         let text = if latency.metric.is_empty() {
             "no latency metric yet"
@@ -114,7 +115,14 @@ pub fn latency(state: &State, area: Rect, buf: &mut Buffer) {
     let label_width = 8usize;
     let bar_room = usize::from(bars.width).saturating_sub(label_width + 1);
     let mut lines = vec![Line::from(Span::styled(
-        format!("{}, whole run", Escaped(&latency.metric)),
+        match state.live.timeline.selected {
+            Some(part) => format!(
+                "{}, {}",
+                Escaped(&latency.metric),
+                state.live.timeline.label(part)
+            ),
+            None => format!("{}, whole run", Escaped(&latency.metric)),
+        },
         Style::new().add_modifier(Modifier::BOLD),
     ))];
     for bin in shown {
