@@ -6,8 +6,16 @@ and timeseries rows each; sessions/examples/synthetic_session.rs, the generator 
 tests use), then runs `benchtop show A`, `benchtop compare A B` and `benchtop open A`
 and `open A B` (in a tmux pane; timed until the first screen is drawn, when every
 interval is loaded) and prints, per command, the wall time and the peak RSS of the
-benchtop process (wait4's ru_maxrss; VmHWM for open). The goal is at most 5 s and
-500 MB for each.
+benchtop process (wait4's ru_maxrss; VmHWM for open), with its CPU time (user + system:
+the wall time depends on the machine's load, the CPU time much less). It also runs
+`compare A --slow --above 99950ns` (the synthetic intervals' p99 lie between 99.3 and
+100 µs: about one in six is "slow") and `compare A A --range-a ..30m --range-b 30m..`.
+The goal is at most 5 s and 500 MB for each.
+
+Figures of earlier builds on this machine, for reference: show 15 s / 3.46 GB and
+compare 45 s before interval histograms were held sparse; then show 2.08 s / 42 MB,
+compare A B 24.3 s / 389 MB, open A 2.46 s / 177 MB, open A B 20.8 s / 389 MB (load
+4.7–7.3) before the block bootstrap and the sparse decoding.
 
 Usage: benches/session_load.py [--benchtop PATH] [--intervals N] [--keep DIR]
   --benchtop  the binary to measure (default: a release build of this tree, built on
@@ -30,12 +38,15 @@ GENERATOR = os.path.join(ROOT, "target", "release", "examples", "synthetic_sessi
 
 
 def measured(argv):
-    """(seconds, peak RSS bytes, exit code) of argv run to its end."""
+    """(seconds, CPU seconds, peak RSS bytes, exit code) of argv run to its end."""
     start = time.monotonic()
     pid = os.posix_spawn(argv[0], argv, os.environ,
-                         file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
+                         file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                                       (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)])
     _, status, usage = os.wait4(pid, 0)
-    return time.monotonic() - start, usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status)
+    cpu = usage.ru_utime + usage.ru_stime
+    return (time.monotonic() - start, cpu, usage.ru_maxrss * 1024,
+            os.waitstatus_to_exitcode(status))
 
 
 def measured_open(benchtop, args, tmp):
@@ -94,16 +105,21 @@ def main():
         print(f"{benchtop}")
         print(f"sessions of {args.intervals} intervals, latency.hlog {hlog_mb:.1f} MB each; "
               f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
-        print(f"{'command':<16} {'seconds':>8} {'peak RSS MB':>12}")
+        print(f"{'command':<22} {'seconds':>8} {'CPU s':>7} {'peak RSS MB':>12}")
         out = os.path.join(tmp, "compare-out")
-        shutil.rmtree(out, ignore_errors=True)
         for name, argv in [("show A", [benchtop, "show", a]),
-                           ("compare A B", [benchtop, "compare", a, b, "--out", out])]:
-            took, rss, code = measured(argv)
-            print(f"{name:<16} {took:>8.2f} {rss / 1e6:>12.0f}" + ("" if code in (0, 1) else f"  exit {code}"))
+                           ("compare A B", [benchtop, "compare", a, b, "--out", out]),
+                           ("compare A --slow", [benchtop, "compare", a, "--slow", "--above",
+                                                 "99950ns", "--out", out]),
+                           ("compare A A halves", [benchtop, "compare", a, a, "--range-a", "..30m",
+                                                   "--range-b", "30m..", "--out", out])]:
+            shutil.rmtree(out, ignore_errors=True)
+            took, cpu, rss, code = measured(argv)
+            print(f"{name:<22} {took:>8.2f} {cpu:>7.2f} {rss / 1e6:>12.0f}"
+                  + ("" if code in (0, 1) else f"  exit {code}"))
         for name, open_args in [("open A", [a]), ("open A B", [a, b])]:
             took, rss = measured_open(benchtop, open_args, tmp)
-            print(f"{name:<16} {took:>8.2f} {rss / 1e6:>12.0f}")
+            print(f"{name:<22} {took:>8.2f} {'':>7} {rss / 1e6:>12.0f}")
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -8,7 +8,9 @@
 //!   thread, its on-CPU samples over time; stacks.jsonl keeps weights per report interval,
 //!   so each (interval, thread, stack) is one sample weighted by its count, placed inside
 //!   its interval (spread evenly over it, in stack order) — the timeline is
-//!   interval-granular;
+//!   interval-granular — unless the session was recorded with `--keep-samples`: then each
+//!   sample is placed at its own time (when the kept samples are all of them; a run past
+//!   the cap falls back to the intervals, with a warning);
 //! - off-CPU time, where recorded with stacks, on a track of its own per thread
 //!   (`<thread> (off-CPU)`), weighted in milliseconds blocked;
 //! - markers on the main thread: the run (its status), each workload phase, and the
@@ -68,9 +70,27 @@ pub fn firefox_profile(
     match stacks {
         Some(stacks) => {
             let names = &stacks.threads;
+            let kept = stacks.samples.len() as u64;
+            let own_times = kept > 0 && kept == stacks.cpu_samples();
+            if kept > 0 && !own_times {
+                warnings.push(format!(
+                    "{kept} samples were kept with their own times, of {} taken: on-CPU \
+                     samples are placed in their intervals instead",
+                    stacks.cpu_samples()
+                ));
+            }
+            if own_times {
+                for sample in &stacks.samples {
+                    let name = names.get(&sample.tid).map_or("", String::as_str);
+                    let thread = tracks.thread(&mut profile, sample.tid, name, false);
+                    let handle = tracks.stack(&mut profile, thread, stacks, sample.stack);
+                    add_weighted(&mut profile, thread, sample.t_ns, handle, 1);
+                }
+            }
             for interval in stacks.intervals.values() {
                 let span = interval.t1_ns.saturating_sub(interval.t0_ns);
-                for (rows, off) in [(&interval.cpu, false), (&interval.offcpu, true)] {
+                let cpu_rows: &[(u32, u32, u64)] = if own_times { &[] } else { &interval.cpu };
+                for (rows, off) in [(cpu_rows, false), (&interval.offcpu[..], true)] {
                     let n = rows.len() as u64;
                     for (k, &(tid, stack, weight)) in rows.iter().enumerate() {
                         let name = names.get(&tid).map_or("", String::as_str);

@@ -184,6 +184,11 @@ pub struct HistogramDecoder {
     inflated: Vec<u8>,
     inflater: Decompress,
     deserializer: Deserializer,
+    /// The non-empty counters of the last histogram decoded sparse: (index, count).
+    nonzero: Vec<(usize, u64)>,
+    /// A small histogram of the last lowest value and digits decoded sparse: its buckets
+    /// are those of every histogram of that lowest value and digits, whatever their range.
+    ruler: Option<Histogram<u64>>,
 }
 
 impl Default for HistogramDecoder {
@@ -206,62 +211,104 @@ impl HistogramDecoder {
             inflated: Vec::new(),
             inflater: Decompress::new(true),
             deserializer: Deserializer::new(),
+            nonzero: Vec::new(),
+            ruler: None,
         }
     }
 
     /// Decodes one histogram; see [`decode_histogram`].
     pub fn decode(&mut self, base64_text: &str) -> Result<Histogram<u64>, SessionError> {
-        let text = base64_text.trim_ascii();
-        if base64::decoded_len_estimate(text.len()) > MAX_ENCODED_BYTES + INFLATE_CHUNK {
-            return Err(bad(format!(
-                "{} characters of base64, more than a histogram of at most {MAX_COUNTS_LEN} \
-                 counters can take",
-                text.len()
-            )));
-        }
-        self.raw.clear();
-        STANDARD
-            .decode_vec(text, &mut self.raw)
-            .map_err(|e| bad(format!("not base64: {e}")))?;
-        let plain = match read_u32(&self.raw, 0) {
-            None => {
-                return Err(bad(format!(
-                    "truncated: {} bytes, not even a cookie",
-                    self.raw.len()
-                )));
-            }
-            Some(V2_COOKIE) => &self.raw[..],
-            Some(V2_DEFLATE_COOKIE) => {
-                let Some(compressed_len) = read_u32(&self.raw, 4) else {
-                    return Err(bad(format!(
-                        "truncated: {} bytes, the compressed header needs {DEFLATE_HEADER_LEN}",
-                        self.raw.len()
-                    )));
-                };
-                let compressed = &self.raw[DEFLATE_HEADER_LEN..];
-                if usize::try_from(compressed_len) != Ok(compressed.len()) {
-                    return Err(bad(format!(
-                        "the header says {compressed_len} compressed bytes follow, but {} do",
-                        compressed.len()
-                    )));
-                }
-                inflate(&mut self.inflater, compressed, &mut self.inflated)?;
-                &self.inflated[..]
-            }
-            Some(cookie) => {
-                return Err(bad(format!(
-                    "cookie {cookie:#010x} is not that of an HdrHistogram V2 encoding \
-                     ({V2_DEFLATE_COOKIE:#010x} compressed, {V2_COOKIE:#010x} plain)"
-                )));
-            }
-        };
-        check_v2(plain)?;
+        let plain = plain_v2(
+            &mut self.raw,
+            &mut self.inflated,
+            &mut self.inflater,
+            base64_text,
+        )?;
+        check_v2(plain, |_, _| {})?;
         let histogram = self
             .deserializer
             .deserialize(&mut &plain[..])
             .map_err(|e| bad(format!("the counts do not decode: {e}")))?;
         Ok(compact(histogram))
     }
+
+    /// Decodes one histogram straight into its non-empty buckets: the same
+    /// [`SparseHistogram`] as `SparseHistogram::from(&decoder.decode(text)?)`, refused for
+    /// the same reasons, without building the dense counts (a reader of an hour of
+    /// intervals decodes 36,000 a metric).
+    pub fn decode_sparse(&mut self, base64_text: &str) -> Result<SparseHistogram, SessionError> {
+        let plain = plain_v2(
+            &mut self.raw,
+            &mut self.inflated,
+            &mut self.inflater,
+            base64_text,
+        )?;
+        self.nonzero.clear();
+        let nonzero = &mut self.nonzero;
+        let header = check_v2(plain, |index, count| nonzero.push((index, count)))?;
+        let ruler = match self.ruler.take() {
+            Some(r) if r.low() == header.lowest && r.sigfig() == header.digits => r,
+            _ => Histogram::new_with_bounds(header.lowest, header.lowest * 2, header.digits)
+                .map_err(|e| bad(format!("the range cannot be tracked: {e}")))?,
+        };
+        let sparse = SparseHistogram::from_counters(&ruler, header.highest, &self.nonzero);
+        self.ruler = Some(ruler);
+        Ok(sparse)
+    }
+}
+
+/// The plain V2 encoding of `base64_text` (inflated into `inflated` when compressed).
+fn plain_v2<'a>(
+    raw: &'a mut Vec<u8>,
+    inflated: &'a mut Vec<u8>,
+    inflater: &mut Decompress,
+    base64_text: &str,
+) -> Result<&'a [u8], SessionError> {
+    let text = base64_text.trim_ascii();
+    if base64::decoded_len_estimate(text.len()) > MAX_ENCODED_BYTES + INFLATE_CHUNK {
+        return Err(bad(format!(
+            "{} characters of base64, more than a histogram of at most {MAX_COUNTS_LEN} \
+             counters can take",
+            text.len()
+        )));
+    }
+    raw.clear();
+    STANDARD
+        .decode_vec(text, raw)
+        .map_err(|e| bad(format!("not base64: {e}")))?;
+    let plain = match read_u32(raw, 0) {
+        None => {
+            return Err(bad(format!(
+                "truncated: {} bytes, not even a cookie",
+                raw.len()
+            )));
+        }
+        Some(V2_COOKIE) => &raw[..],
+        Some(V2_DEFLATE_COOKIE) => {
+            let Some(compressed_len) = read_u32(raw, 4) else {
+                return Err(bad(format!(
+                    "truncated: {} bytes, the compressed header needs {DEFLATE_HEADER_LEN}",
+                    raw.len()
+                )));
+            };
+            let compressed = &raw[DEFLATE_HEADER_LEN..];
+            if usize::try_from(compressed_len) != Ok(compressed.len()) {
+                return Err(bad(format!(
+                    "the header says {compressed_len} compressed bytes follow, but {} do",
+                    compressed.len()
+                )));
+            }
+            inflate(inflater, compressed, inflated)?;
+            &inflated[..]
+        }
+        Some(cookie) => {
+            return Err(bad(format!(
+                "cookie {cookie:#010x} is not that of an HdrHistogram V2 encoding \
+                 ({V2_DEFLATE_COOKIE:#010x} compressed, {V2_COOKIE:#010x} plain)"
+            )));
+        }
+    };
+    Ok(plain)
 }
 
 /// Decodes one histogram from base64 text (surrounding whitespace ignored): the V2
@@ -346,8 +393,17 @@ fn inflate(inflater: &mut Decompress, input: &[u8], out: &mut Vec<u8>) -> Result
     }
 }
 
-/// Checks a plain V2 encoding's header against its length and the limits above.
-fn check_v2(bytes: &[u8]) -> Result<(), SessionError> {
+/// What a V2 header says of the histogram's range.
+#[derive(Debug, Clone, Copy)]
+struct V2Header {
+    digits: u8,
+    lowest: u64,
+    highest: u64,
+}
+
+/// Checks a plain V2 encoding's header against its length and the limits above, and its
+/// counts ([`check_counts`], each non-empty counter handed to `each`).
+fn check_v2(bytes: &[u8], each: impl FnMut(usize, u64)) -> Result<V2Header, SessionError> {
     let header = bytes.get(..V2_HEADER_LEN).ok_or_else(|| {
         bad(format!(
             "truncated: {} bytes, the V2 header needs {V2_HEADER_LEN}",
@@ -401,8 +457,13 @@ fn check_v2(bytes: &[u8]) -> Result<(), SessionError> {
         )));
     }
     // digits <= MAX_SIGNIFICANT_DIGITS, so it fits a u8.
+    let header = V2Header {
+        digits: digits as u8,
+        lowest,
+        highest,
+    };
     match counts_len(lowest, highest, digits as u8) {
-        Some(len) if len <= MAX_COUNTS_LEN => check_counts(payload, len),
+        Some(len) if len <= MAX_COUNTS_LEN => check_counts(payload, len, each).map(|()| header),
         Some(len) => Err(bad(format!(
             "the range {lowest}..={highest} at {digits} digits needs {len} counters; at most \
              {MAX_COUNTS_LEN} are accepted"
@@ -418,8 +479,13 @@ fn check_v2(bytes: &[u8]) -> Result<(), SessionError> {
 /// many zero counters, any other a count for the next counter) and checks that it decodes
 /// without overflow: no varint is cut short or decodes to `i64::MIN` (whose negation
 /// overflows), every count and run of zeros stays within the `counters` of the range, and
-/// the counts add up to at most [`MAX_TOTAL_COUNT`].
-fn check_counts(payload: &[u8], counters: usize) -> Result<(), SessionError> {
+/// the counts add up to at most [`MAX_TOTAL_COUNT`]. Each non-empty counter goes to `each`
+/// (index, count), in order.
+fn check_counts(
+    payload: &[u8],
+    counters: usize,
+    mut each: impl FnMut(usize, u64),
+) -> Result<(), SessionError> {
     let counters = counters as u64;
     let (mut at, mut index, mut total) = (0usize, 0u64, 0u64);
     while at < payload.len() {
@@ -459,6 +525,10 @@ fn check_counts(payload: &[u8], counters: usize) -> Result<(), SessionError> {
                          {number})"
                     ))
                 })?;
+            if number > 0 {
+                // index < counters <= MAX_COUNTS_LEN.
+                each(index as usize, number.unsigned_abs());
+            }
             index += 1;
         }
         at += len;
@@ -673,6 +743,65 @@ mod tests {
             decoder.decode(&deflated(&histogram(&[9]))).unwrap().len(),
             1
         );
+    }
+
+    #[test]
+    fn decoding_sparse_gives_the_sparse_histogram_of_the_dense_decoding() {
+        let mut shapes: Vec<Histogram<u64>> = Vec::new();
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for (low, high, digits) in [
+            (1, 2, 0),
+            (1, 1 << 20, 3),
+            (1, u64::MAX, 2),
+            (1_000, 1 << 40, 3),
+            (1 << 20, 1 << 50, 1),
+            (7, 10_000, 3),
+        ] {
+            for shape in 0..6 {
+                let mut h = Histogram::<u64>::new_with_bounds(low, high, digits).unwrap();
+                match shape {
+                    0 => {}
+                    1 => h.record(0).unwrap(),
+                    2 => h.record(high).unwrap(),
+                    3 => h.record_n(low, 5).unwrap(),
+                    _ => {
+                        for _ in 0..500 {
+                            let v = next() % high.min(1 << 45);
+                            h.record_n(v, 1 + next() % 3).unwrap();
+                        }
+                        if shape == 5 {
+                            h.record(0).unwrap();
+                        }
+                    }
+                }
+                shapes.push(h);
+            }
+        }
+        let mut decoder = HistogramDecoder::new();
+        for h in &shapes {
+            for text in [deflated(h), STANDARD.encode(plain_v2(h))] {
+                let dense = decoder.decode(&text).unwrap();
+                let sparse = decoder.decode_sparse(&text).unwrap();
+                assert_eq!(
+                    sparse,
+                    SparseHistogram::from(&dense),
+                    "low {} high {} digits {} len {}",
+                    h.low(),
+                    h.high(),
+                    h.sigfig(),
+                    h.len()
+                );
+                assert_eq!(sparse.to_histogram(), dense);
+            }
+        }
+        // Refused as the dense decoding is.
+        assert!(decoder.decode_sparse("@@@").is_err());
     }
 
     #[test]

@@ -405,13 +405,13 @@ impl LineReader {
             LogEntry::Interval(interval) => {
                 let histogram = self
                     .decoder
-                    .decode(interval.encoded_histogram())
+                    .decode_sparse(interval.encoded_histogram())
                     .map_err(|e| e.to_string())?;
                 Entry::Interval(HlogInterval {
                     tag: interval.tag().map(|t| t.to_string()).unwrap_or_default(),
                     start_offset_s: interval.start_timestamp().as_secs_f64(),
                     length_s: interval.duration().as_secs_f64(),
-                    histogram: SparseHistogram::from(&histogram),
+                    histogram,
                 })
             }
         }))

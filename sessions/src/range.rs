@@ -554,16 +554,18 @@ pub fn restrict(
     part: &dyn Selection,
     label: &str,
 ) -> Session {
-    let mut out = session.clone();
-    out.meta.id = format!("{} [{label}]", session.meta.id);
-    out.meta.summary.clear();
-    out.meta.phases.clear();
-    out.rows.retain(|r| {
-        let t1 = (r.t_s.max(0.0) * 1e9) as u64;
-        let t0 = ((r.t_s - r.interval_s).max(0.0) * 1e9) as u64;
-        part.keep(t0, t1)
-    });
-    out.row_summary = crate::RowSummary::of(&out.rows);
+    // Only the part's rows and intervals are cloned: an hour's session split in two
+    // holds each interval once more, not twice.
+    let rows: Vec<_> = session
+        .rows
+        .iter()
+        .filter(|r| {
+            let t1 = (r.t_s.max(0.0) * 1e9) as u64;
+            let t0 = ((r.t_s - r.interval_s).max(0.0) * 1e9) as u64;
+            part.keep(t0, t1)
+        })
+        .cloned()
+        .collect();
     // latency.hlog's offsets count from the session's start time; its first interval
     // begins where the run does.
     let base = session
@@ -571,11 +573,32 @@ pub fn restrict(
         .iter()
         .map(|i| i.start_offset_s)
         .fold(f64::INFINITY, f64::min);
-    out.latency.retain(|i| {
-        let t0 = ((i.start_offset_s - base).max(0.0) * 1e9) as u64;
-        let t1 = t0 + (i.length_s.max(0.0) * 1e9) as u64;
-        part.keep(t0, t1)
-    });
+    let latency = session
+        .latency
+        .iter()
+        .filter(|i| {
+            let t0 = ((i.start_offset_s - base).max(0.0) * 1e9) as u64;
+            let t1 = t0 + (i.length_s.max(0.0) * 1e9) as u64;
+            part.keep(t0, t1)
+        })
+        .cloned()
+        .collect();
+    let mut meta = session.meta.clone();
+    meta.id = format!("{} [{label}]", session.meta.id);
+    meta.summary.clear();
+    meta.phases.clear();
+    let mut out = Session {
+        dir: session.dir.clone(),
+        meta,
+        row_summary: crate::RowSummary::of(&rows),
+        rows,
+        latency,
+        cpu: None,
+        offcpu: None,
+        threads: session.threads.clone(),
+        warnings: session.warnings.clone(),
+        memory: crate::store::MemoryStacks::default(),
+    };
     match stacks {
         Some(s) => {
             let keep = |i: &crate::intervals::LoadedInterval| part.keep(i.t0_ns, i.t1_ns);
@@ -584,6 +607,8 @@ pub fn restrict(
                 .offcpu
                 .as_ref()
                 .map(|_| s.tree(keep, |i| &i.offcpu, 1000));
+            // Page-fault bytes are kept per interval; allocation profiles are not.
+            out.memory.mem = session.memory.mem.as_ref().map(|_| s.tree(keep, |i| &i.mem, 1));
         }
         None => {
             out.cpu = None;

@@ -92,6 +92,79 @@ impl PartialEq<Histogram<u64>> for SparseHistogram {
 }
 
 impl SparseHistogram {
+    /// The histogram of a V2 encoding's non-empty `counters` ((index, count), in index
+    /// order) with `ruler`'s lowest value and digits and the highest trackable value
+    /// `high`: what decoding it into a dense histogram, keeping only the range its values
+    /// need (as the decoder does) and taking that sparse gives, bucket for bucket, without
+    /// the dense counts. `counters` must lie in the range (the decoder checks them).
+    pub(crate) fn from_counters(
+        ruler: &Histogram<u64>,
+        high: u64,
+        counters: &[(usize, u64)],
+    ) -> SparseHistogram {
+        // hdrhistogram's layout: counters in buckets of `2 * half` sub-buckets, each bucket
+        // twice as wide as the one before, the first counting from 0 in units of the
+        // lowest value's power of two.
+        let unit_magnitude = ruler.equivalent_range(0).trailing_zeros();
+        let mask = (1u64 << unit_magnitude) - 1;
+        let largest = 2 * 10u32.pow(u32::from(ruler.sigfig()));
+        let half_magnitude = f64::from(largest).log2().ceil() as u32 - 1;
+        let half = 1usize << half_magnitude;
+        let value_for = |index: usize| -> u64 {
+            let (bucket, sub) = match (index >> half_magnitude).checked_sub(1) {
+                Some(bucket) => (bucket as u32, (index & (half - 1)) + half),
+                None => (0, index & (half - 1)),
+            };
+            (sub as u64)
+                .checked_shl(bucket + unit_magnitude)
+                .unwrap_or(u64::MAX)
+        };
+        let mut buckets = Vec::with_capacity(counters.len() * 3);
+        let (mut previous, mut len) = (0u64, 0u64);
+        for &(index, count) in counters {
+            let value = ruler.highest_equivalent(value_for(index));
+            put_varint(&mut buckets, value - previous);
+            put_varint(&mut buckets, count);
+            previous = value;
+            len = len.saturating_add(count);
+        }
+        // As hdrhistogram's deserializer reckons them: the maximum from the last counter,
+        // the minimum from the first but that of 0.
+        let top = counters.last().map(|&(index, _)| value_for(index));
+        let internal = top.map_or(0, |v| ruler.highest_equivalent(v) | mask);
+        let max = if internal == 0 {
+            0
+        } else {
+            ruler.highest_equivalent(internal)
+        };
+        let min = match counters.first() {
+            Some(&(index, _)) if index != 0 => ruler.lowest_equivalent(value_for(index) & !mask),
+            _ => 0,
+        };
+        // The decoder's compaction keeps the range up to what the values need, recording
+        // each counter again at its lowest value: the maximum is then that of the last
+        // counter's lowest value (none for a 0).
+        let needed = max.max(ruler.low().saturating_mul(2)).max(2);
+        let (high, max) = if high <= needed.saturating_mul(2) {
+            (high, max)
+        } else {
+            let max = match top {
+                Some(v) if v > 0 => ruler.highest_equivalent(v | mask),
+                _ => 0,
+            };
+            (needed, max)
+        };
+        SparseHistogram {
+            low: ruler.low(),
+            high,
+            sigfig: ruler.sigfig(),
+            len,
+            min,
+            max,
+            buckets: buckets.into_boxed_slice(),
+        }
+    }
+
     /// Values counted.
     pub fn len(&self) -> u64 {
         self.len

@@ -238,7 +238,19 @@ fn opened_state(a: &Path, b: Option<&Path>, threshold: f64, color: bool) -> Resu
             let comparison = benchtop_sessions::compare::compare_runs(&a.runs(), &b.runs(), &opts);
             State::with_comparison(representative(a)?, representative(b)?, comparison, color)
         }
-        None => State::with_session(representative(a)?, Instant::now(), color),
+        None => {
+            let session = representative(a)?;
+            // The timeline's parts need the per-interval stacks; without them (a session
+            // recorded before schema 2, or one that cannot be read) the parts show their
+            // latency only, and the timeline says so.
+            let limits = benchtop_sessions::limits::LoadOptions::from_env()?;
+            let stacks = benchtop_sessions::intervals::IntervalStacks::load(&session.dir, &limits)
+                .ok()
+                .flatten();
+            let mut state = State::with_session(session, Instant::now(), color);
+            state.live.timeline.stacks = stacks;
+            state
+        }
     })
 }
 

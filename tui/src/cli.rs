@@ -666,6 +666,11 @@ pub struct RecordArgs {
     #[arg(long, global = true, value_name = "N", default_value_t = benchtop_profilers::DEFAULT_MEM_PERIOD,
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub mem_period: u64,
+    /// Keep every on-CPU sample with its own time, thread and stack in stacks.jsonl (at
+    /// most 20 million a run), so that `export --format firefox` places samples at their
+    /// real times instead of spreading them over their report interval.
+    #[arg(long, global = true)]
+    pub keep_samples: bool,
     /// Do not show the progress line.
     #[arg(long, short, global = true)]
     pub quiet: bool,

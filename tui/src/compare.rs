@@ -220,10 +220,15 @@ fn parts(
         ));
     }
     let same = args.b.as_deref().is_none_or(|b| b == args.a);
-    let (b, stacks_b) = if same {
-        (a.clone(), stacks_a.clone())
+    // One session against itself is loaded and held once.
+    let other = if same {
+        None
     } else {
-        session(b_dir, "B")?
+        Some(session(b_dir, "B")?)
+    };
+    let (b, stacks_b) = match &other {
+        Some((b, stacks)) => (b, stacks.as_ref()),
+        None => (&a, stacks_a.as_ref()),
     };
     let side = |s: &Session, stacks: Option<&IntervalStacks>, spec: Option<&RangeSpec>, which| {
         let Some(spec) = spec else {
@@ -240,7 +245,7 @@ fn parts(
         ))
     };
     let (pa, ra) = side(&a, stacks_a.as_ref(), args.range_a.as_ref(), "a")?;
-    let (pb, rb) = side(&b, stacks_b.as_ref(), args.range_b.as_ref(), "b")?;
+    let (pb, rb) = side(b, stacks_b, args.range_b.as_ref(), "b")?;
     if same {
         match (ra, rb) {
             (Some((a0, a1)), Some((b0, b1))) if a0 < b1 && b0 < a1 => anyhow::bail!(

@@ -193,6 +193,9 @@ impl Collector {
         ids.sort();
         let mut timeline = Timeline::new(monotonic_ns());
         timeline.set_mem_bytes(setup.mem_bytes);
+        if opts.keep_samples {
+            timeline.keep_samples();
+        }
         let mut c = Collector {
             shared,
             per_thread: opts.per_thread,
@@ -412,6 +415,14 @@ impl Collector {
             warnings.push(format!(
                 "{} perf records were malformed and skipped",
                 self.malformed
+            ));
+        }
+        if self.timeline.samples_not_kept() > 0 {
+            warnings.push(format!(
+                "{} samples past the first {} were not kept with their own times \
+                 (--keep-samples); their intervals' weights count them",
+                self.timeline.samples_not_kept(),
+                benchtop_sessions::intervals::MAX_KEPT_SAMPLES
             ));
         }
         Ok(Collected {
@@ -765,6 +776,7 @@ impl Collector {
         self.timeline.attribute(stop.is_some());
         self.timeline
             .take_intervals(stop.unwrap_or_else(monotonic_ns), &mut self.chunk.intervals);
+        self.timeline.take_samples(&mut self.chunk.samples);
         if self.chunk.is_empty() {
             return;
         }

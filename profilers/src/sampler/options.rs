@@ -108,6 +108,10 @@ pub struct SamplerOptions {
     /// every fault and samples at each overflow, so shares are exact to one period per
     /// thread; a period of 1 with stack copies loses samples at high fault rates.
     pub mem_period: u64,
+    /// Also hand out each on-CPU sample on its own, with its time, thread and stack
+    /// (default false: per-interval weights only), for exports that place samples at
+    /// their real times. At most [`benchtop_sessions::intervals::MAX_KEPT_SAMPLES`] a run.
+    pub keep_samples: bool,
 }
 
 /// One page fault in this many is sampled by default: 512 KiB of 4 KiB pages per sample,
@@ -155,6 +159,7 @@ impl Default for SamplerOptions {
             stack_size: DEFAULT_STACK_SIZE,
             offcpu_stack_every: 1,
             mem_period: DEFAULT_MEM_PERIOD,
+            keep_samples: false,
         }
     }
 }

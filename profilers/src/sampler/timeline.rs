@@ -16,10 +16,17 @@
 //! into the wrong interval. A blocked interval that spans report intervals is split
 //! between them in proportion to the time in each (weights in nanoseconds, times the
 //! scale of sampled switches).
+//!
+//! With [`Timeline::keep_samples`] each on-CPU sample is also handed out on its own, with
+//! its time, thread and stack, as it is attributed: the exports that place samples in
+//! time (the Firefox Profiler) then use their real times instead of spreading an
+//! interval's weights over it. At most [`MAX_KEPT_SAMPLES`] are kept a run.
 
 use std::collections::HashMap;
 
-use benchtop_sessions::intervals::{IntervalWeights, StackEntry, StacksChunk, Weight};
+use benchtop_sessions::intervals::{
+    IntervalWeights, KeptSample, MAX_KEPT_SAMPLES, StackEntry, StacksChunk, Weight,
+};
 use benchtop_sessions::{FrameId, StackTree};
 
 /// CLOCK_MONOTONIC now, in nanoseconds: the clock of the sampler's events.
@@ -124,6 +131,12 @@ pub(super) struct Timeline {
     cpu: HashMap<(u32, u32, u32), u64>,
     off: HashMap<(u32, u32, u32), u64>,
     mem: HashMap<(u32, u32, u32), u64>,
+    /// Whether each sample is also kept on its own, and those not handed out yet.
+    keep: bool,
+    kept: Vec<KeptSample>,
+    /// Samples kept so far, and those past [`MAX_KEPT_SAMPLES`] that were not.
+    kept_count: u64,
+    dropped: u64,
 }
 
 impl Timeline {
@@ -132,6 +145,17 @@ impl Timeline {
             start_ns,
             ..Timeline::default()
         }
+    }
+
+    /// Keeps each on-CPU sample on its own too (see the module docs).
+    pub fn keep_samples(&mut self) {
+        self.keep = true;
+    }
+
+    /// Samples that were not kept on their own because the run had kept
+    /// [`MAX_KEPT_SAMPLES`].
+    pub fn samples_not_kept(&self) -> u64 {
+        self.dropped
     }
 
     /// Takes what the recorder said since the last time.
@@ -217,6 +241,18 @@ impl Timeline {
             }
             let key = (self.index(time), tid, stack);
             *self.cpu.entry(key).or_insert(0) += 1;
+            if self.keep {
+                if self.kept_count < MAX_KEPT_SAMPLES {
+                    self.kept_count += 1;
+                    self.kept.push(KeptSample {
+                        t_ns: time.saturating_sub(self.start_ns),
+                        tid,
+                        stack,
+                    });
+                } else {
+                    self.dropped += 1;
+                }
+            }
             false
         });
         self.open_cpu = open;
@@ -276,6 +312,12 @@ impl Timeline {
             t0.saturating_sub(self.start_ns),
             t1.saturating_sub(self.start_ns),
         )
+    }
+
+    /// Hands out the samples kept on their own since the last time, in time order.
+    pub fn take_samples(&mut self, out: &mut Vec<KeptSample>) {
+        self.kept.sort_unstable_by_key(|s| (s.t_ns, s.tid));
+        out.append(&mut self.kept);
     }
 
     /// Hands out the attributed weights, one [`IntervalWeights`] per interval, in order.
@@ -408,6 +450,66 @@ mod tests {
             }]
         );
         assert!(out[0].cpu.is_empty() && out[0].offcpu.is_empty());
+    }
+
+    #[test]
+    fn kept_samples_keep_their_times_from_the_start_and_add_up_to_the_weights() {
+        let mut t = Timeline::new(0);
+        t.keep_samples();
+        feed(&mut t, Some(10 * S), &[11 * S, 12 * S]);
+        for (time, tid) in [
+            (10 * S + 7, 1),
+            (11 * S + 9, 2),
+            (10 * S + 3, 1),
+            (12 * S + 1, 1),
+        ] {
+            t.sample(time, tid, 0);
+        }
+        t.fold_samples(&[4]);
+        t.attribute(false);
+        let mut kept = Vec::new();
+        t.take_samples(&mut kept);
+        let times: Vec<(u64, u32)> = kept.iter().map(|k| (k.t_ns, k.tid)).collect();
+        assert_eq!(
+            times,
+            [(3, 1), (7, 1), (S + 9, 2)],
+            "the last waits for its end"
+        );
+        assert!(kept.iter().all(|k| k.stack == 4));
+        t.attribute(true);
+        t.take_samples(&mut kept);
+        assert_eq!(kept.len(), 4);
+        assert_eq!(kept.len() as u64, t.cpu.values().sum::<u64>());
+    }
+
+    #[test]
+    fn kept_samples_stop_at_the_cap_and_count_the_rest() {
+        let mut t = Timeline::new(0);
+        t.keep_samples();
+        t.kept_count = MAX_KEPT_SAMPLES - 1;
+        feed(&mut t, Some(0), &[S]);
+        for i in 0..3 {
+            t.sample(i, 1, 0);
+        }
+        t.fold_samples(&[0]);
+        t.attribute(true);
+        let mut kept = Vec::new();
+        t.take_samples(&mut kept);
+        assert_eq!(kept.len(), 1);
+        assert_eq!(t.samples_not_kept(), 2);
+        assert_eq!(t.cpu.get(&(0, 1, 0)), Some(&3), "the weights have them all");
+    }
+
+    #[test]
+    fn samples_are_not_kept_unless_asked() {
+        let mut t = Timeline::new(0);
+        feed(&mut t, Some(0), &[S]);
+        t.sample(5, 1, 0);
+        t.fold_samples(&[0]);
+        t.attribute(true);
+        let mut kept = Vec::new();
+        t.take_samples(&mut kept);
+        assert!(kept.is_empty());
     }
 
     #[test]

@@ -46,7 +46,7 @@ use std::fmt;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-pub use self::judge::PERCENTILE_RESAMPLES;
+pub use self::judge::{MAX_BLOCKS, PERCENTILE_RESAMPLES};
 use self::judge::{QUANTILES, Run, Units, judge_percentile_runs, judge_runs, judgeable};
 use self::samples::Samples;
 pub use self::table::TABLE_HEAD;

@@ -54,6 +54,7 @@ fn sampler_options(record: &RecordArgs) -> SamplerOptions {
     opts.stack_size = record.stack_size;
     opts.offcpu_stack_every = record.offcpu_stack_every;
     opts.mem_period = record.mem_period;
+    opts.keep_samples = record.keep_samples;
     opts
 }
 

@@ -22,6 +22,7 @@ pub use super::orphans::{CONFIRM, ORPHANS};
 use super::picker::PickAction;
 pub use super::picker::{COMMAND_LINE, PICKER};
 use super::profile_views::{ViewKind, ViewsAction};
+use super::timeline::TimelineAction;
 use super::{Key, Pane, Screen, State};
 
 /// What a key does. Each is carried out by [`State::update`], in one `match` without a
@@ -57,6 +58,8 @@ pub enum Action {
     Snapshot,
     /// Live: the flamegraph against the baseline, or alone.
     Difference,
+    /// Live: the timeline's cursor and the parts of the run it picks.
+    Timeline(TimelineAction),
     /// Compare: out of the flamegraph's zoom, then out of a maximized pane.
     CompareBackOut,
     /// The compare screen's own keys: the figures, B against A.
@@ -420,6 +423,58 @@ const LIVE_ROWS: &[Row] = &[
         only: When::Always,
         help: Some(("d", "flamegraph: difference against the baseline")),
         hints: &[hint("d diff", When::Always, 21)],
+    },
+    TIMELINE_ROWS[0],
+    TIMELINE_ROWS[1],
+    TIMELINE_ROWS[2],
+    TIMELINE_ROWS[3],
+    TIMELINE_ROWS[4],
+    TIMELINE_ROWS[5],
+];
+
+/// The timeline strip's keys on the live screen (a saved session's or a live run's).
+const TIMELINE_ROWS: [Row; 6] = [
+    Row {
+        keys: &[
+            (Key::Char(','), Action::Timeline(TimelineAction::Prev)),
+            (Key::Char('.'), Action::Timeline(TimelineAction::Next)),
+        ],
+        only: When::Always,
+        help: Some((", .", "timeline: move the cursor one interval")),
+        hints: &[],
+    },
+    Row {
+        keys: &[(Key::Char('r'), Action::Timeline(TimelineAction::Mark))],
+        only: When::Always,
+        help: Some((
+            "r … r",
+            "timeline: mark a range; flamegraph and latency show it",
+        )),
+        hints: &[],
+    },
+    Row {
+        keys: &[(Key::Char('L'), Action::Timeline(TimelineAction::Last))],
+        only: When::Always,
+        help: Some(("L", "timeline: the last 10 seconds")),
+        hints: &[hint("L last 10s", When::RunGoesOn, 24)],
+    },
+    Row {
+        keys: &[(Key::Char('B'), Action::Timeline(TimelineAction::AsBaseline))],
+        only: When::Always,
+        help: Some(("B", "timeline: the range shown becomes the diff's baseline")),
+        hints: &[],
+    },
+    Row {
+        keys: &[(Key::Char('S'), Action::Timeline(TimelineAction::Slow))],
+        only: When::Always,
+        help: Some(("S", "timeline: the slow intervals against the rest")),
+        hints: &[],
+    },
+    Row {
+        keys: &[(Key::Char('A'), Action::Timeline(TimelineAction::Whole))],
+        only: When::Always,
+        help: Some(("A", "timeline: the whole run again")),
+        hints: &[],
     },
 ];
 

@@ -21,6 +21,7 @@ pub mod live;
 pub mod orphans;
 pub mod picker;
 pub mod profile_views;
+pub mod timeline;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -356,6 +357,8 @@ pub struct LiveScreen {
     pub quit_requested: bool,
     /// Events held while paused, applied on resume.
     held: Vec<LiveEvent>,
+    /// The run's intervals and the parts of it picked.
+    pub timeline: timeline::Timeline,
 }
 
 impl LiveScreen {
@@ -372,6 +375,7 @@ impl LiveScreen {
             paused: false,
             quit_requested: false,
             held: Vec::new(),
+            timeline: timeline::Timeline::default(),
         }
     }
 }
@@ -487,7 +491,8 @@ impl State {
         for row in &session.rows {
             run.add_row(row, &[]);
         }
-        if let Some(tag) = session.latency.first().map(|i| i.tag.clone()) {
+        let tag = session.latency.first().map(|i| i.tag.clone());
+        if let Some(tag) = tag.clone() {
             let metric = if tag.is_empty() {
                 "latency".into()
             } else {
@@ -503,6 +508,13 @@ impl State {
             );
         }
         state.live.flames.views.lines_dir = Some(session.dir.clone());
+        let mut session = session;
+        timeline::Timeline::fill(
+            &mut state.live,
+            &session.rows,
+            tag.as_deref(),
+            &mut session.latency,
+        );
         if let Some(tree) = session.cpu {
             state.set_tree(FlameKind::OnCpu, tree);
         }
@@ -758,7 +770,10 @@ impl State {
                 self.live.run.latency.metric = latency.unwrap_or_default();
                 self.live.run.sampling = sampling;
             }
-            LiveEvent::Row { row, histograms } => self.live.run.add_row(&row, &histograms),
+            LiveEvent::Row { row, histograms } => {
+                self.live.run.add_row(&row, &histograms);
+                timeline::Timeline::add_live(&mut self.live, &row, &histograms);
+            }
             LiveEvent::Stacks(snapshot) => {
                 let mut snapshot = *snapshot;
                 let samples = snapshot.cpu.total_weight();
@@ -921,6 +936,7 @@ impl State {
             }
             Action::Compare(action) => self.compare.act(action),
             Action::Ab(action) => self.ab.act(action),
+            Action::Timeline(action) => self.timeline_act(action, now),
             // A move at an edge (or with nothing to select) changes nothing, as in a list;
             // what each returns (whether it moved) is not needed here.
             Action::FlameParent => _ = self.flame_mut().select_parent(),

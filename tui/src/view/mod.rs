@@ -18,6 +18,7 @@ pub mod picture;
 mod program;
 mod scale;
 pub mod profile_views;
+mod timeline;
 
 use benchtop_sessions::escape::{Escaped, escaped};
 use std::time::Instant;
@@ -59,6 +60,9 @@ pub fn draw(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
 fn draw_live(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
     let [header, _] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(area);
     draw_header(state, now, header, buf);
+    if let Some(strip) = timeline_strip(state, area) {
+        timeline::draw(state, strip, buf);
+    }
     for (pane, rect) in live_panes(state, area) {
         draw_pane(state, pane, rect, buf);
     }
@@ -67,7 +71,11 @@ fn draw_live(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
 /// Where each pane of the live screen goes in `area` (the screen above the footer): the
 /// focused one alone when maximized.
 fn live_panes(state: &State, area: Rect) -> Vec<(Pane, Rect)> {
-    let [_, body] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(area);
+    let [_, mut body] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(area);
+    if timeline::shown(state, body) {
+        [_, body] = Layout::vertical([Constraint::Length(timeline::HEIGHT), Constraint::Min(0)])
+            .areas(body);
+    }
     if state.maximized {
         return vec![(state.focus, body)];
     }
@@ -85,6 +93,15 @@ fn live_panes(state: &State, area: Rect) -> Vec<(Pane, Rect)> {
         (Pane::Resources, resources),
         (Pane::Flame, right),
     ]
+}
+
+/// Where the timeline strip goes: the top of the body, when it is shown.
+fn timeline_strip(state: &State, area: Rect) -> Option<Rect> {
+    let [_, body] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(area);
+    timeline::shown(state, body).then_some(Rect {
+        height: timeline::HEIGHT,
+        ..body
+    })
 }
 
 /// The live screen's pane at column `x`, row `y` of a terminal of `area`, for the mouse.

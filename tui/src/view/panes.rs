@@ -14,7 +14,7 @@ use super::accent;
 use super::chart::{Unit, render_series};
 use super::scale;
 use crate::state::State;
-use crate::state::live::LatencySummary;
+use crate::state::live::{Latency, LatencySummary};
 
 /// Throughput over the time window: a chart from zero with its axes (a program that
 /// names no throughput: its process tree's CPU).
@@ -71,7 +71,8 @@ pub fn latency(state: &State, area: Rect, buf: &mut Buffer) {
     if state.live.run.shows_activity() {
         return super::program::activity(state, area, buf);
     }
-    let latency = &state.live.run.latency;
+    // A part of the run picked on the timeline, else the whole run.
+    let latency = (state.live.timeline.latency_shown.as_ref()).unwrap_or(&state.live.run.latency);
     if latency.total.histogram().is_none() {
         let text = if latency.metric.is_empty() {
             "no latency metric yet"
@@ -94,7 +95,7 @@ pub fn latency(state: &State, area: Rect, buf: &mut Buffer) {
         Constraint::Length(if with_table { table_width } else { 0 }),
     ])
     .areas(area);
-    latency_bars(state, bars, buf);
+    latency_bars(state, latency, bars, buf);
     if !with_table {
         return;
     }
@@ -135,8 +136,7 @@ const MIN_BARS_WIDTH: u16 = 30;
 /// The latency histogram's bars: one line per bin, labelled by the bin's range, its
 /// length on a log scale of count (so that the tail shows), the percentiles that fall in
 /// it marked after it; as many consecutive bins as fit, those holding the most values.
-fn latency_bars(state: &State, area: Rect, buf: &mut Buffer) {
-    let latency = &state.live.run.latency;
+fn latency_bars(state: &State, latency: &Latency, area: Rect, buf: &mut Buffer) {
     let rows = usize::from(area.height.saturating_sub(1));
     let bins = &latency.bins;
     let start = if bins.len() > rows {
@@ -188,7 +188,14 @@ fn latency_bars(state: &State, area: Rect, buf: &mut Buffer) {
     let dim = Style::new().add_modifier(Modifier::DIM);
     let mut lines = vec![Line::from(vec![
         Span::styled(
-            format!("{}, whole run", Escaped(&latency.metric)),
+            match state.live.timeline.selected {
+                Some(part) => format!(
+                    "{}, {}",
+                    Escaped(&latency.metric),
+                    state.live.timeline.label(part)
+                ),
+                None => format!("{}, whole run", Escaped(&latency.metric)),
+            },
             Style::new().add_modifier(Modifier::BOLD),
         ),
         Span::styled("  count, log scale", dim),

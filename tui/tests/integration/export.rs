@@ -291,3 +291,82 @@ fn a_firefox_profile_has_each_sampled_thread_over_the_run_and_every_sample() {
     assert!(stderr.contains("no per-interval stacks"), "{stderr}");
     assert_eq!(on_cpu_weight(&profile), folded);
 }
+
+#[test]
+fn kept_samples_put_each_firefox_sample_at_its_own_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    let out = benchtop()
+        .args([
+            "run",
+            "ring",
+            "--num-rounds",
+            "100000000",
+            "--duration",
+            "1500ms",
+            "--keep-samples",
+        ])
+        .args(["--interval", "500ms", "-q", "-o"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let session = benchtop_sessions::store::Session::load(&dir).unwrap();
+    let stacks = benchtop_sessions::intervals::IntervalStacks::load(&dir, &Default::default())
+        .unwrap()
+        .unwrap();
+    // Every sample of the intervals' weights is kept, in time order, within the run.
+    let kept = stacks.samples.len() as u64;
+    assert!(kept > 0);
+    assert_eq!(kept, stacks.cpu_samples());
+    let run_ns = session.duration().unwrap().as_nanos() as u64;
+    assert!(stacks.samples.windows(2).all(|w| w[0].t_ns <= w[1].t_ns));
+    assert!(stacks.samples.iter().all(|s| s.t_ns <= run_ns + 1_000_000));
+    // Each sample's time falls in the interval that counts it.
+    for s in &stacks.samples {
+        let holding = stacks
+            .intervals
+            .values()
+            .find(|i| (i.t0_ns..i.t1_ns.max(i.t0_ns + 1)).contains(&s.t_ns));
+        if let Some(i) = holding {
+            assert!(
+                i.cpu
+                    .iter()
+                    .any(|&(tid, stack, _)| tid == s.tid && stack == s.stack),
+                "a sample at {} ns not counted in its interval",
+                s.t_ns
+            );
+        }
+    }
+
+    let (profile, _) = firefox_export(&dir, &tmp.path().join("ff"));
+    assert_eq!(on_cpu_weight(&profile), kept);
+    // Placed at their own times: (nearly) every sample time of the profile is a kept
+    // sample's time, not a point spread over an interval.
+    let own: std::collections::BTreeSet<u64> =
+        stacks.samples.iter().map(|s| s.t_ns / 1_000).collect();
+    let mut times = std::collections::BTreeSet::new();
+    for t in profile["threads"].as_array().unwrap() {
+        if t["name"].as_str().unwrap().ends_with("(off-CPU)") {
+            continue;
+        }
+        let mut at = 0.0;
+        for d in t["samples"]["timeDeltas"].as_array().unwrap() {
+            at += d.as_f64().unwrap();
+            times.insert((at * 1e3).round() as u64);
+        }
+    }
+    let matched = times
+        .iter()
+        .filter(|&&us| (us.saturating_sub(1)..=us + 1).any(|u| own.contains(&u)))
+        .count();
+    assert!(
+        matched * 10 >= times.len() * 9,
+        "{matched} of {} sample times are kept samples' times",
+        times.len()
+    );
+}

@@ -70,6 +70,54 @@ fn show_compare_and_open_of_an_hour_of_100ms_intervals_stay_under_500_mib() {
         compared.max_rss >> 20
     );
 
+    // One session's slow intervals against the rest, and two halves of it, and of A
+    // against B: each part a session of its own, holding only its intervals.
+    let slow_out = tmp.path().join("slow");
+    let mut slow = crate::support::benchtop();
+    // The synthetic intervals' p99 lie between 99.3 µs and 100 µs: this splits them
+    // about one in six against the rest.
+    slow.arg("compare")
+        .arg(&a)
+        .args(["--slow", "--above", "99950ns"])
+        .arg("--out")
+        .arg(&slow_out);
+    let halves_out = tmp.path().join("halves");
+    for (name, command) in [
+        ("compare A --slow", slow),
+        (
+            "compare A A by halves",
+            compare(
+                &a,
+                &a,
+                &halves_out,
+                &["--range-a", "..30m", "--range-b", "30m.."],
+            ),
+        ),
+    ] {
+        let compared = run(command, Duration::from_secs(600));
+        assert!(
+            matches!(compared.code, Some(0 | 1)),
+            "{name}: {}",
+            compared.stderr
+        );
+        assert!(compared.stdout.contains("lap p99"), "{}", compared.stdout);
+        assert!(
+            compared.max_rss < RSS_LIMIT_BYTES,
+            "{name}: {} MiB",
+            compared.max_rss >> 20
+        );
+    }
+    let out = tmp.path().join("halves-a-b");
+    let compared = run(
+        compare(&a, &b, &out, &["--range-a", "..30m", "--range-b", "30m.."]),
+        Duration::from_secs(600),
+    );
+    assert!(
+        compared.max_rss < RSS_LIMIT_BYTES,
+        "compare A B by halves: {} MiB",
+        compared.max_rss >> 20
+    );
+
     for (name, args) in [
         ("open A", format!("open {}", shell_quote(&a))),
         (
