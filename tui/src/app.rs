@@ -85,6 +85,7 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
     if let Some(baseline) = baseline {
         state.set_initial_baseline(baseline);
     }
+    state.set_flame_options(&flame_options());
     let result = tui.run(&mut state, &mut runs, !record.no_mouse, Some(&record));
 
     // Left while a run goes on (q twice, a signal, or the loop failed): stop it and wait
@@ -228,10 +229,20 @@ pub fn open(args: &OpenArgs) -> Result<ExitCode> {
         }
         None => State::with_session(representative(a)?, Instant::now(), color),
     };
+    state.set_flame_options(&flame_options());
     let tui = Tui::new()?;
     let mut runs = tui.runs();
     let result = tui.run(&mut state, &mut runs, !args.no_mouse, None);
     result.map(|()| signalled_code(&state).unwrap_or(ExitCode::SUCCESS))
+}
+
+/// The flamegraph's options from the config file's `[tui]`. The command line read the
+/// config already and refused it if it was wrong; read again here (a few lines), a
+/// config that went wrong since leaves the defaults.
+fn flame_options() -> crate::state::flame::FlameOptions {
+    crate::config::Config::load()
+        .map(|config| config.tui.flame_options())
+        .unwrap_or_default()
 }
 
 /// What the screens show of a session or a series: the session, or a series' first
@@ -767,6 +778,10 @@ fn translate(code: KeyCode, modifiers: KeyModifiers) -> Option<Key> {
         KeyCode::Left => Key::Left,
         KeyCode::Right => Key::Right,
         KeyCode::F(1) => Key::F1,
+        KeyCode::PageUp => Key::PageUp,
+        KeyCode::PageDown => Key::PageDown,
+        KeyCode::Home => Key::Home,
+        KeyCode::End => Key::End,
         _ => return None,
     })
 }

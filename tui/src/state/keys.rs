@@ -64,8 +64,24 @@ pub enum Action {
     FlamePrev,
     /// Flamegraph: select the frame on the right.
     FlameNext,
-    /// Flamegraph: zoom into the selected frame.
+    /// Flamegraph: zoom into the selected frame, or unfold a folded chain.
     FlameZoom,
+    /// Flamegraph: a page up.
+    FlamePageUp,
+    /// Flamegraph: a page down the widest path.
+    FlamePageDown,
+    /// Flamegraph: the top row.
+    FlameTop,
+    /// Flamegraph: the bottom of the widest path.
+    FlameBottom,
+    /// Flamegraph: the hottest leaf under the selection.
+    FlameHottest,
+    /// Flamegraph: fold chains of single-child frames, or not.
+    FlameFold,
+    /// Flamegraph: short names, or full.
+    FlameNames,
+    /// Flamegraph: hide the plumbing frames, or show every frame.
+    FlameHide,
     /// Flamegraph: the next search match.
     NextMatch,
     /// Flamegraph: the previous search match.
@@ -412,8 +428,48 @@ pub(super) const FLAME_ROWS: &[Row] = &[
     Row {
         keys: &[(Key::Enter, Action::FlameZoom)],
         only: When::Flame,
-        help: Some(("Enter", "flamegraph: zoom into the selected frame")),
+        help: Some(("Enter", "flamegraph: zoom in, or unfold a folded chain")),
         hints: &[hint("Enter zoom", When::Flame, 2)],
+    },
+    Row {
+        keys: &[
+            (Key::PageUp, Action::FlamePageUp),
+            (Key::PageDown, Action::FlamePageDown),
+        ],
+        only: When::Flame,
+        help: Some(("PgUp, PgDn", "flamegraph: a page up, down the widest path")),
+        hints: &[],
+    },
+    Row {
+        keys: &[
+            (Key::Home, Action::FlameTop),
+            (Key::End, Action::FlameBottom),
+        ],
+        only: When::Flame,
+        help: Some((
+            "Home, End",
+            "flamegraph: the top frame, the bottom of the widest path",
+        )),
+        hints: &[],
+    },
+    Row {
+        keys: &[(Key::Char('g'), Action::FlameHottest)],
+        only: When::Flame,
+        help: Some(("g", "flamegraph: the hottest leaf under the selection")),
+        hints: &[],
+    },
+    Row {
+        keys: &[
+            (Key::Char('f'), Action::FlameFold),
+            (Key::Char('a'), Action::FlameNames),
+            (Key::Char('x'), Action::FlameHide),
+        ],
+        only: When::Flame,
+        help: Some((
+            "f, a, x",
+            "flamegraph: fold chains, short names, hide plumbing (on/off)",
+        )),
+        hints: &[],
     },
     Row {
         keys: &[
