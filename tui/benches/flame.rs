@@ -167,13 +167,17 @@ fn stacks_tree() -> StackTree {
         stacks.push(stack);
     }
     while stacks.len() < STACKS {
+        // A caller's stack (9 frames or more of an earlier one) and one to three new
+        // callees: distinct stacks differ in their last few frames, as in real profiles.
         let from = &stacks[rng.below(stacks.len() as u64) as usize];
-        let keep = (from.len() as u64).min(10 + rng.below(50)) as usize;
+        let keep = (9 + rng.below(from.len().saturating_sub(8) as u64) as usize).min(from.len());
         let mut stack = from[..keep].to_vec();
-        let target = (10 + rng.below(51)) as usize;
-        let grow = 1 + rng.below(5) as usize;
-        while stack.len() < target.max(keep + grow).min(60) {
+        let grow = 1 + rng.below(3) as usize;
+        while stack.len() < (keep + grow).min(60) {
             stack.push(names[rng.below(names.len() as u64) as usize]);
+        }
+        if stack.len() == keep || stack.len() < 10 {
+            continue;
         }
         stacks.push(stack);
     }
@@ -182,6 +186,7 @@ fn stacks_tree() -> StackTree {
         let weight = 1 + (1e6 / ((rank + 1) as f64).powf(1.1)) as u64;
         tree.add(stack, weight);
     }
+    eprintln!("generated: {} nodes", tree.node_count());
     let leaves = (0..tree.node_count())
         .filter(|&i| tree.node(benchtop_sessions::NodeId(i as u32)).self_weight > 0)
         .count();
