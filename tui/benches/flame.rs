@@ -294,6 +294,25 @@ fn stacks(c: &mut Criterion) {
         },
     );
 
+    // The machine may be busy: thread CPU time per iteration says what the pane costs
+    // whatever else runs (criterion's times above are wall-clock).
+    let mut spent = Vec::new();
+    for _ in 0..20 {
+        let t = tree.clone();
+        let start = thread_cpu();
+        let old = state.set_tree(t);
+        render_flame(&state, area, &mut buf, true, true);
+        spent.push(thread_cpu() - start);
+        drop(old);
+    }
+    spent.sort_by(f64::total_cmp);
+    eprintln!(
+        "flame/100k stacks: build and draw, thread CPU: median {:.2} ms, min {:.2} ms, max {:.2} ms",
+        spent[spent.len() / 2] * 1e3,
+        spent[0] * 1e3,
+        spent[spent.len() - 1] * 1e3
+    );
+
     c.bench_function("flame/100k stacks: draw 160x48", |b| {
         b.iter(|| render_flame(black_box(&state), area, &mut buf, true, true))
     });
@@ -301,6 +320,18 @@ fn stacks(c: &mut Criterion) {
     c.bench_function("flame/100k stacks: hide on, off", |b| {
         b.iter(|| state.set_hiding(!state.hiding()))
     });
+}
+
+/// This thread's CPU time, in seconds.
+fn thread_cpu() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID is always there
+    // on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 criterion_group!(benches, flame, stacks);
