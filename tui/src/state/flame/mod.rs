@@ -8,7 +8,7 @@
 //!
 //! What is laid out is the profile with its hidden frames merged into their callers
 //! ([`tree`]); chains of frames that each call one other fold into one box
-//! ([`layout`]), and the pane opens on the first frame that forks or does work of its own.
+//! (`layout.rs`), and the pane opens on the first frame that forks or does work of its own.
 //!
 //! ```
 //! use benchtop::state::flame::FlameState;
