@@ -185,6 +185,37 @@ impl FlameState {
         Some(best.0)
     }
 
+    /// Selects the heaviest node of the frame named `name`, leaving the zoom when that
+    /// node lies outside it and unfolding the chain it is in: how the other views of the
+    /// profile select a function here. False when the laid-out tree has no such frame (a
+    /// hidden frame has none).
+    pub fn select_frame(&mut self, name: &str) -> bool {
+        let Some(frame) = self.tree.find(name) else {
+            return false;
+        };
+        let view = &self.view;
+        let best = (1..view.node_count() as u32)
+            .map(NodeId)
+            .filter(|&n| view.node(n).frame == frame)
+            .max_by_key(|&n| (view.node(n).total_weight, std::cmp::Reverse(n)));
+        let Some(node) = best else {
+            return false;
+        };
+        if self.is_zoomed() && !path_to(&self.view, node).contains(&self.zoom_node()) {
+            self.zoom_path.clear();
+            self.mark_unfolded();
+        }
+        self.relayout_selecting(node);
+        if let Some(b) = self.selected_box().copied()
+            && b.is_fold()
+            && b.node != node
+        {
+            self.unfold(b.node);
+            self.select_node(node);
+        }
+        true
+    }
+
     /// Zooms in on the selected box (Enter): it becomes the top row at full width. A
     /// folded chain unfolds instead. False when nothing is selected or the selection is
     /// already the zoomed node.

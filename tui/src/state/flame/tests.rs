@@ -583,3 +583,14 @@ fn a_ring_profile_forks_within_a_few_rows() {
         .expect("a fork");
     assert!(fork <= 3, "the first fork on row {fork}");
 }
+
+#[test]
+fn select_frame_finds_the_heaviest_node_of_a_name_and_unfolds_its_chain() {
+    let mut s = chain(40);
+    assert!(s.select_frame("f20"));
+    assert_eq!(selected_name(&s), "f20");
+    assert!(!s.select_frame("nothing"));
+    let mut s = state("p;a;x 5\np;b;x 20\n");
+    assert!(s.select_frame("x"));
+    assert_eq!(s.name(s.parent(s.selected_box().unwrap().node)), "b");
+}
