@@ -15,7 +15,8 @@
 //! ```
 
 /// `name` shortened: generic parameters elided (`<…>`, keeping the `<A as B>` of a
-/// trait method), module paths cut to what names the function (a path keeps its segments
+/// trait method), closures elided (a run of `{{closure}}` segments becomes one `{…}`),
+/// module paths cut to what names the function (a path keeps its segments
 /// from the first type, `CamelCase`, on, or its last two without one), and, when still
 /// longer than `max` characters, its start cut (`…` marks it) so the function's own name
 /// stays. C and kernel names pass as they are.
@@ -74,11 +75,19 @@ fn elide_generics(name: &str) -> String {
 }
 
 /// A `::` path from its first `CamelCase` segment on; without one, its last two segments.
+/// Consecutive `{{closure}}` segments become one `{…}`.
 fn short_path(path: &str) -> String {
     if !path.contains("::") {
         return path.to_owned();
     }
-    let segments: Vec<&str> = path.split("::").collect();
+    let mut segments: Vec<&str> = Vec::new();
+    for segment in path.split("::") {
+        let closure = segment == "{{closure}}" || segment == "{…}";
+        if closure && segments.last() == Some(&"{…}") {
+            continue;
+        }
+        segments.push(if closure { "{…}" } else { segment });
+    }
     let from = segments
         .iter()
         .position(|s| s.starts_with(|c: char| c.is_ascii_uppercase()))
@@ -97,7 +106,11 @@ mod tests {
             ("benchtop_workloads::ring::node::run", "node::run"),
             (
                 "tokio::runtime::scheduler::current_thread::CoreGuard::block_on::{{closure}}",
-                "CoreGuard::block_on::{{closure}}",
+                "CoreGuard::block_on::{…}",
+            ),
+            (
+                "std::rt::lang_start::{{closure}}::{{closure}}",
+                "lang_start::{…}",
             ),
             (
                 "core::ptr::drop_in_place<alloc::vec::Vec<u8>>",

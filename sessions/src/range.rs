@@ -608,7 +608,11 @@ pub fn restrict(
                 .as_ref()
                 .map(|_| s.tree(keep, |i| &i.offcpu, 1000));
             // Page-fault bytes are kept per interval; allocation profiles are not.
-            out.memory.mem = session.memory.mem.as_ref().map(|_| s.tree(keep, |i| &i.mem, 1));
+            out.memory.mem = session
+                .memory
+                .mem
+                .as_ref()
+                .map(|_| s.tree(keep, |i| &i.mem, 1));
         }
         None => {
             out.cpu = None;

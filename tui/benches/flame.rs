@@ -6,6 +6,11 @@
 //! off the render path), and of the layout alone. `MIN_BOX_WIDTH` and `MAX_DEPTH` in
 //! `state/flame.rs` were chosen with it.
 //!
+//! Then the pane as a profile of real code needs it: a new profile of 100,000 distinct
+//! stacks (depth 10 to 60, Zipf-like weights, under C, std and tokio plumbing) built with
+//! its plumbing hidden, its chains folded and its names shortened, and drawn at 160x48 —
+//! the goal is under one frame at 60 Hz (16 ms); and the same drawn again alone.
+//!
 //! `cargo bench -p benchtop --bench flame`. The tree comes from a seeded generator: four
 //! processes of four threads, then call trees that branch or run in chains, every function
 //! name distinct, a few deep paths hot and a long thin tail. Trees are cloned outside the
@@ -112,6 +117,83 @@ fn big_tree() -> StackTree {
     tree
 }
 
+/// What every generated stack starts with: a process, a thread, and the C, std and tokio
+/// plumbing down to a task's poll (all of it hidden by default but the thread).
+const PLUMBING: &[&str] = &[
+    "_start",
+    "__libc_start_main",
+    "std::rt::lang_start_internal",
+    "std::rt::lang_start::{{closure}}",
+    "std::sys::backtrace::__rust_begin_short_backtrace",
+    "core::ops::function::FnOnce::call_once",
+    "tokio::runtime::runtime::Runtime::block_on",
+    "tokio::runtime::scheduler::multi_thread::worker::run",
+    "tokio::runtime::scheduler::multi_thread::worker::Context::run_task",
+    "tokio::runtime::task::raw::poll",
+    "tokio::runtime::task::harness::Harness<T,S>::poll",
+];
+
+/// Crates and modules of the generated functions: some of them hidden by default.
+const PATHS: [&str; 10] = [
+    "tokio::runtime::task",
+    "tokio::sync::mpsc",
+    "std::io",
+    "core::iter",
+    "alloc::vec::Vec<T>",
+    "hyper::proto::h1",
+    "serde_json::de::Deserializer<R>",
+    "myapp::handler",
+    "myapp::store::Store<K,V>",
+    "std::rt",
+];
+
+/// 100,000 distinct stacks of depth 10 to 60 with Zipf-like weights: each extends a
+/// prefix of an earlier one (real stacks share their callers) with new frames drawn from
+/// 30,000 functions.
+fn stacks_tree() -> StackTree {
+    const STACKS: usize = 100_000;
+    let mut rng = Rng(0x5eed_5ac5_0000_0002);
+    let mut tree = StackTree::new();
+    let names: Vec<FrameId> = (0..30_000)
+        .map(|i| {
+            let path = PATHS[i % PATHS.len()];
+            tree.intern(&format!("{path}::fn_{i}"))
+        })
+        .collect();
+    let mut stacks: Vec<Vec<FrameId>> = Vec::with_capacity(STACKS);
+    for t in 0..4 {
+        let mut stack = vec![tree.intern("bt-app"), tree.intern(&format!("worker-{t}"))];
+        stack.extend(PLUMBING.iter().map(|p| tree.intern(p)));
+        stacks.push(stack);
+    }
+    while stacks.len() < STACKS {
+        // A caller's stack (9 frames or more of an earlier one) and one to three new
+        // callees: distinct stacks differ in their last few frames, as in real profiles.
+        let from = &stacks[rng.below(stacks.len() as u64) as usize];
+        let keep = (9 + rng.below(from.len().saturating_sub(8) as u64) as usize).min(from.len());
+        let mut stack = from[..keep].to_vec();
+        let grow = 1 + rng.below(3) as usize;
+        while stack.len() < (keep + grow).min(60) {
+            stack.push(names[rng.below(names.len() as u64) as usize]);
+        }
+        if stack.len() == keep || stack.len() < 10 {
+            continue;
+        }
+        stacks.push(stack);
+    }
+    for (rank, stack) in stacks.iter().enumerate() {
+        // Zipf-like, s = 1.1: the first stacks hot, a long tail of one or two samples.
+        let weight = 1 + (1e6 / ((rank + 1) as f64).powf(1.1)) as u64;
+        tree.add(stack, weight);
+    }
+    eprintln!("generated: {} nodes", tree.node_count());
+    let leaves = (0..tree.node_count())
+        .filter(|&i| tree.node(benchtop_sessions::NodeId(i as u32)).self_weight > 0)
+        .count();
+    assert!(leaves >= 99_000, "{leaves} distinct stacks");
+    tree
+}
+
 fn flame(c: &mut Criterion) {
     let tree = big_tree();
     let area = Rect::new(0, 0, 160, 48);
@@ -185,5 +267,72 @@ fn flame(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, flame);
+/// The pane as users get it by default (plumbing hidden, chains folded, short names) on a
+/// profile of 100,000 distinct stacks.
+fn stacks(c: &mut Criterion) {
+    let tree = stacks_tree();
+    let area = Rect::new(0, 0, 160, 48);
+    let mut buf = Buffer::empty(area);
+    let mut state = FlameState::new(FlameUnit::Samples);
+    assert!(state.hiding() && state.folding() && state.short_names());
+    state.set_tree(tree.clone());
+    assert!(state.hidden_nodes() > 0);
+    assert!(state.rows().iter().flatten().any(|b| b.is_fold()));
+
+    c.bench_function(
+        "flame/100k stacks: build (hide, fold, short names) and draw",
+        |b| {
+            b.iter_batched(
+                || tree.clone(),
+                |t| {
+                    let old = state.set_tree(black_box(t));
+                    render_flame(&state, area, &mut buf, true, true);
+                    old
+                },
+                BatchSize::LargeInput,
+            )
+        },
+    );
+
+    // The machine may be busy: thread CPU time per iteration says what the pane costs
+    // whatever else runs (criterion's times above are wall-clock).
+    let mut spent = Vec::new();
+    for _ in 0..20 {
+        let t = tree.clone();
+        let start = thread_cpu();
+        let old = state.set_tree(t);
+        render_flame(&state, area, &mut buf, true, true);
+        spent.push(thread_cpu() - start);
+        drop(old);
+    }
+    spent.sort_by(f64::total_cmp);
+    eprintln!(
+        "flame/100k stacks: build and draw, thread CPU: median {:.2} ms, min {:.2} ms, max {:.2} ms",
+        spent[spent.len() / 2] * 1e3,
+        spent[0] * 1e3,
+        spent[spent.len() - 1] * 1e3
+    );
+
+    c.bench_function("flame/100k stacks: draw 160x48", |b| {
+        b.iter(|| render_flame(black_box(&state), area, &mut buf, true, true))
+    });
+
+    c.bench_function("flame/100k stacks: hide on, off", |b| {
+        b.iter(|| state.set_hiding(!state.hiding()))
+    });
+}
+
+/// This thread's CPU time, in seconds.
+fn thread_cpu() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID is always there
+    // on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+criterion_group!(benches, flame, stacks);
 criterion_main!(benches);

@@ -87,6 +87,7 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
     if let Some(baseline) = baseline {
         state.set_initial_baseline(baseline);
     }
+    state.set_flame_options(&flame_options());
     let result = tui.run(&mut state, &mut runs, !record.no_mouse, Some(&record));
 
     // Left while a run goes on (q twice, a signal, or the loop failed): stop it and wait
@@ -208,6 +209,7 @@ fn signalled_code(state: &State) -> Option<ExitCode> {
 pub fn open(args: &OpenArgs) -> Result<ExitCode> {
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let mut state = opened_state(&args.a, args.b.as_deref(), args.threshold, color)?;
+    state.set_flame_options(&flame_options());
     if !std::io::stdout().is_terminal() {
         anyhow::bail!(
             "the TUI needs a terminal; `benchtop show DIR` and `benchtop compare A B` print \
@@ -299,6 +301,15 @@ pub fn run_ab_tui(args: &AbArgs) -> Result<ExitCode> {
     }
     let code = crate::ab::finish(&plan, &outcome)?;
     Ok(signalled_code(&state).unwrap_or(code))
+}
+
+/// The flamegraph's options from the config file's `[tui]`. The command line read the
+/// config already and refused it if it was wrong; read again here (a few lines), a
+/// config that went wrong since leaves the defaults.
+fn flame_options() -> crate::state::flame::FlameOptions {
+    crate::config::Config::load()
+        .map(|config| config.tui.flame_options())
+        .unwrap_or_default()
 }
 
 /// What the screens show of a session or a series: the session, or a series' first
@@ -588,7 +599,11 @@ fn carry_out(
                 [a, b, ..] => opened_state(a, Some(b), threshold, true),
                 [] => Err(anyhow::anyhow!("no session to open")),
             };
-            AppEvent::Opened(opened.map(Box::new).map_err(|e| format!("{e:#}")))
+            let opened = opened.map(|mut state| {
+                state.set_flame_options(&flame_options());
+                Box::new(state)
+            });
+            AppEvent::Opened(opened.map_err(|e| format!("{e:#}")))
         }),
         Effect::StopExperiment => {
             record::interrupts()?.raise();
@@ -896,6 +911,10 @@ fn translate(code: KeyCode, modifiers: KeyModifiers) -> Option<Key> {
         KeyCode::Left => Key::Left,
         KeyCode::Right => Key::Right,
         KeyCode::F(1) => Key::F1,
+        KeyCode::PageUp => Key::PageUp,
+        KeyCode::PageDown => Key::PageDown,
+        KeyCode::Home => Key::Home,
+        KeyCode::End => Key::End,
         _ => return None,
     })
 }

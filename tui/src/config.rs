@@ -12,6 +12,11 @@
 //! profile = "cpu"
 //! unwind = "dwarf"
 //! stack-size = 16384
+//!
+//! [tui]
+//! flame-short-names = true   # the flamegraph's names shortened (`a` toggles)
+//! flame-hide = true          # frames matching flame-hide-frames merged into callers (`x`)
+//! flame-hide-frames = ["std::rt::*", "tokio::runtime::task::*"]  # replaces the defaults
 //! ```
 //!
 //! Values go through the option's own parser, so the config accepts exactly what the
@@ -40,14 +45,105 @@ pub const RECORD_KEYS: &[&str] = &[
     "no-mouse",
 ];
 
-/// A config file that was read: its path and `[record]`'s values as the command line
-/// would spell them.
+/// The keys of `[tui]`: how the TUI shows things.
+pub const TUI_KEYS: &[&str] = &["flame-short-names", "flame-hide", "flame-hide-frames"];
+
+/// A config file that was read: its path, `[record]`'s values as the command line
+/// would spell them, and `[tui]`'s.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Config {
     /// Where it came from (for messages); `None` for the empty config.
     pub path: Option<PathBuf>,
     /// `(long option, value)`, in the file's order.
     pub record: Vec<(String, String)>,
+    /// `[tui]`: what it sets; the rest keeps the built-in defaults.
+    pub tui: TuiConfig,
+}
+
+/// The `[tui]` section: each key, when the file sets it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TuiConfig {
+    /// `flame-short-names`: the flamegraph starts with short names (default true).
+    pub flame_short_names: Option<bool>,
+    /// `flame-hide`: the flamegraph starts with the frames of `flame-hide-frames` merged
+    /// into their callers (default true).
+    pub flame_hide: Option<bool>,
+    /// `flame-hide-frames`: the patterns of the frames to hide, in place of the default
+    /// set ([`crate::state::flame::tree::DEFAULT_HIDDEN`]); `*` matches any characters.
+    pub flame_hide_frames: Option<Vec<String>>,
+}
+
+impl TuiConfig {
+    /// The flamegraph's options: the built-in ones with what the file sets.
+    pub fn flame_options(&self) -> crate::state::flame::FlameOptions {
+        let mut options = crate::state::flame::FlameOptions::default();
+        if let Some(on) = self.flame_short_names {
+            options.short_names = on;
+        }
+        if let Some(on) = self.flame_hide {
+            options.hide = on;
+        }
+        if let Some(patterns) = &self.flame_hide_frames {
+            options.hidden = patterns.clone();
+        }
+        options
+    }
+
+    fn parse(table: toml::Table) -> Result<TuiConfig, String> {
+        use crate::state::flame::tree::{MAX_PATTERN_LEN, MAX_PATTERNS};
+        let mut tui = TuiConfig::default();
+        for (key, value) in table {
+            let kind = value.type_str();
+            match (key.as_str(), value) {
+                ("flame-short-names", toml::Value::Boolean(b)) => tui.flame_short_names = Some(b),
+                ("flame-hide", toml::Value::Boolean(b)) => tui.flame_hide = Some(b),
+                ("flame-hide-frames", toml::Value::Array(items)) => {
+                    if items.len() > MAX_PATTERNS {
+                        return Err(format!(
+                            "[tui] flame-hide-frames: {} patterns, more than the {MAX_PATTERNS} it may have",
+                            items.len()
+                        ));
+                    }
+                    let mut patterns = Vec::with_capacity(items.len());
+                    for item in items {
+                        match item {
+                            toml::Value::String(p)
+                                if !p.is_empty() && p.len() <= MAX_PATTERN_LEN =>
+                            {
+                                patterns.push(p)
+                            }
+                            toml::Value::String(p) => {
+                                return Err(format!(
+                                    "[tui] flame-hide-frames: a pattern of {} bytes (1 to {MAX_PATTERN_LEN})",
+                                    p.len()
+                                ));
+                            }
+                            other => {
+                                return Err(format!(
+                                    "[tui] flame-hide-frames: a {} is no pattern (patterns are strings)",
+                                    other.type_str()
+                                ));
+                            }
+                        }
+                    }
+                    tui.flame_hide_frames = Some(patterns);
+                }
+                ("flame-short-names" | "flame-hide", _) => {
+                    return Err(format!("[tui] {key}: a {kind}, not true or false"));
+                }
+                ("flame-hide-frames", _) => {
+                    return Err(format!("[tui] {key}: a {kind}, not a list of patterns"));
+                }
+                _ => {
+                    return Err(format!(
+                        "[tui] has no key '{key}' (it may set: {})",
+                        TUI_KEYS.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(tui)
+    }
 }
 
 /// Why a config file was refused.
@@ -203,8 +299,17 @@ impl Config {
                         other.type_str()
                     ));
                 }
+                ("tui", toml::Value::Table(tui)) => config.tui = TuiConfig::parse(tui)?,
+                ("tui", other) => {
+                    return Err(format!(
+                        "'tui' is a {}, not a [tui] table",
+                        other.type_str()
+                    ));
+                }
                 (other, _) => {
-                    return Err(format!("unknown section '{other}' (there is: [record])"));
+                    return Err(format!(
+                        "unknown section '{other}' (there are: [record], [tui])"
+                    ));
                 }
             }
         }
@@ -303,6 +408,33 @@ mod tests {
             ("record = 3\n", "not a [record] table"),
             ("[record]\nfrequency = [1]\n", "frequency: a array"),
             ("[record]\nfrequency = \n", "line 2"),
+        ] {
+            let err = Config::parse(text).unwrap_err();
+            assert!(err.contains(needle), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn tui_keys_set_the_flamegraph_s_options_and_wrong_ones_are_named() {
+        let config = Config::parse(
+            "[tui]\nflame-short-names = false\nflame-hide-frames = [\"std::*\", \"a*b\"]\n",
+        )
+        .unwrap();
+        let options = config.tui.flame_options();
+        assert!(!options.short_names);
+        assert!(options.hide, "not set: the default");
+        assert_eq!(options.hidden, ["std::*", "a*b"]);
+        assert_eq!(
+            Config::default().tui.flame_options(),
+            crate::state::flame::FlameOptions::default()
+        );
+        for (text, needle) in [
+            ("[tui]\nflame-hide = 1\n", "flame-hide: a integer"),
+            ("[tui]\nflame-hide-frames = \"x\"\n", "not a list"),
+            ("[tui]\nflame-hide-frames = [1]\n", "no pattern"),
+            ("[tui]\nflame-hide-frames = [\"\"]\n", "0 bytes"),
+            ("[tui]\ncolour = true\n", "no key 'colour'"),
+            ("tui = 1\n", "not a [tui] table"),
         ] {
             let err = Config::parse(text).unwrap_err();
             assert!(err.contains(needle), "{text:?}: {err}");

@@ -2,7 +2,7 @@
 //! shows, whether against the baseline, and the search being typed.
 
 use super::FlameKind;
-use super::flame::{FlameState, FlameUnit};
+use super::flame::{FlameOptions, FlameState, FlameUnit};
 use super::profile_views::ProfileViews;
 
 /// The flamegraph panes of one screen.
@@ -65,6 +65,34 @@ impl FlamePanes {
         self.differential = on;
         self.cpu.set_differential(on);
         self.off.set_differential(on);
+    }
+
+    /// Sets how both panes show their profiles.
+    pub fn set_options(&mut self, options: &FlameOptions) {
+        self.cpu.set_options(options);
+        self.off.set_options(options);
+    }
+
+    /// Folds chains of single-child frames, or unfolds them, in both panes (as the shown
+    /// one was).
+    pub fn toggle_folding(&mut self) {
+        let on = !self.shown().folding();
+        self.cpu.set_folding(on);
+        self.off.set_folding(on);
+    }
+
+    /// Short names, or full ones, in both panes.
+    pub fn toggle_short_names(&mut self) {
+        let on = !self.shown().short_names();
+        self.cpu.set_short_names(on);
+        self.off.set_short_names(on);
+    }
+
+    /// Hides the plumbing frames, or shows every frame, in both panes.
+    pub fn toggle_hiding(&mut self) {
+        let on = !self.shown().hiding();
+        self.cpu.set_hiding(on);
+        self.off.set_hiding(on);
     }
 
     /// On-CPU or off-CPU: the other one.

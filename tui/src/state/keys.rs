@@ -72,8 +72,24 @@ pub enum Action {
     FlamePrev,
     /// Flamegraph: select the frame on the right.
     FlameNext,
-    /// Flamegraph: zoom into the selected frame.
+    /// Flamegraph: zoom into the selected frame, or unfold a folded chain.
     FlameZoom,
+    /// Flamegraph: a page up.
+    FlamePageUp,
+    /// Flamegraph: a page down the widest path.
+    FlamePageDown,
+    /// Flamegraph: the top row.
+    FlameTop,
+    /// Flamegraph: the bottom of the widest path.
+    FlameBottom,
+    /// Flamegraph: the hottest leaf under the selection.
+    FlameHottest,
+    /// Flamegraph: fold chains of single-child frames, or not.
+    FlameFold,
+    /// Flamegraph: short names, or full.
+    FlameNames,
+    /// Flamegraph: hide the plumbing frames, or show every frame.
+    FlameHide,
     /// Flamegraph: the next search match.
     NextMatch,
     /// Flamegraph: the previous search match.
@@ -525,8 +541,48 @@ pub(super) const FLAME_ROWS: &[Row] = &[
     Row {
         keys: &[(Key::Enter, Action::FlameZoom)],
         only: When::Flame,
-        help: Some(("Enter", "flamegraph: zoom into the selected frame")),
+        help: Some(("Enter", "flamegraph: zoom in, or unfold a folded chain")),
         hints: &[hint("Enter zoom", When::Flame, 2)],
+    },
+    Row {
+        keys: &[
+            (Key::PageUp, Action::FlamePageUp),
+            (Key::PageDown, Action::FlamePageDown),
+        ],
+        only: When::Flame,
+        help: Some(("PgUp, PgDn", "flamegraph: a page up, down the widest path")),
+        hints: &[],
+    },
+    Row {
+        keys: &[
+            (Key::Home, Action::FlameTop),
+            (Key::End, Action::FlameBottom),
+        ],
+        only: When::Flame,
+        help: Some((
+            "Home, End",
+            "flamegraph: the top frame, the bottom of the widest path",
+        )),
+        hints: &[],
+    },
+    Row {
+        keys: &[(Key::Char('g'), Action::FlameHottest)],
+        only: When::Flame,
+        help: Some(("g", "flamegraph: the hottest leaf under the selection")),
+        hints: &[],
+    },
+    Row {
+        keys: &[
+            (Key::Char('z'), Action::FlameFold),
+            (Key::Char('w'), Action::FlameNames),
+            (Key::Char('x'), Action::FlameHide),
+        ],
+        only: When::Flame,
+        help: Some((
+            "z, w, x",
+            "flamegraph: fold chains, whole names, hide plumbing (on/off)",
+        )),
+        hints: &[],
     },
     Row {
         keys: &[
@@ -548,7 +604,7 @@ pub(super) const FLAME_ROWS: &[Row] = &[
         keys: &[(Key::Char('o'), Action::FlameKind)],
         only: When::Flame,
         help: Some(("o", "flamegraph: on-CPU / off-CPU stacks")),
-        hints: &[hint("o on/off-CPU", When::Flame, 6)],
+        hints: &[hint("o on/off", When::Flame, 6)],
     },
 ];
 
@@ -584,7 +640,7 @@ pub(super) const VIEW_ROWS: &[Row] = &[
             "f, t, i, c, a",
             "views: flamegraph, top functions, bottom-up, callers, source",
         )),
-        hints: &[hint("f/t/i/c/a view", When::FlamePane, 7)],
+        hints: &[hint("t/i/c/a views", When::FlamePane, 7)],
     },
     Row {
         keys: &[
@@ -644,7 +700,7 @@ pub(super) const VIEW_ROWS: &[Row] = &[
         )),
         hints: &[
             hint("/ filter", When::View(ViewKind::Top), 5),
-            hint("o on/off-CPU", When::Views, 6),
+            hint("o on/off", When::Views, 6),
         ],
     },
 ];

@@ -48,6 +48,9 @@ pub const FLASH_FOR: Duration = Duration::from_secs(5);
 pub const WINDOW_RANGE_S: (f64, f64) = (10.0, 3600.0);
 /// The time window the series panes start with, seconds.
 pub const DEFAULT_WINDOW_S: f64 = 60.0;
+/// Rows a PageUp or PageDown moves the flamegraph's selection: about the icicle's height
+/// at 80×24, so a page never jumps past what was on screen.
+pub const FLAME_PAGE: usize = 8;
 
 /// A key, as the state sees it (the loop translates the terminal's key events).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +79,14 @@ pub enum Key {
     Right,
     /// F1.
     F1,
+    /// Page Up.
+    PageUp,
+    /// Page Down.
+    PageDown,
+    /// Home.
+    Home,
+    /// End.
+    End,
 }
 
 /// Everything that can happen to the TUI.
@@ -415,6 +426,8 @@ pub struct State {
     retired: Vec<StackTree>,
     /// The baseline every run starts with (`--baseline DIR`).
     initial_baseline: Option<Baseline>,
+    /// The flamegraph's options from the config file, for every new run's flamegraph.
+    flame_options: Option<flame::FlameOptions>,
 }
 
 impl State {
@@ -437,6 +450,7 @@ impl State {
             color,
             retired: Vec::new(),
             initial_baseline: None,
+            flame_options: None,
         }
     }
 
@@ -575,6 +589,9 @@ impl State {
     /// A new run of `workload` replaces the last one on the live screen.
     fn begin_run(&mut self, workload: &str, params: &str) {
         self.live = LiveScreen::new(workload, params);
+        if let Some(options) = &self.flame_options {
+            self.live.flames.set_options(options);
+        }
         if let Some(baseline) = self.initial_baseline.clone() {
             self.apply_baseline(baseline);
         }
@@ -593,6 +610,14 @@ impl State {
         self.live.flames.cpu.set_baseline(baseline.cpu.take());
         self.live.flames.off.set_baseline(baseline.offcpu.take());
         self.live.baseline = Some(baseline);
+    }
+
+    /// Sets how the flamegraphs of every screen show their profiles (the config file's
+    /// `[tui]` keys).
+    pub fn set_flame_options(&mut self, options: &flame::FlameOptions) {
+        self.live.flames.set_options(options);
+        self.compare.flames.set_options(options);
+        self.flame_options = Some(options.clone());
     }
 
     /// The flamegraph of the screen shown (the live screen's unless comparing).
@@ -944,6 +969,14 @@ impl State {
             Action::FlamePrev => _ = self.flame_mut().select_prev(),
             Action::FlameNext => _ = self.flame_mut().select_next(),
             Action::FlameZoom => _ = self.flame_mut().zoom_in(),
+            Action::FlamePageUp => _ = self.flame_mut().page_up(FLAME_PAGE),
+            Action::FlamePageDown => _ = self.flame_mut().page_down(FLAME_PAGE),
+            Action::FlameTop => _ = self.flame_mut().select_top(),
+            Action::FlameBottom => _ = self.flame_mut().select_bottom(),
+            Action::FlameHottest => _ = self.flame_mut().select_hottest_leaf(),
+            Action::FlameFold => self.flames_mut().toggle_folding(),
+            Action::FlameNames => self.flames_mut().toggle_short_names(),
+            Action::FlameHide => self.flames_mut().toggle_hiding(),
             Action::NextMatch => _ = self.flame_mut().next_match(),
             Action::PrevMatch => _ = self.flame_mut().prev_match(),
             Action::Search => self.flames_mut().search_input = Some(String::new()),

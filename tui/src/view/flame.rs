@@ -1,9 +1,11 @@
 //! The flame pane: an icicle drawn from the laid-out stack tree.
 //!
 //! The top row is the zoomed node (or the root's children), deeper frames below, one
-//! terminal row per depth; [`FlameState`] has laid the boxes out already, so drawing only
-//! scales them to the columns there are. Boxes are colored by a stable hash of their name
-//! on a warm palette, red or blue by their change in differential mode, magenta when they
+//! terminal row per box; [`FlameState`] has laid the boxes out already (hidden frames
+//! merged, chains folded), so drawing only scales them to the columns there are. Boxes
+//! are colored by where their code comes from (ours, other crates, std, tokio, libc, the
+//! kernel), with a legend; in differential mode red or blue as deep as their change in
+//! share, neutral under the noise floor, with the scale as the legend; magenta when they
 //! match the search; the selected box is reversed. Without color (`NO_COLOR`) matches are
 //! underlined, boxes end in a `│`, and changes show as `+` and `-`.
 
@@ -14,11 +16,11 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Span;
 use ratatui::widgets::{Clear, Widget};
 
-use crate::state::flame::{FlameBox, FlameState};
+mod colors;
 
-/// Deltas of at least this share of the total (0.1 percentage point) get a `+` or `-`
-/// without color; smaller ones are noise between two runs.
-const MARKED_DELTA: f64 = 0.001;
+use crate::state::flame::diff::NOISE_FLOOR;
+use crate::state::flame::{FlameBox, FlameState};
+use colors::{FOLD_BG, category_color, diff_color, draw_legend, shade, text_on};
 
 /// Background of boxes that match the search (flamegraph.pl's search color).
 const MATCH_BG: Color = Color::Rgb(230, 0, 230);
@@ -30,11 +32,14 @@ const MIN_CRUMBS: usize = 12;
 /// Separates the names of the zoom path in the title line.
 const CRUMB: &str = " › ";
 
+/// The fewest rows of the pane that also get a legend line (the icicle keeps three).
+const LEGEND_FROM: u16 = 6;
+
 /// Draws the flame pane into `area` of `buf` (the inside of the pane's border): a title
-/// line with the zoom path and the total (or the search's figures), the icicle, and a line
-/// on the selected frame. `focused` shows the selection reversed (bold only otherwise);
-/// `color == false` draws with modifiers and markers only, for `NO_COLOR`. Any size
-/// works, down to nothing: below three rows the icicle keeps the rows there are.
+/// line with the zoom path and the total (or the search's figures), the icicle, a legend,
+/// and a line on the selected frame. `focused` shows the selection reversed (bold only
+/// otherwise); `color == false` draws with modifiers and markers only, for `NO_COLOR`.
+/// Any size works, down to nothing: below three rows the icicle keeps the rows there are.
 pub fn render_flame(state: &FlameState, area: Rect, buf: &mut Buffer, focused: bool, color: bool) {
     let area = area.intersection(buf.area);
     if area.is_empty() {
@@ -63,6 +68,16 @@ pub fn render_flame(state: &FlameState, area: Rect, buf: &mut Buffer, focused: b
             ..area
         };
         draw_selection(state, line, buf);
+    }
+    if area.height >= LEGEND_FROM {
+        let line = Rect {
+            y: icicle.bottom() - 1,
+            height: 1,
+            ..area
+        };
+        if draw_legend(state, line, buf, color) {
+            icicle.height -= 1;
+        }
     }
     draw_icicle(state, icicle, buf, focused, color);
 }
@@ -112,7 +127,15 @@ fn draw_title(state: &FlameState, line: Rect, buf: &mut Buffer, focused: bool) {
 fn breadcrumb(state: &FlameState, room: usize) -> String {
     let crumbs: Vec<std::borrow::Cow<'_, str>> = std::iter::once("all")
         .chain(state.zoom_path())
-        .map(escaped)
+        .map(|name| {
+            if state.short_names() {
+                std::borrow::Cow::Owned(
+                    escaped(&benchtop_sessions::names::short_name(name, 0)).into_owned(),
+                )
+            } else {
+                escaped(name)
+            }
+        })
         .collect();
     let sep = Span::raw(CRUMB).width();
     let mut keep = crumbs.len();
@@ -136,29 +159,80 @@ fn breadcrumb(state: &FlameState, room: usize) -> String {
     text
 }
 
-/// The selected frame: its name, total, share of the zoomed total and change.
+/// The selected frame: its name, total, share of the zoomed total and change. The
+/// figures always show whole; the name gives up its start (or a folded chain's label its
+/// end) to make room for them.
 fn draw_selection(state: &FlameState, line: Rect, buf: &mut Buffer) {
     let Some(b) = state.selected_box() else {
         return;
     };
     let total = state.total(b.node);
     let share = total as f64 / state.zoom_total().max(1) as f64;
-    let mut text = format!(
-        "{} · {} · {:.1}%",
-        state.name(b.node),
-        state.unit().format(total),
-        share * 100.0
-    );
+    let mut figures = format!(" · {} · {:.1}%", state.unit().format(total), share * 100.0);
     match b.delta {
-        Some(_) if b.new_frame => text.push_str(" · new"),
-        Some(delta) => text.push_str(&format!(" · Δ {:+.2} pp", delta * 100.0)),
+        Some(_) if b.new_frame => figures.push_str(" · new"),
+        Some(delta) => figures.push_str(&format!(" · Δ {:+.2} pp", delta * 100.0)),
         None => {}
     }
-    put_name(buf, line.x, line.y, line.width, &text, Style::new());
+    let label = state.label(b);
+    let label = escaped(&label);
+    let width = usize::from(line.width);
+    let figures_width = Span::raw(figures.as_str()).width();
+    let room = width.saturating_sub(figures_width);
+    let name = if Span::raw(&*label).width() <= room {
+        label.into_owned()
+    } else if room < 2 {
+        String::new()
+    } else if b.is_fold() {
+        elide_end(&label, room)
+    } else {
+        elide_start(&label, room)
+    };
+    let text = if name.is_empty() {
+        figures.trim_start_matches(" · ").to_owned()
+    } else {
+        name + &figures
+    };
+    buf.set_stringn(line.x, line.y, &text, width, Style::new());
+}
+
+/// `text` in `room` columns, its start replaced by `…` when it does not fit.
+fn elide_start(text: &str, room: usize) -> String {
+    let mut kept = Vec::new();
+    let mut used = 1;
+    for c in text.chars().rev() {
+        let w = char_width(c);
+        if used + w > room {
+            break;
+        }
+        used += w;
+        kept.push(c);
+    }
+    std::iter::once('…').chain(kept.into_iter().rev()).collect()
+}
+
+/// `text` in `room` columns, its end replaced by `…` when it does not fit.
+fn elide_end(text: &str, room: usize) -> String {
+    let mut out = String::new();
+    let mut used = 1;
+    for c in text.chars() {
+        let w = char_width(c);
+        if used + w > room {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
+fn char_width(c: char) -> usize {
+    Span::raw(c.encode_utf8(&mut [0; 4]).to_owned()).width()
 }
 
 /// Secondary text: dim with color, plain without.
-fn dim(color: bool) -> Style {
+pub(super) fn dim(color: bool) -> Style {
     if color {
         Style::new().add_modifier(Modifier::DIM)
     } else {
@@ -175,7 +249,6 @@ fn draw_icicle(state: &FlameState, area: Rect, buf: &mut Buffer, focused: bool, 
         _ => 0,
     };
     let columns = f64::from(area.width);
-    let max_delta = state.max_abs_delta();
     for (y, (r, row)) in (area.y..).zip(state.rows().iter().enumerate().skip(first).take(height)) {
         // Where the last box drawn ended, and its background.
         let mut left: Option<(u16, Color)> = None;
@@ -187,12 +260,11 @@ fn draw_icicle(state: &FlameState, area: Rect, buf: &mut Buffer, focused: bool, 
             }
             let cell = Rect::new(area.x + x0, y, x1 - x0, 1);
             let look = Look {
-                name: state.name(b.node),
+                state,
                 selected: selected == Some((r, i)),
                 focused,
                 at_right_edge: x1 == area.width,
                 color,
-                max_delta,
                 touching: left.filter(|&(end, _)| end == x0).map(|(_, bg)| bg),
             };
             left = look.draw(b, cell, buf).map(|bg| (x1, bg));
@@ -202,12 +274,11 @@ fn draw_icicle(state: &FlameState, area: Rect, buf: &mut Buffer, focused: bool, 
 
 /// How one box is drawn.
 struct Look<'a> {
-    name: &'a str,
+    state: &'a FlameState,
     selected: bool,
     focused: bool,
     at_right_edge: bool,
     color: bool,
-    max_delta: f64,
     /// The background of the box that ends where this one starts.
     touching: Option<Color>,
 }
@@ -227,8 +298,8 @@ impl Look<'_> {
             }
             let marker = match b.delta {
                 Some(_) if b.new_frame => "+",
-                Some(d) if d >= MARKED_DELTA => "+",
-                Some(d) if d <= -MARKED_DELTA => "-",
+                Some(d) if d >= NOISE_FLOOR => "+",
+                Some(d) if d <= -NOISE_FLOOR => "-",
                 _ => "",
             };
             if !marker.is_empty() && width > 0 {
@@ -237,7 +308,10 @@ impl Look<'_> {
                 width -= 1;
             }
         }
-        put_name(buf, x, cell.y, width, self.name, style);
+        // A box too narrow for a letter and an ellipsis says nothing: its label is not made.
+        if width >= 2 {
+            put_name(buf, x, cell.y, width, &self.state.label(b), style);
+        }
         style.bg
     }
 
@@ -246,9 +320,12 @@ impl Look<'_> {
             let bg = if b.matched {
                 MATCH_BG
             } else if let Some(delta) = b.delta {
-                diff_color(delta, self.max_delta)
+                diff_color(delta)
+            } else if b.is_fold() {
+                FOLD_BG
             } else {
-                warm_color(self.name)
+                let name = self.state.name(b.node);
+                category_color(self.state.category(b.node), name)
             };
             // Two neighbours of one color would read as one box (the same name under two
             // parents, two matches): the second is shaded.
@@ -289,83 +366,16 @@ fn put_name(buf: &mut Buffer, x: u16, y: u16, width: u16, name: &str, style: Sty
     }
 }
 
-/// A warm color (red to yellow, as flamegraphs) chosen by a stable hash of the name, so a
-/// frame keeps its color across refreshes and runs.
-fn warm_color(name: &str) -> Color {
-    let h = fnv1a(name.as_bytes());
-    let [a, b, c, ..] = h.to_le_bytes();
-    let r = 205 + (u16::from(a) * 50 / 255) as u8;
-    let g = 70 + (u16::from(b) * 160 / 255) as u8;
-    let b = (u16::from(c) * 55 / 255) as u8;
-    Color::Rgb(r, g, b)
-}
-
-/// difffolded's colors: red for a grown share, blue for a shrunk one, deeper as the change
-/// nears the largest on screen; white-ish for no change.
-fn diff_color(delta: f64, max_delta: f64) -> Color {
-    let ratio = if max_delta > 0.0 {
-        (delta.abs() / max_delta).clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
-    let pale = (210.0 * (1.0 - ratio)).round() as u8;
-    if delta > 0.0 {
-        Color::Rgb(255, pale, pale)
-    } else if delta < 0.0 {
-        Color::Rgb(pale, pale, 255)
-    } else {
-        Color::Rgb(230, 230, 230)
-    }
-}
-
-/// `color` a little darker.
-fn shade(color: Color) -> Color {
-    match color {
-        Color::Rgb(r, g, b) => {
-            let dark = |c: u8| (u16::from(c) * 4 / 5) as u8;
-            Color::Rgb(dark(r), dark(g), dark(b))
-        }
-        other => other,
-    }
-}
-
-/// Black or white, whichever reads better on `bg` (WCAG relative luminance).
-fn text_on(bg: Color) -> Color {
-    let Color::Rgb(r, g, b) = bg else {
-        return Color::Black;
-    };
-    let linear = |c: u8| {
-        let c = f64::from(c) / 255.0;
-        if c <= 0.04045 {
-            c / 12.92
-        } else {
-            ((c + 0.055) / 1.055).powf(2.4)
-        }
-    };
-    let luminance = 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b);
-    // Where the contrast with black, (L + 0.05) / 0.05, equals that with white.
-    if luminance > 0.179 {
-        Color::Black
-    } else {
-        Color::White
-    }
-}
-
-/// 64-bit FNV-1a: stable across runs and Rust versions, unlike the std hasher.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use std::fmt::Write as _;
 
     use benchtop_sessions::StackTree;
 
+    use super::colors::{NEUTRAL, category_base};
     use super::*;
-    use crate::state::flame::FlameUnit;
+    use crate::state::flame::diff::FULL_SCALE;
+    use crate::state::flame::{Category, FlameUnit};
 
     const PROFILE: &[(&str, u64)] = &[
         ("bt-ring;main;ring::run;ring::hop;mpsc::send", 300),
@@ -525,6 +535,7 @@ mod tests {
     #[test]
     fn touching_boxes_of_one_color_are_told_apart() {
         let mut s = FlameState::default();
+        s.set_folding(false);
         s.set_tree(tree(&[
             ("a;main", 1),
             ("b;main", 1),
@@ -547,7 +558,7 @@ mod tests {
         s.select_child();
         s.select_child();
         s.select_child(); // ring::hop
-        let buf = render(&s, 80, 12, true);
+        let buf = render(&s, 80, 13, true);
         insta::assert_snapshot!(text(&buf));
         insta::assert_snapshot!("differential_styles", styles(&buf));
         let Color::Rgb(r, g, b) = cell_of(&buf, "mpsc::send").bg else {
@@ -558,7 +569,7 @@ mod tests {
             panic!("no color")
         };
         assert!(b == 255 && r < 255, "recv halved: blue");
-        let Color::Rgb(r, _, _) = cell_of(&buf, "alloc").bg else {
+        let Color::Rgb(r, _, _) = cell_of(&buf, "Vec<…").bg else {
             panic!("no color")
         };
         assert_eq!(r, 255, "push is new: red");
@@ -608,7 +619,8 @@ mod tests {
         }
         assert_eq!(
             text(&render(&s, 10, 3, true)),
-            "all       \nbt-ring b…\nbt-ring ·…"
+            "all       \nbt-ring b…\n850 sample",
+            "too narrow for the figures: they come first"
         );
     }
 
@@ -642,5 +654,214 @@ mod tests {
         let buf = render(&s, 40, 6, true);
         let top = text(&buf).lines().next().unwrap().to_owned();
         assert!(top.contains("…") && top.contains("mpsc::send"), "{top}");
+    }
+
+    /// The ring's stacks as recorded with frame pointers: 37 frames of C, std and tokio
+    /// plumbing, one child each, before the workload's first fork.
+    fn ring_plumbing() -> Vec<&'static str> {
+        vec![
+            "_start",
+            "__libc_start_main@@GLIBC_2.34",
+            "__libc_start_call_main",
+            "main",
+            "std::rt::lang_start_internal",
+            "std::panic::catch_unwind",
+            "std::panicking::try",
+            "std::panicking::try::do_call",
+            "std::rt::lang_start_internal::{{closure}}",
+            "std::rt::lang_start::{{closure}}",
+            "std::sys::backtrace::__rust_begin_short_backtrace",
+            "core::ops::function::FnOnce::call_once",
+            "benchtop::main",
+            "benchtop_workloads::worker::run_worker",
+            "tokio::runtime::runtime::Runtime::block_on",
+            "tokio::runtime::scheduler::current_thread::CurrentThread::block_on",
+            "tokio::runtime::context::runtime::enter_runtime",
+            "tokio::runtime::scheduler::current_thread::CurrentThread::block_on::{{closure}}",
+            "tokio::runtime::scheduler::current_thread::CoreGuard::block_on",
+            "tokio::runtime::scheduler::current_thread::CoreGuard::enter",
+            "tokio::runtime::context::set_scheduler",
+            "std::thread::local::LocalKey<T>::with",
+            "std::thread::local::LocalKey<T>::try_with",
+            "tokio::runtime::context::set_scheduler::{{closure}}",
+            "tokio::runtime::context::scoped::Scoped<T>::set",
+            "tokio::runtime::scheduler::current_thread::CoreGuard::enter::{{closure}}",
+            "tokio::runtime::scheduler::current_thread::CoreGuard::block_on::{{closure}}",
+            "tokio::runtime::scheduler::current_thread::Context::run_task",
+            "tokio::runtime::coop::budget",
+            "tokio::runtime::task::raw::poll",
+            "tokio::runtime::task::harness::Harness<T,S>::poll",
+            "tokio::runtime::task::harness::poll_future",
+            "tokio::runtime::task::core::Core<T,S>::poll",
+            "<core::pin::Pin<P> as core::future::future::Future>::poll",
+            "benchtop_workloads::ring::node::Node::run::{{closure}}",
+            "benchtop_workloads::ring::node::Node::step",
+            "benchtop_workloads::ring::actors::hop",
+        ]
+    }
+
+    /// Below the plumbing: the workload's own fork, into std, libc and the kernel.
+    const RING_LEAVES: &[(&str, u64)] = &[
+        (
+            "benchtop_workloads::ring::mailbox::Mailbox<T>::send;alloc::vec::Vec<T,A>::push",
+            420,
+        ),
+        ("benchtop_workloads::ring::mailbox::Mailbox<T>::send", 180),
+        (
+            "benchtop_workloads::ring::mailbox::Mailbox<T>::recv;std::sync::mpsc::Receiver<T>::try_recv",
+            150,
+        ),
+        (
+            "benchtop_workloads::ring::mailbox::Mailbox<T>::recv;__memcpy_avx512_unaligned_erms",
+            90,
+        ),
+        (
+            "tokio::runtime::park::Inner::park;syscall;do_syscall_64_[k];futex_wait_[k]",
+            100,
+        ),
+        ("hyper::proto::h1::encode", 60),
+    ];
+
+    fn ring_tree(scale: impl Fn(&str, u64) -> u64) -> StackTree {
+        let plumbing = ring_plumbing().join(";");
+        let mut t = StackTree::new();
+        for (leaf, weight) in RING_LEAVES {
+            let stack = format!("bt-ring;{plumbing};{leaf}");
+            t.add_names(stack.split(';'), scale(leaf, *weight));
+        }
+        t
+    }
+
+    fn ring() -> FlameState {
+        let mut s = FlameState::new(FlameUnit::Samples);
+        s.set_tree(ring_tree(|_, w| w));
+        s
+    }
+
+    /// The ring before: `send` pushed less, `recv` copied more, the rest alike but for a
+    /// change under the noise floor.
+    fn ring_diff() -> FlameState {
+        let mut s = ring();
+        s.set_baseline(Some(ring_tree(|leaf, w| {
+            if leaf.ends_with("push") {
+                w / 2
+            } else if leaf.ends_with("erms") {
+                w * 3
+            } else if leaf.starts_with("hyper") {
+                w + 1
+            } else {
+                w
+            }
+        })));
+        s.set_differential(true);
+        s
+    }
+
+    #[test]
+    fn the_ring_at_80x24_and_160x48_with_its_legend() {
+        for (w, h) in [(80, 24), (160, 48)] {
+            let buf = render(&ring(), w, h, true);
+            let text = text(&buf);
+            insta::assert_snapshot!(format!("ring_{w}x{h}"), text);
+            assert!(text.contains("■ ours"), "the legend:\n{text}");
+            insta::assert_snapshot!(format!("ring_{w}x{h}_styles"), styles(&buf));
+        }
+    }
+
+    #[test]
+    fn the_ring_in_differential_mode_at_80x24_and_160x48_with_its_scale() {
+        for (w, h) in [(80, 24), (160, 48)] {
+            let buf = render(&ring_diff(), w, h, true);
+            let text = text(&buf);
+            insta::assert_snapshot!(format!("ring_diff_{w}x{h}"), text);
+            assert!(text.contains("+5 pp"), "the scale:\n{text}");
+            insta::assert_snapshot!(format!("ring_diff_{w}x{h}_styles"), styles(&buf));
+        }
+    }
+
+    #[test]
+    fn a_fork_is_on_screen_at_80x24_even_with_every_frame_shown() {
+        let mut s = ring();
+        s.set_hiding(false);
+        // The flame pane's inside on the live screen at 80x24.
+        let text = text(&render(&s, 42, 18, true));
+        // recv and send side by side under hop (recv's name cut at this width).
+        assert!(
+            text.lines().any(|l| l.matches("Mailbox<…").count() == 2),
+            "no fork on screen:\n{text}"
+        );
+        assert!(
+            text.lines().last().unwrap().starts_with("actors::hop"),
+            "the selection stays on hop with every frame shown:\n{text}"
+        );
+        assert!(text.contains("… 3"), "the plumbing folded:\n{text}");
+    }
+
+    #[test]
+    fn a_change_under_the_noise_floor_is_neutral_and_above_it_deepens_in_proportion() {
+        assert_eq!(diff_color(NOISE_FLOOR * 0.99), NEUTRAL);
+        assert_eq!(diff_color(-NOISE_FLOOR * 0.5), NEUTRAL);
+        let depth = |delta: f64| match diff_color(delta) {
+            Color::Rgb(255, g, _) if delta > 0.0 => 225.0 - f64::from(g),
+            Color::Rgb(r, _, 255) => 225.0 - f64::from(r),
+            other => panic!("{other:?}"),
+        };
+        let one = depth(0.01);
+        assert!(one > 0.0);
+        assert!(
+            (depth(0.02) / one - 2.0).abs() < 0.05,
+            "{one} {}",
+            depth(0.02)
+        );
+        assert!((depth(-0.02) / one - 2.0).abs() < 0.05);
+        assert_eq!(depth(FULL_SCALE), 225.0);
+        assert_eq!(depth(FULL_SCALE * 4.0), 225.0);
+
+        // On screen: hyper's change (about 0.1 pp) stays neutral, push's is red.
+        let buf = render(&ring_diff(), 160, 48, true);
+        assert_eq!(cell_of(&buf, "encode").bg, NEUTRAL);
+        assert!(matches!(cell_of(&buf, "Vec<…>::push").bg, Color::Rgb(255, g, _) if g < 225));
+    }
+
+    #[test]
+    fn the_selection_line_elides_the_name_never_the_figures() {
+        let mut s = ring_diff();
+        while s.select_child() {}
+        for width in [42, 60, 160] {
+            let buf = render(&s, width, 10, true);
+            let line = text(&buf).lines().last().unwrap().trim_end().to_owned();
+            assert!(
+                line.ends_with(" pp") || line.ends_with("new"),
+                "{width}: {line}"
+            );
+            assert!(
+                line.contains("samples") && line.contains('%'),
+                "{width}: {line}"
+            );
+        }
+        let buf = render(&s, 42, 10, true);
+        let line = text(&buf).lines().last().unwrap().to_owned();
+        assert!(line.starts_with('…'), "the name gives up its start: {line}");
+    }
+
+    #[test]
+    fn categories_color_the_boxes() {
+        let mut s = ring();
+        s.set_folding(false);
+        let buf = render(&s, 160, 48, true);
+        let bg = |needle: &str| cell_of(&buf, needle).bg;
+        let near = |c: Color, base: Category| {
+            let (Color::Rgb(a, b, c), Color::Rgb(x, y, z)) = (c, category_base(base)) else {
+                return false;
+            };
+            [(a, x), (b, y), (c, z)]
+                .iter()
+                .all(|&(p, q)| p.abs_diff(q) <= 12)
+        };
+        assert!(near(bg("Vec<…>::push"), Category::Std));
+        assert!(near(bg("__memcpy"), Category::Libc));
+        assert!(near(bg("futex_wait_[k]"), Category::Kernel));
+        assert!(near(bg("Inner::park"), Category::Tokio));
+        assert!(near(bg("h1::encode"), Category::Crates));
     }
 }

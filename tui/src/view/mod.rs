@@ -15,9 +15,9 @@ mod orphans;
 mod panes;
 mod picker;
 pub mod picture;
+pub mod profile_views;
 mod program;
 mod scale;
-pub mod profile_views;
 mod timeline;
 
 use benchtop_sessions::escape::{Escaped, escaped};

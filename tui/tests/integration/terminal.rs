@@ -233,7 +233,10 @@ fn benchtop_opens_the_launcher_runs_the_ring_live_takes_a_baseline_searches_and_
         screen.contains("lap, whole run") && screen.contains("p99.9"),
         "{screen}"
     );
-    let screen = tmux.wait_for("benchtop_workloads::worker");
+    // Short names and hidden plumbing first: the legend shows; `w` brings whole names.
+    tmux.wait_for("■ ours");
+    tmux.keys("w");
+    let screen = tmux.wait_for("benchtop_workloads::");
     assert!(screen.contains("bt-ring"), "{screen}");
 
     tmux.keys("b");

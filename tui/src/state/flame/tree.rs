@@ -1,0 +1,583 @@
+//! The tree the flame pane lays out: the profile with its hidden frames merged into their
+//! callers, as the Firefox Profiler's "merge function" does.
+//!
+//! A hidden frame's children become children of its nearest shown caller (merged with
+//! the children of the same name it has), and its self weight becomes the caller's. The
+//! total is unchanged, and a merged frame weighs the sum of what was merged into it.
+
+use std::collections::hash_map::Entry;
+
+use benchtop_sessions::{FrameId, NodeId, StackTree};
+use rustc_hash::FxHashMap;
+
+/// The frames hidden by default: Rust's, the C library's and tokio's plumbing between
+/// `main` (or a thread's start) and the code that does the work. `*` matches any run of
+/// characters; a pattern matches a whole frame name.
+pub const DEFAULT_HIDDEN: &[&str] = &[
+    "_start",
+    "__libc_start_main*",
+    "__libc_start_call_main",
+    "start_thread",
+    "clone",
+    "clone3",
+    "__clone*",
+    "std::rt::*",
+    "std::panicking::*",
+    "std::panic::*",
+    "std::sys::backtrace::*",
+    "std::sys_common::backtrace::*",
+    "std::sys::*::thread::Thread::new::thread_start",
+    "std::thread::Builder::spawn_unchecked_*",
+    "std::thread::local::LocalKey<*>::*",
+    "core::ops::function::*",
+    "<* as core::ops::function::FnOnce<*>>::call_once*",
+    "<alloc::boxed::Box<*> as core::ops::function::Fn*",
+    "<core::pin::Pin<*> as core::future::future::Future>::poll",
+    "tokio::runtime::context::*",
+    "tokio::runtime::runtime::Runtime::block_on*",
+    "tokio::runtime::scheduler::*::block_on*",
+    "tokio::runtime::scheduler::*::enter*",
+    "tokio::runtime::scheduler::*::run*",
+    "tokio::runtime::scheduler::*::Context::run*",
+    "tokio::runtime::task::*",
+    "tokio::runtime::coop::*",
+    "tokio::runtime::blocking::*",
+    "tokio::loom::*",
+];
+
+/// The most patterns a pane takes, and the longest one: matching stays cheap however
+/// many frames a profile has (`benches/flame.rs`).
+pub const MAX_PATTERNS: usize = 256;
+/// See [`MAX_PATTERNS`].
+pub const MAX_PATTERN_LEN: usize = 512;
+
+/// Patterns of frame names to hide, grouped by their first byte so that a name is only
+/// tried against the patterns that can match it.
+#[derive(Debug, Clone)]
+pub struct HidePatterns {
+    patterns: Vec<Box<[u8]>>,
+    /// Per first byte of a name, the patterns that start with it; `any`: those that start
+    /// with `*`.
+    by_first: Vec<Vec<u16>>,
+    any: Vec<u16>,
+}
+
+impl Default for HidePatterns {
+    fn default() -> Self {
+        HidePatterns::new(DEFAULT_HIDDEN.iter().copied())
+    }
+}
+
+impl HidePatterns {
+    /// The patterns given (empty ones ignored), at most [`MAX_PATTERNS`] of at most
+    /// [`MAX_PATTERN_LEN`] bytes each (longer ones are left out).
+    pub fn new<'a>(patterns: impl IntoIterator<Item = &'a str>) -> Self {
+        let patterns: Vec<Box<[u8]>> = patterns
+            .into_iter()
+            .filter(|p| !p.is_empty() && p.len() <= MAX_PATTERN_LEN)
+            .take(MAX_PATTERNS)
+            .map(|p| Box::from(p.as_bytes()))
+            .collect();
+        let mut by_first = vec![Vec::new(); 256];
+        let mut any = Vec::new();
+        for (i, p) in patterns.iter().enumerate() {
+            match p[0] {
+                b'*' => any.push(i as u16),
+                b => by_first[usize::from(b)].push(i as u16),
+            }
+        }
+        HidePatterns {
+            patterns,
+            by_first,
+            any,
+        }
+    }
+
+    /// The patterns, as given.
+    pub fn patterns(&self) -> impl Iterator<Item = &str> {
+        self.patterns
+            .iter()
+            .map(|p| std::str::from_utf8(p).unwrap_or(""))
+    }
+
+    /// Whether `name` matches a pattern.
+    pub fn matches(&self, name: &str) -> bool {
+        let name = name.as_bytes();
+        let Some(&first) = name.first() else {
+            return false;
+        };
+        self.by_first[usize::from(first)]
+            .iter()
+            .chain(&self.any)
+            .any(|&i| {
+                let pattern = &self.patterns[usize::from(i)];
+                // Most patterns are a literal prefix and a star: compared at once.
+                let literal = pattern
+                    .iter()
+                    .position(|&b| b == b'*')
+                    .unwrap_or(pattern.len());
+                name.starts_with(&pattern[..literal]) && glob(pattern, name)
+            })
+    }
+
+    /// Whether each frame of `tree` is hidden, by [`FrameId`], into `out`; empty when
+    /// `on` is false.
+    pub fn hidden_frames(&self, tree: &StackTree, on: bool, out: &mut Vec<bool>) {
+        out.clear();
+        if !on || self.patterns.is_empty() {
+            return;
+        }
+        out.extend((0..tree.frame_count()).map(|i| self.matches(tree.name(FrameId(i as u32)))));
+    }
+}
+
+/// Whether `name` matches `pattern` as a whole, `*` matching any run of bytes (the
+/// classic two-pointer match: linear unless stars backtrack).
+fn glob(pattern: &[u8], name: &[u8]) -> bool {
+    let (mut p, mut n) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while n < name.len() {
+        match pattern.get(p) {
+            Some(b'*') => {
+                star = Some((p, n));
+                p += 1;
+            }
+            Some(&c) if c == name[n] => {
+                p += 1;
+                n += 1;
+            }
+            _ => match star {
+                Some((sp, sn)) => {
+                    p = sp + 1;
+                    n = sn + 1;
+                    star = Some((sp, sn + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(|&c| c == b'*')
+}
+
+/// One node of a [`ViewTree`].
+#[derive(Debug, Clone, Copy)]
+pub struct ViewNode {
+    /// Its frame, an id of the profile's [`StackTree`].
+    pub frame: FrameId,
+    /// Its caller; the root is its own.
+    pub parent: NodeId,
+    /// Weight of the stacks ending here, hidden callees' included.
+    pub self_weight: u64,
+    /// Weight of the stacks through here.
+    pub total_weight: u64,
+}
+
+/// The profile as laid out: nodes in an order where every parent comes before its
+/// children, their children in one flat array. Building one reuses the buffers of the
+/// last, so a new profile once a second allocates nothing once warm.
+#[derive(Debug)]
+pub struct ViewTree {
+    nodes: Vec<ViewNode>,
+    /// The children of node `i` are `children[starts[i]..starts[i + 1]]`.
+    starts: Vec<u32>,
+    children: Vec<NodeId>,
+    /// Nodes of the profile merged into their callers.
+    merged: usize,
+    // Reused while building.
+    map: Vec<NodeId>,
+    index: FxHashMap<(u32, u32), u32>,
+    /// Per node of the profile, whether it adopts hidden callees' callees; per node of
+    /// this tree, the first node of the profile merged into it, and whether its children
+    /// are in `index`.
+    adopts: Vec<bool>,
+    first_source: Vec<u32>,
+    indexed: Vec<bool>,
+}
+
+impl Default for ViewTree {
+    /// The tree of an empty profile: a root alone.
+    fn default() -> Self {
+        let mut tree = ViewTree {
+            nodes: Vec::new(),
+            starts: Vec::new(),
+            children: Vec::new(),
+            merged: 0,
+            map: Vec::new(),
+            index: FxHashMap::default(),
+            adopts: Vec::new(),
+            first_source: Vec::new(),
+            indexed: Vec::new(),
+        };
+        tree.build(&StackTree::new(), &[]);
+        tree
+    }
+}
+
+impl ViewTree {
+    /// Rebuilds the tree from `tree` with the frames `hidden` (by [`FrameId`]; empty:
+    /// none) merged into their callers.
+    pub fn build(&mut self, tree: &StackTree, hidden: &[bool]) {
+        let root = tree.root();
+        self.nodes.clear();
+        self.merged = 0;
+        self.nodes.push(ViewNode {
+            frame: root.frame,
+            parent: NodeId::ROOT,
+            self_weight: root.self_weight,
+            total_weight: root.total_weight,
+        });
+        let hiding = hidden.contains(&true);
+        let is_hidden = |frame: FrameId| hiding && hidden.get(frame.0 as usize) == Some(&true);
+        self.map.clear();
+        self.map.resize(tree.node_count(), NodeId::ROOT);
+        self.index.clear();
+        self.first_source.clear();
+        self.first_source.push(0);
+        self.indexed.clear();
+        // Which nodes of the profile adopt the callees of hidden callees: only under those,
+        // and under nodes that two sources merged into, can children of one name meet, so
+        // only their children are looked up (hashing every node would cost more than the
+        // rest of the build).
+        self.adopts.clear();
+        if hiding {
+            let reps = &mut self.map;
+            self.adopts.resize(tree.node_count(), false);
+            for i in 1..tree.node_count() {
+                let node = tree.node(NodeId(i as u32));
+                let p = node.parent.0 as usize;
+                let rep = if p < i { reps[p] } else { NodeId::ROOT };
+                if is_hidden(node.frame) {
+                    reps[i] = rep;
+                    self.adopts[rep.0 as usize] = true;
+                } else {
+                    reps[i] = NodeId(i as u32);
+                }
+            }
+        }
+        self.indexed
+            .push(self.adopts.first().copied().unwrap_or(false));
+        // A StackTree creates every node under an existing one, so a parent's id is below
+        // its children's: one pass in id order sees each caller first.
+        for i in 1..tree.node_count() {
+            let node = tree.node(NodeId(i as u32));
+            let p = node.parent.0 as usize;
+            let parent = if p < i { self.map[p] } else { NodeId::ROOT };
+            if is_hidden(node.frame) {
+                self.map[i] = parent;
+                let p = &mut self.nodes[parent.0 as usize];
+                p.self_weight = p.self_weight.saturating_add(node.self_weight);
+                self.merged += 1;
+                continue;
+            }
+            let id = self.nodes.len() as u32;
+            if self.indexed[parent.0 as usize] {
+                // Children of a node with hidden callees meet children of the same name
+                // from elsewhere: merged into one.
+                match self.index.entry((parent.0, node.frame.0)) {
+                    Entry::Occupied(e) => {
+                        let at = *e.get();
+                        let n = &mut self.nodes[at as usize];
+                        n.self_weight = n.self_weight.saturating_add(node.self_weight);
+                        n.total_weight = n.total_weight.saturating_add(node.total_weight);
+                        self.map[i] = NodeId(at);
+                        if !self.indexed[at as usize] {
+                            // Two sources now: the children made from the first (which
+                            // adopted none, or it would be indexed) go into the index.
+                            self.indexed[at as usize] = true;
+                            let first = NodeId(self.first_source[at as usize]);
+                            for &c in &tree.node(first).children {
+                                if (c.0 as usize) < i {
+                                    let view = self.map[c.0 as usize];
+                                    self.index.insert((at, tree.node(c).frame.0), view.0);
+                                }
+                            }
+                        }
+                        continue;
+                    }
+                    Entry::Vacant(e) => {
+                        e.insert(id);
+                    }
+                }
+            }
+            self.map[i] = NodeId(id);
+            self.first_source.push(i as u32);
+            self.indexed
+                .push(self.adopts.get(i).copied().unwrap_or(false));
+            self.nodes.push(ViewNode {
+                frame: node.frame,
+                parent,
+                self_weight: node.self_weight,
+                total_weight: node.total_weight,
+            });
+        }
+        // The children, grouped by parent (a counting sort, in id order within each).
+        let count = self.nodes.len();
+        self.starts.clear();
+        self.starts.resize(count + 1, 0);
+        for n in &self.nodes[1..] {
+            self.starts[n.parent.0 as usize + 1] += 1;
+        }
+        for i in 1..=count {
+            self.starts[i] += self.starts[i - 1];
+        }
+        self.children.clear();
+        self.children.resize(count - 1, NodeId::ROOT);
+        // The map is no longer needed: it holds each parent's next free place.
+        self.map.clear();
+        self.map
+            .extend(self.starts[..count].iter().map(|&s| NodeId(s)));
+        for (i, n) in self.nodes.iter().enumerate().skip(1) {
+            let slot = &mut self.map[n.parent.0 as usize];
+            self.children[slot.0 as usize] = NodeId(i as u32);
+            slot.0 += 1;
+        }
+    }
+
+    /// A node. Panics on an id this tree did not hand out.
+    pub fn node(&self, id: NodeId) -> &ViewNode {
+        &self.nodes[id.0 as usize]
+    }
+
+    /// Whether `id` is a node of this tree.
+    pub fn has(&self, id: NodeId) -> bool {
+        (id.0 as usize) < self.nodes.len()
+    }
+
+    /// The children of `id`, in no particular order.
+    pub fn children(&self, id: NodeId) -> &[NodeId] {
+        let i = id.0 as usize;
+        match (self.starts.get(i), self.starts.get(i + 1)) {
+            (Some(&a), Some(&b)) => &self.children[a as usize..b as usize],
+            _ => &[],
+        }
+    }
+
+    /// Nodes, the root included.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The total weight.
+    pub fn total_weight(&self) -> u64 {
+        self.nodes.first().map_or(0, |n| n.total_weight)
+    }
+
+    /// Nodes of the profile merged into their callers.
+    pub fn merged(&self) -> usize {
+        self.merged
+    }
+
+    /// The one child of `id` at least `min_weight` heavy, when everything else under it
+    /// (its self weight and its other children) weighs less than `min_weight`: `id` is
+    /// then a link of a chain that a flamegraph draws as boxes of one width.
+    pub fn only_child(&self, id: NodeId, min_weight: f64) -> Option<NodeId> {
+        let mut found = None;
+        for &c in self.children(id) {
+            if self.node(c).total_weight as f64 >= min_weight {
+                if found.is_some() {
+                    return None;
+                }
+                found = Some(c);
+            }
+        }
+        let child = found?;
+        let rest = self.node(id).total_weight
+            - self
+                .node(child)
+                .total_weight
+                .min(self.node(id).total_weight);
+        ((rest as f64) < min_weight).then_some(child)
+    }
+}
+
+/// The nodes from a child of the root down to `node`; empty for the root.
+pub fn path_to(tree: &ViewTree, node: NodeId) -> Vec<NodeId> {
+    let mut path = Vec::new();
+    let mut n = node;
+    // A tree's parents lead to the root; the bound only guards against a malformed one.
+    while n != NodeId::ROOT && tree.has(n) && path.len() < tree.node_count() {
+        path.push(n);
+        n = tree.node(n).parent;
+    }
+    path.reverse();
+    path
+}
+
+/// A tree with the names of its frames.
+#[derive(Debug, Clone, Copy)]
+pub struct Named<'a> {
+    /// The laid-out tree.
+    pub view: &'a ViewTree,
+    /// The profile it was built from, which names its frames.
+    pub names: &'a StackTree,
+}
+
+impl Named<'_> {
+    fn name(&self, node: NodeId) -> &str {
+        self.names.name(self.view.node(node).frame)
+    }
+}
+
+/// The nodes of `new` named as `path` of `old` is, from the root down, as far as they
+/// exist. With `through`, a name that is not a child's is also looked for below the
+/// children that match those patterns (frames shown again after being hidden), and a
+/// name not found at all is skipped (frames hidden now) rather than ending the path.
+pub fn resolve(
+    old: Named<'_>,
+    path: &[NodeId],
+    new: Named<'_>,
+    through: Option<&HidePatterns>,
+) -> Vec<NodeId> {
+    let mut parent = NodeId::ROOT;
+    let mut todo = Vec::new();
+    for &n in path {
+        if !old.view.has(n) {
+            break;
+        }
+        let name = old.name(n);
+        let mut found = new
+            .view
+            .children(parent)
+            .iter()
+            .copied()
+            .find(|&c| new.name(c) == name);
+        if let (None, Some(patterns)) = (found, through) {
+            // Depth first through the frames the patterns hide, a bounded number of them.
+            todo.clear();
+            todo.extend(new.view.children(parent).iter().copied());
+            let mut budget = 100_000usize;
+            while let Some(c) = todo.pop() {
+                budget = budget.saturating_sub(1);
+                if budget == 0 {
+                    break;
+                }
+                if new.name(c) == name {
+                    found = Some(c);
+                    break;
+                }
+                if patterns.matches(new.name(c)) {
+                    todo.extend(new.view.children(c).iter().copied());
+                }
+            }
+        }
+        match found {
+            Some(c) => parent = c,
+            None if through.is_some() => {}
+            None => break,
+        }
+    }
+    path_to(new.view, parent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_whole_names_with_stars_anywhere() {
+        for (pattern, name, matches) in [
+            ("std::rt::*", "std::rt::lang_start", true),
+            ("std::rt::*", "std::rtx", false),
+            ("main", "main", true),
+            ("main", "main2", false),
+            ("*::poll", "a::b::poll", true),
+            ("*::poll", "a::b::poll_next", false),
+            ("a*b*c", "axxbyyc", true),
+            ("a*b*c", "axxbyy", false),
+            ("**", "", true),
+            (
+                "<* as core::ops::function::FnOnce<*>>::call_once*",
+                "<F as core::ops::function::FnOnce<()>>::call_once{{vtable.shim}}",
+                true,
+            ),
+        ] {
+            assert_eq!(
+                glob(pattern.as_bytes(), name.as_bytes()),
+                matches,
+                "{pattern} {name}"
+            );
+        }
+    }
+
+    #[test]
+    fn patterns_are_tried_by_first_byte_and_stars_everywhere() {
+        let p = HidePatterns::new(["std::*", "*poll", "", "x"]);
+        assert!(p.matches("std::rt::x"));
+        assert!(p.matches("tokio::poll"));
+        assert!(!p.matches("core::x"));
+        assert!(!p.matches(""));
+        assert_eq!(p.patterns().count(), 3);
+        let too_long = "a".repeat(MAX_PATTERN_LEN + 1);
+        assert_eq!(HidePatterns::new([too_long.as_str()]).patterns().count(), 0);
+    }
+
+    /// The stacks of `view` as sorted folded lines.
+    fn folded(view: &ViewTree, names: &StackTree) -> Vec<String> {
+        let mut lines = Vec::new();
+        for i in 1..view.node_count() {
+            let n = NodeId(i as u32);
+            if view.node(n).self_weight == 0 {
+                continue;
+            }
+            let path: Vec<&str> = path_to(view, n)
+                .iter()
+                .map(|&p| names.name(view.node(p).frame))
+                .collect();
+            lines.push(format!("{} {}", path.join(";"), view.node(n).self_weight));
+        }
+        lines.sort();
+        lines
+    }
+
+    #[test]
+    fn hidden_frames_merge_as_if_the_stacks_never_had_them() {
+        // Random trees over a few names, some hidden: the tree built in one pass equals
+        // the one built stack by stack with the hidden frames left out.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for round in 0..200 {
+            let mut tree = StackTree::new();
+            for _ in 0..1 + next(40) {
+                let depth = 1 + next(7) as usize;
+                let stack: Vec<String> = (0..depth).map(|_| format!("f{}", next(6))).collect();
+                tree.add_names(stack.iter().map(String::as_str), 1 + next(5));
+            }
+            let hidden: Vec<bool> = (0..tree.frame_count()).map(|_| next(3) == 0).collect();
+            let mut expected = StackTree::new();
+            tree.for_each_stack(|frames, weight| {
+                let kept: Vec<&str> = frames
+                    .iter()
+                    .filter(|f| !hidden[f.0 as usize])
+                    .map(|&f| tree.name(f))
+                    .collect();
+                expected.add_names(kept, weight);
+            });
+            let mut view = ViewTree::default();
+            view.build(&tree, &hidden);
+            let mut reference = ViewTree::default();
+            reference.build(&expected, &[]);
+            assert_eq!(
+                folded(&view, &tree),
+                folded(&reference, &expected),
+                "round {round}"
+            );
+            // Stacks made only of hidden frames end at the root.
+            let lost: u64 = {
+                let mut lost = 0;
+                tree.for_each_stack(|frames, weight| {
+                    if frames.iter().all(|f| hidden[f.0 as usize]) {
+                        lost += weight;
+                    }
+                });
+                lost
+            };
+            assert_eq!(view.node(NodeId::ROOT).self_weight, lost);
+            assert_eq!(view.total_weight(), tree.total_weight());
+        }
+    }
+}
