@@ -669,6 +669,9 @@ pub struct RecordArgs {
     /// panes and scrolling the flamegraph.
     #[arg(long, global = true)]
     pub no_mouse: bool,
+    /// `--otlp` and its options: the run streamed to an OpenTelemetry Collector.
+    #[command(flatten)]
+    pub otlp: Box<crate::otlp::OtlpArgs>,
 }
 
 /// The defaults are the command line's: one source of truth.

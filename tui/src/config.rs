@@ -12,6 +12,8 @@
 //! profile = "cpu"
 //! unwind = "dwarf"
 //! stack-size = 16384
+//! otlp = "http://localhost:4317"   # stream every run to an OpenTelemetry Collector
+//! otlp-headers = "authorization=Bearer%20…"
 //! ```
 //!
 //! Values go through the option's own parser, so the config accepts exactly what the
@@ -37,6 +39,10 @@ pub const RECORD_KEYS: &[&str] = &[
     "per-thread",
     "quiet",
     "no-mouse",
+    "otlp",
+    "otlp-protocol",
+    "otlp-headers",
+    "otlp-ca",
 ];
 
 /// A config file that was read: its path and `[record]`'s values as the command line

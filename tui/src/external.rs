@@ -53,6 +53,7 @@ pub(crate) fn command_options(command: &[OsString], record: &RecordArgs) -> Resu
         program: benchtop_exe()?.into_os_string(),
         args,
         command_line: crate::command_line(),
+        stream: record.otlp.stream()?,
         ..record::options_from(record)
     };
     Ok(opts)
@@ -111,6 +112,7 @@ pub fn attach(pid: u32, record: RecordArgs) -> Result<ExitCode> {
         program: OsString::new(),
         args: Vec::new(),
         command_line: crate::command_line(),
+        stream: record.otlp.stream()?,
         ..record::options_from(&record)
     };
     report(&record::headless(&opts, record.quiet)?)
