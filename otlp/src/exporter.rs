@@ -52,6 +52,9 @@ pub(crate) struct Counts {
     pub(crate) rejected: AtomicU64,
     pub(crate) last_error: Mutex<Option<String>>,
     pub(crate) last_rejection: Mutex<Option<String>>,
+    /// The last batch failed every attempt: the next gets one attempt, not the retries,
+    /// so a collector that is away costs one refused connection per batch.
+    pub(crate) down: AtomicBool,
 }
 
 impl Counts {
@@ -84,7 +87,12 @@ impl Counts {
         payload: &Payload,
         hurry: &AtomicBool,
     ) -> bool {
-        for attempt in 0..opts.attempts.max(1) {
+        let attempts = if self.down.load(Ordering::Relaxed) {
+            1
+        } else {
+            opts.attempts.max(1)
+        };
+        for attempt in 0..attempts {
             if attempt > 0 {
                 if hurry.load(Ordering::SeqCst) {
                     break;
@@ -109,6 +117,7 @@ impl Counts {
                             .lock()
                             .unwrap_or_else(PoisonError::into_inner) = Some(why);
                     }
+                    self.down.store(false, Ordering::Relaxed);
                     return true;
                 }
                 Err(e) => {
@@ -120,6 +129,7 @@ impl Counts {
             }
         }
         self.failed.fetch_add(1, Ordering::Relaxed);
+        self.down.store(true, Ordering::Relaxed);
         false
     }
 }

@@ -93,6 +93,52 @@ impl OtlpArgs {
     }
 }
 
+/// `benchtop export DIR --otlp ENDPOINT`: the session in `dir` (or every run of the
+/// series in it) sent with its original times; one line per session says what arrived.
+/// Fails when a batch did not arrive.
+pub fn export(dir: &std::path::Path, args: &OtlpArgs) -> anyhow::Result<std::process::ExitCode> {
+    use anyhow::Context as _;
+    use benchtop_sessions::escape::Escaped;
+    use benchtop_sessions::series::{SERIES_FILE, Series};
+    let Some(opts) = args.options()? else {
+        anyhow::bail!("export to OTLP needs --otlp ENDPOINT");
+    };
+    let shown = |d: &std::path::Path| Escaped(&d.display().to_string()).to_string();
+    let dirs: Vec<PathBuf> = if std::fs::symlink_metadata(dir.join(SERIES_FILE)).is_ok()
+        && std::fs::symlink_metadata(dir.join(benchtop_sessions::store::SESSION_FILE)).is_err()
+    {
+        let series =
+            Series::load(dir).with_context(|| format!("cannot open the series {}", shown(dir)))?;
+        series.sessions.iter().map(|(_, s)| s.dir.clone()).collect()
+    } else {
+        vec![dir.to_owned()]
+    };
+    let mut all_arrived = true;
+    for d in dirs {
+        let report = benchtop_otlp::replay(&d, &opts)
+            .with_context(|| format!("cannot send {}", shown(&d)))?;
+        for w in report.warnings() {
+            eprintln!("benchtop: warning: {}", Escaped(&w));
+        }
+        all_arrived &= report.dropped() == 0;
+        println!(
+            "{}: {} requests ({} profiles, {} metrics; {} bytes) to {} ({})",
+            shown(&d),
+            report.requests,
+            report.profile_requests,
+            report.metric_requests,
+            report.bytes,
+            opts.endpoint,
+            opts.protocol.name()
+        );
+    }
+    Ok(if all_arrived {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    })
+}
+
 /// benchtop's command line as a session records it: the value of `--otlp-headers`
 /// replaced by its keys with `<redacted>` values.
 pub fn redact_command_line(args: Vec<String>) -> Vec<String> {

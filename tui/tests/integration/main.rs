@@ -21,6 +21,7 @@ mod long_session;
 mod manual;
 mod messenger;
 mod netns;
+mod otlp;
 mod process_tree;
 mod reap;
 mod record;
