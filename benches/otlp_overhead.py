@@ -108,6 +108,7 @@ def main():
     ap.add_argument("--duration", default="10s")
     ap.add_argument("--down", type=int, default=600, help="seconds of the collector-away run")
     ap.add_argument("--profile", default="release", choices=["release", "debug"])
+    ap.add_argument("--only-down", action="store_true", help="measure the collector-away run only")
     args = ap.parse_args()
     build = ["cargo", "build", "-q", "-p", "benchtop"] + (["--release"] if args.profile == "release" else [])
     subprocess.run(build, cwd=ROOT, check=True)
@@ -115,7 +116,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         collector, port = start_collector(tmp)
         endpoint = f"http://127.0.0.1:{port}"
+        if args.only_down:
+            collector.kill()
         try:
+            if args.only_down:
+                raise StopIteration
             ring = ["--duration", args.duration]
             plain, streamed = [], []
             for r in range(args.rounds):
@@ -142,33 +147,45 @@ def main():
                 o = meta["otlp"]
                 print(f"{workload:<10}{rows:>6}{o['requests']:>10}{o['bytes']:>12,}"
                       f"{o['bytes'] / max(rows, 1):>16,.0f}{o['dropped']:>9}")
+        except StopIteration:
+            pass
         finally:
             collector.kill()
             collector.wait()
         print()
-        # The collector away: nobody listens on the port.
-        d = os.path.join(tmp, "down")
-        proc = subprocess.Popen([benchtop, "run", "ring", "--duration", f"{args.down}s", "--quiet",
-                                 "--record", d, "--otlp", f"http://127.0.0.1:{free_port()}"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        samples = []
-        start = time.time()
-        while proc.poll() is None:
-            kb = rss_kb(proc.pid)
-            if kb is not None:
-                samples.append((time.time() - start, kb))
-            time.sleep(1)
-        with open(os.path.join(d, "session.json")) as f:
-            meta = json.load(f)
-        print(f"collector away for {args.down} s: recorder RSS (MiB) by time")
-        marks = [s for s in samples if s[0] >= 0]
-        for frac in [0.1, 0.25, 0.5, 0.75, 1.0]:
-            t, kb = marks[min(len(marks) - 1, int(frac * (len(marks) - 1)))]
-            print(f"  {t:6.0f} s  {kb / 1024:8.1f}")
-        print(f"  dropped batches: {meta['otlp']['dropped']}; status {meta['status']}")
+        # The collector away (nobody listens on the port) against no --otlp, one after the
+        # other: the recorder's own RSS grows with the stacks it learns either way.
+        print(f"ring for {args.down} s: recorder RSS (MiB) by time")
+        runs = {}
+        for label, otlp in [("no --otlp", None), ("collector away", f"http://127.0.0.1:{free_port()}")]:
+            d = os.path.join(tmp, "down-" + str(len(runs)))
+            cmd = [benchtop, "run", "ring", "--num-rounds", "1000000000", "--duration", f"{args.down}s",
+                   "--quiet", "--record", d]
+            if otlp:
+                cmd += ["--otlp", otlp]
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            samples = []
+            start = time.time()
+            while proc.poll() is None:
+                kb = rss_kb(proc.pid)
+                if kb is not None:
+                    samples.append((time.time() - start, kb))
+                time.sleep(1)
+            with open(os.path.join(d, "session.json")) as f:
+                runs[label] = (samples, json.load(f))
+        fracs = [0.1, 0.25, 0.5, 0.75, 1.0]
+        print(f"{'t (s)':>8}" + "".join(f"{label:>18}" for label in runs))
+        for frac in fracs:
+            cells = []
+            for samples, _ in runs.values():
+                t, kb = samples[min(len(samples) - 1, int(frac * (len(samples) - 1)))]
+                cells.append(f"{kb / 1024:>18.1f}")
+            print(f"{frac * args.down:>8.0f}" + "".join(cells))
+        meta = runs["collector away"][1]
+        print(f"dropped batches: {meta['otlp']['dropped']}; status {meta['status']}")
         for w in meta["warnings"]:
             if w.startswith("OTLP"):
-                print("  " + w[:200])
+                print(w[:220])
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@
 //!
 //! A live run hands an [`Exporter`] each interval's stacks ([`Exporter::stacks`]) and row
 //! ([`Exporter::row`]); the exporter copies them into a bounded queue and returns, and its
-//! own thread builds and sends the requests. A saved session is sent with [`replay`].
+//! own thread builds and sends the requests. A saved session is sent with [`replay()`].
 //!
 //! ```
 //! use benchtop_otlp::{OtlpOptions, Protocol};

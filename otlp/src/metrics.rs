@@ -18,11 +18,11 @@ use crate::resource::{scope, string};
 
 /// The finest scale tried: buckets 2^(1/256) apart (0.27 %), finer than HdrHistogram's
 /// three significant digits need.
-const MAX_SCALE: i32 = 8;
+pub const MAX_SCALE: i32 = 8;
 /// At most this many buckets per data point: the scale is lowered until the values fit
 /// (the OpenTelemetry SDKs' default is 160; latency spans more octaves than a request
 /// size, so more are kept).
-const MAX_BUCKETS: i64 = 2048;
+pub const MAX_BUCKETS: i64 = 2048;
 
 /// The times of one row on the wall clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

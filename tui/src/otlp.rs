@@ -27,7 +27,7 @@ pub const HEADERS_ENV: &str = "OTEL_EXPORTER_OTLP_HEADERS";
 pub struct OtlpArgs {
     /// Stream every interval's profiles (on-CPU, off-CPU) and figures (counters,
     /// latency, resources) to an OpenTelemetry Collector as OTLP, e.g.
-    /// http://localhost:4317 (gRPC) or https://otel.example:4318 with `--otlp-protocol
+    /// `http://localhost:4317` (gRPC) or `https://otel.example:4318` with `--otlp-protocol
     /// http/protobuf`. The run and its session come first: a collector that is slow or
     /// away costs dropped batches (counted in the session's warnings), never the run.
     #[arg(long, global = true, value_name = "ENDPOINT", value_parser = parse_endpoint)]
