@@ -263,6 +263,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_config_file_may_set_the_endpoint_and_headers_and_refuses_a_bad_endpoint() {
+        use clap::CommandFactory as _;
+        let config = crate::config::Config::parse(
+            "[record]\notlp = \"http://127.0.0.1:4317\"\notlp-headers = \"authorization=t0ken\"\n",
+        )
+        .expect("valid TOML");
+        let command = config.apply(crate::Cli::command()).expect("valid values");
+        let matches = command
+            .try_get_matches_from(["benchtop", "run", "ring"])
+            .expect("parses");
+        let run = matches.subcommand_matches("run").expect("run");
+        assert_eq!(
+            run.get_one::<String>("otlp").map(String::as_str),
+            Some("http://127.0.0.1:4317")
+        );
+        let bad = crate::config::Config::parse("[record]\notlp = \"ftp://x\"\n").expect("TOML");
+        assert!(bad.apply(crate::Cli::command()).is_err());
+    }
+
+    #[test]
     fn header_values_are_redacted_from_the_recorded_command_line() {
         let args = [
             "benchtop",
