@@ -645,6 +645,9 @@ impl Run<'_> {
         })?;
         self.data.start_offset_s = now.duration_since(self.data.began).as_secs_f64();
         self.data.started_at = Some(now);
+        if let Some(stream) = &self.opts.stream {
+            stream.began(self.writer.meta(), std::time::SystemTime::now());
+        }
         if let Some(live) = &self.opts.live {
             let sampling = match &self.sampler {
                 Some(s) if s.kind().on_cpu() => {

@@ -41,6 +41,10 @@ impl Run<'_> {
         }
         self.write_profile(&mut warnings);
         self.write_tables(&mut warnings);
+        // The stream sends what it still holds (for a bounded time) and says what arrived.
+        if let Some(stream) = self.opts.stream.clone() {
+            self.writer.set_meta(|m| stream.finish(m));
+        }
         // How the run ended, with the reason when it did not end well.
         warnings.extend(ending.warnings());
         let status = ending.status();
@@ -166,6 +170,9 @@ impl Run<'_> {
                 Ok(profile) => {
                     if let Err(e) = self.writer.append_stacks(&profile.stacks) {
                         warnings.push(format!("per-interval stacks: {e}"));
+                    }
+                    if let Some(stream) = &self.opts.stream {
+                        stream.stacks(&profile.stacks);
                     }
                     // The sampler's start-up warnings are already in the session.
                     let known = &self.writer.meta().warnings;

@@ -54,6 +54,7 @@ pub mod machine;
 pub mod notice;
 mod options;
 mod rows;
+mod stream;
 mod streams;
 
 pub use driver::{RecordOutcome, record};
@@ -63,3 +64,4 @@ pub use live::{Control, Detail, LiveEvent, LiveLink, ProgressFigures};
 pub use machine::Ending;
 pub use notice::{Notice, NoticeKind};
 pub use options::{DEFAULT_SESSIONS_DIR, RecordOptions, Target};
+pub use stream::IntervalStream;

@@ -64,6 +64,9 @@ pub struct RecordOptions {
     /// raised after the recording began stops the worker, the second kills it. `None`:
     /// the recording hears none (a live consumer may still stop it).
     pub interrupts: Option<crate::Interrupts>,
+    /// Where the intervals also go as they are written (an OTLP exporter), off the
+    /// recorder's thread.
+    pub stream: Option<std::sync::Arc<dyn crate::IntervalStream>>,
 }
 
 impl Default for RecordOptions {
@@ -84,6 +87,7 @@ impl Default for RecordOptions {
             sampler: SamplerOptions::default(),
             live: None,
             interrupts: None,
+            stream: None,
         }
     }
 }

@@ -100,7 +100,11 @@ impl Run<'_> {
             }
         }
         let mut live_histograms = Vec::new();
+        let mut streamed = Vec::new();
         for (name, histogram) in histograms {
+            if self.opts.stream.is_some() {
+                streamed.push((name.clone(), histogram.clone()));
+            }
             row.latency
                 .insert(name.clone(), Percentiles::of(&histogram));
             self.writer
@@ -118,6 +122,9 @@ impl Run<'_> {
         }
         self.monitor_row(&mut row)?;
         self.writer.append_row(&row)?;
+        if let Some(stream) = &self.opts.stream {
+            stream.row(&row, &streamed);
+        }
         self.end_stacks_interval(tick.t_ns)?;
         self.publish(&row, live_histograms);
         self.data.last_t_ns = tick.t_ns;
@@ -150,6 +157,9 @@ impl Run<'_> {
         row.interval_s = t_s - self.data.last_t_ns as f64 / 1e9;
         self.monitor_row(&mut row)?;
         self.writer.append_row(&row)?;
+        if let Some(stream) = &self.opts.stream {
+            stream.row(&row, &[]);
+        }
         self.end_stacks_interval((t_s * 1e9) as u64)?;
         self.publish(&row, Vec::new());
         self.data.last_t_ns = (t_s * 1e9) as u64;
@@ -169,6 +179,9 @@ impl Run<'_> {
         sampler.mark_interval_end(self.data.start_monotonic_ns.saturating_add(t_ns));
         let chunk = sampler.take_stacks();
         self.writer.append_stacks(&chunk)?;
+        if let Some(stream) = &self.opts.stream {
+            stream.stacks(&chunk);
+        }
         Ok(())
     }
 

@@ -48,6 +48,33 @@ pub struct SessionMeta {
     /// ended; empty for other workloads.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<PhaseInfo>,
+    /// Where the run's profiles and figures were streamed as OTLP (`--otlp`), and what
+    /// arrived; absent when they were not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp: Option<OtlpInfo>,
+}
+
+/// A run's OTLP stream as session.json records it: the options without the values of
+/// the headers (tokens), and what was sent and dropped.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct OtlpInfo {
+    /// The collector's endpoint.
+    pub endpoint: String,
+    /// `grpc` or `http/protobuf`.
+    pub protocol: String,
+    /// The names of the headers sent (their values are not recorded).
+    #[serde(default)]
+    pub headers: Vec<String>,
+    /// Requests the collector took.
+    #[serde(default)]
+    pub requests: u64,
+    /// Their protobuf bytes.
+    #[serde(default)]
+    pub bytes: u64,
+    /// Batches that did not arrive (the warnings say why).
+    #[serde(default)]
+    pub dropped: u64,
 }
 
 impl SessionMeta {
@@ -76,6 +103,7 @@ impl SessionMeta {
             summary: Vec::new(),
             warnings: Vec::new(),
             phases: Vec::new(),
+            otlp: None,
         }
     }
 }

@@ -495,6 +495,11 @@ pub struct ExportArgs {
     /// (`cpu.10s-20s.speedscope.json`, `profile.10s-20s.pb.gz`).
     #[arg(long, value_name = "RANGE")]
     pub range: Option<benchtop_sessions::range::RangeSpec>,
+    /// `--otlp ENDPOINT`: send the session (every run of a series) to an OpenTelemetry
+    /// Collector as OTLP profiles and metrics with its original times, instead of
+    /// writing files.
+    #[command(flatten)]
+    pub otlp: Box<crate::otlp::OtlpArgs>,
 }
 
 /// The formats of `benchtop export`.
@@ -689,6 +694,9 @@ pub struct RecordArgs {
     /// panes and scrolling the flamegraph.
     #[arg(long, global = true)]
     pub no_mouse: bool,
+    /// `--otlp` and its options: the run streamed to an OpenTelemetry Collector.
+    #[command(flatten)]
+    pub otlp: Box<crate::otlp::OtlpArgs>,
 }
 
 /// The defaults are the command line's: one source of truth.

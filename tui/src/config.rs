@@ -12,9 +12,11 @@
 //! profile = "cpu"
 //! unwind = "dwarf"
 //! stack-size = 16384
+//! otlp = "http://localhost:4317"   # stream every run to an OpenTelemetry Collector
+//! otlp-headers = "authorization=Bearer%20…"
 //!
 //! [tui]
-//! flame-short-names = true   # the flamegraph's names shortened (`a` toggles)
+//! flame-short-names = true   # the flamegraph's names shortened (`w` toggles)
 //! flame-hide = true          # frames matching flame-hide-frames merged into callers (`x`)
 //! flame-hide-frames = ["std::rt::*", "tokio::runtime::task::*"]  # replaces the defaults
 //! ```
@@ -43,6 +45,10 @@ pub const RECORD_KEYS: &[&str] = &[
     "per-thread",
     "quiet",
     "no-mouse",
+    "otlp",
+    "otlp-protocol",
+    "otlp-headers",
+    "otlp-ca",
 ];
 
 /// The keys of `[tui]`: how the TUI shows things.

@@ -48,6 +48,9 @@ const NS_PER_MS: f64 = 1e6;
 /// error (a full disk) leaves no partial, empty or temporary file where a file was
 /// promised. Large outputs (speedscope, pprof) are written as they are made.
 pub fn export(args: &ExportArgs) -> Result<ExitCode> {
+    if args.otlp.otlp.is_some() {
+        return crate::otlp::export(&args.dir, &args.otlp);
+    }
     if let Some(range) = &args.range {
         return export_range(args, range);
     }

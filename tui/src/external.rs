@@ -53,6 +53,7 @@ pub(crate) fn command_options(command: &[OsString], record: &RecordArgs) -> Resu
         program: benchtop_exe()?.into_os_string(),
         args,
         command_line: crate::command_line(),
+        stream: record.otlp.stream()?,
         ..record::options_from(record)
     };
     Ok(opts)
@@ -118,6 +119,7 @@ pub(crate) fn attach_options(pid: u32, record: &RecordArgs) -> Result<RecordOpti
         program: OsString::new(),
         args: Vec::new(),
         command_line: crate::command_line(),
+        stream: record.otlp.stream()?,
         ..record::options_from(record)
     };
     Ok(opts)

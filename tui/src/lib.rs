@@ -12,6 +12,7 @@ mod export;
 mod external;
 mod manual;
 mod processes;
+pub mod otlp;
 mod reap;
 pub mod record;
 pub mod series;
@@ -164,6 +165,7 @@ pub(crate) fn workload_options(workload: Workload, record: &RecordArgs) -> Resul
         program: program.into_os_string(),
         args,
         command_line: command_line(),
+        stream: record.otlp.stream()?,
         ..record::options_from(record)
     };
     // Our own workers keep frame pointers (.cargo/config.toml): the cheapest recording,
@@ -180,9 +182,11 @@ pub(crate) fn workload_options(workload: Workload, record: &RecordArgs) -> Resul
 /// UTF-8 shown as U+FFFD (`std::env::args` would panic on it; the command itself is run
 /// from the `OsString`s clap parsed, exactly as given).
 pub(crate) fn command_line() -> Vec<String> {
-    std::env::args_os()
-        .map(|arg| arg.to_string_lossy().into_owned())
-        .collect()
+    otlp::redact_command_line(
+        std::env::args_os()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect(),
+    )
 }
 
 /// Prints how a recording ended; the exit code says whether it ended well.

@@ -17,7 +17,7 @@ use progress::Progress;
 
 /// Options with how to record taken from the command line (directory, duration,
 /// interval, sampling); the caller names what to record (target, workload, program,
-/// arguments, parameters).
+/// arguments, parameters) and adds the OTLP stream (`args.otlp.stream()`).
 pub fn options_from(args: &RecordArgs) -> RecordOptions {
     RecordOptions {
         dir: args.record.clone(),

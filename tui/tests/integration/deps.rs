@@ -1,5 +1,6 @@
 //! The crates depend on each other in one direction only (DESIGN.md): tui -> all,
-//! record -> {protocol, profilers, sessions}, workloads -> protocol, profilers -> sessions;
+//! record -> {protocol, profilers, sessions}, workloads -> protocol, profilers -> sessions,
+//! otlp -> sessions;
 //! sessions and protocol depend on no benchtop crate, and nothing depends on tui.
 
 use std::collections::BTreeMap;
@@ -48,6 +49,7 @@ fn crate_dependencies_point_one_way() {
         (
             "benchtop",
             &[
+                "benchtop-otlp",
                 "benchtop-profilers",
                 "benchtop-protocol",
                 "benchtop-record",
@@ -55,6 +57,7 @@ fn crate_dependencies_point_one_way() {
                 "benchtop-workloads",
             ][..],
         ),
+        ("benchtop-otlp", &["benchtop-sessions"][..]),
         ("benchtop-profilers", &["benchtop-sessions"][..]),
         (
             "benchtop-record",

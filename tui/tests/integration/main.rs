@@ -23,6 +23,7 @@ mod manual;
 mod memory;
 mod messenger;
 mod netns;
+mod otlp;
 mod process_tree;
 mod reap;
 mod record;

@@ -1,0 +1,474 @@
+//! Per-interval stacks as one OTLP profiles request: its own dictionary (strings,
+//! functions, locations, stacks, thread attributes) holding exactly what its profiles
+//! reference, so that a collector that has just restarted resolves all it receives.
+//!
+//! One profile per kind (on-CPU samples, off-CPU nanoseconds); one sample per (thread,
+//! stack) carrying a value and a timestamp (the middle of its interval) per interval the
+//! request covers.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use benchtop_sessions::intervals::{IntervalStacks, StacksChunk};
+use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, any_value::Value};
+use opentelemetry_proto::tonic::profiles::v1development::{
+    Function, KeyValueAndUnit, Line, Link, Location, Mapping, Profile, ProfilesDictionary,
+    ResourceProfiles, Sample, ScopeProfiles, Stack, ValueType,
+};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+
+use crate::resource::scope;
+
+/// Frames past this depth are not walked (a stack table that loops cannot hang the walk).
+const MAX_DEPTH: usize = 4096;
+
+/// Weights of one interval: (tid, stack, weight) per kind, times in ns from the run's
+/// start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BatchInterval {
+    /// Where it begins, ns from the run's start.
+    pub t0_ns: u64,
+    /// Where it ends, ns from the run's start.
+    pub t1_ns: u64,
+    /// On-CPU samples per (tid, stack).
+    pub cpu: Vec<(u32, u32, u64)>,
+    /// Off-CPU nanoseconds per (tid, stack).
+    pub offcpu: Vec<(u32, u32, u64)>,
+}
+
+/// Where stacks' frames and threads' names are looked up.
+pub trait StackSource {
+    /// Pushes stack `id`'s frame names onto `out`, innermost first.
+    fn frames<'a>(&'a self, id: u32, out: &mut Vec<&'a str>);
+    /// Thread `tid`'s name, when known.
+    fn thread(&self, tid: u32) -> Option<&str>;
+}
+
+/// The frames, stacks and threads a live run has defined so far, as its
+/// [`StacksChunk`]s hand them out (each chunk's ids may use any earlier chunk's).
+#[derive(Debug, Default)]
+pub struct StackTable {
+    frames: HashMap<u32, String>,
+    stacks: HashMap<u32, (Option<u32>, u32)>,
+    threads: HashMap<u32, String>,
+}
+
+impl StackTable {
+    /// Learns a chunk's new frames, stacks and threads.
+    pub fn add(&mut self, chunk: &StacksChunk) {
+        for (id, name) in &chunk.frames {
+            self.frames.insert(*id, name.clone());
+        }
+        for s in &chunk.stacks {
+            self.stacks.insert(s.id, (s.parent, s.frame));
+        }
+        for (tid, name) in &chunk.threads {
+            self.threads.insert(*tid, name.clone());
+        }
+    }
+
+    /// How many stacks it holds.
+    pub fn len(&self) -> usize {
+        self.stacks.len()
+    }
+
+    /// Whether it holds no stack.
+    pub fn is_empty(&self) -> bool {
+        self.stacks.is_empty()
+    }
+}
+
+impl StackSource for StackTable {
+    fn frames<'a>(&'a self, id: u32, out: &mut Vec<&'a str>) {
+        let mut at = Some(id);
+        while let Some(stack) = at {
+            let Some(&(parent, frame)) = self.stacks.get(&stack) else {
+                break;
+            };
+            out.push(self.frames.get(&frame).map_or("[?]", String::as_str));
+            if out.len() >= MAX_DEPTH {
+                break;
+            }
+            at = parent;
+        }
+    }
+
+    fn thread(&self, tid: u32) -> Option<&str> {
+        self.threads.get(&tid).map(String::as_str)
+    }
+}
+
+impl StackSource for IntervalStacks {
+    fn frames<'a>(&'a self, id: u32, out: &mut Vec<&'a str>) {
+        let mut frames = self.stack_frames(id);
+        frames.reverse();
+        out.extend(frames);
+    }
+
+    fn thread(&self, tid: u32) -> Option<&str> {
+        self.threads.get(&tid).map(String::as_str)
+    }
+}
+
+/// Picks one kind's weights of an interval.
+type Weights = fn(&BatchInterval) -> &Vec<(u32, u32, u64)>;
+
+/// What a profile says of its sampling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Sampling {
+    /// On-CPU sampling frequency, Hz (the period is its inverse); 0 when unknown.
+    pub frequency_hz: u64,
+}
+
+/// The dictionary of one request, interning as the profiles reference.
+#[derive(Default)]
+struct Dictionary {
+    out: ProfilesDictionary,
+    strings: HashMap<String, i32>,
+    functions: HashMap<i32, i32>,
+    stacks: HashMap<u32, i32>,
+    threads: HashMap<u32, [i32; 2]>,
+    scratch: Vec<i32>,
+}
+
+impl Dictionary {
+    fn new() -> Self {
+        let mut d = Dictionary::default();
+        // Index 0 of every table is its zero value, as the format asks.
+        d.out.string_table.push(String::new());
+        d.strings.insert(String::new(), 0);
+        d.out.mapping_table.push(Mapping::default());
+        d.out.location_table.push(Location::default());
+        d.out.function_table.push(Function::default());
+        d.out.link_table.push(Link::default());
+        d.out.stack_table.push(Stack::default());
+        d.out.attribute_table.push(KeyValueAndUnit::default());
+        d
+    }
+
+    fn string(&mut self, s: &str) -> i32 {
+        if let Some(&i) = self.strings.get(s) {
+            return i;
+        }
+        let i = index(self.out.string_table.len());
+        self.out.string_table.push(s.to_owned());
+        self.strings.insert(s.to_owned(), i);
+        i
+    }
+
+    /// The location of a frame named `name` (one function, one location per name).
+    fn location(&mut self, name: &str) -> i32 {
+        let name = self.string(name);
+        if let Some(&i) = self.functions.get(&name) {
+            return i;
+        }
+        let function = index(self.out.function_table.len());
+        self.out.function_table.push(Function {
+            name_strindex: name,
+            system_name_strindex: name,
+            ..Function::default()
+        });
+        let location = index(self.out.location_table.len());
+        self.out.location_table.push(Location {
+            lines: vec![Line {
+                function_index: function,
+                ..Line::default()
+            }],
+            ..Location::default()
+        });
+        self.functions.insert(name, location);
+        location
+    }
+
+    fn stack(&mut self, source: &dyn StackSource, id: u32) -> i32 {
+        if let Some(&i) = self.stacks.get(&id) {
+            return i;
+        }
+        let mut names = Vec::new();
+        source.frames(id, &mut names);
+        let mut locations = std::mem::take(&mut self.scratch);
+        locations.clear();
+        for name in names {
+            locations.push(self.location(name));
+        }
+        let i = index(self.out.stack_table.len());
+        self.out.stack_table.push(Stack {
+            location_indices: locations.clone(),
+        });
+        self.scratch = locations;
+        self.stacks.insert(id, i);
+        i
+    }
+
+    fn attribute(&mut self, key: &str, value: Value) -> i32 {
+        let key_strindex = self.string(key);
+        let i = index(self.out.attribute_table.len());
+        self.out.attribute_table.push(KeyValueAndUnit {
+            key_strindex,
+            value: Some(AnyValue { value: Some(value) }),
+            unit_strindex: 0,
+        });
+        i
+    }
+
+    /// The attributes naming thread `tid`: `thread.id` and `thread.name`.
+    fn thread(&mut self, source: &dyn StackSource, tid: u32) -> [i32; 2] {
+        if let Some(&a) = self.threads.get(&tid) {
+            return a;
+        }
+        let id = self.attribute("thread.id", Value::IntValue(i64::from(tid)));
+        let name = source.thread(tid).unwrap_or("").to_owned();
+        let name = self.attribute("thread.name", Value::StringValue(name));
+        self.threads.insert(tid, [id, name]);
+        [id, name]
+    }
+
+    fn value_type(&mut self, kind: &str, unit: &str) -> ValueType {
+        ValueType {
+            type_strindex: self.string(kind),
+            unit_strindex: self.string(unit),
+        }
+    }
+}
+
+/// A table index as the format's `int32` (tables past 2^31 entries cannot be sent;
+/// requests are a batch of intervals, far below).
+fn index(len: usize) -> i32 {
+    i32::try_from(len).unwrap_or(i32::MAX)
+}
+
+/// The profiles of `intervals` as one self-contained request, or `None` when they carry
+/// no weight. `start_unix_ns` is the run's start on the wall clock.
+pub fn profiles_request(
+    resource: &Resource,
+    source: &dyn StackSource,
+    intervals: &[BatchInterval],
+    start_unix_ns: u64,
+    sampling: Sampling,
+) -> Option<ExportProfilesServiceRequest> {
+    let mut dict = Dictionary::new();
+    let mut profiles = Vec::new();
+    let kinds: [(&str, Weights); 2] = [("cpu", |i| &i.cpu), ("offcpu", |i| &i.offcpu)];
+    for (kind, weights) in kinds {
+        let mut samples: Vec<Sample> = Vec::new();
+        let mut by_key: HashMap<(u32, u32), usize> = HashMap::new();
+        let (mut first, mut last) = (u64::MAX, 0u64);
+        for interval in intervals {
+            let mid = start_unix_ns.saturating_add(interval.t0_ns / 2 + interval.t1_ns / 2);
+            for &(tid, stack, weight) in weights(interval) {
+                if weight == 0 {
+                    continue;
+                }
+                first = first.min(start_unix_ns.saturating_add(interval.t0_ns));
+                last = last.max(start_unix_ns.saturating_add(interval.t1_ns));
+                let at = match by_key.get(&(tid, stack)) {
+                    Some(&at) => at,
+                    None => {
+                        let stack_index = dict.stack(source, stack);
+                        let attribute_indices = dict.thread(source, tid).to_vec();
+                        samples.push(Sample {
+                            stack_index,
+                            attribute_indices,
+                            ..Sample::default()
+                        });
+                        by_key.insert((tid, stack), samples.len() - 1);
+                        samples.len() - 1
+                    }
+                };
+                let sample = &mut samples[at];
+                sample
+                    .values
+                    .push(i64::try_from(weight).unwrap_or(i64::MAX));
+                sample.timestamps_unix_nano.push(mid);
+            }
+        }
+        if samples.is_empty() {
+            continue;
+        }
+        let (sample_type, period_type, period) = match kind {
+            "cpu" => (
+                dict.value_type("samples", "count"),
+                dict.value_type("cpu", "nanoseconds"),
+                match sampling.frequency_hz {
+                    0 => 0,
+                    hz => i64::try_from(1_000_000_000 / hz).unwrap_or(0),
+                },
+            ),
+            _ => (
+                dict.value_type("off_cpu", "nanoseconds"),
+                dict.value_type("off_cpu", "nanoseconds"),
+                1,
+            ),
+        };
+        profiles.push(Profile {
+            sample_type: Some(sample_type),
+            samples,
+            time_unix_nano: first,
+            // Timestamps fall in [time, time + duration): the middles of the intervals do.
+            duration_nano: last.saturating_sub(first).max(1),
+            period_type: Some(period_type),
+            period,
+            profile_id: profile_id(resource, kind, first),
+            ..Profile::default()
+        });
+    }
+    if profiles.is_empty() {
+        return None;
+    }
+    Some(ExportProfilesServiceRequest {
+        resource_profiles: vec![ResourceProfiles {
+            resource: Some(resource.clone()),
+            scope_profiles: vec![ScopeProfiles {
+                scope: Some(scope()),
+                profiles,
+                schema_url: String::new(),
+            }],
+            schema_url: String::new(),
+        }],
+        dictionary: Some(dict.out),
+    })
+}
+
+/// 16 bytes, never all zero, the same for the same resource, kind and start: a replay of
+/// a session sends the ids its live run sent.
+fn profile_id(resource: &Resource, kind: &str, first: u64) -> Vec<u8> {
+    let mut id = Vec::with_capacity(16);
+    for salt in [0u8, 1] {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        salt.hash(&mut h);
+        for a in &resource.attributes {
+            if a.key == "benchtop.session.id" {
+                format!("{:?}", a.value).hash(&mut h);
+            }
+        }
+        kind.hash(&mut h);
+        first.hash(&mut h);
+        id.extend_from_slice(&(h.finish() | 1).to_le_bytes());
+    }
+    id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use benchtop_sessions::intervals::StackEntry;
+
+    fn table() -> StackTable {
+        let mut chunk = StacksChunk::default();
+        chunk.frames = vec![(0, "main".into()), (1, "hot".into()), (2, "cold".into())];
+        chunk.stacks = vec![
+            StackEntry {
+                id: 0,
+                parent: None,
+                frame: 0,
+            },
+            StackEntry {
+                id: 1,
+                parent: Some(0),
+                frame: 1,
+            },
+            StackEntry {
+                id: 2,
+                parent: Some(0),
+                frame: 2,
+            },
+        ];
+        chunk.threads = vec![(7, "worker".into())];
+        let mut t = StackTable::default();
+        t.add(&chunk);
+        t
+    }
+
+    /// The folded stacks and weights a request carries, resolved through its dictionary.
+    fn folded(req: &ExportProfilesServiceRequest, kind: &str) -> Vec<(String, i64)> {
+        let dict = req.dictionary.as_ref().expect("dictionary");
+        let s = |i: i32| dict.string_table[i as usize].clone();
+        let mut out = Vec::new();
+        for p in &req.resource_profiles[0].scope_profiles[0].profiles {
+            if s(p.sample_type.expect("type").type_strindex) != kind {
+                continue;
+            }
+            for sample in &p.samples {
+                let stack = &dict.stack_table[sample.stack_index as usize];
+                let mut names: Vec<String> = stack
+                    .location_indices
+                    .iter()
+                    .map(|&l| {
+                        let f = dict.location_table[l as usize].lines[0].function_index;
+                        s(dict.function_table[f as usize].name_strindex)
+                    })
+                    .collect();
+                names.reverse();
+                assert_eq!(sample.values.len(), sample.timestamps_unix_nano.len());
+                for &t in &sample.timestamps_unix_nano {
+                    assert!(t >= p.time_unix_nano && t < p.time_unix_nano + p.duration_nano);
+                }
+                out.push((names.join(";"), sample.values.iter().sum()));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn a_request_resolves_every_stack_through_its_own_dictionary() {
+        let t = table();
+        let intervals = vec![
+            BatchInterval {
+                t0_ns: 0,
+                t1_ns: 1_000_000_000,
+                cpu: vec![(7, 1, 3), (7, 2, 1)],
+                offcpu: vec![(7, 2, 5_000)],
+            },
+            BatchInterval {
+                t0_ns: 1_000_000_000,
+                t1_ns: 2_000_000_000,
+                cpu: vec![(7, 1, 4)],
+                offcpu: vec![],
+            },
+        ];
+        let req = profiles_request(
+            &Resource::default(),
+            &t,
+            &intervals,
+            1_700_000_000_000_000_000,
+            Sampling { frequency_hz: 999 },
+        )
+        .expect("weights");
+        assert_eq!(
+            folded(&req, "samples"),
+            vec![("main;cold".into(), 1), ("main;hot".into(), 7)]
+        );
+        assert_eq!(folded(&req, "off_cpu"), vec![("main;cold".into(), 5_000)]);
+        let dict = req.dictionary.expect("dictionary");
+        // Only what is referenced: three frames, two stacks (and the zero entries).
+        assert_eq!(dict.function_table.len(), 4);
+        assert_eq!(dict.stack_table.len(), 3);
+    }
+
+    #[test]
+    fn intervals_without_weight_make_no_request() {
+        let t = table();
+        let empty = vec![BatchInterval::default()];
+        assert!(
+            profiles_request(&Resource::default(), &t, &empty, 0, Sampling::default()).is_none()
+        );
+    }
+
+    #[test]
+    fn a_stack_table_that_loops_ends_the_walk() {
+        let mut chunk = StacksChunk::default();
+        chunk.frames = vec![(0, "a".into())];
+        chunk.stacks = vec![StackEntry {
+            id: 0,
+            parent: Some(0),
+            frame: 0,
+        }];
+        let mut t = StackTable::default();
+        t.add(&chunk);
+        let mut out = Vec::new();
+        t.frames(0, &mut out);
+        assert_eq!(out.len(), MAX_DEPTH);
+    }
+}

@@ -1,0 +1,289 @@
+//! One request to the collector: OTLP/gRPC through tonic (on a single-threaded tokio
+//! runtime owned by the sending thread) or OTLP/HTTP with protobuf bodies through ureq;
+//! TLS through rustls for `https` endpoints, with the web's roots or a given CA file.
+
+use std::time::Duration;
+
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+    metrics_service_client::MetricsServiceClient,
+};
+use opentelemetry_proto::tonic::collector::profiles::v1development::{
+    ExportProfilesServiceRequest, ExportProfilesServiceResponse,
+    profiles_service_client::ProfilesServiceClient,
+};
+use prost::Message as _;
+use tonic::metadata::{MetadataKey, MetadataValue};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+
+use crate::OtlpError;
+use crate::options::{OtlpOptions, Protocol};
+
+/// The OTLP/HTTP path of profiles (the development signal's).
+pub const PROFILES_PATH: &str = "/v1development/profiles";
+/// The OTLP/HTTP path of metrics.
+pub const METRICS_PATH: &str = "/v1/metrics";
+
+/// A request ready to go.
+#[derive(Debug, Clone)]
+pub enum Payload {
+    /// Profiles with their dictionary.
+    Profiles(ExportProfilesServiceRequest),
+    /// Metrics.
+    Metrics(ExportMetricsServiceRequest),
+}
+
+impl Payload {
+    /// Its size on the wire (the protobuf body, before any framing).
+    pub fn encoded_len(&self) -> usize {
+        match self {
+            Payload::Profiles(r) => r.encoded_len(),
+            Payload::Metrics(r) => r.encoded_len(),
+        }
+    }
+}
+
+/// What the collector answered to a request it took.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Accepted {
+    /// Bytes sent (the protobuf body).
+    pub bytes: usize,
+    /// Profiles or data points it refused (a partial success), with its message.
+    pub rejected: Option<(i64, String)>,
+}
+
+/// How requests reach the collector.
+pub(crate) struct Transport {
+    opts: OtlpOptions,
+    kind: Kind,
+}
+
+enum Kind {
+    Grpc {
+        runtime: tokio::runtime::Runtime,
+        endpoint: Box<Endpoint>,
+        channel: Option<Channel>,
+    },
+    Http {
+        agent: ureq::Agent,
+    },
+}
+
+fn ca_pem(opts: &OtlpOptions) -> Result<Option<Vec<u8>>, OtlpError> {
+    match &opts.ca_file {
+        // The CA file is read once; a link to it is followed (certificates live in
+        // /etc/ssl as links).
+        Some(path) => std::fs::read(path)
+            .map(Some)
+            .map_err(|e| OtlpError::Options(format!("OTLP CA file {}: {e}", path.display()))),
+        None => Ok(None),
+    }
+}
+
+impl Transport {
+    /// A transport for `opts`; nothing is connected yet.
+    pub(crate) fn new(opts: &OtlpOptions) -> Result<Transport, OtlpError> {
+        let ca = ca_pem(opts)?;
+        let kind = match opts.protocol {
+            Protocol::Grpc => {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| OtlpError::Options(format!("OTLP runtime: {e}")))?;
+                let mut endpoint = Endpoint::from_shared(opts.endpoint.clone())
+                    .map_err(|e| OtlpError::Options(format!("OTLP endpoint: {e}")))?
+                    .timeout(opts.timeout)
+                    .connect_timeout(opts.timeout);
+                if opts.tls() {
+                    let tls = match &ca {
+                        Some(pem) => {
+                            ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem))
+                        }
+                        None => ClientTlsConfig::new().with_webpki_roots(),
+                    };
+                    endpoint = endpoint
+                        .tls_config(tls)
+                        .map_err(|e| OtlpError::Options(format!("OTLP TLS: {e}")))?;
+                }
+                Kind::Grpc {
+                    runtime,
+                    endpoint: Box::new(endpoint),
+                    channel: None,
+                }
+            }
+            Protocol::HttpProtobuf => {
+                let mut tls = ureq::tls::TlsConfig::builder();
+                if let Some(pem) = &ca {
+                    let certs = ureq::tls::parse_pem(pem)
+                        .filter_map(|item| match item {
+                            Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
+                            _ => None,
+                        })
+                        .collect::<Vec<_>>();
+                    if certs.is_empty() {
+                        return Err(OtlpError::Options(
+                            "OTLP CA file holds no PEM certificate".into(),
+                        ));
+                    }
+                    tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&certs));
+                }
+                let agent = ureq::Agent::config_builder()
+                    .timeout_global(Some(opts.timeout))
+                    .http_status_as_error(false)
+                    .tls_config(tls.build())
+                    .build()
+                    .into();
+                Kind::Http { agent }
+            }
+        };
+        Ok(Transport {
+            opts: opts.clone(),
+            kind,
+        })
+    }
+
+    /// Sends one request; the error says why it did not arrive.
+    pub(crate) fn send(&mut self, payload: &Payload) -> Result<Accepted, String> {
+        let bytes = payload.encoded_len();
+        let rejected = match &mut self.kind {
+            Kind::Grpc {
+                runtime,
+                endpoint,
+                channel,
+            } => {
+                let ch = match channel {
+                    Some(ch) => ch.clone(),
+                    None => {
+                        let _guard = runtime.enter();
+                        let ch = endpoint.connect_lazy();
+                        *channel = Some(ch.clone());
+                        ch
+                    }
+                };
+                let result = runtime.block_on(grpc_send(ch, payload.clone(), &self.opts.headers));
+                if result.is_err() {
+                    // A fresh channel next time: a collector that came back is reached anew.
+                    *channel = None;
+                }
+                result?
+            }
+            Kind::Http { agent } => http_send(agent, &self.opts, payload)?,
+        };
+        Ok(Accepted { bytes, rejected })
+    }
+}
+
+fn request<T>(message: T, headers: &[(String, String)]) -> Result<tonic::Request<T>, String> {
+    let mut request = tonic::Request::new(message);
+    for (key, value) in headers {
+        let key = MetadataKey::from_bytes(key.as_bytes())
+            .map_err(|_| format!("header name {key:?} is not valid gRPC metadata"))?;
+        let value = MetadataValue::try_from(value.as_str())
+            .map_err(|_| format!("the value of header {key} is not valid gRPC metadata"))?;
+        request.metadata_mut().insert(key, value);
+    }
+    Ok(request)
+}
+
+fn status_text(status: &tonic::Status) -> String {
+    let message = status.message();
+    let detail = if message.is_empty() {
+        // The transport's own error (connection refused, reset) is in the source chain.
+        let mut source = std::error::Error::source(status);
+        let mut text = String::new();
+        while let Some(s) = source {
+            text = s.to_string();
+            source = s.source();
+        }
+        text
+    } else {
+        message.to_owned()
+    };
+    format!("gRPC {:?}: {detail}", status.code())
+}
+
+async fn grpc_send(
+    channel: Channel,
+    payload: Payload,
+    headers: &[(String, String)],
+) -> Result<Option<(i64, String)>, String> {
+    match payload {
+        Payload::Profiles(r) => {
+            let response = ProfilesServiceClient::new(channel)
+                .export(request(r, headers)?)
+                .await
+                .map_err(|s| status_text(&s))?;
+            Ok(response
+                .into_inner()
+                .partial_success
+                .filter(|p| p.rejected_profiles > 0)
+                .map(|p| (p.rejected_profiles, p.error_message)))
+        }
+        Payload::Metrics(r) => {
+            let response = MetricsServiceClient::new(channel)
+                .export(request(r, headers)?)
+                .await
+                .map_err(|s| status_text(&s))?;
+            Ok(response
+                .into_inner()
+                .partial_success
+                .filter(|p| p.rejected_data_points > 0)
+                .map(|p| (p.rejected_data_points, p.error_message)))
+        }
+    }
+}
+
+/// The largest response body read (a partial success message, an error page).
+const MAX_RESPONSE: u64 = 64 * 1024;
+
+fn http_send(
+    agent: &ureq::Agent,
+    opts: &OtlpOptions,
+    payload: &Payload,
+) -> Result<Option<(i64, String)>, String> {
+    let (path, body) = match payload {
+        Payload::Profiles(r) => (PROFILES_PATH, r.encode_to_vec()),
+        Payload::Metrics(r) => (METRICS_PATH, r.encode_to_vec()),
+    };
+    let url = format!("{}{path}", opts.endpoint);
+    let mut post = agent
+        .post(&url)
+        .header("content-type", "application/x-protobuf");
+    for (key, value) in &opts.headers {
+        post = post.header(key.as_str(), value.as_str());
+    }
+    let mut response = post.send(&body[..]).map_err(|e| format!("HTTP: {e}"))?;
+    let status = response.status();
+    let bytes = response
+        .body_mut()
+        .with_config()
+        .limit(MAX_RESPONSE)
+        .read_to_vec()
+        .unwrap_or_default();
+    if !status.is_success() {
+        let text = String::from_utf8_lossy(&bytes);
+        let text: String = text.chars().filter(|c| !c.is_control()).take(200).collect();
+        return Err(format!("HTTP {status}: {text}"));
+    }
+    Ok(match payload {
+        Payload::Profiles(_) => ExportProfilesServiceResponse::decode(&bytes[..])
+            .ok()
+            .and_then(|r| r.partial_success)
+            .filter(|p| p.rejected_profiles > 0)
+            .map(|p| (p.rejected_profiles, p.error_message)),
+        Payload::Metrics(_) => ExportMetricsServiceResponse::decode(&bytes[..])
+            .ok()
+            .and_then(|r| r.partial_success)
+            .filter(|p| p.rejected_data_points > 0)
+            .map(|p| (p.rejected_data_points, p.error_message)),
+    })
+}
+
+/// The wait before retry `n` (0 for the first attempt): `backoff`, doubled each time.
+pub(crate) fn backoff(base: Duration, n: u32) -> Duration {
+    if n == 0 {
+        Duration::ZERO
+    } else {
+        base.saturating_mul(1 << (n - 1).min(16))
+    }
+}

@@ -1,0 +1,588 @@
+//! `--otlp`: runs streamed to a real OpenTelemetry Collector (v0.165.0, built by
+//! scripts/otelcol with the collector builder), whose `otlphttp` exporter forwards what it
+//! takes to a small receiver here that decodes it: the tests assert on the data that went
+//! through the collector, proving that it accepts benchtop's OTLP (profiles and metrics).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use benchtop_sessions::store::Session;
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value;
+use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+use prost::Message as _;
+
+use crate::support::{benchtop, wait_until};
+
+/// The collector scripts/otelcol builds (scripts/test runs it first).
+fn collector_binary() -> PathBuf {
+    // target/debug/deps/integration-…: the target directory is three levels up.
+    let exe = std::env::current_exe().unwrap();
+    let target = exe
+        .ancestors()
+        .nth(3)
+        .expect("the test runs from target/<profile>/deps")
+        .to_owned();
+    let binary = target.join("otelcol").join("otelcol-benchtop");
+    assert!(
+        binary.is_file(),
+        "no OpenTelemetry Collector at {}: build it with scripts/otelcol (scripts/test, the \
+         README's test command, does it first)",
+        binary.display()
+    );
+    binary
+}
+
+/// What the receiver behind the collector decoded.
+#[derive(Default)]
+struct Received {
+    profiles: Vec<ExportProfilesServiceRequest>,
+    metrics: Vec<ExportMetricsServiceRequest>,
+    bad: Vec<String>,
+}
+
+/// An OTLP/HTTP receiver (HTTP/1.1, protobuf bodies) on loopback.
+struct Sink {
+    port: u16,
+    got: Arc<Mutex<Received>>,
+}
+
+impl Sink {
+    fn start() -> Sink {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let got = Arc::new(Mutex::new(Received::default()));
+        let shared = got.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let got = shared.clone();
+                std::thread::spawn(move || serve(stream, &got));
+            }
+        });
+        Sink { port, got }
+    }
+
+    fn take(&self) -> Received {
+        std::mem::take(&mut *self.got.lock().unwrap())
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&Received) -> T) -> T {
+        f(&self.got.lock().unwrap())
+    }
+}
+
+/// Serves one connection's requests (keep-alive) until it closes.
+fn serve(stream: TcpStream, got: &Mutex<Received>) {
+    let mut out = stream.try_clone().unwrap();
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+        let mut length = 0usize;
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                return;
+            }
+            let header = header.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = header.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                length = v.trim().parse().unwrap();
+            }
+        }
+        let mut body = vec![0u8; length];
+        reader.read_exact(&mut body).unwrap();
+        {
+            let mut got = got.lock().unwrap();
+            match path.as_str() {
+                "/v1development/profiles" => {
+                    match ExportProfilesServiceRequest::decode(&body[..]) {
+                        Ok(r) => got.profiles.push(r),
+                        Err(e) => got.bad.push(format!("profiles: {e}")),
+                    }
+                }
+                "/v1/metrics" => match ExportMetricsServiceRequest::decode(&body[..]) {
+                    Ok(r) => got.metrics.push(r),
+                    Err(e) => got.bad.push(format!("metrics: {e}")),
+                },
+                other => got.bad.push(format!("unexpected path {other}")),
+            }
+        }
+        let reply =
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+        if out.write_all(reply).is_err() {
+            return;
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The collector on loopback: OTLP in (gRPC and HTTP), profiles and metrics pipelines
+/// out to the sink through its `otlphttp` exporter.
+struct Collector {
+    grpc: u16,
+    http: u16,
+    config: PathBuf,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+impl Collector {
+    fn start(dir: &Path, sink: &Sink) -> Collector {
+        let (grpc, http) = (free_port(), free_port());
+        let config = dir.join("otelcol.yaml");
+        std::fs::write(
+            &config,
+            format!(
+                "receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:{grpc}
+      http:
+        endpoint: 127.0.0.1:{http}
+exporters:
+  otlphttp:
+    endpoint: http://127.0.0.1:{sink}
+    compression: none
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    profiles:
+      receivers: [otlp]
+      exporters: [otlphttp]
+    metrics:
+      receivers: [otlp]
+      exporters: [otlphttp]
+",
+                sink = sink.port
+            ),
+        )
+        .unwrap();
+        let mut c = Collector {
+            grpc,
+            http,
+            config,
+            log: dir.join("otelcol.log"),
+            child: None,
+        };
+        c.restart();
+        c
+    }
+
+    fn restart(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
+        let child = Command::new(collector_binary())
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--feature-gates=+service.profilesSupport")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let (grpc, http) = (self.grpc, self.http);
+        let log = self.log.clone();
+        wait_until(
+            &format!("the collector listening (log: {})", log.display()),
+            Duration::from_secs(60),
+            || {
+                TcpStream::connect(("127.0.0.1", grpc)).is_ok()
+                    && TcpStream::connect(("127.0.0.1", http)).is_ok()
+            },
+        );
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// An attribute's value as text (a string referenced into `strings`, a profiles
+/// request's string table, resolved).
+fn shown(
+    a: &opentelemetry_proto::tonic::common::v1::KeyValue,
+    strings: &[String],
+) -> Option<String> {
+    match a.value.as_ref()?.value.as_ref()? {
+        Value::StringValue(s) => Some(s.clone()),
+        Value::StringValueStrindex(i) => strings.get(*i as usize).cloned(),
+        Value::IntValue(i) => Some(i.to_string()),
+        Value::DoubleValue(d) => Some(d.to_string()),
+        Value::BoolValue(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// On-CPU samples per folded stack, resolved through each request's own dictionary.
+fn cpu_totals(received: &Received) -> BTreeMap<String, u64> {
+    let mut totals = BTreeMap::new();
+    for req in &received.profiles {
+        let dict = req
+            .dictionary
+            .as_ref()
+            .expect("every request carries its dictionary");
+        let s = |i: i32| dict.string_table[i as usize].as_str();
+        for rp in &req.resource_profiles {
+            for sp in &rp.scope_profiles {
+                for p in &sp.profiles {
+                    if s(p.sample_type.unwrap().type_strindex) != "samples" {
+                        continue;
+                    }
+                    for sample in &p.samples {
+                        let stack = &dict.stack_table[sample.stack_index as usize];
+                        let mut names: Vec<&str> = stack
+                            .location_indices
+                            .iter()
+                            .map(|&l| {
+                                let f = dict.location_table[l as usize].lines[0].function_index;
+                                s(dict.function_table[f as usize].name_strindex)
+                            })
+                            .collect();
+                        names.reverse();
+                        assert_eq!(sample.values.len(), sample.timestamps_unix_nano.len());
+                        let weight: i64 = sample.values.iter().sum();
+                        *totals.entry(names.join(";")).or_insert(0) += weight as u64;
+                    }
+                }
+            }
+        }
+    }
+    totals
+}
+
+fn folded(path: &Path) -> BTreeMap<String, u64> {
+    let mut totals = BTreeMap::new();
+    for line in std::fs::read_to_string(path).unwrap().lines() {
+        let (stack, count) = line.rsplit_once(' ').unwrap();
+        *totals.entry(stack.to_owned()).or_insert(0) += count.parse::<u64>().unwrap();
+    }
+    totals
+}
+
+/// Latency values per metric in the exponential histograms received.
+fn latency_counts(received: &Received) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for m in received.metrics.iter().flat_map(|r| &r.resource_metrics) {
+        for metric in m.scope_metrics.iter().flat_map(|s| &s.metrics) {
+            if let Some(Data::ExponentialHistogram(h)) = &metric.data {
+                let name = metric
+                    .name
+                    .trim_start_matches("benchtop.latency.")
+                    .to_owned();
+                *counts.entry(name).or_insert(0) +=
+                    h.data_points.iter().map(|p| p.count).sum::<u64>();
+            }
+        }
+    }
+    counts
+}
+
+/// The distinct times of the data points received: one per row that arrived.
+fn row_times(received: &Received) -> Vec<u64> {
+    let mut times: Vec<u64> = received
+        .metrics
+        .iter()
+        .flat_map(|r| &r.resource_metrics)
+        .flat_map(|m| &m.scope_metrics)
+        .flat_map(|s| &s.metrics)
+        .flat_map(|m| match &m.data {
+            Some(Data::Gauge(g)) => g.data_points.iter().map(|p| p.time_unix_nano).collect(),
+            Some(Data::Sum(s)) => s.data_points.iter().map(|p| p.time_unix_nano).collect(),
+            Some(Data::ExponentialHistogram(h)) => {
+                h.data_points.iter().map(|p| p.time_unix_nano).collect()
+            }
+            _ => Vec::new(),
+        })
+        .collect();
+    times.sort_unstable();
+    times.dedup();
+    times
+}
+
+fn hlog_counts(session: &Session) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for i in &session.latency {
+        *counts.entry(i.tag.clone()).or_insert(0) += i.histogram.len();
+    }
+    counts
+}
+
+/// Waits until the sink holds `rows` rows and the stacks' whole weight.
+fn wait_for_all(sink: &Sink, rows: usize, samples: u64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let (got_rows, got_samples) =
+            sink.with(|r| (row_times(r).len(), cpu_totals(r).values().sum::<u64>()));
+        if got_rows >= rows && got_samples >= samples {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the collector forwarded {got_rows} of {rows} rows and {got_samples} of {samples} \
+             samples"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+#[test]
+fn a_run_streamed_through_the_collector_carries_its_stacks_latency_and_session() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sink = Sink::start();
+    let collector = Collector::start(tmp.path(), &sink);
+    let dir = tmp.path().join("s");
+    let before = now_ns();
+    let output = benchtop()
+        .args([
+            "run",
+            "ring",
+            "--duration",
+            "4s",
+            "--interval",
+            "500ms",
+            "--quiet",
+        ])
+        .arg("--record")
+        .arg(&dir)
+        .arg("--otlp")
+        .arg(format!("http://127.0.0.1:{}", collector.grpc))
+        .args(["--otlp-headers", "authorization=Bearer s3cret"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let session = Session::load(&dir).unwrap();
+    let expected = folded(&dir.join("cpu.folded"));
+    let samples: u64 = expected.values().sum();
+    assert!(samples > 0, "the run sampled no stacks");
+    wait_for_all(&sink, session.rows.len(), samples);
+    let got = sink.take();
+    assert!(got.bad.is_empty(), "{:?}", got.bad);
+
+    // Every interval's figures arrived, once, in the run's time.
+    let times = row_times(&got);
+    assert_eq!(times.len(), session.rows.len(), "{times:?}");
+    assert!(times[0] > before && *times.last().unwrap() < now_ns());
+    // The total samples per stack are cpu.folded's.
+    assert_eq!(cpu_totals(&got), expected);
+    // The latency histograms hold latency.hlog's values.
+    let hlog = hlog_counts(&session);
+    assert!(!hlog.is_empty());
+    assert_eq!(latency_counts(&got), hlog);
+    // Resource attributes: the session, the workload and its parameters, the host.
+    // (The collector sends profiles' resource attribute keys as references into the
+    // request's string table, as OTLP 1.10 allows: resolved here.)
+    let mut resources: Vec<Vec<(String, Option<String>)>> = Vec::new();
+    for req in &got.profiles {
+        let strings = &req.dictionary.as_ref().unwrap().string_table;
+        for rp in &req.resource_profiles {
+            let attrs = &rp.resource.as_ref().unwrap().attributes;
+            resources.push(
+                attrs
+                    .iter()
+                    .map(|a| {
+                        let key = if a.key.is_empty() {
+                            strings[a.key_strindex as usize].clone()
+                        } else {
+                            a.key.clone()
+                        };
+                        (key, shown(a, strings))
+                    })
+                    .collect(),
+            );
+        }
+    }
+    for req in &got.metrics {
+        for rm in &req.resource_metrics {
+            let attrs = &rm.resource.as_ref().unwrap().attributes;
+            resources.push(
+                attrs
+                    .iter()
+                    .map(|a| (a.key.clone(), shown(a, &[])))
+                    .collect(),
+            );
+        }
+    }
+    assert!(resources.len() >= 2);
+    for r in resources {
+        let attr = |k: &str| {
+            r.iter()
+                .find(|(key, _)| key == k)
+                .and_then(|(_, v)| v.clone())
+        };
+        assert_eq!(
+            attr("benchtop.session.id").as_deref(),
+            Some(session.meta.id.as_str())
+        );
+        assert_eq!(attr("benchtop.workload.name").as_deref(), Some("ring"));
+        assert_eq!(attr("host.name"), Some(session.meta.host.hostname.clone()));
+        assert!(attr("process.pid").is_some());
+        for (name, value) in &session.meta.workload.params {
+            let shown = match value {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            assert_eq!(
+                attr(&format!("benchtop.workload.param.{name}")),
+                Some(shown),
+                "parameter {name}"
+            );
+        }
+    }
+    // The session says where it streamed and keeps no header value.
+    let text = std::fs::read_to_string(dir.join("session.json")).unwrap();
+    assert!(!text.contains("s3cret"), "{text}");
+    let otlp = session.meta.otlp.as_ref().expect("session.json's otlp");
+    assert_eq!(otlp.headers, ["authorization"]);
+    assert_eq!(otlp.dropped, 0);
+    assert!(otlp.requests as usize >= session.rows.len());
+
+    // The same session replayed over HTTP/protobuf delivers the same totals, at the
+    // same times.
+    let output = benchtop()
+        .arg("export")
+        .arg(&dir)
+        .arg("--otlp")
+        .arg(format!("http://127.0.0.1:{}", collector.http))
+        .args(["--otlp-protocol", "http/protobuf"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    wait_for_all(&sink, session.rows.len(), samples);
+    let replayed = sink.take();
+    assert_eq!(cpu_totals(&replayed), expected);
+    assert_eq!(latency_counts(&replayed), hlog);
+    let again = row_times(&replayed);
+    assert_eq!(again.len(), times.len());
+    for (a, b) in times.iter().zip(&again) {
+        // The live run's clock and the session's start (milliseconds) agree closely.
+        assert!(a.abs_diff(*b) < 100_000_000, "{a} vs {b}");
+    }
+}
+
+#[test]
+fn a_collector_killed_mid_run_costs_counted_batches_and_gets_the_intervals_after_its_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sink = Sink::start();
+    let mut collector = Collector::start(tmp.path(), &sink);
+    let dir = tmp.path().join("s");
+    let mut run = benchtop()
+        .args([
+            "run",
+            "ring",
+            "--duration",
+            "12s",
+            "--interval",
+            "250ms",
+            "--quiet",
+        ])
+        .arg("--record")
+        .arg(&dir)
+        .arg("--otlp")
+        .arg(format!("http://127.0.0.1:{}", collector.grpc))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until(
+        "the first rows through the collector",
+        Duration::from_secs(30),
+        || sink.with(|r| !row_times(r).is_empty()),
+    );
+    collector.kill();
+    std::thread::sleep(Duration::from_secs(2));
+    let restarted = now_ns();
+    collector.restart();
+    let status = run.wait().unwrap();
+    let mut stderr = String::new();
+    run.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(status.success(), "{stderr}");
+
+    // The run and its session are whole.
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, benchtop_sessions::Status::Complete);
+    assert!(session.rows.len() >= 30, "{} rows", session.rows.len());
+    assert!(dir.join("cpu.folded").is_file());
+    // The warning counts the batches that did not arrive.
+    let otlp = session.meta.otlp.as_ref().unwrap();
+    assert!(otlp.dropped > 0, "{otlp:?}");
+    let warning = session
+        .meta
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("OTLP export"))
+        .unwrap_or_else(|| panic!("no OTLP warning: {:?}", session.meta.warnings));
+    assert!(
+        warning.contains(&format!("{} batches dropped", otlp.dropped)),
+        "{warning}"
+    );
+    // Intervals after the restart arrived.
+    wait_until("rows after the restart", Duration::from_secs(30), || {
+        sink.with(|r| row_times(r).iter().any(|&t| t > restarted))
+    });
+    let got = sink.take();
+    assert!(got.bad.is_empty(), "{:?}", got.bad);
+    let after = row_times(&got).iter().filter(|&&t| t > restarted).count();
+    assert!(after >= 4, "{after} rows after the restart");
+    assert!(
+        row_times(&got).len() < session.rows.len(),
+        "some rows were dropped"
+    );
+}
