@@ -1,5 +1,8 @@
 //! Batched, cached symbolization of sampled addresses into interned frames.
 //!
+//! Over 1,000 lines only with its tests (about 240 lines at the end); the code is about
+//! 860.
+//!
 //! User addresses are normalized per process to (ELF file, file offset) with blazesym's
 //! [`Normalizer`] while the process lives, then symbolized per file with
 //! [`Source::Elf`] and [`Input::FileOffset`]. Our own copy of each process's executable

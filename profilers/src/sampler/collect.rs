@@ -3,7 +3,9 @@
 //! place, aggregates callchains into pending raw stacks (on-CPU and page faults) and
 //! blocked intervals (off-CPU), and folds them into the stack trees in symbolized batches.
 //!
-//! Over 1,000 lines only with its unit tests (some 220 lines); the code is about 1,000.
+//! About 1,140 lines of code and 250 of unit tests. Where it splits next: the page-fault
+//! path (its pending stacks and slots) and the source-line tally's hand-off into modules
+//! of their own beside `offcpu`, leaving the on-CPU aggregation and the batch loop here.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

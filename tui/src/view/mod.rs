@@ -2,7 +2,7 @@
 //! the time they are given; they change nothing and read no clock.
 //!
 //! Over 600 lines only with its tests, which stay at the end of the file as the
-//! project's tests do; the code is about 250 lines. The footer and the help are drawn in
+//! project's tests do; the code is about 300 lines. The footer and the help are drawn in
 //! `keys`, from the key tables.
 
 mod ab;
