@@ -864,6 +864,12 @@ pub(super) mod tests {
             .to_owned();
         assert_ne!(footer, footer_after);
         assert!(footer_after.contains("Enter edit"), "{footer_after}");
+        for (w, h) in [(80, 24), (160, 48)] {
+            insta::assert_snapshot!(
+                format!("the_launcher_after_a_refusal_cleared_{w}x{h}"),
+                render(&s, now, w, h)
+            );
+        }
     }
 
     #[test]
