@@ -240,6 +240,7 @@ fn event(b: &mut Bytes) -> AppEvent {
                     workload: b.text(),
                     status: b.text(),
                     started: b.text(),
+                    dir: b.text().into(),
                 })
                 .collect(),
         ),
