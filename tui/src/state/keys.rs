@@ -35,6 +35,10 @@ pub enum Action {
     Help,
     /// Close the help overlay.
     CloseHelp,
+    /// Help overlay: scroll down a line, when its lines do not all fit.
+    HelpDown,
+    /// Help overlay: scroll up a line.
+    HelpUp,
     /// Focus the next pane.
     FocusNext,
     /// Focus the previous pane.
@@ -743,12 +747,27 @@ pub const SEARCH: Table = Table {
 /// The help overlay: any key closes it.
 pub const HELP: Table = Table {
     name: "help",
-    rows: &[&[Row {
-        keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
-        only: When::Always,
-        help: None,
-        hints: &[],
-    }]],
+    rows: &[&[
+        Row {
+            keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
+            only: When::Always,
+            help: None,
+            hints: &[],
+        },
+        Row {
+            keys: &[
+                (Key::Down, Action::HelpDown),
+                (Key::Char('j'), Action::HelpDown),
+                (Key::PageDown, Action::HelpDown),
+                (Key::Up, Action::HelpUp),
+                (Key::Char('k'), Action::HelpUp),
+                (Key::PageUp, Action::HelpUp),
+            ],
+            only: When::Always,
+            help: None,
+            hints: &[],
+        },
+    ]],
     otherwise: Some(Otherwise {
         action: Action::CloseHelp,
         hint: None,

@@ -417,6 +417,8 @@ pub struct State {
     pub maximized: bool,
     /// The help overlay is open.
     pub help: bool,
+    /// Help lines scrolled past, when they do not all fit.
+    pub help_scroll: usize,
     /// Seconds of history the series panes show.
     pub window_s: f64,
     /// The footer's message.
@@ -447,6 +449,7 @@ impl State {
             focus: Pane::Flame,
             maximized: false,
             help: false,
+            help_scroll: 0,
             window_s: DEFAULT_WINDOW_S,
             flash: None,
             ending: None,
@@ -908,8 +911,19 @@ impl State {
     fn act(&mut self, action: Action, key: Key, now: Instant) -> Vec<Effect> {
         match action {
             Action::Quit => return self.quit(now),
-            Action::Help => self.help = true,
+            Action::Help => {
+                self.help = true;
+                self.help_scroll = 0;
+            }
             Action::CloseHelp => self.help = false,
+            Action::HelpDown => {
+                let lines = keys::help(self.screen)
+                    .iter()
+                    .map(|t| t.help().count())
+                    .sum::<usize>();
+                self.help_scroll = (self.help_scroll + 1).min(lines.saturating_sub(1));
+            }
+            Action::HelpUp => self.help_scroll = self.help_scroll.saturating_sub(1),
             Action::FocusNext | Action::FocusPrev => {
                 let by = if action == Action::FocusNext { 1 } else { -1 };
                 match self.screen {

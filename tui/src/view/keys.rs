@@ -105,8 +105,23 @@ pub(super) fn draw_help(state: &State, area: Rect, buf: &mut Buffer) {
         height,
     };
     Clear.render(popup, buf);
+    // When they do not all fit, the lines from the scroll position, and the title says
+    // which and how to scroll.
+    let room = usize::from(height.saturating_sub(2)).max(1);
+    let first = state.help_scroll.min(keys.len().saturating_sub(room));
+    let title = if keys.len() > room {
+        format!(
+            " keys {}–{} of {} — ↑↓ scroll, any other key closes ",
+            first + 1,
+            (first + room).min(keys.len()),
+            keys.len()
+        )
+    } else {
+        " keys — any key closes ".to_owned()
+    };
     let lines: Vec<Line> = keys
         .iter()
+        .skip(first)
         .map(|(k, what)| {
             Line::from(vec![
                 Span::styled(format!(" {k:<15}"), accent(state, Color::Cyan)),
@@ -115,11 +130,7 @@ pub(super) fn draw_help(state: &State, area: Rect, buf: &mut Buffer) {
         })
         .collect();
     Paragraph::new(lines)
-        .block(
-            Block::new()
-                .borders(Borders::ALL)
-                .title(" keys — any key closes "),
-        )
+        .block(Block::new().borders(Borders::ALL).title(title))
         .render(popup, buf);
 }
 
@@ -349,6 +360,28 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn at_80x24_the_help_scrolls_to_its_last_line() {
+        let base = Instant::now();
+        let mut s = running(base);
+        s.update(AppEvent::Key(Key::Char('?')), at(base, 1));
+        let lines = help_lines(s.screen);
+        let first = render(&s, at(base, 600), 80, 24);
+        assert!(first.contains("keys 1–22 of"), "{first}");
+        let (last_key, _) = lines[lines.len() - 1];
+        assert!(!first.contains(&format!(" {last_key:<15}")), "{first}");
+        for _ in 0..lines.len() + 5 {
+            s.update(AppEvent::Key(Key::Char('j')), at(base, 1));
+        }
+        assert!(s.help, "scrolling keeps the help open");
+        let end = render(&s, at(base, 600), 80, 24);
+        assert!(end.contains(&format!(" {last_key:<15}")), "{end}");
+        insta::assert_snapshot!("the_live_help_scrolled_to_its_end_80x24", end);
+        s.update(AppEvent::Key(Key::Char('k')), at(base, 1));
+        s.update(AppEvent::Key(Key::Char('x')), at(base, 1));
+        assert!(!s.help, "any other key closes it");
     }
 
     #[test]
