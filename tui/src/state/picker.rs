@@ -257,6 +257,30 @@ impl State {
     }
 }
 
+/// Tab from the command line or the picker: the next pane.
+const NEXT_PANE_ROW: Row = Row {
+    keys: &[(Key::Tab, Action::Launcher(LauncherAction::Next))],
+    only: When::Always,
+    help: Some(("Tab", "the next pane (recent sessions, then the workloads)")),
+    hints: &[],
+};
+
+/// Backspace in the command line or the picker's filter.
+const ERASE_ROW: Row = Row {
+    keys: &[(Key::Backspace, Action::Pick(PickAction::Erase))],
+    only: When::Always,
+    help: None,
+    hints: &[],
+};
+
+/// Ctrl-C while typing: quit (every other key is text).
+const QUIT_ROW: Row = Row {
+    keys: &[(Key::CtrlC, Action::Quit)],
+    only: When::Always,
+    help: None,
+    hints: &[],
+};
+
 /// Typing a command line in the launcher.
 pub const COMMAND_LINE: Table = Table {
     name: "command line",
@@ -270,12 +294,7 @@ pub const COMMAND_LINE: Table = Table {
             )),
             hints: &[hint("Enter run", When::Always, 1)],
         },
-        Row {
-            keys: &[(Key::Tab, Action::Launcher(LauncherAction::Next))],
-            only: When::Always,
-            help: Some(("Tab", "the next pane (recent sessions, then the workloads)")),
-            hints: &[],
-        },
+        NEXT_PANE_ROW,
         Row {
             keys: &[
                 (Key::Esc, Action::Pick(PickAction::Back)),
@@ -285,18 +304,8 @@ pub const COMMAND_LINE: Table = Table {
             help: Some(("Esc, Shift-Tab", "back to the workloads")),
             hints: &[hint("Esc back", When::Always, 2)],
         },
-        Row {
-            keys: &[(Key::Backspace, Action::Pick(PickAction::Erase))],
-            only: When::Always,
-            help: None,
-            hints: &[],
-        },
-        Row {
-            keys: &[(Key::CtrlC, Action::Quit)],
-            only: When::Always,
-            help: None,
-            hints: &[],
-        },
+        ERASE_ROW,
+        QUIT_ROW,
     ]],
     otherwise: Some(Otherwise {
         action: Action::Pick(PickAction::Type),
@@ -326,12 +335,7 @@ pub const PICKER: Table = Table {
             )),
             hints: &[hint("Enter attach", When::Always, 2)],
         },
-        Row {
-            keys: &[(Key::Tab, Action::Launcher(LauncherAction::Next))],
-            only: When::Always,
-            help: Some(("Tab", "the next pane (recent sessions, then the workloads)")),
-            hints: &[],
-        },
+        NEXT_PANE_ROW,
         Row {
             keys: &[
                 (Key::Esc, Action::Pick(PickAction::Back)),
@@ -341,18 +345,8 @@ pub const PICKER: Table = Table {
             help: Some(("Esc, Shift-Tab", "back to the workloads")),
             hints: &[hint("Esc back", When::Always, 3)],
         },
-        Row {
-            keys: &[(Key::Backspace, Action::Pick(PickAction::Erase))],
-            only: When::Always,
-            help: None,
-            hints: &[],
-        },
-        Row {
-            keys: &[(Key::CtrlC, Action::Quit)],
-            only: When::Always,
-            help: None,
-            hints: &[],
-        },
+        ERASE_ROW,
+        QUIT_ROW,
     ]],
     otherwise: Some(Otherwise {
         action: Action::Pick(PickAction::Type),
