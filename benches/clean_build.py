@@ -3,7 +3,8 @@
 
 For each commit: a git worktree of it, then, each in an empty target directory of its
 own, `cargo build --release --locked` of the whole workspace and `cargo build --release
---locked -p benchtop-protocol` alone. The builds of the commits alternate round by round,
+--locked -p benchtop-protocol` alone (at commits before the protocol had a crate of its own,
+the crate that held it, `benchtop-workloads`, in its place: the table says which). The builds of the commits alternate round by round,
 so that a machine whose load drifts hits each commit alike. Prints the wall and CPU
 (user + system) seconds of every build, and per commit the medians.
 
@@ -43,6 +44,13 @@ def build(tree, target, args, jobs):
     return wall, cpu
 
 
+def protocol_package(tree):
+    """The crate that holds the report protocol at this commit."""
+    with open(os.path.join(tree, "Cargo.toml")) as f:
+        members = f.read()
+    return "benchtop-protocol" if '"protocol"' in members else "benchtop-workloads"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("revs", nargs="+", help="commits to build")
@@ -64,17 +72,18 @@ def main():
             for rev in args.revs:
                 target = os.path.join(work, "target")
                 for what, extra in [("workspace", ["--workspace"]),
-                                    ("protocol", ["-p", "benchtop-protocol"])]:
+                                    ("protocol", ["-p", protocol_package(trees[rev])])]:
                     wall, cpu = build(trees[rev], target, extra, args.jobs)
                     results[rev][what].append((wall, cpu))
                     print(f"round {round_ + 1} {rev} {what}: {wall:.1f} s wall, {cpu:.1f} s CPU"
                           f" (load {os.getloadavg()[0]:.2f})", file=sys.stderr)
-        print(f"{'commit':<14} {'workspace wall':>15} {'CPU':>8} {'protocol wall':>14} {'CPU':>7}")
+        print(f"{'commit':<14} {'workspace wall':>15} {'CPU':>8} {'protocol wall':>14} {'CPU':>7}"
+              "  protocol crate")
         for rev in args.revs:
             ws, pr = results[rev]["workspace"], results[rev]["protocol"]
             med = lambda xs, i: statistics.median(x[i] for x in xs)  # noqa: E731
             print(f"{rev[:14]:<14} {med(ws, 0):>13.1f} s {med(ws, 1):>6.0f} s"
-                  f" {med(pr, 0):>12.1f} s {med(pr, 1):>5.0f} s")
+                  f" {med(pr, 0):>12.1f} s {med(pr, 1):>5.0f} s  {protocol_package(trees[rev])}")
     finally:
         for tree in trees.values():
             subprocess.run(["git", "-C", REPO, "worktree", "remove", "--force", tree],
