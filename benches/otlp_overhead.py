@@ -121,7 +121,8 @@ def main():
         try:
             if args.only_down:
                 raise StopIteration
-            ring = ["--duration", args.duration]
+            # Rounds enough that the ring runs for the whole duration, every interval streamed.
+            ring = ["--num-rounds", "1000000000", "--duration", args.duration]
             plain, streamed = [], []
             for r in range(args.rounds):
                 order = [(False, plain), (True, streamed)] if r % 2 == 0 else [(True, streamed), (False, plain)]
@@ -141,7 +142,7 @@ def main():
                   f"(min {min(paired) * 100:+.1f}%, max {max(paired) * 100:+.1f}%)")
             print()
             print(f"{'workload':<10}{'rows':>6}{'requests':>10}{'bytes':>12}{'bytes/interval':>16}{'dropped':>9}")
-            for workload, extra in [("ring", ["--duration", args.duration]),
+            for workload, extra in [("ring", ring),
                                     ("kvstore", ["--duration", args.duration])]:
                 meta, rows = record(benchtop, workload, extra, tmp, f"bytes-{workload}", endpoint)
                 o = meta["otlp"]
