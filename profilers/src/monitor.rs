@@ -1092,34 +1092,27 @@ fn add_ctx(sum: &mut ContextSwitches, c: &ContextSwitches) {
 }
 
 fn add_io(sum: &mut IoCounters, c: &IoCounters) {
-    sum.syscr = sum.syscr.saturating_add(c.syscr);
-    sum.syscw = sum.syscw.saturating_add(c.syscw);
-    sum.rchar = sum.rchar.saturating_add(c.rchar);
-    sum.wchar = sum.wchar.saturating_add(c.wchar);
-    sum.read_bytes = sum.read_bytes.saturating_add(c.read_bytes);
-    sum.write_bytes = sum.write_bytes.saturating_add(c.write_bytes);
+    *sum = io_with(sum, c, u64::saturating_add);
 }
 
 fn max_io(a: &IoCounters, b: &IoCounters) -> IoCounters {
-    let mut m = *a;
-    m.syscr = a.syscr.max(b.syscr);
-    m.syscw = a.syscw.max(b.syscw);
-    m.rchar = a.rchar.max(b.rchar);
-    m.wchar = a.wchar.max(b.wchar);
-    m.read_bytes = a.read_bytes.max(b.read_bytes);
-    m.write_bytes = a.write_bytes.max(b.write_bytes);
-    m
+    io_with(a, b, std::cmp::max)
 }
 
 fn sub_io(a: &IoCounters, b: &IoCounters) -> IoCounters {
-    let mut d = *a;
-    d.syscr = a.syscr.saturating_sub(b.syscr);
-    d.syscw = a.syscw.saturating_sub(b.syscw);
-    d.rchar = a.rchar.saturating_sub(b.rchar);
-    d.wchar = a.wchar.saturating_sub(b.wchar);
-    d.read_bytes = a.read_bytes.saturating_sub(b.read_bytes);
-    d.write_bytes = a.write_bytes.saturating_sub(b.write_bytes);
-    d
+    io_with(a, b, u64::saturating_sub)
+}
+
+/// Every counter of `a` and `b` combined by `f`, field by field.
+fn io_with(a: &IoCounters, b: &IoCounters, f: fn(u64, u64) -> u64) -> IoCounters {
+    let mut out = *a;
+    out.syscr = f(a.syscr, b.syscr);
+    out.syscw = f(a.syscw, b.syscw);
+    out.rchar = f(a.rchar, b.rchar);
+    out.wchar = f(a.wchar, b.wchar);
+    out.read_bytes = f(a.read_bytes, b.read_bytes);
+    out.write_bytes = f(a.write_bytes, b.write_bytes);
+    out
 }
 
 /// A quarter of the soft limit on open files, at most 1024.
