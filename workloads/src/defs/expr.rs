@@ -330,6 +330,14 @@ impl Interner {
         Self::default()
     }
 
+    /// An interner sized for about `text_len` bytes of definition.
+    pub(crate) fn for_text(text_len: usize) -> Self {
+        Interner {
+            strings: StringInterner::for_text(text_len),
+            ..Self::default()
+        }
+    }
+
     /// The symbol of `s`.
     pub(crate) fn str(&mut self, s: &str) -> Result<Sym, TableFull> {
         self.strings.intern(s)

@@ -48,7 +48,7 @@ pub fn parse(text: &str) -> Result<Defs, ParseError> {
 /// Parses a whole definition on the calling thread alone: the tree [`parse`] gives.
 pub fn parse_serial(text: &str) -> Result<Defs, ParseError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut reader = Reader::new();
+    let mut reader = Reader::new(text.len());
     let mut last = 0u64;
     for (index, raw) in text.split('\n').enumerate() {
         let number = index as u64 + 1;
@@ -278,10 +278,11 @@ fn items(at: &At<'_>, offset: usize, rest: &str) -> Result<Vec<String>, ParseErr
 }
 
 impl Reader {
-    pub(crate) fn new() -> Self {
+    /// A reader for about `text_len` bytes of text.
+    pub(crate) fn new(text_len: usize) -> Self {
         Reader {
             defs: Defs::new(),
-            interner: Interner::new(),
+            interner: Interner::for_text(text_len),
             stack: Vec::with_capacity(8),
             attrs: Vec::with_capacity(64),
             children: Vec::with_capacity(256),
@@ -291,7 +292,7 @@ impl Reader {
     /// Reads `text`'s lines (a piece of a definition that starts at the top level), as
     /// [`parse_serial`] does but without the check that every node was closed.
     pub(crate) fn read(text: &str) -> Result<Self, ParseError> {
-        let mut reader = Reader::new();
+        let mut reader = Reader::new(text.len());
         for (index, raw) in text.split('\n').enumerate() {
             let line = raw.strip_suffix('\r').unwrap_or(raw);
             reader.line(line, index as u64 + 1)?;

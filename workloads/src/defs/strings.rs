@@ -121,19 +121,27 @@ impl Strings {
     }
 }
 
-fn hash(s: &str) -> u64 {
+/// A string's 32-bit hash, kept beside its symbol in the interner's index so that a probe
+/// compares text only when the hashes match and growing the index reads no text.
+fn hash32(s: &str) -> u32 {
     let mut h = FxHasher::default();
     h.write(s.as_bytes());
     h.write_usize(s.len());
-    h.finish()
+    (h.finish() >> 32) as u32
+}
+
+/// The index's 64-bit hash of a 32-bit one: an odd multiplier spreads it over the high
+/// bits (the index's tag) and the low ones (its bucket).
+fn spread(h: u32) -> u64 {
+    u64::from(h).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 /// Builds a [`Strings`] table, one entry per distinct string.
 #[derive(Debug, Default)]
 pub(crate) struct StringInterner {
     strings: Strings,
-    /// Symbols by the hash of their string.
-    index: hashbrown::HashTable<Sym>,
+    /// Symbols and their strings' hashes, by hash.
+    index: hashbrown::HashTable<(Sym, u32)>,
 }
 
 /// The table is full: its text would pass 4 GiB.
@@ -146,20 +154,32 @@ impl StringInterner {
         Self::default()
     }
 
+    /// An interner with room for the strings of about `text_len` bytes of definition, so
+    /// that its index seldom grows while reading (the `defs` bench, parse: growing it
+    /// from empty was a third of the interning).
+    pub(crate) fn for_text(text_len: usize) -> Self {
+        let strings = text_len / 128;
+        StringInterner {
+            strings: Strings {
+                text: String::with_capacity(text_len / 8),
+                ends: Vec::with_capacity(strings),
+            },
+            index: hashbrown::HashTable::with_capacity(strings),
+        }
+    }
+
     /// The symbol of `s`, added to the table when new.
     pub(crate) fn intern(&mut self, s: &str) -> Result<Sym, TableFull> {
-        let h = hash(s);
+        let h = hash32(s);
         let strings = &self.strings;
-        if let Some(&sym) = self
-            .index
-            .find(h, |&sym| strings.get(sym).is_some_and(|t| t == s))
-        {
+        if let Some(&(sym, _)) = self.index.find(spread(h), |&(sym, sh)| {
+            sh == h && strings.get(sym).is_some_and(|t| t == s)
+        }) {
             return Ok(sym);
         }
         let sym = self.strings.push(s).ok_or(TableFull)?;
-        let strings = &self.strings;
         self.index
-            .insert_unique(h, sym, |&sym| hash(strings.get(sym).unwrap_or_default()));
+            .insert_unique(spread(h), (sym, h), |&(_, sh)| spread(sh));
         Ok(sym)
     }
 
