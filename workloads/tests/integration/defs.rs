@@ -392,7 +392,13 @@ mod checkpoints {
                 let written = save(&defs, format, &path).unwrap();
                 let (back, read) = load(&path, format).unwrap();
                 assert_eq!(written, read, "{name} {format:?}");
-                assert_eq!(back, defs, "{name} {format:?}");
+                if format == Format::Text && name.ends_with("unparsed") {
+                    // Read from text, the tables come in the text's order, not the
+                    // generator's: the same definition, other ids.
+                    assert_eq!(write(&back), write(&defs), "{name} {format:?}");
+                } else {
+                    assert_eq!(back, defs, "{name} {format:?}");
+                }
                 // And the encoding in memory is the file.
                 assert_eq!(
                     encode(&defs, format).unwrap(),
