@@ -1,5 +1,5 @@
 //! The defs workload's phases at full scale (3199.def's shape, 320,830 nodes): parsing
-//! the text, and each checkpoint format's save (encode, write, fsync, rename) and reload
+//! the text (on every CPU, and on one), and each checkpoint format's save (encode, write, fsync, rename) and reload
 //! (read, decode), on a generated definition (seed 1). Freeing what a step returns is
 //! left out of its time. Peak RSS is printed at the end (VmHWM of the bench process,
 //! which holds the text and the tree throughout).
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use benchtop_workloads::defs::checkpoint::{self, Format};
 use benchtop_workloads::defs::generate::generate;
-use benchtop_workloads::defs::{parse, rss, write};
+use benchtop_workloads::defs::{parse, parse_serial, rss, write};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 fn scale() -> f64 {
@@ -37,6 +37,9 @@ fn defs(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(text.len() as u64));
     group.bench_function("parse", |b| {
         b.iter_with_large_drop(|| parse(black_box(&text)))
+    });
+    group.bench_function("parse-serial", |b| {
+        b.iter_with_large_drop(|| parse_serial(black_box(&text)))
     });
     group.bench_function("write-text", |b| {
         b.iter_with_large_drop(|| write(black_box(&defs)))

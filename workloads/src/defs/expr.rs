@@ -23,6 +23,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::model::{Defs, ExprId, PathId, State};
+use super::strings::{StringInterner, Strings, Sym, TableFull};
 
 /// An expression's syntax tree.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -41,8 +42,9 @@ pub enum Expr {
     Paren(Box<Expr>),
     /// A node path: the node's state in a comparison.
     Node(PathId),
-    /// `path:name`: an event, meter or variable of a node.
-    Attr(PathId, String),
+    /// `path:name`: an event, meter or variable of a node (the name in
+    /// [`Defs::strings`]).
+    Attr(PathId, Sym),
     /// A state name.
     State(State),
     /// `set` (true) or `clear` (false), an event's value.
@@ -304,12 +306,17 @@ impl Hasher for FxHasher {
 
 type FxBuild = BuildHasherDefault<FxHasher>;
 
-/// Turns expression text into trees, interning paths and whole expressions in a
-/// [`Defs`] as it goes.
+/// Turns expression text into trees, interning strings, paths and whole expressions as
+/// it goes; [`Interner::finish`] puts the tables into a [`Defs`]. Ids are given in
+/// order of first occurrence, so the same text read in the same order gives the same
+/// tables.
 #[derive(Debug, Default)]
 pub(crate) struct Interner {
-    paths: HashMap<String, PathId, FxBuild>,
-    exprs: HashMap<u64, Slot, FxBuild>,
+    pub(crate) strings: StringInterner,
+    path_ids: HashMap<Sym, PathId, FxBuild>,
+    paths: Vec<Sym>,
+    expr_ids: HashMap<u64, Slot, FxBuild>,
+    exprs: Vec<Expr>,
 }
 
 #[derive(Debug)]
@@ -323,35 +330,61 @@ impl Interner {
         Self::default()
     }
 
-    /// The id of `path`, adding it to `defs.paths` when new.
-    pub(crate) fn path(&mut self, defs: &mut Defs, path: &str) -> PathId {
-        if let Some(&id) = self.paths.get(path) {
+    /// An interner sized for about `text_len` bytes of definition.
+    pub(crate) fn for_text(text_len: usize) -> Self {
+        Interner {
+            strings: StringInterner::for_text(text_len),
+            ..Self::default()
+        }
+    }
+
+    /// The symbol of `s`.
+    pub(crate) fn str(&mut self, s: &str) -> Result<Sym, TableFull> {
+        self.strings.intern(s)
+    }
+
+    /// The id of `path`, added to the paths when new.
+    pub(crate) fn path(&mut self, path: &str) -> Result<PathId, TableFull> {
+        let sym = self.strings.intern(path)?;
+        Ok(self.path_of(sym))
+    }
+
+    /// The id of the path whose text `sym` names.
+    pub(crate) fn path_of(&mut self, sym: Sym) -> PathId {
+        if let Some(&id) = self.path_ids.get(&sym) {
             return id;
         }
-        let id = PathId(u32::try_from(defs.paths.len()).unwrap_or(u32::MAX));
-        Arc::make_mut(&mut defs.paths).push(path.to_owned());
-        self.paths.insert(path.to_owned(), id);
+        let id = PathId(u32::try_from(self.paths.len()).unwrap_or(u32::MAX));
+        self.paths.push(sym);
+        self.path_ids.insert(sym, id);
         id
     }
 
-    /// The id of `expr`, adding it to `defs.exprs` when no equal expression is there.
-    pub(crate) fn expr(&mut self, defs: &mut Defs, expr: Expr) -> ExprId {
+    /// The expressions so far, by [`ExprId`].
+    #[cfg(test)]
+    pub(crate) fn exprs(&self) -> &[Expr] {
+        &self.exprs
+    }
+
+    /// The id of `expr`, added to the expressions when no equal one is there.
+    pub(crate) fn expr(&mut self, expr: Expr) -> ExprId {
         let mut hasher = FxHasher::default();
         expr.hash(&mut hasher);
         let hash = hasher.finish();
-        let new_id = ExprId(u32::try_from(defs.exprs.len()).unwrap_or(u32::MAX));
-        match self.exprs.get_mut(&hash) {
+        let new_id = ExprId(u32::try_from(self.exprs.len()).unwrap_or(u32::MAX));
+        match self.expr_ids.get_mut(&hash) {
             None => {
-                self.exprs.insert(hash, Slot::One(new_id));
+                self.expr_ids.insert(hash, Slot::One(new_id));
             }
             Some(slot) => {
+                let exprs = &self.exprs;
                 let found = match slot {
                     Slot::One(id) => std::slice::from_ref(id),
                     Slot::Many(ids) => ids.as_slice(),
                 }
                 .iter()
                 .copied()
-                .find(|id| defs.exprs.get(id.0 as usize) == Some(&expr));
+                .find(|id| exprs.get(id.0 as usize) == Some(&expr));
                 if let Some(id) = found {
                     return id;
                 }
@@ -361,16 +394,15 @@ impl Interner {
                 }
             }
         }
-        Arc::make_mut(&mut defs.exprs).push(expr);
+        self.exprs.push(expr);
         new_id
     }
 
-    /// Parses `text` into a tree, interning its paths.
-    pub(crate) fn parse(&mut self, defs: &mut Defs, text: &str) -> Result<Expr, ExprError> {
+    /// Parses `text` into a tree, interning its paths and names.
+    pub(crate) fn parse(&mut self, text: &str) -> Result<Expr, ExprError> {
         let mut parser = Parser {
             lexer: Lexer::new(text),
             interner: self,
-            defs,
             depth: 0,
         };
         let expr = parser.or()?;
@@ -382,6 +414,26 @@ impl Interner {
             }),
         }
     }
+
+    /// The tables built: strings, paths, expressions.
+    pub(crate) fn into_parts(self) -> (Strings, Vec<Sym>, Vec<Expr>) {
+        (self.strings.into_strings(), self.paths, self.exprs)
+    }
+
+    /// Puts the tables built into `defs`.
+    pub(crate) fn finish(self, defs: &mut Defs) {
+        defs.strings = Arc::new(self.strings.into_strings());
+        defs.paths = Arc::new(self.paths);
+        defs.exprs = Arc::new(self.exprs);
+    }
+}
+
+/// A full table, as an expression error.
+fn full(offset: usize) -> ExprError {
+    ExprError {
+        offset,
+        reason: "the definition holds more than 4 GiB of distinct names".to_owned(),
+    }
 }
 
 /// Parentheses and `not` nested deeper than this are refused, so hostile input cannot
@@ -392,7 +444,6 @@ pub const MAX_DEPTH: u32 = 20;
 struct Parser<'a, 'i> {
     lexer: Lexer<'a>,
     interner: &'i mut Interner,
-    defs: &'i mut Defs,
     depth: u32,
 }
 
@@ -520,14 +571,15 @@ impl Parser<'_, '_> {
                 if let Some(state) = State::from_word(word) {
                     return Ok(Expr::State(state));
                 }
-                let path = self.interner.path(self.defs, word);
+                let path = self.interner.path(word).map_err(|_| full(offset))?;
                 if self.lexer.peek()?.1 != Tok::Colon {
                     return Ok(Expr::Node(path));
                 }
                 self.lexer.next()?;
                 match self.lexer.next()? {
-                    (_, Tok::Word(name)) if !name.contains('/') => {
-                        Ok(Expr::Attr(path, name.to_owned()))
+                    (at, Tok::Word(name)) if !name.contains('/') => {
+                        let name = self.interner.str(name).map_err(|_| full(at))?;
+                        Ok(Expr::Attr(path, name))
                     }
                     (at, other) => Err(ExprError {
                         offset: at,
@@ -546,6 +598,29 @@ impl Parser<'_, '_> {
                 ),
             }),
         }
+    }
+}
+
+/// Rewrites the ids of `expr`: path `i` becomes `paths[i]`, string `i` `syms[i]`.
+pub(crate) fn remap_expr(expr: &mut Expr, paths: &[PathId], syms: &[Sym]) {
+    let path = |p: &mut PathId| *p = paths.get(p.0 as usize).copied().unwrap_or(*p);
+    match expr {
+        Expr::Or(items) | Expr::And(items) => {
+            for item in items {
+                remap_expr(item, paths, syms);
+            }
+        }
+        Expr::Not(inner) | Expr::Paren(inner) => remap_expr(inner, paths, syms),
+        Expr::Cmp(_, lhs, rhs) | Expr::Arith(_, lhs, rhs) => {
+            remap_expr(lhs, paths, syms);
+            remap_expr(rhs, paths, syms);
+        }
+        Expr::Node(p) => path(p),
+        Expr::Attr(p, name) => {
+            path(p);
+            *name = syms.get(name.index()).copied().unwrap_or(*name);
+        }
+        Expr::State(_) | Expr::Event(_) | Expr::Int(_) => {}
     }
 }
 
@@ -592,7 +667,7 @@ pub(crate) fn write_expr(defs: &Defs, expr: &Expr, out: &mut String) {
         Expr::Attr(path, name) => {
             out.push_str(defs.path(*path).unwrap_or("?"));
             out.push(':');
-            out.push_str(name);
+            out.push_str(defs.str(*name));
         }
         Expr::State(state) => out.push_str(state.as_str()),
         Expr::Event(set) => out.push_str(if *set { "set" } else { "clear" }),
@@ -610,7 +685,8 @@ mod tests {
     fn parse(text: &str) -> (Defs, Result<Expr, ExprError>) {
         let mut defs = Defs::new();
         let mut interner = Interner::new();
-        let result = interner.parse(&mut defs, text);
+        let result = interner.parse(text);
+        interner.finish(&mut defs);
         (defs, result)
     }
 
@@ -664,22 +740,24 @@ mod tests {
     fn paths_are_interned_once() {
         let (defs, expr) = parse("/s/a == complete and /s/a != aborted and ./b:ev");
         expr.unwrap();
-        assert_eq!(*defs.paths, ["/s/a", "./b"]);
+        let paths: Vec<&str> = (0..defs.paths.len() as u32)
+            .filter_map(|i| defs.path(PathId(i)))
+            .collect();
+        assert_eq!(paths, ["/s/a", "./b"]);
     }
 
     #[test]
     fn equal_expressions_share_one_id() {
-        let mut defs = Defs::new();
         let mut interner = Interner::new();
-        let a = interner.parse(&mut defs, "/s/a == complete").unwrap();
-        let b = interner.parse(&mut defs, "/s/a  eq  complete").unwrap();
-        let c = interner.parse(&mut defs, "/s/b == complete").unwrap();
-        let ia = interner.expr(&mut defs, a);
-        let ib = interner.expr(&mut defs, b);
-        let ic = interner.expr(&mut defs, c);
+        let a = interner.parse("/s/a == complete").unwrap();
+        let b = interner.parse("/s/a  eq  complete").unwrap();
+        let c = interner.parse("/s/b == complete").unwrap();
+        let ia = interner.expr(a);
+        let ib = interner.expr(b);
+        let ic = interner.expr(c);
         assert_eq!(ia, ib);
         assert_ne!(ia, ic);
-        assert_eq!(defs.exprs.len(), 2);
+        assert_eq!(interner.exprs().len(), 2);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::expr::{CmpOp, Expr, Interner};
 use super::model::{
     Attr, Clock, Counts, Defs, Event, ExprAttr, Inlimit, Label, Late, Limit, Meter, Node, NodeKind,
-    Part, Repeat, State, TimeAttr, Variable,
+    Part, Repeat, State, Sym, TimeAttr, Variable,
 };
 
 /// The counts of 3199.def: 18 suites, 105,375 families, 215,437 tasks (320,830 nodes).
@@ -152,10 +152,11 @@ pub fn generate(scale: f64, seed: u64) -> Defs {
     let shape = shape(scale);
     let mut rng = Rng::new(seed);
     let mut slots: Vec<Slot> = Vec::with_capacity(shape.nodes() as usize);
+    let mut interner = Interner::new();
 
     for s in 0..shape.suites {
         slots.push(Slot {
-            node: Node::new(NodeKind::Suite, format!("s{s}")),
+            node: Node::new(NodeKind::Suite, sym(&mut interner, &format!("s{s}"))),
             parent: NO_PARENT,
             depth: 0,
             suite: s as u32,
@@ -177,7 +178,7 @@ pub fn generate(scale: f64, seed: u64) -> Defs {
             .map(|l| last_at_depth[suite as usize][l])
             .find(|&p| p != NO_PARENT)
             .unwrap_or(suite);
-        let id = add(&mut slots, parent, NodeKind::Family);
+        let id = add(&mut slots, &mut interner, parent, NodeKind::Family);
         let depth = slots[id as usize].depth as usize;
         last_at_depth[suite as usize][depth - 1] = id;
         families.push(id);
@@ -188,13 +189,12 @@ pub fn generate(scale: f64, seed: u64) -> Defs {
         } else {
             families[rng.below(families.len() as u64) as usize]
         };
-        add(&mut slots, parent, NodeKind::Task);
+        add(&mut slots, &mut interner, parent, NodeKind::Task);
     }
 
-    let paths = full_paths(&slots);
+    let paths = full_paths(&slots, &interner);
     let mut defs = Defs::new();
     defs.version = Some(super::DEFAULT_VERSION.to_owned());
-    let mut interner = Interner::new();
     let n = slots.len() as u64;
     let mut order: Vec<u32> = (0..n as u32).collect();
     // ecFlow allows no trigger or complete expression on a suite.
@@ -233,8 +233,8 @@ pub fn generate(scale: f64, seed: u64) -> Defs {
     }
     for (kind, count) in [("complete", shape.completes), ("trigger", shape.triggers)] {
         for i in pick(&mut rng, &mut below_suites, count) {
-            let expr = expression(&mut rng, &slots, &paths, i, &mut interner, &mut defs);
-            let id = interner.expr(&mut defs, expr);
+            let expr = expression(&mut rng, &slots, &paths, i, &mut interner);
+            let id = interner.expr(expr);
             let e = ExprAttr {
                 part: Part::First,
                 expr: id,
@@ -270,7 +270,7 @@ pub fn generate(scale: f64, seed: u64) -> Defs {
             },
             _ => Repeat::Day { step: 1 },
         };
-        slots[i].node.attrs.push(Attr::Repeat(repeat));
+        slots[i].node.attrs.push(Attr::Repeat(Box::new(repeat)));
     }
     let mut per_node = vec![0u32; n as usize];
     for _ in 0..shape.variables {
@@ -289,8 +289,8 @@ pub fn generate(scale: f64, seed: u64) -> Defs {
             _ => "%ECF_JOB% 1> %ECF_JOBOUT% 2>&1".to_owned(),
         };
         slots[i].node.attrs.push(Attr::Edit(Variable {
-            name,
-            value,
+            name: sym(&mut interner, &name),
+            value: sym(&mut interner, &value),
             double_quoted: false,
         }));
     }
@@ -300,7 +300,7 @@ pub fn generate(scale: f64, seed: u64) -> Defs {
     for l in 0..shape.limits {
         let suite = (l % suites) as usize;
         slots[suite].node.attrs.push(Attr::Limit(Limit {
-            name: format!("lim{}", l / suites),
+            name: sym(&mut interner, &format!("lim{}", l / suites)),
             max: 1 + rng.below(20) as i64,
         }));
     }
@@ -313,10 +313,11 @@ pub fn generate(scale: f64, seed: u64) -> Defs {
             (rng.below(shape.limits.min(suites)), true)
         };
         let name = format!("lim{}", rng.below(limits_in(suite)));
+        let path = by_path.then(|| sym(&mut interner, &format!("/s{suite}")));
         slots[i].node.attrs.push(Attr::Inlimit(Inlimit {
             flag: None,
-            path: by_path.then(|| format!("/s{suite}")),
-            name,
+            path,
+            name: sym(&mut interner, &name),
             tokens: None,
         }));
     }
@@ -331,8 +332,8 @@ pub fn generate(scale: f64, seed: u64) -> Defs {
             _ => "waiting for data".to_owned(),
         };
         slots[i].node.attrs.push(Attr::Label(Label {
-            name: suffixed("info", k),
-            text,
+            name: sym(&mut interner, &suffixed("info", k)),
+            text: sym(&mut interner, &text),
         }));
     }
     per_node.iter_mut().for_each(|c| *c = 0);
@@ -340,13 +341,13 @@ pub fn generate(scale: f64, seed: u64) -> Defs {
         let i = rng.below(n) as usize;
         let k = per_node[i];
         per_node[i] += 1;
-        slots[i].node.attrs.push(Attr::Meter(Meter {
-            name: suffixed("step", k),
+        slots[i].node.attrs.push(Attr::Meter(Box::new(Meter {
+            name: sym(&mut interner, &suffixed("step", k)),
             min: 0,
             max: 240,
             // ecFlow writes the threshold even when it is not set (it is the maximum).
             threshold: Some(240),
-        }));
+        })));
     }
     per_node.iter_mut().for_each(|c| *c = 0);
     for _ in 0..shape.events {
@@ -361,12 +362,12 @@ pub fn generate(scale: f64, seed: u64) -> Defs {
             },
             1 => Event {
                 number: None,
-                name: Some(suffixed("ev", k)),
+                name: Some(sym(&mut interner, &suffixed("ev", k))),
                 initial: None,
             },
             _ => Event {
                 number: Some(k + 1),
-                name: Some(suffixed("done", k)),
+                name: Some(sym(&mut interner, &suffixed("done", k))),
                 initial: None,
             },
         };
@@ -391,7 +392,16 @@ pub fn generate(scale: f64, seed: u64) -> Defs {
     }
 
     defs.suites = build(&mut slots);
+    interner.finish(&mut defs);
     defs
+}
+
+/// The symbol of `s`: a generated definition's strings are far below the table's 4 GiB
+/// (at [`MAX_SCALE`], about 100 MB).
+fn sym(interner: &mut Interner, s: &str) -> Sym {
+    interner
+        .str(s)
+        .expect("a generated definition's strings fit in the string table")
 }
 
 fn suffixed(base: &str, k: u32) -> String {
@@ -410,7 +420,7 @@ fn clock(relative: bool, hour: u8, minute: u8) -> Clock {
     }
 }
 
-fn add(slots: &mut Vec<Slot>, parent: u32, kind: NodeKind) -> u32 {
+fn add(slots: &mut Vec<Slot>, interner: &mut Interner, parent: u32, kind: NodeKind) -> u32 {
     let id = slots.len() as u32;
     let p = &mut slots[parent as usize];
     let name = match kind {
@@ -427,7 +437,7 @@ fn add(slots: &mut Vec<Slot>, parent: u32, kind: NodeKind) -> u32 {
     p.children.push(id);
     let (depth, suite) = (p.depth + 1, p.suite);
     slots.push(Slot {
-        node: Node::new(kind, name),
+        node: Node::new(kind, sym(interner, &name)),
         parent,
         depth,
         suite,
@@ -439,14 +449,15 @@ fn add(slots: &mut Vec<Slot>, parent: u32, kind: NodeKind) -> u32 {
     id
 }
 
-fn full_paths(slots: &[Slot]) -> Vec<String> {
+fn full_paths(slots: &[Slot], interner: &Interner) -> Vec<String> {
     let mut paths: Vec<String> = Vec::with_capacity(slots.len());
     for slot in slots {
+        let name = interner.strings.get(slot.node.name).unwrap_or("?");
         let path = if slot.parent == NO_PARENT {
-            format!("/{}", slot.node.name)
+            format!("/{name}")
         } else {
             // Parents come before their children.
-            format!("{}/{}", paths[slot.parent as usize], slot.node.name)
+            format!("{}/{name}", paths[slot.parent as usize])
         };
         paths.push(path);
     }
@@ -502,28 +513,29 @@ fn expression(
     paths: &[String],
     i: usize,
     interner: &mut Interner,
-    defs: &mut Defs,
 ) -> Expr {
-    let mut node = |rng: &mut Rng, defs: &mut Defs| {
+    let mut node = |rng: &mut Rng| {
         let j = reference(rng, slots, i);
-        Box::new(Expr::Node(interner.path(defs, &paths[j])))
+        Box::new(Expr::Node(interner.path(&paths[j]).expect(
+            "a generated definition's strings fit in the string table",
+        )))
     };
     let state = |s| Box::new(Expr::State(s));
     match rng.below(10) {
-        0..=5 => Expr::Cmp(CmpOp::Eq, node(rng, defs), state(State::Complete)),
+        0..=5 => Expr::Cmp(CmpOp::Eq, node(rng), state(State::Complete)),
         6 | 7 => Expr::And(vec![
-            Expr::Cmp(CmpOp::Eq, node(rng, defs), state(State::Complete)),
-            Expr::Cmp(CmpOp::Eq, node(rng, defs), state(State::Complete)),
+            Expr::Cmp(CmpOp::Eq, node(rng), state(State::Complete)),
+            Expr::Cmp(CmpOp::Eq, node(rng), state(State::Complete)),
         ]),
-        8 => Expr::Cmp(CmpOp::Ne, node(rng, defs), state(State::Aborted)),
+        8 => Expr::Cmp(CmpOp::Ne, node(rng), state(State::Aborted)),
         _ => Expr::And(vec![
             Expr::Paren(Box::new(Expr::Or(vec![
-                Expr::Cmp(CmpOp::Eq, node(rng, defs), state(State::Complete)),
-                Expr::Cmp(CmpOp::Eq, node(rng, defs), state(State::Aborted)),
+                Expr::Cmp(CmpOp::Eq, node(rng), state(State::Complete)),
+                Expr::Cmp(CmpOp::Eq, node(rng), state(State::Aborted)),
             ]))),
             Expr::Not(Box::new(Expr::Cmp(
                 CmpOp::Eq,
-                node(rng, defs),
+                node(rng),
                 state(State::Active),
             ))),
         ]),
@@ -533,7 +545,8 @@ fn expression(
 /// Moves the slots' nodes into a tree, children in the order they were added.
 fn build(slots: &mut [Slot]) -> Vec<Arc<Node>> {
     fn take(slots: &mut [Slot], i: usize) -> Arc<Node> {
-        let mut node = std::mem::replace(&mut slots[i].node, Node::new(NodeKind::Task, ""));
+        let placeholder = Node::new(NodeKind::Task, slots[i].node.name);
+        let mut node = std::mem::replace(&mut slots[i].node, placeholder);
         let children = std::mem::take(&mut slots[i].children);
         node.children = children
             .into_iter()
@@ -586,16 +599,17 @@ mod tests {
         let mut stack: Vec<(String, &Node)> = defs
             .suites
             .iter()
-            .map(|s| (format!("/{}", s.name), &**s))
+            .map(|s| (format!("/{}", defs.str(s.name)), &**s))
             .collect();
         while let Some((path, node)) = stack.pop() {
             for child in &node.children {
-                stack.push((format!("{path}/{}", child.name), &**child));
+                stack.push((format!("{path}/{}", defs.str(child.name)), &**child));
             }
             nodes.insert(path);
         }
         assert!(!defs.paths.is_empty());
-        for path in defs.paths.iter() {
+        for i in 0..defs.paths.len() as u32 {
+            let path = defs.path(super::super::model::PathId(i)).unwrap();
             assert!(nodes.contains(path), "{path}");
         }
         // Whole expressions repeat and are stored once.

@@ -26,12 +26,15 @@
 //! `--server-sim` counter `requests` first; histogram `request` (server-sim request
 //! latency, coordinated-omission corrected).
 
+pub mod archive;
 pub mod checkpoint;
 pub mod expr;
 pub mod generate;
 pub mod model;
+mod parallel;
 mod parse;
 pub mod server;
+mod strings;
 mod write;
 
 use std::collections::BTreeMap;
@@ -40,8 +43,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use self::checkpoint::Format;
-pub use self::model::{Attr, Counts, Defs, ExprId, Node, NodeKind, PathId, State};
-pub use self::parse::{MAX_NESTING, ParseError, parse};
+pub use self::model::{Attr, Counts, Defs, ExprId, Node, NodeKind, PathId, State, Strings, Sym};
+pub use self::parallel::{PARALLEL_MIN_BYTES, parse_in};
+pub use self::parse::{MAX_NESTING, ParseError, parse, parse_serial};
 pub use self::server::{CheckpointMode, LogFlush};
 pub use self::write::{DEFAULT_VERSION, write, write_into};
 use crate::WorkloadError;

@@ -3,7 +3,11 @@
 //! Attributes keep the order they were read in, so writing a tree and reading it back
 //! gives the same tree. Trigger and complete expressions live once in
 //! [`Defs::exprs`] and node paths once in [`Defs::paths`]: a node refers to them by
-//! [`ExprId`] and an expression to its paths by [`PathId`].
+//! [`ExprId`] and an expression to its paths by [`PathId`]. Names and values (node,
+//! variable, event, meter, label and limit names, variable values, label texts, paths,
+//! comments) live once in [`Defs::strings`] and are [`Sym`]s (four bytes) in the tree;
+//! an attribute takes 24 bytes in its node's list (meters and repeats, rare and larger,
+//! are boxed).
 //!
 //! Nodes, the expression table and the path table are shared (`Arc`), so cloning a whole
 //! definition copies a few pointers: a snapshot for a checkpoint costs next to nothing,
@@ -15,6 +19,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::expr::Expr;
+pub use super::strings::{Strings, Sym};
 
 /// A whole definition: the content of a `.def` file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,8 +35,11 @@ pub struct Defs {
     pub suites: Vec<Arc<Node>>,
     /// Every distinct trigger or complete expression, indexed by [`ExprId`].
     pub exprs: Arc<Vec<Expr>>,
-    /// Every distinct node path named in an expression, indexed by [`PathId`].
-    pub paths: Arc<Vec<String>>,
+    /// Every distinct node path named in an expression, indexed by [`PathId`]: its
+    /// text in [`Defs::strings`].
+    pub paths: Arc<Vec<Sym>>,
+    /// Every distinct name and value of the tree, indexed by [`Sym`].
+    pub strings: Arc<Strings>,
 }
 
 /// An index into [`Defs::exprs`].
@@ -69,8 +77,8 @@ impl NodeKind {
 pub struct Node {
     /// Suite, family or task.
     pub kind: NodeKind,
-    /// The node's name.
-    pub name: String,
+    /// The node's name, in [`Defs::strings`].
+    pub name: Sym,
     /// A comment on the node's own line (`task t1 # state:complete`), after the `#`.
     pub note: Option<String>,
     /// Attributes in the order read.
@@ -81,10 +89,10 @@ pub struct Node {
 
 impl Node {
     /// A node without attributes or children.
-    pub fn new(kind: NodeKind, name: impl Into<String>) -> Self {
+    pub fn new(kind: NodeKind, name: Sym) -> Self {
         Node {
             kind,
-            name: name.into(),
+            name,
             note: None,
             attrs: Vec::new(),
             children: Vec::new(),
@@ -104,7 +112,7 @@ pub enum Attr {
     /// `event N [name]` or `event name`, with an optional initial `set`/`clear`.
     Event(Event),
     /// `meter NAME MIN MAX [THRESHOLD]`.
-    Meter(Meter),
+    Meter(Box<Meter>),
     /// `label NAME "text"`.
     Label(Label),
     /// `limit NAME N`.
@@ -116,20 +124,20 @@ pub enum Attr {
     /// `time [+]HH:MM` or `time [+]HH:MM HH:MM HH:MM`.
     Time(TimeAttr),
     /// `repeat …`.
-    Repeat(Repeat),
+    Repeat(Box<Repeat>),
     /// `defstatus STATE`.
     Defstatus(State),
     /// `# text` on a line of its own inside a node: the text after the `#`.
-    Comment(String),
+    Comment(Sym),
     /// Any other attribute (`cron`, `today`, `autocancel`, …), kept verbatim: the line
     /// without its indentation.
-    Other(String),
+    Other(Sym),
 }
 
 impl Attr {
     /// The keyword opening this attribute's line (`#` for a comment, the first word for
-    /// a verbatim attribute).
-    pub fn keyword(&self) -> &str {
+    /// a verbatim attribute, looked up in `defs`).
+    pub fn keyword<'a>(&'a self, defs: &'a Defs) -> &'a str {
         match self {
             Attr::Edit(_) => "edit",
             Attr::Trigger(_) => "trigger",
@@ -144,7 +152,11 @@ impl Attr {
             Attr::Repeat(_) => "repeat",
             Attr::Defstatus(_) => "defstatus",
             Attr::Comment(_) => "#",
-            Attr::Other(line) => line.split_ascii_whitespace().next().unwrap_or(""),
+            Attr::Other(line) => defs
+                .str(*line)
+                .split_ascii_whitespace()
+                .next()
+                .unwrap_or(""),
         }
     }
 }
@@ -153,9 +165,9 @@ impl Attr {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Variable {
     /// The variable's name.
-    pub name: String,
+    pub name: Sym,
     /// Its value, without the quotes (may hold `%VAR%` substitutions and quotes).
-    pub value: String,
+    pub value: Sym,
     /// Whether it was quoted with `"` rather than `'`.
     pub double_quoted: bool,
 }
@@ -186,7 +198,7 @@ pub struct Event {
     /// The event's number, when it has one.
     pub number: Option<u32>,
     /// The event's name, when it has one.
-    pub name: Option<String>,
+    pub name: Option<Sym>,
     /// The initial value, when given (`set` → true, `clear` → false).
     pub initial: Option<bool>,
 }
@@ -195,7 +207,7 @@ pub struct Event {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Meter {
     /// The meter's name.
-    pub name: String,
+    pub name: Sym,
     /// Lowest value.
     pub min: i64,
     /// Highest value.
@@ -208,16 +220,16 @@ pub struct Meter {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Label {
     /// The label's name.
-    pub name: String,
+    pub name: Sym,
     /// Its text, without the quotes.
-    pub text: String,
+    pub text: Sym,
 }
 
 /// `limit NAME N`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limit {
     /// The limit's name.
-    pub name: String,
+    pub name: Sym,
     /// How many tokens it holds.
     pub max: i64,
 }
@@ -228,9 +240,9 @@ pub struct Inlimit {
     /// `-n` (limit nodes rather than tasks) or `-s` (limit submission), when given.
     pub flag: Option<char>,
     /// The path of the node holding the limit, when given.
-    pub path: Option<String>,
+    pub path: Option<Sym>,
     /// The limit's name.
-    pub name: String,
+    pub name: Sym,
     /// Tokens taken, when given.
     pub tokens: Option<u32>,
 }
@@ -461,7 +473,14 @@ impl Defs {
 
     /// The path `id` names (`None` for an id from another definition).
     pub fn path(&self, id: PathId) -> Option<&str> {
-        self.paths.get(id.0 as usize).map(String::as_str)
+        self.paths
+            .get(id.0 as usize)
+            .and_then(|&sym| self.strings.get(sym))
+    }
+
+    /// The string `sym` names (`?` for a symbol of another definition).
+    pub fn str(&self, sym: Sym) -> &str {
+        self.strings.get(sym).unwrap_or("?")
     }
 
     /// Calls `f` on every node, parents before children, with its depth (suites at 0).
@@ -475,5 +494,27 @@ impl Defs {
         for suite in &self.suites {
             go(suite, 0, &mut f);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attributes_and_nodes_stay_small() {
+        // An attribute is a list slot of 24 bytes with its names interned; a node is 80
+        // bytes before its lists.
+        assert!(
+            std::mem::size_of::<Attr>() <= 24,
+            "{}",
+            std::mem::size_of::<Attr>()
+        );
+        assert!(
+            std::mem::size_of::<Node>() <= 80,
+            "{}",
+            std::mem::size_of::<Node>()
+        );
+        assert_eq!(std::mem::size_of::<Option<Sym>>(), 4);
     }
 }

@@ -1,16 +1,19 @@
 //! Reading `.def` text into a [`Defs`].
 //!
-//! One pass over the lines, each split into borrowed tokens; nothing is copied but the
-//! names and values the tree keeps. A task ends at the next `task`, `family`,
-//! `endfamily`, `endsuite` or an optional `endtask`. Attributes may come in any order;
-//! one the reader does not know is kept verbatim ([`Attr::Other`]).
+//! One pass over the lines, each split into borrowed tokens; names and values are
+//! interned (a string seen before costs a hash lookup, no allocation), and a node is
+//! three allocations of the exact size: itself, its attributes and its children. A task
+//! ends at the next `task`, `family`, `endfamily`, `endsuite` or an optional `endtask`.
+//! Attributes may come in any order; one the reader does not know is kept verbatim
+//! ([`Attr::Other`]). A large definition is read on several threads, split at its
+//! suites ([`super::parallel`]).
 
 use std::sync::Arc;
 
 use super::expr::Interner;
 use super::model::{
     Attr, Clock, Defs, Event, ExprAttr, Inlimit, Label, Late, Limit, Meter, Node, NodeKind, Part,
-    Repeat, State, TimeAttr, Variable,
+    Repeat, State, Sym, TimeAttr, Variable,
 };
 
 /// Why a definition does not parse: where (1-based line and column, in characters) and
@@ -39,13 +42,14 @@ pub struct ParseError {
 /// # Ok::<(), benchtop_workloads::defs::ParseError>(())
 /// ```
 pub fn parse(text: &str) -> Result<Defs, ParseError> {
-    let mut reader = Reader {
-        defs: Defs::new(),
-        interner: Interner::new(),
-        stack: Vec::with_capacity(8),
-    };
-    let mut last = 0u64;
+    super::parallel::parse(text)
+}
+
+/// Parses a whole definition on the calling thread alone: the tree [`parse`] gives.
+pub fn parse_serial(text: &str) -> Result<Defs, ParseError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut reader = Reader::new(text.len());
+    let mut last = 0u64;
     for (index, raw) in text.split('\n').enumerate() {
         let number = index as u64 + 1;
         let line = raw.strip_suffix('\r').unwrap_or(raw);
@@ -61,7 +65,7 @@ pub fn parse(text: &str) -> Result<Defs, ParseError> {
             reason: format!(
                 "end of input with {} {} still open (missing end{})",
                 open.kind.keyword(),
-                open.name,
+                reader.name(open.name),
                 if open.kind == NodeKind::Task {
                     reader
                         .stack
@@ -75,7 +79,7 @@ pub fn parse(text: &str) -> Result<Defs, ParseError> {
             ),
         });
     }
-    Ok(reader.defs)
+    Ok(reader.finish())
 }
 
 /// Suites, families and tasks nested deeper than this are refused: real definitions
@@ -83,10 +87,24 @@ pub fn parse(text: &str) -> Result<Defs, ParseError> {
 /// stack of the writer and the serializers (serde_json reads at most 128 levels).
 pub const MAX_NESTING: usize = 50;
 
-struct Reader {
-    defs: Defs,
-    interner: Interner,
-    stack: Vec<Node>,
+/// The state of a reading: what is done, the nodes still open and, for them, their
+/// attributes and closed children so far (each node takes its own from the end of
+/// these when it closes, in one allocation of the exact size).
+pub(crate) struct Reader {
+    pub(crate) defs: Defs,
+    pub(crate) interner: Interner,
+    pub(crate) stack: Vec<Open>,
+    attrs: Vec<Attr>,
+    children: Vec<Arc<Node>>,
+}
+
+/// A node being read.
+pub(crate) struct Open {
+    kind: NodeKind,
+    name: Sym,
+    note: Option<String>,
+    attrs_from: usize,
+    children_from: usize,
 }
 
 /// The whitespace-separated tokens of a line with their byte offsets.
@@ -205,12 +223,16 @@ impl At<'_> {
 
     /// A quoted value (`'…'` or `"…"`, the last matching quote closing it) or, unquoted,
     /// the rest of the line; and whether it was double-quoted.
-    fn quoted(&self, (at, rest): (usize, &str), what: &str) -> Result<(String, bool), ParseError> {
+    fn quoted<'t>(
+        &self,
+        (at, rest): (usize, &'t str),
+        what: &str,
+    ) -> Result<(&'t str, bool), ParseError> {
         let Some(quote) = rest.chars().next().filter(|c| *c == '\'' || *c == '"') else {
             if rest.is_empty() {
                 return Err(self.err(at, format!("expected {what}")));
             }
-            return Ok((rest.to_owned(), false));
+            return Ok((rest, false));
         };
         let body = &rest[1..];
         let Some(close) = body.rfind(quote) else {
@@ -223,7 +245,7 @@ impl At<'_> {
                 format!("unexpected text after the closing {quote} of {what}"),
             ));
         }
-        Ok((body[..close].to_owned(), quote == '"'))
+        Ok((&body[..close], quote == '"'))
     }
 }
 
@@ -256,6 +278,48 @@ fn items(at: &At<'_>, offset: usize, rest: &str) -> Result<Vec<String>, ParseErr
 }
 
 impl Reader {
+    /// A reader for about `text_len` bytes of text.
+    pub(crate) fn new(text_len: usize) -> Self {
+        Reader {
+            defs: Defs::new(),
+            interner: Interner::for_text(text_len),
+            stack: Vec::with_capacity(8),
+            attrs: Vec::with_capacity(64),
+            children: Vec::with_capacity(256),
+        }
+    }
+
+    /// Reads `text`'s lines (a piece of a definition that starts at the top level), as
+    /// [`parse_serial`] does but without the check that every node was closed.
+    pub(crate) fn read(text: &str) -> Result<Self, ParseError> {
+        let mut reader = Reader::new(text.len());
+        for (index, raw) in text.split('\n').enumerate() {
+            let line = raw.strip_suffix('\r').unwrap_or(raw);
+            reader.line(line, index as u64 + 1)?;
+        }
+        Ok(reader)
+    }
+
+    /// The definition read, with its tables.
+    pub(crate) fn finish(self) -> Defs {
+        let mut defs = self.defs;
+        self.interner.finish(&mut defs);
+        defs
+    }
+
+    fn name(&self, sym: Sym) -> &str {
+        self.interner.strings.get(sym).unwrap_or("?")
+    }
+
+    fn sym(&mut self, at: &At<'_>, offset: usize, s: &str) -> Result<Sym, ParseError> {
+        self.interner.str(s).map_err(|_| {
+            at.err(
+                offset,
+                "the definition holds more than 4 GiB of distinct names",
+            )
+        })
+    }
+
     fn line(&mut self, line: &str, number: u64) -> Result<(), ParseError> {
         let at = At { line, number };
         let mut tokens = Tokens::new(line);
@@ -273,8 +337,9 @@ impl Reader {
                 && !text.contains(char::is_whitespace)
             {
                 self.defs.version = Some(text.to_owned());
-            } else if let Some(node) = self.stack.last_mut() {
-                node.attrs.push(Attr::Comment(text.to_owned()));
+            } else if !self.stack.is_empty() {
+                let text = self.sym(&at, key_at, text)?;
+                self.attrs.push(Attr::Comment(text));
             } else {
                 let before = u32::try_from(self.defs.suites.len()).unwrap_or(u32::MAX);
                 self.defs.comments.push((before, text.to_owned()));
@@ -289,7 +354,7 @@ impl Reader {
                         format!(
                             "suite inside {} {}: suites are top level only",
                             open.kind.keyword(),
-                            open.name
+                            self.name(open.name)
                         ),
                     ));
                 }
@@ -333,7 +398,7 @@ impl Reader {
                         format!(
                             "{keyword} while {} {} is open",
                             node.kind.keyword(),
-                            node.name
+                            self.name(node.name)
                         ),
                     )),
                     None => Err(at.err(key_at, format!("{keyword} outside a suite"))),
@@ -352,9 +417,7 @@ impl Reader {
                     return Err(at.err(key_at, format!("unexpected {keyword:?} outside a suite")));
                 }
                 let attr = self.attr(&at, key_at, keyword, &mut tokens)?;
-                if let Some(node) = self.stack.last_mut() {
-                    node.attrs.push(attr);
-                }
+                self.attrs.push(attr);
                 Ok(())
             }
         }
@@ -378,14 +441,21 @@ impl Reader {
         if name.starts_with('#') {
             return Err(at.err(name_at, format!("expected {what}")));
         }
-        let mut node = Node::new(kind, name);
+        let name = self.sym(at, name_at, name)?;
         let (rest_at, rest) = tokens.rest();
+        let mut note = None;
         if rest.starts_with('#') {
-            node.note = Some(at.line[rest_at + 1..].to_owned());
+            note = Some(at.line[rest_at + 1..].to_owned());
         } else if !rest.is_empty() {
             return Err(at.err(rest_at, format!("unexpected {rest:?} after the name")));
         }
-        self.stack.push(node);
+        self.stack.push(Open {
+            kind,
+            name,
+            note,
+            attrs_from: self.attrs.len(),
+            children_from: self.children.len(),
+        });
         Ok(())
     }
 
@@ -396,11 +466,18 @@ impl Reader {
     }
 
     fn close(&mut self) {
-        if let Some(node) = self.stack.pop() {
-            let node = Arc::new(node);
-            match self.stack.last_mut() {
-                Some(parent) => parent.children.push(node),
-                None => self.defs.suites.push(node),
+        if let Some(open) = self.stack.pop() {
+            let node = Arc::new(Node {
+                kind: open.kind,
+                name: open.name,
+                note: open.note,
+                attrs: self.attrs.drain(open.attrs_from..).collect(),
+                children: self.children.drain(open.children_from..).collect(),
+            });
+            if self.stack.is_empty() {
+                self.defs.suites.push(node);
+            } else {
+                self.children.push(node);
             }
         }
     }
@@ -414,10 +491,12 @@ impl Reader {
     ) -> Result<Attr, ParseError> {
         let attr = match keyword {
             "edit" => {
-                let (_, name) = at.need(tokens, "a variable name")?;
+                let (name_at, name) = at.need(tokens, "a variable name")?;
                 let (value, double_quoted) = at.quoted(tokens.rest(), "a value")?;
+                let name = self.sym(at, name_at, name)?;
+                let value = self.sym(at, name_at, value)?;
                 return Ok(Attr::Edit(Variable {
-                    name: name.to_owned(),
+                    name,
                     value,
                     double_quoted,
                 }));
@@ -445,9 +524,9 @@ impl Reader {
                 }
                 let expr = self
                     .interner
-                    .parse(&mut self.defs, rest)
+                    .parse(rest)
                     .map_err(|e| at.err(rest_at + e.offset, e.reason))?;
-                let expr = self.interner.expr(&mut self.defs, expr);
+                let expr = self.interner.expr(expr);
                 let e = ExprAttr { part, expr };
                 return Ok(if keyword == "trigger" {
                     Attr::Trigger(e)
@@ -472,7 +551,7 @@ impl Reader {
                         "set" if event.number.is_some() => event.initial = Some(true),
                         "clear" if event.number.is_some() => event.initial = Some(false),
                         _ => {
-                            event.name = Some(word.to_owned());
+                            event.name = Some(self.sym(at, first.0, word)?);
                             match tokens.next() {
                                 Some((_, "set")) => event.initial = Some(true),
                                 Some((_, "clear")) => event.initial = Some(false),
@@ -489,7 +568,7 @@ impl Reader {
                 Attr::Event(event)
             }
             "meter" => {
-                let (_, name) = at.need(tokens, "a meter name")?;
+                let (name_at, name) = at.need(tokens, "a meter name")?;
                 let min = at.int(
                     at.need(tokens, "the meter's minimum")?,
                     "an integer minimum",
@@ -503,26 +582,26 @@ impl Reader {
                     Some(t) => Some(at.int(t, "an integer threshold")?),
                     None => None,
                 };
-                Attr::Meter(Meter {
-                    name: name.to_owned(),
+                Attr::Meter(Box::new(Meter {
+                    name: self.sym(at, name_at, name)?,
                     min,
                     max,
                     threshold,
-                })
+                }))
             }
             "label" => {
-                let (_, name) = at.need(tokens, "a label name")?;
+                let (name_at, name) = at.need(tokens, "a label name")?;
                 let (text, _) = at.quoted(tokens.rest(), "the label's text")?;
                 return Ok(Attr::Label(Label {
-                    name: name.to_owned(),
-                    text,
+                    name: self.sym(at, name_at, name)?,
+                    text: self.sym(at, name_at, text)?,
                 }));
             }
             "limit" => {
-                let (_, name) = at.need(tokens, "a limit name")?;
+                let (name_at, name) = at.need(tokens, "a limit name")?;
                 let max = at.int(at.need(tokens, "the limit's size")?, "an integer size")?;
                 Attr::Limit(Limit {
-                    name: name.to_owned(),
+                    name: self.sym(at, name_at, name)?,
                     max,
                 })
             }
@@ -537,7 +616,7 @@ impl Reader {
                     first = at.need(tokens, "a limit name")?;
                 }
                 let (path, name) = match first.1.rsplit_once(':') {
-                    Some((path, name)) => (Some(path.to_owned()), name),
+                    Some((path, name)) => (Some(self.sym(at, first.0, path)?), name),
                     None => (None, first.1),
                 };
                 if name.is_empty() {
@@ -551,7 +630,7 @@ impl Reader {
                 Attr::Inlimit(Inlimit {
                     flag,
                     path,
-                    name: name.to_owned(),
+                    name: self.sym(at, first.0, name)?,
                     tokens: tokens_taken,
                 })
             }
@@ -650,10 +729,12 @@ impl Reader {
                     },
                     _ => {
                         let rest = &at.line[kind_at..];
-                        return Ok(Attr::Repeat(Repeat::Other(rest.trim_end().to_owned())));
+                        return Ok(Attr::Repeat(Box::new(Repeat::Other(
+                            rest.trim_end().to_owned(),
+                        ))));
                     }
                 };
-                Attr::Repeat(repeat)
+                Attr::Repeat(Box::new(repeat))
             }
             "defstatus" => {
                 let (a, word) = at.need(tokens, "a state")?;
@@ -661,7 +742,13 @@ impl Reader {
                     .ok_or_else(|| at.err(a, format!("expected a state name, found {word:?}")))?;
                 Attr::Defstatus(state)
             }
-            _ => return Ok(Attr::Other(at.line[key_at..].trim_end().to_owned())),
+            _ => {
+                return Ok(Attr::Other(self.sym(
+                    at,
+                    key_at,
+                    at.line[key_at..].trim_end(),
+                )?));
+            }
         };
         at.end(tokens)?;
         Ok(attr)
@@ -680,12 +767,12 @@ mod tests {
         .unwrap();
         assert_eq!(defs.version.as_deref(), Some("5.9.2"));
         let s = &defs.suites[0];
-        let names: Vec<&str> = s.children.iter().map(|n| n.name.as_str()).collect();
+        let names: Vec<&str> = s.children.iter().map(|n| defs.str(n.name)).collect();
         assert_eq!(names, ["f", "e"]);
         let f: Vec<&str> = s.children[0]
             .children
             .iter()
-            .map(|n| n.name.as_str())
+            .map(|n| defs.str(n.name))
             .collect();
         assert_eq!(f, ["a", "b", "g", "d"]);
         let c = defs.counts();
@@ -703,17 +790,13 @@ mod tests {
     fn quoted_values_run_to_the_last_quote() {
         let defs = parse("suite s\n edit A 'it's'\n edit B \"x y\"\n edit C bare\n label l \"say \"hi\"\"\nendsuite").unwrap();
         let attrs = &defs.suites[0].attrs;
-        assert_eq!(
-            attrs[0],
-            Attr::Edit(Variable {
-                name: "A".into(),
-                value: "it's".into(),
-                double_quoted: false
-            })
+        assert!(matches!(&attrs[0], Attr::Edit(v)
+            if defs.str(v.name) == "A" && defs.str(v.value) == "it's" && !v.double_quoted));
+        assert!(
+            matches!(&attrs[1], Attr::Edit(v) if defs.str(v.value) == "x y" && v.double_quoted)
         );
-        assert!(matches!(&attrs[1], Attr::Edit(v) if v.value == "x y" && v.double_quoted));
-        assert!(matches!(&attrs[2], Attr::Edit(v) if v.value == "bare"));
-        assert!(matches!(&attrs[3], Attr::Label(l) if l.text == "say \"hi\""));
+        assert!(matches!(&attrs[2], Attr::Edit(v) if defs.str(v.value) == "bare"));
+        assert!(matches!(&attrs[3], Attr::Label(l) if defs.str(l.text) == "say \"hi\""));
     }
 
     #[test]
@@ -774,12 +857,21 @@ mod tests {
         );
         let s = &defs.suites[0];
         assert_eq!(s.note.as_deref(), Some(" a note"));
+        let attrs: Vec<(&str, &str)> = s
+            .attrs
+            .iter()
+            .map(|a| match a {
+                Attr::Other(t) => ("other", defs.str(*t)),
+                Attr::Comment(t) => ("comment", defs.str(*t)),
+                _ => ("?", ""),
+            })
+            .collect();
         assert_eq!(
-            s.attrs,
+            attrs,
             [
-                Attr::Other("cron 10:00".into()),
-                Attr::Comment(" inside".into()),
-                Attr::Other("autocancel +01:00".into())
+                ("other", "cron 10:00"),
+                ("comment", " inside"),
+                ("other", "autocancel +01:00")
             ]
         );
         assert_eq!(defs.counts().others, 2);

@@ -77,7 +77,7 @@ fn write_node(defs: &Defs, node: &Node, depth: usize, out: &mut String) {
     indent(out, depth);
     out.push_str(node.kind.keyword());
     out.push(' ');
-    out.push_str(&node.name);
+    out.push_str(defs.str(node.name));
     if let Some(note) = &node.note {
         out.push_str(" #");
         out.push_str(note);
@@ -116,14 +116,14 @@ fn write_attr(defs: &Defs, attr: &Attr, out: &mut String) {
         Attr::Edit(v) => {
             let q = if v.double_quoted { '"' } else { '\'' };
             out.push_str("edit ");
-            out.push_str(&v.name);
+            out.push_str(defs.str(v.name));
             out.push(' ');
             out.push(q);
-            out.push_str(&v.value);
+            out.push_str(defs.str(v.value));
             out.push(q);
         }
         Attr::Trigger(e) | Attr::Complete(e) => {
-            out.push_str(attr.keyword());
+            out.push_str(attr.keyword(defs));
             match e.part {
                 Part::First => {}
                 Part::And => out.push_str(" -a"),
@@ -140,10 +140,10 @@ fn write_attr(defs: &Defs, attr: &Attr, out: &mut String) {
             if let Some(n) = e.number {
                 let _ = write!(out, " {n}");
             }
-            match &e.name {
+            match e.name {
                 Some(name) => {
                     out.push(' ');
-                    out.push_str(name);
+                    out.push_str(defs.str(name));
                 }
                 // ecFlow writes the empty name after a number: `event 3 `.
                 None if e.number.is_some() => out.push(' '),
@@ -156,16 +156,20 @@ fn write_attr(defs: &Defs, attr: &Attr, out: &mut String) {
             }
         }
         Attr::Meter(m) => {
-            let _ = write!(out, "meter {} {} {}", m.name, m.min, m.max);
+            let _ = write!(out, "meter {} {} {}", defs.str(m.name), m.min, m.max);
             if let Some(t) = m.threshold {
                 let _ = write!(out, " {t}");
             }
         }
         Attr::Label(l) => {
-            let _ = write!(out, "label {} \"{}\"", l.name, l.text);
+            out.push_str("label ");
+            out.push_str(defs.str(l.name));
+            out.push_str(" \"");
+            out.push_str(defs.str(l.text));
+            out.push('"');
         }
         Attr::Limit(l) => {
-            let _ = write!(out, "limit {} {}", l.name, l.max);
+            let _ = write!(out, "limit {} {}", defs.str(l.name), l.max);
         }
         Attr::Inlimit(l) => {
             out.push_str("inlimit ");
@@ -174,11 +178,11 @@ fn write_attr(defs: &Defs, attr: &Attr, out: &mut String) {
                 out.push(f);
                 out.push(' ');
             }
-            if let Some(path) = &l.path {
-                out.push_str(path);
+            if let Some(path) = l.path {
+                out.push_str(defs.str(path));
                 out.push(':');
             }
-            out.push_str(&l.name);
+            out.push_str(defs.str(l.name));
             if let Some(t) = l.tokens {
                 let _ = write!(out, " {t}");
             }
@@ -208,7 +212,7 @@ fn write_attr(defs: &Defs, attr: &Attr, out: &mut String) {
         }
         Attr::Repeat(r) => {
             out.push_str("repeat ");
-            match r {
+            match &**r {
                 Repeat::Date {
                     var,
                     start,
@@ -230,7 +234,7 @@ fn write_attr(defs: &Defs, attr: &Attr, out: &mut String) {
                     }
                 }
                 Repeat::Enumerated { var, items } | Repeat::String { var, items } => {
-                    let kind = if matches!(r, Repeat::String { .. }) {
+                    let kind = if matches!(**r, Repeat::String { .. }) {
                         "string"
                     } else {
                         "enumerated"
@@ -253,8 +257,8 @@ fn write_attr(defs: &Defs, attr: &Attr, out: &mut String) {
         }
         Attr::Comment(text) => {
             out.push('#');
-            out.push_str(text);
+            out.push_str(defs.str(*text));
         }
-        Attr::Other(line) => out.push_str(line),
+        Attr::Other(line) => out.push_str(defs.str(*line)),
     }
 }

@@ -359,3 +359,115 @@ mod killed {
         eprintln!("{interrupted} of 5 kills interrupted a checkpoint's write");
     }
 }
+
+mod checkpoints {
+    use benchtop_workloads::defs::checkpoint::{Format, decode, encode, load, save};
+    use benchtop_workloads::defs::generate::generate;
+    use benchtop_workloads::defs::{Defs, parse, parse_in, parse_serial, write};
+
+    use crate::defs::data;
+
+    /// Every fixture, including what ecFlow wrote, and generated definitions.
+    fn definitions() -> Vec<(String, Defs)> {
+        let mut all = Vec::new();
+        for name in ["every-attribute.def", "ecflow-written.def"] {
+            let text = std::fs::read_to_string(data(name)).unwrap();
+            all.push((name.to_owned(), parse(&text).unwrap()));
+        }
+        for (scale, seed) in [(0.0001, 1), (0.01, 2)] {
+            let text = write(&generate(scale, seed));
+            all.push((format!("generated {scale}"), parse(&text).unwrap()));
+        }
+        // As generated (tables in the generator's order, not the reader's).
+        all.push(("generated, unparsed".to_owned(), generate(0.002, 5)));
+        all
+    }
+
+    #[test]
+    fn every_format_round_trips_every_definition_to_an_equal_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, defs) in definitions() {
+            for format in Format::ALL {
+                let path = dir.path().join(format.file_name());
+                let written = save(&defs, format, &path).unwrap();
+                let (back, read) = load(&path, format).unwrap();
+                assert_eq!(written, read, "{name} {format:?}");
+                if format == Format::Text && name.ends_with("unparsed") {
+                    // Read from text, the tables come in the text's order, not the
+                    // generator's: the same definition, other ids.
+                    assert_eq!(write(&back), write(&defs), "{name} {format:?}");
+                } else {
+                    assert_eq!(back, defs, "{name} {format:?}");
+                }
+                // And the encoding in memory is the file.
+                assert_eq!(
+                    encode(&defs, format).unwrap(),
+                    std::fs::read(&path).unwrap(),
+                    "{name} {format:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn truncated_and_bit_flipped_binary_checkpoints_are_refused_with_the_offset() {
+        let path = std::path::Path::new("/ck/checkpoint.bin");
+        let text = std::fs::read_to_string(data("ecflow-written.def")).unwrap();
+        let bytes = encode(&parse(&text).unwrap(), Format::Binary).unwrap();
+        let offset = |err: String| -> u64 {
+            let rest = err
+                .split_once("at byte offset ")
+                .unwrap_or_else(|| panic!("no offset in {err:?}"))
+                .1;
+            rest.split(':').next().unwrap().parse().unwrap()
+        };
+        for len in (0..bytes.len()).step_by(7) {
+            let err = decode(&bytes[..len], Format::Binary, path)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with("binary checkpoint /ck/checkpoint.bin"),
+                "{err}"
+            );
+            assert!(offset(err) <= len as u64);
+        }
+        for i in 0..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 1 << (i % 8);
+            let err = decode(&bad, Format::Binary, path).unwrap_err().to_string();
+            assert!(offset(err) < bytes.len() as u64, "byte {i}");
+        }
+    }
+
+    #[test]
+    fn the_parallel_parse_gives_the_serial_tree() {
+        let mut texts: Vec<(String, String)> = ["every-attribute.def", "ecflow-written.def"]
+            .iter()
+            .map(|n| (n.to_string(), std::fs::read_to_string(data(n)).unwrap()))
+            .collect();
+        // Two suites of 5 MB: above PARALLEL_MIN_BYTES, so parse() itself cuts it.
+        texts.push(("generated".to_owned(), write(&generate(0.09, 7))));
+        // Suites that share names, paths and expressions, with top-level comments and
+        // externs between them.
+        let mut mixed = String::from("\u{feff}#5.9.2\n");
+        for s in 0..6 {
+            mixed.push_str(&format!(
+                "# before {s}\nextern /x{s}\nsuite s{}\n  edit V 'v{}'\n  family f\n    task t\n      trigger /s0/f/t == complete and ../f:e\n  endfamily\nendsuite\n",
+                s % 3,
+                s % 2
+            ));
+        }
+        texts.push(("mixed".to_owned(), mixed));
+        for (name, text) in &texts {
+            let serial = parse_serial(text).unwrap();
+            for pieces in [2, 3, 5, 16] {
+                assert_eq!(
+                    parse_in(text, pieces).unwrap(),
+                    serial,
+                    "{name} in {pieces}"
+                );
+            }
+            assert_eq!(parse(text).unwrap(), serial, "{name}");
+        }
+    }
+}

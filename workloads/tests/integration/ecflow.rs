@@ -158,3 +158,48 @@ fn ecflow_saves_a_generated_definition_byte_for_byte_as_benchtop_wrote_it() {
         panic!("line {}: benchtop wrote {a:?}, ecFlow {b:?}", line + 1);
     }
 }
+
+#[test]
+fn what_ecflow_writes_round_trips_through_every_checkpoint_format_and_parses_alike_in_parallel() {
+    use benchtop_workloads::defs::checkpoint::{Format, load, save};
+    use benchtop_workloads::defs::{parse_in, parse_serial};
+
+    let dir = tempfile::tempdir().unwrap();
+    let built = dir.path().join("built.def");
+    let resaved = dir.path().join("resaved.def");
+    let generated = dir.path().join("generated.def");
+    let out = python()
+        .arg(data("ecflow_build.py"))
+        .arg(&built)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Two suites, so the parallel parse has a cut to make.
+    std::fs::write(&generated, write(&generate(0.09, 21))).unwrap();
+    let out = python()
+        .arg(data("ecflow_resave.py"))
+        .arg(&generated)
+        .arg(&resaved)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for file in [built, resaved] {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let defs = parse_serial(&text).unwrap();
+        assert_eq!(parse_in(&text, 4).unwrap(), defs, "{}", file.display());
+        for format in Format::ALL {
+            let path = dir.path().join(format.file_name());
+            save(&defs, format, &path).unwrap();
+            let (back, _) = load(&path, format).unwrap();
+            assert_eq!(back, defs, "{} {format:?}", file.display());
+        }
+    }
+}
