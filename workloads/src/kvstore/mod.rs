@@ -11,12 +11,15 @@
 //! one sequential client reaches at most 25 RPC/s (0.75 × 50 ms + 0.25 × 10 ms = 40 ms per
 //! RPC). With `--disable-work-simulation` the benchmark measures RPC overhead.
 //!
-//! `--role both` (the default) runs the server and the clients in this process, each on a
-//! runtime of its own (threads `kv-server…`, `kv-client…`); `--role server` and `--role
-//! client` with `--listen` and `--connect` put them on two hosts. Every RPC has a deadline
-//! (`--rpc-timeout`); every connection attempt too.
+//! `--role both` (the default) runs the server and the clients in this process, each on
+//! threads of their own (`kv-server…`: one multi-threaded runtime; `kv-client`: a
+//! current-thread runtime each, shard per thread); `--role server` and
+//! `--role client` with `--listen` and `--connect` put them on two hosts. Every RPC has a
+//! deadline (`--rpc-timeout`); every connection attempt too.
 
 mod client;
+mod codec;
+mod picks;
 mod server;
 
 use std::collections::BTreeMap;
@@ -164,7 +167,8 @@ pub struct KvParams {
     #[arg(long, default_value_t = 65536,
           value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
     pub mean_value_size: u32,
-    /// Deadline of every RPC; one that passes it counts as a DEADLINE_EXCEEDED failure
+    /// Deadline of every RPC, kept by the client (no grpc-timeout header: the original
+    /// sets none); one that passes it counts as a DEADLINE_EXCEEDED failure
     #[arg(long, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
     #[serde(rename = "rpc-timeout-ms", serialize_with = "crate::builtin::as_ms")]
     pub rpc_timeout: Duration,
@@ -172,7 +176,8 @@ pub struct KvParams {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_threads: Option<u16>,
-    /// Worker threads of the clients' runtime [default: the machine's cores, at most 8]
+    /// Client threads, each with a runtime of its own running its share of the clients
+    /// [default: the machine's cores, at most 8; never more than --clients]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_threads: Option<u16>,
@@ -493,6 +498,12 @@ pub fn summary(outcome: &Outcome) -> Summary {
                 "theoretical_max_rpcs_per_second: none (work simulation disabled)".to_owned(),
             ),
         }
+        let payload = c.payload_bytes_per_second() / 1e6;
+        figures.push(Figure::new("payload_mb_per_s", payload, "MB/s").better(Better::Higher));
+        lines.push(format!(
+            "payload: {:.1} MB/s of keys and values, requests and answers",
+            payload
+        ));
         figures.push(Figure::new("not_found", c.not_found as f64, "RPCs"));
         figures.push(Figure::new(
             "already_exists",
