@@ -158,9 +158,7 @@ pub fn run(
     metrics: &KvMetrics,
     stop: &StopSignal,
 ) -> Result<ClientOutcome, WorkloadError> {
-    let threads = super::runtime_threads(params.client_threads)
-        .min(params.clients as usize)
-        .max(1);
+    let threads = super::client_threads(params);
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64);

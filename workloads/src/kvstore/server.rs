@@ -245,7 +245,7 @@ impl KvServer {
     pub fn start(params: &KvParams, metrics: KvMetrics) -> Result<KvServer, WorkloadError> {
         let addr = params.listen_addr();
         // The work is sleeping, not computing: the blocking pool holds the sleepers.
-        let threads = super::runtime_threads(params.server_threads);
+        let threads = super::server_threads(params);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(threads)
             .thread_name("kv-server")
