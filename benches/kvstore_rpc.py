@@ -16,9 +16,18 @@ Each round runs every configuration back to back (interleaved) on a release buil
   workers on one connection.
 
 The table gives medians over the rounds and the ratio to the Java reference's 4,700
-RPC/s (goal: at least 10×).
+RPC/s (goal: at least 10×), and each configuration's payload (keys and values carried,
+requests and answers, MB/s) beside a memcpy benchmark of this machine: 64 KiB blocks
+copied in cache, as a value is, and 64 MiB blocks through memory (Python's memoryview
+assignment, which is libc's memmove; one core). A value crosses four copies on its way
+(prost's encoding, the kernel's send and receive, tonic's decode buffer), so the copies
+alone would cap the payload near a quarter of the in-cache figure per core.
 
-Usage: benches/kvstore_rpc.py [--rounds N] [--seconds S] [--no-ghz]
+With work (`--work-seconds`, 0 to leave it out), one sequential client with the
+original's delays and sizes against the theoretical 25 RPC/s (40 ms of simulated work per
+RPC): how far short each round fell, in percent (goal: within 0.5 %).
+
+Usage: benches/kvstore_rpc.py [--rounds N] [--seconds S] [--work-seconds S] [--no-ghz]
 Needs: cargo; go (for ghz) unless --no-ghz.
 """
 
@@ -35,8 +44,9 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BENCHTOP = os.path.join(ROOT, "target", "release", "benchtop")
-TOOLS = os.path.join(ROOT, "target", "tools")
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+BENCHTOP = os.path.join(TARGET, "release", "benchtop")
+TOOLS = os.path.join(TARGET, "tools")
 GHZ = os.path.join(TOOLS, "gopath", "bin", "ghz")
 PROTO = os.path.join(ROOT, "workloads", "proto")
 JAVA_REFERENCE = 4700.0
@@ -48,19 +58,39 @@ def free_port():
         return s.getsockname()[1]
 
 
-def ours(concurrency, value_size, seconds, tmp, threads=None):
+THEORETICAL_WITH_WORK = 25.0
+
+
+def ours(concurrency, value_size, seconds, tmp, threads=None, work=False):
+    """RPC/s and payload MB/s of one run of benchtop's client and server."""
     d = tempfile.mkdtemp(dir=tmp)
-    cmd = [BENCHTOP, "run", "kvstore", "--disable-work-simulation", "--listen", "127.0.0.1:0",
+    cmd = [BENCHTOP, "run", "kvstore", "--listen", "127.0.0.1:0",
            "--concurrency", str(concurrency), "--duration", f"{seconds}s",
            "--mean-value-size", str(value_size), "--profile", "none", "--quiet",
            "--record", os.path.join(d, "s")]
+    if not work:
+        cmd.append("--disable-work-simulation")
     if threads is not None:
         cmd += ["--server-threads", str(threads[0]), "--client-threads", str(threads[1])]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(os.path.join(d, "s", "session.json")) as f:
         figures = {fig["name"]: fig["value"] for fig in json.load(f)["summary"]}
     shutil.rmtree(d, ignore_errors=True)
-    return figures["rpcs_per_second"]
+    return figures["rpcs_per_second"], figures.get("payload_mb_per_s", float("nan"))
+
+
+def memcpy_mb_per_s(block, total=1 << 30):
+    """MB/s of copying `block`-byte buffers (memmove through memoryview), best of 3."""
+    src = memoryview(bytearray(os.urandom(min(block, 1 << 20)) * max(1, block >> 20)))[:block]
+    dst = memoryview(bytearray(block))
+    reps = max(1, total // block)
+    best = 0.0
+    for _ in range(3):
+        t = time.perf_counter()
+        for _ in range(reps):
+            dst[:] = src
+        best = max(best, reps * block / (time.perf_counter() - t) / 1e6)
+    return best
 
 
 def with_ghz(concurrency, seconds, tmp):
@@ -85,7 +115,7 @@ def with_ghz(concurrency, seconds, tmp):
              "-d", '{"key":"a2V5"}', "-c", str(concurrency), "-z", f"{seconds}s",
              "--connections", "1", "-O", "json", f"127.0.0.1:{port}"],
             check=True, capture_output=True, text=True).stdout
-        return json.loads(out)["rps"]
+        return json.loads(out)["rps"], float("nan")
     finally:
         server.terminate()
         server.wait()
@@ -111,13 +141,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--work-seconds", type=int, default=20)
     ap.add_argument("--no-ghz", action="store_true")
+    ap.add_argument("--concurrency", default="1,8,64",
+                    help="comma-separated concurrency levels (default 1,8,64)")
     args = ap.parse_args()
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "benchtop"], cwd=ROOT, check=True)
     os.makedirs(TOOLS, exist_ok=True)
     ghz = not args.no_ghz and ensure_ghz()
     configs = []
-    for c in (1, 8, 64):
+    for c in [int(c) for c in args.concurrency.split(",") if c]:
         configs.append((f"benchtop client, 64 KiB values, c={c}", lambda t, c=c: ours(c, 65536, args.seconds, t)))
         configs.append((f"benchtop client, 64 B values, c={c}", lambda t, c=c: ours(c, 64, args.seconds, t)))
         if c > 1:
@@ -125,16 +158,43 @@ def main():
                             lambda t, c=c: ours(c, 64, args.seconds, t, (1, 1))))
         if ghz:
             configs.append((f"ghz Delete, c={c}", lambda t, c=c: with_ghz(c, args.seconds, t)))
+    work_name = "with work: 1 sequential client, 64 KiB values"
+    if args.work_seconds > 0:
+        configs.append((work_name,
+                        lambda t: ours(1, 65536, args.work_seconds, t, work=True)))
     results = {name: [] for name, _ in configs}
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
-            for name, fn in configs:
+            for name, fn in (configs if r % 2 == 0 else list(reversed(configs))):
                 results[name].append(fn(tmp))
-                print(f"round {r + 1}: {name}: {results[name][-1]:.0f} RPC/s", file=sys.stderr)
-    print(f"\n{'configuration':<48} {'RPC/s (median)':>15} {'× Java 4,700':>13}")
+                rate, payload = results[name][-1]
+                print(f"round {r + 1}: {name}: {rate:.2f} RPC/s, {payload:.1f} MB/s payload",
+                      file=sys.stderr)
+    load_after = os.getloadavg()
+    in_cache = memcpy_mb_per_s(64 << 10)
+    in_memory = memcpy_mb_per_s(64 << 20)
+    print(f"\nmedians of {args.rounds} rounds of {args.seconds} s; load average "
+          f"{load_before[0]:.2f} {load_before[1]:.2f} before, "
+          f"{load_after[0]:.2f} {load_after[1]:.2f} after")
+    print(f"memcpy, one core: {in_cache:.0f} MB/s in 64 KiB blocks (in cache), "
+          f"{in_memory:.0f} MB/s in 64 MiB blocks")
+    print(f"\n{'configuration':<48} {'RPC/s (median)':>15} {'× Java 4,700':>13} "
+          f"{'payload MB/s':>13} {'÷ memcpy 64K':>13}")
     for name, _ in configs:
-        m = statistics.median(results[name])
-        print(f"{name:<48} {m:>15.0f} {m / JAVA_REFERENCE:>12.1f}×")
+        if name == work_name:
+            continue
+        m = statistics.median(r for r, _ in results[name])
+        payload = statistics.median(p for _, p in results[name])
+        print(f"{name:<48} {m:>15.0f} {m / JAVA_REFERENCE:>12.1f}× {payload:>13.1f} "
+              f"{payload / in_cache:>13.4f}")
+    if args.work_seconds > 0:
+        rates = [r for r, _ in results[work_name]]
+        short = [100 * (1 - r / THEORETICAL_WITH_WORK) for r in rates]
+        print(f"\n{work_name}, {args.work_seconds} s a round: median "
+              f"{statistics.median(rates):.3f} RPC/s of the theoretical "
+              f"{THEORETICAL_WITH_WORK:.0f}, {statistics.median(short):.2f} % short "
+              f"(rounds: {', '.join(f'{x:.2f} %' for x in short)})")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,11 @@ fn compile_kvstore_protos() -> Result<(), Box<dyn std::error::Error>> {
     unsafe { std::env::set_var("PROTOC", protoc) };
     println!("cargo:rerun-if-changed=proto/kvstore.proto");
     tonic_prost_build::configure()
+        // Byte fields as `bytes::Bytes`: decoded as slices of the received buffer and
+        // encoded from shared slices, not copied into and out of a `Vec` of their own.
+        .bytes(".")
+        // Buffers sized for the messages (src/kvstore/codec.rs), not tonic's 8 KiB.
+        .codec_path("crate::kvstore::codec::KvCodec")
         .build_client(true)
         .build_server(true)
         .compile_protos(&["proto/kvstore.proto"], &["proto"])?;

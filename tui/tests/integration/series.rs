@@ -186,7 +186,10 @@ fn svg_groups<'a>(svg: &'a str, class: &str) -> Vec<&'a str> {
 }
 
 #[test]
-fn a_messenger_sweep_of_clients_by_cpu_allocation_writes_four_points_and_curves_of_two_lines() {
+fn the_messenger_study_s_sweep_writes_eight_points_and_both_figures_with_a_line_per_allocation_and_server()
+ {
+    // The study's command (docs/workloads.md, "response curves") at small, fast
+    // parameters: clients × CPU allocation × server, seastar's poll mode throughout.
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("s");
     let out = benchtop()
@@ -197,6 +200,9 @@ fn a_messenger_sweep_of_clients_by_cpu_allocation_writes_four_points_and_curves_
             "clients=1,2",
             "--sweep",
             "cpu-alloc=balanced,separated",
+            "--sweep",
+            "server=crimson,async",
+            "--poll-mode",
         ])
         .args(["--quiet", "--record"])
         .arg(&dir)
@@ -209,22 +215,59 @@ fn a_messenger_sweep_of_clients_by_cpu_allocation_writes_four_points_and_curves_
         String::from_utf8_lossy(&out.stderr)
     );
     let series = Series::load(&dir).unwrap();
-    assert_eq!(series.measured().len(), 4, "{:?}", series.warnings);
-    assert_eq!(series.meta.sweep, ["clients", "cpu-alloc"]);
+    assert_eq!(series.measured().len(), 8, "{:?}", series.warnings);
+    assert_eq!(series.meta.sweep, ["clients", "cpu-alloc", "server"]);
+    // Every point holds the figures the two figures draw, each run with its server, and
+    // every run polled its clients (the async server's pool sleeps: the note says so).
+    let points = benchtop_sessions::curves::series_points(&series);
+    assert_eq!(points.len(), 8);
+    for point in &points {
+        let figure = |name: &str| {
+            point
+                .figures
+                .iter()
+                .find(|f| f.name == name)
+                .map(|f| f.value)
+        };
+        assert_eq!(point.runs, 1, "{:?}", point.values);
+        assert!(figure("iops").is_some_and(|v| v > 0.0), "{point:?}");
+        assert!(figure("latency_ms").is_some_and(|v| v > 0.0), "{point:?}");
+    }
+    for (_, session) in &series.sessions {
+        let params = &session.meta.workload.params;
+        assert_eq!(params["poll-mode"], "all", "{params:?}");
+        let polled = session
+            .meta
+            .summary
+            .iter()
+            .any(|f| f.name == "server_busy_percent");
+        assert_eq!(polled, params["server"] == "crimson", "{params:?}");
+    }
     assert!(stdout.contains("curves: "), "{stdout}");
     let svg = std::fs::read_to_string(dir.join("curves.svg")).unwrap();
-    // Clients along x, a line per allocation, in the response curve and every chart.
+    // Latency against IOPS, and IOPS against clients: a line per allocation and server,
+    // a point per client count on each.
     let response = svg_groups(&svg, "response");
     assert_eq!(response.len(), 1, "{svg}");
     assert!(response[0].contains("against iops"), "{}", response[0]);
     let figures = svg_groups(&svg, "figure");
-    assert!(figures.iter().any(|g| g.contains(">iops (IOPS)<")));
-    for g in response.iter().chain(&figures) {
-        assert_eq!(g.matches("<polyline").count(), 2, "{g}");
-        assert_eq!(g.matches("<circle").count(), 4, "{g}");
+    let iops: Vec<&str> = figures
+        .iter()
+        .filter(|g| g.contains(">iops (IOPS)<"))
+        .copied()
+        .collect();
+    assert_eq!(iops.len(), 1);
+    assert!(iops[0].contains(">clients<"), "{}", iops[0]);
+    for g in [response[0], iops[0]] {
+        assert_eq!(g.matches("<polyline").count(), 4, "{g}");
+        assert_eq!(g.matches("<circle").count(), 8, "{g}");
     }
-    assert!(figures[0].contains(">clients<"));
-    for line in ["cpu-alloc=balanced", "cpu-alloc=separated"] {
+    for line in [
+        "cpu-alloc=balanced server=crimson",
+        "cpu-alloc=balanced server=async",
+        "cpu-alloc=separated server=crimson",
+        "cpu-alloc=separated server=async",
+    ] {
         assert!(svg.contains(&format!("<title>{line}</title>")), "{line}");
     }
 }

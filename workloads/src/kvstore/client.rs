@@ -1,16 +1,28 @@
-//! The clients: each a connection of its own with `--concurrency` RPCs outstanding,
-//! picking operations and keys as the original client did.
+//! The clients, shard per thread: `--client-threads` threads (at most one per client), each
+//! with a current-thread runtime of its own, run their share of the clients; a client is
+//! a connection of its own with `--concurrency` RPCs outstanding, picking operations and
+//! keys as the original client did.
+//!
+//! What an RPC costs here beyond tonic's own work: nothing shared between threads (a
+//! thread's clients keep their keys, mix, generator and counts on it, in cells: no locks,
+//! no atomics of ours on the RPC path), no allocation or copy of ours for keys and values
+//! (both are slices of one pool of random bytes made before the run, reference-counted
+//! `Bytes` that prost encodes straight from), and one timer (the RPC's deadline; no
+//! `grpc-timeout` header, so neither tonic's client layer nor the server arms another).
 
-use std::collections::{BTreeMap, HashMap};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use prost::bytes::Bytes;
 use tokio::sync::Semaphore;
 use tonic::transport::{Channel, Endpoint};
-use tonic::{Code, Request, Status};
+use tonic::{Code, Status};
 
+use super::picks::{Mix, Picks, Pool, Rng, longest};
 use super::proto::key_value_service_client::KeyValueServiceClient;
 use super::proto::{CreateRequest, DeleteRequest, RetrieveRequest, UpdateRequest};
 use super::{DEFAULT_DURATION, KvMetrics, KvParams, NAME};
@@ -19,9 +31,6 @@ use crate::report::StopSignal;
 
 /// How long a client tries to connect before the run fails.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Sizes are capped at this multiple of their mean (the exponential tail is unbounded;
-/// gRPC's messages are not).
-const MAX_SIZE_OVER_MEAN: f64 = 16.0;
 
 /// The four operations of the service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -55,7 +64,7 @@ impl Operation {
         }
     }
 
-    fn index(self) -> usize {
+    pub(super) fn index(self) -> usize {
         self as usize
     }
 }
@@ -72,6 +81,9 @@ pub struct ClientOutcome {
     pub not_found: u64,
     /// Creates answered ALREADY_EXISTS.
     pub already_exists: u64,
+    /// Bytes of keys and values the RPCs carried, requests and answers (what a copy of
+    /// every message's payload would move).
+    pub payload_bytes: u64,
     /// Failed RPCs by status code, e.g. `DeadlineExceeded`.
     pub failures_by_code: BTreeMap<String, u64>,
     /// From the first RPC to the last answer.
@@ -87,125 +99,56 @@ impl ClientOutcome {
         if s > 0.0 { self.rpcs as f64 / s } else { 0.0 }
     }
 
+    /// Payload bytes (keys and values, both ways) per second.
+    pub fn payload_bytes_per_second(&self) -> f64 {
+        let s = self.elapsed.as_secs_f64();
+        if s > 0.0 {
+            self.payload_bytes as f64 / s
+        } else {
+            0.0
+        }
+    }
+
     /// Failed RPCs, all codes.
     pub fn failures(&self) -> u64 {
         self.failures_by_code.values().sum()
     }
 }
 
-/// A small, fast generator for keys, values and choices (not for anything secret).
-#[derive(Debug)]
-struct Rng(u64);
-
-impl Rng {
-    fn seeded(seed: u64) -> Rng {
-        // SplitMix64 of the seed, so near seeds give unrelated streams.
-        let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        Rng((z ^ (z >> 31)) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-
-    /// Random bytes, their count drawn from an exponential distribution of mean `mean`
-    /// (as the original's sizes), at least 1.
-    fn bytes(&mut self, mean: u32) -> Vec<u8> {
-        let mean = f64::from(mean);
-        let size = (-(1.0 - self.unit()).ln() * mean)
-            .round()
-            .clamp(1.0, mean * MAX_SIZE_OVER_MEAN) as usize;
-        let mut out = Vec::with_capacity(size + 8);
-        while out.len() < size {
-            out.extend_from_slice(&self.next().to_le_bytes());
-        }
-        out.truncate(size);
-        out
-    }
-}
-
-/// The keys a client knows to exist, with O(1) random pick and removal.
-#[derive(Debug, Default)]
-struct Keys {
-    list: Vec<Vec<u8>>,
-    index: HashMap<Vec<u8>, usize>,
-}
-
-impl Keys {
-    fn add(&mut self, key: Vec<u8>) {
-        if !self.index.contains_key(&key) {
-            self.index.insert(key.clone(), self.list.len());
-            self.list.push(key);
-        }
-    }
-
-    fn remove(&mut self, key: &[u8]) {
-        if let Some(i) = self.index.remove(key) {
-            self.list.swap_remove(i);
-            if let Some(moved) = self.list.get(i) {
-                self.index.insert(moved.clone(), i);
-            }
-        }
-    }
-
-    fn pick(&self, rng: &mut Rng) -> Option<Vec<u8>> {
-        (!self.list.is_empty()).then(|| self.list[rng.below(self.list.len())].clone())
-    }
-}
-
-/// The operation mix: reads are kept at exactly `read_fraction` of the operations (a
-/// deficit counter, so a short run does not wander with the draw), the rest split evenly
-/// and at random between create, update and delete, as the original's client picked them.
-#[derive(Debug)]
-struct Mix {
-    read_fraction: f64,
-    reads_due: f64,
-}
-
-impl Mix {
-    fn next(&mut self, rng: &mut Rng) -> Operation {
-        self.reads_due += self.read_fraction;
-        if self.reads_due >= 1.0 - 1e-9 {
-            self.reads_due -= 1.0;
-            return Operation::Retrieve;
-        }
-        match rng.below(3) {
-            0 => Operation::Create,
-            1 => Operation::Update,
-            _ => Operation::Delete,
-        }
-    }
-}
-
-/// A client's shared state: its connection, keys, mix and generator.
+/// A client: its connection and its picks, on its thread.
 #[derive(Debug)]
 struct Client {
     stub: KeyValueServiceClient<Channel>,
-    state: Mutex<(Keys, Mix, Rng)>,
+    picks: RefCell<Picks>,
 }
 
-/// Counts shared by every client.
+/// A thread's counts, kept on it and added up when the run ends.
 #[derive(Debug, Default)]
-struct Tally {
-    rpcs: AtomicU64,
-    per_op: [AtomicU64; 4],
-    not_found: AtomicU64,
-    already_exists: AtomicU64,
-    failures: Mutex<BTreeMap<String, u64>>,
+struct Counts {
+    rpcs: u64,
+    per_op: [u64; 4],
+    not_found: u64,
+    already_exists: u64,
+    payload_bytes: u64,
+    failures: BTreeMap<String, u64>,
+}
+
+/// What a thread's clients share: the run's parameters, the pool, the metrics and the
+/// thread's counts.
+#[derive(Debug)]
+struct Shard {
+    params: KvParams,
+    pool: Pool,
+    metrics: KvMetrics,
+    counts: RefCell<Counts>,
+}
+
+/// What a thread did: its counts and when its RPCs began and ended.
+#[derive(Debug)]
+struct ThreadOutcome {
+    counts: Counts,
+    began: Instant,
+    ended: Instant,
 }
 
 /// Runs `params.clients` clients against `target` until the duration passes or `stop`.
@@ -215,27 +158,179 @@ pub fn run(
     metrics: &KvMetrics,
     stop: &StopSignal,
 ) -> Result<ClientOutcome, WorkloadError> {
-    let threads = super::runtime_threads(params.client_threads);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .thread_name("kv-client")
+    let threads = super::client_threads(params);
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64);
+    let pool = Pool::new(longest(params), &mut Rng::seeded(seed));
+    // Set when a thread fails (a connection refused), so that the others stop too.
+    let abort = StopSignal::new();
+    let results: Vec<Result<ThreadOutcome, WorkloadError>> = std::thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(threads);
+        for t in 0..threads {
+            let clients: Vec<u32> = (t as u32..params.clients).step_by(threads).collect();
+            let (pool, abort) = (pool.clone(), &abort);
+            let spawned = std::thread::Builder::new()
+                .name("kv-client".to_owned())
+                .spawn_scoped(scope, move || {
+                    let outcome =
+                        client_thread(params, target, metrics, stop, abort, pool, &clients, seed);
+                    if outcome.is_err() {
+                        abort.set();
+                    }
+                    outcome
+                });
+            match spawned {
+                Ok(h) => handles.push(Ok(h)),
+                Err(source) => {
+                    abort.set();
+                    handles.push(Err(WorkloadError::Thread {
+                        thread: "kv-client",
+                        source,
+                    }));
+                    break;
+                }
+            }
+        }
+        handles
+            .into_iter()
+            .map(|h| {
+                h.and_then(|h| {
+                    h.join().unwrap_or_else(|panic| {
+                        Err(WorkloadError::Panicked {
+                            what: "a kvstore client thread".to_owned(),
+                            message: panic
+                                .downcast_ref::<&str>()
+                                .map(|s| (*s).to_owned())
+                                .or_else(|| panic.downcast_ref::<String>().cloned())
+                                .unwrap_or_default(),
+                        })
+                    })
+                })
+            })
+            .collect()
+    });
+    let mut outcome = ClientOutcome {
+        stopped: stop.is_set(),
+        ..ClientOutcome::default()
+    };
+    let mut span: Option<(Instant, Instant)> = None;
+    for result in results {
+        let t = result?;
+        outcome.rpcs += t.counts.rpcs;
+        for (sum, n) in outcome.per_op.iter_mut().zip(t.counts.per_op) {
+            *sum += n;
+        }
+        outcome.not_found += t.counts.not_found;
+        outcome.already_exists += t.counts.already_exists;
+        outcome.payload_bytes += t.counts.payload_bytes;
+        for (code, n) in t.counts.failures {
+            *outcome.failures_by_code.entry(code).or_default() += n;
+        }
+        span = Some(span.map_or((t.began, t.ended), |(b, e)| {
+            (b.min(t.began), e.max(t.ended))
+        }));
+    }
+    outcome.elapsed = span.map_or(Duration::ZERO, |(b, e)| e.saturating_duration_since(b));
+    Ok(outcome)
+}
+
+/// One client thread: its runtime, its clients' connections, their RPCs until the end.
+#[allow(clippy::too_many_arguments)]
+fn client_thread(
+    params: &KvParams,
+    target: SocketAddr,
+    metrics: &KvMetrics,
+    stop: &StopSignal,
+    abort: &StopSignal,
+    pool: Pool,
+    clients: &[u32],
+    seed: u64,
+) -> Result<ThreadOutcome, WorkloadError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
         .build()
-        .map_err(|source| WorkloadError::Runtime {
-            threads: threads as u16,
-            source,
-        })?;
-    let outcome = runtime.block_on(drive(params, target, metrics, stop));
+        .map_err(|source| WorkloadError::Runtime { threads: 1, source })?;
+    let shard = Rc::new(Shard {
+        params: params.clone(),
+        pool,
+        metrics: metrics.clone(),
+        counts: RefCell::default(),
+    });
+    let local = tokio::task::LocalSet::new();
+    let outcome = local.block_on(&runtime, async {
+        let mut connected = Vec::with_capacity(clients.len());
+        for &i in clients {
+            connected.push(Rc::new(Client {
+                stub: connect(target).await?,
+                picks: RefCell::new(Picks::new(
+                    Mix::new(params.read_fraction.0),
+                    Rng::seeded(seed ^ u64::from(i).wrapping_mul(0x9e37_79b9)),
+                )),
+            }));
+        }
+        let began = Instant::now();
+        let end = began + params.duration.unwrap_or(DEFAULT_DURATION);
+        let mut tasks = tokio::task::JoinSet::new();
+        for client in connected {
+            match params.rate {
+                None => {
+                    for _ in 0..params.concurrency {
+                        let (client, shard) = (client.clone(), shard.clone());
+                        let (stop, abort) = (stop.clone(), abort.clone());
+                        tasks.spawn_local(async move {
+                            let mut stub = client.stub.clone();
+                            loop {
+                                let now = Instant::now();
+                                if now >= end || stop.is_set() || abort.is_set() {
+                                    break;
+                                }
+                                one_rpc(&client, &mut stub, &shard, now).await;
+                            }
+                        });
+                    }
+                }
+                Some(rate) => {
+                    let per_client = rate.0 / f64::from(params.clients);
+                    tasks.spawn_local(open_loop(
+                        client,
+                        shard.clone(),
+                        (stop.clone(), abort.clone()),
+                        (began, end),
+                        per_client,
+                    ));
+                }
+            }
+        }
+        while let Some(joined) = tasks.join_next().await {
+            if let Err(e) = joined {
+                return Err(WorkloadError::Panicked {
+                    what: "a kvstore client task".to_owned(),
+                    message: e.to_string(),
+                });
+            }
+        }
+        Ok((began, Instant::now()))
+    });
+    drop(local);
     runtime.shutdown_timeout(Duration::from_secs(1));
-    outcome
+    let (began, ended) = outcome?;
+    let counts = Rc::try_unwrap(shard)
+        .map(|s| s.counts.into_inner())
+        .map_err(|_| WorkloadError::Broken {
+            workload: NAME,
+            reason: "a client task outlived its thread's run".to_owned(),
+        })?;
+    Ok(ThreadOutcome {
+        counts,
+        began,
+        ended,
+    })
 }
 
 /// Opens one connection to `target`, or says why not.
-pub async fn connect(
-    target: SocketAddr,
-    rpc_timeout: Duration,
-) -> Result<KeyValueServiceClient<Channel>, WorkloadError> {
+pub async fn connect(target: SocketAddr) -> Result<KeyValueServiceClient<Channel>, WorkloadError> {
     let refused = |reason: String| WorkloadError::Broken {
         workload: NAME,
         reason: format!(
@@ -246,7 +341,6 @@ pub async fn connect(
     let endpoint = Endpoint::from_shared(format!("http://{target}"))
         .map_err(|e| refused(e.to_string()))?
         .connect_timeout(CONNECT_TIMEOUT)
-        .timeout(rpc_timeout)
         .tcp_nodelay(true);
     let channel = tokio::time::timeout(CONNECT_TIMEOUT, endpoint.connect())
         .await
@@ -266,126 +360,31 @@ pub async fn connect(
         .max_encoding_message_size(usize::MAX))
 }
 
-async fn drive(
-    params: &KvParams,
-    target: SocketAddr,
-    metrics: &KvMetrics,
-    stop: &StopSignal,
-) -> Result<ClientOutcome, WorkloadError> {
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64);
-    let mut clients = Vec::new();
-    for i in 0..params.clients {
-        clients.push(Arc::new(Client {
-            stub: connect(target, params.rpc_timeout).await?,
-            state: Mutex::new((
-                Keys::default(),
-                Mix {
-                    read_fraction: params.read_fraction.0,
-                    reads_due: 0.0,
-                },
-                Rng::seeded(seed ^ u64::from(i).wrapping_mul(0x9e37_79b9)),
-            )),
-        }));
-    }
-    let tally = Arc::new(Tally::default());
-    let start = Instant::now();
-    let end = start + params.duration.unwrap_or(DEFAULT_DURATION);
-    let mut tasks = tokio::task::JoinSet::new();
-    for client in &clients {
-        match params.rate {
-            None => {
-                for _ in 0..params.concurrency {
-                    let (client, tally, metrics, stop, params) = (
-                        client.clone(),
-                        tally.clone(),
-                        metrics.clone(),
-                        stop.clone(),
-                        params.clone(),
-                    );
-                    tasks.spawn(async move {
-                        while !stop.is_set() && Instant::now() < end {
-                            let began = Instant::now();
-                            one_rpc(&client, &params, &tally, &metrics, began).await;
-                        }
-                    });
-                }
-            }
-            Some(rate) => {
-                let per_client = rate.0 / f64::from(params.clients);
-                let (client, tally, metrics, stop, params) = (
-                    client.clone(),
-                    tally.clone(),
-                    metrics.clone(),
-                    stop.clone(),
-                    params.clone(),
-                );
-                tasks.spawn(open_loop(
-                    client, params, tally, metrics, stop, start, end, per_client,
-                ));
-            }
-        }
-    }
-    while let Some(joined) = tasks.join_next().await {
-        if let Err(e) = joined {
-            return Err(WorkloadError::Panicked {
-                what: "a kvstore client task".to_owned(),
-                message: e.to_string(),
-            });
-        }
-    }
-    let elapsed = start.elapsed();
-    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-    Ok(ClientOutcome {
-        rpcs: load(&tally.rpcs),
-        per_op: [0, 1, 2, 3].map(|i| load(&tally.per_op[i])),
-        not_found: load(&tally.not_found),
-        already_exists: load(&tally.already_exists),
-        failures_by_code: tally
-            .failures
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone(),
-        elapsed,
-        stopped: stop.is_set(),
-    })
-}
-
 /// Starts RPCs at `per_second` on schedule, at most `concurrency` outstanding; each
 /// RPC's latency counts from its intended start, so a server that falls behind shows in
 /// the latencies rather than in a slower schedule (coordinated omission corrected).
-#[allow(clippy::too_many_arguments)]
 async fn open_loop(
-    client: Arc<Client>,
-    params: KvParams,
-    tally: Arc<Tally>,
-    metrics: KvMetrics,
-    stop: StopSignal,
-    start: Instant,
-    end: Instant,
+    client: Rc<Client>,
+    shard: Rc<Shard>,
+    (stop, abort): (StopSignal, StopSignal),
+    (start, end): (Instant, Instant),
     per_second: f64,
 ) {
-    let permits = Arc::new(Semaphore::new(params.concurrency as usize));
-    let params = Arc::new(params);
+    let permits = Arc::new(Semaphore::new(shard.params.concurrency as usize));
     let mut inflight = tokio::task::JoinSet::new();
     for i in 0u64.. {
         let intended = start + Duration::from_secs_f64(i as f64 / per_second);
-        if intended >= end || stop.is_set() {
+        if intended >= end || stop.is_set() || abort.is_set() {
             break;
         }
         tokio::time::sleep_until(intended.into()).await;
         let Ok(permit) = permits.clone().acquire_owned().await else {
             break;
         };
-        let (client, params, tally, metrics) = (
-            client.clone(),
-            params.clone(),
-            tally.clone(),
-            metrics.clone(),
-        );
-        inflight.spawn(async move {
-            one_rpc(&client, &params, &tally, &metrics, intended).await;
+        let (client, shard) = (client.clone(), shard.clone());
+        inflight.spawn_local(async move {
+            let mut stub = client.stub.clone();
+            one_rpc(&client, &mut stub, &shard, intended).await;
             drop(permit);
         });
         // Reap what finished, so the set does not grow with the run.
@@ -394,181 +393,110 @@ async fn open_loop(
     while inflight.join_next().await.is_some() {}
 }
 
-/// One RPC: picks the operation and key, calls, records the latency from `since` and
-/// counts the answer.
+/// One RPC on `stub`: picks the operation and key, calls, records the latency from
+/// `since` and counts the answer.
 async fn one_rpc(
     client: &Client,
-    params: &KvParams,
-    tally: &Tally,
-    metrics: &KvMetrics,
+    stub: &mut KeyValueServiceClient<Channel>,
+    shard: &Shard,
     since: Instant,
 ) {
+    let params = &shard.params;
     let (op, key, value) = {
-        let mut state = client.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let (keys, mix, rng) = &mut *state;
+        let mut picks = client.picks.borrow_mut();
+        let Picks { keys, mix, rng } = &mut *picks;
         let mut op = mix.next(rng);
         let known = keys.pick(rng);
         if known.is_none() && op != Operation::Create {
             // Nothing to read, update or delete: create, and keep a read owed for later,
             // so that the share of reads stays what was asked.
             if op == Operation::Retrieve {
-                mix.reads_due += 1.0;
+                mix.owe_read();
             }
             op = Operation::Create;
         }
         let key = match (op, known) {
-            (Operation::Create, _) | (_, None) => rng.bytes(params.mean_key_size),
+            (Operation::Create, _) | (_, None) => {
+                let size = rng.size(params.mean_key_size);
+                shard.pool.cut(size, rng)
+            }
             (_, Some(key)) => key,
         };
         if op == Operation::Delete {
             // As the original: forgotten before the call, whatever it answers.
             keys.remove(&key);
         }
-        let value = matches!(op, Operation::Create | Operation::Update)
-            .then(|| rng.bytes(params.mean_value_size));
+        let value = if matches!(op, Operation::Create | Operation::Update) {
+            let size = rng.size(params.mean_value_size);
+            shard.pool.cut(size, rng)
+        } else {
+            Bytes::new()
+        };
         (op, key, value)
     };
-    let mut stub = client.stub.clone();
-    let deadline = params.rpc_timeout;
+    let sent = key.len() + value.len();
+    // Each call's answer: the bytes of the value it carried back.
     let call = async {
         match op {
             Operation::Create => stub
-                .create(with_deadline(
-                    CreateRequest {
-                        key: key.clone(),
-                        value: value.unwrap_or_default(),
-                    },
-                    deadline,
-                ))
+                .create(CreateRequest {
+                    key: key.clone(),
+                    value,
+                })
                 .await
-                .map(drop),
+                .map(|_| 0),
             Operation::Retrieve => stub
-                .retrieve(with_deadline(
-                    RetrieveRequest { key: key.clone() },
-                    deadline,
-                ))
+                .retrieve(RetrieveRequest { key: key.clone() })
                 .await
-                .map(drop),
+                .map(|r| r.into_inner().value.len()),
             Operation::Update => stub
-                .update(with_deadline(
-                    UpdateRequest {
-                        key: key.clone(),
-                        value: value.unwrap_or_default(),
-                    },
-                    deadline,
-                ))
+                .update(UpdateRequest {
+                    key: key.clone(),
+                    value,
+                })
                 .await
-                .map(drop),
+                .map(|_| 0),
             Operation::Delete => stub
-                .delete(with_deadline(DeleteRequest { key: key.clone() }, deadline))
+                .delete(DeleteRequest { key: key.clone() })
                 .await
-                .map(drop),
+                .map(|_| 0),
         }
     };
-    // The channel's timeout cancels a late call too; this one makes sure nothing waits
-    // past the deadline, whatever the transport does.
-    let answer = match tokio::time::timeout(deadline + Duration::from_millis(100), call).await {
+    // The RPC's deadline, its one timer: nothing waits past it, whatever the transport.
+    let answer = match tokio::time::timeout(params.rpc_timeout, call).await {
         Ok(answer) => answer,
         Err(_) => Err(Status::deadline_exceeded("no answer within --rpc-timeout")),
     };
     let latency = since.elapsed();
+    let metrics = &shard.metrics;
     metrics.rpc.record_duration(latency);
     metrics.per_op[op.index()].record_duration(latency);
     metrics.rpcs.increment();
-    tally.rpcs.fetch_add(1, Ordering::Relaxed);
-    tally.per_op[op.index()].fetch_add(1, Ordering::Relaxed);
+    let mut counts = shard.counts.borrow_mut();
+    counts.rpcs += 1;
+    counts.per_op[op.index()] += 1;
+    counts.payload_bytes += sent as u64;
     match answer {
-        Ok(()) => {
+        Ok(received) => {
+            counts.payload_bytes += received as u64;
             if op == Operation::Create {
-                lock(&client.state).0.add(key);
+                client.picks.borrow_mut().keys.add(key);
             }
         }
         Err(status) => match (op, status.code()) {
             (Operation::Create, Code::AlreadyExists) => {
-                tally.already_exists.fetch_add(1, Ordering::Relaxed);
+                counts.already_exists += 1;
                 metrics.already_exists.increment();
             }
             (Operation::Retrieve | Operation::Update, Code::NotFound) => {
-                lock(&client.state).0.remove(&key);
-                tally.not_found.fetch_add(1, Ordering::Relaxed);
+                client.picks.borrow_mut().keys.remove(&key);
+                counts.not_found += 1;
                 metrics.not_found.increment();
             }
             (_, code) => {
                 metrics.failures.increment();
-                *tally
-                    .failures
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .entry(format!("{code:?}"))
-                    .or_default() += 1;
+                *counts.failures.entry(format!("{code:?}")).or_default() += 1;
             }
         },
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// `message` as a request the server sees the deadline of (`grpc-timeout`).
-fn with_deadline<T>(message: T, deadline: Duration) -> Request<T> {
-    let mut request = Request::new(message);
-    request.set_timeout(deadline);
-    request
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_mix_keeps_reads_at_their_fraction_and_writes_split_three_ways() {
-        let mut mix = Mix {
-            read_fraction: 0.25,
-            reads_due: 0.0,
-        };
-        let mut rng = Rng::seeded(7);
-        let mut counts = HashMap::new();
-        for _ in 0..4000 {
-            *counts.entry(mix.next(&mut rng)).or_insert(0) += 1;
-        }
-        assert_eq!(counts[&Operation::Retrieve], 1000);
-        for op in [Operation::Create, Operation::Update, Operation::Delete] {
-            assert!(
-                (900..1100).contains(&counts[&op]),
-                "{op:?}: {}",
-                counts[&op]
-            );
-        }
-    }
-
-    #[test]
-    fn sizes_are_exponential_around_their_mean_and_capped() {
-        let mut rng = Rng::seeded(3);
-        let sizes: Vec<usize> = (0..20_000).map(|_| rng.bytes(64).len()).collect();
-        let mean = sizes.iter().sum::<usize>() as f64 / sizes.len() as f64;
-        assert!((58.0..70.0).contains(&mean), "{mean}");
-        assert!(sizes.iter().all(|&s| (1..=64 * 16).contains(&s)));
-    }
-
-    #[test]
-    fn known_keys_add_pick_and_remove_in_constant_time() {
-        let mut keys = Keys::default();
-        let mut rng = Rng::seeded(1);
-        for k in [b"a", b"b", b"c"] {
-            keys.add(k.to_vec());
-        }
-        keys.add(b"b".to_vec());
-        assert_eq!(keys.list.len(), 3);
-        keys.remove(b"a");
-        keys.remove(b"zz");
-        assert_eq!(keys.list.len(), 2);
-        for _ in 0..10 {
-            let k = keys.pick(&mut rng).unwrap();
-            assert!(k == b"b" || k == b"c");
-        }
-        keys.remove(b"b");
-        keys.remove(b"c");
-        assert!(keys.pick(&mut rng).is_none());
     }
 }

@@ -89,7 +89,8 @@ pub enum PollMode {
     #[default]
     Off,
     /// The crimson server's shards and the clients, as seastar's `--poll-mode` does for
-    /// every reactor of a process.
+    /// every reactor of a process; with `--server async`, the clients alone (the async
+    /// messenger has no poll mode), so a sweep over both servers keeps the same clients.
     All,
     /// The crimson server's shards alone.
     Server,
@@ -108,9 +109,16 @@ impl PollMode {
         }
     }
 
-    /// Whether the server's shards poll.
+    /// Whether the server's shards poll (a crimson server's: the async server has no
+    /// poll mode, and `all` leaves it sleeping in epoll, [`PollMode::polls_server`]).
     pub fn server(self) -> bool {
         matches!(self, PollMode::All | PollMode::Server)
+    }
+
+    /// Whether a `server` server's threads poll: a crimson server's shards under `all`
+    /// or `server`; never the async server's pool.
+    pub fn polls_server(self, server: ServerMode) -> bool {
+        self.server() && server == ServerMode::Crimson
     }
 
     /// Whether the clients poll.
@@ -129,8 +137,8 @@ pub struct MsgrParams {
     #[arg(long, value_enum, default_value_t = ServerMode::Crimson)]
     pub server: ServerMode,
     /// Busy-poll the sockets instead of sleeping in epoll, as seastar's --poll-mode: all
-    /// (the crimson server's shards and the clients; the flag alone), server, clients or
-    /// off
+    /// (the crimson server's shards and the clients; the flag alone; with --server async
+    /// the clients alone), server, clients or off
     #[arg(long, value_enum, value_name = "WHO", default_value_t = PollMode::Off,
           num_args = 0..=1, default_missing_value = "all")]
     pub poll_mode: PollMode,
@@ -287,10 +295,22 @@ impl MsgrParams {
             value: self.poll_mode.as_str().to_owned(),
             reason,
         };
-        if self.poll_mode.server() && self.server == ServerMode::Async && self.role.serves() {
+        if self.poll_mode == PollMode::Server
+            && self.server == ServerMode::Async
+            && self.role.serves()
+        {
             return Err(poll(
                 "is for --server crimson: the async messenger's shared pool sleeps in epoll \
-                 by design (--poll-mode clients polls the clients alone)",
+                 by design (--poll-mode clients, or all, polls the clients alone)",
+            ));
+        }
+        if self.poll_mode == PollMode::All
+            && self.server == ServerMode::Async
+            && self.role == Role::Server
+        {
+            return Err(poll(
+                "polls nothing: the async server's pool sleeps in epoll by design and \
+                 --role server runs no clients",
             ));
         }
         if self.poll_mode == PollMode::Server && !self.role.serves() {
@@ -488,6 +508,13 @@ pub fn plan(params: &MsgrParams, topology: &Topology) -> Result<Plan, WorkloadEr
             }
         }
     }
+    if params.poll_mode == PollMode::All && params.server == ServerMode::Async {
+        notes.push(
+            "poll-mode all: the clients poll; the async server's pool sleeps in epoll (the \
+             async messenger has no poll mode)"
+                .to_owned(),
+        );
+    }
     Ok(Plan { instances, notes })
 }
 
@@ -679,7 +706,7 @@ pub fn run(
     let mut servers: Vec<Option<Server>> = Vec::with_capacity(n);
     if params.role.serves() {
         for inst in &plan.instances {
-            let started = if params.poll_mode.server() {
+            let started = if params.poll_mode.polls_server(params.server) {
                 Server::start_poll_mode(inst.listen, &inst.server)
             } else {
                 Server::start(params.server, inst.listen, &inst.server)
@@ -1337,7 +1364,7 @@ mod tests {
     }
 
     #[test]
-    fn poll_mode_is_refused_for_an_async_server_and_where_it_would_poll_nothing() {
+    fn poll_mode_is_refused_for_an_async_server_s_pool_and_where_it_would_poll_nothing() {
         let p = |server, poll_mode, role| MsgrParams {
             server,
             poll_mode,
@@ -1346,11 +1373,15 @@ mod tests {
         };
         for (params, needle) in [
             (
-                p(ServerMode::Async, PollMode::All, Role::Both),
-                "--poll-mode all: is for --server crimson",
+                p(ServerMode::Async, PollMode::All, Role::Server),
+                "--poll-mode all: polls nothing: the async server's pool sleeps",
             ),
             (
                 p(ServerMode::Async, PollMode::Server, Role::Server),
+                "--poll-mode server: is for --server crimson",
+            ),
+            (
+                p(ServerMode::Async, PollMode::Server, Role::Both),
                 "--poll-mode server: is for --server crimson",
             ),
             (
@@ -1365,7 +1396,21 @@ mod tests {
             let err = params.validate().unwrap_err().to_string();
             assert!(err.starts_with(needle), "{params:?}: {err}");
         }
+        // All against the async server polls its clients, so that one sweep over both
+        // servers runs the same clients against each; the plan says so.
+        let async_all = p(ServerMode::Async, PollMode::All, Role::Both);
+        assert!(async_all.poll_mode.clients());
+        assert!(!async_all.poll_mode.polls_server(ServerMode::Async));
+        assert!(async_all.poll_mode.polls_server(ServerMode::Crimson));
+        let notes = plan(&async_all, &two_cpus()).unwrap().notes;
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("poll-mode all: the clients poll; the async server")),
+            "{notes:?}"
+        );
         for params in [
+            async_all.clone(),
             p(ServerMode::Async, PollMode::Clients, Role::Both),
             p(ServerMode::Async, PollMode::All, Role::Client),
             p(ServerMode::Crimson, PollMode::All, Role::Both),

@@ -9,6 +9,7 @@ use benchtop_workloads::kvstore::proto::{
 };
 use benchtop_workloads::kvstore::{self, KvMetrics, KvParams, KvServer, Role, connect};
 use benchtop_workloads::report::{Metrics, StopSignal};
+use prost::bytes::Bytes;
 use tonic::Code;
 
 fn metrics() -> KvMetrics {
@@ -35,16 +36,21 @@ fn every_rpc_answers_as_the_map_says_under_concurrent_clients() {
         let mut tasks = tokio::task::JoinSet::new();
         for t in 0..16u32 {
             tasks.spawn(async move {
-                let mut stub = connect(addr, Duration::from_secs(5)).await.unwrap();
+                let mut stub = connect(addr).await.unwrap();
                 for i in 0..25u32 {
-                    let key = format!("key-{t}-{i}").into_bytes();
-                    let value = vec![t as u8; (i as usize + 1) * 100];
-                    let create = |value: Vec<u8>| CreateRequest {
+                    let key = Bytes::from(format!("key-{t}-{i}"));
+                    // Below and above the size the server copies out of its request
+                    // buffer (4 KiB), so both ways of storing are checked.
+                    let value = Bytes::from(vec![t as u8; (i as usize + 1) * 400]);
+                    let create = |value: Bytes| CreateRequest {
                         key: key.clone(),
                         value,
                     };
                     stub.create(create(value.clone())).await.unwrap();
-                    let again = stub.create(create(vec![1])).await.unwrap_err();
+                    let again = stub
+                        .create(create(Bytes::from_static(&[1])))
+                        .await
+                        .unwrap_err();
                     assert_eq!(again.code(), Code::AlreadyExists);
                     let got = stub
                         .retrieve(RetrieveRequest { key: key.clone() })
@@ -53,7 +59,7 @@ fn every_rpc_answers_as_the_map_says_under_concurrent_clients() {
                         .into_inner()
                         .value;
                     assert_eq!(got, value, "create then retrieve returns the value");
-                    let newer = vec![0xAB; 7];
+                    let newer = Bytes::from(vec![0xAB; 7]);
                     stub.update(UpdateRequest {
                         key: key.clone(),
                         value: newer.clone(),
@@ -78,7 +84,7 @@ fn every_rpc_answers_as_the_map_says_under_concurrent_clients() {
                     let gone = stub
                         .update(UpdateRequest {
                             key: key.clone(),
-                            value: vec![1],
+                            value: Bytes::from_static(&[1]),
                         })
                         .await
                         .unwrap_err();
