@@ -12,7 +12,7 @@ use benchtop::state::launcher::{LauncherState, RecentSession};
 use benchtop::state::{AppEvent, Key, Pane, Signal, State};
 use benchtop_profilers::Snapshot;
 use benchtop_profilers::reaper::{Orphan, Owner, OwnerState, ReapOutcome};
-use benchtop_record::{LiveEvent, Notice, RecordOutcome};
+use benchtop_record::{LiveEvent, Notice, RecordOutcome, StreamDrops};
 use benchtop_sessions::timeseries::ThreadCpu;
 use benchtop_sessions::{Resources, StackTree, Status, TimeseriesRow};
 use hdrhistogram::Histogram;
@@ -157,10 +157,16 @@ fn live(b: &mut Bytes) -> LiveEvent {
             }
             LiveEvent::Stacks(Box::new(snapshot))
         }
-        _ => LiveEvent::Notice(match b.byte() % 4 {
+        _ => LiveEvent::Notice(match b.byte() % 5 {
             0 => Notice::Starting,
             1 => Notice::Running,
             2 => Notice::IgnoresStop,
+            3 => Notice::StreamDropped(StreamDrops::new(
+                &b.text(),
+                b.u64(),
+                b.u64(),
+                Some(b.text()).filter(|t| !t.is_empty()),
+            )),
             _ => Notice::NoSampling(b.text()),
         }),
     }

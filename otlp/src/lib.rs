@@ -24,6 +24,7 @@
 #![deny(missing_docs)]
 
 pub mod exporter;
+pub mod kinds;
 pub mod metrics;
 pub mod options;
 pub mod profiles;
@@ -32,8 +33,8 @@ pub mod resource;
 pub mod transport;
 
 pub use exporter::{Exporter, RunContext};
+pub use kinds::{KINDS, ProfileKind, Sampling};
 pub use options::{OtlpOptions, Protocol, parse_headers, redact_headers};
-pub use profiles::Sampling;
 pub use replay::{replay, unix_now_ns};
 pub use resource::resource;
 

@@ -2,9 +2,9 @@
 //! functions, locations, stacks, thread attributes) holding exactly what its profiles
 //! reference, so that a collector that has just restarted resolves all it receives.
 //!
-//! One profile per kind (on-CPU samples, off-CPU nanoseconds); one sample per (thread,
-//! stack) carrying a value and a timestamp (the middle of its interval) per interval the
-//! request covers.
+//! One profile per kind of [`KINDS`] (on-CPU samples, off-CPU nanoseconds, bytes of
+//! resident growth); one sample per (thread, stack) carrying a value and a timestamp (the
+//! middle of its interval) per interval the request covers.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -18,24 +18,11 @@ use opentelemetry_proto::tonic::profiles::v1development::{
 };
 use opentelemetry_proto::tonic::resource::v1::Resource;
 
+use crate::kinds::{BatchInterval, KINDS, Sampling};
 use crate::resource::scope;
 
 /// Frames past this depth are not walked (a stack table that loops cannot hang the walk).
 const MAX_DEPTH: usize = 4096;
-
-/// Weights of one interval: (tid, stack, weight) per kind, times in ns from the run's
-/// start.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct BatchInterval {
-    /// Where it begins, ns from the run's start.
-    pub t0_ns: u64,
-    /// Where it ends, ns from the run's start.
-    pub t1_ns: u64,
-    /// On-CPU samples per (tid, stack).
-    pub cpu: Vec<(u32, u32, u64)>,
-    /// Off-CPU nanoseconds per (tid, stack).
-    pub offcpu: Vec<(u32, u32, u64)>,
-}
 
 /// Where stacks' frames and threads' names are looked up.
 pub trait StackSource {
@@ -66,6 +53,14 @@ impl StackTable {
         for (tid, name) in &chunk.threads {
             self.threads.insert(*tid, name.clone());
         }
+    }
+
+    /// Takes in everything `other` defines (what the recorder's side learnt since the
+    /// last take).
+    pub fn absorb(&mut self, other: StackTable) {
+        self.frames.extend(other.frames);
+        self.stacks.extend(other.stacks);
+        self.threads.extend(other.threads);
     }
 
     /// How many stacks it holds.
@@ -109,16 +104,6 @@ impl StackSource for IntervalStacks {
     fn thread(&self, tid: u32) -> Option<&str> {
         self.threads.get(&tid).map(String::as_str)
     }
-}
-
-/// Picks one kind's weights of an interval.
-type Weights = fn(&BatchInterval) -> &Vec<(u32, u32, u64)>;
-
-/// What a profile says of its sampling.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Sampling {
-    /// On-CPU sampling frequency, Hz (the period is its inverse); 0 when unknown.
-    pub frequency_hz: u64,
 }
 
 /// The dictionary of one request, interning as the profiles reference.
@@ -249,14 +234,13 @@ pub fn profiles_request(
 ) -> Option<ExportProfilesServiceRequest> {
     let mut dict = Dictionary::new();
     let mut profiles = Vec::new();
-    let kinds: [(&str, Weights); 2] = [("cpu", |i| &i.cpu), ("offcpu", |i| &i.offcpu)];
-    for (kind, weights) in kinds {
+    for (k, kind) in KINDS.iter().enumerate() {
         let mut samples: Vec<Sample> = Vec::new();
         let mut by_key: HashMap<(u32, u32), usize> = HashMap::new();
         let (mut first, mut last) = (u64::MAX, 0u64);
         for interval in intervals {
             let mid = start_unix_ns.saturating_add(interval.t0_ns / 2 + interval.t1_ns / 2);
-            for &(tid, stack, weight) in weights(interval) {
+            for &(tid, stack, weight) in &interval.weights[k] {
                 if weight == 0 {
                     continue;
                 }
@@ -286,21 +270,8 @@ pub fn profiles_request(
         if samples.is_empty() {
             continue;
         }
-        let (sample_type, period_type, period) = match kind {
-            "cpu" => (
-                dict.value_type("samples", "count"),
-                dict.value_type("cpu", "nanoseconds"),
-                match sampling.frequency_hz {
-                    0 => 0,
-                    hz => i64::try_from(1_000_000_000 / hz).unwrap_or(0),
-                },
-            ),
-            _ => (
-                dict.value_type("off_cpu", "nanoseconds"),
-                dict.value_type("off_cpu", "nanoseconds"),
-                1,
-            ),
-        };
+        let sample_type = dict.value_type(kind.sample_type.0, kind.sample_type.1);
+        let period_type = dict.value_type(kind.period_type.0, kind.period_type.1);
         profiles.push(Profile {
             sample_type: Some(sample_type),
             samples,
@@ -308,8 +279,8 @@ pub fn profiles_request(
             // Timestamps fall in [time, time + duration): the middles of the intervals do.
             duration_nano: last.saturating_sub(first).max(1),
             period_type: Some(period_type),
-            period,
-            profile_id: profile_id(resource, kind, first),
+            period: (kind.period)(&sampling),
+            profile_id: profile_id(resource, kind.name, first),
             ..Profile::default()
         });
     }
@@ -411,29 +382,36 @@ mod tests {
         out
     }
 
+    /// An interval's weights: on-CPU, off-CPU and memory, in the order of [`KINDS`].
+    fn interval(
+        t0_s: u64,
+        cpu: Vec<(u32, u32, u64)>,
+        offcpu: Vec<(u32, u32, u64)>,
+        mem: Vec<(u32, u32, u64)>,
+    ) -> BatchInterval {
+        BatchInterval {
+            t0_ns: t0_s * 1_000_000_000,
+            t1_ns: (t0_s + 1) * 1_000_000_000,
+            weights: [cpu, offcpu, mem],
+        }
+    }
+
     #[test]
     fn a_request_resolves_every_stack_through_its_own_dictionary() {
         let t = table();
         let intervals = vec![
-            BatchInterval {
-                t0_ns: 0,
-                t1_ns: 1_000_000_000,
-                cpu: vec![(7, 1, 3), (7, 2, 1)],
-                offcpu: vec![(7, 2, 5_000)],
-            },
-            BatchInterval {
-                t0_ns: 1_000_000_000,
-                t1_ns: 2_000_000_000,
-                cpu: vec![(7, 1, 4)],
-                offcpu: vec![],
-            },
+            interval(0, vec![(7, 1, 3), (7, 2, 1)], vec![(7, 2, 5_000)], vec![]),
+            interval(1, vec![(7, 1, 4)], vec![], vec![]),
         ];
         let req = profiles_request(
             &Resource::default(),
             &t,
             &intervals,
             1_700_000_000_000_000_000,
-            Sampling { frequency_hz: 999 },
+            Sampling {
+                frequency_hz: 999,
+                mem_period: 0,
+            },
         )
         .expect("weights");
         assert_eq!(
@@ -445,6 +423,47 @@ mod tests {
         // Only what is referenced: three frames, two stacks (and the zero entries).
         assert_eq!(dict.function_table.len(), 4);
         assert_eq!(dict.stack_table.len(), 3);
+    }
+
+    #[test]
+    fn memory_weights_go_out_as_a_profile_of_bytes_with_its_period() {
+        let t = table();
+        let intervals = vec![
+            interval(
+                0,
+                vec![(7, 1, 2)],
+                vec![],
+                vec![(7, 2, 65_536), (7, 1, 4_096)],
+            ),
+            interval(1, vec![], vec![], vec![(7, 2, 8_192)]),
+        ];
+        let sampling = Sampling {
+            frequency_hz: 999,
+            mem_period: 16,
+        };
+        let req =
+            profiles_request(&Resource::default(), &t, &intervals, 0, sampling).expect("weights");
+        assert_eq!(
+            folded(&req, "resident_growth"),
+            vec![("main;cold".into(), 73_728), ("main;hot".into(), 4_096)]
+        );
+        let dict = req.dictionary.as_ref().expect("dictionary");
+        let s = |i: i32| dict.string_table[i as usize].as_str();
+        let profiles = &req.resource_profiles[0].scope_profiles[0].profiles;
+        let mem = profiles
+            .iter()
+            .find(|p| s(p.sample_type.expect("type").type_strindex) == "resident_growth")
+            .expect("a memory profile");
+        assert_eq!(s(mem.sample_type.expect("type").unit_strindex), "bytes");
+        let period = mem.period_type.expect("period type");
+        assert_eq!(
+            (s(period.type_strindex), s(period.unit_strindex)),
+            ("page_faults", "count")
+        );
+        assert_eq!(mem.period, 16);
+        // One profile per kind that has weight, each with its own id.
+        assert_eq!(profiles.len(), 2);
+        assert_ne!(profiles[0].profile_id, profiles[1].profile_id);
     }
 
     #[test]

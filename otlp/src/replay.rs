@@ -12,9 +12,10 @@ use benchtop_sessions::{Session, SessionMeta};
 use hdrhistogram::Histogram;
 
 use crate::exporter::Counts;
+use crate::kinds::{BatchInterval, Sampling};
 use crate::metrics::{RowTimes, metrics_request};
 use crate::options::OtlpOptions;
-use crate::profiles::{BatchInterval, Sampling, profiles_request};
+use crate::profiles::profiles_request;
 use crate::resource::resource;
 use crate::transport::{Payload, Transport};
 use crate::{OtlpError, Report};
@@ -82,16 +83,9 @@ pub fn replay(dir: &Path, opts: &OtlpOptions) -> Result<Report, OtlpError> {
         counts.send(&mut transport, opts, &Payload::Metrics(request), &never);
     }
     if let Some(stacks) = &stacks {
-        let sampling = Sampling {
-            frequency_hz: session.meta.sampling.frequency_hz,
-        };
+        let sampling = Sampling::of(&session.meta);
         for interval in stacks.intervals.values() {
-            let batch = [BatchInterval {
-                t0_ns: interval.t0_ns,
-                t1_ns: interval.t1_ns,
-                cpu: interval.cpu.clone(),
-                offcpu: interval.offcpu.clone(),
-            }];
+            let batch = [BatchInterval::from_saved(interval)];
             if let Some(request) =
                 profiles_request(&resource, stacks, &batch, start_unix_ns, sampling)
             {

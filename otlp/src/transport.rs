@@ -199,6 +199,13 @@ fn status_text(status: &tonic::Status) -> String {
     } else {
         message.to_owned()
     };
+    // The collector's words, as the HTTP path keeps them: no control characters (they
+    // reach a terminal through the warnings), at most 200 characters.
+    let detail: String = detail
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(200)
+        .collect();
     format!("gRPC {:?}: {detail}", status.code())
 }
 

@@ -244,6 +244,8 @@ pub(crate) struct RunData {
     pub(crate) rows_since_threads: u32,
     /// When the conductor writes the next monitor-only row (a target that sends no ticks).
     pub(crate) next_row_at: Option<Instant>,
+    /// The stream's drops last told, and when.
+    pub(crate) stream_drops_told: (u64, Option<Instant>),
 }
 
 impl RunData {
@@ -267,6 +269,7 @@ impl RunData {
             latency_metric: None,
             rows_since_threads: 0,
             next_row_at: None,
+            stream_drops_told: (0, None),
         }
     }
 }

@@ -64,4 +64,4 @@ pub use live::{Control, Detail, LiveEvent, LiveLink, ProgressFigures};
 pub use machine::Ending;
 pub use notice::{Notice, NoticeKind};
 pub use options::{DEFAULT_SESSIONS_DIR, RecordOptions, Target};
-pub use stream::IntervalStream;
+pub use stream::{IntervalStream, STREAM_NOTICE_EVERY, StreamDrops};

@@ -222,15 +222,19 @@ pub enum Notice {
     ThreadsSaved,
     /// The run is over; the session's last files are being written.
     WritingSession,
+    /// The interval stream (`--otlp`) dropped batches: how many so far, and why. Said
+    /// when the count rises, at most every [`crate::STREAM_NOTICE_EVERY`].
+    StreamDropped(crate::StreamDrops),
 }
 
 impl Notice {
     /// What kind of notice this is.
     pub fn kind(&self) -> NoticeKind {
         match self {
-            Notice::Report(_) | Notice::NoSampling(_) | Notice::WriteFailed(_) => {
-                NoticeKind::Warning
-            }
+            Notice::Report(_)
+            | Notice::NoSampling(_)
+            | Notice::WriteFailed(_)
+            | Notice::StreamDropped(_) => NoticeKind::Warning,
             Notice::SnapshotSaved { .. } | Notice::ThreadsSaved => NoticeKind::Done,
             Notice::Starting
             | Notice::Running
@@ -284,6 +288,7 @@ impl fmt::Display for Notice {
                 f.write_str("snapshot saved: threads.csv (no stacks: sampling is off)")
             }
             Notice::WritingSession => f.write_str("writing the session"),
+            Notice::StreamDropped(drops) => write!(f, "{drops}"),
         }
     }
 }

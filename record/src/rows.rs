@@ -125,6 +125,7 @@ impl Run<'_> {
         if let Some(stream) = &self.opts.stream {
             stream.row(&row, &streamed);
         }
+        self.tell_stream_drops();
         self.end_stacks_interval(tick.t_ns)?;
         self.publish(&row, live_histograms);
         self.data.last_t_ns = tick.t_ns;
@@ -160,6 +161,7 @@ impl Run<'_> {
         if let Some(stream) = &self.opts.stream {
             stream.row(&row, &[]);
         }
+        self.tell_stream_drops();
         self.end_stacks_interval((t_s * 1e9) as u64)?;
         self.publish(&row, Vec::new());
         self.data.last_t_ns = (t_s * 1e9) as u64;
@@ -167,6 +169,23 @@ impl Run<'_> {
         self.data.next_row_at = Some((due + interval).max(now));
         self.show_progress(&row);
         Ok(())
+    }
+
+    /// Tells the live consumer when the stream has dropped more batches than it was last
+    /// told: at once the first time, then at most every [`crate::STREAM_NOTICE_EVERY`].
+    fn tell_stream_drops(&mut self) {
+        let Some(stream) = &self.opts.stream else {
+            return;
+        };
+        let drops = stream.drops();
+        let (told, at) = self.data.stream_drops_told;
+        let now = std::time::Instant::now();
+        if drops.dropped() > told
+            && at.is_none_or(|at| now.saturating_duration_since(at) >= crate::STREAM_NOTICE_EVERY)
+        {
+            self.data.stream_drops_told = (drops.dropped(), Some(now));
+            self.say(Notice::StreamDropped(drops));
+        }
     }
 
     /// A row ended its interval `t_ns` after the start: the sampler attributes stacks up

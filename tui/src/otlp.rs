@@ -8,7 +8,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use benchtop_otlp::{Exporter, OtlpOptions, Protocol, RunContext, Sampling};
-use benchtop_record::IntervalStream;
+use benchtop_record::{IntervalStream, StreamDrops};
 use benchtop_sessions::intervals::StacksChunk;
 use benchtop_sessions::meta::OtlpInfo;
 use benchtop_sessions::{SessionMeta, TimeseriesRow};
@@ -25,7 +25,7 @@ pub const HEADERS_ENV: &str = "OTEL_EXPORTER_OTLP_HEADERS";
 #[derive(Debug, Clone, Default, Args, PartialEq, Eq)]
 #[command(next_help_heading = "OTLP export")]
 pub struct OtlpArgs {
-    /// Stream every interval's profiles (on-CPU, off-CPU) and figures (counters,
+    /// Stream every interval's profiles (on-CPU, off-CPU, memory) and figures (counters,
     /// latency, resources) to an OpenTelemetry Collector as OTLP, e.g.
     /// `http://localhost:4317` (gRPC) or `https://otel.example:4318` with `--otlp-protocol
     /// http/protobuf`. The run and its session come first: a collector that is slow or
@@ -201,9 +201,7 @@ impl IntervalStream for OtlpStream {
                     .as_nanos(),
             )
             .unwrap_or(u64::MAX),
-            sampling: Sampling {
-                frequency_hz: meta.sampling.frequency_hz,
-            },
+            sampling: Sampling::of(meta),
         };
         self.with(|run| {
             // A run before it that did not finish (it cannot happen; a series finishes
@@ -233,6 +231,21 @@ impl IntervalStream for OtlpStream {
                 e.stacks(chunk);
             }
         });
+    }
+
+    fn drops(&self) -> StreamDrops {
+        self.with(|run| match &run.exporter {
+            Some(e) => {
+                let r = e.report();
+                StreamDrops::new(
+                    &self.opts.endpoint,
+                    r.dropped_failed,
+                    r.dropped_queue_full,
+                    r.last_error,
+                )
+            }
+            None => StreamDrops::default(),
+        })
     }
 
     fn finish(&self, meta: &mut SessionMeta) {

@@ -225,6 +225,8 @@ pub struct LiveRun {
     pub program: bool,
     /// The process tree's CPU, context switches and samples per second.
     pub activity: super::activity::Activity,
+    /// What the run's stream to a collector (`--otlp`) dropped, as last told.
+    pub stream_drops: Option<benchtop_record::StreamDrops>,
 }
 
 impl LiveRun {

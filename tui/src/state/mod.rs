@@ -819,6 +819,9 @@ impl State {
                 }
             }
             LiveEvent::Notice(notice) => {
+                if let benchtop_record::Notice::StreamDropped(drops) = &notice {
+                    self.live.run.stream_drops = Some(drops.clone());
+                }
                 let text = notice.to_string();
                 match notice.kind() {
                     NoticeKind::Warning => self.flash(text.clone(), true, now),
@@ -1369,6 +1372,44 @@ mod tests {
         assert!(s.flash.is_some());
         s.update(AppEvent::Tick, now + FLASH_FOR);
         assert!(s.flash.is_none());
+    }
+
+    #[test]
+    fn dropped_stream_batches_are_flashed_and_kept_for_the_header() {
+        let mut s = state();
+        let now = Instant::now();
+        let drops = |failed| {
+            benchtop_record::StreamDrops::new(
+                "http://127.0.0.1:4317",
+                failed,
+                0,
+                Some("connection refused".into()),
+            )
+        };
+        for failed in [2, 7] {
+            s.update(
+                AppEvent::Live(LiveEvent::Notice(benchtop_record::Notice::StreamDropped(
+                    drops(failed),
+                ))),
+                now,
+            );
+        }
+        // The latest count stays for the header; the flash says it in full, as a warning.
+        assert_eq!(s.live.run.stream_drops, Some(drops(7)));
+        let flash = s.flash.as_ref().expect("a flash");
+        assert!(flash.error);
+        assert!(
+            flash.text.contains("7 batches dropped") && flash.text.contains("connection refused"),
+            "{}",
+            flash.text
+        );
+        // Gone from the footer after a while, still in the header.
+        s.update(AppEvent::Tick, now + FLASH_FOR);
+        assert!(s.flash.is_none());
+        assert_eq!(
+            s.live.run.stream_drops.as_ref().map(|d| d.dropped()),
+            Some(7)
+        );
     }
 
     #[test]

@@ -214,6 +214,13 @@ fn draw_header(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
             accent(state, status_color),
         ));
     }
+    if let Some(drops) = &run.stream_drops {
+        // What the collector did not get; the flash said it in full.
+        second.push(Span::styled(
+            format!(" OTLP: {} dropped ({})", drops.dropped(), drops.reason()),
+            accent(state, Color::Yellow),
+        ));
+    }
     second.push(Span::raw(format!(" {}", Escaped(&run.params))));
     let dim = Style::new().add_modifier(Modifier::DIM);
     if let Some(dir) = &run.dir {
@@ -424,6 +431,36 @@ pub(super) mod tests {
         let base = Instant::now();
         let s = running(base);
         insta::assert_snapshot!(render(&s, at(base, 12), 160, 48));
+    }
+
+    /// The live screen after the collector `--otlp` streams to stopped answering.
+    fn dropping(base: Instant) -> State {
+        let mut s = running(base);
+        let drops = benchtop_record::StreamDrops::new(
+            "http://127.0.0.1:4317",
+            12,
+            0,
+            Some("gRPC Unavailable: connection refused".into()),
+        );
+        s.update(
+            AppEvent::Live(LiveEvent::Notice(benchtop_record::Notice::StreamDropped(
+                drops,
+            ))),
+            at(base, 11),
+        );
+        s
+    }
+
+    #[test]
+    fn the_live_screen_with_otlp_batches_dropped_at_80x24() {
+        let base = Instant::now();
+        insta::assert_snapshot!(render(&dropping(base), at(base, 12), 80, 24));
+    }
+
+    #[test]
+    fn the_live_screen_with_otlp_batches_dropped_at_160x48() {
+        let base = Instant::now();
+        insta::assert_snapshot!(render(&dropping(base), at(base, 12), 160, 48));
     }
 
     /// The README's picture of the live screen, docs/live-screen.svg, is this screen as

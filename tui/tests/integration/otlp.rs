@@ -2,6 +2,8 @@
 //! scripts/otelcol with the collector builder), whose `otlphttp` exporter forwards what it
 //! takes to a small receiver here that decodes it: the tests assert on the data that went
 //! through the collector, proving that it accepts benchtop's OTLP (profiles and metrics).
+//! One file past the usual length: every test shares the collector, the receiver and the
+//! decoding of what it received.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -252,6 +254,12 @@ fn shown(
 
 /// On-CPU samples per folded stack, resolved through each request's own dictionary.
 fn cpu_totals(received: &Received) -> BTreeMap<String, u64> {
+    profile_totals(received, "samples", "count")
+}
+
+/// The weights per folded stack of the profiles of sample type (`kind`, `unit`),
+/// resolved through each request's own dictionary.
+fn profile_totals(received: &Received, kind: &str, unit: &str) -> BTreeMap<String, u64> {
     let mut totals = BTreeMap::new();
     for req in &received.profiles {
         let dict = req
@@ -262,9 +270,11 @@ fn cpu_totals(received: &Received) -> BTreeMap<String, u64> {
         for rp in &req.resource_profiles {
             for sp in &rp.scope_profiles {
                 for p in &sp.profiles {
-                    if s(p.sample_type.unwrap().type_strindex) != "samples" {
+                    let sample_type = p.sample_type.unwrap();
+                    if s(sample_type.type_strindex) != kind {
                         continue;
                     }
+                    assert_eq!(s(sample_type.unit_strindex), unit, "the unit of {kind}");
                     for sample in &p.samples {
                         let stack = &dict.stack_table[sample.stack_index as usize];
                         let mut names: Vec<&str> = stack
@@ -585,4 +595,159 @@ fn a_collector_killed_mid_run_costs_counted_batches_and_gets_the_intervals_after
         row_times(&got).len() < session.rows.len(),
         "some rows were dropped"
     );
+}
+
+/// A C program whose resident memory grows by 96 MiB under `grow_a` and 32 MiB under
+/// `grow_b`, a moment apart (so over more than one interval), built with frame pointers.
+const GROW_C: &str = r#"
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#define MB (1024UL * 1024UL)
+__attribute__((noinline)) char *grow_a(void) { char *p = malloc(96 * MB); memset(p, 1, 96 * MB); return p; }
+__attribute__((noinline)) char *grow_b(void) { char *p = malloc(32 * MB); memset(p, 2, 32 * MB); return p; }
+int main(void) { char *a = grow_a(); usleep(300000); char *b = grow_b(); usleep(200000); return a[12345] + b[6789] == 3 ? 0 : 1; }
+"#;
+
+#[test]
+fn memory_profiles_reach_the_collector_in_bytes_live_and_replayed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("grow.c");
+    std::fs::write(&src, GROW_C).unwrap();
+    let prog = tmp.path().join("grow");
+    let built = Command::new("cc")
+        .args([
+            "-O2",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-fno-optimize-sibling-calls",
+        ])
+        .arg("-o")
+        .arg(&prog)
+        .arg(&src)
+        .status()
+        .expect("this test builds a C fixture with `cc`: install gcc");
+    assert!(built.success());
+    let sink = Sink::start();
+    let collector = Collector::start(tmp.path(), &sink);
+    let dir = tmp.path().join("s");
+    let output = benchtop()
+        .args(["run", "--quiet", "--profile", "all", "--interval", "100ms"])
+        .arg("--record")
+        .arg(&dir)
+        .arg("--otlp")
+        .arg(format!("http://127.0.0.1:{}", collector.grpc))
+        .arg("--")
+        .arg(&prog)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let expected = folded(&dir.join("mem.folded"));
+    let bytes: u64 = expected.values().sum();
+    assert!(bytes >= 64 << 20, "mem.folded holds {bytes} bytes");
+    let cpu_expected = folded(&dir.join("cpu.folded"));
+    let samples: u64 = cpu_expected.values().sum();
+    let mem = |r: &Received| profile_totals(r, "resident_growth", "bytes");
+    let wait_for_bytes = |what: &str| {
+        wait_until(what, Duration::from_secs(60), || {
+            sink.with(|r| {
+                mem(r).values().sum::<u64>() >= bytes
+                    && cpu_totals(r).values().sum::<u64>() >= samples
+            })
+        })
+    };
+    wait_for_bytes("the memory profile's bytes through the collector");
+    let got = sink.take();
+    assert!(got.bad.is_empty(), "{:?}", got.bad);
+    // Bytes per stack, as mem.folded has them; the on-CPU profile went along.
+    assert_eq!(mem(&got), expected);
+    assert_eq!(cpu_totals(&got), cpu_expected);
+    // The growth is placed in time: grow_a's and grow_b's bytes carry the times of
+    // their intervals, 300 ms apart.
+    let mut times = std::collections::BTreeSet::new();
+    for req in &got.profiles {
+        let strings = &req.dictionary.as_ref().unwrap().string_table;
+        for p in &req.resource_profiles[0].scope_profiles[0].profiles {
+            if strings[p.sample_type.unwrap().type_strindex as usize] == "resident_growth" {
+                for sample in &p.samples {
+                    times.extend(sample.timestamps_unix_nano.iter().copied());
+                }
+            }
+        }
+    }
+    assert!(times.len() >= 2, "memory samples at {times:?}");
+
+    // Replayed over HTTP/protobuf: the same bytes per stack, with the sampling period.
+    let output = benchtop()
+        .arg("export")
+        .arg(&dir)
+        .arg("--otlp")
+        .arg(format!("http://127.0.0.1:{}", collector.http))
+        .args(["--otlp-protocol", "http/protobuf"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    wait_for_bytes("the replayed memory profile's bytes");
+    let replayed = sink.take();
+    assert_eq!(mem(&replayed), expected);
+    let session = Session::load(&dir).unwrap();
+    let period = session
+        .meta
+        .sampling
+        .mem
+        .as_ref()
+        .expect("sampling.mem")
+        .period;
+    for req in &replayed.profiles {
+        let strings = &req.dictionary.as_ref().unwrap().string_table;
+        for p in &req.resource_profiles[0].scope_profiles[0].profiles {
+            if strings[p.sample_type.unwrap().type_strindex as usize] == "resident_growth" {
+                assert_eq!(p.period, period as i64);
+                let pt = p.period_type.unwrap();
+                assert_eq!(strings[pt.type_strindex as usize], "page_faults");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_collector_that_is_away_is_told_while_the_run_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    let endpoint = format!("http://127.0.0.1:{}", free_port());
+    // Not --quiet, stderr not a terminal: the progress line's notices are plain lines.
+    let output = benchtop()
+        .args(["run", "ring", "--duration", "3s", "--interval", "250ms"])
+        .arg("--record")
+        .arg(&dir)
+        .arg("--otlp")
+        .arg(&endpoint)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let told: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with(&format!("benchtop: streaming to {endpoint}: ")))
+        .collect();
+    // Told at once, not once an interval (at most every 10 s: once in a 3 s run).
+    assert_eq!(told.len(), 1, "{stderr}");
+    assert!(
+        told[0].contains("batches dropped (") && told[0].contains("unreachable"),
+        "{stderr}"
+    );
+    // The session is whole and its warning has the final count.
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, benchtop_sessions::Status::Complete);
+    assert!(session.meta.otlp.as_ref().unwrap().dropped > 0);
 }
