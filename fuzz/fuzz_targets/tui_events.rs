@@ -1,18 +1,20 @@
 //! The TUI's state and views on arbitrary events and terminal sizes: every event a
 //! producer could send (keys, resizes, clicks, signals, the recorder's rows, stacks,
-//! status lines and ending, orphans, recent sessions) with contents drawn from the
-//! input, applied with `State::update`, and the screen drawn at sizes from 0×0 up after
-//! each. Nothing may panic.
+//! per-interval stacks, status lines and ending, orphans, recent sessions, the mouse on
+//! the timeline) with contents drawn from the input, applied with `State::update`, and
+//! the screen drawn at sizes from 0×0 up after each. Nothing may panic.
 #![no_main]
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use benchtop::state::launcher::{LauncherState, RecentSession};
+use benchtop::state::timeline_live::Pointer;
 use benchtop::state::{AppEvent, Key, Pane, Signal, State};
 use benchtop_profilers::Snapshot;
 use benchtop_profilers::reaper::{Orphan, Owner, OwnerState, ReapOutcome};
 use benchtop_record::{LiveEvent, Notice, RecordOutcome, StreamDrops};
+use benchtop_sessions::intervals::{IntervalWeights, StackEntry, StacksChunk, Weight};
 use benchtop_sessions::timeseries::ThreadCpu;
 use benchtop_sessions::{Resources, StackTree, Status, TimeseriesRow};
 use hdrhistogram::Histogram;
@@ -130,8 +132,46 @@ fn histograms(b: &mut Bytes) -> Vec<(String, Histogram<u64>)> {
     out
 }
 
+/// Per-interval stacks as a recorder hands them out, their ids drawn from a small range
+/// so that some refer to what an earlier chunk defined and some to nothing.
+fn chunk(b: &mut Bytes) -> StacksChunk {
+    let mut c = StacksChunk::default();
+    for _ in 0..b.byte() % 4 {
+        c.frames.push((u32::from(b.byte() % 8), b.text()));
+    }
+    for _ in 0..b.byte() % 6 {
+        let parent = (b.byte() % 3 != 0).then(|| u32::from(b.byte() % 8));
+        c.stacks.push(StackEntry {
+            id: u32::from(b.byte() % 8),
+            parent,
+            frame: u32::from(b.byte() % 8),
+        });
+    }
+    for _ in 0..b.byte() % 3 {
+        let t0_ns = b.u64() % (1 << 40);
+        let weights = |b: &mut Bytes| {
+            (0..b.byte() % 4)
+                .map(|_| Weight {
+                    tid: u32::from(b.byte()),
+                    stack: u32::from(b.byte() % 8),
+                    weight: b.u64() % 1_000_000,
+                })
+                .collect()
+        };
+        c.intervals.push(IntervalWeights {
+            index: u32::from(b.byte() % 16),
+            t0_ns,
+            t1_ns: t0_ns.saturating_add(b.u64() % (1 << 40)),
+            cpu: weights(b),
+            offcpu: weights(b),
+            mem: Vec::new(),
+        });
+    }
+    c
+}
+
 fn live(b: &mut Bytes) -> LiveEvent {
-    match b.byte() % 6 {
+    match b.byte() % 7 {
         0 => LiveEvent::Spawned {
             dir: PathBuf::from(b.text()),
             pid: b.u16().into(),
@@ -157,6 +197,7 @@ fn live(b: &mut Bytes) -> LiveEvent {
             }
             LiveEvent::Stacks(Box::new(snapshot))
         }
+        5 => LiveEvent::IntervalStacks(Box::new(chunk(b))),
         _ => LiveEvent::Notice(match b.byte() % 5 {
             0 => Notice::Starting,
             1 => Notice::Running,
@@ -266,6 +307,14 @@ fn event(b: &mut Bytes) -> AppEvent {
                 dir: PathBuf::from(b.text()),
                 lines: Err(b.text()),
             },
+            5 => {
+                let at = usize::from(b.u16());
+                AppEvent::Timeline(match b.byte() % 3 {
+                    0 => Pointer::Press(at),
+                    1 => Pointer::Drag(at),
+                    _ => Pointer::Release(at),
+                })
+            }
             _ => AppEvent::Error(b.text()),
         },
     }

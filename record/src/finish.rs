@@ -174,6 +174,7 @@ impl Run<'_> {
                     if let Some(stream) = &self.opts.stream {
                         stream.stacks(&profile.stacks);
                     }
+                    self.publish_stacks(profile.stacks.clone());
                     // The sampler's start-up warnings are already in the session.
                     let known = &self.writer.meta().warnings;
                     warnings.extend(

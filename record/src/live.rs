@@ -11,6 +11,7 @@ use std::sync::mpsc::{self, Receiver};
 
 use benchtop_profilers::Snapshot;
 use benchtop_sessions::TimeseriesRow;
+use benchtop_sessions::intervals::StacksChunk;
 use hdrhistogram::Histogram;
 
 use crate::notice::Notice;
@@ -45,6 +46,10 @@ pub enum LiveEvent {
     },
     /// The stacks folded so far (about once an interval).
     Stacks(Box<Snapshot>),
+    /// Per-interval stacks, as just appended to stacks.jsonl: the frames and stacks not
+    /// handed out before, then the weights of the intervals the sampler attributed since
+    /// the last (about once an interval, and once more at the end of the run).
+    IntervalStacks(Box<StacksChunk>),
     /// A status line: starting, stopping, a warning about a report line…
     Notice(Notice),
     /// The figures of the progress line, once an interval ([`Detail::Progress`] links

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use benchtop_sessions::intervals::StacksChunk;
 use benchtop_sessions::store::StackKind;
 use benchtop_sessions::{Percentiles, TimeseriesRow};
 use hdrhistogram::Histogram;
@@ -201,7 +202,23 @@ impl Run<'_> {
         if let Some(stream) = &self.opts.stream {
             stream.stacks(&chunk);
         }
+        self.publish_stacks(chunk);
         Ok(())
+    }
+
+    /// Hands per-interval stacks, once written, to a live view that draws them.
+    pub(crate) fn publish_stacks(&self, chunk: StacksChunk) {
+        if chunk.is_empty() {
+            return;
+        }
+        if let Some(live) = self
+            .opts
+            .live
+            .as_ref()
+            .filter(|l| l.detail() == Detail::Full)
+        {
+            live.send(LiveEvent::IntervalStacks(Box::new(chunk)));
+        }
     }
 
     /// Hands a written row and its histograms to the live view, and asks the sampler for

@@ -685,11 +685,194 @@ impl IntervalStacks {
             .flat_map(|i| &i.cpu)
             .fold(0u64, |a, &(_, _, w)| a.saturating_add(w))
     }
+
+    /// Adds a chunk as a recorder hands it out while its run goes on (a live view's copy
+    /// of what it appends to stacks.jsonl): new frames, stacks and threads, then interval
+    /// weights, which add to those of an interval already held. `ids` maps the
+    /// recorder's ids to the table's indices from one chunk to the next. What the limits
+    /// of `opts` leave out (frames and stacks past `max_stacks`, intervals past
+    /// `max_intervals`), an id defined twice, a weight of a stack never defined, an
+    /// interval that ends before it begins: dropped, and counted in `ids`. Source lines
+    /// and kept samples are not held.
+    pub fn append(&mut self, chunk: &StacksChunk, ids: &mut ChunkIds, opts: &LoadOptions) {
+        for (id, name) in &chunk.frames {
+            if self.frames.len() >= opts.max_stacks || ids.frames.contains_key(id) {
+                ids.dropped += 1;
+                continue;
+            }
+            ids.frames.insert(*id, self.frames.len() as u32);
+            self.frames.push(name.clone());
+        }
+        for s in &chunk.stacks {
+            let parent = match s.parent {
+                None => Some(u32::MAX),
+                Some(p) => ids.stacks.get(&p).copied(),
+            };
+            let (Some(parent), Some(&frame)) = (parent, ids.frames.get(&s.frame)) else {
+                ids.dropped += 1;
+                continue;
+            };
+            if self.stacks.len() >= opts.max_stacks || ids.stacks.contains_key(&s.id) {
+                ids.dropped += 1;
+                continue;
+            }
+            ids.stacks.insert(s.id, self.stacks.len() as u32);
+            self.stacks.push((parent, frame));
+        }
+        for (tid, name) in &chunk.threads {
+            if self.threads.len() < opts.max_stacks || self.threads.contains_key(tid) {
+                self.threads.insert(*tid, name.clone());
+            }
+        }
+        for i in &chunk.intervals {
+            if i.t1_ns < i.t0_ns
+                || (!self.intervals.contains_key(&i.index)
+                    && self.intervals.len() >= opts.max_intervals)
+            {
+                ids.dropped += 1;
+                continue;
+            }
+            let entry = self
+                .intervals
+                .entry(i.index)
+                .or_insert_with(|| LoadedInterval {
+                    t0_ns: i.t0_ns,
+                    t1_ns: i.t1_ns,
+                    ..LoadedInterval::default()
+                });
+            entry.t0_ns = entry.t0_ns.min(i.t0_ns);
+            entry.t1_ns = entry.t1_ns.max(i.t1_ns);
+            for (rows, into) in [
+                (&i.cpu, &mut entry.cpu),
+                (&i.offcpu, &mut entry.offcpu),
+                (&i.mem, &mut entry.mem),
+            ] {
+                for w in rows {
+                    match ids.stacks.get(&w.stack) {
+                        Some(&stack) => into.push((w.tid, stack, w.weight)),
+                        None => ids.dropped += 1,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Weights held over every interval (each 16 bytes).
+    pub fn weights(&self) -> usize {
+        self.intervals
+            .values()
+            .map(|i| i.cpu.len() + i.offcpu.len() + i.mem.len())
+            .sum()
+    }
+
+    /// Drops the oldest intervals until at most `max_intervals` and `max_weights` weights
+    /// are held (the stack table stays); returns how many intervals went.
+    pub fn drop_oldest(&mut self, max_intervals: usize, max_weights: usize) -> usize {
+        let mut held = self.weights();
+        let mut dropped = 0;
+        while held > max_weights || self.intervals.len() > max_intervals {
+            let Some((_, i)) = self.intervals.pop_first() else {
+                break;
+            };
+            held -= i.cpu.len() + i.offcpu.len() + i.mem.len();
+            dropped += 1;
+        }
+        dropped
+    }
+}
+
+/// The ids of a recorder's chunks, mapped to the indices of the [`IntervalStacks`] they
+/// are appended to ([`IntervalStacks::append`]).
+#[derive(Debug, Clone, Default)]
+pub struct ChunkIds {
+    frames: HashMap<u32, u32>,
+    stacks: HashMap<u32, u32>,
+    /// What was dropped: definitions past the limits or given twice, weights of stacks
+    /// never defined, intervals past the limit or ending before they begin.
+    pub dropped: u64,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[allow(clippy::field_reassign_with_default)]
+    fn chunks_appended_as_a_run_goes_give_the_trees_of_the_file() {
+        let mut first = StacksChunk::default();
+        first.frames = vec![(3, "main".into()), (5, "first".into())];
+        first.stacks = vec![
+            StackEntry {
+                id: 10,
+                parent: None,
+                frame: 3,
+            },
+            StackEntry {
+                id: 11,
+                parent: Some(10),
+                frame: 5,
+            },
+        ];
+        let interval = |index: u32, stack: u32, weight: u64| IntervalWeights {
+            index,
+            t0_ns: u64::from(index) * 1_000_000_000,
+            t1_ns: u64::from(index + 1) * 1_000_000_000,
+            cpu: vec![Weight {
+                tid: 7,
+                stack,
+                weight,
+            }],
+            offcpu: vec![],
+            mem: vec![],
+        };
+        first.intervals = vec![interval(0, 11, 4)];
+        let mut second = StacksChunk::default();
+        second.frames = vec![(6, "second".into())];
+        second.stacks = vec![StackEntry {
+            id: 12,
+            parent: Some(10),
+            frame: 6,
+        }];
+        // Interval 0 again (a later batch of it), interval 1, and a stack never defined.
+        second.intervals = vec![interval(0, 11, 1), interval(1, 12, 9), interval(1, 99, 3)];
+        let mut live = IntervalStacks::default();
+        let mut ids = ChunkIds::default();
+        let opts = LoadOptions::default();
+        live.append(&first, &mut ids, &opts);
+        live.append(&second, &mut ids, &opts);
+        assert_eq!(ids.dropped, 1, "the weight of stack 99");
+        let mut bytes = StacksChunk::header();
+        first.write_jsonl(&mut bytes);
+        second.write_jsonl(&mut bytes);
+        let file = IntervalStacks::parse(&bytes, Path::new("stacks.jsonl"), &opts);
+        // The file refuses the undefined stack; without it, it agrees with the chunks.
+        assert!(file.is_err());
+        second.intervals.pop();
+        let mut bytes = StacksChunk::header();
+        first.write_jsonl(&mut bytes);
+        second.write_jsonl(&mut bytes);
+        let file = IntervalStacks::parse(&bytes, Path::new("stacks.jsonl"), &opts).unwrap();
+        for (from, to) in [(0, u64::MAX), (0, 1_000_000_000), (1_000_000_000, u64::MAX)] {
+            assert_eq!(
+                live.cpu_tree(from, to).to_folded(),
+                file.cpu_tree(from, to).to_folded()
+            );
+        }
+        assert_eq!(
+            live.cpu_tree(0, 1_000_000_000).to_folded(),
+            "main;first 5\n"
+        );
+        assert_eq!(live.weights(), 3);
+        assert_eq!(live.drop_oldest(2, 1), 1, "interval 0 goes");
+        assert_eq!(live.drop_oldest(1, 1), 0);
+        assert_eq!(live.cpu_tree(0, u64::MAX).to_folded(), "main;second 9\n");
+        // Defined twice: the second definition is dropped, the first stays.
+        let mut again = StacksChunk::default();
+        again.frames = vec![(3, "other".into())];
+        live.append(&again, &mut ids, &opts);
+        assert_eq!(ids.dropped, 2);
+        assert_eq!(live.stack_frames(0), ["main"]);
+    }
 
     #[allow(clippy::field_reassign_with_default)]
     fn chunk() -> Vec<u8> {

@@ -84,7 +84,7 @@ pub mod units;
 pub use error::SessionError;
 pub use hlog::{Hlog, HlogInterval, HlogWriter, read_hlog};
 pub use meta::{Failure, FailureKind, SessionMeta, Status};
-pub use stacks::{FrameId, NodeId, StackTree};
+pub use stacks::{Children, FrameId, NodeId, StackTree};
 pub use store::{
     AllocTotals, MemoryStacks, RowSummary, Session, SessionFiles, SessionWriter, StackKind,
     new_session_id, rfc3339,

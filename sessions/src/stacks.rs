@@ -4,6 +4,12 @@
 //! from a virtual root, each node carrying its self weight (samples, or microseconds for
 //! off-CPU stacks) and its total weight (self plus descendants). The flame views walk the
 //! tree; exports write Brendan Gregg's folded lines (`root;…;leaf weight`).
+//!
+//! The tree also keeps, as stacks are added, what the views of a profile ask of every
+//! function: its self and total weight (a stack counted once however often the function
+//! recurs in it), the nodes where it occurs, and which of them are outermost (no caller
+//! above them is the same function). A view of 100,000 distinct stacks then reads them
+//! instead of walking a million nodes each time the profile changes.
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -35,7 +41,84 @@ pub struct Node {
     /// Weight of stacks through here: self plus all descendants.
     pub total_weight: u64,
     /// Children in insertion order.
-    pub children: Vec<NodeId>,
+    pub children: Children,
+}
+
+/// The children of a [`Node`], in insertion order, as a slice. One is held inline (most
+/// nodes of a deep profile have exactly one), more in a `Vec`: a tree of a million nodes
+/// is copied and freed with an allocation per fork rather than per node, which is what a
+/// live view pays each time the sampler hands it a new copy.
+#[derive(Clone)]
+pub struct Children {
+    /// The only child; `NodeId::ROOT` (never a child) when there is none, or when `more`
+    /// holds them all.
+    one: NodeId,
+    /// Every child, once there are two or more.
+    more: Vec<NodeId>,
+}
+
+impl Default for Children {
+    fn default() -> Self {
+        Children {
+            one: NodeId::ROOT,
+            more: Vec::new(),
+        }
+    }
+}
+
+impl Children {
+    fn push(&mut self, id: NodeId) {
+        if !self.more.is_empty() {
+            self.more.push(id);
+        } else if self.one == NodeId::ROOT {
+            self.one = id;
+        } else {
+            self.more = vec![std::mem::replace(&mut self.one, NodeId::ROOT), id];
+        }
+    }
+}
+
+impl std::ops::Deref for Children {
+    type Target = [NodeId];
+
+    fn deref(&self) -> &[NodeId] {
+        if !self.more.is_empty() {
+            &self.more
+        } else if self.one != NodeId::ROOT {
+            std::slice::from_ref(&self.one)
+        } else {
+            &[]
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a Children {
+    type Item = &'a NodeId;
+    type IntoIter = std::slice::Iter<'a, NodeId>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl std::fmt::Debug for Children {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// What a tree knows of one function (an interned frame) over all its stacks.
+#[derive(Debug, Clone, Default)]
+struct FrameStats {
+    /// Weight of stacks ending in it.
+    self_weight: u64,
+    /// Weight of stacks through it, each stack counted once.
+    total_weight: u64,
+    /// Its nodes, in the order they were made.
+    nodes: Vec<NodeId>,
+    /// The number of the [`StackTree::add`] that last met it: a frame met again in the
+    /// same stack is a recursion, whose weight counts once in the total.
+    met: u64,
 }
 
 /// Interned frame names and the tree of stacks over them.
@@ -45,6 +128,12 @@ pub struct StackTree {
     name_index: HashMap<Box<str>, FrameId>,
     nodes: Vec<Node>,
     child_index: HashMap<(NodeId, FrameId), NodeId>,
+    /// Per interned frame, by [`FrameId`].
+    frames: Vec<FrameStats>,
+    /// Per node: no node above it has its frame (the root's entry is `false`).
+    outer: Vec<bool>,
+    /// Stacks added so far (the numbers [`FrameStats::met`] holds).
+    adds: u64,
 }
 
 impl Default for StackTree {
@@ -57,9 +146,12 @@ impl Default for StackTree {
                 parent: NodeId::ROOT,
                 self_weight: 0,
                 total_weight: 0,
-                children: Vec::new(),
+                children: Children::default(),
             }],
             child_index: HashMap::new(),
+            frames: Vec::new(),
+            outer: vec![false],
+            adds: 0,
         }
     }
 }
@@ -86,6 +178,7 @@ impl StackTree {
         }
         let id = FrameId(self.names.len() as u32);
         self.names.push(clean.clone());
+        self.frames.push(FrameStats::default());
         self.name_index.insert(clean, id);
         if name.contains([';', '\n', '\r']) {
             self.name_index.insert(name.into(), id);
@@ -109,20 +202,67 @@ impl StackTree {
     }
 
     /// Adds `weight` to the stack `frames`, ordered root first. An empty stack is ignored.
+    /// Each frame's self and total weight move with it (in time linear in the stack's
+    /// depth), so a view of the profile never walks the tree for them.
     pub fn add(&mut self, frames: &[FrameId], weight: u64) {
         if frames.is_empty() || weight == 0 {
             return;
         }
+        self.adds += 1;
+        let stamp = self.adds;
         // Weights come from files: saturate rather than overflow on hostile ones.
         let mut node = NodeId::ROOT;
         self.nodes[0].total_weight = self.nodes[0].total_weight.saturating_add(weight);
         for &frame in frames {
-            node = self.child(node, frame);
+            // The frame's first time in this stack: its node is an outermost one, and
+            // the stack's weight counts in the frame's total. An id this tree did not
+            // hand out has no figures (and its nodes count as outermost).
+            let first = match self.frames.get_mut(frame.0 as usize) {
+                Some(stats) if stats.met == stamp => false,
+                Some(stats) => {
+                    stats.met = stamp;
+                    stats.total_weight = stats.total_weight.saturating_add(weight);
+                    true
+                }
+                None => true,
+            };
+            node = self.child(node, frame, first);
             let n = &mut self.nodes[node.0 as usize];
             n.total_weight = n.total_weight.saturating_add(weight);
         }
         let n = &mut self.nodes[node.0 as usize];
         n.self_weight = n.self_weight.saturating_add(weight);
+        if let Some(stats) = self.frames.get_mut(n.frame.0 as usize) {
+            stats.self_weight = stats.self_weight.saturating_add(weight);
+        }
+    }
+
+    /// Weight of the stacks that end in `frame` (0 for an id this tree did not hand out).
+    pub fn frame_self(&self, frame: FrameId) -> u64 {
+        self.frames
+            .get(frame.0 as usize)
+            .map_or(0, |s| s.self_weight)
+    }
+
+    /// Weight of the stacks through `frame`, each counted once however often the frame
+    /// recurs in it.
+    pub fn frame_total(&self, frame: FrameId) -> u64 {
+        self.frames
+            .get(frame.0 as usize)
+            .map_or(0, |s| s.total_weight)
+    }
+
+    /// The nodes of `frame`, in the order they were made (parents before children).
+    pub fn frame_nodes(&self, frame: FrameId) -> &[NodeId] {
+        self.frames
+            .get(frame.0 as usize)
+            .map_or(&[], |s| s.nodes.as_slice())
+    }
+
+    /// Whether `node` is an outermost occurrence of its frame: no node above it has the
+    /// same frame (false for the root and for an id from another tree).
+    pub fn is_outer(&self, node: NodeId) -> bool {
+        self.outer.get(node.0 as usize).copied().unwrap_or(false)
     }
 
     /// Adds `weight` to the stack named by `frames`, root first, interning them.
@@ -139,7 +279,9 @@ impl StackTree {
         });
     }
 
-    fn child(&mut self, parent: NodeId, frame: FrameId) -> NodeId {
+    /// The node of `frame` under `parent`, made when there is none; `outer` says whether
+    /// `frame` is on the path above it (false) or not (true).
+    fn child(&mut self, parent: NodeId, frame: FrameId, outer: bool) -> NodeId {
         if let Some(&id) = self.child_index.get(&(parent, frame)) {
             return id;
         }
@@ -149,8 +291,12 @@ impl StackTree {
             parent,
             self_weight: 0,
             total_weight: 0,
-            children: Vec::new(),
+            children: Children::default(),
         });
+        self.outer.push(outer);
+        if let Some(stats) = self.frames.get_mut(frame.0 as usize) {
+            stats.nodes.push(id);
+        }
         self.nodes[parent.0 as usize].children.push(id);
         self.child_index.insert((parent, frame), id);
         id
@@ -335,11 +481,11 @@ impl StackTree {
         if frames.is_empty() || weight == 0 {
             return false;
         }
-        let mut node = NodeId::ROOT;
+        let mut node = Some(NodeId::ROOT);
         for &frame in frames {
-            node = self.child(node, frame);
+            node = node.and_then(|n| self.child_index.get(&(n, frame)).copied());
         }
-        let new = self.nodes[node.0 as usize].self_weight == 0;
+        let new = node.is_none_or(|n| self.nodes[n.0 as usize].self_weight == 0);
         self.add(frames, weight);
         new
     }
@@ -438,6 +584,103 @@ mod tests {
             warnings[0].contains("2 lines from line 4 on, of total weight 24"),
             "{warnings:?}"
         );
+    }
+
+    #[test]
+    fn frame_weights_are_kept_as_stacks_are_added_and_recursion_counts_once() {
+        let mut t = StackTree::new();
+        t.add_names(["main", "f", "g", "f"], 3);
+        t.add_names(["main", "f"], 1);
+        t.add_names(["main", "g"], 2);
+        let id = |n: &str| t.find(n).unwrap();
+        assert_eq!((t.frame_self(id("f")), t.frame_total(id("f"))), (4, 4));
+        assert_eq!((t.frame_self(id("g")), t.frame_total(id("g"))), (2, 5));
+        assert_eq!(
+            (t.frame_self(id("main")), t.frame_total(id("main"))),
+            (0, 6)
+        );
+        let outer: Vec<bool> = t
+            .frame_nodes(id("f"))
+            .iter()
+            .map(|&n| t.is_outer(n))
+            .collect();
+        assert_eq!(outer, [true, false], "the inner f is under the outer one");
+        assert_eq!(t.frame_nodes(id("g")).len(), 2);
+        assert!(!t.is_outer(NodeId::ROOT));
+        assert_eq!(
+            t.frame_total(FrameId(99)),
+            0,
+            "an id the tree did not hand out"
+        );
+        // A copy keeps them; a stack added to it moves them on its own.
+        let mut copy = t.clone();
+        copy.add_names(["main", "f"], 10);
+        assert_eq!(copy.frame_total(id("f")), 14);
+        assert_eq!(t.frame_total(id("f")), 4);
+    }
+
+    #[test]
+    fn frame_weights_agree_with_a_walk_over_the_tree() {
+        // Per frame, the walk's answer: self from the nodes, total from the outermost
+        // nodes only.
+        let mut t = StackTree::new();
+        let stacks = [
+            "a;b;c;b;c 5",
+            "a;b;c 2",
+            "a;c;a 7",
+            "b;b;b 1",
+            "a 4",
+            "a;b;c;b;c 1",
+        ];
+        for line in stacks {
+            let (stack, w) = line.rsplit_once(' ').unwrap();
+            t.add_names(stack.split(';'), w.parse().unwrap());
+        }
+        for f in 0..t.frame_count() {
+            let f = FrameId(f as u32);
+            let mut self_w = 0;
+            let mut total = 0;
+            for i in 1..t.node_count() {
+                let node = t.node(NodeId(i as u32));
+                if node.frame != f {
+                    continue;
+                }
+                self_w += node.self_weight;
+                let mut up = node.parent;
+                let mut outer = true;
+                while up != NodeId::ROOT {
+                    outer &= t.node(up).frame != f;
+                    up = t.node(up).parent;
+                }
+                assert_eq!(t.is_outer(NodeId(i as u32)), outer);
+                if outer {
+                    total += node.total_weight;
+                }
+            }
+            assert_eq!(
+                (t.frame_self(f), t.frame_total(f)),
+                (self_w, total),
+                "{}",
+                t.name(f)
+            );
+        }
+        let read = StackTree::read_folded(t.to_folded().as_bytes(), "t").unwrap();
+        let a = read.find("a").unwrap();
+        assert_eq!(read.frame_total(a), t.frame_total(t.find("a").unwrap()));
+    }
+
+    #[test]
+    fn children_stay_in_insertion_order_inline_or_not() {
+        let mut c = Children::default();
+        assert!(c.is_empty());
+        c.push(NodeId(5));
+        assert_eq!(&*c, [NodeId(5)]);
+        c.push(NodeId(3));
+        c.push(NodeId(9));
+        assert_eq!(&*c, [NodeId(5), NodeId(3), NodeId(9)]);
+        let seen: Vec<NodeId> = (&c).into_iter().copied().collect();
+        assert_eq!(seen, [NodeId(5), NodeId(3), NodeId(9)]);
+        assert_eq!(format!("{c:?}"), "[NodeId(5), NodeId(3), NodeId(9)]");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The TUI's loop: receive events, update the state, carry out effects, draw.
 //!
-//! Over 1,000 lines only with its tests (about 100 lines at the end); the code is about
-//! 940.
+//! Over 1,000 lines only with its tests (about 160 lines at the end); the code is about
+//! 970.
 //!
 //! Producers — the terminal reader, the recorder (its live link's events, then its
 //! result), the loader of the final stacks — run on threads of their own and feed one
@@ -76,6 +76,7 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
             let params = crate::state::live::params_text(&opts.params);
             let mut state = State::new(&opts.workload, &params, color);
             state.live.run.program = !matches!(opts.target, record::Target::Worker);
+            state.live.run.attached = matches!(opts.target, record::Target::Attach { .. });
             runs.start(*opts)?;
             (state, record)
         }
@@ -97,10 +98,15 @@ pub fn run_tui(start: Start) -> Result<ExitCode> {
     // for its session here, so that it is finished whatever happened to the screen.
     if runs.current.is_some() && !state.live.run.status.is_over() {
         runs.stop();
-        crate::say(
-            "stopping the workload and writing the session… (a signal now ends benchtop \
-             at once and leaves the session cut off)",
-        );
+        let what = if state.live.run.attached {
+            "detaching from the process (it goes on running)"
+        } else {
+            "stopping the workload"
+        };
+        crate::say(format_args!(
+            "{what} and writing the session… (a signal now ends benchtop at once and leaves \
+             the session cut off)"
+        ));
     }
     runs.finish_all();
     if let Err(e) = result {
@@ -253,7 +259,7 @@ fn opened_state(a: &Path, b: Option<&Path>, threshold: f64, color: bool) -> Resu
                 .ok()
                 .flatten();
             let mut state = State::with_session(session, Instant::now(), color);
-            state.live.timeline.stacks = stacks;
+            crate::state::timeline::Timeline::set_stacks(&mut state.live, stacks);
             state
         }
     })
@@ -531,6 +537,25 @@ fn mouse_events(
             MouseKind::ScrollDown if flame || table => vec![focus, AppEvent::Key(Key::Down)],
             _ => Vec::new(),
         };
+    }
+    // On the timeline strip, a click puts the cursor there and a drag marks a range; a
+    // drag goes on (and ends) wherever the mouse goes.
+    let dragging = state.live.timeline.drag.is_some();
+    let on_strip = match kind {
+        MouseKind::Click => view::timeline_at(state, area, x, y, false),
+        MouseKind::Drag | MouseKind::Release if dragging => {
+            view::timeline_at(state, area, x, y, true)
+        }
+        _ => None,
+    };
+    if let Some(i) = on_strip {
+        use crate::state::timeline_live::Pointer;
+        let pointer = match kind {
+            MouseKind::Drag => Pointer::Drag(i),
+            MouseKind::Release => Pointer::Release(i),
+            _ => Pointer::Press(i),
+        };
+        return vec![AppEvent::Timeline(pointer)];
     }
     let Some(pane) = view::pane_at(state, area, x, y) else {
         return Vec::new();
@@ -872,7 +897,7 @@ fn read_terminal(tty: &TerminalInput, tx: &Sender<AppEvent>, done: &AtomicBool) 
 }
 
 /// The app's event for a terminal event, if it has one.
-fn app_event(event: Event) -> Option<AppEvent> {
+pub(crate) fn app_event(event: Event) -> Option<AppEvent> {
     Some(match event {
         Event::Key(key) if key.kind != KeyEventKind::Release => {
             AppEvent::Key(translate(key.code, key.modifiers)?)
@@ -881,6 +906,8 @@ fn app_event(event: Event) -> Option<AppEvent> {
         Event::Mouse(m) => {
             let kind = match m.kind {
                 MouseEventKind::Down(MouseButton::Left) => MouseKind::Click,
+                MouseEventKind::Drag(MouseButton::Left) => MouseKind::Drag,
+                MouseEventKind::Up(MouseButton::Left) => MouseKind::Release,
                 MouseEventKind::ScrollUp => MouseKind::ScrollUp,
                 MouseEventKind::ScrollDown => MouseKind::ScrollDown,
                 _ => return None,
@@ -966,6 +993,67 @@ mod tests {
         // The header and the footer are no pane.
         assert!(mouse_events(&state, area, MouseKind::Click, 5, 0).is_empty());
         assert!(mouse_events(&state, area, MouseKind::Click, 5, 23).is_empty());
+    }
+
+    /// Feeds a crossterm mouse event of the left button at `x`, `y` to `state`, as the
+    /// loop does.
+    fn mouse(state: &mut State, kind: MouseEventKind, x: u16, y: u16) {
+        let area = ratatui::layout::Rect::new(0, 0, 80, 24);
+        let event = Event::Mouse(event::MouseEvent {
+            kind,
+            column: x,
+            row: y,
+            modifiers: KeyModifiers::NONE,
+        });
+        let Some(AppEvent::Mouse { kind, x, y }) = app_event(event) else {
+            panic!("not a mouse event the TUI takes")
+        };
+        for event in mouse_events(state, area, kind, x, y) {
+            state.update(event, Instant::now());
+        }
+    }
+
+    #[test]
+    fn on_the_timeline_a_click_moves_the_cursor_and_a_drag_selects_a_range() {
+        use crate::state::timeline::Part;
+        let left = MouseButton::Left;
+        // Eight intervals of 1 s; at 80x24 the strip is rows 2 to 4, its columns from
+        // column 5 one interval each.
+        let mut state = crate::state::timeline::example_state();
+        mouse(&mut state, MouseEventKind::Down(left), 6, 3);
+        mouse(&mut state, MouseEventKind::Up(left), 6, 3);
+        let t = &state.live.timeline;
+        assert_eq!((t.cursor, t.selected, t.anchor), (1, None, None), "a click");
+        mouse(&mut state, MouseEventKind::Down(left), 6, 2);
+        mouse(&mut state, MouseEventKind::Drag(left), 7, 2);
+        mouse(&mut state, MouseEventKind::Drag(left), 8, 4);
+        assert_eq!(state.live.timeline.anchor, Some(1), "marking");
+        let screen = crate::view::tests::render(&state, Instant::now(), 80, 24);
+        insta::assert_snapshot!("timeline_dragging_80x24", screen);
+        mouse(&mut state, MouseEventKind::Up(left), 8, 4);
+        let t = &state.live.timeline;
+        assert_eq!(t.selected, Some(Part::Range(1, 3)));
+        assert_eq!(
+            state.live.flames.cpu.tree().total_weight(),
+            30,
+            "intervals 1 to 3"
+        );
+        // Dragged past the strip's end and below it: to the last interval.
+        mouse(&mut state, MouseEventKind::Down(left), 10, 3);
+        mouse(&mut state, MouseEventKind::Drag(left), 79, 15);
+        mouse(&mut state, MouseEventKind::Up(left), 79, 15);
+        assert_eq!(state.live.timeline.selected, Some(Part::Range(5, 7)));
+        // Right to left, onto the labels: from the first interval.
+        mouse(&mut state, MouseEventKind::Down(left), 7, 3);
+        mouse(&mut state, MouseEventKind::Drag(left), 1, 3);
+        mouse(&mut state, MouseEventKind::Up(left), 1, 3);
+        assert_eq!(state.live.timeline.selected, Some(Part::Range(0, 2)));
+        // A click on a label does nothing.
+        mouse(&mut state, MouseEventKind::Down(left), 2, 3);
+        assert_eq!(state.live.timeline.drag, None);
+        // Moving without the button down marks nothing.
+        mouse(&mut state, MouseEventKind::Up(left), 9, 3);
+        assert_eq!(state.live.timeline.selected, Some(Part::Range(0, 2)));
     }
 
     #[test]

@@ -61,6 +61,18 @@ impl Activity {
         }
         self.last_samples = Some((t, total));
     }
+
+    /// The samples per second of a saved session's intervals, from its per-interval
+    /// stacks: (end of the interval, seconds from the start; its length, seconds; its
+    /// on-CPU samples) each, in order. Replaces what the series held.
+    pub fn samples_of_intervals(&mut self, intervals: impl IntoIterator<Item = (f64, f64, u64)>) {
+        self.samples.clear();
+        for (t1_s, length_s, samples) in intervals {
+            if length_s > 0.0 {
+                push(&mut self.samples, (t1_s, samples as f64 / length_s));
+            }
+        }
+    }
 }
 
 fn push(series: &mut VecDeque<(f64, f64)>, point: (f64, f64)) {
@@ -93,6 +105,17 @@ mod tests {
         assert_eq!(a.cpu.back(), Some(&(0.5, 98.0)));
         assert_eq!(a.switches.back(), Some(&(0.5, 30.0)), "15 in half a second");
         assert_eq!(a.last_switches, Some((20.0, 10.0)));
+    }
+
+    #[test]
+    fn a_saved_sessions_intervals_give_samples_per_second() {
+        let mut a = Activity::default();
+        a.samples_of_intervals([(1.0, 1.0, 900), (1.5, 0.5, 400), (2.0, 0.0, 7)]);
+        assert_eq!(
+            a.samples.iter().copied().collect::<Vec<_>>(),
+            [(1.0, 900.0), (1.5, 800.0)],
+            "an interval of no length gives no rate"
+        );
     }
 
     #[test]

@@ -149,6 +149,10 @@ pub enum When {
     Launcher(LauncherFocus),
     /// The run goes on.
     RunGoesOn,
+    /// The run goes on, of a workload or a command (which `q` stops).
+    WorkloadGoesOn,
+    /// The run goes on, attached to a process (which `q` detaches from).
+    AttachedGoesOn,
     /// The run is over and was started from the launcher.
     RunOverFromLauncher,
     /// The run is over.
@@ -176,6 +180,8 @@ impl When {
             When::Compare(pane) => state.compare.focus == pane,
             When::Launcher(focus) => state.launcher.focus == focus,
             When::RunGoesOn => !state.live.run.status.is_over(),
+            When::WorkloadGoesOn => !state.live.run.status.is_over() && !state.live.run.attached,
+            When::AttachedGoesOn => !state.live.run.status.is_over() && state.live.run.attached,
             When::RunOverFromLauncher => state.live.run.status.is_over() && state.from_launcher,
             When::RunOver => state.live.run.status.is_over(),
             When::ExperimentGoesOn => !state.ab.is_over(),
@@ -371,11 +377,12 @@ const LIVE_ROWS: &[Row] = &[
         only: When::Always,
         help: Some((
             "q, Ctrl-C",
-            "stop the workload, write the session, quit (twice: at once)",
+            "stop or detach, write the session, quit (twice: at once)",
         )),
         hints: &[
             hint("q quit", When::RunOver, 31),
-            hint("q stop+quit", When::RunGoesOn, 31),
+            hint("q stop+quit", When::WorkloadGoesOn, 31),
+            hint("q detach+quit", When::AttachedGoesOn, 31),
         ],
     },
     Row {

@@ -223,6 +223,9 @@ pub struct LiveRun {
     /// The run is of a program benchtop does not know (a command, an attached process),
     /// not of a built-in workload.
     pub program: bool,
+    /// The program was attached to (`attach PID`, the launcher's process picker): the
+    /// end of the recording detaches from it and leaves it running.
+    pub attached: bool,
     /// The process tree's CPU, context switches and samples per second.
     pub activity: super::activity::Activity,
     /// What the run's stream to a collector (`--otlp`) dropped, as last told.
@@ -269,6 +272,15 @@ impl LiveRun {
     /// as a workload is).
     pub fn shows_activity(&self) -> bool {
         self.program && self.throughput_metric.is_none() && self.latency.metric.is_empty()
+    }
+
+    /// How the header names the status: an attached process is detached from, not
+    /// stopped.
+    pub fn status_label(&self) -> String {
+        match self.status {
+            RunStatus::Stopping if self.attached => "detaching".into(),
+            _ => self.status.label(),
+        }
     }
 
     /// The latest throughput.

@@ -25,6 +25,7 @@ pub mod orphans;
 pub mod picker;
 pub mod profile_views;
 pub mod timeline;
+pub mod timeline_live;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -147,6 +148,8 @@ pub enum AppEvent {
         /// Its lines, or why not.
         lines: Result<benchtop_sessions::lines::FrameLines, String>,
     },
+    /// The mouse on the timeline strip: the loop finds the interval under it.
+    Timeline(timeline_live::Pointer),
     /// A source file the source view asked for ([`Effect::ReadSource`]): its text, or
     /// why it could not be read.
     Source {
@@ -215,6 +218,10 @@ pub enum Ending {
 pub enum MouseKind {
     /// The left button went down.
     Click,
+    /// The mouse moved with the left button down.
+    Drag,
+    /// The left button went up.
+    Release,
     /// The wheel turned up.
     ScrollUp,
     /// The wheel turned down.
@@ -493,6 +500,9 @@ impl State {
         run.pid = meta.worker.pid;
         run.status = RunStatus::Finished(meta.status);
         run.status_line = format!("recorded {}, {}", meta.started_at, meta.status);
+        // Recorded from a command or an attached process (`run -- cmd`, `attach`): its
+        // screen shows the process tree's activity, as the live one did.
+        run.program = meta.workload.params.contains_key("command");
         let length = session.duration().unwrap_or_default();
         run.started_at = Some(now.checked_sub(length).unwrap_or(now));
         run.ended_at = Some(now);
@@ -670,6 +680,10 @@ impl State {
         match event {
             AppEvent::Key(key) => self.on_key(key, now),
             AppEvent::Resize(..) | AppEvent::Mouse { .. } => Vec::new(),
+            AppEvent::Timeline(pointer) => {
+                self.timeline_pointer(pointer, now);
+                Vec::new()
+            }
             AppEvent::Focus(pane) => {
                 if self.screen == Screen::Live && !self.help {
                     self.focus = pane;
@@ -771,12 +785,7 @@ impl State {
                     // An earlier run's, arriving after a new run began.
                     return Vec::new();
                 }
-                if let Some(tree) = cpu {
-                    self.set_tree(FlameKind::OnCpu, tree);
-                }
-                if let Some(tree) = offcpu {
-                    self.set_tree(FlameKind::OffCpu, tree);
-                }
+                self.whole_run_stacks(cpu, offcpu);
                 Vec::new()
             }
         }
@@ -813,11 +822,10 @@ impl State {
                     .flames
                     .views
                     .set_lines(std::mem::take(&mut snapshot.lines));
-                self.set_tree(FlameKind::OnCpu, snapshot.cpu);
-                if !snapshot.offcpu.is_empty() {
-                    self.set_tree(FlameKind::OffCpu, snapshot.offcpu);
-                }
+                let offcpu = (!snapshot.offcpu.is_empty()).then_some(snapshot.offcpu);
+                self.whole_run_stacks(Some(snapshot.cpu), offcpu);
             }
+            LiveEvent::IntervalStacks(chunk) => self.live_interval_stacks(&chunk),
             LiveEvent::Notice(notice) => {
                 if let benchtop_record::Notice::StreamDropped(drops) = &notice {
                     self.live.run.stream_drops = Some(drops.clone());
@@ -1144,11 +1152,13 @@ impl State {
         }
         self.live.quit_requested = true;
         self.live.run.status = RunStatus::Stopping;
-        self.flash(
-            "stopping the workload and writing the session (q again leaves at once)".into(),
-            false,
-            now,
-        );
+        let text = if self.live.run.attached {
+            "detaching (the process goes on running) and writing the session (q again \
+             leaves at once)"
+        } else {
+            "stopping the workload and writing the session (q again leaves at once)"
+        };
+        self.flash(text.into(), false, now);
         vec![Effect::StopRecording]
     }
 

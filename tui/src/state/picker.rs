@@ -243,6 +243,7 @@ impl State {
                 let params = format!("command={} pid={pid}", row.command);
                 self.begin_run(&name, &params);
                 self.live.run.program = true;
+                self.live.run.attached = true;
                 return vec![Effect::Attach(pid)];
             }
             (action, typing) => act(

@@ -1,13 +1,18 @@
 //! The timeline strip: the run's report intervals side by side (throughput, latency p99,
 //! CPU), a cursor over them, and the parts of the run the user picks with it — a range of
 //! intervals, or the slow intervals and the rest. The live screen shows the selected
-//! part in its latency pane, and its flamegraph when the session kept per-interval stacks
-//! (stacks.jsonl); a second part can be the baseline of the differential flamegraph.
+//! part in its latency pane, and its flamegraph and other views when the run kept
+//! per-interval stacks (stacks.jsonl, or a live run's as they come); a second part can be
+//! the baseline of the differential flamegraph.
 //!
 //! Pure data: the intervals arrive as rows (a live run's, or a saved session's), the
-//! stacks as loaded by the caller; nothing here reads a file or a clock.
+//! stacks as loaded by the caller; nothing here reads a file or a clock. A live run's
+//! own side (its stacks as they arrive, the mouse) is `timeline_live`.
+//!
+//! Over 600 lines with its tests (about 180, with `example_state`, the saved session
+//! they and the views' tests share, another 70); the code is about 420.
 
-use benchtop_sessions::intervals::IntervalStacks;
+use benchtop_sessions::intervals::{ChunkIds, IntervalStacks};
 use benchtop_sessions::sparse::SparseHistogram;
 use benchtop_sessions::{StackTree, TimeseriesRow};
 
@@ -18,6 +23,9 @@ use super::live::Latency;
 pub const MAX_INTERVALS: usize = 36_000;
 /// What "the last seconds" selects.
 pub const LAST_S: f64 = 10.0;
+/// Weights of per-interval stacks a live run keeps at most, 16 bytes each (32 MB): past
+/// them the stacks of its oldest intervals go (their latency and figures stay).
+pub const MAX_LIVE_WEIGHTS: usize = 2_000_000;
 
 /// One report interval as the strip draws it.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -68,6 +76,15 @@ pub struct Timeline {
     pub latency_shown: Option<Latency>,
     /// The live screen's baseline is the timeline's (not one `b` took).
     pub baseline_shown: bool,
+    /// A live run's ids of its stacks, as its chunks arrive.
+    pub(super) live_ids: ChunkIds,
+    /// Intervals whose stacks a live run dropped to stay within [`MAX_LIVE_WEIGHTS`].
+    pub dropped_stacks: usize,
+    /// Where a mouse drag on the strip began (the button is down).
+    pub drag: Option<usize>,
+    /// The whole run's newest stacks (on-CPU, and off-CPU when there are), held while a
+    /// part of a live run shows: `A` shows them again at once.
+    pub whole: Option<(StackTree, Option<StackTree>)>,
 }
 
 impl Timeline {
@@ -90,6 +107,21 @@ impl Timeline {
         }
         t.run_p99_ns = (live.run.latency.run.count > 0).then_some(live.run.latency.run.p99);
         t.cursor = 0;
+    }
+
+    /// A saved session's per-interval stacks (`None`: it kept none) on `live`'s
+    /// timeline; the samples per second the program screen draws come from them.
+    pub fn set_stacks(live: &mut super::LiveScreen, stacks: Option<IntervalStacks>) {
+        if let Some(s) = &stacks {
+            live.run
+                .activity
+                .samples_of_intervals(s.intervals.values().map(|i| {
+                    let length_s = i.t1_ns.saturating_sub(i.t0_ns) as f64 / 1e9;
+                    let samples = i.cpu.iter().fold(0u64, |a, &(_, _, w)| a.saturating_add(w));
+                    (i.t1_ns as f64 / 1e9, length_s, samples)
+                }));
+        }
+        live.timeline.stacks = stacks;
     }
 
     /// A live run's interval: `row` and the histogram of the run's latency metric.
@@ -336,18 +368,18 @@ pub(crate) fn example_state() -> super::State {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::state::{AppEvent, Key, State};
 
-    fn press(state: &mut State, keys: &str) {
+    pub(in crate::state) fn press(state: &mut State, keys: &str) {
         let now = std::time::Instant::now();
         for c in keys.chars() {
             state.update(AppEvent::Key(Key::Char(c)), now);
         }
     }
 
-    fn flame_weights(state: &State) -> (u64, Vec<String>) {
+    pub(in crate::state) fn flame_weights(state: &State) -> (u64, Vec<String>) {
         let tree = state.live.flames.cpu.tree();
         let mut names = Vec::new();
         tree.for_each_stack(|frames, _| {
@@ -426,7 +458,7 @@ mod tests {
         assert!(state.flash.is_some());
     }
 
-    fn row(t_s: f64, rate: f64, p99: u64) -> TimeseriesRow {
+    pub(in crate::state) fn row(t_s: f64, rate: f64, p99: u64) -> TimeseriesRow {
         let mut row = TimeseriesRow::default();
         row.t_s = t_s;
         row.interval_s = 1.0;
@@ -581,12 +613,21 @@ impl super::State {
 
     /// Shows the selected part in the latency and flame panes (the whole run when none),
     /// and the baseline part as the baseline of the difference.
-    fn show_timeline_parts(&mut self, now: std::time::Instant) {
-        let t = &self.live.timeline;
+    pub(super) fn show_timeline_parts(&mut self, now: std::time::Instant) {
+        let t = &mut self.live.timeline;
         let metric = self.live.run.latency.metric.clone();
         let shown_latency = t.selected.map(|p| t.latency_of(p, &metric));
         let whole = Part::Range(0, t.points.len().saturating_sub(1));
-        let trees = t.stacks_of(t.selected.unwrap_or(whole));
+        let trees = match (t.selected, t.whole.take()) {
+            (Some(part), held) => {
+                t.whole = held;
+                t.stacks_of(part)
+            }
+            // A live run's newest copy of the whole run's stacks, as it was before.
+            (None, Some((cpu, offcpu))) => Some((cpu, offcpu.unwrap_or_default())),
+            (None, None) => t.stacks_of(whole),
+        };
+        let t = &self.live.timeline;
         let baseline = t.baseline.map(|p| {
             let (cpu, offcpu) = t
                 .stacks_of(p)
@@ -625,10 +666,13 @@ impl super::State {
                 }
             }
         }
+        let dropped = self.live.timeline.dropped_stacks;
         let note = if no_stacks {
-            " (latency only: the flamegraph needs per-interval stacks, in a saved session)"
+            " (latency only: the run has no per-interval stacks)".to_owned()
+        } else if dropped > 0 {
+            format!(" (the stacks of the first {dropped} intervals were dropped to bound memory)")
         } else {
-            ""
+            String::new()
         };
         self.flash(format!("{text}{note}"), false, now);
     }

@@ -106,7 +106,20 @@ fn draw_title(state: &FlameState, line: Rect, buf: &mut Buffer, focused: bool) {
     } else {
         width
     };
-    let mut left = breadcrumb(state, room);
+    // Frames the hide patterns merged into their callers are said, so that a caller
+    // that seems to call what it does not is explained (`x` shows every frame).
+    let hidden = state.hidden_nodes();
+    let mut note = String::new();
+    if state.hiding() && hidden > 0 {
+        let plural = if hidden == 1 { "" } else { "s" };
+        note = format!(" · {hidden} frame{plural} hidden");
+    }
+    let note_width = Span::raw(note.as_str()).width();
+    if room < note_width + MIN_CRUMBS {
+        note.clear();
+    }
+    let mut left = breadcrumb(state, room - Span::raw(note.as_str()).width());
+    left.push_str(&note);
     if state.differential() && !state.differential_active() {
         left.push_str(" · diff: no baseline");
     }
@@ -777,6 +790,28 @@ mod tests {
             assert!(text.contains("+5 pp"), "the scale:\n{text}");
             insta::assert_snapshot!(format!("ring_diff_{w}x{h}_styles"), styles(&buf));
         }
+    }
+
+    #[test]
+    fn hidden_frames_are_counted_in_the_title_until_every_frame_shows() {
+        let mut s = ring();
+        let hidden = s.hidden_nodes();
+        assert!(hidden > 1);
+        for (w, h) in [(80, 24), (160, 48)] {
+            let screen = text(&render(&s, w, h, true));
+            let title = screen.lines().next().unwrap_or_default();
+            assert!(
+                title.contains(&format!("· {hidden} frames hidden")),
+                "{w}x{h}: {title}"
+            );
+        }
+        s.set_hiding(false);
+        let all = text(&render(&s, 80, 24, true));
+        assert!(!all.contains("hidden"), "{all}");
+        // Too narrow for it and the path: the path stays.
+        s.set_hiding(true);
+        let narrow = text(&render(&s, 24, 12, true));
+        assert!(!narrow.contains("hidden"), "{narrow}");
     }
 
     #[test]

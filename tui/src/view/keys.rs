@@ -224,6 +224,9 @@ mod tests {
                 states.push((format!("live {what} {pane:?}"), s));
             }
         }
+        let mut attached = running(base);
+        attached.live.run.attached = true;
+        states.push(("live attached".into(), attached));
         for pane in ComparePane::ALL {
             let mut s = comparing();
             s.compare.focus = pane;

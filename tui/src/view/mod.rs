@@ -116,6 +116,25 @@ pub fn pane_at(state: &State, area: Rect, x: u16, y: u16) -> Option<Pane> {
         .map(|(pane, _)| pane)
 }
 
+/// The interval of the timeline strip at column `x`, row `y` of a terminal of `area`, for
+/// the mouse; with `clamp` (a drag going on) any row, and a column past either end of
+/// the strip gives the interval at that end.
+pub fn timeline_at(state: &State, area: Rect, x: u16, y: u16, clamp: bool) -> Option<usize> {
+    if state.screen != Screen::Live
+        || state.help
+        || area.width < MIN_SIZE.0
+        || area.height < MIN_SIZE.1
+    {
+        return None;
+    }
+    let [screen, _] = Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(area);
+    let strip = timeline_strip(state, screen)?;
+    if !clamp && !strip.contains(ratatui::layout::Position::new(x, y)) {
+        return None;
+    }
+    timeline::interval_at(state, strip, x, clamp)
+}
+
 /// The compare screen's pane at column `x`, row `y` of a terminal of `area`.
 pub fn compare_pane_at(
     state: &State,
@@ -179,7 +198,7 @@ fn draw_header(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
         ),
         Span::raw(" "),
         Span::styled(
-            format!("● {}", run.status.label()),
+            format!("● {}", run.status_label()),
             accent(state, status_color),
         ),
         Span::raw(format!(
@@ -305,7 +324,7 @@ fn pane_frame(
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use std::time::Duration;
 
     use benchtop_profilers::Snapshot;
@@ -333,7 +352,7 @@ pub(super) mod tests {
         out
     }
 
-    pub(super) fn render(state: &State, now: Instant, width: u16, height: u16) -> String {
+    pub(crate) fn render(state: &State, now: Instant, width: u16, height: u16) -> String {
         let area = Rect::new(0, 0, width, height);
         let mut buf = Buffer::empty(area);
         draw(state, now, area, &mut buf);

@@ -246,6 +246,81 @@ mod tests {
     }
 
     #[test]
+    fn a_question_mark_is_text_in_the_command_line_and_the_filter_not_help() {
+        use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+        let now = Instant::now();
+        // As the terminal gives it: `?` with Shift held.
+        let question = || {
+            crate::app::app_event(Event::Key(KeyEvent::new(
+                KeyCode::Char('?'),
+                KeyModifiers::SHIFT,
+            )))
+            .expect("a key")
+        };
+        let mut s = at_entry(0, now);
+        keys(&mut s, &[Key::Enter], now);
+        type_text(&mut s, "grep -c x", now);
+        s.update(question(), now);
+        type_text(&mut s, " f", now);
+        assert!(!s.help, "typed, not the help");
+        assert_eq!(s.launcher.command.text, "grep -c x? f");
+        let screen = render(&s, now, 80, 24);
+        assert!(screen.contains("$ grep -c x? f▏"), "{screen}");
+        insta::assert_snapshot!("command_entry_question_mark_80x24", screen);
+        let mut s = at_entry(1, now);
+        keys(&mut s, &[Key::Enter], now);
+        s.update(AppEvent::Processes(Ok(rows())), now);
+        s.update(question(), now);
+        assert!(!s.help);
+        assert_eq!(s.launcher.picker.filter, "?");
+        insta::assert_snapshot!(
+            "process_picker_question_mark_160x48",
+            render(&s, now, 160, 48)
+        );
+        // Outside the entries `?` is the help, as the footer says.
+        let mut s = at_entry(0, now);
+        s.update(question(), now);
+        assert!(s.help);
+    }
+
+    #[test]
+    fn quitting_an_attached_process_detaches_and_says_it_goes_on_running() {
+        let now = Instant::now();
+        let mut s = at_entry(1, now);
+        keys(&mut s, &[Key::Enter], now);
+        s.update(AppEvent::Processes(Ok(rows())), now);
+        assert_eq!(keys(&mut s, &[Key::Enter], now), [Effect::Attach(5151)]);
+        assert!(s.live.run.attached);
+        let screen = render(&s, now, 160, 48);
+        assert!(
+            screen.contains("q detach+quit") && !screen.contains("stop+quit"),
+            "{screen}"
+        );
+        assert_eq!(
+            keys(&mut s, &[Key::Char('q')], now),
+            [Effect::StopRecording]
+        );
+        let flash = s.flash.as_ref().map(|f| f.text.clone()).unwrap_or_default();
+        assert!(
+            flash.contains("detaching") && flash.contains("goes on running"),
+            "{flash}"
+        );
+        assert!(!flash.contains("stopping the workload"), "{flash}");
+        let screen = render(&s, now, 80, 24);
+        assert!(screen.contains("● detaching"), "{screen}");
+        insta::assert_snapshot!("attached_quitting_80x24", screen);
+        // A command is stopped, as a workload is.
+        let mut s = at_entry(0, now);
+        keys(&mut s, &[Key::Enter], now);
+        type_text(&mut s, "./calltree", now);
+        keys(&mut s, &[Key::Enter], now);
+        assert!(!s.live.run.attached);
+        keys(&mut s, &[Key::Char('q')], now);
+        let flash = s.flash.as_ref().map(|f| f.text.clone()).unwrap_or_default();
+        assert!(flash.contains("stopping the workload"), "{flash}");
+    }
+
+    #[test]
     fn at_80x24_the_list_scrolls_to_the_last_entry() {
         let now = Instant::now();
         let s = at_entry(1, now);

@@ -31,7 +31,7 @@ pub fn cpu(state: &State, area: Rect, buf: &mut Buffer) {
         .resources
         .map(|r| format!("  threads {}  procs {}", r.threads, r.processes.max(1)))
         .unwrap_or_default();
-    let head = head_line("CPU ", now, &threads);
+    let head = head_line("CPU ", now, &threads, run.status.is_over());
     with_head(head, area, buf, |chart, buf| {
         render_series(
             series,
@@ -54,7 +54,7 @@ pub fn activity(state: &State, area: Rect, buf: &mut Buffer) {
         format!("{}/s  ({} vol, {} invol)", n(vol + invol), n(vol), n(invol))
     });
     with_head(
-        head_line("switches ", switches, ""),
+        head_line("switches ", switches, "", state.live.run.status.is_over()),
         top,
         buf,
         |chart, buf| {
@@ -78,7 +78,12 @@ pub fn activity(state: &State, area: Rect, buf: &mut Buffer) {
         format!("  {}", state.live.run.sampling)
     };
     with_head(
-        head_line("samples ", samples, &sampling),
+        head_line(
+            "samples ",
+            samples,
+            &sampling,
+            state.live.run.status.is_over(),
+        ),
         bottom,
         buf,
         |chart, buf| {
@@ -94,12 +99,18 @@ pub fn activity(state: &State, area: Rect, buf: &mut Buffer) {
     );
 }
 
-/// A head line: the name in bold, the figure now (or that it is waiting), dim extras.
-fn head_line(name: &'static str, now: Option<String>, extra: &str) -> Line<'static> {
+/// A head line: the name in bold, the figure now (or that it is waiting, or that the run,
+/// `over`, has none), dim extras.
+fn head_line(name: &'static str, now: Option<String>, extra: &str, over: bool) -> Line<'static> {
     let waiting = now.is_none();
+    let none = if over {
+        "none recorded"
+    } else {
+        "waiting for the first interval"
+    };
     let mut spans = vec![
         Span::styled(name, Style::new().add_modifier(Modifier::BOLD)),
-        Span::raw(now.unwrap_or_else(|| "waiting for the first interval".into())),
+        Span::raw(now.unwrap_or_else(|| none.into())),
     ];
     if !waiting && !extra.is_empty() {
         spans.push(Span::styled(
@@ -229,6 +240,105 @@ mod tests {
             "{screen}"
         );
         insta::assert_snapshot!("program_80x24", screen);
+    }
+
+    #[test]
+    #[allow(clippy::field_reassign_with_default)]
+    fn an_opened_session_of_a_command_shows_its_activity_not_waiting() {
+        use benchtop_sessions::intervals::{
+            IntervalStacks, IntervalWeights, StackEntry, StacksChunk, Weight,
+        };
+        use benchtop_sessions::limits::LoadOptions;
+        use benchtop_sessions::meta::{HostInfo, WorkloadInfo};
+        use benchtop_sessions::{Session, SessionMeta, SessionWriter, StackKind, Status};
+        let tmp = tempfile::tempdir().unwrap();
+        let params = std::collections::BTreeMap::from([(
+            "command".to_owned(),
+            serde_json::json!("./calltree 30"),
+        )]);
+        let mut meta = SessionMeta::new(
+            "calltree",
+            WorkloadInfo::new("calltree", params),
+            HostInfo::default(),
+            "2026-11-24T23:00:00Z",
+        );
+        meta.sampling.enabled = true;
+        meta.sampling.event = "cpu-clock".into();
+        meta.sampling.frequency_hz = 999;
+        let mut w = SessionWriter::create(&tmp.path().join("s"), meta).unwrap();
+        let mut chunk = StacksChunk::default();
+        chunk.frames = vec![(0, "calltree".into()), (1, "calltree_hot".into())];
+        chunk.stacks = vec![
+            StackEntry {
+                id: 0,
+                parent: None,
+                frame: 0,
+            },
+            StackEntry {
+                id: 1,
+                parent: Some(0),
+                frame: 1,
+            },
+        ];
+        for i in 1..=12u32 {
+            let mut row = TimeseriesRow::default();
+            row.t_s = f64::from(i);
+            row.interval_s = 1.0;
+            let mut r = Resources::default();
+            r.rss_bytes = 2 << 20;
+            r.threads = 1;
+            r.processes = 1;
+            r.cpu_percent = 99.0;
+            r.ctx_switches_interval = Some(ContextSwitches::new(30, 40));
+            row.resources = Some(r);
+            w.append_row(&row).unwrap();
+            chunk.intervals.push(IntervalWeights {
+                index: i - 1,
+                t0_ns: u64::from(i - 1) * 1_000_000_000,
+                t1_ns: u64::from(i) * 1_000_000_000,
+                cpu: vec![Weight {
+                    tid: 1,
+                    stack: 1,
+                    weight: 990,
+                }],
+                offcpu: vec![],
+                mem: vec![],
+            });
+        }
+        w.append_stacks(&chunk).unwrap();
+        let mut tree = StackTree::new();
+        tree.add_names(["calltree", "calltree_hot"], 990 * 12);
+        w.write_stacks(StackKind::Cpu, &tree, "calltree — on-CPU")
+            .unwrap();
+        let dir = w
+            .finish(Status::Complete, "2026-11-24T23:00:12Z".into())
+            .unwrap();
+        let stacks = IntervalStacks::load(&dir, &LoadOptions::default()).unwrap();
+        let now = Instant::now();
+        let mut s = State::with_session(Session::load(&dir).unwrap(), now, true);
+        crate::state::timeline::Timeline::set_stacks(&mut s.live, stacks);
+        // The temporary directory's name would change the header at every run.
+        s.live.run.dir = Some("sessions/20261124-230000-calltree".into());
+        assert!(s.live.run.shows_activity());
+        let large = render(&s, now, 160, 48);
+        for text in [
+            "1 process CPU",
+            "2 switches, samples",
+            "CPU 99%",
+            "samples 990/s",
+        ] {
+            assert!(large.contains(text), "{text}: {large}");
+        }
+        assert!(!large.contains("waiting"), "{large}");
+        insta::assert_snapshot!("opened_program_160x48", large);
+        let small = render(&s, now, 80, 24);
+        assert!(!small.contains("waiting"), "{small}");
+        insta::assert_snapshot!("opened_program_80x24", small);
+        // Without per-interval stacks, the samples pane says there are none.
+        crate::state::timeline::Timeline::set_stacks(&mut s.live, None);
+        s.live.run.activity.samples.clear();
+        let large = render(&s, now, 160, 48);
+        assert!(large.contains("samples none recorded"), "{large}");
     }
 
     #[test]

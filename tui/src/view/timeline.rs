@@ -80,6 +80,25 @@ pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
     }
 }
 
+/// The interval drawn at column `x` of the strip in `area` (several share a column when
+/// they outnumber the columns: the first of them); `None` on the labels or past the last
+/// column, unless `clamp`, which takes the nearest end.
+pub fn interval_at(state: &State, area: Rect, x: u16, clamp: bool) -> Option<usize> {
+    let n = state.live.timeline.points.len();
+    if area.width <= LABEL || n == 0 {
+        return None;
+    }
+    let cols = usize::from(area.width - LABEL).min(n);
+    let column = i64::from(x) - i64::from(area.x + LABEL);
+    let column = match usize::try_from(column) {
+        Ok(c) if c < cols => c,
+        Ok(_) if clamp => cols - 1,
+        Err(_) if clamp => 0,
+        _ => return None,
+    };
+    Some(column * n / cols)
+}
+
 /// The column's style: reversed when the selected part holds one of its intervals,
 /// underlined when the baseline part does.
 fn column_style(t: &Timeline, intervals: std::ops::Range<usize>) -> Style {

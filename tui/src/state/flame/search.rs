@@ -47,6 +47,16 @@ impl FlameState {
         &self.search.query
     }
 
+    /// Whether the name of `frame` (of [`FlameState::tree`]) holds the query; false when
+    /// not searching.
+    pub fn frame_matches(&self, frame: FrameId) -> bool {
+        self.search
+            .frame_matches
+            .get(frame.0 as usize)
+            .copied()
+            .unwrap_or(false)
+    }
+
     /// Matching nodes under the zoomed node, itself included (a node per stack prefix, so a
     /// frame called from two places counts twice). Some may be too narrow to be laid out.
     pub fn matches(&self) -> usize {

@@ -7,7 +7,7 @@
 
 use benchtop_sessions::{FrameId, NodeId, StackTree};
 
-use super::index::{ProfileIndex, heaviest_first};
+use super::index::heaviest_first;
 
 /// Which part of the view a row is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,24 +41,24 @@ pub struct Butterfly {
 
 impl Butterfly {
     /// The view of the function named `name` in `tree`.
-    pub fn rebuild(&mut self, tree: &StackTree, index: &ProfileIndex, name: &str) {
+    pub fn rebuild(&mut self, tree: &StackTree, name: &str) {
         let keep_function = self.function.map(|f| tree.name(f) == name).unwrap_or(false);
         self.callers.clear();
         self.callees.clear();
         self.from_root = 0;
-        self.function = tree.find(name).filter(|&f| index.total_of(f) > 0);
+        self.function = tree.find(name).filter(|&f| tree.frame_total(f) > 0);
         let Some(f) = self.function else {
             self.self_weight = 0;
             self.total_weight = 0;
             self.selected = 0;
             return;
         };
-        self.self_weight = index.self_of(f);
-        self.total_weight = index.total_of(f);
+        self.self_weight = tree.frame_self(f);
+        self.total_weight = tree.frame_total(f);
         let mut callers = Vec::new();
         let mut callees = Vec::new();
-        for &n in index.occurrences(f) {
-            if !index.is_outer(n) {
+        for &n in tree.frame_nodes(f) {
+            if !tree.is_outer(n) {
                 continue;
             }
             let node = tree.node(n);

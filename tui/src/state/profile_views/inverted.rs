@@ -10,7 +10,7 @@ use std::collections::HashSet;
 
 use benchtop_sessions::{FrameId, NodeId, StackTree};
 
-use super::index::{ProfileIndex, heaviest_first};
+use super::index::heaviest_first;
 
 /// A node of the tree and the weight it carries up from its leaf.
 type Occurrence = (NodeId, u64);
@@ -47,15 +47,16 @@ const MAX_CALLERS: usize = 200;
 
 impl Inverted {
     /// The rows of `tree`, keeping what was expanded and the selection's path when they
-    /// are still there.
-    pub fn rebuild(&mut self, tree: &StackTree, index: &ProfileIndex) {
+    /// are still there. The roots come from the self weights the tree keeps per
+    /// function; only the expanded roots look at the nodes where they occur.
+    pub fn rebuild(&mut self, tree: &StackTree) {
         let keep: Option<Vec<Box<str>>> =
             self.rows.get(self.selected).map(|r| names(tree, &r.path));
         let roots = heaviest_first(
             (0..tree.frame_count())
                 .map(|f| FrameId(f as u32))
-                .filter(|&f| index.self_of(f) > 0)
-                .map(|f| (f, index.self_of(f)))
+                .map(|f| (f, tree.frame_self(f)))
+                .filter(|&(_, w)| w > 0)
                 .collect(),
         );
         if !self.opened {
@@ -64,11 +65,39 @@ impl Inverted {
                 self.expanded.insert(vec![tree.name(f).into()]);
             }
         }
+        // Self weight of stacks of one frame: a root whose self weight is all there has
+        // no callers to show.
+        let mut first_frames: Vec<(FrameId, u64)> = tree
+            .root()
+            .children
+            .iter()
+            .map(|&c| (tree.node(c).frame, tree.node(c).self_weight))
+            .collect();
+        first_frames.sort_unstable();
+        let alone = |f: FrameId| {
+            first_frames
+                .binary_search_by_key(&f, |&(g, _)| g)
+                .map_or(0, |i| first_frames[i].1)
+        };
+        let open_roots: HashSet<Box<str>> = self
+            .expanded
+            .iter()
+            .filter_map(|k| k.first().cloned())
+            .collect();
         self.rows.clear();
         let mut path = Vec::new();
         for (f, weight) in roots {
-            let occ: Vec<(NodeId, u64)> = index
-                .occurrences(f)
+            if !open_roots.contains(tree.name(f)) {
+                self.rows.push(InvertedRow {
+                    path: vec![f],
+                    weight,
+                    expanded: false,
+                    has_callers: weight > alone(f),
+                });
+                continue;
+            }
+            let occ: Vec<(NodeId, u64)> = tree
+                .frame_nodes(f)
                 .iter()
                 .map(|&n| (n, tree.node(n).self_weight))
                 .filter(|&(_, w)| w > 0)
@@ -78,7 +107,7 @@ impl Inverted {
             self.emit(tree, &mut path, weight, &occ);
         }
         self.selected = keep
-            .and_then(|k| self.rows.iter().position(|r| names(tree, &r.path) == k))
+            .and_then(|k| self.rows.iter().position(|r| same_path(tree, &r.path, &k)))
             .unwrap_or(0)
             .min(self.rows.len().saturating_sub(1));
     }
@@ -155,4 +184,9 @@ impl Inverted {
 
 fn names(tree: &StackTree, path: &[FrameId]) -> Vec<Box<str>> {
     path.iter().map(|&f| tree.name(f).into()).collect()
+}
+
+/// Whether `path` names the frames of `key`, without copying them.
+fn same_path(tree: &StackTree, path: &[FrameId], key: &[Box<str>]) -> bool {
+    path.len() == key.len() && path.iter().zip(key).all(|(&f, k)| tree.name(f) == &**k)
 }

@@ -4,9 +4,10 @@
 //!
 //! The views are built from the flame pane's tree when one shows, when the tree changes
 //! while it shows (a live run hands a new one about once a second), and on their keys —
-//! never per frame. One walk over the tree ([`index::ProfileIndex`]) serves them all and
-//! is kept until the tree changes. The selected function is held by name, so it survives
-//! a new tree; Enter on a row selects it here and in the flamegraph.
+//! never per frame. What they need of every function (self and total weight, where it
+//! occurs) the stack tree keeps as stacks are added ([`index`]), so a build costs about
+//! the functions listed, not the tree's nodes. The selected function is held by name, so
+//! it survives a new tree; Enter on a row selects it here and in the flamegraph.
 //!
 //! ```
 //! use benchtop::state::flame_panes::FlamePanes;
@@ -37,7 +38,6 @@ use super::FlameKind;
 use super::flame::FlameState;
 use super::flame_panes::FlamePanes;
 use butterfly::Butterfly;
-use index::ProfileIndex;
 use inverted::Inverted;
 use source::SourceView;
 use top::TopTable;
@@ -121,15 +121,12 @@ pub struct ProfileViews {
     /// A source file the source view needs and the loop should read
     /// ([`ProfileViews::take_loads`]).
     pending_read: Option<String>,
-    /// The index of the tree shown; `None` once it changed.
-    index: Option<ProfileIndex>,
 }
 
 impl FlamePanes {
     /// The stacks shown changed (a new tree, the other kind, the search): the views are
     /// built again if one shows.
     pub fn refresh_views(&mut self) {
-        self.views.index = None;
         self.build_view()
     }
 
@@ -151,12 +148,8 @@ impl FlamePanes {
                     views.top.reset();
                 }
                 views.kind = kind;
-                if kind == ViewKind::Flame {
-                    // The index is as large as the tree: not kept for the flamegraph.
-                    views.index = None;
-                    if !views.function.is_empty() {
-                        flame.select_frame(&views.function);
-                    }
+                if kind == ViewKind::Flame && !views.function.is_empty() {
+                    flame.select_frame(&views.function);
                 }
             }
             ViewsAction::Up | ViewsAction::Down => {
@@ -220,7 +213,7 @@ impl FlamePanes {
         self.build_view()
     }
 
-    /// Builds the view shown from the tree shown, indexing it first if it changed.
+    /// Builds the view shown from the tree shown.
     fn build_view(&mut self) {
         let kind = self.kind;
         let (flame, views) = match kind {
@@ -260,15 +253,15 @@ impl ProfileViews {
             }
             return;
         }
-        let index = self.index.get_or_insert_with(|| ProfileIndex::new(tree));
         match self.kind {
             ViewKind::Flame | ViewKind::Source => {}
             ViewKind::Top => {
-                let query = flame.query().to_lowercase();
-                self.top.rebuild(tree, index, &query);
+                let searching = !flame.query().is_empty();
+                self.top
+                    .rebuild(tree, |f| !searching || flame.frame_matches(f));
             }
-            ViewKind::Inverted => self.inverted.rebuild(tree, index),
-            ViewKind::Butterfly => self.butterfly.rebuild(tree, index, &self.function),
+            ViewKind::Inverted => self.inverted.rebuild(tree),
+            ViewKind::Butterfly => self.butterfly.rebuild(tree, &self.function),
         }
     }
 

@@ -3,8 +3,6 @@
 
 use benchtop_sessions::{FrameId, StackTree};
 
-use super::index::ProfileIndex;
-
 /// The column the table is sorted by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TopSort {
@@ -61,25 +59,26 @@ pub struct TopTable {
 }
 
 impl TopTable {
-    /// The rows of `tree` (indexed as `index`) whose name contains `query` (lowercase;
-    /// empty: all), sorted; the selection stays on its function when it is still there.
-    pub fn rebuild(&mut self, tree: &StackTree, index: &ProfileIndex, query: &str) {
+    /// The rows of `tree` that `shown` keeps (the search's matches), sorted; the
+    /// selection stays on its function when it is still there. Reads the weights the
+    /// tree keeps per function: the cost is the functions', not the nodes'.
+    pub fn rebuild(&mut self, tree: &StackTree, shown: impl Fn(FrameId) -> bool) {
         let keep = std::mem::take(&mut self.selected_name);
         self.rows.clear();
         self.hidden = 0;
         for f in 0..tree.frame_count() {
             let frame = FrameId(f as u32);
-            let total_weight = index.total_of(frame);
+            let total_weight = tree.frame_total(frame);
             if total_weight == 0 {
                 continue;
             }
-            if !query.is_empty() && !tree.name(frame).to_lowercase().contains(query) {
+            if !shown(frame) {
                 self.hidden += 1;
                 continue;
             }
             self.rows.push(TopRow {
                 frame,
-                self_weight: index.self_of(frame),
+                self_weight: tree.frame_self(frame),
                 total_weight,
             });
         }

@@ -1,0 +1,205 @@
+//! A live run's side of the timeline strip: its per-interval stacks as the recorder hands
+//! them out (appended, the oldest dropped past [`MAX_LIVE_WEIGHTS`] or the strip's
+//! [`MAX_INTERVALS`]), the whole run's newest stacks held while a part of the run shows,
+//! and the mouse on the strip (a click moves the cursor, a drag selects a range). Apart
+//! from `timeline`, which holds what an opened session and a live run share.
+
+use benchtop_sessions::StackTree;
+use benchtop_sessions::intervals::{IntervalStacks, StacksChunk};
+
+use super::timeline::{MAX_INTERVALS, MAX_LIVE_WEIGHTS, Part};
+
+/// The mouse on the strip, at an interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pointer {
+    /// The button went down: the cursor goes there.
+    Press(usize),
+    /// The mouse moved with the button down: the range from the press to here is being
+    /// marked.
+    Drag(usize),
+    /// The button went up: a drag selects the range from the press to here and shows it.
+    Release(usize),
+}
+
+impl super::State {
+    /// The mouse on the strip: a click moves the cursor, a drag selects a range (as
+    /// `r`, moving, `r` does) and shows it.
+    pub(super) fn timeline_pointer(&mut self, pointer: Pointer, now: std::time::Instant) {
+        let t = &mut self.live.timeline;
+        if !t.is_usable() || self.screen != super::Screen::Live {
+            return;
+        }
+        let last = t.points.len() - 1;
+        match pointer {
+            Pointer::Press(i) => {
+                t.cursor = i.min(last);
+                t.anchor = None;
+                t.drag = Some(t.cursor);
+            }
+            Pointer::Drag(i) => {
+                let Some(from) = t.drag else { return };
+                t.cursor = i.min(last);
+                t.anchor = (t.cursor != from).then_some(from);
+            }
+            Pointer::Release(i) => {
+                let Some(from) = t.drag.take() else { return };
+                t.cursor = i.min(last);
+                t.anchor = None;
+                if t.cursor != from {
+                    t.selected = Some(Part::Range(from.min(t.cursor), from.max(t.cursor)));
+                    self.show_timeline_parts(now);
+                }
+            }
+        }
+    }
+
+    /// The whole run's stacks (a live run's newest copy, or a finished run's): shown, or
+    /// held while a part of the run shows with its own stacks.
+    pub(super) fn whole_run_stacks(&mut self, cpu: Option<StackTree>, offcpu: Option<StackTree>) {
+        let t = &mut self.live.timeline;
+        if t.selected.is_some() && t.stacks.is_some() {
+            if let Some(cpu) = cpu
+                && let Some((old, old_off)) = t.whole.replace((cpu, offcpu))
+            {
+                self.retired.push(old);
+                self.retired.extend(old_off);
+            }
+            return;
+        }
+        if let Some(tree) = cpu {
+            self.set_tree(super::FlameKind::OnCpu, tree);
+        }
+        if let Some(tree) = offcpu {
+            self.set_tree(super::FlameKind::OffCpu, tree);
+        }
+    }
+
+    /// A live run's per-interval stacks: kept (the oldest dropped past
+    /// [`MAX_LIVE_WEIGHTS`]), and the part shown built again when they add to it.
+    pub(super) fn live_interval_stacks(&mut self, chunk: &StacksChunk) {
+        let t = &mut self.live.timeline;
+        let stacks = t.stacks.get_or_insert_with(IntervalStacks::default);
+        let opts = benchtop_sessions::limits::LoadOptions::default();
+        stacks.append(chunk, &mut t.live_ids, &opts);
+        t.dropped_stacks += stacks.drop_oldest(MAX_INTERVALS, MAX_LIVE_WEIGHTS);
+        let Some(part) = t.selected else {
+            return;
+        };
+        let adds_to_part = chunk.intervals.iter().any(|i| {
+            let mid_s = (i.t0_ns + i.t1_ns.saturating_sub(i.t0_ns) / 2) as f64 / 1e9;
+            t.includes(part, t.points.partition_point(|p| p.t1_s <= mid_s))
+        });
+        if let (true, Some((cpu, offcpu))) = (adds_to_part, t.stacks_of(part)) {
+            self.set_tree(super::FlameKind::OnCpu, cpu);
+            self.set_tree(super::FlameKind::OffCpu, offcpu);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::live::LiveEvent;
+    use crate::state::timeline::tests::{flame_weights, press, row};
+    use crate::state::{AppEvent, State};
+
+    /// A live run of eight 1 s intervals: `first` runs in the first four, `second` in
+    /// the last four, with the recorder's rows, per-interval stacks and whole-run copies
+    /// in the order it sends them.
+    #[allow(clippy::field_reassign_with_default)]
+    fn live_run() -> (State, StackTree) {
+        use benchtop_sessions::intervals::{IntervalWeights, StackEntry, Weight};
+        let now = std::time::Instant::now();
+        let mut state = State::new("ring", "", false);
+        let live = |state: &mut State, e: LiveEvent| state.update(AppEvent::Live(e), now);
+        live(
+            &mut state,
+            LiveEvent::Started {
+                throughput: Some("ops".into()),
+                latency: None,
+                sampling: String::new(),
+            },
+        );
+        let mut whole = StackTree::new();
+        for i in 0..8u32 {
+            let second = i >= 4;
+            let mut chunk = StacksChunk::default();
+            if i == 0 {
+                chunk.frames = vec![
+                    (0, "main".into()),
+                    (1, "first".into()),
+                    (2, "second".into()),
+                ];
+                chunk.stacks = [(0, None, 0), (1, Some(0), 1), (2, Some(0), 2)]
+                    .map(|(id, parent, frame)| StackEntry { id, parent, frame })
+                    .to_vec();
+            }
+            let weight = if second { 30 } else { 10 };
+            chunk.intervals.push(IntervalWeights {
+                index: i,
+                t0_ns: u64::from(i) * 1_000_000_000,
+                t1_ns: u64::from(i + 1) * 1_000_000_000,
+                cpu: vec![Weight {
+                    tid: 1,
+                    stack: if second { 2 } else { 1 },
+                    weight,
+                }],
+                offcpu: vec![],
+                mem: vec![],
+            });
+            live(&mut state, LiveEvent::IntervalStacks(Box::new(chunk)));
+            live(
+                &mut state,
+                LiveEvent::Row {
+                    row: Box::new(row(f64::from(i + 1), 100.0, 1)),
+                    histograms: vec![],
+                },
+            );
+            let leaf = if second { "second" } else { "first" };
+            whole.add_names(["main", leaf], weight);
+            let mut snapshot = benchtop_profilers::Snapshot::default();
+            snapshot.cpu = whole.clone();
+            live(&mut state, LiveEvent::Stacks(Box::new(snapshot)));
+        }
+        (state, whole)
+    }
+
+    #[test]
+    fn a_live_run_shows_the_range_picked_in_its_flamegraph_and_top_functions() {
+        let (mut state, whole) = live_run();
+        assert_eq!(flame_weights(&state).0, 160);
+        press(&mut state, ",,,,,,r.r");
+        assert_eq!(state.live.timeline.selected, Some(Part::Range(1, 2)));
+        assert_eq!(flame_weights(&state), (20, vec!["main;first".to_owned()]));
+        press(&mut state, "t");
+        let top = &state.live.flames.views.top;
+        let tree = state.live.flames.cpu.tree();
+        let rows: Vec<(&str, u64)> = top
+            .rows
+            .iter()
+            .map(|r| (tree.name(r.frame), r.total_weight))
+            .collect();
+        assert_eq!(rows, [("first", 20), ("main", 20)]);
+        // The run goes on: its next copy of the whole run is held, not shown.
+        let mut snapshot = benchtop_profilers::Snapshot::default();
+        let mut newer = whole.clone();
+        newer.add_names(["main", "second"], 30);
+        snapshot.cpu = newer;
+        state.update(
+            AppEvent::Live(LiveEvent::Stacks(Box::new(snapshot))),
+            std::time::Instant::now(),
+        );
+        assert_eq!(flame_weights(&state).0, 20);
+        // A: the whole run at once, as the newest copy has it.
+        press(&mut state, "A");
+        assert_eq!(flame_weights(&state).0, 190);
+        assert!(state.live.timeline.whole.is_none());
+        // S: the slow intervals of a live run, from its own per-interval stacks.
+        state.live.timeline.run_p99_ns = Some(0);
+        for (i, p) in state.live.timeline.points.iter_mut().enumerate() {
+            p.p99_ns = Some(if i >= 6 { 5 } else { 0 });
+        }
+        press(&mut state, "S");
+        assert_eq!(flame_weights(&state), (60, vec!["main;second".to_owned()]));
+    }
+}
