@@ -131,7 +131,7 @@ fn histograms(b: &mut Bytes) -> Vec<(String, Histogram<u64>)> {
 }
 
 fn live(b: &mut Bytes) -> LiveEvent {
-    match b.byte() % 6 {
+    match b.byte() % 7 {
         0 => LiveEvent::Spawned {
             dir: PathBuf::from(b.text()),
             pid: b.u16().into(),
@@ -155,7 +155,15 @@ fn live(b: &mut Bytes) -> LiveEvent {
                     .lines
                     .add(&frame, &file, b.u16().into(), b.u64() % 1_000_000);
             }
+            snapshot.mem = b.tree();
             LiveEvent::Stacks(Box::new(snapshot))
+        }
+        5 => {
+            let mut trees = benchtop_profilers::allocations::AllocTrees::default();
+            trees.alloc = b.tree();
+            trees.live = b.tree();
+            trees.live_end = b.tree();
+            LiveEvent::Allocations(Box::new(trees))
         }
         _ => LiveEvent::Notice(match b.byte() % 4 {
             0 => Notice::Starting,

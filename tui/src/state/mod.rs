@@ -39,7 +39,7 @@ use ab::AbState;
 use benchtop_record::NoticeKind;
 use compare::{ComparePane, CompareState};
 use flame::FlameState;
-use flame_panes::FlamePanes;
+use flame_panes::{FlamePanes, MemoryKind};
 use keys::Action;
 use launcher::{LauncherFocus, LauncherState, RecentSession};
 use live::{LatencySummary, LiveRun, RunStatus};
@@ -330,6 +330,8 @@ pub enum FlameKind {
     OnCpu,
     /// Where threads block (µs blocked).
     OffCpu,
+    /// A memory profile (bytes): resident growth, or a built-in worker's allocations.
+    Memory(flame_panes::MemoryKind),
 }
 
 /// A message in the footer for a few seconds.
@@ -541,6 +543,12 @@ impl State {
         if let Some(tree) = session.offcpu {
             state.set_tree(FlameKind::OffCpu, tree);
         }
+        let mut memory = std::mem::take(&mut session.memory);
+        for kind in MemoryKind::ALL {
+            if let Some(tree) = memory_tree(&mut memory, kind) {
+                state.set_tree(FlameKind::Memory(kind), tree);
+            }
+        }
         state.live.flames.prefer_what_has_stacks();
         state.retired.clear();
         state
@@ -568,6 +576,12 @@ impl State {
                 drop(flame.set_tree(tree));
             }
             flame.set_baseline(tree_a);
+        }
+        let (mut memory_a, mut memory_b) = (a.memory, b.memory);
+        for kind in MemoryKind::ALL {
+            let tree_a = memory_tree(&mut memory_a, kind);
+            let tree_b = memory_tree(&mut memory_b, kind);
+            flames.set_memory_pair(kind, tree_b, tree_a);
         }
         flames.set_differential(true);
         flames.prefer_what_has_stacks();
@@ -698,6 +712,9 @@ impl State {
                         // Only the newest stacks matter: each copy holds the whole run.
                         held.retain(|e| !matches!(e, LiveEvent::Stacks(_)));
                     }
+                    if matches!(event, LiveEvent::Allocations(_)) {
+                        held.retain(|e| !matches!(e, LiveEvent::Allocations(_)));
+                    }
                     held.push(event);
                 } else {
                     self.on_live(event, now);
@@ -817,6 +834,14 @@ impl State {
                 if !snapshot.offcpu.is_empty() {
                     self.set_tree(FlameKind::OffCpu, snapshot.offcpu);
                 }
+                if !snapshot.mem.is_empty() {
+                    self.set_tree(FlameKind::Memory(MemoryKind::Resident), snapshot.mem);
+                }
+            }
+            LiveEvent::Allocations(trees) => {
+                // While the run goes on, what the worker holds now.
+                self.set_tree(FlameKind::Memory(MemoryKind::Allocated), trees.alloc);
+                self.set_tree(FlameKind::Memory(MemoryKind::Live), trees.live_end);
             }
             LiveEvent::Notice(notice) => {
                 let text = notice.to_string();
@@ -1153,6 +1178,7 @@ impl State {
         let flames = &self.live.flames;
         if flames.cpu.is_empty()
             && flames.off.is_empty()
+            && !flames.memory.any()
             && self.live.run.latency.total.histogram().is_none()
         {
             self.flash("nothing to take as a baseline yet".into(), true, now);
@@ -1176,6 +1202,7 @@ impl State {
             now,
         );
         self.apply_baseline(baseline);
+        self.live.flames.memory.take_baseline();
     }
 
     fn toggle_differential(&mut self, now: Instant) {
@@ -1185,6 +1212,19 @@ impl State {
         }
         let flames = &mut self.live.flames;
         flames.set_differential(!flames.differential);
+    }
+}
+
+/// A session's memory profile of `kind`, taken out of it: on the screens, `live` is the
+/// one at the peak of live bytes.
+fn memory_tree(
+    memory: &mut benchtop_sessions::MemoryStacks,
+    kind: MemoryKind,
+) -> Option<StackTree> {
+    match kind {
+        MemoryKind::Resident => memory.mem.take(),
+        MemoryKind::Allocated => memory.alloc.take(),
+        MemoryKind::Live => memory.live.take(),
     }
 }
 
