@@ -305,8 +305,10 @@ pub fn program_frames<'a>(frames: &[FrameId], name: impl Fn(FrameId) -> &'a str)
     keep
 }
 
-/// A frame of the global allocator itself or of benchtop's sampling in it.
+/// A frame of the global allocator itself or of benchtop's sampling in it. Newer
+/// compilers name the allocator shims `__rustc::__rust_alloc` and so on.
 fn is_allocator_entry(name: &str) -> bool {
+    let name = name.strip_prefix("__rustc::").unwrap_or(name);
     name.starts_with("__rust_alloc")
         || name.starts_with("__rust_realloc")
         || name.starts_with("__rust_dealloc")
@@ -345,7 +347,7 @@ mod tests {
             "alloc::raw_vec::finish_grow",
             "<alloc::alloc::Global as core::alloc::Allocator>::grow",
             "alloc::alloc::realloc",
-            "__rust_realloc",
+            "__rustc::__rust_realloc",
             "<benchtop_workloads::alloc::CountingAlloc as core::alloc::global::GlobalAlloc>::realloc",
             "benchtop_workloads::alloc::sampling::on_alloc",
             "std::thread::local::LocalKey<T>::try_with",
