@@ -171,7 +171,7 @@ fn chunk(b: &mut Bytes) -> StacksChunk {
 }
 
 fn live(b: &mut Bytes) -> LiveEvent {
-    match b.byte() % 7 {
+    match b.byte() % 8 {
         0 => LiveEvent::Spawned {
             dir: PathBuf::from(b.text()),
             pid: b.u16().into(),
@@ -195,9 +195,17 @@ fn live(b: &mut Bytes) -> LiveEvent {
                     .lines
                     .add(&frame, &file, b.u16().into(), b.u64() % 1_000_000);
             }
+            snapshot.mem = b.tree();
             LiveEvent::Stacks(Box::new(snapshot))
         }
         5 => LiveEvent::IntervalStacks(Box::new(chunk(b))),
+        6 => {
+            let mut trees = benchtop_profilers::allocations::AllocTrees::default();
+            trees.alloc = b.tree();
+            trees.live = b.tree();
+            trees.live_end = b.tree();
+            LiveEvent::Allocations(Box::new(trees))
+        }
         _ => LiveEvent::Notice(match b.byte() % 5 {
             0 => Notice::Starting,
             1 => Notice::Running,

@@ -24,6 +24,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod allocations;
 mod error;
 pub mod host;
 mod ksyms;

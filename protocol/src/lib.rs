@@ -22,6 +22,7 @@
 //! conductor → start                  (profilers are attached)
 //! worker → tick …                    (each interval: cumulative counters, interval histograms)
 //! worker → phase …                   (workloads made of timed phases)
+//! worker → alloc_samples …           (version 2: sampled allocation stacks, before ticks)
 //! conductor → stop                   (optional: end early, still report a summary)
 //! worker → summary                   (the benchmark's own result lines)
 //! worker → error                     (on failure, before a non-zero exit)
@@ -41,14 +42,23 @@ use std::io::{BufRead, Write};
 
 use serde::{Deserialize, Serialize};
 
-/// The protocol version this build speaks. A conductor refuses a `hello` carrying another.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// The protocol version this build speaks, and that its workers announce. Version 2 adds
+/// the `alloc_samples` message ([`AllocSamples`]); everything of version 1 is unchanged.
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// The versions a conductor of this build accepts in a `hello`: 1 (without allocation
+/// samples) and 2. It refuses any other.
+pub const SUPPORTED_VERSIONS: std::ops::RangeInclusive<u32> = 1..=PROTOCOL_VERSION;
 
 /// Environment variable naming the file descriptor a worker writes reports to.
 pub const REPORT_FD_ENV: &str = "BENCHTOP_REPORT_FD";
 
 /// Environment variable carrying the tick interval in milliseconds (default 1000).
 pub const INTERVAL_MS_ENV: &str = "BENCHTOP_INTERVAL_MS";
+
+/// Environment variable asking a built-in worker's allocator for a sampling rate: the
+/// mean bytes allocated between two sampled stacks, `0` for none (default 524288).
+pub const ALLOC_SAMPLE_ENV: &str = "BENCHTOP_ALLOC_SAMPLE";
 
 /// The longest report line accepted, newline excluded. Longer lines are skipped and
 /// reported, never buffered whole.
@@ -92,6 +102,9 @@ pub enum WorkerMessage {
     Phase(Phase),
     /// The workload's own results, once, at the end.
     Summary(Summary),
+    /// Allocation stacks sampled since the previous message (version 2), sent before
+    /// the tick they belong to.
+    AllocSamples(AllocSamples),
     /// The workload failed; sent before a non-zero exit.
     Error {
         /// What went wrong, for a person.
@@ -101,7 +114,7 @@ pub enum WorkerMessage {
 
 impl WorkerMessage {
     /// The message's `type` on the wire: `hello`, `ready`, `tick`, `phase`, `summary`,
-    /// `error`.
+    /// `alloc_samples`, `error`.
     pub fn kind(&self) -> &'static str {
         match self {
             WorkerMessage::Hello(_) => "hello",
@@ -109,6 +122,7 @@ impl WorkerMessage {
             WorkerMessage::Tick(_) => "tick",
             WorkerMessage::Phase(_) => "phase",
             WorkerMessage::Summary(_) => "summary",
+            WorkerMessage::AllocSamples(_) => "alloc_samples",
             WorkerMessage::Error { .. } => "error",
         }
     }
@@ -249,6 +263,92 @@ impl Figure {
     }
 }
 
+/// Frames a sampled allocation stack may carry on the wire; a stack with more is
+/// refused by [`AllocSamples::check`].
+pub const MAX_ALLOC_FRAMES: usize = 128;
+
+/// Allocation stacks sampled by a worker's allocator (protocol version 2;
+/// docs/protocol.md, "Allocation samples").
+///
+/// The allocator samples an allocation about every [`AllocSamples::rate`] bytes
+/// allocated (at random, exponentially distributed gaps, as jemalloc and tcmalloc do) and
+/// remembers each sample until its block is freed. A message carries the stacks not sent
+/// before, the samples taken since the previous message, and the earlier samples freed
+/// since. Ids are the worker's: a stack id names its frames for the rest of the run, a
+/// sample id one sampled block.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AllocSamples {
+    /// Mean bytes allocated between two samples.
+    pub rate: u64,
+    /// Stacks first used by this message's samples.
+    #[serde(default)]
+    pub stacks: Vec<AllocStack>,
+    /// Allocations sampled since the previous message.
+    #[serde(default)]
+    pub samples: Vec<AllocSample>,
+    /// Ids of samples sent in earlier messages whose blocks were freed since.
+    #[serde(default)]
+    pub freed: Vec<u64>,
+    /// Samples not taken since the worker started because its tables were full
+    /// (cumulative).
+    #[serde(default)]
+    pub dropped: u64,
+}
+
+/// One stack of sampled allocations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocStack {
+    /// The worker's id for it.
+    pub id: u32,
+    /// Return addresses in the worker's address space, innermost first (the first is in
+    /// the allocator's caller, or in the allocator itself); at most [`MAX_ALLOC_FRAMES`].
+    pub frames: Vec<u64>,
+}
+
+/// One sampled allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocSample {
+    /// The worker's id for it: [`AllocSamples::freed`] names it when its block is freed.
+    pub id: u64,
+    /// The id of its stack, in this message's or an earlier message's `stacks`.
+    pub stack: u32,
+    /// The size allocated, bytes.
+    pub size: u64,
+    /// The bytes the sample stands for: `size / (1 - exp(-size / rate))`, so that summed
+    /// over samples they estimate the bytes allocated without bias.
+    pub bytes: u64,
+    /// Freed already, before this message was sent: it counts as allocated, not as live.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub freed: bool,
+}
+
+impl AllocSamples {
+    /// Whether the message is empty: nothing sampled, nothing freed.
+    pub fn is_empty(&self) -> bool {
+        self.stacks.is_empty() && self.samples.is_empty() && self.freed.is_empty()
+    }
+
+    /// Checks what the types cannot: a rate of at least one byte and stacks of at most
+    /// [`MAX_ALLOC_FRAMES`] frames. Returns what is wrong, for a person.
+    pub fn check(&self) -> Result<(), String> {
+        if self.rate == 0 {
+            return Err("alloc_samples with a rate of 0 bytes".to_owned());
+        }
+        if let Some(stack) = self
+            .stacks
+            .iter()
+            .find(|s| s.frames.len() > MAX_ALLOC_FRAMES)
+        {
+            return Err(format!(
+                "alloc_samples: stack {} has {} frames, more than the {MAX_ALLOC_FRAMES} allowed",
+                stack.id,
+                stack.frames.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// What can go wrong speaking the protocol.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -286,14 +386,14 @@ pub enum ProtocolError {
         /// 1-based line number.
         line: u64,
     },
-    /// The worker speaks another protocol version.
+    /// The worker speaks a protocol version this conductor does not.
     #[error(
-        "worker speaks report protocol version {found}; this benchtop speaks version {supported}"
+        "worker speaks report protocol version {found}; this benchtop speaks versions 1 to {supported}"
     )]
     UnsupportedVersion {
         /// Version in the worker's hello.
         found: u32,
-        /// [`PROTOCOL_VERSION`].
+        /// [`PROTOCOL_VERSION`], the newest version spoken.
         supported: u32,
     },
     /// Reading or writing the channel failed.
@@ -413,12 +513,12 @@ impl<R: BufRead> ReportReader<R> {
 }
 
 /// Decodes one report line (without its newline) and checks the protocol version of a
-/// `hello`. `line` is its 1-based number, for error messages.
+/// `hello` (one of [`SUPPORTED_VERSIONS`]). `line` is its 1-based number, for error messages.
 pub fn decode_line(text: &str, line: u64) -> Result<WorkerMessage, ProtocolError> {
     let message: WorkerMessage =
         serde_json::from_str(text).map_err(|source| ProtocolError::Malformed { line, source })?;
     if let WorkerMessage::Hello(hello) = &message
-        && hello.protocol != PROTOCOL_VERSION
+        && !SUPPORTED_VERSIONS.contains(&hello.protocol)
     {
         return Err(ProtocolError::UnsupportedVersion {
             found: hello.protocol,
@@ -494,8 +594,81 @@ mod tests {
         );
         let err = got[0].as_ref().unwrap_err();
         assert!(
-            err.contains("version 99") && err.contains("version 1"),
+            err.contains("version 99") && err.contains("versions 1 to 2"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn version_1_and_version_2_hellos_are_both_accepted() {
+        for version in [1, 2] {
+            let line =
+                format!("{{\"type\":\"hello\",\"protocol\":{version},\"workload\":\"x\"}}\n");
+            let got = read_all(line.as_bytes(), 1024);
+            assert!(matches!(got[0], Ok(WorkerMessage::Hello(_))), "{got:?}");
+        }
+    }
+
+    #[test]
+    fn allocation_samples_round_trip_and_are_checked() {
+        let message = WorkerMessage::AllocSamples(AllocSamples {
+            rate: 524_288,
+            stacks: vec![AllocStack {
+                id: 0,
+                frames: vec![0x5555_0000_1234, 0x5555_0000_5678],
+            }],
+            samples: vec![
+                AllocSample {
+                    id: 7,
+                    stack: 0,
+                    size: 4096,
+                    bytes: 526_341,
+                    freed: false,
+                },
+                AllocSample {
+                    id: 8,
+                    stack: 0,
+                    size: 64,
+                    bytes: 524_320,
+                    freed: true,
+                },
+            ],
+            freed: vec![3, 5],
+            dropped: 0,
+        });
+        let mut out = Vec::new();
+        write_message(&mut out, &mut Vec::new(), &message).unwrap();
+        let text = String::from_utf8(out.clone()).unwrap();
+        assert!(text.starts_with("{\"type\":\"alloc_samples\""), "{text}");
+        // `freed` is left out of a live sample's line.
+        assert_eq!(text.matches("\"freed\":true").count(), 1, "{text}");
+        let back = read_all(&out, 1024);
+        assert_eq!(back[0].as_ref().unwrap(), &message);
+        assert_eq!(message.kind(), "alloc_samples");
+
+        let WorkerMessage::AllocSamples(mut samples) = message else {
+            unreachable!()
+        };
+        assert!(samples.check().is_ok());
+        samples.stacks[0].frames = vec![1; MAX_ALLOC_FRAMES + 1];
+        assert!(samples.check().unwrap_err().contains("129 frames"));
+        samples.stacks.clear();
+        samples.rate = 0;
+        assert!(samples.check().unwrap_err().contains("rate of 0"));
+    }
+
+    #[test]
+    fn an_alloc_samples_line_past_the_limit_is_refused_unread() {
+        let mut line = String::from("{\"type\":\"alloc_samples\",\"rate\":1,\"freed\":[");
+        for i in 0..10_000 {
+            line.push_str(&format!("{i},"));
+        }
+        line.push_str("0]}\n");
+        let got = read_all(line.as_bytes(), 4096);
+        assert_eq!(got.len(), 1);
+        assert!(
+            got[0].as_ref().unwrap_err().contains("4096-byte"),
+            "{got:?}"
         );
     }
 

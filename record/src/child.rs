@@ -41,6 +41,8 @@ pub struct WorkerSpec {
     /// Hold the child at a gate on [`GATE_FD`] until [`WorkerProcess::open_gate`] (the
     /// program is then `benchtop exec-gate -- <command>`).
     pub gate: bool,
+    /// More environment for the worker (e.g. its allocation sampling rate).
+    pub env: Vec<(OsString, OsString)>,
 }
 
 /// A running worker and the conductor's ends of its pipes.
@@ -148,6 +150,7 @@ impl WorkerProcess {
             .env(INTERVAL_MS_ENV, spec.interval.as_millis().to_string())
             .env(OWNER_ENV, owner_marker()?)
             .env(SESSION_ENV, &spec.session_id)
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -456,6 +459,7 @@ mod tests {
             session_id: "s1".into(),
             interval: Duration::from_millis(250),
             gate: false,
+            env: Vec::new(),
         };
         let (mut worker, mut pipes) = WorkerProcess::spawn(&spec).unwrap();
         let mut out = String::new();
@@ -479,6 +483,7 @@ mod tests {
             session_id: "s3".into(),
             interval: Duration::from_secs(1),
             gate: true,
+            env: Vec::new(),
         };
         let (mut worker, mut pipes) = WorkerProcess::spawn(&spec).unwrap();
         std::thread::sleep(Duration::from_millis(50));
@@ -497,6 +502,7 @@ mod tests {
             session_id: "s2".into(),
             interval: Duration::from_secs(1),
             gate: false,
+            env: Vec::new(),
         };
         let (worker, _pipes) = WorkerProcess::spawn(&spec).unwrap();
         let pid = worker.pid();

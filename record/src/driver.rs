@@ -112,6 +112,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         phases_dropped: 0,
         data: RunData::new(began),
         sampler: None,
+        allocs: None,
         monitor: None,
         save_pending: false,
         write_failure: None,
@@ -190,6 +191,12 @@ fn start_worker(
                 session_id: id,
                 interval: opts.interval,
                 gate: opts.target == Target::Command,
+                env: opts
+                    .alloc_sample_bytes
+                    .map(|bytes| {
+                        vec![(protocol::ALLOC_SAMPLE_ENV.into(), bytes.to_string().into())]
+                    })
+                    .unwrap_or_default(),
             };
             match WorkerProcess::spawn(&spec) {
                 Ok((worker, pipes)) => (Process::Child(worker), Some(pipes)),
@@ -299,6 +306,8 @@ pub(crate) struct Run<'a> {
     pub(crate) phases_dropped: usize,
     pub(crate) data: RunData,
     pub(crate) sampler: Option<Sampler>,
+    /// The worker's sampled allocations, once it sent any.
+    pub(crate) allocs: Option<benchtop_profilers::allocations::AllocProfile>,
     pub(crate) monitor: Option<TreeMonitor>,
     /// The live view asked for a save; it happens when the sampler's copy comes.
     pub(crate) save_pending: bool,
@@ -499,7 +508,10 @@ impl Run<'_> {
                 }
                 self.feed(Event::Ready)
             }
-            WorkerMessage::Tick(_) | WorkerMessage::Phase(_) | WorkerMessage::Summary(_)
+            WorkerMessage::Tick(_)
+            | WorkerMessage::Phase(_)
+            | WorkerMessage::Summary(_)
+            | WorkerMessage::AllocSamples(_)
                 if !self.conductor.said.hello =>
             {
                 self.report_issue(ReportIssue::BeforeHello {
@@ -518,8 +530,10 @@ impl Run<'_> {
                         to_ns: tick.t_ns,
                     });
                 }
+                self.alloc_tick(&tick);
                 self.on_tick(&tick)
             }
+            WorkerMessage::AllocSamples(samples) => self.on_alloc_samples(samples, line),
             WorkerMessage::Phase(phase) => {
                 let text = format!(
                     "phase {}: {:.3}s",

@@ -40,6 +40,8 @@ impl Run<'_> {
             }
         }
         self.write_profile(&mut warnings);
+        // After the sampler's: `sampling` is whole by then.
+        self.write_allocs(&mut warnings);
         self.write_tables(&mut warnings);
         // The stream sends what it still holds (for a bounded time) and says what arrived.
         if let Some(stream) = self.opts.stream.clone() {

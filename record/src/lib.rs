@@ -42,6 +42,7 @@
 //! and parameters come as opaque data.
 #![deny(missing_docs)]
 
+mod allocs;
 pub mod child;
 mod driver;
 mod ending;

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver};
 
 use benchtop_profilers::Snapshot;
+use benchtop_profilers::allocations::AllocTrees;
 use benchtop_sessions::TimeseriesRow;
 use benchtop_sessions::intervals::StacksChunk;
 use hdrhistogram::Histogram;
@@ -50,6 +51,9 @@ pub enum LiveEvent {
     /// handed out before, then the weights of the intervals the sampler attributed since
     /// the last (about once an interval, and once more at the end of the run).
     IntervalStacks(Box<StacksChunk>),
+    /// A built-in worker's sampled allocations so far: bytes allocated, live at the
+    /// peak, live now (with every row, once the worker sent any).
+    Allocations(Box<AllocTrees>),
     /// A status line: starting, stopping, a warning about a report line…
     Notice(Notice),
     /// The figures of the progress line, once an interval ([`Detail::Progress`] links

@@ -92,7 +92,7 @@ impl fmt::Display for Failure {
             Failure::Version { found, supported } => write!(
                 f,
                 "the worker speaks report protocol version {found}; this benchtop speaks \
-                 version {supported}: refused"
+                 versions 1 to {supported}: refused"
             ),
             Failure::Silent {
                 waiting_for,

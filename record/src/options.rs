@@ -67,6 +67,10 @@ pub struct RecordOptions {
     /// Where the intervals also go as they are written (an OTLP exporter), off the
     /// recorder's thread.
     pub stream: Option<std::sync::Arc<dyn crate::IntervalStream>>,
+    /// The mean bytes between two sampled allocation stacks that a built-in worker is
+    /// asked for (`BENCHTOP_ALLOC_SAMPLE` in its environment; 0: no stacks); `None`
+    /// leaves the worker's default (512 KiB).
+    pub alloc_sample_bytes: Option<u64>,
 }
 
 impl Default for RecordOptions {
@@ -88,6 +92,7 @@ impl Default for RecordOptions {
             live: None,
             interrupts: None,
             stream: None,
+            alloc_sample_bytes: None,
         }
     }
 }

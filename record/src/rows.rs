@@ -236,6 +236,7 @@ impl Run<'_> {
             row: Box::new(row.clone()),
             histograms,
         });
+        self.publish_allocs();
         if let Some(sampler) = &self.sampler {
             sampler.request_snapshot();
         }

@@ -57,9 +57,9 @@ pub struct MemoryTop {
     pub stacks: Vec<TopStack>,
 }
 
-/// The `n` stacks of `tree` with the most bytes, largest first (ties by name).
-pub fn top_stacks(tree: &StackTree, n: usize) -> Vec<TopStack> {
-    let total = tree.total_weight().max(1) as f64;
+/// The stacks of `tree` as `show` writes them (innermost [`SHOWN_FRAMES`] frames, kernel
+/// frames left out), stacks alike once cut counted as one, sorted by that text.
+fn collapsed(tree: &StackTree) -> Vec<(String, u64)> {
     let mut all: Vec<(String, u64)> = Vec::new();
     tree.for_each_stack(|frames, weight| {
         let names: Vec<&str> = frames
@@ -86,6 +86,13 @@ pub fn top_stacks(tree: &StackTree, n: usize) -> Vec<TopStack> {
             false
         }
     });
+    all
+}
+
+/// The `n` stacks of `tree` with the most bytes, largest first (ties by name).
+pub fn top_stacks(tree: &StackTree, n: usize) -> Vec<TopStack> {
+    let total = tree.total_weight().max(1) as f64;
+    let mut all = collapsed(tree);
     all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     all.truncate(n);
     all.into_iter()
@@ -95,6 +102,115 @@ pub fn top_stacks(tree: &StackTree, n: usize) -> Vec<TopStack> {
             percent: bytes as f64 * 100.0 / total,
         })
         .collect()
+}
+
+/// One stack of a memory profile in two sessions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct StackPair {
+    /// The stack as [`TopStack::stack`] writes it.
+    pub stack: String,
+    /// Its bytes in A.
+    pub a_bytes: u64,
+    /// Its bytes in B.
+    pub b_bytes: u64,
+}
+
+/// The top stacks of one memory kind in two sessions: `compare`'s table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct MemoryPairs {
+    /// The kind's name: `mem`, `alloc`, `live` or `live-end`.
+    pub kind: &'static str,
+    /// Bytes in A's profile and in B's.
+    pub a_total: u64,
+    /// Bytes in B's profile.
+    pub b_total: u64,
+    /// The stacks holding the most in either, largest first.
+    pub stacks: Vec<StackPair>,
+}
+
+/// The `n` stacks holding the most bytes in `a` or `b` (the larger of the two), largest
+/// first, with their bytes in each.
+pub fn top_pairs(kind: StackKind, a: &StackTree, b: &StackTree, n: usize) -> MemoryPairs {
+    let (a_all, b_all) = (collapsed(a), collapsed(b));
+    let mut pairs: Vec<StackPair> = Vec::with_capacity(a_all.len() + b_all.len());
+    let (mut i, mut j) = (0, 0);
+    // Both sorted by stack text: merged as two sorted lists.
+    while i < a_all.len() || j < b_all.len() {
+        let order = match (a_all.get(i), b_all.get(j)) {
+            (Some(x), Some(y)) => x.0.cmp(&y.0),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            _ => std::cmp::Ordering::Greater,
+        };
+        let (stack, a_bytes, b_bytes) = match order {
+            std::cmp::Ordering::Less => {
+                i += 1;
+                (a_all[i - 1].0.clone(), a_all[i - 1].1, 0)
+            }
+            std::cmp::Ordering::Greater => {
+                j += 1;
+                (b_all[j - 1].0.clone(), 0, b_all[j - 1].1)
+            }
+            std::cmp::Ordering::Equal => {
+                i += 1;
+                j += 1;
+                (a_all[i - 1].0.clone(), a_all[i - 1].1, b_all[j - 1].1)
+            }
+        };
+        pairs.push(StackPair {
+            stack,
+            a_bytes,
+            b_bytes,
+        });
+    }
+    pairs.sort_by(|x, y| {
+        y.a_bytes
+            .max(y.b_bytes)
+            .cmp(&x.a_bytes.max(x.b_bytes))
+            .then_with(|| x.stack.cmp(&y.stack))
+    });
+    pairs.truncate(n);
+    MemoryPairs {
+        kind: kind.name(),
+        a_total: a.total_weight(),
+        b_total: b.total_weight(),
+        stacks: pairs,
+    }
+}
+
+/// `compare`'s memory sections: per kind, both totals and the top stacks A → B.
+pub fn write_memory_pairs(all: &[MemoryPairs], out: &mut String) -> fmt::Result {
+    for pairs in all {
+        let kind = StackKind::MEMORY
+            .into_iter()
+            .find(|k| k.name() == pairs.kind)
+            .unwrap_or(StackKind::Mem);
+        writeln!(
+            out,
+            "
+memory: {} ({}; A → B: {} → {})",
+            kind.title(),
+            kind.folded_file(),
+            human_bytes(pairs.a_total),
+            human_bytes(pairs.b_total)
+        )?;
+        for p in &pairs.stacks {
+            let shown: Vec<String> = p
+                .stack
+                .split(';')
+                .map(|f| short_name(f, FRAME_WIDTH))
+                .collect();
+            writeln!(
+                out,
+                "  {:>10} → {:>10}  {}",
+                human_bytes(p.a_bytes),
+                human_bytes(p.b_bytes),
+                Escaped(&shown.join(";"))
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// The top stacks of every memory profile `session` has, in [`StackKind::MEMORY`] order.
@@ -165,6 +281,34 @@ mod tests {
             "kernel frames left out"
         );
         assert_eq!(top_stacks(&t, 1).len(), 1);
+    }
+
+    #[test]
+    fn pairs_rank_stacks_by_their_larger_side_and_keep_both() {
+        let mut a = StackTree::new();
+        a.add_names(["p", "grow"], 100);
+        a.add_names(["p", "gone"], 400);
+        let mut b = StackTree::new();
+        b.add_names(["p", "grow"], 900);
+        b.add_names(["p", "new"], 50);
+        let pairs = top_pairs(StackKind::Live, &a, &b, 2);
+        assert_eq!(
+            (pairs.kind, pairs.a_total, pairs.b_total),
+            ("live", 500, 950)
+        );
+        let rows: Vec<_> = pairs
+            .stacks
+            .iter()
+            .map(|p| (p.stack.as_str(), p.a_bytes, p.b_bytes))
+            .collect();
+        assert_eq!(rows, [("p;grow", 100, 900), ("p;gone", 400, 0)]);
+        let mut out = String::new();
+        write_memory_pairs(&[pairs], &mut out).unwrap();
+        assert!(
+            out.contains("memory: live at peak (live.folded; A → B: 500 B → 950 B)"),
+            "{out}"
+        );
+        assert!(out.contains("100 B →      900 B  p;grow"), "{out}");
     }
 
     #[test]

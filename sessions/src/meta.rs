@@ -307,6 +307,46 @@ pub struct SamplingInfo {
     /// Absent when memory was not profiled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem: Option<MemSamplingInfo>,
+    /// The allocation profiles of a built-in worker (alloc.folded, live.folded,
+    /// live-end.folded): how its allocator sampled. Absent when no allocation was
+    /// sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc: Option<AllocSamplingInfo>,
+}
+
+/// How a worker's allocator sampled its allocation stacks (docs/protocol.md, "Allocation
+/// samples"): the `sampling.alloc` of session.json.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct AllocSamplingInfo {
+    /// Mean bytes allocated between two samples.
+    #[serde(default)]
+    pub rate: u64,
+    /// Samples received.
+    #[serde(default)]
+    pub samples: u64,
+    /// Bytes they stand for: what alloc.folded adds up to.
+    #[serde(default)]
+    pub bytes: u64,
+    /// Distinct stacks.
+    #[serde(default)]
+    pub stacks: u64,
+    /// Samples still live at the end.
+    #[serde(default)]
+    pub live_samples: u64,
+    /// Live bytes the samples stood for at the peak of live bytes (live.folded's total).
+    #[serde(default)]
+    pub peak_live_bytes: u64,
+    /// Live bytes the samples stood for at the end (live-end.folded's total).
+    #[serde(default)]
+    pub end_live_bytes: u64,
+    /// Samples the worker could not take because its tables were full.
+    #[serde(default)]
+    pub dropped: u64,
+    /// Samples of stacks the recorder did not keep (past its stack limit, or never sent):
+    /// in no profile.
+    #[serde(default)]
+    pub unattributed: u64,
 }
 
 /// How page faults were sampled for mem.folded.

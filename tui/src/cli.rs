@@ -671,6 +671,12 @@ pub struct RecordArgs {
     #[arg(long, global = true, value_name = "N", default_value_t = benchtop_profilers::DEFAULT_MEM_PERIOD,
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub mem_period: u64,
+    /// A built-in worker samples the stack of about one allocation every BYTES it
+    /// allocates (at random, as jemalloc and tcmalloc do: 512 KiB by default), each kept
+    /// until freed: alloc.folded, live.folded and live-end.folded. 0 samples no stacks
+    /// (the allocation counters stay).
+    #[arg(long, global = true, value_name = "BYTES", default_value_t = 524_288)]
+    pub alloc_sample: u64,
     /// Keep every on-CPU sample with its own time, thread and stack in stacks.jsonl (at
     /// most 20 million a run), so that `export --format firefox` places samples at their
     /// real times instead of spreading them over their report interval.

@@ -35,6 +35,8 @@ struct Report<'a> {
     #[serde(flatten)]
     comparison: &'a Comparison,
     movers: Vec<Movers>,
+    /// The top stacks of each memory profile both sides have, A → B.
+    memory: Vec<benchtop_sessions::memory::MemoryPairs>,
     files: Vec<String>,
 }
 
@@ -84,6 +86,7 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
     let mut out_dir: Option<DirHandle> = None;
     let mut files = Vec::new();
     let mut movers = Vec::new();
+    let mut memory_tops = Vec::new();
     let memory = StackKind::MEMORY
         .into_iter()
         .zip(a.memory.iter().zip(&b.memory))
@@ -113,6 +116,14 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
             profile,
             movers: compare::movers(ta, tb, MOVERS),
         });
+        if StackKind::MEMORY.contains(&kind) {
+            memory_tops.push(benchtop_sessions::memory::top_pairs(
+                kind,
+                ta,
+                tb,
+                benchtop_sessions::memory::TOP_STACKS,
+            ));
+        }
     }
     if let Some(plot) = write_latency_plot(&mut out_dir, &out_path, runs_a[0], runs_b[0])? {
         files.push(plot);
@@ -123,6 +134,7 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
         let report = Report {
             comparison: &comparison,
             movers,
+            memory: memory_tops,
             files: files.iter().map(|f| f.display().to_string()).collect(),
         };
         serde_json::to_writer_pretty(&mut out, &report)?;
@@ -151,6 +163,9 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
                 )?;
             }
         }
+        let mut text = String::new();
+        benchtop_sessions::memory::write_memory_pairs(&memory_tops, &mut text)?;
+        out.write_all(text.as_bytes())?;
         if !files.is_empty() {
             writeln!(
                 out,

@@ -42,6 +42,7 @@ pub const RECORD_KEYS: &[&str] = &[
     "stack-size",
     "offcpu-stack-every",
     "mem-period",
+    "alloc-sample",
     "per-thread",
     "quiet",
     "no-mouse",

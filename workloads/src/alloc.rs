@@ -25,6 +25,12 @@
 //! Blocks allocated before [`enable`] and freed after it count as freed without having
 //! counted as allocated; the binary enables counting before its first allocation of note,
 //! so this is at most a few bytes of the runtime's start-up.
+//!
+//! With counting on, allocation stacks are also sampled ([`sampling`]: about one
+//! allocation every 512 KiB allocated, each sample kept until its block is freed), unless
+//! [`sampling::SAMPLE_ENV`] is `0`. The ticker sends them as `alloc_samples` messages.
+
+pub mod sampling;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -134,9 +140,12 @@ pub fn wanted() -> bool {
     worker && std::env::var_os(ALLOC_ENV).is_none_or(|value| value != "off")
 }
 
-/// Switches counting on for the rest of the process. Idempotent.
+/// Switches counting on for the rest of the process, and stack sampling at the rate
+/// [`sampling::SAMPLE_ENV`] asks for ([`sampling::DEFAULT_RATE`] when unset; a value
+/// that is not a number of bytes leaves sampling off). Idempotent.
 pub fn enable() {
     ON.store(true, Ordering::Relaxed);
+    sampling::set_rate(sampling::rate_from_env().unwrap_or(0));
 }
 
 /// Whether counting is on (only in a worker of the binary that installs
@@ -206,9 +215,11 @@ pub fn snapshot() -> Option<AllocCounts> {
 pub struct CountingAlloc;
 
 // SAFETY: every call is forwarded unchanged to `System`, which upholds GlobalAlloc's
-// contract; the counting beside it touches only atomics and a const thread-local, never
-// the heap, so it cannot re-enter the allocator. An owned shard's plain load-and-store
-// has one writer (its thread) and cannot lose an update.
+// contract; the counting beside it touches only atomics and const thread-locals, and the
+// sampling only its own statics (never the heap), so neither can re-enter the allocator.
+// An owned shard's plain load-and-store has one writer (its thread) and cannot lose an
+// update. A block's sample is forgotten before the block is freed, so an address the
+// system hands out again is never confused with the freed block's.
 unsafe impl GlobalAlloc for CountingAlloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
@@ -217,6 +228,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         if ON.load(Ordering::Relaxed) && !ptr.is_null() {
             let (shard, owned) = shard();
             shard.allocated(layout.size(), owned);
+            sampling::on_alloc(ptr, layout.size());
         }
         ptr
     }
@@ -228,15 +240,20 @@ unsafe impl GlobalAlloc for CountingAlloc {
         if ON.load(Ordering::Relaxed) && !ptr.is_null() {
             let (shard, owned) = shard();
             shard.allocated(layout.size(), owned);
+            sampling::on_alloc(ptr, layout.size());
         }
         ptr
     }
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        let on = ON.load(Ordering::Relaxed);
+        if on {
+            sampling::on_free(ptr);
+        }
         // SAFETY: `ptr` came from this allocator (that is, from `System`) with `layout`.
         unsafe { System.dealloc(ptr, layout) };
-        if ON.load(Ordering::Relaxed) {
+        if on {
             let (shard, owned) = shard();
             shard.freed(layout.size(), owned);
         }
@@ -244,12 +261,18 @@ unsafe impl GlobalAlloc for CountingAlloc {
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let on = ON.load(Ordering::Relaxed);
+        if on {
+            // A failed realloc leaves the block as it was, unsampled from here on.
+            sampling::on_free(ptr);
+        }
         // SAFETY: the caller's block, layout and size are passed on as they came.
         let new = unsafe { System.realloc(ptr, layout, new_size) };
-        if ON.load(Ordering::Relaxed) && !new.is_null() {
+        if on && !new.is_null() {
             let (shard, owned) = shard();
             shard.freed(layout.size(), owned);
             shard.allocated(new_size, owned);
+            sampling::on_alloc(new, new_size);
         }
         new
     }
@@ -327,5 +350,106 @@ mod tests {
         assert_eq!(after.alloc_bytes - before.alloc_bytes, calls * 64);
         assert_eq!(after.free_bytes - before.free_bytes, calls * 64);
         assert!(NEXT_SHARD.load(Ordering::Relaxed) > SHARED);
+    }
+
+    /// `count` blocks of `size` bytes, kept.
+    #[inline(never)]
+    fn allocate_a(count: usize, size: usize) -> Vec<*mut u8> {
+        let layout = Layout::from_size_align(size, 8).unwrap();
+        // SAFETY: a layout of non-zero size; the caller frees each block with it.
+        (0..count)
+            .map(|_| unsafe { CountingAlloc.alloc(layout) })
+            .collect()
+    }
+
+    /// The same from another function.
+    #[inline(never)]
+    fn allocate_b(count: usize, size: usize) -> Vec<*mut u8> {
+        let layout = Layout::from_size_align(size, 8).unwrap();
+        // SAFETY: as in `allocate_a`.
+        let blocks = (0..count)
+            .map(|_| unsafe { CountingAlloc.alloc(layout) })
+            .collect();
+        std::hint::black_box(blocks)
+    }
+
+    /// Whether a return address lies in the function starting at `f` rather than in
+    /// `other` (the nearer start below it owns it; both are small).
+    fn within(frames: &[u64], f: usize, other: usize) -> bool {
+        let (f, other) = (f as u64, other as u64);
+        frames
+            .iter()
+            .any(|&a| a > f && a - f < 4096 && (other > a || other < f))
+    }
+
+    #[test]
+    fn sampled_stacks_split_the_bytes_as_allocated_and_frees_follow_them() {
+        let _serial = SERIAL
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        enable();
+        let mut drained = sampling::Drained::default();
+        let guard = sampling::Unsampled::new();
+        sampling::drain(&mut drained);
+        drop(guard);
+        // 4 KiB between samples: 3 072 samples of a's 12 MiB, 1 024 of b's 4 MiB; each
+        // table holds them all.
+        sampling::set_rate(4096);
+        let size = 1024;
+        let a = allocate_a(12 * 1024, size);
+        let b = allocate_b(4 * 1024, size);
+        let layout = Layout::from_size_align(size, 8).unwrap();
+        let guard = sampling::Unsampled::new();
+        sampling::drain(&mut drained);
+        drop(guard);
+        sampling::set_rate(0);
+        let (a_fn, b_fn) = (
+            allocate_a as *const () as usize,
+            allocate_b as *const () as usize,
+        );
+        let mut a_bytes = 0u64;
+        let mut b_bytes = 0u64;
+        let mut b_ids = Vec::new();
+        for s in &drained.samples {
+            assert_eq!(s.size, 1024);
+            assert!(!s.freed);
+            if within(&s.frames, a_fn, b_fn) {
+                a_bytes += s.bytes;
+            } else if within(&s.frames, b_fn, a_fn) {
+                b_bytes += s.bytes;
+                b_ids.push(s.id);
+            }
+        }
+        let share = a_bytes as f64 / (a_bytes + b_bytes) as f64;
+        let total = (a_bytes + b_bytes) as f64 / (16 << 20) as f64;
+        let report = format!(
+            "{} samples: a {a_bytes} bytes, b {b_bytes} bytes, a's share {share:.3}",
+            drained.samples.len()
+        );
+        // Standard errors about 0.007 for the share and 1.6 % for the total.
+        assert!((share - 0.75).abs() < 0.03, "{report}");
+        assert!((total - 1.0).abs() < 0.07, "{report}");
+        assert_eq!(sampling::live_samples(), drained.samples.len(), "{report}");
+
+        // Freeing b's blocks names b's samples, and only those.
+        for p in b {
+            // SAFETY: allocated above with `layout`, freed once.
+            unsafe { CountingAlloc.dealloc(p, layout) };
+        }
+        let guard = sampling::Unsampled::new();
+        sampling::drain(&mut drained);
+        drop(guard);
+        assert!(drained.samples.is_empty());
+        drained.freed.sort_unstable();
+        b_ids.sort_unstable();
+        assert_eq!(drained.freed, b_ids);
+        for p in a {
+            // SAFETY: as above.
+            unsafe { CountingAlloc.dealloc(p, layout) };
+        }
+        assert_eq!(sampling::live_samples(), 0);
+        let guard = sampling::Unsampled::new();
+        sampling::drain(&mut drained);
+        drop(guard);
     }
 }

@@ -25,6 +25,7 @@ pub fn options_from(args: &RecordArgs) -> RecordOptions {
         interval: args.interval,
         sample_stacks: args.profile.kind().is_some(),
         sampler: sampler_options(args),
+        alloc_sample_bytes: Some(args.alloc_sample),
         ..RecordOptions::default()
     }
 }

@@ -614,7 +614,7 @@ pub(super) const FLAME_ROWS: &[Row] = &[
     Row {
         keys: &[(Key::Char('o'), Action::FlameKind)],
         only: When::Flame,
-        help: Some(("o", "flamegraph: on-CPU / off-CPU stacks")),
+        help: Some(("o", "flamegraph: on-CPU, off-CPU, then each memory profile")),
         hints: &[hint("o on/off", When::Flame, 6)],
     },
 ];

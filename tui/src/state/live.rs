@@ -216,6 +216,9 @@ pub struct LiveRun {
     pub resources: Option<Resources>,
     /// RSS over time: (seconds since start, bytes).
     pub rss: VecDeque<(f64, f64)>,
+    /// A built-in worker's live bytes and allocation rate (bytes/s) in the last interval,
+    /// from its counting allocator.
+    pub allocation: Option<(u64, Option<f64>)>,
     /// Per-core CPU of the machine, percent.
     pub cpu_per_core: Vec<f64>,
     /// The busiest threads of the last interval: (process, thread, CPU %).
@@ -256,6 +259,10 @@ impl LiveRun {
         if let Some(r) = row.resources {
             push_bounded(&mut self.rss, (row.t_s, r.rss_bytes as f64));
             self.resources = Some(r);
+        }
+        if let Some(&live) = row.counters.get(benchtop_protocol::LIVE_BYTES) {
+            let rate = row.rates.get(benchtop_protocol::ALLOC_BYTES).copied();
+            self.allocation = Some((live, rate));
         }
         if !row.cpu_percent_per_core.is_empty() {
             self.cpu_per_core.clone_from(&row.cpu_percent_per_core);

@@ -40,7 +40,7 @@ use ab::AbState;
 use benchtop_record::NoticeKind;
 use compare::{ComparePane, CompareState};
 use flame::FlameState;
-use flame_panes::FlamePanes;
+use flame_panes::{FlamePanes, MemoryKind};
 use keys::Action;
 use launcher::{LauncherFocus, LauncherState, RecentSession};
 use live::{LatencySummary, LiveRun, RunStatus};
@@ -337,6 +337,8 @@ pub enum FlameKind {
     OnCpu,
     /// Where threads block (µs blocked).
     OffCpu,
+    /// A memory profile (bytes): resident growth, or a built-in worker's allocations.
+    Memory(flame_panes::MemoryKind),
 }
 
 /// A message in the footer for a few seconds.
@@ -551,6 +553,12 @@ impl State {
         if let Some(tree) = session.offcpu {
             state.set_tree(FlameKind::OffCpu, tree);
         }
+        let mut memory = std::mem::take(&mut session.memory);
+        for kind in MemoryKind::ALL {
+            if let Some(tree) = memory_tree(&mut memory, kind) {
+                state.set_tree(FlameKind::Memory(kind), tree);
+            }
+        }
         state.live.flames.prefer_what_has_stacks();
         state.retired.clear();
         state
@@ -578,6 +586,12 @@ impl State {
                 drop(flame.set_tree(tree));
             }
             flame.set_baseline(tree_a);
+        }
+        let (mut memory_a, mut memory_b) = (a.memory, b.memory);
+        for kind in MemoryKind::ALL {
+            let tree_a = memory_tree(&mut memory_a, kind);
+            let tree_b = memory_tree(&mut memory_b, kind);
+            flames.set_memory_pair(kind, tree_b, tree_a);
         }
         flames.set_differential(true);
         flames.prefer_what_has_stacks();
@@ -712,6 +726,9 @@ impl State {
                         // Only the newest stacks matter: each copy holds the whole run.
                         held.retain(|e| !matches!(e, LiveEvent::Stacks(_)));
                     }
+                    if matches!(event, LiveEvent::Allocations(_)) {
+                        held.retain(|e| !matches!(e, LiveEvent::Allocations(_)));
+                    }
                     held.push(event);
                 } else {
                     self.on_live(event, now);
@@ -823,7 +840,15 @@ impl State {
                     .views
                     .set_lines(std::mem::take(&mut snapshot.lines));
                 let offcpu = (!snapshot.offcpu.is_empty()).then_some(snapshot.offcpu);
+                if !snapshot.mem.is_empty() {
+                    self.set_tree(FlameKind::Memory(MemoryKind::Resident), snapshot.mem);
+                }
                 self.whole_run_stacks(Some(snapshot.cpu), offcpu);
+            }
+            LiveEvent::Allocations(trees) => {
+                // While the run goes on, what the worker holds now.
+                self.set_tree(FlameKind::Memory(MemoryKind::Allocated), trees.alloc);
+                self.set_tree(FlameKind::Memory(MemoryKind::Live), trees.live_end);
             }
             LiveEvent::IntervalStacks(chunk) => self.live_interval_stacks(&chunk),
             LiveEvent::Notice(notice) => {
@@ -1166,6 +1191,7 @@ impl State {
         let flames = &self.live.flames;
         if flames.cpu.is_empty()
             && flames.off.is_empty()
+            && !flames.memory.any()
             && self.live.run.latency.total.histogram().is_none()
         {
             self.flash("nothing to take as a baseline yet".into(), true, now);
@@ -1189,6 +1215,7 @@ impl State {
             now,
         );
         self.apply_baseline(baseline);
+        self.live.flames.memory.take_baseline();
     }
 
     fn toggle_differential(&mut self, now: Instant) {
@@ -1198,6 +1225,19 @@ impl State {
         }
         let flames = &mut self.live.flames;
         flames.set_differential(!flames.differential);
+    }
+}
+
+/// A session's memory profile of `kind`, taken out of it: on the screens, `live` is the
+/// one at the peak of live bytes.
+fn memory_tree(
+    memory: &mut benchtop_sessions::MemoryStacks,
+    kind: MemoryKind,
+) -> Option<StackTree> {
+    match kind {
+        MemoryKind::Resident => memory.mem.take(),
+        MemoryKind::Allocated => memory.alloc.take(),
+        MemoryKind::Live => memory.live.take(),
     }
 }
 

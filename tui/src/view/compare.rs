@@ -94,10 +94,7 @@ fn draw_pane(state: &State, pane: ComparePane, area: Rect, buf: &mut Buffer) {
             pane.number(),
             state.compare.flames.views.kind.title()
         ))];
-        title.push(Span::raw(match state.compare.flames.kind {
-            FlameKind::OnCpu => "on-CPU ",
-            FlameKind::OffCpu => "off-CPU ",
-        }));
+        title.push(Span::raw(format!("{} ", state.compare.flames.kind.title())));
         if state.compare.flames.differential {
             title.push(Span::styled(
                 "diff: B against A ",
@@ -119,8 +116,9 @@ fn draw_pane(state: &State, pane: ComparePane, area: Rect, buf: &mut Buffer) {
         ComparePane::Flame => {
             if state.flame().is_empty() {
                 Paragraph::new(match state.compare.flames.kind {
-                    FlameKind::OnCpu => "no on-CPU stacks in B (o: off-CPU)",
-                    FlameKind::OffCpu => "no off-CPU stacks in B (o: on-CPU)",
+                    FlameKind::OnCpu => "no on-CPU stacks in B (o: off-CPU)".to_owned(),
+                    FlameKind::OffCpu => "no off-CPU stacks in B (o: on-CPU)".to_owned(),
+                    kind => format!("no {} stacks in B (o: the next profile)", kind.title()),
                 })
                 .render(inner, buf);
             } else {

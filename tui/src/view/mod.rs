@@ -11,6 +11,8 @@ mod compare;
 pub mod flame;
 mod keys;
 mod launcher;
+#[cfg(test)]
+mod memory_tests;
 mod orphans;
 mod panes;
 mod picker;
@@ -30,7 +32,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 
 use crate::state::live::RunStatus;
-use crate::state::{FlameKind, Pane, Screen, State};
+use crate::state::{Pane, Screen, State};
 
 /// Below this size the screen only says what size it needs.
 pub const MIN_SIZE: (u16, u16) = (60, 18);
@@ -268,10 +270,7 @@ fn draw_pane(state: &State, pane: Pane, area: Rect, buf: &mut Buffer) {
             pane.number(),
             state.live.flames.views.kind.title()
         ))];
-        title.push(Span::raw(match state.live.flames.kind {
-            FlameKind::OnCpu => "on-CPU ",
-            FlameKind::OffCpu => "off-CPU ",
-        }));
+        title.push(Span::raw(format!("{} ", state.live.flames.kind.title())));
         if state.live.flames.differential {
             title.push(Span::styled("diff ", accent(state, Color::Red)));
         }

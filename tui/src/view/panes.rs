@@ -238,24 +238,31 @@ pub fn resources(state: &State, area: Rect, buf: &mut Buffer) {
         return;
     };
     let bold = Style::new().add_modifier(Modifier::BOLD);
-    let mut top = vec![
-        Line::from(vec![
-            Span::styled("RSS ", bold),
-            Span::raw(format!(
-                "{}  peak {}",
-                human_bytes(r.rss_bytes),
-                human_bytes(r.peak_rss_bytes.max(r.rss_bytes))
-            )),
-        ]),
-        Line::from(vec![
-            Span::styled("threads ", bold),
-            Span::raw(format!("{}  ", r.threads)),
-            Span::styled("procs ", bold),
-            Span::raw(format!("{}  ", r.processes.max(1))),
-            Span::styled("CPU ", bold),
-            Span::raw(format!("{:.0}%", r.cpu_percent)),
-        ]),
-    ];
+    let mut top = vec![Line::from(vec![
+        Span::styled("RSS ", bold),
+        Span::raw(format!(
+            "{}  peak {}",
+            human_bytes(r.rss_bytes),
+            human_bytes(r.peak_rss_bytes.max(r.rss_bytes))
+        )),
+    ])];
+    if let Some((live, rate)) = run.allocation {
+        // Beside RSS: what the worker's allocator holds, and how fast it allocates.
+        let mut line = vec![Span::styled("live ", bold), Span::raw(human_bytes(live))];
+        if let Some(rate) = rate {
+            line.push(Span::styled("  alloc ", bold));
+            line.push(Span::raw(format!("{}/s", human_bytes(rate as u64))));
+        }
+        top.push(Line::from(line));
+    }
+    top.extend([Line::from(vec![
+        Span::styled("threads ", bold),
+        Span::raw(format!("{}  ", r.threads)),
+        Span::styled("procs ", bold),
+        Span::raw(format!("{}  ", r.processes.max(1))),
+        Span::styled("CPU ", bold),
+        Span::raw(format!("{:.0}%", r.cpu_percent)),
+    ])]);
     if let Some(ctx) = r.ctx_switches_interval {
         top.push(Line::from(vec![
             Span::styled("switches ", bold),

@@ -4,6 +4,7 @@
 
 mod ab;
 mod alloc;
+mod alloc_stacks;
 mod compare;
 mod conventions;
 mod defs;

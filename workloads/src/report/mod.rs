@@ -26,6 +26,7 @@
 //! ```
 
 mod metrics;
+mod samples;
 mod ticker;
 
 use std::io::{BufRead, Write};

@@ -9,6 +9,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use super::metrics::AllocCounters;
+use super::samples::SampleSender;
 use super::{Counter, IntervalHistogram, Metrics, Reporter, Start, StopSignal};
 use crate::WorkloadError;
 use crate::error::panic_message;
@@ -56,6 +57,8 @@ impl Ticker {
             spare: new_latency_histogram(),
             encoder: HistogramEncoder::new(),
             alloc: metrics.alloc().cloned(),
+            // With the allocator's counters only: a worker that counts its allocations.
+            samples: metrics.alloc().and_then(|_| SampleSender::new()),
         };
         let interval = interval.max(Duration::from_millis(1));
         let (wake, finished) = mpsc::channel();
@@ -97,6 +100,8 @@ struct TickState {
     spare: Histogram<u64>,
     encoder: HistogramEncoder,
     alloc: Option<AllocCounters>,
+    /// Sends the allocator's sampled stacks before each tick, when it samples them.
+    samples: Option<SampleSender>,
 }
 
 impl TickState {
@@ -128,6 +133,10 @@ impl TickState {
 
     fn tick(&mut self) -> Result<(), WorkloadError> {
         let t_ns = u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        // The samples first: the tick's live bytes then include what they hold.
+        if let Some(samples) = &mut self.samples {
+            samples.send(&self.reporter)?;
+        }
         if let Some(alloc) = &self.alloc {
             alloc.refresh();
         }

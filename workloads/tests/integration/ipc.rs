@@ -20,7 +20,10 @@ fn assert_reported_whole(ended: &crate::fixture::Ended, session: &str) {
     assert_eq!(kinds[..2], ["hello", "ready"], "{kinds:?}");
     assert_eq!(kinds.last(), Some(&"summary"), "{kinds:?}");
     assert!(
-        kinds[2..kinds.len() - 1].iter().all(|k| *k == "tick"),
+        // A worker that samples its allocations sends them before its ticks.
+        kinds[2..kinds.len() - 1]
+            .iter()
+            .all(|k| *k == "tick" || *k == "alloc_samples"),
         "{kinds:?}"
     );
     // The main node reaps its nodes before it exits.

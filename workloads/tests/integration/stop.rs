@@ -24,7 +24,10 @@ fn assert_partial_summary(reports: &[WorkerMessage], log: &str) {
     assert_eq!(kinds[..2], ["hello", "ready"]);
     assert_eq!(kinds.last(), Some(&"summary"), "{kinds:?}");
     assert!(
-        kinds[2..kinds.len() - 1].iter().all(|k| *k == "tick"),
+        // A worker that samples its allocations sends them before its ticks.
+        kinds[2..kinds.len() - 1]
+            .iter()
+            .all(|k| *k == "tick" || *k == "alloc_samples"),
         "{kinds:?}"
     );
     let summary = reports.last().unwrap();

@@ -1,7 +1,7 @@
 //! What the weights of a flamegraph count, and how they print.
 
 use benchtop_sessions::StackKind;
-use benchtop_sessions::units::human_ns;
+use benchtop_sessions::units::{human_bytes, human_ns};
 
 /// What the weights of the tree count.
 ///
@@ -14,6 +14,8 @@ pub enum FlameUnit {
     Samples,
     /// Microseconds blocked (off-CPU stacks).
     Micros,
+    /// Bytes (memory profiles: resident growth, allocated, live).
+    Bytes,
 }
 
 impl FlameUnit {
@@ -22,15 +24,17 @@ impl FlameUnit {
         match self {
             FlameUnit::Samples => "samples",
             FlameUnit::Micros => "µs",
+            FlameUnit::Bytes => "bytes",
         }
     }
 
-    /// A weight for people: `12,345 samples`, or a duration with three significant digits
-    /// (`1.23 ms`) for microseconds.
+    /// A weight for people: `12,345 samples`, a duration with three significant digits
+    /// (`1.23 ms`) for microseconds, a size (`1.5 MiB`) for bytes.
     pub fn format(self, weight: u64) -> String {
         match self {
             FlameUnit::Samples => format!("{} samples", thousands(weight)),
             FlameUnit::Micros => human_ns(weight as f64 * 1e3),
+            FlameUnit::Bytes => human_bytes(weight),
         }
     }
 }
@@ -39,7 +43,8 @@ impl From<StackKind> for FlameUnit {
     fn from(kind: StackKind) -> Self {
         match kind {
             StackKind::OffCpu => FlameUnit::Micros,
-            _ => FlameUnit::Samples,
+            StackKind::Cpu => FlameUnit::Samples,
+            _ => FlameUnit::Bytes,
         }
     }
 }

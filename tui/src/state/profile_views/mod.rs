@@ -135,6 +135,7 @@ impl FlamePanes {
         let (flame, views) = match self.kind {
             FlameKind::OnCpu => (&mut self.cpu, &mut self.views),
             FlameKind::OffCpu => (&mut self.off, &mut self.views),
+            FlameKind::Memory(m) => (self.memory.get_mut(m), &mut self.views),
         };
         match action {
             ViewsAction::Show(kind) => {
@@ -219,6 +220,7 @@ impl FlamePanes {
         let (flame, views) = match kind {
             FlameKind::OnCpu => (&self.cpu, &mut self.views),
             FlameKind::OffCpu => (&self.off, &mut self.views),
+            FlameKind::Memory(m) => (self.memory.get(m), &mut self.views),
         };
         views.build(flame, kind)
     }
@@ -240,13 +242,15 @@ impl ProfileViews {
                 self.no_lines = Some("reading the session's source lines…".into());
             }
             let no_lines = match kind {
-                FlameKind::OffCpu => Some("source lines are recorded for on-CPU samples only"),
+                FlameKind::OffCpu | FlameKind::Memory(_) => {
+                    Some("source lines are recorded for on-CPU samples only")
+                }
                 FlameKind::OnCpu => self.no_lines.as_deref(),
             };
             let empty = FrameLines::default();
             let lines = match kind {
                 FlameKind::OnCpu => &self.lines,
-                FlameKind::OffCpu => &empty,
+                FlameKind::OffCpu | FlameKind::Memory(_) => &empty,
             };
             if let Some(file) = self.source.rebuild(&self.function, lines, no_lines) {
                 self.pending_read = Some(file);

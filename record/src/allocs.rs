@@ -1,0 +1,110 @@
+//! A worker's sampled allocations (`alloc_samples`, report protocol version 2) as the run
+//! goes on: symbolized as they arrive, live bytes per stack kept at the peak of the
+//! worker's live bytes, and alloc.folded, live.folded and live-end.folded (with their
+//! flamegraphs) written at the end.
+
+use benchtop_profilers::allocations::{AllocProfile, AllocTrees};
+use benchtop_protocol::{AllocSamples, LIVE_BYTES, Tick};
+use benchtop_sessions::store::StackKind;
+
+use crate::RecordError;
+use crate::driver::Run;
+use crate::live::{Detail, LiveEvent};
+use crate::notice::ReportIssue;
+
+impl Run<'_> {
+    /// One `alloc_samples` message, from report line `line`.
+    pub(crate) fn on_alloc_samples(
+        &mut self,
+        message: AllocSamples,
+        line: u64,
+    ) -> Result<(), RecordError> {
+        if let Err(why) = message.check() {
+            return self.report_issue(ReportIssue::Line(format!("report line {line}: {why}")));
+        }
+        let pid = self.worker.pid();
+        let symbols = self.opts.sampler.symbols;
+        let profile = self
+            .allocs
+            .get_or_insert_with(|| AllocProfile::new(pid, symbols));
+        profile.set_rate(message.rate, message.dropped);
+        let stacks = profile.add_stacks(message.stacks.iter().map(|s| (s.id, s.frames.as_slice())));
+        for s in &message.samples {
+            profile.sample(s.id, s.stack, s.bytes, s.freed);
+        }
+        for &id in &message.freed {
+            profile.freed(id);
+        }
+        match stacks {
+            Ok(()) => Ok(()),
+            Err(why) => self.report_issue(ReportIssue::Line(format!("report line {line}: {why}"))),
+        }
+    }
+
+    /// A tick: the sampled live bytes per stack are kept if its live bytes are the most
+    /// so far.
+    pub(crate) fn alloc_tick(&mut self, tick: &Tick) {
+        if let Some(profile) = &mut self.allocs {
+            profile.on_tick(tick.counters.get(LIVE_BYTES).copied());
+        }
+    }
+
+    /// The allocation profiles so far, to the live view (with every row).
+    pub(crate) fn publish_allocs(&self) {
+        let (Some(live), Some(profile)) = (&self.opts.live, &self.allocs) else {
+            return;
+        };
+        if live.detail() == Detail::Full {
+            live.send(LiveEvent::Allocations(Box::new(profile.trees())));
+        }
+    }
+
+    /// alloc.folded, live.folded and live-end.folded with their flamegraphs, and
+    /// `sampling.alloc`, when the worker sampled anything.
+    pub(crate) fn write_allocs(&mut self, warnings: &mut Vec<String>) {
+        let Some(profile) = self.allocs.take() else {
+            return;
+        };
+        if profile.is_empty() {
+            return;
+        }
+        let AllocTrees {
+            alloc,
+            live,
+            live_end,
+        } = profile.trees();
+        let workload = &self.opts.workload;
+        for (kind, tree, what) in [
+            (StackKind::Alloc, &alloc, "bytes allocated (sampled)"),
+            (StackKind::Live, &live, "bytes live at the peak (sampled)"),
+            (
+                StackKind::LiveEnd,
+                &live_end,
+                "bytes live at the end (sampled)",
+            ),
+        ] {
+            if let Err(e) = self
+                .writer
+                .write_stacks(kind, tree, &format!("{workload} — {what}"))
+            {
+                warnings.push(format!("{}: {e}", kind.folded_file()));
+            }
+        }
+        let info = profile.info();
+        if info.dropped > 0 {
+            warnings.push(format!(
+                "the worker's allocator could not take {} allocation samples (its tables \
+                 were full): the allocation profiles miss them",
+                info.dropped
+            ));
+        }
+        if info.unattributed > 0 {
+            warnings.push(format!(
+                "{} allocation samples named a stack the recorder did not keep: they are in \
+                 no allocation profile",
+                info.unattributed
+            ));
+        }
+        self.writer.set_meta(|m| m.sampling.alloc = Some(info));
+    }
+}
