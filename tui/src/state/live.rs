@@ -297,7 +297,7 @@ impl LiveRun {
 }
 
 /// The baseline a saved session gives: its stacks and the latency of its first metric.
-pub fn session_baseline(session: benchtop_sessions::Session) -> super::Baseline {
+pub fn session_baseline(mut session: benchtop_sessions::Session) -> super::Baseline {
     let tag = session.latency.first().map(|i| i.tag.clone());
     let latency = Latency::of_intervals(
         String::new(),
@@ -307,9 +307,14 @@ pub fn session_baseline(session: benchtop_sessions::Session) -> super::Baseline 
             .filter(|i| Some(&i.tag) == tag.as_ref())
             .map(|i| &i.histogram),
     );
+    let memory = super::MemoryKind::ALL
+        .into_iter()
+        .filter_map(|kind| Some((kind, super::memory_tree(&mut session.memory, kind)?)))
+        .collect();
     super::Baseline {
         cpu: session.cpu,
         offcpu: session.offcpu,
+        memory,
         latency: latency.run,
         source: format!("from {}", session.dir.display()),
     }

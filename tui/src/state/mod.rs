@@ -359,6 +359,9 @@ pub struct Baseline {
     pub cpu: Option<StackTree>,
     /// Off-CPU stacks then.
     pub offcpu: Option<StackTree>,
+    /// Memory profiles then, by kind (a saved session's; `b` takes the live ones in
+    /// their panes instead).
+    pub memory: Vec<(MemoryKind, StackTree)>,
     /// The run's latency percentiles then.
     pub latency: LatencySummary,
     /// Where it came from: `taken at 12.3 s` or a session directory.
@@ -639,6 +642,13 @@ impl State {
     fn apply_baseline(&mut self, mut baseline: Baseline) {
         self.live.flames.cpu.set_baseline(baseline.cpu.take());
         self.live.flames.off.set_baseline(baseline.offcpu.take());
+        for (kind, tree) in std::mem::take(&mut baseline.memory) {
+            self.live
+                .flames
+                .memory
+                .get_mut(kind)
+                .set_baseline(Some(tree));
+        }
         self.live.baseline = Some(baseline);
     }
 
@@ -1206,6 +1216,7 @@ impl State {
         let baseline = Baseline {
             cpu: tree(&self.live.flames.cpu),
             offcpu: tree(&self.live.flames.off),
+            memory: Vec::new(),
             latency: self.live.run.latency.run,
             source: format!("taken at {elapsed:.1} s"),
         };
@@ -1230,7 +1241,7 @@ impl State {
 
 /// A session's memory profile of `kind`, taken out of it: on the screens, `live` is the
 /// one at the peak of live bytes.
-fn memory_tree(
+pub(crate) fn memory_tree(
     memory: &mut benchtop_sessions::MemoryStacks,
     kind: MemoryKind,
 ) -> Option<StackTree> {
@@ -1600,11 +1611,18 @@ mod tests {
         s.set_initial_baseline(Baseline {
             cpu: Some(tree(&[("bt-ring;main;work", 3)])),
             offcpu: None,
+            memory: vec![(MemoryKind::Live, tree(&[("bt-ring;main;grow", 4096)]))],
             latency: LatencySummary::default(),
             source: "from sessions/x".into(),
         });
         keys(&mut s, &[Key::Enter], now);
         assert!(s.live.baseline.is_some());
+        let memory = &s.flames().memory;
+        assert_eq!(
+            memory.live.baseline().map(StackTree::total_weight),
+            Some(4096)
+        );
+        assert!(memory.allocated.baseline().is_none(), "none saved");
         keys(&mut s, &[Key::Char('d')], now);
         assert!(s.flames().cpu.differential() && s.flames().cpu.baseline().is_some());
     }

@@ -635,6 +635,7 @@ impl super::State {
             super::Baseline {
                 cpu,
                 offcpu,
+                memory: Vec::new(),
                 latency: t.latency_of(p, &metric).run,
                 source: t.label(p),
             }
