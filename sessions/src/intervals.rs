@@ -53,6 +53,9 @@
 //! assert_eq!(tree.total_weight(), 3);
 //! # Ok::<(), benchtop_sessions::SessionError>(())
 //! ```
+//!
+//! Over 1,000 lines only with its tests (about 340 at the end); the code, about 790
+//! lines, is the one format's writer, reader and range queries.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

@@ -139,6 +139,25 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// `benchtop export DIR --otlp` to the collector's HTTP/protobuf receiver, which must
+/// succeed.
+fn export_over_http(dir: &Path, collector: &Collector) {
+    let output = benchtop()
+        .arg("export")
+        .arg(dir)
+        .arg("--otlp")
+        .arg(format!("http://127.0.0.1:{}", collector.http))
+        .args(["--otlp-protocol", "http/protobuf"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// The collector on loopback: OTLP in (gRPC and HTTP), profiles and metrics pipelines
 /// out to the sink through its `otlphttp` exporter.
 struct Collector {
@@ -497,20 +516,7 @@ fn a_run_streamed_through_the_collector_carries_its_stacks_latency_and_session()
 
     // The same session replayed over HTTP/protobuf delivers the same totals, at the
     // same times.
-    let output = benchtop()
-        .arg("export")
-        .arg(&dir)
-        .arg("--otlp")
-        .arg(format!("http://127.0.0.1:{}", collector.http))
-        .args(["--otlp-protocol", "http/protobuf"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    export_over_http(&dir, &collector);
     wait_for_all(&sink, session.rows.len(), samples);
     let replayed = sink.take();
     assert_eq!(cpu_totals(&replayed), expected);
@@ -683,20 +689,7 @@ fn memory_profiles_reach_the_collector_in_bytes_live_and_replayed() {
     assert!(times.len() >= 2, "memory samples at {times:?}");
 
     // Replayed over HTTP/protobuf: the same bytes per stack, with the sampling period.
-    let output = benchtop()
-        .arg("export")
-        .arg(&dir)
-        .arg("--otlp")
-        .arg(format!("http://127.0.0.1:{}", collector.http))
-        .args(["--otlp-protocol", "http/protobuf"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    export_over_http(&dir, &collector);
     wait_for_bytes("the replayed memory profile's bytes");
     let replayed = sink.take();
     assert_eq!(mem(&replayed), expected);
