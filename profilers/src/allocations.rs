@@ -27,7 +27,7 @@
 //! and bounded: [`MAX_STACKS`] stacks, [`MAX_LIVE`] live samples, frames as the protocol
 //! allows.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use benchtop_sessions::meta::AllocSamplingInfo;
 use benchtop_sessions::{FrameId, StackTree};
@@ -67,6 +67,12 @@ pub struct AllocProfile {
     process: FrameId,
     /// The worker's stack id → frames, root first (the process's name first).
     stacks: HashMap<u32, Box<[FrameId]>>,
+    /// Every stack id the worker sent and the profile keeps, symbolized or not.
+    known: HashSet<u32>,
+    /// Stacks not symbolized yet (their return addresses, innermost first): symbolizing
+    /// waits until trees are asked for, so that a recorder whose run nobody watches
+    /// does not stall its loop reading debug information mid-run.
+    pending: Vec<(u32, Box<[u64]>)>,
     /// Sample id → (stack id, bytes it stands for), while its block is live.
     live: HashMap<u64, (u32, u64)>,
     allocated: HashMap<u32, u64>,
@@ -94,6 +100,8 @@ impl AllocProfile {
             names,
             process,
             stacks: HashMap::new(),
+            known: HashSet::new(),
+            pending: Vec::new(),
             live: HashMap::new(),
             allocated: HashMap::new(),
             live_by_stack: HashMap::new(),
@@ -111,7 +119,7 @@ impl AllocProfile {
     }
 
     /// New stacks: each a worker's id and its return addresses, innermost first. They
-    /// are symbolized now, while the worker lives. A stack id already known is refused
+    /// are symbolized when trees are asked for ([`AllocProfile::resolve`]). A stack id already known is refused
     /// (the error names it; the other stacks are kept); past [`MAX_STACKS`] stacks are
     /// dropped, and their samples counted as unattributed.
     pub fn add_stacks<'a>(
@@ -119,25 +127,34 @@ impl AllocProfile {
         stacks: impl IntoIterator<Item = (u32, &'a [u64])>,
     ) -> Result<(), String> {
         let mut refused = None;
-        let new: Vec<(u32, &[u64])> = stacks
-            .into_iter()
-            .filter(|(id, _)| {
-                if self.stacks.contains_key(id) {
-                    refused.get_or_insert_with(|| format!("stack {id} was sent twice"));
-                    return false;
-                }
-                true
-            })
-            .collect();
-        self.symbolize(&new);
+        for (id, frames) in stacks {
+            if self.known.contains(&id) {
+                refused.get_or_insert_with(|| format!("stack {id} was sent twice"));
+                continue;
+            }
+            if self.known.len() >= MAX_STACKS {
+                continue;
+            }
+            self.known.insert(id);
+            self.pending.push((id, frames.into()));
+        }
+        self.info.stacks = self.known.len() as u64;
         refused.map_or(Ok(()), Err)
+    }
+
+    /// Symbolizes the stacks that arrived since the last call (the worker's mappings
+    /// were read when the profile began, so this works after it exited too).
+    pub fn resolve(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        let stacks: Vec<(u32, &[u64])> = pending.iter().map(|(id, f)| (*id, &f[..])).collect();
+        self.symbolize(&stacks);
     }
 
     /// A sampled allocation: its id, its stack's id, the bytes it stands for, and whether
     /// its block was freed before the worker sent it (then it counts as allocated only).
     pub fn sample(&mut self, id: u64, stack: u32, bytes: u64, freed: bool) {
         self.info.samples += 1;
-        if !self.stacks.contains_key(&stack) {
+        if !self.known.contains(&stack) {
             self.info.unattributed += 1;
             return;
         }
@@ -219,7 +236,6 @@ impl AllocProfile {
         }
         // Spans handed out so far are copied: the caches may be trimmed now.
         self.resolver.end_batch(0);
-        self.info.stacks = self.stacks.len() as u64;
     }
 
     /// A tick arrived, carrying the worker's `live_bytes` counter when it has one: the
@@ -250,7 +266,8 @@ impl AllocProfile {
     }
 
     /// The profiles as they stand: allocated, live at the peak, live now.
-    pub fn trees(&self) -> AllocTrees {
+    pub fn trees(&mut self) -> AllocTrees {
+        self.resolve();
         let tree = |weights: &HashMap<u32, u64>| {
             let mut tree = self.names.clone();
             let mut ids: Vec<_> = weights.iter().collect();

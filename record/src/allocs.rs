@@ -50,8 +50,8 @@ impl Run<'_> {
     }
 
     /// The allocation profiles so far, to the live view (with every row).
-    pub(crate) fn publish_allocs(&self) {
-        let (Some(live), Some(profile)) = (&self.opts.live, &self.allocs) else {
+    pub(crate) fn publish_allocs(&mut self) {
+        let (Some(live), Some(profile)) = (&self.opts.live, &mut self.allocs) else {
             return;
         };
         if live.detail() == Detail::Full {
@@ -62,7 +62,7 @@ impl Run<'_> {
     /// alloc.folded, live.folded and live-end.folded with their flamegraphs, and
     /// `sampling.alloc`, when the worker sampled anything.
     pub(crate) fn write_allocs(&mut self, warnings: &mut Vec<String>) {
-        let Some(profile) = self.allocs.take() else {
+        let Some(mut profile) = self.allocs.take() else {
             return;
         };
         if profile.is_empty() {

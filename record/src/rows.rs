@@ -223,7 +223,7 @@ impl Run<'_> {
 
     /// Hands a written row and its histograms to the live view, and asks the sampler for
     /// a copy of its stacks ([`Run::take_stacks`] passes it on).
-    fn publish(&self, row: &TimeseriesRow, histograms: Vec<(String, Histogram<u64>)>) {
+    fn publish(&mut self, row: &TimeseriesRow, histograms: Vec<(String, Histogram<u64>)>) {
         let Some(live) = self
             .opts
             .live
