@@ -26,7 +26,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use crate::kinds::{BatchInterval, Sampling};
 use crate::metrics::{RowTimes, metrics_request};
 use crate::options::OtlpOptions;
-use crate::profiles::{StackTable, profiles_request};
+use crate::profiles::{StackSource, StackTable, profiles_request};
 use crate::transport::{Payload, Transport, backoff};
 use crate::{OtlpError, Report};
 
@@ -48,9 +48,26 @@ pub struct RunContext {
 /// `--otlp`).
 pub const SENDER_NICE: i32 = 10;
 
+/// Stacks whose names are made on the sending thread, not the recorder's: a worker's
+/// allocation stacks, symbolized there so that the recorder never waits on debug
+/// information. The handle crosses threads; the names it makes stay on the sending
+/// thread, for the run.
+pub trait StackNamer: Send + Sync {
+    /// Names for the sending thread to keep (nothing is read yet).
+    fn names(&self) -> Box<dyn NamedStacks>;
+}
+
+/// The sending thread's names of a [`StackNamer`]'s stacks.
+pub trait NamedStacks: StackSource {
+    /// Names the stacks that came since the last call.
+    fn update(&mut self);
+}
+
 enum Job {
     Begin(Box<RunContext>),
     Stacks(Vec<BatchInterval>),
+    /// A worker's allocations: their stacks' names, the intervals, the sampling rate.
+    Allocs(Arc<dyn StackNamer>, Vec<BatchInterval>, u64),
     Row(Box<TimeseriesRow>, Vec<(String, SparseHistogram)>),
 }
 
@@ -190,6 +207,9 @@ impl Exporter {
                     // Every definition learnt so far: never dropped, so every later
                     // request resolves.
                     let mut table = StackTable::default();
+                    // The names of the worker's allocation stacks, made here once the
+                    // first allocations come.
+                    let mut alloc_names: Option<Box<dyn NamedStacks>> = None;
                     for job in rx {
                         if hurry.load(Ordering::SeqCst) {
                             if !matches!(job, Job::Begin(_)) {
@@ -213,6 +233,22 @@ impl Exporter {
                                     &intervals,
                                     c.start_unix_ns,
                                     c.sampling,
+                                )
+                                .map(Payload::Profiles)
+                            }
+                            (Job::Allocs(namer, intervals, rate), Some(c)) => {
+                                let names = alloc_names.get_or_insert_with(|| namer.names());
+                                names.update();
+                                let sampling = Sampling {
+                                    alloc_rate: rate,
+                                    ..c.sampling
+                                };
+                                profiles_request(
+                                    &c.resource,
+                                    names.as_ref(),
+                                    &intervals,
+                                    c.start_unix_ns,
+                                    sampling,
                                 )
                                 .map(Payload::Profiles)
                             }
@@ -294,6 +330,15 @@ impl Exporter {
             .collect();
         if !intervals.is_empty() {
             self.enqueue(Job::Stacks(intervals));
+        }
+    }
+
+    /// A worker's allocations over an interval (bytes allocated in it, live at its end),
+    /// their stacks named by `namer` on the sending thread; `rate` is the sampling's mean
+    /// bytes between samples.
+    pub fn allocs(&self, namer: &Arc<dyn StackNamer>, interval: BatchInterval, rate: u64) {
+        if !interval.is_empty() {
+            self.enqueue(Job::Allocs(namer.clone(), vec![interval], rate));
         }
     }
 

@@ -1,7 +1,12 @@
 //! The kinds of profiles a request carries ([`KINDS`]): what each one's samples count and
 //! where a live run's and a saved session's intervals hold its weights, so that a new
-//! kind of stacks over time (allocated bytes, live bytes) is one more entry of the table
-//! and nothing else; and the weights of one interval, per kind ([`BatchInterval`]).
+//! kind of stacks over time is one more entry of the table and nothing else; and the
+//! weights of one interval, per kind ([`BatchInterval`]).
+//!
+//! The sampler's kinds (on-CPU, off-CPU, resident growth) come from the per-interval
+//! stacks; a built-in worker's allocation kinds (bytes allocated, bytes live) from its
+//! allocation samples, whose stacks are the worker's own ids: they go in requests of
+//! their own ([`BatchInterval::from_allocs`]), never mixed with the sampler's.
 
 use benchtop_sessions::intervals::{IntervalWeights, LoadedInterval, Weight};
 
@@ -18,6 +23,13 @@ pub struct ProfileKind {
     pub period_type: (&'static str, &'static str),
     /// The period, from how the run sampled (0 when unknown).
     pub period: fn(&Sampling) -> i64,
+    /// Whether samples are per thread (`thread.id`, `thread.name` attributes); a worker's
+    /// allocation samples do not say which thread allocated.
+    pub threads: bool,
+    /// Whether a weight is a level at the interval's end (bytes live then), stamped with
+    /// the interval's end, rather than an amount over the interval, stamped with its
+    /// middle.
+    pub snapshot: bool,
     /// The weights of a live interval.
     pub live: fn(&IntervalWeights) -> &[Weight],
     /// The weights of a saved interval.
@@ -25,7 +37,7 @@ pub struct ProfileKind {
 }
 
 /// The kinds of profiles sent, in the order each request carries them.
-pub const KINDS: [ProfileKind; 3] = [
+pub const KINDS: [ProfileKind; 5] = [
     ProfileKind {
         name: "cpu",
         sample_type: ("samples", "count"),
@@ -34,6 +46,8 @@ pub const KINDS: [ProfileKind; 3] = [
             0 => 0,
             hz => i64::try_from(1_000_000_000 / hz).unwrap_or(0),
         },
+        threads: true,
+        snapshot: false,
         live: |i| &i.cpu,
         saved: |i| &i.cpu,
     },
@@ -42,6 +56,8 @@ pub const KINDS: [ProfileKind; 3] = [
         sample_type: ("off_cpu", "nanoseconds"),
         period_type: ("off_cpu", "nanoseconds"),
         period: |_| 1,
+        threads: true,
+        snapshot: false,
         live: |i| &i.offcpu,
         saved: |i| &i.offcpu,
     },
@@ -52,10 +68,41 @@ pub const KINDS: [ProfileKind; 3] = [
         sample_type: ("resident_growth", "bytes"),
         period_type: ("page_faults", "count"),
         period: |s| i64::try_from(s.mem_period).unwrap_or(0),
+        threads: true,
+        snapshot: false,
         live: |i| &i.mem,
         saved: |i| &i.mem,
     },
+    // A built-in worker's sampled allocations (alloc.folded per interval), as pprof's
+    // heap profiles name them; the period is the sampling's mean bytes between samples.
+    ProfileKind {
+        name: "alloc",
+        sample_type: ("alloc_space", "bytes"),
+        period_type: ("space", "bytes"),
+        period: |s| i64::try_from(s.alloc_rate).unwrap_or(0),
+        threads: false,
+        snapshot: false,
+        live: |_| &[],
+        saved: |_| &[],
+    },
+    // The bytes its sampled allocations still held at each interval's end: the last
+    // interval's are live-end.folded, the peak's live.folded.
+    ProfileKind {
+        name: "live",
+        sample_type: ("inuse_space", "bytes"),
+        period_type: ("space", "bytes"),
+        period: |s| i64::try_from(s.alloc_rate).unwrap_or(0),
+        threads: false,
+        snapshot: true,
+        live: |_| &[],
+        saved: |_| &[],
+    },
 ];
+
+/// The index in [`KINDS`] of the kind named `name`.
+pub fn kind_index(name: &str) -> Option<usize> {
+    KINDS.iter().position(|k| k.name == name)
+}
 
 /// Weights of one interval: (tid, stack, weight) per kind of [`KINDS`], times in ns from
 /// the run's start.
@@ -93,6 +140,28 @@ impl BatchInterval {
         }
     }
 
+    /// A worker's allocations over one interval: the bytes allocated in it and live at
+    /// its end, per stack (stack id, bytes), as the kinds `alloc` and `live` (without
+    /// threads: weights of thread 0).
+    pub fn from_allocs(
+        t0_ns: u64,
+        t1_ns: u64,
+        allocated: &[(u32, u64)],
+        live: &[(u32, u64)],
+    ) -> BatchInterval {
+        let mut batch = BatchInterval {
+            t0_ns,
+            t1_ns,
+            ..BatchInterval::default()
+        };
+        for (kind, weights) in [("alloc", allocated), ("live", live)] {
+            if let Some(k) = kind_index(kind) {
+                batch.weights[k] = weights.iter().map(|&(s, w)| (0, s, w)).collect();
+            }
+        }
+        batch
+    }
+
     /// Whether it carries no weight of any kind.
     pub fn is_empty(&self) -> bool {
         self.weights.iter().all(Vec::is_empty)
@@ -107,6 +176,8 @@ pub struct Sampling {
     /// One page fault in this many was sampled for the memory profile; 0 when unknown
     /// (a live run learns it only at its end).
     pub mem_period: u64,
+    /// A worker's allocation sampling: mean bytes between samples; 0 when unknown.
+    pub alloc_rate: u64,
 }
 
 impl Sampling {
@@ -115,6 +186,7 @@ impl Sampling {
         Sampling {
             frequency_hz: meta.sampling.frequency_hz,
             mem_period: meta.sampling.mem.as_ref().map_or(0, |m| m.period),
+            alloc_rate: meta.sampling.alloc.as_ref().map_or(0, |a| a.rate),
         }
     }
 }
@@ -146,5 +218,20 @@ mod tests {
         assert_eq!(batch.weights[2], vec![(2, 4, 4_096)]);
         assert!(!batch.is_empty());
         assert!(BatchInterval::default().is_empty());
+        // Neither carries allocations: those come from the worker's samples.
+        assert!(batch.weights[kind_index("alloc").unwrap()].is_empty());
+    }
+
+    #[test]
+    fn allocations_fill_the_allocation_kinds_only() {
+        let batch = BatchInterval::from_allocs(1, 2, &[(3, 4_096)], &[(3, 1_024), (5, 8)]);
+        let (alloc, live) = (kind_index("alloc").unwrap(), kind_index("live").unwrap());
+        assert_eq!(batch.weights[alloc], [(0, 3, 4_096)]);
+        assert_eq!(batch.weights[live], [(0, 3, 1_024), (0, 5, 8)]);
+        for (k, w) in batch.weights.iter().enumerate() {
+            assert_eq!(w.is_empty(), k != alloc && k != live, "{}", KINDS[k].name);
+        }
+        assert!(KINDS[live].snapshot && !KINDS[alloc].snapshot);
+        assert!(!KINDS[live].threads && KINDS[0].threads);
     }
 }

@@ -6,7 +6,8 @@
 //! accepts it behind its `service.profilesSupport` feature gate.
 //!
 //! A live run hands an [`Exporter`] each interval's stacks ([`Exporter::stacks`]) and row
-//! ([`Exporter::row`]); the exporter copies them into a bounded queue and returns, and its
+//! ([`Exporter::row`]), and a built-in worker's allocations ([`Exporter::allocs`]); the
+//! exporter copies them into a bounded queue and returns, and its
 //! own thread builds and sends the requests. A saved session is sent with [`replay()`].
 //!
 //! ```
@@ -32,9 +33,10 @@ pub mod replay;
 pub mod resource;
 pub mod transport;
 
-pub use exporter::{Exporter, RunContext};
-pub use kinds::{KINDS, ProfileKind, Sampling};
+pub use exporter::{Exporter, NamedStacks, RunContext, StackNamer};
+pub use kinds::{BatchInterval, KINDS, ProfileKind, Sampling};
 pub use options::{OtlpOptions, Protocol, parse_headers, redact_headers};
+pub use profiles::StackSource;
 pub use replay::{replay, unix_now_ns};
 pub use resource::resource;
 

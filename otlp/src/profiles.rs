@@ -3,8 +3,9 @@
 //! reference, so that a collector that has just restarted resolves all it receives.
 //!
 //! One profile per kind of [`KINDS`] (on-CPU samples, off-CPU nanoseconds, bytes of
-//! resident growth); one sample per (thread, stack) carrying a value and a timestamp (the
-//! middle of its interval) per interval the request covers.
+//! resident growth; a worker's bytes allocated and live); one sample per (thread, stack)
+//! carrying a value and a timestamp (the middle of its interval, or its end for a level
+//! such as live bytes) per interval the request covers.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -239,7 +240,11 @@ pub fn profiles_request(
         let mut by_key: HashMap<(u32, u32), usize> = HashMap::new();
         let (mut first, mut last) = (u64::MAX, 0u64);
         for interval in intervals {
-            let mid = start_unix_ns.saturating_add(interval.t0_ns / 2 + interval.t1_ns / 2);
+            let stamp = if kind.snapshot {
+                start_unix_ns.saturating_add(interval.t1_ns)
+            } else {
+                start_unix_ns.saturating_add(interval.t0_ns / 2 + interval.t1_ns / 2)
+            };
             for &(tid, stack, weight) in &interval.weights[k] {
                 if weight == 0 {
                     continue;
@@ -250,7 +255,11 @@ pub fn profiles_request(
                     Some(&at) => at,
                     None => {
                         let stack_index = dict.stack(source, stack);
-                        let attribute_indices = dict.thread(source, tid).to_vec();
+                        let attribute_indices = if kind.threads {
+                            dict.thread(source, tid).to_vec()
+                        } else {
+                            Vec::new()
+                        };
                         samples.push(Sample {
                             stack_index,
                             attribute_indices,
@@ -264,7 +273,7 @@ pub fn profiles_request(
                 sample
                     .values
                     .push(i64::try_from(weight).unwrap_or(i64::MAX));
-                sample.timestamps_unix_nano.push(mid);
+                sample.timestamps_unix_nano.push(stamp);
             }
         }
         if samples.is_empty() {
@@ -276,8 +285,9 @@ pub fn profiles_request(
             sample_type: Some(sample_type),
             samples,
             time_unix_nano: first,
-            // Timestamps fall in [time, time + duration): the middles of the intervals do.
-            duration_nano: last.saturating_sub(first).max(1),
+            // Timestamps fall in [time, time + duration): the middles of the intervals do,
+            // and their ends with one nanosecond more.
+            duration_nano: last.saturating_sub(first).max(1) + u64::from(kind.snapshot),
             period_type: Some(period_type),
             period: (kind.period)(&sampling),
             profile_id: profile_id(resource, kind.name, first),
@@ -392,7 +402,7 @@ mod tests {
         BatchInterval {
             t0_ns: t0_s * 1_000_000_000,
             t1_ns: (t0_s + 1) * 1_000_000_000,
-            weights: [cpu, offcpu, mem],
+            weights: [cpu, offcpu, mem, vec![], vec![]],
         }
     }
 
@@ -410,7 +420,7 @@ mod tests {
             1_700_000_000_000_000_000,
             Sampling {
                 frequency_hz: 999,
-                mem_period: 0,
+                ..Sampling::default()
             },
         )
         .expect("weights");
@@ -440,6 +450,7 @@ mod tests {
         let sampling = Sampling {
             frequency_hz: 999,
             mem_period: 16,
+            ..Sampling::default()
         };
         let req =
             profiles_request(&Resource::default(), &t, &intervals, 0, sampling).expect("weights");
@@ -464,6 +475,74 @@ mod tests {
         // One profile per kind that has weight, each with its own id.
         assert_eq!(profiles.len(), 2);
         assert_ne!(profiles[0].profile_id, profiles[1].profile_id);
+    }
+
+    #[test]
+    fn allocations_go_out_as_bytes_allocated_over_and_live_at_the_end_of_intervals() {
+        let t = table();
+        let s = |t0_s: u64, alloc: &[(u32, u64)], live: &[(u32, u64)]| {
+            BatchInterval::from_allocs(t0_s * 1_000, (t0_s + 1) * 1_000, alloc, live)
+        };
+        let intervals = vec![
+            s(0, &[(1, 4_096), (2, 512)], &[(1, 4_096)]),
+            s(1, &[(1, 1_024)], &[(1, 3_072), (2, 256)]),
+        ];
+        let sampling = Sampling {
+            alloc_rate: 524_288,
+            ..Sampling::default()
+        };
+        let req = profiles_request(&Resource::default(), &t, &intervals, 10_000, sampling)
+            .expect("weights");
+        assert_eq!(
+            folded(&req, "alloc_space"),
+            vec![("main;cold".into(), 512), ("main;hot".into(), 5_120)]
+        );
+        let dict = req.dictionary.as_ref().expect("dictionary");
+        let name = |i: i32| dict.string_table[i as usize].as_str();
+        let profiles = &req.resource_profiles[0].scope_profiles[0].profiles;
+        assert_eq!(
+            profiles.len(),
+            2,
+            "no sampler kind: only the allocation kinds"
+        );
+        for p in profiles {
+            let kind = name(p.sample_type.expect("type").type_strindex);
+            let period = p.period_type.expect("period type");
+            assert_eq!(
+                (name(period.type_strindex), name(period.unit_strindex)),
+                ("space", "bytes")
+            );
+            assert_eq!(p.period, 524_288);
+            for sample in &p.samples {
+                assert!(sample.attribute_indices.is_empty(), "no thread");
+                let times: Vec<u64> = sample.timestamps_unix_nano.clone();
+                match kind {
+                    // Allocated over each interval: its middle.
+                    "alloc_space" => assert!(times.iter().all(|t| t % 1_000 == 500)),
+                    // Live at each interval's end.
+                    "inuse_space" => assert!(times.iter().all(|t| t % 1_000 == 0)),
+                    other => panic!("{other}"),
+                }
+            }
+        }
+        // Live bytes per stack at each end, at its time: the last is what the run ended with.
+        let live = profiles
+            .iter()
+            .find(|p| name(p.sample_type.expect("type").type_strindex) == "inuse_space")
+            .expect("a live profile");
+        let mut at_end: Vec<(u64, i64)> = live
+            .samples
+            .iter()
+            .flat_map(|s| {
+                s.timestamps_unix_nano
+                    .iter()
+                    .copied()
+                    .zip(s.values.iter().copied())
+            })
+            .filter(|&(t, _)| t == 12_000)
+            .collect();
+        at_end.sort_unstable();
+        assert_eq!(at_end, [(12_000, 256), (12_000, 3_072)]);
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! profile.add_stacks([(1, &[][..])])?;
 //! profile.sample(0, 1, 524_320, false);
 //! profile.freed(99); // an id never seen: ignored
-//! profile.on_tick(Some(600_000));
+//! profile.on_tick(Some(600_000), 1_000_000_000);
 //! let trees = profile.trees();
 //! assert_eq!(trees.alloc.total_weight(), 524_320);
 //! assert_eq!(trees.live.total_weight(), 524_320);
@@ -28,6 +28,7 @@
 //! allows.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use benchtop_sessions::meta::AllocSamplingInfo;
 use benchtop_sessions::{FrameId, StackTree};
@@ -56,10 +57,31 @@ pub struct AllocTrees {
     pub live_end: StackTree,
 }
 
-/// Sampled allocations of one worker process, as they arrive.
+/// One stretch of the run (a report interval, or what came after the last one), by the
+/// worker's stack ids: what was allocated in it, and what was live at its end.
+#[derive(Debug, Clone)]
+pub struct AllocInterval {
+    /// Where it begins, ns from the run's start.
+    pub t0_ns: u64,
+    /// Where it ends, ns from the run's start.
+    pub t1_ns: u64,
+    /// The sampling's mean bytes between samples.
+    pub rate: u64,
+    /// Bytes allocated in it per stack (stack id, bytes), by stack id; added up over a
+    /// run's intervals, alloc.folded.
+    pub allocated: Vec<(u32, u64)>,
+    /// Bytes live per stack at its end, by stack id: the last interval's is
+    /// live-end.folded, the peak's live.folded.
+    pub live: Vec<(u32, u64)>,
+    /// Where the stack ids are named ([`AllocNames`]).
+    pub stacks: AllocStacks,
+}
+
+/// Stack ids' frames, symbolized in one process's address space.
 #[derive(Debug)]
-pub struct AllocProfile {
+struct Symbols {
     pid: u32,
+    detail: SymbolDetail,
     resolver: Resolver,
     /// Frame names; the stacks of the trees handed out use these ids.
     names: StackTree,
@@ -67,127 +89,31 @@ pub struct AllocProfile {
     process: FrameId,
     /// The worker's stack id → frames, root first (the process's name first).
     stacks: HashMap<u32, Box<[FrameId]>>,
-    /// Every stack id the worker sent and the profile keeps, symbolized or not.
-    known: HashSet<u32>,
-    /// Stacks not symbolized yet (their return addresses, innermost first): symbolizing
-    /// waits until trees are asked for, so that a recorder whose run nobody watches
-    /// does not stall its loop reading debug information mid-run.
-    pending: Vec<(u32, Box<[u64]>)>,
-    /// Sample id → (stack id, bytes it stands for), while its block is live.
-    live: HashMap<u64, (u32, u64)>,
-    allocated: HashMap<u32, u64>,
-    live_by_stack: HashMap<u32, u64>,
-    /// The peak of live bytes seen at a tick (the worker's counter, else the samples'
-    /// estimate) and the live bytes per stack then.
-    peak: Option<(u64, HashMap<u32, u64>)>,
-    info: AllocSamplingInfo,
     /// Scratch for symbolization.
     want: Vec<(u32, u64)>,
 }
 
-impl AllocProfile {
-    /// A profile of the worker `pid`, naming frames as `detail` says.
-    pub fn new(pid: u32, detail: SymbolDetail) -> Self {
+impl Symbols {
+    /// Symbols of `pid`, its stacks rooted at `process`; its mappings are `maps` (the
+    /// text of /proc/PID/maps, read while it lived) or, without them, read now.
+    fn new(pid: u32, detail: SymbolDetail, process: &str, maps: Option<&str>) -> Self {
         let mut resolver = Resolver::new(detail);
         // The worker's mappings, read while it lives: its stacks still symbolize after
         // it exits.
-        resolver.see_process(pid);
+        match maps {
+            Some(text) => resolver.see_maps(pid, text),
+            None => resolver.see_process(pid),
+        }
         let mut names = StackTree::new();
-        let process = names.intern(&process_name(pid));
-        AllocProfile {
+        let process = names.intern(process);
+        Symbols {
             pid,
+            detail,
             resolver,
             names,
             process,
             stacks: HashMap::new(),
-            known: HashSet::new(),
-            pending: Vec::new(),
-            live: HashMap::new(),
-            allocated: HashMap::new(),
-            live_by_stack: HashMap::new(),
-            peak: None,
-            info: AllocSamplingInfo::default(),
             want: Vec::new(),
-        }
-    }
-
-    /// The sampling's mean bytes between samples, and the samples the worker could not
-    /// take, as its latest message says.
-    pub fn set_rate(&mut self, rate: u64, dropped: u64) {
-        self.info.rate = rate;
-        self.info.dropped = dropped;
-    }
-
-    /// New stacks: each a worker's id and its return addresses, innermost first. They
-    /// are symbolized when trees are asked for ([`AllocProfile::resolve`]). A stack id already known is refused
-    /// (the error names it; the other stacks are kept); past [`MAX_STACKS`] stacks are
-    /// dropped, and their samples counted as unattributed.
-    pub fn add_stacks<'a>(
-        &mut self,
-        stacks: impl IntoIterator<Item = (u32, &'a [u64])>,
-    ) -> Result<(), String> {
-        let mut refused = None;
-        for (id, frames) in stacks {
-            if self.known.contains(&id) {
-                refused.get_or_insert_with(|| format!("stack {id} was sent twice"));
-                continue;
-            }
-            if self.known.len() >= MAX_STACKS {
-                continue;
-            }
-            self.known.insert(id);
-            self.pending.push((id, frames.into()));
-        }
-        self.info.stacks = self.known.len() as u64;
-        refused.map_or(Ok(()), Err)
-    }
-
-    /// Symbolizes the stacks that arrived since the last call (the worker's mappings
-    /// were read when the profile began, so this works after it exited too).
-    pub fn resolve(&mut self) {
-        let pending = std::mem::take(&mut self.pending);
-        let stacks: Vec<(u32, &[u64])> = pending.iter().map(|(id, f)| (*id, &f[..])).collect();
-        self.symbolize(&stacks);
-    }
-
-    /// A sampled allocation: its id, its stack's id, the bytes it stands for, and whether
-    /// its block was freed before the worker sent it (then it counts as allocated only).
-    pub fn sample(&mut self, id: u64, stack: u32, bytes: u64, freed: bool) {
-        self.info.samples += 1;
-        if !self.known.contains(&stack) {
-            self.info.unattributed += 1;
-            return;
-        }
-        self.info.bytes = self.info.bytes.saturating_add(bytes);
-        let total = self.allocated.entry(stack).or_default();
-        *total = total.saturating_add(bytes);
-        if freed {
-            return;
-        }
-        if self.live.len() >= MAX_LIVE && !self.live.contains_key(&id) {
-            return;
-        }
-        if let Some(old) = self.live.insert(id, (stack, bytes)) {
-            self.forget(old);
-        }
-        let live = self.live_by_stack.entry(stack).or_default();
-        *live = live.saturating_add(bytes);
-    }
-
-    /// The block of sample `id` was freed (an id not live is ignored).
-    pub fn freed(&mut self, id: u64) {
-        if let Some(old) = self.live.remove(&id) {
-            self.forget(old);
-        }
-    }
-
-    /// A live sample's bytes leave its stack's live total.
-    fn forget(&mut self, (stack, bytes): (u32, u64)) {
-        if let Some(live) = self.live_by_stack.get_mut(&stack) {
-            *live = live.saturating_sub(bytes);
-            if *live == 0 {
-                self.live_by_stack.remove(&stack);
-            }
         }
     }
 
@@ -237,10 +163,248 @@ impl AllocProfile {
         // Spans handed out so far are copied: the caches may be trimmed now.
         self.resolver.end_batch(0);
     }
+}
 
-    /// A tick arrived, carrying the worker's `live_bytes` counter when it has one: the
-    /// live bytes per stack are kept when they are the most seen so far.
-    pub fn on_tick(&mut self, live_bytes: Option<u64>) {
+/// An allocation profile's stacks as the worker sent them (return addresses), shared with
+/// a consumer on another thread (an OTLP exporter) that names them there with an
+/// [`AllocNames`] of its own, so the recorder's thread never waits on debug information.
+/// Cheap to clone; it holds at most [`MAX_STACKS`] stacks of the protocol's frames.
+#[derive(Clone)]
+pub struct AllocStacks {
+    shared: Arc<SharedStacks>,
+}
+
+struct SharedStacks {
+    pid: u32,
+    detail: SymbolDetail,
+    /// The worker's name, the root of every stack.
+    process: String,
+    /// /proc/PID/maps as read when the profile began (empty when it could not be).
+    maps: String,
+    /// Every stack kept so far, in the order they came.
+    log: Mutex<Vec<(u32, Box<[u64]>)>>,
+}
+
+impl std::fmt::Debug for AllocStacks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AllocStacks")
+            .field("pid", &self.shared.pid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AllocStacks {
+    fn push(&self, id: u32, frames: &[u64]) {
+        self.shared
+            .log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((id, frames.into()));
+    }
+}
+
+/// Names of an [`AllocStacks`]'s stacks, symbolized on the thread that holds it, the
+/// same way the recorder's own profile names them (so a stack is the same folded line in
+/// alloc.folded and wherever these names go).
+#[derive(Debug)]
+pub struct AllocNames {
+    stacks: AllocStacks,
+    symbols: Symbols,
+    /// Stacks of the log named so far.
+    seen: usize,
+}
+
+impl AllocNames {
+    /// Names for `stacks`, with a symbolizer of its own (nothing is read until
+    /// [`AllocNames::update`]).
+    pub fn new(stacks: &AllocStacks) -> AllocNames {
+        let s = &stacks.shared;
+        let maps = (!s.maps.is_empty()).then_some(s.maps.as_str());
+        AllocNames {
+            stacks: stacks.clone(),
+            symbols: Symbols::new(s.pid, s.detail, &s.process, maps),
+            seen: 0,
+        }
+    }
+
+    /// Symbolizes the stacks that came since the last call.
+    pub fn update(&mut self) {
+        let new: Vec<(u32, Box<[u64]>)> = {
+            let log = self
+                .stacks
+                .shared
+                .log
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            log.get(self.seen..).unwrap_or_default().to_vec()
+        };
+        self.seen += new.len();
+        let stacks: Vec<(u32, &[u64])> = new.iter().map(|(id, f)| (*id, &f[..])).collect();
+        self.symbols.symbolize(&stacks);
+    }
+
+    /// Stack `id`'s frame names, root first (the worker's name first), once
+    /// [`AllocNames::update`] has named it.
+    pub fn frames(&self, id: u32) -> Option<impl DoubleEndedIterator<Item = &str>> {
+        let path = self.symbols.stacks.get(&id)?;
+        Some(path.iter().map(|&f| self.symbols.names.name(f)))
+    }
+}
+
+/// Sampled allocations of one worker process, as they arrive.
+#[derive(Debug)]
+pub struct AllocProfile {
+    symbols: Symbols,
+    /// Every stack id the worker sent and the profile keeps, symbolized or not.
+    known: HashSet<u32>,
+    /// Stacks not symbolized yet (their return addresses, innermost first): symbolizing
+    /// waits until trees are asked for, so that a recorder whose run nobody watches
+    /// does not stall its loop reading debug information mid-run.
+    pending: Vec<(u32, Box<[u64]>)>,
+    /// The stacks shared with a consumer on another thread, once one asked.
+    shared: Option<AllocStacks>,
+    /// Sample id → (stack id, bytes it stands for), while its block is live.
+    live: HashMap<u64, (u32, u64)>,
+    allocated: HashMap<u32, u64>,
+    /// Bytes allocated per stack since the last [`AllocProfile::take_interval`].
+    since: HashMap<u32, u64>,
+    live_by_stack: HashMap<u32, u64>,
+    /// The peak of live bytes seen at a tick (the worker's counter, else the samples'
+    /// estimate) and the live bytes per stack then.
+    peak: Option<(u64, HashMap<u32, u64>)>,
+    info: AllocSamplingInfo,
+}
+
+impl AllocProfile {
+    /// A profile of the worker `pid`, naming frames as `detail` says.
+    pub fn new(pid: u32, detail: SymbolDetail) -> Self {
+        AllocProfile {
+            symbols: Symbols::new(pid, detail, &process_name(pid), None),
+            known: HashSet::new(),
+            pending: Vec::new(),
+            shared: None,
+            live: HashMap::new(),
+            allocated: HashMap::new(),
+            since: HashMap::new(),
+            live_by_stack: HashMap::new(),
+            peak: None,
+            info: AllocSamplingInfo::default(),
+        }
+    }
+
+    /// The profile's stacks, for a consumer on another thread to name with
+    /// [`AllocNames`]: from the first call on, every stack the worker sends is also kept
+    /// there (call it before the first [`AllocProfile::add_stacks`]: stacks that came
+    /// before are not).
+    pub fn share_stacks(&mut self) -> AllocStacks {
+        self.shared
+            .get_or_insert_with(|| {
+                let pid = self.symbols.pid;
+                AllocStacks {
+                    shared: Arc::new(SharedStacks {
+                        pid,
+                        detail: self.symbols.detail,
+                        process: self.symbols.names.name(self.symbols.process).to_owned(),
+                        maps: std::fs::read_to_string(format!("/proc/{pid}/maps"))
+                            .unwrap_or_default(),
+                        log: Mutex::new(Vec::new()),
+                    }),
+                }
+            })
+            .clone()
+    }
+
+    /// The sampling's mean bytes between samples, and the samples the worker could not
+    /// take, as its latest message says.
+    pub fn set_rate(&mut self, rate: u64, dropped: u64) {
+        self.info.rate = rate;
+        self.info.dropped = dropped;
+    }
+
+    /// New stacks: each a worker's id and its return addresses, innermost first. They
+    /// are symbolized when trees are asked for ([`AllocProfile::resolve`]). A stack id already known is refused
+    /// (the error names it; the other stacks are kept); past [`MAX_STACKS`] stacks are
+    /// dropped, and their samples counted as unattributed.
+    pub fn add_stacks<'a>(
+        &mut self,
+        stacks: impl IntoIterator<Item = (u32, &'a [u64])>,
+    ) -> Result<(), String> {
+        let mut refused = None;
+        for (id, frames) in stacks {
+            if self.known.contains(&id) {
+                refused.get_or_insert_with(|| format!("stack {id} was sent twice"));
+                continue;
+            }
+            if self.known.len() >= MAX_STACKS {
+                continue;
+            }
+            self.known.insert(id);
+            if let Some(shared) = &self.shared {
+                shared.push(id, frames);
+            }
+            self.pending.push((id, frames.into()));
+        }
+        self.info.stacks = self.known.len() as u64;
+        refused.map_or(Ok(()), Err)
+    }
+
+    /// Symbolizes the stacks that arrived since the last call (the worker's mappings
+    /// were read when the profile began, so this works after it exited too).
+    pub fn resolve(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        let stacks: Vec<(u32, &[u64])> = pending.iter().map(|(id, f)| (*id, &f[..])).collect();
+        self.symbols.symbolize(&stacks);
+    }
+
+    /// A sampled allocation: its id, its stack's id, the bytes it stands for, and whether
+    /// its block was freed before the worker sent it (then it counts as allocated only).
+    pub fn sample(&mut self, id: u64, stack: u32, bytes: u64, freed: bool) {
+        self.info.samples += 1;
+        if !self.known.contains(&stack) {
+            self.info.unattributed += 1;
+            return;
+        }
+        self.info.bytes = self.info.bytes.saturating_add(bytes);
+        for total in [
+            self.allocated.entry(stack).or_default(),
+            self.since.entry(stack).or_default(),
+        ] {
+            *total = total.saturating_add(bytes);
+        }
+        if freed {
+            return;
+        }
+        if self.live.len() >= MAX_LIVE && !self.live.contains_key(&id) {
+            return;
+        }
+        if let Some(old) = self.live.insert(id, (stack, bytes)) {
+            self.forget(old);
+        }
+        let live = self.live_by_stack.entry(stack).or_default();
+        *live = live.saturating_add(bytes);
+    }
+
+    /// The block of sample `id` was freed (an id not live is ignored).
+    pub fn freed(&mut self, id: u64) {
+        if let Some(old) = self.live.remove(&id) {
+            self.forget(old);
+        }
+    }
+
+    /// A live sample's bytes leave its stack's live total.
+    fn forget(&mut self, (stack, bytes): (u32, u64)) {
+        if let Some(live) = self.live_by_stack.get_mut(&stack) {
+            *live = live.saturating_sub(bytes);
+            if *live == 0 {
+                self.live_by_stack.remove(&stack);
+            }
+        }
+    }
+
+    /// A tick arrived `t_ns` after the run's start, carrying the worker's `live_bytes`
+    /// counter when it has one: the live bytes per stack are kept when they are the most
+    /// seen so far.
+    pub fn on_tick(&mut self, live_bytes: Option<u64>, t_ns: u64) {
         let sampled: u64 = self
             .live_by_stack
             .values()
@@ -249,8 +413,32 @@ impl AllocProfile {
         if self.peak.as_ref().is_none_or(|(peak, _)| level >= *peak) {
             self.peak = Some((level, self.live_by_stack.clone()));
             self.info.peak_live_bytes = sampled;
+            self.info.peak_t_ns = Some(t_ns);
         }
         self.info.end_live_bytes = sampled;
+    }
+
+    /// The interval from `t0_ns` to `t1_ns` ended: the bytes allocated per stack since
+    /// the last call (they start again from zero) and the bytes live per stack now. Only
+    /// once [`AllocProfile::share_stacks`] was called (its stacks name the ids); `None`
+    /// before.
+    pub fn take_interval(&mut self, t0_ns: u64, t1_ns: u64) -> Option<AllocInterval> {
+        let stacks = self.shared.clone()?;
+        let sorted = |map: &HashMap<u32, u64>| {
+            let mut v: Vec<(u32, u64)> = map.iter().map(|(&s, &b)| (s, b)).collect();
+            v.sort_unstable();
+            v
+        };
+        let allocated = sorted(&self.since);
+        self.since.clear();
+        Some(AllocInterval {
+            t0_ns,
+            t1_ns,
+            rate: self.info.rate,
+            allocated,
+            live: sorted(&self.live_by_stack),
+            stacks,
+        })
     }
 
     /// Whether any sample arrived.
@@ -268,13 +456,14 @@ impl AllocProfile {
     /// The profiles as they stand: allocated, live at the peak, live now.
     pub fn trees(&mut self) -> AllocTrees {
         self.resolve();
+        let symbols = &self.symbols;
         let tree = |weights: &HashMap<u32, u64>| {
-            let mut tree = self.names.clone();
+            let mut tree = symbols.names.clone();
             let mut ids: Vec<_> = weights.iter().collect();
             // The same profile gives the same tree, whatever the map's order.
             ids.sort_unstable();
             for (id, &bytes) in ids {
-                if let Some(frames) = self.stacks.get(id) {
+                if let Some(frames) = symbols.stacks.get(id) {
                     tree.add(frames, bytes);
                 }
             }
@@ -388,14 +577,14 @@ mod tests {
         p.sample(11, 1, 1000, false);
         p.sample(12, 2, 3000, false);
         p.sample(13, 2, 500, true);
-        p.on_tick(Some(5000));
+        p.on_tick(Some(5000), 1);
         // Stack 2's block is freed, a new sample of stack 1 comes, an unknown stack's
         // sample is counted apart, an unknown free ignored.
         p.sample(14, 1, 1000, false);
         p.sample(15, 9, 7000, false);
         p.freed(12);
         p.freed(99);
-        p.on_tick(Some(3000));
+        p.on_tick(Some(3000), 2);
         let trees = p.trees();
         assert_eq!(trees.alloc.total_weight(), 6500);
         assert_eq!(trees.live.total_weight(), 5000, "the peak: before the free");
@@ -412,6 +601,51 @@ mod tests {
             folded.lines().all(|l| l.contains(NO_STACK_FRAME)),
             "{folded}"
         );
+    }
+
+    #[test]
+    fn intervals_add_up_to_the_allocated_profile_and_end_on_the_live_one() {
+        let mut p = AllocProfile::new(std::process::id(), SymbolDetail::NamesOnly);
+        assert!(p.take_interval(0, 1).is_none(), "nothing shared yet");
+        let stacks = p.share_stacks();
+        p.set_rate(1000, 0);
+        let addr = alloc_profile_test_fn as *const () as usize as u64 + 2;
+        p.add_stacks([(1, &[addr][..]), (2, &[][..])]).unwrap();
+        p.sample(10, 1, 1000, false);
+        p.sample(11, 2, 3000, false);
+        p.on_tick(Some(4000), 100);
+        let first = p.take_interval(0, 100).expect("shared");
+        assert_eq!(first.allocated, [(1, 1000), (2, 3000)]);
+        assert_eq!(first.live, [(1, 1000), (2, 3000)]);
+        assert_eq!(first.rate, 1000);
+        p.sample(12, 1, 500, true);
+        p.freed(11);
+        p.on_tick(Some(1000), 200);
+        let second = p.take_interval(100, 200).expect("shared");
+        assert_eq!(second.allocated, [(1, 500)], "since the last interval only");
+        assert_eq!(second.live, [(1, 1000)]);
+        let empty = p.take_interval(200, 300).expect("shared");
+        assert!(empty.allocated.is_empty());
+        assert_eq!(p.info().peak_t_ns, Some(100));
+        // Named on another thread, the stacks are the trees' folded lines.
+        let trees = p.trees();
+        let named = std::thread::spawn(move || {
+            let mut names = AllocNames::new(&stacks);
+            names.update();
+            let line = |id| names.frames(id).map(|f| f.collect::<Vec<_>>().join(";"));
+            (line(1), line(2), line(3))
+        })
+        .join()
+        .unwrap();
+        let folded = trees.alloc.to_folded();
+        let one = named.0.expect("stack 1 named");
+        assert!(one.contains("alloc_profile_test_fn"), "{one}");
+        assert!(
+            folded.contains(&format!("{one} 1500\n")),
+            "{one} in {folded}"
+        );
+        assert!(named.1.is_some());
+        assert_eq!(named.2, None, "a stack never sent");
     }
 
     #[test]

@@ -376,23 +376,32 @@ impl Resolver {
         }
         let mut line = std::mem::take(&mut self.line);
         let path = PathBuf::from(format!("/proc/{pid}/maps"));
-        let read = procfs::read_into(&path, &mut line).is_ok();
+        if procfs::read_into(&path, &mut line).is_err() {
+            line.clear();
+        }
+        self.see_maps(pid, &line);
+        self.line = line;
+    }
+
+    /// Takes `text` (/proc/PID/maps as read earlier, by another resolver's owner) as
+    /// `pid`'s mapping table, unless it has one already.
+    pub fn see_maps(&mut self, pid: u32, text: &str) {
+        if self.procs.get(&pid).is_some_and(|p| p.maps_known) {
+            return;
+        }
         let mut maps = Vec::new();
-        if read {
-            for l in line.lines() {
-                if let Some(m) = procfs::parse_maps_line(l) {
-                    let file = self.files.id(Path::new(m.path));
-                    maps.push(Mapping {
-                        start: m.start,
-                        end: m.end,
-                        pgoff: m.offset,
-                        file,
-                        since: 0,
-                    });
-                }
+        for l in text.lines() {
+            if let Some(m) = procfs::parse_maps_line(l) {
+                let file = self.files.id(Path::new(m.path));
+                maps.push(Mapping {
+                    start: m.start,
+                    end: m.end,
+                    pgoff: m.offset,
+                    file,
+                    since: 0,
+                });
             }
         }
-        self.line = line;
         let proc = self.procs.entry(pid).or_default();
         proc.maps_known = true;
         for m in maps {

@@ -24,9 +24,15 @@ impl Run<'_> {
         }
         let pid = self.worker.pid();
         let symbols = self.opts.sampler.symbols;
-        let profile = self
-            .allocs
-            .get_or_insert_with(|| AllocProfile::new(pid, symbols));
+        let streamed = self.opts.stream.is_some();
+        let profile = self.allocs.get_or_insert_with(|| {
+            let mut profile = AllocProfile::new(pid, symbols);
+            if streamed {
+                // The stream names the stacks on its own thread.
+                profile.share_stacks();
+            }
+            profile
+        });
         profile.set_rate(message.rate, message.dropped);
         let stacks = profile.add_stacks(message.stacks.iter().map(|s| (s.id, s.frames.as_slice())));
         for s in &message.samples {
@@ -45,7 +51,19 @@ impl Run<'_> {
     /// so far.
     pub(crate) fn alloc_tick(&mut self, tick: &Tick) {
         if let Some(profile) = &mut self.allocs {
-            profile.on_tick(tick.counters.get(LIVE_BYTES).copied());
+            profile.on_tick(tick.counters.get(LIVE_BYTES).copied(), tick.t_ns);
+        }
+    }
+
+    /// A row ended the interval from `t0_ns` to `t1_ns`: the bytes allocated in it per
+    /// stack (the samples that arrived since the last row) and the live bytes per stack
+    /// now go to the stream.
+    pub(crate) fn stream_allocs(&mut self, t0_ns: u64, t1_ns: u64) {
+        let (Some(stream), Some(profile)) = (&self.opts.stream, &mut self.allocs) else {
+            return;
+        };
+        if let Some(interval) = profile.take_interval(t0_ns, t1_ns) {
+            stream.allocs(&interval);
         }
     }
 
@@ -62,12 +80,19 @@ impl Run<'_> {
     /// alloc.folded, live.folded and live-end.folded with their flamegraphs, and
     /// `sampling.alloc`, when the worker sampled anything.
     pub(crate) fn write_allocs(&mut self, warnings: &mut Vec<String>) {
+        if self.allocs.as_ref().is_none_or(AllocProfile::is_empty) {
+            return;
+        }
+        // What came after the last row, and the live bytes at the end (live-end.folded),
+        // to the stream.
+        let end_ns = self.data.started_at.map_or(0, |s| {
+            u64::try_from(s.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        });
+        let last = self.data.last_t_ns;
+        self.stream_allocs(last, end_ns.max(last + 1));
         let Some(mut profile) = self.allocs.take() else {
             return;
         };
-        if profile.is_empty() {
-            return;
-        }
         let AllocTrees {
             alloc,
             live,

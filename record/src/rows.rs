@@ -128,6 +128,7 @@ impl Run<'_> {
         }
         self.tell_stream_drops();
         self.end_stacks_interval(tick.t_ns)?;
+        self.stream_allocs(self.data.last_t_ns, tick.t_ns);
         self.publish(&row, live_histograms);
         self.data.last_t_ns = tick.t_ns;
         self.data.last_counters.clone_from(&tick.counters);

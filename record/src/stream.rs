@@ -6,6 +6,7 @@
 
 use std::time::SystemTime;
 
+use benchtop_profilers::allocations::AllocInterval;
 use benchtop_sessions::intervals::StacksChunk;
 use benchtop_sessions::{SessionMeta, TimeseriesRow};
 use hdrhistogram::Histogram;
@@ -23,6 +24,11 @@ pub trait IntervalStream: Send + Sync + std::fmt::Debug {
     fn row(&self, row: &TimeseriesRow, histograms: &[(String, Histogram<u64>)]);
     /// Stacks as appended to stacks.jsonl (new definitions, then interval weights).
     fn stacks(&self, chunk: &StacksChunk);
+    /// A built-in worker's sampled allocations of one interval (bytes allocated in it and
+    /// live at its end, per stack), at each row and once more at the end of the run.
+    fn allocs(&self, interval: &AllocInterval) {
+        let _ = interval;
+    }
     /// The run ended: what is still queued may be sent for a bounded time; what the
     /// stream has to say (warnings, what it sent) goes into the session's metadata.
     fn finish(&self, meta: &mut SessionMeta);

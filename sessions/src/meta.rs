@@ -340,6 +340,10 @@ pub struct AllocSamplingInfo {
     /// Live bytes the samples stood for at the end (live-end.folded's total).
     #[serde(default)]
     pub end_live_bytes: u64,
+    /// When the peak of live bytes was (the tick live.folded was taken at), ns from the
+    /// run's start; absent in sessions recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_t_ns: Option<u64>,
     /// Samples the worker could not take because its tables were full.
     #[serde(default)]
     pub dropped: u64,

@@ -7,7 +7,11 @@ use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use benchtop_otlp::{Exporter, OtlpOptions, Protocol, RunContext, Sampling};
+use benchtop_otlp::{
+    BatchInterval, Exporter, NamedStacks, OtlpOptions, Protocol, RunContext, Sampling, StackNamer,
+    StackSource,
+};
+use benchtop_profilers::allocations::{AllocInterval, AllocNames, AllocStacks};
 use benchtop_record::{IntervalStream, StreamDrops};
 use benchtop_sessions::intervals::StacksChunk;
 use benchtop_sessions::meta::OtlpInfo;
@@ -169,11 +173,52 @@ pub struct OtlpStream {
     run: Mutex<Run>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Run {
     exporter: Option<Exporter>,
     /// Why the exporter could not start.
     failed: Option<String>,
+    /// The worker's allocation stacks, once it sent allocations.
+    alloc_namer: Option<std::sync::Arc<dyn StackNamer>>,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run")
+            .field("exporter", &self.exporter)
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A worker's allocation stacks, named on the exporter's thread with a symbolizer of its
+/// own (the recorder's thread never waits on debug information for them).
+struct AllocNamer(AllocStacks);
+
+impl StackNamer for AllocNamer {
+    fn names(&self) -> Box<dyn NamedStacks> {
+        Box::new(AllocNameSource(AllocNames::new(&self.0)))
+    }
+}
+
+struct AllocNameSource(AllocNames);
+
+impl StackSource for AllocNameSource {
+    fn frames<'a>(&'a self, id: u32, out: &mut Vec<&'a str>) {
+        if let Some(frames) = self.0.frames(id) {
+            out.extend(frames.rev());
+        }
+    }
+
+    fn thread(&self, _tid: u32) -> Option<&str> {
+        None
+    }
+}
+
+impl NamedStacks for AllocNameSource {
+    fn update(&mut self) {
+        self.0.update();
+    }
 }
 
 impl OtlpStream {
@@ -230,6 +275,23 @@ impl IntervalStream for OtlpStream {
             if let Some(e) = &run.exporter {
                 e.stacks(chunk);
             }
+        });
+    }
+
+    fn allocs(&self, interval: &AllocInterval) {
+        self.with(|run| {
+            let Some(e) = &run.exporter else { return };
+            let namer = run.alloc_namer.get_or_insert_with(|| {
+                std::sync::Arc::new(AllocNamer(interval.stacks.clone()))
+                    as std::sync::Arc<dyn StackNamer>
+            });
+            let batch = BatchInterval::from_allocs(
+                interval.t0_ns,
+                interval.t1_ns,
+                &interval.allocated,
+                &interval.live,
+            );
+            e.allocs(namer, batch, interval.rate);
         });
     }
 
