@@ -280,6 +280,28 @@ fn cpu_totals(received: &Received) -> BTreeMap<String, u64> {
 /// resolved through each request's own dictionary.
 fn profile_totals(received: &Received, kind: &str, unit: &str) -> BTreeMap<String, u64> {
     let mut totals = BTreeMap::new();
+    for_each_value(received, kind, unit, |stack, _, weight| {
+        *totals.entry(stack.to_owned()).or_insert(0) += weight;
+    });
+    totals
+}
+
+/// The weights per folded stack at each time, of the profiles of sample type (`kind`,
+/// `unit`): a level's snapshots (live bytes at each interval's end).
+fn snapshots(received: &Received, kind: &str, unit: &str) -> BTreeMap<u64, BTreeMap<String, u64>> {
+    let mut at: BTreeMap<u64, BTreeMap<String, u64>> = BTreeMap::new();
+    for_each_value(received, kind, unit, |stack, t, weight| {
+        *at.entry(t)
+            .or_default()
+            .entry(stack.to_owned())
+            .or_insert(0) += weight;
+    });
+    at
+}
+
+/// Calls `f` with the folded stack, time and value of every value of the profiles of
+/// sample type (`kind`, `unit`), resolved through each request's own dictionary.
+fn for_each_value(received: &Received, kind: &str, unit: &str, mut f: impl FnMut(&str, u64, u64)) {
     for req in &received.profiles {
         let dict = req
             .dictionary
@@ -305,15 +327,16 @@ fn profile_totals(received: &Received, kind: &str, unit: &str) -> BTreeMap<Strin
                             })
                             .collect();
                         names.reverse();
+                        let stack = names.join(";");
                         assert_eq!(sample.values.len(), sample.timestamps_unix_nano.len());
-                        let weight: i64 = sample.values.iter().sum();
-                        *totals.entry(names.join(";")).or_insert(0) += weight as u64;
+                        for (&v, &t) in sample.values.iter().zip(&sample.timestamps_unix_nano) {
+                            f(&stack, t, v as u64);
+                        }
                     }
                 }
             }
         }
     }
-    totals
 }
 
 fn folded(path: &Path) -> BTreeMap<String, u64> {
@@ -711,6 +734,95 @@ fn memory_profiles_reach_the_collector_in_bytes_live_and_replayed() {
             }
         }
     }
+}
+
+#[test]
+fn a_worker_s_allocation_profiles_reach_the_collector_live_and_replayed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sink = Sink::start();
+    let collector = Collector::start(tmp.path(), &sink);
+    let dir = tmp.path().join("s");
+    // The ring's asks pile up in their actors' slabs, then unwind: live bytes rise to a
+    // peak and fall. 4 KiB between samples: thousands of samples.
+    let output = benchtop()
+        .args(["run", "ring", "--mode", "ask", "--num-nodes", "1000"])
+        .args(["--num-rounds", "1000", "--alloc-sample", "4096"])
+        .args(["--profile", "none", "--interval", "100ms", "--quiet"])
+        .arg("--record")
+        .arg(&dir)
+        .arg("--otlp")
+        .arg(format!("http://127.0.0.1:{}", collector.grpc))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let allocated = folded(&dir.join("alloc.folded"));
+    let live_end = folded(&dir.join("live-end.folded"));
+    let peak = folded(&dir.join("live.folded"));
+    let bytes: u64 = allocated.values().sum();
+    assert!(bytes >= 1 << 20, "alloc.folded holds {bytes} bytes");
+    // What the run ended holding (the runtime, the lap histograms) is not nothing, so
+    // the last snapshot has something to show.
+    assert!(!live_end.is_empty());
+    let alloc = |r: &Received| profile_totals(r, "alloc_space", "bytes");
+    let live = |r: &Received| snapshots(r, "inuse_space", "bytes");
+    let wait_for_all = |what: &str| {
+        wait_until(what, Duration::from_secs(60), || {
+            sink.with(|r| {
+                alloc(r).values().sum::<u64>() >= bytes
+                    && live(r).values().next_back() == Some(&live_end)
+            })
+        })
+    };
+    wait_for_all("the allocation profiles through the collector");
+    let got = sink.take();
+    assert!(got.bad.is_empty(), "{:?}", got.bad);
+    // The bytes allocated per stack, added up over the intervals, are alloc.folded's.
+    assert_eq!(alloc(&got), allocated);
+    // Streamed interval by interval: at several times, and live bytes with each.
+    let mut alloc_times = std::collections::BTreeSet::new();
+    for_each_value(&got, "alloc_space", "bytes", |_, t, _| {
+        alloc_times.insert(t);
+    });
+    assert!(alloc_times.len() >= 5, "allocations at {alloc_times:?}");
+    let streamed = live(&got);
+    assert!(streamed.len() >= 5, "{} snapshots", streamed.len());
+    // The last snapshot of live bytes is what the run ended holding (live-end.folded);
+    // the highest of them is about the peak that live.folded holds (taken at a tick,
+    // where the snapshots are taken at the rows).
+    assert_eq!(streamed.values().next_back(), Some(&live_end));
+    let total = |m: &BTreeMap<String, u64>| m.values().sum::<u64>();
+    let highest = streamed.values().map(total).max().unwrap();
+    assert!(
+        highest >= total(&peak) / 2 && highest > total(&live_end),
+        "highest snapshot {highest}, live.folded {}, live-end.folded {}",
+        total(&peak),
+        total(&live_end)
+    );
+    // Their period is the sampling's bytes between samples.
+    for req in &got.profiles {
+        let strings = &req.dictionary.as_ref().unwrap().string_table;
+        for p in &req.resource_profiles[0].scope_profiles[0].profiles {
+            let pt = p.period_type.unwrap();
+            if strings[pt.type_strindex as usize] == "space" {
+                assert_eq!(p.period, 4096);
+                assert_eq!(strings[pt.unit_strindex as usize], "bytes");
+            }
+        }
+    }
+
+    // Replayed over HTTP/protobuf: the same bytes allocated per stack, and live bytes at
+    // the peak (live.folded) and at the end (live-end.folded), in that order.
+    export_over_http(&dir, &collector);
+    wait_for_all("the replayed allocation profiles");
+    let replayed = sink.take();
+    assert_eq!(alloc(&replayed), allocated);
+    let snapshots: Vec<BTreeMap<String, u64>> = live(&replayed).into_values().collect();
+    assert_eq!(snapshots, [peak, live_end]);
 }
 
 #[test]
