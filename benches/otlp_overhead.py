@@ -11,7 +11,8 @@
    builds run in every round, so the table is a before/after of the cost.
 2. Bytes per interval: session.json's `otlp` (requests and their protobuf bytes) over
    the rows, for the ring and for kvstore, each with the default `--profile both` and with `--profile all`
-   (on-CPU, off-CPU and page-fault stacks).
+   (on-CPU, off-CPU and page-fault stacks), and with the worker's allocation profiles on
+   (the default) and off (`--alloc-sample 0`).
 3. The collector away: ring runs side by side for `--down` seconds, one without --otlp,
    one streaming to a port nobody listens on (every connection refused) and one to a
    listener that accepts and never answers (every request times out, so the queue fills);
@@ -225,17 +226,20 @@ def bytes_per_interval(benchtop, args, tmp, endpoint):
     before = load()
     lines = []
     for workload in ["ring", "kvstore"]:
-        for profile in ["both", "all"]:
+        # The worker's allocation profiles (alloc, live) on at the default rate, and off.
+        for profile, alloc in [("both", "on"), ("both", "off"), ("all", "on")]:
             rounds = ["--num-rounds", "1000000000"] if workload == "ring" else []
+            sample = [] if alloc == "on" else ["--alloc-sample", "0"]
             meta, rows, _, _ = record(benchtop, workload,
-                                      rounds + ["--duration", args.duration, "--profile", profile],
+                                      rounds + sample + ["--duration", args.duration,
+                                                         "--profile", profile],
                                       tmp, f"bytes-{workload}", endpoint)
             o = meta["otlp"]
-            lines.append(f"{workload:<10}{profile:<9}{rows:>6}{o['requests']:>10}{o['bytes']:>12,}"
-                         f"{o['bytes'] / max(rows, 1):>16,.0f}{o['dropped']:>9}")
+            lines.append(f"{workload:<10}{profile:<9}{alloc:<7}{rows:>6}{o['requests']:>10}"
+                         f"{o['bytes']:>12,}{o['bytes'] / max(rows, 1):>16,.0f}{o['dropped']:>9}")
     print(f"bytes sent, {args.duration} runs at 1 s intervals "
           f"(load average {before:.2f} before, {load():.2f} after)")
-    print(f"{'workload':<10}{'profile':<9}{'rows':>6}{'requests':>10}{'bytes':>12}"
+    print(f"{'workload':<10}{'profile':<9}{'alloc':<7}{'rows':>6}{'requests':>10}{'bytes':>12}"
           f"{'bytes/interval':>16}{'dropped':>9}")
     for line in lines:
         print(line)

@@ -14,8 +14,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use benchtop_sessions::intervals::IntervalStacks;
 use benchtop_sessions::limits::LoadOptions;
+use benchtop_sessions::store::MemoryStacks;
 use benchtop_sessions::{Session, SessionMeta, StackTree};
 use hdrhistogram::Histogram;
+use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
+use opentelemetry_proto::tonic::resource::v1::Resource;
 
 use crate::exporter::Counts;
 use crate::kinds::{BatchInterval, Sampling, kind_index};
@@ -53,7 +56,7 @@ fn run_start_unix_ns(session: &Session) -> Result<(u64, f64), OtlpError> {
 }
 
 /// The resource of a saved session.
-fn session_resource(meta: &SessionMeta) -> opentelemetry_proto::tonic::resource::v1::Resource {
+fn session_resource(meta: &SessionMeta) -> Resource {
     resource(meta, meta.worker.pid)
 }
 
@@ -99,7 +102,7 @@ pub fn replay(dir: &Path, opts: &OtlpOptions) -> Result<Report, OtlpError> {
             }
         }
     }
-    if let Some(request) = allocations_request(&session, &resource, start_unix_ns, sampling) {
+    if let Some(request) = session_allocations(&session, &resource, start_unix_ns, sampling) {
         counts.send(&mut transport, opts, &Payload::Profiles(request), &never);
     }
     Ok(counts.report(opts))
@@ -142,23 +145,53 @@ impl StackSource for FoldedStacks {
 /// live.folded at the peak's tick (when session.json says when it was, and it was before
 /// the last row) and live-end.folded at the last row, so the bytes per stack a collector
 /// receives are the folded files'. `None` for a session without them.
-fn allocations_request(
+fn session_allocations(
     session: &Session,
-    resource: &opentelemetry_proto::tonic::resource::v1::Resource,
+    resource: &Resource,
     start_unix_ns: u64,
     sampling: Sampling,
-) -> Option<
-    opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest,
-> {
-    let memory = &session.memory;
-    let (alloc, live) = (kind_index("alloc")?, kind_index("live")?);
-    let end_ns = session
+) -> Option<ExportProfilesServiceRequest> {
+    let end_s = session
         .rows
         .iter()
         .map(|r| r.t_s)
         .filter(|t| t.is_finite() && *t >= 0.0)
         .fold(0.0, f64::max);
-    let end_ns = (end_ns.min(1e9) * 1e9) as u64;
+    let peak_ns = session
+        .meta
+        .sampling
+        .alloc
+        .as_ref()
+        .and_then(|a| a.peak_t_ns);
+    let times = RunTimes {
+        start_unix_ns,
+        end_ns: (end_s.min(1e9) * 1e9) as u64,
+        peak_ns,
+    };
+    allocations_request(&session.memory, resource, times, sampling)
+}
+
+/// When a saved run began (wall clock), ended and peaked (ns from its start).
+#[derive(Debug, Clone, Copy)]
+struct RunTimes {
+    start_unix_ns: u64,
+    end_ns: u64,
+    peak_ns: Option<u64>,
+}
+
+/// The allocation profiles of `memory` as one request (see [`session_allocations`]).
+fn allocations_request(
+    memory: &MemoryStacks,
+    resource: &Resource,
+    times: RunTimes,
+    sampling: Sampling,
+) -> Option<ExportProfilesServiceRequest> {
+    let (alloc, live) = (kind_index("alloc")?, kind_index("live")?);
+    let RunTimes {
+        start_unix_ns,
+        end_ns,
+        peak_ns,
+    } = times;
     let mut stacks = FoldedStacks::default();
     let mut intervals = Vec::new();
     if let Some(tree) = &memory.alloc {
@@ -170,12 +203,6 @@ fn allocations_request(
         whole.weights[alloc] = stacks.add(tree);
         intervals.push(whole);
     }
-    let peak_ns = session
-        .meta
-        .sampling
-        .alloc
-        .as_ref()
-        .and_then(|a| a.peak_t_ns);
     let mut snapshot = |tree: &StackTree, at_ns: u64| {
         let mut at = BatchInterval {
             t0_ns: at_ns,
@@ -201,4 +228,90 @@ pub fn unix_now_ns() -> u64 {
         .unwrap_or_default()
         .as_nanos();
     u64::try_from(ns).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(lines: &[(&str, u64)]) -> StackTree {
+        let mut t = StackTree::new();
+        for (stack, weight) in lines {
+            let frames: Vec<_> = stack.split(';').map(|f| t.intern(f)).collect();
+            t.add(&frames, *weight);
+        }
+        t
+    }
+
+    /// (kind, folded stack, time, value) of every value a request carries.
+    fn values(req: &ExportProfilesServiceRequest) -> Vec<(String, String, u64, i64)> {
+        let dict = req.dictionary.as_ref().expect("dictionary");
+        let s = |i: i32| dict.string_table[i as usize].clone();
+        let mut out = Vec::new();
+        for p in &req.resource_profiles[0].scope_profiles[0].profiles {
+            let kind = s(p.sample_type.expect("type").type_strindex);
+            for sample in &p.samples {
+                let mut names: Vec<String> = dict.stack_table[sample.stack_index as usize]
+                    .location_indices
+                    .iter()
+                    .map(|&l| {
+                        let f = dict.location_table[l as usize].lines[0].function_index;
+                        s(dict.function_table[f as usize].name_strindex)
+                    })
+                    .collect();
+                names.reverse();
+                for (&t, &v) in sample.timestamps_unix_nano.iter().zip(&sample.values) {
+                    out.push((kind.clone(), names.join(";"), t, v));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn a_saved_run_s_allocations_go_out_whole_with_live_bytes_at_the_peak_and_the_end() {
+        let mut memory = MemoryStacks::default();
+        memory.alloc = Some(tree(&[("ring;grow", 8_192), ("ring;tick", 1_024)]));
+        memory.live = Some(tree(&[("ring;grow", 4_096)]));
+        memory.live_end = Some(tree(&[("ring;tick", 512)]));
+        let times = RunTimes {
+            start_unix_ns: 1_000_000,
+            end_ns: 10_000,
+            peak_ns: Some(4_000),
+        };
+        let sampling = Sampling {
+            alloc_rate: 4_096,
+            ..Sampling::default()
+        };
+        let req = allocations_request(&memory, &Resource::default(), times, sampling)
+            .expect("allocations");
+        let at = |ns: u64| 1_000_000 + ns;
+        assert_eq!(
+            values(&req),
+            [
+                ("alloc_space".into(), "ring;grow".into(), at(5_000), 8_192),
+                ("alloc_space".into(), "ring;tick".into(), at(5_000), 1_024),
+                ("inuse_space".into(), "ring;grow".into(), at(4_000), 4_096),
+                ("inuse_space".into(), "ring;tick".into(), at(10_000), 512),
+            ]
+        );
+        // Without the peak's time (an older session), or a peak at the end, the end only.
+        for peak_ns in [None, Some(10_000)] {
+            let times = RunTimes { peak_ns, ..times };
+            let req = allocations_request(&memory, &Resource::default(), times, sampling)
+                .expect("allocations");
+            let live: Vec<_> = values(&req)
+                .into_iter()
+                .filter(|v| v.0 == "inuse_space")
+                .collect();
+            assert_eq!(
+                live,
+                [("inuse_space".into(), "ring;tick".into(), at(10_000), 512)]
+            );
+        }
+        // A session without allocation profiles sends none.
+        let none = MemoryStacks::default();
+        assert!(allocations_request(&none, &Resource::default(), times, sampling).is_none());
+    }
 }
