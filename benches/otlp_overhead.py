@@ -126,7 +126,7 @@ def cpu_s(stat_path):
 
 
 def sender_cpu_s(pid):
-    """CPU seconds of the recorder's OTLP sending thread (bt-otlp) so far, to the
+    """CPU seconds of the recorder's OTLP threads (bt-otlp, bt-otlp-names) so far, to the
     nanosecond (schedstat's time on a CPU; stat's ticks are 10 ms)."""
     total = 0.0
     try:
@@ -136,7 +136,8 @@ def sender_cpu_s(pid):
     for tid in tasks:
         try:
             with open(f"/proc/{pid}/task/{tid}/comm") as f:
-                if f.read().strip() != "bt-otlp":
+                # bt-otlp, and bt-otlp-names that builds the allocation profiles.
+                if not f.read().strip().startswith("bt-otlp"):
                     continue
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
                 total += int(f.read().split()[0]) / 1e9

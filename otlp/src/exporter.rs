@@ -9,7 +9,11 @@
 //! thread takes the whole table out with one swap), and latency histograms are queued in
 //! their sparse form (a few hundred bytes, not the dense counts), so a full queue holds
 //! little. The sending thread runs at a lower priority than the workload's
-//! ([`SENDER_NICE`]).
+//! ([`SENDER_NICE`]), and so does a second one, `bt-otlp-names`, that builds the requests
+//! of a worker's allocations: naming their stacks the first time reads the program's
+//! symbols (tens of milliseconds for a release build, seconds for a debug one at that
+//! priority on a busy machine), which must hold up neither the recorder nor the sending of
+//! the other batches.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
@@ -66,9 +70,18 @@ pub trait NamedStacks: StackSource {
 enum Job {
     Begin(Box<RunContext>),
     Stacks(Vec<BatchInterval>),
-    /// A worker's allocations: their stacks' names, the intervals, the sampling rate.
-    Allocs(Arc<dyn StackNamer>, Vec<BatchInterval>, u64),
     Row(Box<TimeseriesRow>, Vec<(String, SparseHistogram)>),
+    /// A request built on the naming thread ([`AllocJob`]), to send in turn.
+    Built(Payload),
+}
+
+/// What the naming thread, `bt-otlp-names`, takes: a worker's allocations, whose
+/// requests it builds there (naming their stacks the first time costs a read of the
+/// program's symbols, which must not hold up the sampler's stacks and the rows).
+enum AllocJob {
+    Begin(Box<RunContext>),
+    /// Their stacks' names, the interval, the sampling rate.
+    Allocs(Arc<dyn StackNamer>, BatchInterval, u64),
 }
 
 /// Counts shared by the recorder's side and the sending thread.
@@ -170,12 +183,15 @@ impl Counts {
 pub struct Exporter {
     opts: OtlpOptions,
     tx: Option<SyncSender<Job>>,
+    /// The naming thread's queue.
+    alloc_tx: Option<SyncSender<AllocJob>>,
     /// Definitions the sending thread has not taken yet.
     pending: Arc<Mutex<StackTable>>,
     counts: Arc<Counts>,
     hurry: Arc<AtomicBool>,
     done: Receiver<()>,
     thread: Option<JoinHandle<()>>,
+    alloc_thread: Option<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Exporter {
@@ -196,6 +212,8 @@ impl Exporter {
         let pending = Arc::new(Mutex::new(StackTable::default()));
         let counts = Arc::new(Counts::default());
         let hurry = Arc::new(AtomicBool::new(false));
+        let (alloc_tx, alloc_rx) = mpsc::sync_channel::<AllocJob>(opts.queue.max(1));
+        let alloc_thread = spawn_namer(alloc_rx, tx.clone(), counts.clone(), hurry.clone())?;
         let thread = {
             let (opts, pending, counts, hurry) =
                 (opts.clone(), pending.clone(), counts.clone(), hurry.clone());
@@ -207,9 +225,6 @@ impl Exporter {
                     // Every definition learnt so far: never dropped, so every later
                     // request resolves.
                     let mut table = StackTable::default();
-                    // The names of the worker's allocation stacks, made here once the
-                    // first allocations come.
-                    let mut alloc_names: Option<Box<dyn NamedStacks>> = None;
                     for job in rx {
                         if hurry.load(Ordering::SeqCst) {
                             if !matches!(job, Job::Begin(_)) {
@@ -236,22 +251,7 @@ impl Exporter {
                                 )
                                 .map(Payload::Profiles)
                             }
-                            (Job::Allocs(namer, intervals, rate), Some(c)) => {
-                                let names = alloc_names.get_or_insert_with(|| namer.names());
-                                names.update();
-                                let sampling = Sampling {
-                                    alloc_rate: rate,
-                                    ..c.sampling
-                                };
-                                profiles_request(
-                                    &c.resource,
-                                    names.as_ref(),
-                                    &intervals,
-                                    c.start_unix_ns,
-                                    sampling,
-                                )
-                                .map(Payload::Profiles)
-                            }
+                            (Job::Built(payload), Some(_)) => Some(payload),
                             (Job::Row(row, sparse), Some(c)) => {
                                 let histograms: Vec<(String, Histogram<u64>)> = sparse
                                     .into_iter()
@@ -278,11 +278,13 @@ impl Exporter {
         Ok(Exporter {
             opts,
             tx: Some(tx),
+            alloc_tx: Some(alloc_tx),
             pending,
             counts,
             hurry,
             done,
             thread: Some(thread),
+            alloc_thread: Some(alloc_thread),
         })
     }
 
@@ -307,6 +309,9 @@ impl Exporter {
     /// The run began: what every later request carries. Waits for room in the queue
     /// (it is the first job, so there is room).
     pub fn begin(&self, context: RunContext) {
+        if let Some(tx) = &self.alloc_tx {
+            let _ = tx.send(AllocJob::Begin(Box::new(context.clone())));
+        }
         if let Some(tx) = &self.tx {
             let _ = tx.send(Job::Begin(Box::new(context)));
         }
@@ -337,8 +342,18 @@ impl Exporter {
     /// their stacks named by `namer` on the sending thread; `rate` is the sampling's mean
     /// bytes between samples.
     pub fn allocs(&self, namer: &Arc<dyn StackNamer>, interval: BatchInterval, rate: u64) {
-        if !interval.is_empty() {
-            self.enqueue(Job::Allocs(namer.clone(), vec![interval], rate));
+        let Some(tx) = &self.alloc_tx else { return };
+        if interval.is_empty() {
+            return;
+        }
+        match tx.try_send(AllocJob::Allocs(namer.clone(), interval, rate)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                self.counts.queue_full.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                self.counts.failed.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
@@ -359,6 +374,9 @@ impl Exporter {
     /// Sends what is queued, waiting at most `wait`; what is still queued then is dropped
     /// and counted. The report says what was sent and dropped.
     pub fn finish(mut self, wait: Duration) -> Report {
+        // The naming thread hands what it has built to the sending thread and ends; the
+        // sending thread ends once both are done.
+        self.alloc_tx = None;
         self.tx = None;
         let deadline = Instant::now() + wait;
         if self.done.recv_timeout(wait).is_err() {
@@ -369,13 +387,69 @@ impl Exporter {
                 .max(self.opts.timeout + Duration::from_secs(1));
             let _ = self.done.recv_timeout(rest);
         }
-        if let Some(thread) = self.thread.take()
-            && thread.is_finished()
+        for thread in [self.thread.take(), self.alloc_thread.take()]
+            .into_iter()
+            .flatten()
         {
-            let _ = thread.join();
+            if thread.is_finished() {
+                let _ = thread.join();
+            }
         }
         self.counts.report(&self.opts)
     }
+}
+
+/// Starts the naming thread: it builds the requests of a worker's allocations, naming
+/// their stacks with names it makes and keeps for the run, and queues them for the
+/// sending thread (waiting for room there: a full queue holds up this thread, not the
+/// recorder, whose own handing over to it never waits).
+fn spawn_namer(
+    rx: Receiver<AllocJob>,
+    sending: SyncSender<Job>,
+    counts: Arc<Counts>,
+    hurry: Arc<AtomicBool>,
+) -> Result<JoinHandle<()>, OtlpError> {
+    std::thread::Builder::new()
+        .name("bt-otlp-names".into())
+        .spawn(move || {
+            lower_priority();
+            let mut context: Option<RunContext> = None;
+            let mut names: Option<Box<dyn NamedStacks>> = None;
+            for job in rx {
+                match job {
+                    AllocJob::Begin(c) => context = Some(*c),
+                    AllocJob::Allocs(..) if hurry.load(Ordering::SeqCst) => {
+                        counts.at_end.fetch_add(1, Ordering::Relaxed);
+                    }
+                    // Allocations before the run began have no times: not sent.
+                    AllocJob::Allocs(..) if context.is_none() => {}
+                    AllocJob::Allocs(namer, interval, rate) => {
+                        let Some(c) = &context else { continue };
+                        let names = names.get_or_insert_with(|| namer.names());
+                        names.update();
+                        let sampling = Sampling {
+                            alloc_rate: rate,
+                            ..c.sampling
+                        };
+                        let request = profiles_request(
+                            &c.resource,
+                            names.as_ref(),
+                            &[interval],
+                            c.start_unix_ns,
+                            sampling,
+                        );
+                        if let Some(request) = request
+                            && sending
+                                .send(Job::Built(Payload::Profiles(request)))
+                                .is_err()
+                        {
+                            counts.failed.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+        })
+        .map_err(|e| OtlpError::Options(format!("cannot start the OTLP naming thread: {e}")))
 }
 
 /// Lowers the calling thread's priority to [`SENDER_NICE`] (threads it starts inherit
@@ -429,6 +503,72 @@ mod tests {
         assert_eq!(nice, Some(i64::from(SENDER_NICE)));
         let report = exporter.finish(Duration::from_secs(1));
         assert_eq!(report.dropped(), 0);
+    }
+
+    /// Names that wait for the test's word before naming anything.
+    struct SlowNamer(Mutex<Option<Receiver<()>>>);
+
+    struct SlowNames(Option<Receiver<()>>);
+
+    impl StackNamer for SlowNamer {
+        fn names(&self) -> Box<dyn NamedStacks> {
+            Box::new(SlowNames(self.0.lock().expect("not poisoned").take()))
+        }
+    }
+
+    impl StackSource for SlowNames {
+        fn frames<'a>(&'a self, _id: u32, out: &mut Vec<&'a str>) {
+            out.push("main");
+        }
+
+        fn thread(&self, _tid: u32) -> Option<&str> {
+            None
+        }
+    }
+
+    impl NamedStacks for SlowNames {
+        fn update(&mut self) {
+            if let Some(go) = self.0.take() {
+                let _ = go.recv_timeout(Duration::from_secs(30));
+            }
+        }
+    }
+
+    #[test]
+    fn naming_a_worker_s_allocation_stacks_holds_up_no_other_batch() {
+        let mut opts = OtlpOptions::new("127.0.0.1:9", Protocol::HttpProtobuf).expect("valid");
+        opts.attempts = 1;
+        let exporter = Exporter::start(opts).expect("starts");
+        exporter.begin(RunContext {
+            resource: Resource::default(),
+            start_unix_ns: 1,
+            sampling: Sampling::default(),
+        });
+        let (go, wait) = mpsc::channel();
+        let namer: Arc<dyn StackNamer> = Arc::new(SlowNamer(Mutex::new(Some(wait))));
+        exporter.allocs(
+            &namer,
+            BatchInterval::from_allocs(0, 10, &[(1, 4_096)], &[]),
+            4_096,
+        );
+        let mut row = TimeseriesRow::default();
+        row.t_s = 1.0;
+        row.interval_s = 1.0;
+        for _ in 0..3 {
+            exporter.row(&row, &[]);
+        }
+        // The rows are tried (and refused) while the allocations' names are still being
+        // made.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while exporter.report().dropped_failed < 3 {
+            assert!(Instant::now() < deadline, "{:?}", exporter.report());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        go.send(()).expect("the naming thread waits");
+        let report = exporter.finish(Duration::from_secs(10));
+        // Then the allocations' request is tried too.
+        assert_eq!(report.dropped_failed, 4, "{report:?}");
+        assert_eq!(report.dropped(), 4, "{report:?}");
     }
 
     #[test]

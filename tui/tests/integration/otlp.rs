@@ -558,16 +558,17 @@ fn a_collector_killed_mid_run_costs_counted_batches_and_gets_the_intervals_after
     let sink = Sink::start();
     let mut collector = Collector::start(tmp.path(), &sink);
     let dir = tmp.path().join("s");
+    // Rounds enough that the ring runs for the whole duration, however fast the machine.
     let mut run = benchtop()
         .args([
             "run",
             "ring",
+            "--num-rounds",
+            "1000000000",
             "--duration",
             "12s",
-            "--interval",
-            "250ms",
-            "--quiet",
         ])
+        .args(["--interval", "250ms", "--quiet"])
         .arg("--record")
         .arg(&dir)
         .arg("--otlp")
