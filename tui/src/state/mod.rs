@@ -21,6 +21,7 @@ pub mod flame_panes;
 pub mod keys;
 pub mod launcher;
 pub mod live;
+mod live_stacks;
 pub mod orphans;
 pub mod picker;
 pub mod profile_views;
@@ -732,10 +733,6 @@ impl State {
             AppEvent::Live(event) => {
                 if self.live.paused {
                     let held = &mut self.live.held;
-                    if matches!(event, LiveEvent::Stacks(_)) {
-                        // Only the newest stacks matter: each copy holds the whole run.
-                        held.retain(|e| !matches!(e, LiveEvent::Stacks(_)));
-                    }
                     if matches!(event, LiveEvent::Allocations(_)) {
                         held.retain(|e| !matches!(e, LiveEvent::Allocations(_)));
                     }
@@ -841,20 +838,6 @@ impl State {
                 self.live.run.add_row(&row, &histograms);
                 timeline::Timeline::add_live(&mut self.live, &row, &histograms);
             }
-            LiveEvent::Stacks(snapshot) => {
-                let mut snapshot = *snapshot;
-                let samples = snapshot.cpu.total_weight();
-                self.live.run.activity.add_samples(samples);
-                self.live
-                    .flames
-                    .views
-                    .set_lines(std::mem::take(&mut snapshot.lines));
-                let offcpu = (!snapshot.offcpu.is_empty()).then_some(snapshot.offcpu);
-                if !snapshot.mem.is_empty() {
-                    self.set_tree(FlameKind::Memory(MemoryKind::Resident), snapshot.mem);
-                }
-                self.whole_run_stacks(Some(snapshot.cpu), offcpu);
-            }
             LiveEvent::Allocations(trees) => {
                 // While the run goes on, what the worker holds now.
                 self.set_tree(FlameKind::Memory(MemoryKind::Allocated), trees.alloc);
@@ -879,11 +862,17 @@ impl State {
     }
 
     fn set_tree(&mut self, kind: FlameKind, tree: StackTree) {
-        let old = self.live.flames.pane_mut(kind).set_tree(tree);
+        let old = self.replace_tree(kind, tree);
         self.retired.push(old);
+    }
+
+    /// Shows `tree` in the pane of `kind`; returns the tree it showed.
+    fn replace_tree(&mut self, kind: FlameKind, tree: StackTree) -> StackTree {
+        let old = self.live.flames.pane_mut(kind).set_tree(tree);
         if kind == self.live.flames.kind {
             self.live.flames.refresh_views();
         }
+        old
     }
 
     /// The stacks replaced since the last call: freeing a big tree takes milliseconds,
@@ -1255,6 +1244,7 @@ pub(crate) fn memory_tree(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use benchtop_sessions::synthetic::TreeChunks;
 
     fn state() -> State {
         State::new("ring", "num-nodes=5", true)
@@ -1268,10 +1258,9 @@ mod tests {
         t
     }
 
-    fn stacks(cpu: StackTree) -> AppEvent {
-        let mut snapshot = benchtop_profilers::Snapshot::default();
-        snapshot.cpu = cpu;
-        AppEvent::Live(LiveEvent::Stacks(Box::new(snapshot)))
+    /// The next interval's chunk of on-CPU stacks, as a recorder hands it out.
+    fn stacks(chunks: &mut TreeChunks, cpu: StackTree) -> AppEvent {
+        AppEvent::Live(LiveEvent::IntervalStacks(Box::new(chunks.cpu(&cpu))))
     }
 
     fn keys(s: &mut State, keys: &[Key], now: Instant) -> Vec<Effect> {
@@ -1369,11 +1358,12 @@ mod tests {
 
     #[test]
     fn pause_holds_live_events_and_resume_applies_them() {
+        let mut c = TreeChunks::default();
         let mut s = state();
         let now = Instant::now();
         keys(&mut s, &[Key::Char(' ')], now);
         assert!(s.live.paused);
-        s.update(stacks(tree(&[("bt-ring;main;work", 3)])), now);
+        s.update(stacks(&mut c, tree(&[("bt-ring;main;work", 3)])), now);
         assert_eq!(s.held(), 1);
         assert!(s.flames().cpu.is_empty(), "the display is frozen");
         keys(&mut s, &[Key::Char(' ')], now);
@@ -1383,12 +1373,13 @@ mod tests {
 
     #[test]
     fn a_baseline_is_taken_with_b_and_d_toggles_the_difference() {
+        let mut c = TreeChunks::default();
         let mut s = state();
         let now = Instant::now();
         keys(&mut s, &[Key::Char('d')], now);
         assert!(!s.flames().differential, "no baseline yet");
         assert!(s.flash.as_ref().is_some_and(|f| f.error));
-        s.update(stacks(tree(&[("bt-ring;main;work", 3)])), now);
+        s.update(stacks(&mut c, tree(&[("bt-ring;main;work", 3)])), now);
         keys(&mut s, &[Key::Char('b'), Key::Char('d')], now);
         assert!(s.live.baseline.is_some() && s.flames().differential);
         assert!(s.flames().cpu.differential());
@@ -1398,10 +1389,14 @@ mod tests {
 
     #[test]
     fn slash_types_a_search_that_esc_clears() {
+        let mut c = TreeChunks::default();
         let mut s = state();
         let now = Instant::now();
         s.update(
-            stacks(tree(&[("bt-ring;main;work", 3), ("bt-ring;main;idle", 1)])),
+            stacks(
+                &mut c,
+                tree(&[("bt-ring;main;work", 3), ("bt-ring;main;idle", 1)]),
+            ),
             now,
         );
         keys(
@@ -1474,14 +1469,33 @@ mod tests {
     }
 
     #[test]
-    fn replaced_stacks_are_handed_to_the_loop_to_free() {
+    fn grown_stacks_stay_and_replaced_ones_are_handed_to_the_loop_to_free() {
+        let mut c = TreeChunks::default();
         let mut s = state();
         let now = Instant::now();
-        s.update(stacks(tree(&[("bt-ring;main;work", 3)])), now);
-        s.update(stacks(tree(&[("bt-ring;main;work", 5)])), now);
+        s.update(
+            AppEvent::Live(LiveEvent::Spawned {
+                dir: "sessions/a".into(),
+                pid: 2,
+            }),
+            now,
+        );
+        s.update(stacks(&mut c, tree(&[("bt-ring;main;work", 3)])), now);
+        s.update(stacks(&mut c, tree(&[("bt-ring;main;work", 5)])), now);
+        assert!(s.take_retired().is_empty(), "the profile grew in place");
+        assert_eq!(s.flames().cpu.tree().total_weight(), 8);
+        // The session's own stacks at the end replace it.
+        s.update(
+            AppEvent::FinalStacks(Box::new((
+                "sessions/a".into(),
+                Some(tree(&[("bt-ring;main;work", 9)])),
+                Some(tree(&[("bt-ring;main;wait", 1)])),
+            ))),
+            now,
+        );
         let retired = s.take_retired();
         let weights: Vec<u64> = retired.iter().map(StackTree::total_weight).collect();
-        assert_eq!(weights, [0, 3], "the empty start, then the first profile");
+        assert_eq!(weights, [8, 0], "the grown profiles");
         assert!(s.take_retired().is_empty());
     }
 
@@ -1628,16 +1642,18 @@ mod tests {
     }
 
     #[test]
-    fn while_paused_only_the_newest_stacks_are_held() {
+    fn while_paused_every_intervals_stacks_are_held_and_added_on_resume() {
+        let mut c = TreeChunks::default();
         let mut s = state();
         let now = Instant::now();
         keys(&mut s, &[Key::Char(' ')], now);
         for w in 1..=5 {
-            s.update(stacks(tree(&[("bt-ring;main;work", w)])), now);
+            s.update(stacks(&mut c, tree(&[("bt-ring;main;work", w)])), now);
         }
-        assert_eq!(s.held(), 1);
+        assert_eq!(s.held(), 5, "each adds to the whole run");
+        assert!(s.flames().cpu.is_empty(), "the display is frozen");
         keys(&mut s, &[Key::Char(' ')], now);
-        assert_eq!(s.flames().cpu.tree().total_weight(), 5);
+        assert_eq!(s.flames().cpu.tree().total_weight(), 15);
     }
 
     #[test]
