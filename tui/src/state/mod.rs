@@ -47,6 +47,11 @@ use launcher::{LauncherFocus, LauncherState, RecentSession};
 use live::{LatencySummary, LiveRun, RunStatus};
 use orphans::OrphansState;
 
+/// The stack weights a paused live screen holds before it resumes by itself: the live
+/// timeline's own bound ([`timeline::MAX_LIVE_WEIGHTS`], 32 MB), a few minutes of a
+/// program sampled at 4,999 Hz whose every sample is a new stack.
+const MAX_HELD_WEIGHTS: usize = timeline::MAX_LIVE_WEIGHTS;
+
 /// How long a flash message stays in the footer.
 pub const FLASH_FOR: Duration = Duration::from_secs(5);
 /// The narrowest and widest time window of the series panes, seconds.
@@ -384,6 +389,8 @@ pub struct LiveScreen {
     pub quit_requested: bool,
     /// Events held while paused, applied on resume.
     held: Vec<LiveEvent>,
+    /// Stack weights in the chunks held (16 bytes each).
+    held_weights: usize,
     /// The run's intervals and the parts of it picked.
     pub timeline: timeline::Timeline,
 }
@@ -402,6 +409,7 @@ impl LiveScreen {
             paused: false,
             quit_requested: false,
             held: Vec::new(),
+            held_weights: 0,
             timeline: timeline::Timeline::default(),
         }
     }
@@ -736,7 +744,23 @@ impl State {
                     if matches!(event, LiveEvent::Allocations(_)) {
                         held.retain(|e| !matches!(e, LiveEvent::Allocations(_)));
                     }
+                    if let LiveEvent::IntervalStacks(chunk) = &event {
+                        self.live.held_weights += chunk
+                            .intervals
+                            .iter()
+                            .map(|i| i.cpu.len() + i.offcpu.len() + i.mem.len())
+                            .sum::<usize>();
+                    }
                     held.push(event);
+                    if self.live.held_weights > MAX_HELD_WEIGHTS {
+                        // Held any longer, the stacks would take memory without bound.
+                        self.resume(now);
+                        self.flash(
+                            "resumed: the stacks held while paused reached their limit".into(),
+                            true,
+                            now,
+                        );
+                    }
                 } else {
                     self.on_live(event, now);
                 }
@@ -926,6 +950,7 @@ impl State {
 
     fn resume(&mut self, now: Instant) {
         self.live.paused = false;
+        self.live.held_weights = 0;
         for event in std::mem::take(&mut self.live.held) {
             self.on_live(event, now);
         }
@@ -1654,6 +1679,43 @@ mod tests {
         assert!(s.flames().cpu.is_empty(), "the display is frozen");
         keys(&mut s, &[Key::Char(' ')], now);
         assert_eq!(s.flames().cpu.tree().total_weight(), 15);
+    }
+
+    #[test]
+    fn a_pause_holding_too_many_stacks_resumes_by_itself_and_says_so() {
+        use benchtop_sessions::intervals::{IntervalWeights, StacksChunk, Weight};
+        let mut s = state();
+        let now = Instant::now();
+        keys(&mut s, &[Key::Char(' ')], now);
+        let chunk = |n: usize| {
+            let mut c = StacksChunk::default();
+            let mut i = IntervalWeights::default();
+            i.cpu = vec![
+                Weight {
+                    tid: 1,
+                    stack: 7,
+                    weight: 1,
+                };
+                n
+            ];
+            c.intervals.push(i);
+            AppEvent::Live(LiveEvent::IntervalStacks(Box::new(c)))
+        };
+        s.update(chunk(MAX_HELD_WEIGHTS / 2), now);
+        s.update(chunk(MAX_HELD_WEIGHTS / 2), now);
+        assert!(s.live.paused && s.held() == 2, "at the limit, still held");
+        s.update(chunk(1), now);
+        assert!(!s.live.paused && s.held() == 0);
+        let flash = s.flash.as_ref().unwrap();
+        assert!(
+            flash.error && flash.text.contains("limit"),
+            "{}",
+            flash.text
+        );
+        // Paused again, the count starts over.
+        keys(&mut s, &[Key::Char(' ')], now);
+        s.update(chunk(1), now);
+        assert!(s.live.paused && s.held() == 1);
     }
 
     #[test]
