@@ -20,6 +20,7 @@
 mod client;
 mod codec;
 mod picks;
+pub mod schedule;
 mod server;
 
 use std::collections::BTreeMap;
