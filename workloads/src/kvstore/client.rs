@@ -27,9 +27,9 @@ use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 
 use super::picks::{Mix, Picks, Pool, Rng, longest};
-use super::schedule::{self, COST_HEADER, CostEstimate, WORK_HEADER};
 use super::proto::key_value_service_client::KeyValueServiceClient;
 use super::proto::{CreateRequest, DeleteRequest, RetrieveRequest, UpdateRequest};
+use super::schedule::{self, COST_HEADER, CostEstimate, WORK_HEADER};
 use super::{DEFAULT_DURATION, KvMetrics, KvParams, NAME};
 use crate::WorkloadError;
 use crate::report::StopSignal;
@@ -552,11 +552,11 @@ async fn one_rpc(
         },
     }
     if let Some(work) = work {
-        let took = CostEstimate::cost_of(began.elapsed(), work);
+        let beyond = CostEstimate::cost_of(began.elapsed(), work);
         counts.costed += 1;
-        counts.cost += took;
+        counts.cost += beyond;
         let mut estimate = client.cost.get();
-        estimate.add(took);
+        estimate.add(beyond);
         client.cost.set(estimate);
     }
 }

@@ -524,6 +524,14 @@ pub fn summary(outcome: &Outcome) -> Summary {
                 "theoretical_max_rpcs_per_second: none (work simulation disabled)".to_owned(),
             ),
         }
+        if let Some(cost) = c.rpc_cost {
+            let ms = cost.as_secs_f64() * 1e3;
+            figures.push(Figure::new("rpc_cost_ms", ms, "ms").better(Better::Lower));
+            lines.push(format!(
+                "rpc_cost_ms: {ms:.3} beyond the simulated work, an RPC (mean; each client's \
+                 recent mean was taken out of its next requests' work)"
+            ));
+        }
         let payload = c.payload_bytes_per_second() / 1e6;
         figures.push(Figure::new("payload_mb_per_s", payload, "MB/s").better(Better::Higher));
         lines.push(format!(
