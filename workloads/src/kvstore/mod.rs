@@ -9,7 +9,9 @@
 //! original did — a quarter reads, the rest creates, updates and deletes of random keys,
 //! "already exists" and "not found" answers counted as such rather than as failures — so
 //! one sequential client reaches at most 25 RPC/s (0.75 × 50 ms + 0.25 × 10 ms = 40 ms per
-//! RPC). With `--disable-work-simulation` the benchmark measures RPC overhead.
+//! RPC). The clients have the server take each RPC's own cost out of its work ([`schedule`]),
+//! so that a sequential client keeps that schedule. With `--disable-work-simulation` the
+//! benchmark measures RPC overhead.
 //!
 //! `--role both` (the default) runs the server and the clients in this process, each on
 //! threads of their own (`kv-server…`: one multi-threaded runtime; `kv-client`: a
