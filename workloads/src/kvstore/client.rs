@@ -250,7 +250,8 @@ pub fn run(
         }));
     }
     outcome.elapsed = span.map_or(Duration::ZERO, |(b, e)| e.saturating_duration_since(b));
-    outcome.rpc_cost = (costed > 0).then(|| cost / u32::try_from(costed).unwrap_or(u32::MAX));
+    outcome.rpc_cost =
+        (costed > 0).then(|| Duration::from_secs_f64(cost.as_secs_f64() / costed as f64));
     Ok(outcome)
 }
 
