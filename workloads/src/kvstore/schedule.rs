@@ -2,9 +2,9 @@
 //!
 //! The theoretical maximum (one sequential client: 25 RPC/s, 40 ms of work an RPC) counts
 //! the work alone; an RPC also costs its way out and back, the wake-ups of the threads on
-//! that way, the encoding and decoding of its messages — about 0.65 ms on a 2-core
-//! machine, 1.6 % of the rate. So a benchtop client tells the server what its RPCs cost
-//! beyond the work, and the server ends each request's work that much earlier:
+//! that way, the encoding and decoding of its messages — 0.4 to 0.7 ms on a 2-core
+//! machine, up to 1.6 % of the rate. So a benchtop client tells the server what its RPCs
+//! cost beyond the work, and the server ends each request's work that much earlier:
 //!
 //! - the server answers every request whose work it simulated with the work it
 //!   scheduled, from the request's arrival to the work's end ([`WORK_HEADER`], in µs);
