@@ -23,11 +23,14 @@ assignment, which is libc's memmove; one core). A value crosses four copies on i
 (prost's encoding, the kernel's send and receive, tonic's decode buffer), so the copies
 alone would cap the payload near a quarter of the in-cache figure per core.
 
-With work (`--work-seconds`, 0 to leave it out), one sequential client with the
-original's delays and sizes against the theoretical 25 RPC/s (40 ms of simulated work per
-RPC): how far short each round fell, in percent (goal: within 0.5 %).
+With work (`--work-seconds`, 0 to leave it out; `--work-only` for nothing else), one
+sequential client with the original's delays and sizes against the theoretical 25 RPC/s
+(40 ms of simulated work per RPC): how far short each round fell, in percent (goal:
+within 0.5 %), and the RPC's own cost beyond the work (`rpc_cost_ms`), which the client
+has the server take out of the work.
 
-Usage: benches/kvstore_rpc.py [--rounds N] [--seconds S] [--work-seconds S] [--no-ghz]
+Usage: benches/kvstore_rpc.py [--rounds N] [--seconds S] [--work-seconds S] [--work-only]
+                              [--no-ghz]
 Needs: cargo; go (for ghz) unless --no-ghz.
 """
 
@@ -62,7 +65,8 @@ THEORETICAL_WITH_WORK = 25.0
 
 
 def ours(concurrency, value_size, seconds, tmp, threads=None, work=False):
-    """RPC/s and payload MB/s of one run of benchtop's client and server."""
+    """RPC/s, payload MB/s and the RPC's own cost beyond the work (ms, NaN without work)
+    of one run of benchtop's client and server."""
     d = tempfile.mkdtemp(dir=tmp)
     cmd = [BENCHTOP, "run", "kvstore", "--listen", "127.0.0.1:0",
            "--concurrency", str(concurrency), "--duration", f"{seconds}s",
@@ -76,7 +80,8 @@ def ours(concurrency, value_size, seconds, tmp, threads=None, work=False):
     with open(os.path.join(d, "s", "session.json")) as f:
         figures = {fig["name"]: fig["value"] for fig in json.load(f)["summary"]}
     shutil.rmtree(d, ignore_errors=True)
-    return figures["rpcs_per_second"], figures.get("payload_mb_per_s", float("nan"))
+    return (figures["rpcs_per_second"], figures.get("payload_mb_per_s", float("nan")),
+            figures.get("rpc_cost_ms", float("nan")))
 
 
 def memcpy_mb_per_s(block, total=1 << 30):
@@ -115,7 +120,7 @@ def with_ghz(concurrency, seconds, tmp):
              "-d", '{"key":"a2V5"}', "-c", str(concurrency), "-z", f"{seconds}s",
              "--connections", "1", "-O", "json", f"127.0.0.1:{port}"],
             check=True, capture_output=True, text=True).stdout
-        return json.loads(out)["rps"], float("nan")
+        return json.loads(out)["rps"], float("nan"), float("nan")
     finally:
         server.terminate()
         server.wait()
@@ -143,9 +148,13 @@ def main():
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--work-seconds", type=int, default=20)
     ap.add_argument("--no-ghz", action="store_true")
+    ap.add_argument("--work-only", action="store_true",
+                    help="only the with-work configuration (as --concurrency '' --no-ghz)")
     ap.add_argument("--concurrency", default="1,8,64",
                     help="comma-separated concurrency levels (default 1,8,64)")
     args = ap.parse_args()
+    if args.work_only:
+        args.concurrency, args.no_ghz = "", True
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "benchtop"], cwd=ROOT, check=True)
     os.makedirs(TOOLS, exist_ok=True)
     ghz = not args.no_ghz and ensure_ghz()
@@ -168,33 +177,36 @@ def main():
         for r in range(args.rounds):
             for name, fn in (configs if r % 2 == 0 else list(reversed(configs))):
                 results[name].append(fn(tmp))
-                rate, payload = results[name][-1]
+                rate, payload, _ = results[name][-1]
                 print(f"round {r + 1}: {name}: {rate:.2f} RPC/s, {payload:.1f} MB/s payload",
                       file=sys.stderr)
     load_after = os.getloadavg()
-    in_cache = memcpy_mb_per_s(64 << 10)
-    in_memory = memcpy_mb_per_s(64 << 20)
-    print(f"\nmedians of {args.rounds} rounds of {args.seconds} s; load average "
+    seconds = args.seconds if any(n != work_name for n, _ in configs) else args.work_seconds
+    print(f"\nmedians of {args.rounds} rounds of {seconds} s; load average "
           f"{load_before[0]:.2f} {load_before[1]:.2f} before, "
           f"{load_after[0]:.2f} {load_after[1]:.2f} after")
-    print(f"memcpy, one core: {in_cache:.0f} MB/s in 64 KiB blocks (in cache), "
-          f"{in_memory:.0f} MB/s in 64 MiB blocks")
-    print(f"\n{'configuration':<48} {'RPC/s (median)':>15} {'× Java 4,700':>13} "
-          f"{'payload MB/s':>13} {'÷ memcpy 64K':>13}")
-    for name, _ in configs:
-        if name == work_name:
-            continue
-        m = statistics.median(r for r, _ in results[name])
-        payload = statistics.median(p for _, p in results[name])
+    no_work = [name for name, _ in configs if name != work_name]
+    if no_work:
+        in_cache = memcpy_mb_per_s(64 << 10)
+        in_memory = memcpy_mb_per_s(64 << 20)
+        print(f"memcpy, one core: {in_cache:.0f} MB/s in 64 KiB blocks (in cache), "
+              f"{in_memory:.0f} MB/s in 64 MiB blocks")
+        print(f"\n{'configuration':<48} {'RPC/s (median)':>15} {'× Java 4,700':>13} "
+              f"{'payload MB/s':>13} {'÷ memcpy 64K':>13}")
+    for name in no_work:
+        m = statistics.median(r for r, _, _ in results[name])
+        payload = statistics.median(p for _, p, _ in results[name])
         print(f"{name:<48} {m:>15.0f} {m / JAVA_REFERENCE:>12.1f}× {payload:>13.1f} "
               f"{payload / in_cache:>13.4f}")
     if args.work_seconds > 0:
-        rates = [r for r, _ in results[work_name]]
+        rates = [r for r, _, _ in results[work_name]]
+        work_costs = [c for _, _, c in results[work_name]]
         short = [100 * (1 - r / THEORETICAL_WITH_WORK) for r in rates]
         print(f"\n{work_name}, {args.work_seconds} s a round: median "
               f"{statistics.median(rates):.3f} RPC/s of the theoretical "
               f"{THEORETICAL_WITH_WORK:.0f}, {statistics.median(short):.2f} % short "
-              f"(rounds: {', '.join(f'{x:.2f} %' for x in short)})")
+              f"(rounds: {', '.join(f'{x:.2f} %' for x in short)}); the RPC's own cost "
+              f"beyond the work, taken out of it: median {statistics.median(work_costs):.3f} ms")
 
 
 if __name__ == "__main__":

@@ -124,8 +124,10 @@ def main():
             if all(math.isnan(v) for v in med.values()):
                 continue
             ratios = [med[d] / med[BASELINE] if med[BASELINE] else float("nan") for d in others]
-            print(f"{title:<20}" + "".join(f" {fmt.format(med[d]):>13}" for d in designs)
-                  + "".join(f" {r:>18.2f}x" for r in ratios))
+            # A figure a design does not report (busy time of a server that sleeps) is a dash.
+            cell = lambda v, f: "—" if math.isnan(v) else f.format(v)
+            print(f"{title:<20}" + "".join(f" {cell(med[d], fmt):>13}" for d in designs)
+                  + "".join(f" {cell(r, '{:.2f}x'):>19}" for r in ratios))
         for d in designs:
             res = results[(label, d)]
             print(f"IOPS range, {d}: {min(res['iops']):.0f} .. {max(res['iops']):.0f}")

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use benchtop::state::launcher::{LauncherState, RecentSession};
 use benchtop::state::timeline_live::Pointer;
 use benchtop::state::{AppEvent, Key, Pane, Signal, State};
-use benchtop_profilers::Snapshot;
+use benchtop_sessions::synthetic::TreeChunks;
 use benchtop_profilers::reaper::{Orphan, Owner, OwnerState, ReapOutcome};
 use benchtop_record::{LiveEvent, Notice, RecordOutcome, StreamDrops};
-use benchtop_sessions::intervals::{IntervalWeights, StackEntry, StacksChunk, Weight};
+use benchtop_sessions::intervals::{IntervalWeights, LineEntry, StackEntry, StacksChunk, Weight};
 use benchtop_sessions::timeseries::ThreadCpu;
 use benchtop_sessions::{Resources, StackTree, Status, TimeseriesRow};
 use hdrhistogram::Histogram;
@@ -164,7 +164,18 @@ fn chunk(b: &mut Bytes) -> StacksChunk {
             t1_ns: t0_ns.saturating_add(b.u64() % (1 << 40)),
             cpu: weights(b),
             offcpu: weights(b),
-            mem: Vec::new(),
+            mem: weights(b),
+        });
+    }
+    for _ in 0..b.byte() % 3 {
+        c.files.push((u32::from(b.byte() % 4), b.text()));
+    }
+    for _ in 0..b.byte() % 4 {
+        c.lines.push(LineEntry {
+            frame: u32::from(b.byte() % 8),
+            file: u32::from(b.byte() % 4),
+            line: b.u16().into(),
+            weight: b.u64() % 1_000_000,
         });
     }
     c
@@ -185,18 +196,17 @@ fn live(b: &mut Bytes) -> LiveEvent {
             row: row(b),
             histograms: histograms(b),
         },
+        // Chunks whose stacks are well defined, from trees (a fresh set of ids each
+        // time: a second such chunk redefines them, which is dropped).
         4 => {
-            let mut snapshot = Snapshot::default();
-            snapshot.cpu = b.tree();
-            snapshot.offcpu = b.tree();
-            for _ in 0..b.byte() % 4 {
-                let (frame, file) = (b.text(), b.text());
-                snapshot
-                    .lines
-                    .add(&frame, &file, b.u16().into(), b.u64() % 1_000_000);
-            }
-            snapshot.mem = b.tree();
-            LiveEvent::Stacks(Box::new(snapshot))
+            let t0_ns = b.u64() % (1 << 40);
+            let (cpu, offcpu, mem) = (b.tree(), b.tree(), b.tree());
+            LiveEvent::IntervalStacks(Box::new(TreeChunks::default().chunk(
+                (t0_ns, t0_ns.saturating_add(b.u64() % (1 << 40))),
+                &cpu,
+                &offcpu,
+                &mem,
+            )))
         }
         5 => LiveEvent::IntervalStacks(Box::new(chunk(b))),
         6 => {

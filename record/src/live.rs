@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver};
 
-use benchtop_profilers::Snapshot;
 use benchtop_profilers::allocations::AllocTrees;
 use benchtop_sessions::TimeseriesRow;
 use benchtop_sessions::intervals::StacksChunk;
@@ -45,8 +44,6 @@ pub enum LiveEvent {
         /// Each histogram metric of the interval, decoded.
         histograms: Vec<(String, Histogram<u64>)>,
     },
-    /// The stacks folded so far (about once an interval).
-    Stacks(Box<Snapshot>),
     /// Per-interval stacks, as just appended to stacks.jsonl: the frames and stacks not
     /// handed out before, then the weights of the intervals the sampler attributed since
     /// the last (about once an interval, and once more at the end of the run).

@@ -222,8 +222,8 @@ impl Run<'_> {
         }
     }
 
-    /// Hands a written row and its histograms to the live view, and asks the sampler for
-    /// a copy of its stacks ([`Run::take_stacks`] passes it on).
+    /// Hands a written row and its histograms to the live view (its stacks come as
+    /// [`LiveEvent::IntervalStacks`] chunks, which it grows its profiles from).
     fn publish(&mut self, row: &TimeseriesRow, histograms: Vec<(String, Histogram<u64>)>) {
         let Some(live) = self
             .opts
@@ -238,13 +238,10 @@ impl Run<'_> {
             histograms,
         });
         self.publish_allocs();
-        if let Some(sampler) = &self.sampler {
-            sampler.request_snapshot();
-        }
     }
 
-    /// Passes the sampler's copy of its stacks to the live view once it is made; a save
-    /// asked for by the view writes it (and threads.csv) into the session first.
+    /// Saves the stacks so far (and threads.csv) into the session when the live view
+    /// asked: the sampler's copy of its stacks, once it is made.
     pub(crate) fn take_stacks(&mut self) -> Result<(), RecordError> {
         let Some(live) = &self.opts.live else {
             return Ok(());
@@ -297,9 +294,6 @@ impl Run<'_> {
             self.save_threads()?;
             saved.push("threads.csv");
             self.say(Notice::SnapshotSaved { files: saved });
-        }
-        if let Some(live) = &self.opts.live {
-            live.send(LiveEvent::Stacks(Box::new(snapshot)));
         }
         Ok(())
     }

@@ -696,7 +696,7 @@ impl IntervalStacks {
     /// of `opts` leave out (frames and stacks past `max_stacks`, intervals past
     /// `max_intervals`), an id defined twice, a weight of a stack never defined, an
     /// interval that ends before it begins: dropped, and counted in `ids`. Source lines
-    /// and kept samples are not held.
+    /// and kept samples are not held (see [`IntervalStacks::append_lines`]).
     pub fn append(&mut self, chunk: &StacksChunk, ids: &mut ChunkIds, opts: &LoadOptions) {
         for (id, name) in &chunk.frames {
             if self.frames.len() >= opts.max_stacks || ids.frames.contains_key(id) {
@@ -760,6 +760,40 @@ impl IntervalStacks {
         }
     }
 
+    /// Adds a chunk's source lines to `into` (a live view's copy of the run's lines),
+    /// after [`IntervalStacks::append`] took in its frames: the chunk's files are mapped
+    /// through `ids` to `into`'s. Lines of a frame or file never defined, and files past
+    /// `opts.max_stacks`, are dropped and counted in `ids`.
+    pub fn append_lines(
+        &self,
+        chunk: &StacksChunk,
+        ids: &mut ChunkIds,
+        into: &mut FrameLines,
+        opts: &LoadOptions,
+    ) {
+        for (id, path) in &chunk.files {
+            if ids.files.len() >= opts.max_stacks || ids.files.contains_key(id) {
+                ids.dropped += 1;
+                continue;
+            }
+            ids.files.insert(*id, into.intern_file(path));
+        }
+        for l in &chunk.lines {
+            let (Some(&frame), Some(&file)) = (ids.frames.get(&l.frame), ids.files.get(&l.file))
+            else {
+                ids.dropped += 1;
+                continue;
+            };
+            let name = self
+                .frames
+                .get(frame as usize)
+                .map_or("[?]", String::as_str);
+            if !into.add_id(name, file, l.line, l.weight) {
+                ids.dropped += 1;
+            }
+        }
+    }
+
     /// Weights held over every interval (each 16 bytes).
     pub fn weights(&self) -> usize {
         self.intervals
@@ -790,9 +824,17 @@ impl IntervalStacks {
 pub struct ChunkIds {
     frames: HashMap<u32, u32>,
     stacks: HashMap<u32, u32>,
+    files: HashMap<u32, u32>,
     /// What was dropped: definitions past the limits or given twice, weights of stacks
     /// never defined, intervals past the limit or ending before they begin.
     pub dropped: u64,
+}
+
+impl ChunkIds {
+    /// The table index of the recorder's stack `id`, once a chunk defined it.
+    pub fn stack_index(&self, id: u32) -> Option<u32> {
+        self.stacks.get(&id).copied()
+    }
 }
 
 #[cfg(test)]
@@ -829,7 +871,16 @@ mod tests {
             mem: vec![],
         };
         first.intervals = vec![interval(0, 11, 4)];
+        first.files = vec![(1, "/src/first.c".into())];
+        let line = |weight| LineEntry {
+            frame: 5,
+            file: 1,
+            line: 7,
+            weight,
+        };
+        first.lines = vec![line(4)];
         let mut second = StacksChunk::default();
+        second.lines = vec![line(1)];
         second.frames = vec![(6, "second".into())];
         second.stacks = vec![StackEntry {
             id: 12,
@@ -841,8 +892,11 @@ mod tests {
         let mut live = IntervalStacks::default();
         let mut ids = ChunkIds::default();
         let opts = LoadOptions::default();
-        live.append(&first, &mut ids, &opts);
-        live.append(&second, &mut ids, &opts);
+        let mut live_lines = FrameLines::default();
+        for chunk in [&first, &second] {
+            live.append(chunk, &mut ids, &opts);
+            live.append_lines(chunk, &mut ids, &mut live_lines, &opts);
+        }
         assert_eq!(ids.dropped, 1, "the weight of stack 99");
         let mut bytes = StacksChunk::header();
         first.write_jsonl(&mut bytes);
@@ -865,6 +919,16 @@ mod tests {
             live.cpu_tree(0, 1_000_000_000).to_folded(),
             "main;first 5\n"
         );
+        // Source lines add up over chunks, as the file's do.
+        let lines = |lines: &FrameLines| -> Vec<(String, u32, u64)> {
+            lines
+                .lines("first")
+                .iter()
+                .map(|l| (lines.file(l.file).to_owned(), l.line, l.weight))
+                .collect()
+        };
+        assert_eq!(lines(&live_lines), [("/src/first.c".to_owned(), 7, 5)]);
+        assert_eq!(lines(&live_lines), lines(&file.lines));
         assert_eq!(live.weights(), 3);
         assert_eq!(live.drop_oldest(2, 1), 1, "interval 0 goes");
         assert_eq!(live.drop_oldest(1, 1), 0);
@@ -872,8 +936,12 @@ mod tests {
         // Defined twice: the second definition is dropped, the first stays.
         let mut again = StacksChunk::default();
         again.frames = vec![(3, "other".into())];
+        // And a line of a file never defined.
+        again.lines = vec![LineEntry { file: 2, ..line(1) }];
         live.append(&again, &mut ids, &opts);
-        assert_eq!(ids.dropped, 2);
+        live.append_lines(&again, &mut ids, &mut live_lines, &opts);
+        assert_eq!(ids.dropped, 3);
+        assert_eq!(lines(&live_lines), [("/src/first.c".to_owned(), 7, 5)]);
         assert_eq!(live.stack_frames(0), ["main"]);
     }
 

@@ -237,6 +237,68 @@ impl StackTree {
         }
     }
 
+    /// The node of the stack `parent` plus `frame` (`NodeId::ROOT` as `parent` for a
+    /// one-frame stack), made without weight when the tree has none: with [`add_at`],
+    /// a live view adds a stack it knows by its parent and last frame in time linear in
+    /// its depth, without looking its frames up again. A `parent` this tree did not hand
+    /// out is taken as the root.
+    ///
+    /// [`add_at`]: StackTree::add_at
+    pub fn node_under(&mut self, parent: NodeId, frame: FrameId) -> NodeId {
+        let parent = if (parent.0 as usize) < self.nodes.len() {
+            parent
+        } else {
+            NodeId::ROOT
+        };
+        if let Some(&id) = self.child_index.get(&(parent, frame)) {
+            return id;
+        }
+        // Outermost unless a node above has the same frame.
+        let mut outer = true;
+        let mut at = parent;
+        while at != NodeId::ROOT {
+            let n = &self.nodes[at.0 as usize];
+            if n.frame == frame {
+                outer = false;
+                break;
+            }
+            at = n.parent;
+        }
+        self.child(parent, frame, outer)
+    }
+
+    /// Adds `weight` to the stack that ends at `node`, as [`add`](StackTree::add) adds it
+    /// to that stack's frames: the node's self weight, the total of every node up to the
+    /// root, and each frame's figures (a recursion counted once). Nothing for the root or
+    /// an id this tree did not hand out.
+    pub fn add_at(&mut self, node: NodeId, weight: u64) {
+        if node == NodeId::ROOT || node.0 as usize >= self.nodes.len() || weight == 0 {
+            return;
+        }
+        self.adds += 1;
+        let stamp = self.adds;
+        let n = &mut self.nodes[node.0 as usize];
+        n.self_weight = n.self_weight.saturating_add(weight);
+        if let Some(stats) = self.frames.get_mut(n.frame.0 as usize) {
+            stats.self_weight = stats.self_weight.saturating_add(weight);
+        }
+        let mut at = node;
+        loop {
+            let n = &mut self.nodes[at.0 as usize];
+            n.total_weight = n.total_weight.saturating_add(weight);
+            if at == NodeId::ROOT {
+                break;
+            }
+            if let Some(stats) = self.frames.get_mut(n.frame.0 as usize)
+                && stats.met != stamp
+            {
+                stats.met = stamp;
+                stats.total_weight = stats.total_weight.saturating_add(weight);
+            }
+            at = n.parent;
+        }
+    }
+
     /// Weight of the stacks that end in `frame` (0 for an id this tree did not hand out).
     pub fn frame_self(&self, frame: FrameId) -> u64 {
         self.frames
@@ -508,6 +570,48 @@ mod tests {
         assert_eq!(t.node(run).self_weight, 1);
         assert_eq!(t.node(run).total_weight, 4);
         assert_eq!(t.frame_count(), 4);
+    }
+
+    #[test]
+    fn stacks_added_by_node_give_the_tree_that_adding_by_frames_gives() {
+        // Recursion (a;b;a), a one-frame stack, a stack that is a prefix of another.
+        let stacks: [(&[&str], u64); 6] = [
+            (&["a", "b", "a", "c"], 3),
+            (&["a", "b"], 2),
+            (&["d"], 1),
+            (&["a", "b", "a", "c"], 4),
+            (&["a", "c", "c"], 5),
+            (&["d", "a"], 6),
+        ];
+        let mut by_frames = StackTree::new();
+        let mut by_node = StackTree::new();
+        for (frames, w) in stacks {
+            by_frames.add_names(frames.iter().copied(), w);
+            let mut node = NodeId::ROOT;
+            for f in frames {
+                let id = by_node.intern(f);
+                node = by_node.node_under(node, id);
+            }
+            by_node.add_at(node, w);
+        }
+        assert_eq!(by_node.to_folded(), by_frames.to_folded());
+        assert_eq!(by_node.node_count(), by_frames.node_count());
+        for name in ["a", "b", "c", "d"] {
+            let (x, y) = (by_node.find(name).unwrap(), by_frames.find(name).unwrap());
+            assert_eq!(by_node.frame_self(x), by_frames.frame_self(y), "{name}");
+            assert_eq!(by_node.frame_total(x), by_frames.frame_total(y), "{name}");
+            let outer = |t: &StackTree, f| -> Vec<bool> {
+                t.frame_nodes(f).iter().map(|&n| t.is_outer(n)).collect()
+            };
+            assert_eq!(outer(&by_node, x), outer(&by_frames, y), "{name}");
+        }
+        // The root, an unknown node and a zero weight add nothing.
+        let before = by_node.to_folded();
+        by_node.add_at(NodeId::ROOT, 9);
+        by_node.add_at(NodeId(1 << 30), 9);
+        by_node.add_at(NodeId(1), 0);
+        assert_eq!(by_node.to_folded(), before);
+        assert_eq!(by_node.total_weight(), by_frames.total_weight());
     }
 
     #[test]

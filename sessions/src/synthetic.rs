@@ -327,3 +327,126 @@ impl SyntheticStacks {
         writer.finish(Status::Complete, "2026-11-24T12:00:01Z".to_owned())
     }
 }
+
+/// Per-interval chunks of stacks made from whole trees, as a recorder hands them to a
+/// live view ([`StacksChunk`]): each [`TreeChunks::chunk`] defines the frames and stacks
+/// not defined before and gives one new interval the trees' weights. For the tests and
+/// benchmarks that feed a live screen known profiles.
+#[derive(Debug, Default)]
+pub struct TreeChunks {
+    frames: std::collections::HashMap<String, u32>,
+    stacks: std::collections::HashMap<(Option<u32>, u32), u32>,
+    intervals: u32,
+}
+
+impl TreeChunks {
+    /// The next interval, `[t0_ns, t1_ns)`, with the weights of `cpu` (samples),
+    /// `offcpu` (µs, as offcpu.folded counts them: the chunk carries nanoseconds) and
+    /// `mem` (bytes), all of one thread.
+    pub fn chunk(
+        &mut self,
+        (t0_ns, t1_ns): (u64, u64),
+        cpu: &crate::StackTree,
+        offcpu: &crate::StackTree,
+        mem: &crate::StackTree,
+    ) -> crate::intervals::StacksChunk {
+        use crate::intervals::{IntervalWeights, StackEntry, StacksChunk, Weight};
+        let mut chunk = StacksChunk::default();
+        let mut weights = |tree: &crate::StackTree, scale: u64, chunk: &mut StacksChunk| {
+            let mut out = Vec::new();
+            tree.for_each_stack(|frames, weight| {
+                let mut parent = None;
+                for &f in frames {
+                    let name = tree.name(f);
+                    let next = self.frames.len() as u32;
+                    let frame = *self.frames.entry(name.to_owned()).or_insert_with(|| {
+                        chunk.frames.push((next, name.to_owned()));
+                        next
+                    });
+                    let next = self.stacks.len() as u32;
+                    let id = *self.stacks.entry((parent, frame)).or_insert_with(|| {
+                        chunk.stacks.push(StackEntry {
+                            id: next,
+                            parent,
+                            frame,
+                        });
+                        next
+                    });
+                    parent = Some(id);
+                }
+                if let Some(stack) = parent {
+                    out.push(Weight {
+                        tid: 1,
+                        stack,
+                        weight: weight.saturating_mul(scale),
+                    });
+                }
+            });
+            out
+        };
+        let cpu = weights(cpu, 1, &mut chunk);
+        let offcpu = weights(offcpu, 1000, &mut chunk);
+        let mem = weights(mem, 1, &mut chunk);
+        if self.intervals == 0 {
+            chunk.threads.push((1, "main".into()));
+        }
+        chunk.intervals.push(IntervalWeights {
+            index: self.intervals,
+            t0_ns,
+            t1_ns,
+            cpu,
+            offcpu,
+            mem,
+        });
+        self.intervals += 1;
+        chunk
+    }
+
+    /// The next interval, one second long, with the on-CPU weights of `cpu` alone.
+    pub fn cpu(&mut self, cpu: &crate::StackTree) -> crate::intervals::StacksChunk {
+        let t0 = u64::from(self.intervals) * 1_000_000_000;
+        let empty = crate::StackTree::new();
+        self.chunk((t0, t0 + 1_000_000_000), cpu, &empty, &empty)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::StackTree;
+    use crate::intervals::{IntervalStacks, StacksChunk};
+    use crate::limits::LoadOptions;
+
+    fn tree(stacks: &[(&str, u64)]) -> StackTree {
+        let mut t = StackTree::new();
+        for (s, w) in stacks {
+            t.add_names(s.split(';'), *w);
+        }
+        t
+    }
+
+    #[test]
+    fn chunks_of_trees_read_back_as_the_trees_interval_by_interval() {
+        let mut chunks = TreeChunks::default();
+        let first = tree(&[("main;a", 3), ("main;b;c", 2)]);
+        let off = tree(&[("main;wait", 7)]);
+        let second = tree(&[("main;b;c", 4), ("main;d", 1)]);
+        let empty = StackTree::new();
+        let mut bytes = StacksChunk::header();
+        chunks
+            .chunk((0, 10), &first, &off, &empty)
+            .write_jsonl(&mut bytes);
+        let again = chunks.cpu(&second);
+        // Only what the first did not define.
+        assert_eq!(again.frames.len(), 1, "{:?}", again.frames);
+        again.write_jsonl(&mut bytes);
+        let loaded =
+            IntervalStacks::parse(&bytes, Path::new("stacks.jsonl"), &LoadOptions::default())
+                .unwrap();
+        assert_eq!(loaded.cpu_tree(0, 10).to_folded(), first.to_folded());
+        assert_eq!(loaded.offcpu_tree(0, 10).to_folded(), off.to_folded());
+        let mut both = first.clone();
+        both.merge(&second);
+        assert_eq!(loaded.cpu_tree(0, u64::MAX).to_folded(), both.to_folded());
+    }
+}

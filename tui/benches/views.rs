@@ -248,19 +248,30 @@ fn load_average() -> (f64, f64) {
 }
 
 /// A second of the live screen with this profile, at 1 s intervals and 10 redraws a
-/// second, as the TUI's threads spend it: a row and a new copy of the stacks applied
-/// (`State::update`: the flamegraph laid out again, the view shown built again), ten
-/// frames drawn at 160x48, and the replaced tree freed (on `bt-free`). The copy itself
-/// is the sampler's work, made outside the timing. Thread CPU over 20 such seconds, as a
-/// share of one core; the goal is at most 3 %.
+/// second, as the TUI's threads spend it: a row and the interval's chunk of stacks
+/// applied (`State::update`: the whole run's profile grown by the interval, the
+/// flamegraph laid out again, the view shown built again), ten frames drawn at 160x48,
+/// and whatever tree was replaced freed (on `bt-free`). The profile starts as `tree`
+/// (100,000 distinct stacks); each second adds an interval of 10,000 samples, as a
+/// program sampled at 4,999 Hz on two threads gives: half on stacks the profile has,
+/// half on stacks new to it (a frame more under one it has), so it keeps growing. The
+/// chunks are the sampler's work, made outside the timing. Thread CPU over 20 such
+/// seconds, as a share of one core; the goal is at most 3 %.
 #[allow(clippy::field_reassign_with_default)]
 fn live_second(tree: &StackTree) {
     use benchtop::record::live::LiveEvent;
     use benchtop::state::{AppEvent, Key, State};
+    use benchtop_sessions::synthetic::TreeChunks;
     use benchtop_sessions::{Resources, TimeseriesRow};
     let area = Rect::new(0, 0, 160, 48);
     let mut buf = Buffer::empty(area);
     let mut rows = Vec::new();
+    let mut stacks: Vec<Vec<String>> = Vec::new();
+    tree.for_each_stack(|frames, _| {
+        stacks.push(frames.iter().map(|&f| tree.name(f).to_owned()).collect());
+    });
+    let empty = StackTree::new();
+    let per_second = 10_000;
     for (name, keys) in [
         ("flamegraph", ""),
         ("top functions", "t"),
@@ -277,15 +288,39 @@ fn live_second(tree: &StackTree) {
             }),
             start,
         );
+        let mut chunks = TreeChunks::default();
+        let first = chunks.chunk((0, 1_000_000_000), tree, &empty, &empty);
+        state.update(
+            AppEvent::Live(LiveEvent::IntervalStacks(Box::new(first))),
+            start,
+        );
         for c in keys.chars() {
             state.update(AppEvent::Key(Key::Char(c)), start);
         }
+        drop(state.take_retired());
         // The whole, and its parts: the row and the new stacks applied, the ten frames,
-        // the old tree freed.
+        // the replaced trees freed.
         let mut spent = [0.0; 4];
         let seconds = 20;
+        let mut pick = 0x9e37_79b9_7f4a_7c15u64;
         for second in 1..=seconds {
             let now = start + std::time::Duration::from_secs(second);
+            let mut interval = StackTree::new();
+            for i in 0..per_second {
+                pick ^= pick << 13;
+                pick ^= pick >> 7;
+                pick ^= pick << 17;
+                let stack = &stacks[(pick % stacks.len() as u64) as usize];
+                let frames = stack.iter().map(String::as_str);
+                if i % 2 == 0 {
+                    interval.add_names(frames, 1);
+                } else {
+                    let leaf = format!("new_{second}_{i}");
+                    interval.add_names(frames.chain([leaf.as_str()]), 1);
+                }
+            }
+            let t0_ns = second * 1_000_000_000;
+            let chunk = chunks.chunk((t0_ns, t0_ns + 1_000_000_000), &interval, &empty, &empty);
             let mut row = TimeseriesRow::default();
             row.t_s = second as f64;
             row.interval_s = 1.0;
@@ -293,8 +328,6 @@ fn live_second(tree: &StackTree) {
             r.cpu_percent = 99.0;
             r.threads = 4;
             row.resources = Some(r);
-            let mut snapshot = benchtop_profilers::Snapshot::default();
-            snapshot.cpu = tree.clone();
             let t0 = thread_cpu();
             state.update(
                 AppEvent::Live(LiveEvent::Row {
@@ -303,7 +336,10 @@ fn live_second(tree: &StackTree) {
                 }),
                 now,
             );
-            state.update(AppEvent::Live(LiveEvent::Stacks(Box::new(snapshot))), now);
+            state.update(
+                AppEvent::Live(LiveEvent::IntervalStacks(Box::new(chunk))),
+                now,
+            );
             let t1 = thread_cpu();
             for tick in 0..10 {
                 let at = now + std::time::Duration::from_millis(100 * tick);
@@ -320,12 +356,12 @@ fn live_second(tree: &StackTree) {
     }
     let (load, _) = load_average();
     eprintln!(
-        "\nthe live screen, a new 100k-stack profile each second, 10 frames a second at \
-         160x48, load average {load:.2}:"
+        "\nthe live screen, a 100k-stack profile growing by 10,000 samples (half of them \
+         new stacks) each second, 10 frames a second at 160x48, load average {load:.2}:"
     );
     eprintln!(
         "{:<18}{:>22}{:>16}{:>14}{:>12}",
-        "pane shows", "TUI CPU, % of a core", "new stacks", "10 frames", "free"
+        "pane shows", "TUI CPU, % of a core", "interval", "10 frames", "free"
     );
     for (name, [all, stacks, frames, free]) in rows {
         eprintln!(

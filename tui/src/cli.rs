@@ -65,10 +65,18 @@ impl Cli {
         use clap::{CommandFactory as _, FromArgMatches as _};
         let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
         let command = config.apply(Cli::command()).map_err(config_error)?;
-        let matches = command
-            .clone()
-            .try_get_matches_from(&args)
-            .map_err(|e| workload_hint(e, &args))?;
+        let matches = match command.clone().try_get_matches_from(&args) {
+            Ok(matches) => matches,
+            // `run --duration 10s ring`: recording options before the workload's name, as
+            // perf and hyperfine take them, parse as `run ring --duration 10s` does.
+            Err(e) => match workload_first(&e, &args) {
+                Some(reordered) => command
+                    .clone()
+                    .try_get_matches_from(&reordered)
+                    .map_err(|e| workload_hint(e, &reordered))?,
+                None => return Err(workload_hint(e, &args)),
+            },
+        };
         let mut cli = Cli::from_arg_matches(&matches)?;
         // What the launcher and the headless default start from: `run`'s options as they
         // stand with nothing on the command line.
@@ -125,6 +133,34 @@ fn other_command_s_option(error: clap::Error, sub: &std::ffi::OsStr, word: &str)
     let mut command = Cli::command();
     command.build();
     command.error(ErrorKind::UnknownArgument, message)
+}
+
+/// `args` with the workload's name moved to right after `run`, when `error` is clap's
+/// refusal of a workload's name that came after `run`'s options (which clap then takes
+/// as a stray argument, never an option's value); `None` otherwise.
+fn workload_first(
+    error: &clap::Error,
+    args: &[std::ffi::OsString],
+) -> Option<Vec<std::ffi::OsString>> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() != ErrorKind::UnknownArgument || args.get(1)? != "run" {
+        return None;
+    }
+    let Some(ContextValue::String(word)) = error.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    if !workload_names().contains(word) {
+        return None;
+    }
+    let at = args[2..]
+        .iter()
+        .take_while(|a| *a != "--")
+        .position(|a| a == word.as_str())?
+        + 2;
+    let mut reordered = args.to_vec();
+    let name = reordered.remove(at);
+    reordered.insert(2, name);
+    Some(reordered)
 }
 
 /// `error` with a suggestion when it is a word after `run` that names no workload.
@@ -322,8 +358,8 @@ benchtop man --out /usr/local/share/man/man1 && man benchtop-run")]
 /// `benchtop run`: the workload and how to record it.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// How to record; these options go after the workload's name (before `--` for a
-    /// command).
+    /// How to record; these options go after the workload's name or before it (before
+    /// `--` for a command).
     #[command(flatten)]
     pub record: RecordArgs,
     /// Repeated runs and sweeps: a series instead of one session.
@@ -880,6 +916,55 @@ mod tests {
         assert_eq!(run.record.record.as_deref(), Some("/tmp/x".as_ref()));
         assert_eq!(run.record.duration, Some(Duration::from_secs(2)));
         assert_eq!(run.record.frequency, 99);
+    }
+
+    #[test]
+    fn record_options_before_the_workload_name_are_taken_as_after_it() {
+        let parse = |args: &[&str]| {
+            Cli::parse_with_config(args.iter().copied(), &crate::config::Config::default())
+        };
+        let cli = parse(&[
+            "benchtop",
+            "run",
+            "--duration",
+            "2s",
+            "--record",
+            "ring",
+            "storm",
+            "--num-nodes",
+            "4",
+        ])
+        .unwrap();
+        let Some(Command::Run(run)) = cli.command else {
+            panic!("not a run")
+        };
+        assert_eq!(run.record.duration, Some(Duration::from_secs(2)));
+        // A workload's name as an option's value stays that value.
+        assert_eq!(run.record.record.as_deref(), Some("ring".as_ref()));
+        assert!(
+            matches!(run.workload, Some(Workload::Storm(_))),
+            "{:?}",
+            run.workload
+        );
+        // A misspelt name is still refused with the names there are; a command after
+        // `--` is left alone.
+        let err = parse(&["benchtop", "run", "--duration", "2s", "rnig"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unknown workload 'rnig'") && err.contains("'ring'"),
+            "{err}"
+        );
+        let cli = parse(&["benchtop", "run", "--duration", "2s", "--", "ring"]).unwrap();
+        let Some(Command::Run(run)) = cli.command else {
+            panic!("not a run")
+        };
+        assert!(run.workload.is_none());
+        // Options of the workload itself before its name are its own refusal.
+        let err = parse(&["benchtop", "run", "--num-nodes", "4", "ring"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--num-nodes"), "{err}");
     }
 
     #[test]

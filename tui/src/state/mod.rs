@@ -7,11 +7,12 @@
 //! What a key does is looked up in the key tables ([`keys`]) and carried out by
 //! `State::act`.
 //!
-//! About 1,170 lines of code and 380 of tests (which stay at the end of the file as the
-//! project's tests do): `update` and `act` carry every screen's events and actions in
-//! one match each. Where it splits next: the live screen's handlers (its live events,
-//! pause, baseline, snapshot, the timeline's and the views' actions) into `LiveScreen`'s
-//! own module, as the launcher, the orphans, the compare and the ab screens keep theirs.
+//! About 1,030 lines of code and 320 of tests (which stay at the end of the file as the
+//! project's tests do): the events, effects and screens every part of the TUI names, and
+//! `update` and `act`, which carry every screen's events and actions in one match each.
+//! The live screen's handlers are in [`LiveScreen`]'s module (`live_screen.rs`), as the
+//! launcher, the orphans, the compare and the ab screens keep theirs; what splits next is
+//! `act`'s flame and timeline arms.
 
 pub mod ab;
 pub mod activity;
@@ -21,6 +22,9 @@ pub mod flame_panes;
 pub mod keys;
 pub mod launcher;
 pub mod live;
+mod live_screen;
+pub use live_screen::LiveScreen;
+mod live_stacks;
 pub mod orphans;
 pub mod picker;
 pub mod profile_views;
@@ -368,44 +372,6 @@ pub struct Baseline {
     pub source: String,
 }
 
-/// The live screen's state: one run, live or as it ended. A new run gets a fresh one.
-#[derive(Debug)]
-pub struct LiveScreen {
-    /// The run.
-    pub run: LiveRun,
-    /// Its flamegraph.
-    pub flames: FlamePanes,
-    /// The baseline, once taken.
-    pub baseline: Option<Baseline>,
-    /// The display is frozen (the recording goes on; events are held).
-    pub paused: bool,
-    /// Quitting was asked for: leave once the recording is finished.
-    pub quit_requested: bool,
-    /// Events held while paused, applied on resume.
-    held: Vec<LiveEvent>,
-    /// The run's intervals and the parts of it picked.
-    pub timeline: timeline::Timeline,
-}
-
-impl LiveScreen {
-    /// The screen of a new run of `workload` with `params` (`name=value …`).
-    pub fn new(workload: &str, params: &str) -> Self {
-        LiveScreen {
-            run: LiveRun {
-                workload: workload.to_owned(),
-                params: params.to_owned(),
-                ..LiveRun::default()
-            },
-            flames: FlamePanes::default(),
-            baseline: None,
-            paused: false,
-            quit_requested: false,
-            held: Vec::new(),
-            timeline: timeline::Timeline::default(),
-        }
-    }
-}
-
 /// The whole state of the TUI.
 #[derive(Debug)]
 pub struct State {
@@ -684,11 +650,6 @@ impl State {
         self.flames_mut().shown_mut()
     }
 
-    /// Events held while the display is paused.
-    pub fn held(&self) -> usize {
-        self.live.held.len()
-    }
-
     /// Applies `event` at `now` and returns what the loop must do.
     pub fn update(&mut self, event: AppEvent, now: Instant) -> Vec<Effect> {
         let mut effects = self.apply(event, now);
@@ -730,19 +691,7 @@ impl State {
                 Vec::new()
             }
             AppEvent::Live(event) => {
-                if self.live.paused {
-                    let held = &mut self.live.held;
-                    if matches!(event, LiveEvent::Stacks(_)) {
-                        // Only the newest stacks matter: each copy holds the whole run.
-                        held.retain(|e| !matches!(e, LiveEvent::Stacks(_)));
-                    }
-                    if matches!(event, LiveEvent::Allocations(_)) {
-                        held.retain(|e| !matches!(e, LiveEvent::Allocations(_)));
-                    }
-                    held.push(event);
-                } else {
-                    self.on_live(event, now);
-                }
+                self.live_event(event, now);
                 Vec::new()
             }
             AppEvent::Finished(result) => self.on_finished(result, now),
@@ -818,128 +767,12 @@ impl State {
         }
     }
 
-    fn on_live(&mut self, event: LiveEvent, now: Instant) {
-        match event {
-            LiveEvent::Spawned { dir, pid } => {
-                self.live.run.dir = Some(dir);
-                self.live.run.pid = Some(pid);
-            }
-            LiveEvent::Started {
-                throughput,
-                latency,
-                sampling,
-            } => {
-                if self.live.run.status == RunStatus::Starting {
-                    self.live.run.status = RunStatus::Running;
-                }
-                self.live.run.started_at = Some(now);
-                self.live.run.throughput_metric = throughput;
-                self.live.run.latency.metric = latency.unwrap_or_default();
-                self.live.run.sampling = sampling;
-            }
-            LiveEvent::Row { row, histograms } => {
-                self.live.run.add_row(&row, &histograms);
-                timeline::Timeline::add_live(&mut self.live, &row, &histograms);
-            }
-            LiveEvent::Stacks(snapshot) => {
-                let mut snapshot = *snapshot;
-                let samples = snapshot.cpu.total_weight();
-                self.live.run.activity.add_samples(samples);
-                self.live
-                    .flames
-                    .views
-                    .set_lines(std::mem::take(&mut snapshot.lines));
-                let offcpu = (!snapshot.offcpu.is_empty()).then_some(snapshot.offcpu);
-                if !snapshot.mem.is_empty() {
-                    self.set_tree(FlameKind::Memory(MemoryKind::Resident), snapshot.mem);
-                }
-                self.whole_run_stacks(Some(snapshot.cpu), offcpu);
-            }
-            LiveEvent::Allocations(trees) => {
-                // While the run goes on, what the worker holds now.
-                self.set_tree(FlameKind::Memory(MemoryKind::Allocated), trees.alloc);
-                self.set_tree(FlameKind::Memory(MemoryKind::Live), trees.live_end);
-            }
-            LiveEvent::IntervalStacks(chunk) => self.live_interval_stacks(&chunk),
-            LiveEvent::Notice(notice) => {
-                if let benchtop_record::Notice::StreamDropped(drops) = &notice {
-                    self.live.run.stream_drops = Some(drops.clone());
-                }
-                let text = notice.to_string();
-                match notice.kind() {
-                    NoticeKind::Warning => self.flash(text.clone(), true, now),
-                    NoticeKind::Done => self.flash(text.clone(), false, now),
-                    NoticeKind::Progress => {}
-                }
-                self.live.run.status_line = text;
-            }
-            // The progress line's figures: the screen draws the rows themselves.
-            LiveEvent::Progress(_) => {}
-        }
-    }
-
-    fn set_tree(&mut self, kind: FlameKind, tree: StackTree) {
-        let old = self.live.flames.pane_mut(kind).set_tree(tree);
-        self.retired.push(old);
-        if kind == self.live.flames.kind {
-            self.live.flames.refresh_views();
-        }
-    }
-
-    /// The stacks replaced since the last call: freeing a big tree takes milliseconds,
-    /// which the loop spends off the render path.
-    pub fn take_retired(&mut self) -> Vec<StackTree> {
-        std::mem::take(&mut self.retired)
-    }
-
-    fn on_finished(&mut self, result: Result<RecordOutcome, String>, now: Instant) -> Vec<Effect> {
-        self.resume(now);
-        self.live.run.ended_at = Some(now);
-        let mut effects = Vec::new();
-        match result {
-            Ok(outcome) => {
-                let status = outcome.status;
-                self.live.run.status = RunStatus::Finished(status);
-                let mut text = format!("the run ended: {status}");
-                // The last warning says why, when the run did not end well.
-                if let Some(w) = outcome.warnings.last() {
-                    text.push_str(&format!(" ({w})"));
-                }
-                let bad = !matches!(
-                    status,
-                    benchtop_sessions::Status::Complete | benchtop_sessions::Status::Stopped
-                );
-                // In the footer for a while, in the header for good.
-                self.live.run.status_line.clone_from(&text);
-                self.flash(text, bad, now);
-                self.live.flames.views.lines_dir = Some(outcome.dir.clone());
-                effects.push(Effect::LoadFinalStacks(outcome.dir));
-            }
-            Err(e) => {
-                self.live.run.status_line = format!("the recording failed: {e}");
-                self.flash(format!("the recording failed: {e}"), true, now);
-                self.live.run.status = RunStatus::Failed(e);
-            }
-        }
-        if self.live.quit_requested {
-            effects.push(Effect::Quit);
-        }
-        effects
-    }
-
     fn flash(&mut self, text: String, error: bool, now: Instant) {
         self.flash = Some(Flash {
             text,
             error,
             at: now,
         });
-    }
-
-    fn resume(&mut self, now: Instant) {
-        self.live.paused = false;
-        for event in std::mem::take(&mut self.live.held) {
-            self.on_live(event, now);
-        }
     }
 
     fn on_key(&mut self, key: Key, now: Instant) -> Vec<Effect> {
@@ -1116,25 +949,6 @@ impl State {
         Vec::new()
     }
 
-    /// `s`: a snapshot of the session while the run goes on.
-    fn snapshot(&mut self, now: Instant) -> Vec<Effect> {
-        match self.live.run.status {
-            RunStatus::Running => {
-                self.flash("saving a snapshot of the session…".into(), false, now);
-                return vec![Effect::SaveSnapshot];
-            }
-            RunStatus::Starting => {
-                self.flash(
-                    "nothing to save yet: the run has not started".into(),
-                    true,
-                    now,
-                );
-            }
-            _ => self.flash("the run is over: its session is written".into(), false, now),
-        }
-        Vec::new()
-    }
-
     /// Esc: close what is open, one level at a time; never quits. A run that is over
     /// goes back to the launcher it came from.
     fn back_out(&mut self) -> Vec<Effect> {
@@ -1196,47 +1010,6 @@ impl State {
         self.flash(text.into(), false, now);
         vec![Effect::StopRecording]
     }
-
-    fn take_baseline(&mut self, now: Instant) {
-        let flames = &self.live.flames;
-        if flames.cpu.is_empty()
-            && flames.off.is_empty()
-            && !flames.memory.any()
-            && self.live.run.latency.total.histogram().is_none()
-        {
-            self.flash("nothing to take as a baseline yet".into(), true, now);
-            return;
-        }
-        let elapsed = self
-            .live
-            .run
-            .started_at
-            .map_or(0.0, |s| now.duration_since(s).as_secs_f64());
-        let tree = |f: &FlameState| (!f.is_empty()).then(|| f.tree().clone());
-        let baseline = Baseline {
-            cpu: tree(&self.live.flames.cpu),
-            offcpu: tree(&self.live.flames.off),
-            memory: Vec::new(),
-            latency: self.live.run.latency.run,
-            source: format!("taken at {elapsed:.1} s"),
-        };
-        self.flash(
-            format!("baseline {} — d shows the difference", baseline.source),
-            false,
-            now,
-        );
-        self.apply_baseline(baseline);
-        self.live.flames.memory.take_baseline();
-    }
-
-    fn toggle_differential(&mut self, now: Instant) {
-        if self.live.baseline.is_none() {
-            self.flash("no baseline: b takes one".into(), true, now);
-            return;
-        }
-        let flames = &mut self.live.flames;
-        flames.set_differential(!flames.differential);
-    }
 }
 
 /// A session's memory profile of `kind`, taken out of it: on the screens, `live` is the
@@ -1253,14 +1026,15 @@ pub(crate) fn memory_tree(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+    use benchtop_sessions::synthetic::TreeChunks;
 
-    fn state() -> State {
+    pub(super) fn state() -> State {
         State::new("ring", "num-nodes=5", true)
     }
 
-    fn tree(stacks: &[(&str, u64)]) -> StackTree {
+    pub(super) fn tree(stacks: &[(&str, u64)]) -> StackTree {
         let mut t = StackTree::new();
         for (stack, weight) in stacks {
             t.add_names(stack.split(';'), *weight);
@@ -1268,13 +1042,12 @@ mod tests {
         t
     }
 
-    fn stacks(cpu: StackTree) -> AppEvent {
-        let mut snapshot = benchtop_profilers::Snapshot::default();
-        snapshot.cpu = cpu;
-        AppEvent::Live(LiveEvent::Stacks(Box::new(snapshot)))
+    /// The next interval's chunk of on-CPU stacks, as a recorder hands it out.
+    pub(super) fn stacks(chunks: &mut TreeChunks, cpu: StackTree) -> AppEvent {
+        AppEvent::Live(LiveEvent::IntervalStacks(Box::new(chunks.cpu(&cpu))))
     }
 
-    fn keys(s: &mut State, keys: &[Key], now: Instant) -> Vec<Effect> {
+    pub(super) fn keys(s: &mut State, keys: &[Key], now: Instant) -> Vec<Effect> {
         keys.iter()
             .flat_map(|&k| s.update(AppEvent::Key(k), now))
             .collect()
@@ -1368,40 +1141,15 @@ mod tests {
     }
 
     #[test]
-    fn pause_holds_live_events_and_resume_applies_them() {
-        let mut s = state();
-        let now = Instant::now();
-        keys(&mut s, &[Key::Char(' ')], now);
-        assert!(s.live.paused);
-        s.update(stacks(tree(&[("bt-ring;main;work", 3)])), now);
-        assert_eq!(s.held(), 1);
-        assert!(s.flames().cpu.is_empty(), "the display is frozen");
-        keys(&mut s, &[Key::Char(' ')], now);
-        assert!(!s.live.paused && s.held() == 0);
-        assert_eq!(s.flames().cpu.tree().total_weight(), 3);
-    }
-
-    #[test]
-    fn a_baseline_is_taken_with_b_and_d_toggles_the_difference() {
-        let mut s = state();
-        let now = Instant::now();
-        keys(&mut s, &[Key::Char('d')], now);
-        assert!(!s.flames().differential, "no baseline yet");
-        assert!(s.flash.as_ref().is_some_and(|f| f.error));
-        s.update(stacks(tree(&[("bt-ring;main;work", 3)])), now);
-        keys(&mut s, &[Key::Char('b'), Key::Char('d')], now);
-        assert!(s.live.baseline.is_some() && s.flames().differential);
-        assert!(s.flames().cpu.differential());
-        keys(&mut s, &[Key::Char('d')], now);
-        assert!(!s.flames().differential && !s.flames().cpu.differential());
-    }
-
-    #[test]
     fn slash_types_a_search_that_esc_clears() {
+        let mut c = TreeChunks::default();
         let mut s = state();
         let now = Instant::now();
         s.update(
-            stacks(tree(&[("bt-ring;main;work", 3), ("bt-ring;main;idle", 1)])),
+            stacks(
+                &mut c,
+                tree(&[("bt-ring;main;work", 3), ("bt-ring;main;idle", 1)]),
+            ),
             now,
         );
         keys(
@@ -1433,56 +1181,6 @@ mod tests {
         assert!(s.flash.is_some());
         s.update(AppEvent::Tick, now + FLASH_FOR);
         assert!(s.flash.is_none());
-    }
-
-    #[test]
-    fn dropped_stream_batches_are_flashed_and_kept_for_the_header() {
-        let mut s = state();
-        let now = Instant::now();
-        let drops = |failed| {
-            benchtop_record::StreamDrops::new(
-                "http://127.0.0.1:4317",
-                failed,
-                0,
-                Some("connection refused".into()),
-            )
-        };
-        for failed in [2, 7] {
-            s.update(
-                AppEvent::Live(LiveEvent::Notice(benchtop_record::Notice::StreamDropped(
-                    drops(failed),
-                ))),
-                now,
-            );
-        }
-        // The latest count stays for the header; the flash says it in full, as a warning.
-        assert_eq!(s.live.run.stream_drops, Some(drops(7)));
-        let flash = s.flash.as_ref().expect("a flash");
-        assert!(flash.error);
-        assert!(
-            flash.text.contains("7 batches dropped") && flash.text.contains("connection refused"),
-            "{}",
-            flash.text
-        );
-        // Gone from the footer after a while, still in the header.
-        s.update(AppEvent::Tick, now + FLASH_FOR);
-        assert!(s.flash.is_none());
-        assert_eq!(
-            s.live.run.stream_drops.as_ref().map(|d| d.dropped()),
-            Some(7)
-        );
-    }
-
-    #[test]
-    fn replaced_stacks_are_handed_to_the_loop_to_free() {
-        let mut s = state();
-        let now = Instant::now();
-        s.update(stacks(tree(&[("bt-ring;main;work", 3)])), now);
-        s.update(stacks(tree(&[("bt-ring;main;work", 5)])), now);
-        let retired = s.take_retired();
-        let weights: Vec<u64> = retired.iter().map(StackTree::total_weight).collect();
-        assert_eq!(weights, [0, 3], "the empty start, then the first profile");
-        assert!(s.take_retired().is_empty());
     }
 
     #[test]
@@ -1625,43 +1323,6 @@ mod tests {
         assert!(memory.allocated.baseline().is_none(), "none saved");
         keys(&mut s, &[Key::Char('d')], now);
         assert!(s.flames().cpu.differential() && s.flames().cpu.baseline().is_some());
-    }
-
-    #[test]
-    fn while_paused_only_the_newest_stacks_are_held() {
-        let mut s = state();
-        let now = Instant::now();
-        keys(&mut s, &[Key::Char(' ')], now);
-        for w in 1..=5 {
-            s.update(stacks(tree(&[("bt-ring;main;work", w)])), now);
-        }
-        assert_eq!(s.held(), 1);
-        keys(&mut s, &[Key::Char(' ')], now);
-        assert_eq!(s.flames().cpu.tree().total_weight(), 5);
-    }
-
-    #[test]
-    fn final_stacks_of_an_earlier_run_are_ignored() {
-        let mut s = state();
-        let now = Instant::now();
-        s.update(
-            AppEvent::Live(LiveEvent::Spawned {
-                dir: "sessions/b".into(),
-                pid: 2,
-            }),
-            now,
-        );
-        let late = |dir: &str| {
-            AppEvent::FinalStacks(Box::new((
-                dir.into(),
-                Some(tree(&[("bt-ring;main;work", 9)])),
-                None,
-            )))
-        };
-        s.update(late("sessions/a"), now);
-        assert!(s.flames().cpu.is_empty());
-        s.update(late("sessions/b"), now);
-        assert_eq!(s.flames().cpu.tree().total_weight(), 9);
     }
 
     #[test]

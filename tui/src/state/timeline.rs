@@ -82,9 +82,11 @@ pub struct Timeline {
     pub dropped_stacks: usize,
     /// Where a mouse drag on the strip began (the button is down).
     pub drag: Option<usize>,
-    /// The whole run's newest stacks (on-CPU, and off-CPU when there are), held while a
-    /// part of a live run shows: `A` shows them again at once.
+    /// The whole run's stacks (on-CPU, and off-CPU when there are), set aside while a
+    /// part of the run shows (a live run's growing there): `A` shows them again at once.
     pub whole: Option<(StackTree, Option<StackTree>)>,
+    /// How a live run's chunks grew the whole run's trees.
+    pub(super) grow: super::live_stacks::WholeRun,
 }
 
 impl Timeline {
@@ -617,15 +619,17 @@ impl super::State {
         let t = &mut self.live.timeline;
         let metric = self.live.run.latency.metric.clone();
         let shown_latency = t.selected.map(|p| t.latency_of(p, &metric));
-        let whole = Part::Range(0, t.points.len().saturating_sub(1));
-        let trees = match (t.selected, t.whole.take()) {
+        // The whole run's trees go aside while a part shows (a live run's go on growing
+        // there) and come back when none does.
+        let (trees, aside) = match (t.selected, t.whole.take()) {
             (Some(part), held) => {
+                let aside = held.is_none();
                 t.whole = held;
-                t.stacks_of(part)
+                (t.stacks_of(part), aside)
             }
-            // A live run's newest copy of the whole run's stacks, as it was before.
-            (None, Some((cpu, offcpu))) => Some((cpu, offcpu.unwrap_or_default())),
-            (None, None) => t.stacks_of(whole),
+            (None, Some((cpu, offcpu))) => (Some((cpu, offcpu.unwrap_or_default())), false),
+            // The panes show the whole run already.
+            (None, None) => (None, false),
         };
         let t = &self.live.timeline;
         let baseline = t.baseline.map(|p| {
@@ -649,8 +653,13 @@ impl super::State {
         let no_stacks = t.stacks.is_none();
         self.live.timeline.latency_shown = shown_latency;
         if let Some((cpu, offcpu)) = trees {
-            self.set_tree(super::FlameKind::OnCpu, cpu);
-            self.set_tree(super::FlameKind::OffCpu, offcpu);
+            let cpu = self.replace_tree(super::FlameKind::OnCpu, cpu);
+            let offcpu = self.replace_tree(super::FlameKind::OffCpu, offcpu);
+            if aside {
+                self.live.timeline.whole = Some((cpu, Some(offcpu)));
+            } else {
+                self.retired.extend([cpu, offcpu]);
+            }
         }
         match baseline {
             Some(b) => {

@@ -1,6 +1,6 @@
 //! A live run's side of the timeline strip: its per-interval stacks as the recorder hands
 //! them out (appended, the oldest dropped past [`MAX_LIVE_WEIGHTS`] or the strip's
-//! [`MAX_INTERVALS`]), the whole run's newest stacks held while a part of the run shows,
+//! [`MAX_INTERVALS`]), the whole run's stacks set aside while a part of the run shows,
 //! and the mouse on the strip (a click moves the cursor, a drag selects a range). Apart
 //! from `timeline`, which holds what an opened session and a live run share.
 
@@ -53,10 +53,12 @@ impl super::State {
         }
     }
 
-    /// The whole run's stacks (a live run's newest copy, or a finished run's): shown, or
+    /// The whole run's stacks (a finished run's, read from its session): shown, or
     /// held while a part of the run shows with its own stacks.
     pub(super) fn whole_run_stacks(&mut self, cpu: Option<StackTree>, offcpu: Option<StackTree>) {
         let t = &mut self.live.timeline;
+        // Trees of their own: the nodes grown from chunks were the replaced trees'.
+        t.grow.forget();
         if t.selected.is_some() && t.stacks.is_some() {
             if let Some(cpu) = cpu
                 && let Some((old, old_off)) = t.whole.replace((cpu, offcpu))
@@ -82,6 +84,8 @@ impl super::State {
         let opts = benchtop_sessions::limits::LoadOptions::default();
         stacks.append(chunk, &mut t.live_ids, &opts);
         t.dropped_stacks += stacks.drop_oldest(MAX_INTERVALS, MAX_LIVE_WEIGHTS);
+        self.grow_whole_run(chunk);
+        let t = &mut self.live.timeline;
         let Some(part) = t.selected else {
             return;
         };
@@ -102,13 +106,14 @@ mod tests {
     use crate::record::live::LiveEvent;
     use crate::state::timeline::tests::{flame_weights, press, row};
     use crate::state::{AppEvent, State};
+    use benchtop_sessions::intervals::{IntervalWeights, Weight};
 
     /// A live run of eight 1 s intervals: `first` runs in the first four, `second` in
-    /// the last four, with the recorder's rows, per-interval stacks and whole-run copies
-    /// in the order it sends them.
+    /// the last four, with the recorder's rows and per-interval stacks in the order it
+    /// sends them.
     #[allow(clippy::field_reassign_with_default)]
     fn live_run() -> (State, StackTree) {
-        use benchtop_sessions::intervals::{IntervalWeights, StackEntry, Weight};
+        use benchtop_sessions::intervals::StackEntry;
         let now = std::time::Instant::now();
         let mut state = State::new("ring", "", false);
         let live = |state: &mut State, e: LiveEvent| state.update(AppEvent::Live(e), now);
@@ -157,14 +162,12 @@ mod tests {
             );
             let leaf = if second { "second" } else { "first" };
             whole.add_names(["main", leaf], weight);
-            let mut snapshot = benchtop_profilers::Snapshot::default();
-            snapshot.cpu = whole.clone();
-            live(&mut state, LiveEvent::Stacks(Box::new(snapshot)));
         }
         (state, whole)
     }
 
     #[test]
+    #[allow(clippy::field_reassign_with_default)]
     fn a_live_run_shows_the_range_picked_in_its_flamegraph_and_top_functions() {
         let (mut state, whole) = live_run();
         assert_eq!(flame_weights(&state).0, 160);
@@ -180,19 +183,36 @@ mod tests {
             .map(|r| (tree.name(r.frame), r.total_weight))
             .collect();
         assert_eq!(rows, [("first", 20), ("main", 20)]);
-        // The run goes on: its next copy of the whole run is held, not shown.
-        let mut snapshot = benchtop_profilers::Snapshot::default();
-        let mut newer = whole.clone();
-        newer.add_names(["main", "second"], 30);
-        snapshot.cpu = newer;
+        // The run goes on: its next interval grows the whole run set aside, not the part.
+        let mut chunk = StacksChunk::default();
+        chunk.intervals.push(IntervalWeights {
+            index: 8,
+            t0_ns: 8_000_000_000,
+            t1_ns: 9_000_000_000,
+            cpu: vec![Weight {
+                tid: 1,
+                stack: 2,
+                weight: 30,
+            }],
+            offcpu: vec![],
+            mem: vec![],
+        });
         state.update(
-            AppEvent::Live(LiveEvent::Stacks(Box::new(snapshot))),
+            AppEvent::Live(LiveEvent::IntervalStacks(Box::new(chunk))),
             std::time::Instant::now(),
         );
         assert_eq!(flame_weights(&state).0, 20);
-        // A: the whole run at once, as the newest copy has it.
+        // A: the whole run at once, grown while the part showed.
         press(&mut state, "A");
         assert_eq!(flame_weights(&state).0, 190);
+        assert_eq!(whole.total_weight() + 30, 190);
+        let shown = state.live.flames.cpu.tree();
+        let main = shown.find("second").unwrap();
+        assert_eq!(
+            shown.frame_total(main),
+            150,
+            "four intervals of 30, and one more"
+        );
         assert!(state.live.timeline.whole.is_none());
         // S: the slow intervals of a live run, from its own per-interval stacks.
         state.live.timeline.run_p99_ns = Some(0);

@@ -326,7 +326,7 @@ fn pane_frame(
 pub(crate) mod tests {
     use std::time::Duration;
 
-    use benchtop_profilers::Snapshot;
+    use benchtop_sessions::synthetic::TreeChunks;
     use benchtop_sessions::timeseries::ThreadCpu;
     use benchtop_sessions::{ContextSwitches, Resources, StackTree, TimeseriesRow};
     use hdrhistogram::Histogram;
@@ -422,14 +422,14 @@ pub(crate) mod tests {
                 u64::from(i),
             );
         }
-        let mut snapshot = Snapshot::default();
-        snapshot.cpu = tree(&[
+        let cpu = tree(&[
             ("bt-ring;main;run;ring::actors::hop;mailbox::send", 600),
             ("bt-ring;main;run;ring::actors::hop;mailbox::recv", 250),
             ("bt-ring;main;run;tokio::park", 100),
             ("bt-ring;benchtop-ticker;sleep", 50),
         ]);
-        ev(&mut s, LiveEvent::Stacks(Box::new(snapshot)), 3);
+        let chunk = TreeChunks::default().cpu(&cpu);
+        ev(&mut s, LiveEvent::IntervalStacks(Box::new(chunk)), 3);
         s
     }
 

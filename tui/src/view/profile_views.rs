@@ -487,9 +487,9 @@ fn source(views: &ProfileViews, area: Rect, buf: &mut Buffer, pen: Pen) {
 mod tests {
     use std::time::Instant;
 
-    use benchtop_profilers::Snapshot;
     use benchtop_sessions::StackTree;
     use benchtop_sessions::lines::FrameLines;
+    use benchtop_sessions::synthetic::TreeChunks;
 
     use super::super::tests::render;
     use crate::record::live::LiveEvent;
@@ -514,10 +514,12 @@ mod tests {
         lines.add("lex", "/src/lex.c", 4, 24);
         lines.add("lex", "/src/lex.c", 5, 3);
         lines.add("lex", "/src/lex.c", 12, 3);
-        let mut snapshot = Snapshot::default();
-        snapshot.cpu = t;
-        snapshot.lines = lines;
-        s.update(AppEvent::Live(LiveEvent::Stacks(Box::new(snapshot))), now);
+        let chunk = TreeChunks::default().cpu(&t);
+        s.update(
+            AppEvent::Live(LiveEvent::IntervalStacks(Box::new(chunk))),
+            now,
+        );
+        s.live.flames.views.lines = lines;
         for c in keys.chars() {
             let key = match c {
                 '\n' => Key::Enter,

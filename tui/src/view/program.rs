@@ -140,7 +140,7 @@ fn with_head(
 mod tests {
     use std::time::{Duration, Instant};
 
-    use benchtop_profilers::Snapshot;
+    use benchtop_sessions::synthetic::TreeChunks;
     use benchtop_sessions::timeseries::ThreadCpu;
     use benchtop_sessions::{ContextSwitches, Resources, StackTree, TimeseriesRow};
     use hdrhistogram::Histogram;
@@ -176,7 +176,7 @@ mod tests {
             base,
             0,
         );
-        let mut cpu = StackTree::new();
+        let mut chunks = TreeChunks::default();
         for i in 1..=12u32 {
             let mut row = TimeseriesRow::default();
             row.t_s = f64::from(i);
@@ -200,17 +200,16 @@ mod tests {
                 base,
                 u64::from(i),
             );
+            let mut interval = StackTree::new();
             for (stack, weight) in [
                 ("calltree;main;calltree_work;calltree_hot", 740),
                 ("calltree;main;calltree_work;calltree_cold", 250),
             ] {
-                cpu.add_names(stack.split(';'), weight);
+                interval.add_names(stack.split(';'), weight);
             }
-            let mut snapshot = Snapshot::default();
-            snapshot.cpu = cpu.clone();
             ev(
                 &mut s,
-                LiveEvent::Stacks(Box::new(snapshot)),
+                LiveEvent::IntervalStacks(Box::new(chunks.cpu(&interval))),
                 base,
                 u64::from(i),
             );

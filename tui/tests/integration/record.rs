@@ -613,8 +613,13 @@ fn a_live_link_sees_rows_histograms_and_stacks_and_can_stop_the_run() {
         })
     };
     let recorder = std::thread::spawn(move || record(&opts));
-    let (mut spawned, mut started, mut rows, mut stacks) = (false, false, 0, None);
-    while rows < 4 || stacks.is_none() {
+    let (mut spawned, mut started, mut rows, mut frames) = (false, false, 0, Vec::new());
+    let ring = |frames: &[String]| {
+        frames
+            .iter()
+            .any(|f| f.contains("benchtop_workloads::ring"))
+    };
+    while rows < 4 || !ring(&frames) {
         match events
             .recv_timeout(Duration::from_secs(20))
             .expect("live events")
@@ -641,13 +646,15 @@ fn a_live_link_sees_rows_histograms_and_stacks_and_can_stop_the_run() {
                 assert_eq!(lap.len(), row.latency["lap"].count);
                 rows += 1;
             }
-            LiveEvent::Stacks(snapshot) => stacks = Some(snapshot),
+            // The stacks come as each interval's chunk of stacks.jsonl.
+            LiveEvent::IntervalStacks(chunk) => {
+                assert!(!chunk.intervals.is_empty() || !chunk.frames.is_empty());
+                frames.extend(chunk.frames.iter().map(|(_, name)| name.clone()));
+            }
             _ => {}
         }
     }
     assert!(spawned && started);
-    let folded = stacks.unwrap().cpu.to_folded();
-    assert!(folded.contains("benchtop_workloads::ring"), "{folded}");
 
     // A snapshot asked for during the run is written into the session at once.
     assert!(!dir.join("cpu.folded").exists());

@@ -9,8 +9,12 @@
 //! (both are slices of one pool of random bytes made before the run, reference-counted
 //! `Bytes` that prost encodes straight from), and one timer (the RPC's deadline; no
 //! `grpc-timeout` header, so neither tonic's client layer nor the server arms another).
+//!
+//! Each client measures what its RPCs cost beyond the server's simulated work and sends
+//! the mean with its requests, so that the server takes it out of the work (the rule in
+//! [`super::schedule`]).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -25,6 +29,7 @@ use tonic::{Code, Status};
 use super::picks::{Mix, Picks, Pool, Rng, longest};
 use super::proto::key_value_service_client::KeyValueServiceClient;
 use super::proto::{CreateRequest, DeleteRequest, RetrieveRequest, UpdateRequest};
+use super::schedule::{self, COST_HEADER, CostEstimate, WORK_HEADER};
 use super::{DEFAULT_DURATION, KvMetrics, KvParams, NAME};
 use crate::WorkloadError;
 use crate::report::StopSignal;
@@ -86,6 +91,11 @@ pub struct ClientOutcome {
     pub payload_bytes: u64,
     /// Failed RPCs by status code, e.g. `DeadlineExceeded`.
     pub failures_by_code: BTreeMap<String, u64>,
+    /// The mean cost of an RPC beyond the simulated work the server gave it (its time
+    /// from start to counted answer less that work), over the RPCs whose answers said
+    /// their work; `None` against a server without work. Each client's recent mean of it
+    /// was taken out of its next requests' work.
+    pub rpc_cost: Option<Duration>,
     /// From the first RPC to the last answer.
     pub elapsed: Duration,
     /// Ended by a stop before the duration.
@@ -120,6 +130,8 @@ impl ClientOutcome {
 struct Client {
     stub: KeyValueServiceClient<Channel>,
     picks: RefCell<Picks>,
+    /// What its RPCs cost beyond the simulated work, recently.
+    cost: Cell<CostEstimate>,
 }
 
 /// A thread's counts, kept on it and added up when the run ends.
@@ -131,6 +143,9 @@ struct Counts {
     already_exists: u64,
     payload_bytes: u64,
     failures: BTreeMap<String, u64>,
+    /// RPCs whose answers said their work, and their costs beyond it, in all.
+    costed: u64,
+    cost: Duration,
 }
 
 /// What a thread's clients share: the run's parameters, the pool, the metrics and the
@@ -215,6 +230,7 @@ pub fn run(
         ..ClientOutcome::default()
     };
     let mut span: Option<(Instant, Instant)> = None;
+    let (mut costed, mut cost) = (0u64, Duration::ZERO);
     for result in results {
         let t = result?;
         outcome.rpcs += t.counts.rpcs;
@@ -227,11 +243,15 @@ pub fn run(
         for (code, n) in t.counts.failures {
             *outcome.failures_by_code.entry(code).or_default() += n;
         }
+        costed += t.counts.costed;
+        cost += t.counts.cost;
         span = Some(span.map_or((t.began, t.ended), |(b, e)| {
             (b.min(t.began), e.max(t.ended))
         }));
     }
     outcome.elapsed = span.map_or(Duration::ZERO, |(b, e)| e.saturating_duration_since(b));
+    outcome.rpc_cost =
+        (costed > 0).then(|| Duration::from_secs_f64(cost.as_secs_f64() / costed as f64));
     Ok(outcome)
 }
 
@@ -268,6 +288,7 @@ fn client_thread(
                     Mix::new(params.read_fraction.0),
                     Rng::seeded(seed ^ u64::from(i).wrapping_mul(0x9e37_79b9)),
                 )),
+                cost: Cell::default(),
             }));
         }
         let began = Instant::now();
@@ -393,14 +414,32 @@ async fn open_loop(
     while inflight.join_next().await.is_some() {}
 }
 
+/// `message` as a request that says what the client's RPCs cost beyond their work, once
+/// it knows.
+fn ask<T>(message: T, cost: Option<Duration>) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    if let Some(cost) = cost {
+        schedule::write_us(request.metadata_mut(), COST_HEADER, cost);
+    }
+    request
+}
+
+/// The work the server gave an answered request, when it said.
+fn work_of<T>(response: &tonic::Response<T>) -> Option<Duration> {
+    schedule::read_us(response.metadata(), WORK_HEADER)
+}
+
 /// One RPC on `stub`: picks the operation and key, calls, records the latency from
-/// `since` and counts the answer.
+/// `since` and counts the answer; then adds what it cost beyond the work the server
+/// gave it (from its start here to now) to the client's estimate.
 async fn one_rpc(
     client: &Client,
     stub: &mut KeyValueServiceClient<Channel>,
     shard: &Shard,
     since: Instant,
 ) {
+    let began = Instant::now();
+    let cost = client.cost.get().get();
     let params = &shard.params;
     let (op, key, value) = {
         let mut picks = client.picks.borrow_mut();
@@ -435,31 +474,41 @@ async fn one_rpc(
         (op, key, value)
     };
     let sent = key.len() + value.len();
-    // Each call's answer: the bytes of the value it carried back.
+    // Each call's answer: the bytes of the value it carried back, and the work the
+    // server gave it.
     let call = async {
         match op {
             Operation::Create => stub
-                .create(CreateRequest {
-                    key: key.clone(),
-                    value,
-                })
+                .create(ask(
+                    CreateRequest {
+                        key: key.clone(),
+                        value,
+                    },
+                    cost,
+                ))
                 .await
-                .map(|_| 0),
+                .map(|r| (0, work_of(&r))),
             Operation::Retrieve => stub
-                .retrieve(RetrieveRequest { key: key.clone() })
+                .retrieve(ask(RetrieveRequest { key: key.clone() }, cost))
                 .await
-                .map(|r| r.into_inner().value.len()),
+                .map(|r| {
+                    let work = work_of(&r);
+                    (r.into_inner().value.len(), work)
+                }),
             Operation::Update => stub
-                .update(UpdateRequest {
-                    key: key.clone(),
-                    value,
-                })
+                .update(ask(
+                    UpdateRequest {
+                        key: key.clone(),
+                        value,
+                    },
+                    cost,
+                ))
                 .await
-                .map(|_| 0),
+                .map(|r| (0, work_of(&r))),
             Operation::Delete => stub
-                .delete(DeleteRequest { key: key.clone() })
+                .delete(ask(DeleteRequest { key: key.clone() }, cost))
                 .await
-                .map(|_| 0),
+                .map(|r| (0, work_of(&r))),
         }
     };
     // The RPC's deadline, its one timer: nothing waits past it, whatever the transport.
@@ -476,8 +525,12 @@ async fn one_rpc(
     counts.rpcs += 1;
     counts.per_op[op.index()] += 1;
     counts.payload_bytes += sent as u64;
+    let work = match &answer {
+        Ok((_, work)) => *work,
+        Err(status) => schedule::read_us(status.metadata(), WORK_HEADER),
+    };
     match answer {
-        Ok(received) => {
+        Ok((received, _)) => {
             counts.payload_bytes += received as u64;
             if op == Operation::Create {
                 client.picks.borrow_mut().keys.add(key);
@@ -498,5 +551,13 @@ async fn one_rpc(
                 *counts.failures.entry(format!("{code:?}")).or_default() += 1;
             }
         },
+    }
+    if let Some(work) = work {
+        let beyond = CostEstimate::cost_of(began.elapsed(), work);
+        counts.costed += 1;
+        counts.cost += beyond;
+        let mut estimate = client.cost.get();
+        estimate.add(beyond);
+        client.cost.set(estimate);
     }
 }

@@ -9,7 +9,9 @@
 //! original did — a quarter reads, the rest creates, updates and deletes of random keys,
 //! "already exists" and "not found" answers counted as such rather than as failures — so
 //! one sequential client reaches at most 25 RPC/s (0.75 × 50 ms + 0.25 × 10 ms = 40 ms per
-//! RPC). With `--disable-work-simulation` the benchmark measures RPC overhead.
+//! RPC). The clients have the server take each RPC's own cost out of its work ([`schedule`]),
+//! so that a sequential client keeps that schedule. With `--disable-work-simulation` the
+//! benchmark measures RPC overhead.
 //!
 //! `--role both` (the default) runs the server and the clients in this process, each on
 //! threads of their own (`kv-server…`: one multi-threaded runtime; `kv-client`: a
@@ -20,6 +22,7 @@
 mod client;
 mod codec;
 mod picks;
+pub mod schedule;
 mod server;
 
 use std::collections::BTreeMap;
@@ -522,6 +525,14 @@ pub fn summary(outcome: &Outcome) -> Summary {
             None => lines.push(
                 "theoretical_max_rpcs_per_second: none (work simulation disabled)".to_owned(),
             ),
+        }
+        if let Some(cost) = c.rpc_cost {
+            let ms = cost.as_secs_f64() * 1e3;
+            figures.push(Figure::new("rpc_cost_ms", ms, "ms").better(Better::Lower));
+            lines.push(format!(
+                "rpc_cost_ms: {ms:.3} beyond the simulated work, an RPC (mean; each client's \
+                 recent mean was taken out of its next requests' work)"
+            ));
         }
         let payload = c.payload_bytes_per_second() / 1e6;
         figures.push(Figure::new("payload_mb_per_s", payload, "MB/s").better(Better::Higher));

@@ -6,6 +6,10 @@
 //! (below [`OWN_BELOW`]), so that a 64-byte value does not keep its request's whole
 //! buffer alive in the map. A retrieve answers with the stored `Bytes` (a reference
 //! count; the one copy is the encoding's).
+//!
+//! A request's simulated work ends at its arrival plus its delay, less the RPC's own cost
+//! when a benchtop client says what that is (the rule in [`super::schedule`]); every
+//! answer to a request with work says the work it was given.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,6 +28,7 @@ use super::proto::{
     CreateRequest, CreateResponse, DeleteRequest, DeleteResponse, RetrieveRequest,
     RetrieveResponse, UpdateRequest, UpdateResponse,
 };
+use super::schedule::{self, COST_HEADER, WORK_HEADER};
 use super::{KvMetrics, KvParams, NAME, Operation};
 use crate::WorkloadError;
 
@@ -101,6 +106,32 @@ impl KvService {
     }
 }
 
+/// The work `request` is given: `delay` less the cost its client says its RPCs take
+/// beyond the work ([`schedule::work_for`]).
+fn work_of<T>(delay: Duration, request: &Request<T>) -> Duration {
+    if delay.is_zero() {
+        return delay;
+    }
+    schedule::work_for(delay, schedule::read_us(request.metadata(), COST_HEADER))
+}
+
+/// `answer`, saying the `work` its request was given when its operation simulates work
+/// (`delay` above zero), so that the client can tell the RPC's own cost from it.
+fn with_work<T>(
+    mut answer: Result<Response<T>, Status>,
+    delay: Duration,
+    work: Duration,
+) -> Result<Response<T>, Status> {
+    if !delay.is_zero() {
+        let metadata = match &mut answer {
+            Ok(response) => response.metadata_mut(),
+            Err(status) => status.metadata_mut(),
+        };
+        schedule::write_us(metadata, WORK_HEADER, work);
+    }
+    answer
+}
+
 /// When `request` arrived: its stamp, or now when it has none.
 fn arrival<T>(request: &Request<T>) -> Instant {
     request
@@ -110,15 +141,15 @@ fn arrival<T>(request: &Request<T>) -> Instant {
 }
 
 /// The server's simulated work: the calling task waits while a thread of the blocking
-/// pool sleeps until `delay` after the request arrived (`since`), as the original's
+/// pool sleeps until `work` after the request arrived (`since`), as the original's
 /// executor thread did. The sleeping thread is off-CPU with this function on its stack,
 /// which is what an off-CPU profile shows.
 #[inline(never)]
-async fn simulate_work(delay: Duration, since: Instant) -> Result<(), Status> {
-    if delay.is_zero() {
+async fn simulate_work(work: Duration, since: Instant) -> Result<(), Status> {
+    if work.is_zero() {
         return Ok(());
     }
-    let until = since + delay;
+    let until = since + work;
     tokio::task::spawn_blocking(move || sleep_for_work(until))
         .await
         .map_err(|e| Status::internal(format!("simulated work failed: {e}")))
@@ -147,7 +178,8 @@ impl KeyValueService for KvService {
         &self,
         request: Request<CreateRequest>,
     ) -> Result<Response<CreateResponse>, Status> {
-        simulate_work(self.write_delay, arrival(&request)).await?;
+        let work = work_of(self.write_delay, &request);
+        simulate_work(work, arrival(&request)).await?;
         let CreateRequest { key, value } = request.into_inner();
         let answer = match self.store.entry(owned(key)) {
             Entry::Occupied(_) => Err(Status::already_exists("key already exists")),
@@ -157,14 +189,15 @@ impl KeyValueService for KvService {
             }
         };
         self.answered();
-        answer
+        with_work(answer, self.write_delay, work)
     }
 
     async fn retrieve(
         &self,
         request: Request<RetrieveRequest>,
     ) -> Result<Response<RetrieveResponse>, Status> {
-        simulate_work(self.read_delay, arrival(&request)).await?;
+        let work = work_of(self.read_delay, &request);
+        simulate_work(work, arrival(&request)).await?;
         let key = request.into_inner().key;
         let answer = match self.store.get(&key[..]) {
             Some(value) => Ok(Response::new(RetrieveResponse {
@@ -173,14 +206,15 @@ impl KeyValueService for KvService {
             None => Err(Status::not_found("key not found")),
         };
         self.answered();
-        answer
+        with_work(answer, self.read_delay, work)
     }
 
     async fn update(
         &self,
         request: Request<UpdateRequest>,
     ) -> Result<Response<UpdateResponse>, Status> {
-        simulate_work(self.write_delay, arrival(&request)).await?;
+        let work = work_of(self.write_delay, &request);
+        simulate_work(work, arrival(&request)).await?;
         let UpdateRequest { key, value } = request.into_inner();
         let answer = match self.store.get_mut(&key[..]) {
             Some(mut slot) => {
@@ -190,17 +224,18 @@ impl KeyValueService for KvService {
             None => Err(Status::not_found("key not found")),
         };
         self.answered();
-        answer
+        with_work(answer, self.write_delay, work)
     }
 
     async fn delete(
         &self,
         request: Request<DeleteRequest>,
     ) -> Result<Response<DeleteResponse>, Status> {
-        simulate_work(self.write_delay, arrival(&request)).await?;
+        let work = work_of(self.write_delay, &request);
+        simulate_work(work, arrival(&request)).await?;
         self.store.remove(&request.into_inner().key[..]);
         self.answered();
-        Ok(Response::new(DeleteResponse {}))
+        with_work(Ok(Response::new(DeleteResponse {})), self.write_delay, work)
     }
 }
 

@@ -38,7 +38,7 @@ mod unit;
 use std::borrow::Cow;
 
 use benchtop_sessions::names::short_name;
-use benchtop_sessions::{NodeId, StackTree};
+use benchtop_sessions::{FrameId, NodeId, StackTree};
 
 pub use category::Category;
 use diff::Baseline;
@@ -102,6 +102,8 @@ pub struct FlameState {
     patterns: HidePatterns,
     /// Per frame of the profile, whether it is hidden.
     hidden: Vec<bool>,
+    /// How many times the profile was replaced.
+    generation: u64,
     /// The first nodes of the chains unfolded with Enter, and per node whether it is a link
     /// of one of them.
     expanded: Vec<NodeId>,
@@ -135,6 +137,7 @@ impl Default for FlameState {
             fold: options.fold,
             patterns: HidePatterns::default(),
             hidden: Vec::new(),
+            generation: 0,
             expanded: Vec::new(),
             unfolded: Vec::new(),
             own: Vec::new(),
@@ -174,6 +177,55 @@ impl FlameState {
         self.rebuild(Some(tree)).unwrap_or_default()
     }
 
+    /// Interns a frame name in the profile, for [`FlameState::node_under`].
+    pub fn intern(&mut self, name: &str) -> FrameId {
+        self.tree.intern(name)
+    }
+
+    /// The profile's node of the stack `parent` plus `frame` ([`NodeId::ROOT`] as
+    /// `parent` for a one-frame stack), made without weight when new: what
+    /// [`FlameState::add_stacks`] adds weights to. The ids hold while
+    /// [`FlameState::generation`] stays the same.
+    pub fn node_under(&mut self, parent: NodeId, frame: FrameId) -> NodeId {
+        self.tree.node_under(parent, frame)
+    }
+
+    /// How many times the profile was replaced ([`FlameState::set_tree`]): node ids of
+    /// [`FlameState::node_under`] held elsewhere are stale once it moves on.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Adds weights to stacks of the profile, each `(node, weight)` a node of
+    /// [`FlameState::node_under`], and lays the pane out again with its zoom, selection,
+    /// search and unfolded chains kept. A live run's interval adds a few thousand stacks
+    /// to a profile that may hold a million nodes: this takes time in proportion to what
+    /// was added, where [`FlameState::set_tree`] rebuilds the whole.
+    pub fn add_stacks(&mut self, adds: &[(NodeId, u64)]) {
+        for &(node, weight) in adds {
+            self.tree.add_at(node, weight);
+        }
+        self.patterns
+            .more_hidden_frames(&self.tree, self.hide, &mut self.hidden);
+        let (known, now) = (self.view.mapped(), self.tree.node_count());
+        if now - known > known / 2 {
+            // Most of the profile is new (its first stacks): built whole, which also
+            // indexes only what merges.
+            self.rebuild(None);
+            return;
+        }
+        self.view.extend(&self.tree, &self.hidden, adds);
+        self.own = category::own_crates(
+            self.view
+                .children(NodeId::ROOT)
+                .iter()
+                .map(|&c| self.tree.name(self.view.node(c).frame)),
+        );
+        self.mark_unfolded();
+        self.match_frames();
+        self.relayout_keeping_selection();
+    }
+
     /// Builds the laid-out tree again, from `new` when given (which replaces the profile,
     /// handed back) or from the profile with other frames hidden; keeps the zoom, the
     /// selection and the unfolded chains by their names.
@@ -208,6 +260,9 @@ impl FlameState {
             (zoom, selected, expanded)
         };
         std::mem::swap(&mut self.view, &mut self.spare);
+        if new.is_some() {
+            self.generation += 1;
+        }
         let old = new.map(|tree| std::mem::replace(&mut self.tree, tree));
         self.own = category::own_crates(
             self.view

@@ -594,3 +594,110 @@ fn select_frame_finds_the_heaviest_node_of_a_name_and_unfolds_its_chain() {
     assert!(s.select_frame("x"));
     assert_eq!(s.name(s.parent(s.selected_box().unwrap().node)), "b");
 }
+
+/// The laid-out tree as sorted `path weight` lines of self weights and `path =total`
+/// lines of totals: two panes showing one profile agree on it whatever their node ids.
+fn view_lines(s: &FlameState) -> Vec<String> {
+    let mut lines = Vec::new();
+    for i in 1..s.view.node_count() {
+        let n = NodeId(i as u32);
+        let path: Vec<&str> = tree::path_to(&s.view, n)
+            .iter()
+            .map(|&p| s.name(p))
+            .collect();
+        let node = s.view.node(n);
+        lines.push(format!("{} ={}", path.join(";"), node.total_weight));
+        if node.self_weight > 0 {
+            lines.push(format!("{} {}", path.join(";"), node.self_weight));
+        }
+    }
+    lines.sort();
+    lines
+}
+
+/// The rows as (label, start, width) per box.
+fn laid_out(s: &FlameState) -> Vec<Vec<(String, f64, f64)>> {
+    s.rows()
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|b| (s.label(b).into_owned(), b.start, b.width))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn a_profile_grown_interval_by_interval_lays_out_as_the_same_profile_set_whole() {
+    // Frames the default patterns hide among those they do not, so that hidden frames
+    // appear under nodes already laid out (their callers adopt new callees) and the
+    // children of two merged sources meet.
+    const FRAMES: [&str; 8] = [
+        "main",
+        "std::rt::lang_start",
+        "run",
+        "clone3",
+        "poll",
+        "start_thread",
+        "send",
+        "recv",
+    ];
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let mut grown = FlameState::default();
+    let mut whole = StackTree::new();
+    let mut by_intervals = 0;
+    for interval in 0..40 {
+        let mut adds = Vec::new();
+        for _ in 0..1 + next(30) {
+            let depth = 1 + next(7);
+            let mut node = NodeId::ROOT;
+            let mut names = vec!["bt-ring"];
+            names.extend((0..depth).map(|_| FRAMES[next(FRAMES.len() as u64) as usize]));
+            for name in &names {
+                let frame = grown.intern(name);
+                node = grown.node_under(node, frame);
+            }
+            let weight = 1 + next(9);
+            adds.push((node, weight));
+            whole.add_names(names.iter().copied(), weight);
+        }
+        // A selection is held by node id: it stays on its frame as the profile grows.
+        let selected = (interval >= 20).then(|| {
+            grown.selected = Some((0, grown.rows()[0].len() - 1));
+            grown.selected_box().unwrap().node
+        });
+        let generation = grown.generation();
+        grown.add_stacks(&adds);
+        assert_eq!(
+            grown.generation(),
+            generation,
+            "the profile is not replaced"
+        );
+        if let Some(node) = selected {
+            assert_eq!(grown.selected_box().map(|b| b.node), Some(node));
+        }
+        if grown.view.mapped() > 1 {
+            by_intervals += 1;
+        }
+        let mut set = FlameState::default();
+        set.set_tree(whole.clone());
+        assert_eq!(view_lines(&grown), view_lines(&set), "interval {interval}");
+        assert_eq!(grown.tree().to_folded(), whole.to_folded());
+        assert_eq!(
+            grown.hidden_nodes(),
+            set.hidden_nodes(),
+            "interval {interval}"
+        );
+        assert_eq!(laid_out(&grown), laid_out(&set), "interval {interval}");
+    }
+    assert!(
+        by_intervals > 30,
+        "most intervals extended the tree: {by_intervals}"
+    );
+}

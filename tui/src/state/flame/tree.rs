@@ -124,10 +124,18 @@ impl HidePatterns {
     /// `on` is false.
     pub fn hidden_frames(&self, tree: &StackTree, on: bool, out: &mut Vec<bool>) {
         out.clear();
+        self.more_hidden_frames(tree, on, out);
+    }
+
+    /// As [`HidePatterns::hidden_frames`] for the frames of `tree` past those `out`
+    /// holds: the frames a growing profile interned since.
+    pub fn more_hidden_frames(&self, tree: &StackTree, on: bool, out: &mut Vec<bool>) {
         if !on || self.patterns.is_empty() {
             return;
         }
-        out.extend((0..tree.frame_count()).map(|i| self.matches(tree.name(FrameId(i as u32)))));
+        out.extend(
+            (out.len()..tree.frame_count()).map(|i| self.matches(tree.name(FrameId(i as u32)))),
+        );
     }
 }
 
@@ -183,8 +191,13 @@ pub struct ViewTree {
     children: Vec<NodeId>,
     /// Nodes of the profile merged into their callers.
     merged: usize,
-    // Reused while building.
+    /// Per node of the profile, its node here (hidden ones: their nearest shown
+    /// caller's), for the first `map.len()` nodes of the profile.
     map: Vec<NodeId>,
+    /// Nodes whose children the flat array holds (the others were added since).
+    linked: usize,
+    // Reused while building.
+    slots: Vec<u32>,
     index: FxHashMap<(u32, u32), u32>,
     /// Per node of the profile, whether it adopts hidden callees' callees; per node of
     /// this tree, the first node of the profile merged into it, and whether its children
@@ -203,6 +216,8 @@ impl Default for ViewTree {
             children: Vec::new(),
             merged: 0,
             map: Vec::new(),
+            linked: 0,
+            slots: Vec::new(),
             index: FxHashMap::default(),
             adopts: Vec::new(),
             first_source: Vec::new(),
@@ -310,7 +325,93 @@ impl ViewTree {
                 total_weight: node.total_weight,
             });
         }
-        // The children, grouped by parent (a counting sort, in id order within each).
+        self.link_children();
+    }
+
+    /// Adds to the tree what the profile gained since the tree was built from it (or last
+    /// extended): the nodes `tree` made since, merged as [`ViewTree::build`] merges them,
+    /// and `adds`, the weights added to the stacks ending at those nodes of the profile.
+    /// `hidden` covers every frame of `tree`. Node ids stay as they were, so a zoom or a
+    /// selection held by id stays valid; the work is linear in the nodes and stacks
+    /// added, plus one pass over the nodes to link children when there are new ones.
+    pub fn extend(&mut self, tree: &StackTree, hidden: &[bool], adds: &[(NodeId, u64)]) {
+        let is_hidden = |frame: FrameId| hidden.get(frame.0 as usize) == Some(&true);
+        let before = self.nodes.len();
+        for i in self.map.len()..tree.node_count() {
+            let node = tree.node(NodeId(i as u32));
+            let p = node.parent.0 as usize;
+            let parent = if p < i { self.map[p] } else { NodeId::ROOT };
+            if is_hidden(node.frame) {
+                // The caller adopts this frame's callees: they meet its children by name.
+                self.map.push(parent);
+                self.merged += 1;
+                self.index_children(parent);
+                continue;
+            }
+            // Nodes made here all go into the index; a parent not indexed before has no
+            // child of this name (the profile's children of one node differ in frame).
+            let id = self.nodes.len() as u32;
+            match self.index.entry((parent.0, node.frame.0)) {
+                Entry::Occupied(e) => {
+                    let at = NodeId(*e.get());
+                    self.map.push(at);
+                    // Two sources now: the first one's children meet this one's.
+                    self.index_children(at);
+                    continue;
+                }
+                Entry::Vacant(e) => {
+                    e.insert(id);
+                }
+            }
+            self.map.push(NodeId(id));
+            self.first_source.push(i as u32);
+            self.indexed.push(false);
+            self.nodes.push(ViewNode {
+                frame: node.frame,
+                parent,
+                self_weight: 0,
+                total_weight: 0,
+            });
+        }
+        for &(leaf, weight) in adds {
+            let Some(&at) = self.map.get(leaf.0 as usize) else {
+                continue;
+            };
+            let n = &mut self.nodes[at.0 as usize];
+            n.self_weight = n.self_weight.saturating_add(weight);
+            // A node's callers here are the distinct shown ones of its profile's path.
+            let mut at = at;
+            loop {
+                let n = &mut self.nodes[at.0 as usize];
+                n.total_weight = n.total_weight.saturating_add(weight);
+                if at == NodeId::ROOT {
+                    break;
+                }
+                at = n.parent;
+            }
+        }
+        if self.nodes.len() > before {
+            self.link_children();
+        }
+    }
+
+    /// Puts the children of `node` that the flat array holds into the index, once: those
+    /// made since are in it already.
+    fn index_children(&mut self, node: NodeId) {
+        let i = node.0 as usize;
+        if std::mem::replace(&mut self.indexed[i], true) || i >= self.linked {
+            return;
+        }
+        let (a, b) = (self.starts[i] as usize, self.starts[i + 1] as usize);
+        for &c in &self.children[a..b] {
+            self.index
+                .insert((node.0, self.nodes[c.0 as usize].frame.0), c.0);
+        }
+    }
+
+    /// Groups the children by parent into the flat array (a counting sort, in id order
+    /// within each).
+    fn link_children(&mut self) {
         let count = self.nodes.len();
         self.starts.clear();
         self.starts.resize(count + 1, 0);
@@ -322,15 +423,15 @@ impl ViewTree {
         }
         self.children.clear();
         self.children.resize(count - 1, NodeId::ROOT);
-        // The map is no longer needed: it holds each parent's next free place.
-        self.map.clear();
-        self.map
-            .extend(self.starts[..count].iter().map(|&s| NodeId(s)));
+        // Each parent's next free place.
+        self.slots.clear();
+        self.slots.extend_from_slice(&self.starts[..count]);
         for (i, n) in self.nodes.iter().enumerate().skip(1) {
-            let slot = &mut self.map[n.parent.0 as usize];
-            self.children[slot.0 as usize] = NodeId(i as u32);
-            slot.0 += 1;
+            let slot = &mut self.slots[n.parent.0 as usize];
+            self.children[*slot as usize] = NodeId(i as u32);
+            *slot += 1;
         }
+        self.linked = count;
     }
 
     /// A node. Panics on an id this tree did not hand out.
@@ -355,6 +456,11 @@ impl ViewTree {
     /// Nodes, the root included.
     pub fn node_count(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// Nodes of the profile the tree was built or extended from.
+    pub fn mapped(&self) -> usize {
+        self.map.len()
     }
 
     /// The total weight.
