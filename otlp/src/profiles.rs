@@ -335,26 +335,14 @@ mod tests {
     use super::*;
     use benchtop_sessions::intervals::StackEntry;
 
+    /// Stacks 1 (main;hot) and 2 (main;cold) of thread 7, `worker`.
     fn table() -> StackTable {
-        let mut chunk = StacksChunk::default();
-        chunk.frames = vec![(0, "main".into()), (1, "hot".into()), (2, "cold".into())];
-        chunk.stacks = vec![
-            StackEntry {
-                id: 0,
-                parent: None,
-                frame: 0,
-            },
-            StackEntry {
-                id: 1,
-                parent: Some(0),
-                frame: 1,
-            },
-            StackEntry {
-                id: 2,
-                parent: Some(0),
-                frame: 2,
-            },
-        ];
+        let mut stacks = benchtop_sessions::synthetic::TreeChunks::default();
+        assert_eq!(
+            (stacks.stack("main;hot"), stacks.stack("main;cold")),
+            (1, 2)
+        );
+        let mut chunk = stacks.definitions();
         chunk.threads = vec![(7, "worker".into())];
         let mut t = StackTable::default();
         t.add(&chunk);

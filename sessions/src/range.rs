@@ -692,42 +692,15 @@ mod tests {
     /// A 20-interval session whose latency spikes (p99 10 ms, else 1 ms) in every fifth
     /// interval, and whose stacks are in `slow_path` exactly then, `fast_path` otherwise.
     fn spiky() -> (Session, IntervalStacks) {
-        use crate::intervals::{IntervalWeights, StackEntry, StacksChunk, Weight};
         let meta = crate::SessionMeta::new(
             "spiky",
             crate::meta::WorkloadInfo::new("fixture", Default::default()),
             crate::meta::HostInfo::default(),
             "2026-11-23T12:00:00Z",
         );
-        let mut chunk = StacksChunk::default();
-        chunk.frames = vec![
-            (0, "fixture".into()),
-            (1, "fast_path".into()),
-            (2, "slow_path".into()),
-            (3, "main_loop".into()),
-        ];
-        chunk.stacks = vec![
-            StackEntry {
-                id: 0,
-                parent: None,
-                frame: 0,
-            },
-            StackEntry {
-                id: 1,
-                parent: Some(0),
-                frame: 1,
-            },
-            StackEntry {
-                id: 2,
-                parent: Some(0),
-                frame: 2,
-            },
-            StackEntry {
-                id: 3,
-                parent: Some(0),
-                frame: 3,
-            },
-        ];
+        let mut chunks = crate::synthetic::TreeChunks::default();
+        let mut bytes = crate::intervals::StacksChunk::header();
+        let empty = crate::StackTree::new();
         let (mut rows, mut latency) = (Vec::new(), Vec::new());
         for i in 0..20u32 {
             let slow = i % 5 == 4;
@@ -750,36 +723,21 @@ mod tests {
             });
             // The rest of the work goes on in slow intervals too: slow_path is what moved.
             let rest = if slow { 40 } else { 50 };
-            let mut cpu = vec![
-                Weight {
-                    tid: 1,
-                    stack: 1,
-                    weight: rest,
-                },
-                Weight {
-                    tid: 1,
-                    stack: 3,
-                    weight: rest,
-                },
-            ];
+            let mut cpu = crate::StackTree::new();
+            cpu.add_names(["fixture", "fast_path"], rest);
+            cpu.add_names(["fixture", "main_loop"], rest);
             if slow {
-                cpu.push(Weight {
-                    tid: 1,
-                    stack: 2,
-                    weight: 80,
-                });
+                cpu.add_names(["fixture", "slow_path"], 80);
             }
-            chunk.intervals.push(IntervalWeights {
-                index: i,
-                t0_ns: u64::from(i) * S,
-                t1_ns: u64::from(i + 1) * S,
-                cpu,
-                offcpu: vec![],
-                mem: vec![],
-            });
+            chunks
+                .chunk(
+                    (u64::from(i) * S, u64::from(i + 1) * S),
+                    &cpu,
+                    &empty,
+                    &empty,
+                )
+                .write_jsonl(&mut bytes);
         }
-        let mut bytes = crate::intervals::StacksChunk::header();
-        chunk.write_jsonl(&mut bytes);
         let stacks = IntervalStacks::parse(
             &bytes,
             std::path::Path::new("stacks.jsonl"),

@@ -329,20 +329,68 @@ impl SyntheticStacks {
 }
 
 /// Per-interval chunks of stacks made from whole trees, as a recorder hands them to a
-/// live view ([`StacksChunk`]): each [`TreeChunks::chunk`] defines the frames and stacks
-/// not defined before and gives one new interval the trees' weights. For the tests and
-/// benchmarks that feed a live screen known profiles.
+/// live view ([`StacksChunk`](crate::intervals::StacksChunk)): each
+/// [`TreeChunks::chunk`] defines the frames and stacks not defined before and gives one
+/// new interval the trees' weights. [`TreeChunks::stack`] defines a stack by its path
+/// and hands its id out for weights made by hand; [`TreeChunks::definitions`] takes
+/// what was defined so far. For the tests and benchmarks that feed a live screen or a
+/// session known profiles.
 #[derive(Debug, Default)]
 pub struct TreeChunks {
     frames: std::collections::HashMap<String, u32>,
     stacks: std::collections::HashMap<(Option<u32>, u32), u32>,
     intervals: u32,
+    /// Frames and stacks defined and not handed out yet.
+    pending: crate::intervals::StacksChunk,
+    /// The thread was defined.
+    thread: bool,
 }
 
 impl TreeChunks {
+    /// The id of the stack of `frames`, root first, defining what it needs.
+    fn define<'a>(&mut self, frames: impl IntoIterator<Item = &'a str>) -> Option<u32> {
+        use crate::intervals::StackEntry;
+        let mut parent = None;
+        for name in frames {
+            let next = self.frames.len() as u32;
+            let pending = &mut self.pending;
+            let frame = *self.frames.entry(name.to_owned()).or_insert_with(|| {
+                pending.frames.push((next, name.to_owned()));
+                next
+            });
+            let next = self.stacks.len() as u32;
+            let id = *self.stacks.entry((parent, frame)).or_insert_with(|| {
+                pending.stacks.push(StackEntry {
+                    id: next,
+                    parent,
+                    frame,
+                });
+                next
+            });
+            parent = Some(id);
+        }
+        parent
+    }
+
+    /// The id of the stack `path` (`;`-separated frames, root first), defined in the
+    /// next chunk handed out when it is new.
+    pub fn stack(&mut self, path: &str) -> u32 {
+        // `split` yields at least one frame, so a stack is always defined.
+        self.define(path.split(';')).unwrap_or_default()
+    }
+
+    /// The frames and stacks defined since the last chunk handed out, as a chunk without
+    /// intervals (the thread `1`, `main`, with the first).
+    pub fn definitions(&mut self) -> crate::intervals::StacksChunk {
+        if !std::mem::replace(&mut self.thread, true) {
+            self.pending.threads.push((1, "main".into()));
+        }
+        std::mem::take(&mut self.pending)
+    }
+
     /// The next interval, `[t0_ns, t1_ns)`, with the weights of `cpu` (samples),
     /// `offcpu` (µs, as offcpu.folded counts them: the chunk carries nanoseconds) and
-    /// `mem` (bytes), all of one thread.
+    /// `mem` (bytes), all of thread `1`.
     pub fn chunk(
         &mut self,
         (t0_ns, t1_ns): (u64, u64),
@@ -350,31 +398,11 @@ impl TreeChunks {
         offcpu: &crate::StackTree,
         mem: &crate::StackTree,
     ) -> crate::intervals::StacksChunk {
-        use crate::intervals::{IntervalWeights, StackEntry, StacksChunk, Weight};
-        let mut chunk = StacksChunk::default();
-        let mut weights = |tree: &crate::StackTree, scale: u64, chunk: &mut StacksChunk| {
+        use crate::intervals::{IntervalWeights, Weight};
+        let mut weights = |tree: &crate::StackTree, scale: u64| {
             let mut out = Vec::new();
             tree.for_each_stack(|frames, weight| {
-                let mut parent = None;
-                for &f in frames {
-                    let name = tree.name(f);
-                    let next = self.frames.len() as u32;
-                    let frame = *self.frames.entry(name.to_owned()).or_insert_with(|| {
-                        chunk.frames.push((next, name.to_owned()));
-                        next
-                    });
-                    let next = self.stacks.len() as u32;
-                    let id = *self.stacks.entry((parent, frame)).or_insert_with(|| {
-                        chunk.stacks.push(StackEntry {
-                            id: next,
-                            parent,
-                            frame,
-                        });
-                        next
-                    });
-                    parent = Some(id);
-                }
-                if let Some(stack) = parent {
+                if let Some(stack) = self.define(frames.iter().map(|&f| tree.name(f))) {
                     out.push(Weight {
                         tid: 1,
                         stack,
@@ -384,12 +412,8 @@ impl TreeChunks {
             });
             out
         };
-        let cpu = weights(cpu, 1, &mut chunk);
-        let offcpu = weights(offcpu, 1000, &mut chunk);
-        let mem = weights(mem, 1, &mut chunk);
-        if self.intervals == 0 {
-            chunk.threads.push((1, "main".into()));
-        }
+        let (cpu, offcpu, mem) = (weights(cpu, 1), weights(offcpu, 1000), weights(mem, 1));
+        let mut chunk = self.definitions();
         chunk.intervals.push(IntervalWeights {
             index: self.intervals,
             t0_ns,
@@ -448,5 +472,44 @@ mod tests {
         let mut both = first.clone();
         both.merge(&second);
         assert_eq!(loaded.cpu_tree(0, u64::MAX).to_folded(), both.to_folded());
+    }
+
+    #[test]
+    fn stacks_defined_by_path_get_ids_their_weights_resolve_through() {
+        use crate::intervals::{IntervalWeights, Weight};
+        let mut chunks = TreeChunks::default();
+        let (fast, slow) = (chunks.stack("fixture;fast"), chunks.stack("fixture;slow"));
+        assert_eq!(chunks.stack("fixture;fast"), fast, "defined once");
+        let mut chunk = chunks.definitions();
+        assert_eq!((chunk.frames.len(), chunk.stacks.len()), (3, 3));
+        assert!(chunks.definitions().frames.is_empty(), "handed out once");
+        chunk.intervals.push(IntervalWeights {
+            index: 0,
+            t0_ns: 0,
+            t1_ns: 10,
+            cpu: vec![
+                Weight {
+                    tid: 1,
+                    stack: fast,
+                    weight: 3,
+                },
+                Weight {
+                    tid: 1,
+                    stack: slow,
+                    weight: 1,
+                },
+            ],
+            offcpu: vec![],
+            mem: vec![],
+        });
+        let mut bytes = StacksChunk::header();
+        chunk.write_jsonl(&mut bytes);
+        let loaded =
+            IntervalStacks::parse(&bytes, Path::new("stacks.jsonl"), &LoadOptions::default())
+                .unwrap();
+        assert_eq!(
+            loaded.cpu_tree(0, 10).to_folded(),
+            "fixture;fast 3\nfixture;slow 1\n"
+        );
     }
 }

@@ -298,33 +298,13 @@ impl Timeline {
 /// `second` (three times as often) in the last four, whose p99 is ten times higher.
 #[cfg(test)]
 pub(crate) fn example_state() -> super::State {
-    use benchtop_sessions::intervals::{IntervalWeights, StackEntry, StacksChunk, Weight};
+    use benchtop_sessions::intervals::StacksChunk;
     let mut state = super::State::new("ring", "num-nodes=5", false);
     state.live.run.status = super::live::RunStatus::Finished(benchtop_sessions::Status::Complete);
     state.live.run.throughput_metric = Some("ops".into());
-    let mut chunk = StacksChunk::default();
-    chunk.frames = vec![
-        (0, "main".into()),
-        (1, "first".into()),
-        (2, "second".into()),
-    ];
-    chunk.stacks = vec![
-        StackEntry {
-            id: 0,
-            parent: None,
-            frame: 0,
-        },
-        StackEntry {
-            id: 1,
-            parent: Some(0),
-            frame: 1,
-        },
-        StackEntry {
-            id: 2,
-            parent: Some(0),
-            frame: 2,
-        },
-    ];
+    let mut chunks = benchtop_sessions::synthetic::TreeChunks::default();
+    let mut bytes = StacksChunk::header();
+    let empty = StackTree::new();
     for i in 0..8u32 {
         let second = i >= 4;
         let mut row = TimeseriesRow::default();
@@ -340,23 +320,22 @@ pub(crate) fn example_state() -> super::State {
             .live
             .timeline
             .push(&row, Some("ops"), Some(("lap", SparseHistogram::from(&h))));
-        chunk.intervals.push(IntervalWeights {
-            index: i,
-            t0_ns: u64::from(i) * 1_000_000_000,
-            t1_ns: u64::from(i + 1) * 1_000_000_000,
-            cpu: vec![Weight {
-                tid: 1,
-                stack: if second { 2 } else { 1 },
-                weight: if second { 30 } else { 10 },
-            }],
-            offcpu: vec![],
-            mem: vec![],
-        });
+        let mut cpu = StackTree::new();
+        if second {
+            cpu.add_names(["main", "second"], 30);
+        } else {
+            cpu.add_names(["main", "first"], 10);
+        }
+        let span = (
+            u64::from(i) * 1_000_000_000,
+            u64::from(i + 1) * 1_000_000_000,
+        );
+        chunks
+            .chunk(span, &cpu, &empty, &empty)
+            .write_jsonl(&mut bytes);
     }
     state.live.run.latency.metric = "lap".into();
     state.live.timeline.run_p99_ns = Some(20_000);
-    let mut bytes = StacksChunk::header();
-    chunk.write_jsonl(&mut bytes);
     let stacks = IntervalStacks::parse(
         &bytes,
         std::path::Path::new("stacks.jsonl"),

@@ -244,9 +244,7 @@ mod tests {
     #[test]
     #[allow(clippy::field_reassign_with_default)]
     fn an_opened_session_of_a_command_shows_its_activity_not_waiting() {
-        use benchtop_sessions::intervals::{
-            IntervalStacks, IntervalWeights, StackEntry, StacksChunk, Weight,
-        };
+        use benchtop_sessions::intervals::IntervalStacks;
         use benchtop_sessions::limits::LoadOptions;
         use benchtop_sessions::meta::{HostInfo, WorkloadInfo};
         use benchtop_sessions::{Session, SessionMeta, SessionWriter, StackKind, Status};
@@ -265,20 +263,10 @@ mod tests {
         meta.sampling.event = "cpu-clock".into();
         meta.sampling.frequency_hz = 999;
         let mut w = SessionWriter::create(&tmp.path().join("s"), meta).unwrap();
-        let mut chunk = StacksChunk::default();
-        chunk.frames = vec![(0, "calltree".into()), (1, "calltree_hot".into())];
-        chunk.stacks = vec![
-            StackEntry {
-                id: 0,
-                parent: None,
-                frame: 0,
-            },
-            StackEntry {
-                id: 1,
-                parent: Some(0),
-                frame: 1,
-            },
-        ];
+        let mut chunks = TreeChunks::default();
+        let mut hot = StackTree::new();
+        hot.add_names(["calltree", "calltree_hot"], 990);
+        let empty = StackTree::new();
         for i in 1..=12u32 {
             let mut row = TimeseriesRow::default();
             row.t_s = f64::from(i);
@@ -291,20 +279,13 @@ mod tests {
             r.ctx_switches_interval = Some(ContextSwitches::new(30, 40));
             row.resources = Some(r);
             w.append_row(&row).unwrap();
-            chunk.intervals.push(IntervalWeights {
-                index: i - 1,
-                t0_ns: u64::from(i - 1) * 1_000_000_000,
-                t1_ns: u64::from(i) * 1_000_000_000,
-                cpu: vec![Weight {
-                    tid: 1,
-                    stack: 1,
-                    weight: 990,
-                }],
-                offcpu: vec![],
-                mem: vec![],
-            });
+            let span = (
+                u64::from(i - 1) * 1_000_000_000,
+                u64::from(i) * 1_000_000_000,
+            );
+            w.append_stacks(&chunks.chunk(span, &hot, &empty, &empty))
+                .unwrap();
         }
-        w.append_stacks(&chunk).unwrap();
         let mut tree = StackTree::new();
         tree.add_names(["calltree", "calltree_hot"], 990 * 12);
         w.write_stacks(StackKind::Cpu, &tree, "calltree — on-CPU")
