@@ -182,10 +182,7 @@ pub fn top_pairs(kind: StackKind, a: &StackTree, b: &StackTree, n: usize) -> Mem
 /// `compare`'s memory sections: per kind, both totals and the top stacks A → B.
 pub fn write_memory_pairs(all: &[MemoryPairs], out: &mut String) -> fmt::Result {
     for pairs in all {
-        let kind = StackKind::MEMORY
-            .into_iter()
-            .find(|k| k.name() == pairs.kind)
-            .unwrap_or(StackKind::Mem);
+        let kind = memory_kind(pairs.kind);
         writeln!(
             out,
             "
@@ -196,21 +193,34 @@ memory: {} ({}; A → B: {} → {})",
             human_bytes(pairs.b_total)
         )?;
         for p in &pairs.stacks {
-            let shown: Vec<String> = p
-                .stack
-                .split(';')
-                .map(|f| short_name(f, FRAME_WIDTH))
-                .collect();
             writeln!(
                 out,
                 "  {:>10} → {:>10}  {}",
                 human_bytes(p.a_bytes),
                 human_bytes(p.b_bytes),
-                Escaped(&shown.join(";"))
+                Escaped(&shown(&p.stack))
             )?;
         }
     }
     Ok(())
+}
+
+/// The memory profile named `name` (`mem`, `alloc`, `live`…); resident growth for a
+/// name it does not know.
+fn memory_kind(name: &str) -> StackKind {
+    StackKind::MEMORY
+        .into_iter()
+        .find(|k| k.name() == name)
+        .unwrap_or(StackKind::Mem)
+}
+
+/// A stack as the text sections show it: each frame's name shortened.
+fn shown(stack: &str) -> String {
+    let frames: Vec<String> = stack
+        .split(';')
+        .map(|f| short_name(f, FRAME_WIDTH))
+        .collect();
+    frames.join(";")
 }
 
 /// The top stacks of every memory profile `session` has, in [`StackKind::MEMORY`] order.
@@ -231,10 +241,7 @@ pub fn memory_tops(session: &Session, n: usize) -> Vec<MemoryTop> {
 /// `show`'s memory sections: per kind, its total and top stacks.
 pub fn write_memory_tops(tops: &[MemoryTop], out: &mut String) -> fmt::Result {
     for top in tops {
-        let kind = StackKind::MEMORY
-            .into_iter()
-            .find(|k| k.name() == top.kind)
-            .unwrap_or(StackKind::Mem);
+        let kind = memory_kind(top.kind);
         writeln!(
             out,
             "\nmemory: {} ({}, {} in all)",
@@ -243,17 +250,12 @@ pub fn write_memory_tops(tops: &[MemoryTop], out: &mut String) -> fmt::Result {
             human_bytes(top.total_bytes)
         )?;
         for s in &top.stacks {
-            let shown: Vec<String> = s
-                .stack
-                .split(';')
-                .map(|f| short_name(f, FRAME_WIDTH))
-                .collect();
             writeln!(
                 out,
                 "  {:5.1}%  {:>10}  {}",
                 s.percent,
                 human_bytes(s.bytes),
-                Escaped(&shown.join(";"))
+                Escaped(&shown(&s.stack))
             )?;
         }
     }
