@@ -20,7 +20,7 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 use prost::Message as _;
 
-use crate::support::{benchtop, wait_until};
+use crate::support::{benchtop, succeeded, wait_until};
 
 /// The collector scripts/otelcol builds (scripts/test runs it first).
 fn collector_binary() -> PathBuf {
@@ -142,19 +142,13 @@ fn free_port() -> u16 {
 /// `benchtop export DIR --otlp` to the collector's HTTP/protobuf receiver, which must
 /// succeed.
 fn export_over_http(dir: &Path, collector: &Collector) {
-    let output = benchtop()
-        .arg("export")
-        .arg(dir)
-        .arg("--otlp")
-        .arg(format!("http://127.0.0.1:{}", collector.http))
-        .args(["--otlp-protocol", "http/protobuf"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    succeeded(
+        benchtop()
+            .arg("export")
+            .arg(dir)
+            .arg("--otlp")
+            .arg(format!("http://127.0.0.1:{}", collector.http))
+            .args(["--otlp-protocol", "http/protobuf"]),
     );
 }
 
@@ -428,28 +422,22 @@ fn a_run_streamed_through_the_collector_carries_its_stacks_latency_and_session()
     let collector = Collector::start(tmp.path(), &sink);
     let dir = tmp.path().join("s");
     let before = now_ns();
-    let output = benchtop()
-        .args([
-            "run",
-            "ring",
-            "--duration",
-            "4s",
-            "--interval",
-            "500ms",
-            "--quiet",
-        ])
-        .arg("--record")
-        .arg(&dir)
-        .arg("--otlp")
-        .arg(format!("http://127.0.0.1:{}", collector.grpc))
-        .args(["--otlp-headers", "authorization=Bearer s3cret"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    succeeded(
+        benchtop()
+            .args([
+                "run",
+                "ring",
+                "--duration",
+                "4s",
+                "--interval",
+                "500ms",
+                "--quiet",
+            ])
+            .arg("--record")
+            .arg(&dir)
+            .arg("--otlp")
+            .arg(format!("http://127.0.0.1:{}", collector.grpc))
+            .args(["--otlp-headers", "authorization=Bearer s3cret"]),
     );
     let session = Session::load(&dir).unwrap();
     let expected = folded(&dir.join("cpu.folded"));
@@ -661,21 +649,15 @@ fn memory_profiles_reach_the_collector_in_bytes_live_and_replayed() {
     let sink = Sink::start();
     let collector = Collector::start(tmp.path(), &sink);
     let dir = tmp.path().join("s");
-    let output = benchtop()
-        .args(["run", "--quiet", "--profile", "all", "--interval", "100ms"])
-        .arg("--record")
-        .arg(&dir)
-        .arg("--otlp")
-        .arg(format!("http://127.0.0.1:{}", collector.grpc))
-        .arg("--")
-        .arg(&prog)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    succeeded(
+        benchtop()
+            .args(["run", "--quiet", "--profile", "all", "--interval", "100ms"])
+            .arg("--record")
+            .arg(&dir)
+            .arg("--otlp")
+            .arg(format!("http://127.0.0.1:{}", collector.grpc))
+            .arg("--")
+            .arg(&prog),
     );
     let expected = folded(&dir.join("mem.folded"));
     let bytes: u64 = expected.values().sum();
@@ -745,21 +727,15 @@ fn a_worker_s_allocation_profiles_reach_the_collector_live_and_replayed() {
     let dir = tmp.path().join("s");
     // The ring's asks pile up in their actors' slabs, then unwind: live bytes rise to a
     // peak and fall. 4 KiB between samples: thousands of samples.
-    let output = benchtop()
-        .args(["run", "ring", "--mode", "ask", "--num-nodes", "1000"])
-        .args(["--num-rounds", "1000", "--alloc-sample", "4096"])
-        .args(["--profile", "none", "--interval", "100ms", "--quiet"])
-        .arg("--record")
-        .arg(&dir)
-        .arg("--otlp")
-        .arg(format!("http://127.0.0.1:{}", collector.grpc))
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    succeeded(
+        benchtop()
+            .args(["run", "ring", "--mode", "ask", "--num-nodes", "1000"])
+            .args(["--num-rounds", "1000", "--alloc-sample", "4096"])
+            .args(["--profile", "none", "--interval", "100ms", "--quiet"])
+            .arg("--record")
+            .arg(&dir)
+            .arg("--otlp")
+            .arg(format!("http://127.0.0.1:{}", collector.grpc)),
     );
     let allocated = folded(&dir.join("alloc.folded"));
     let live_end = folded(&dir.join("live-end.folded"));

@@ -30,14 +30,20 @@ pub fn run_command(dir: &Path, args: &[&str]) -> Command {
 
 /// Runs [`run_command`], requires success, and loads the session.
 pub fn record_run(dir: &Path, args: &[&str]) -> (Output, Session) {
-    let output = run_command(dir, args).output().unwrap();
+    let output = succeeded(&mut run_command(dir, args));
+    (output, Session::load(dir).unwrap())
+}
+
+/// Runs `command` to its end and requires success, printing its output otherwise.
+pub fn succeeded(command: &mut Command) -> Output {
+    let output = command.output().unwrap();
     assert!(
         output.status.success(),
         "{}\n{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    (output, Session::load(dir).unwrap())
+    output
 }
 
 /// The value of the session's summary figure `name`.
