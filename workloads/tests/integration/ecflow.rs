@@ -34,6 +34,16 @@ fn python() -> Command {
 }
 
 /// ecFlow's counts of the definition in `file`, and what its check() said.
+/// Runs the ecFlow script `script` of the test data with `args`, which must succeed.
+fn run_script(script: &str, args: &[&Path]) {
+    let out = python().arg(data(script)).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn ecflow_counts(file: &Path) -> (BTreeMap<String, u64>, String) {
     let out = python()
         .arg(data("ecflow_counts.py"))
@@ -107,16 +117,7 @@ fn definitions_benchtop_writes_load_in_ecflow_with_the_same_counts() {
 fn definitions_ecflow_writes_parse_in_benchtop_with_the_same_counts() {
     let dir = tempfile::tempdir().unwrap();
     let built = dir.path().join("built.def");
-    let out = python()
-        .arg(data("ecflow_build.py"))
-        .arg(&built)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_script("ecflow_build.py", &[&built]);
     for file in [built, data("ecflow-written.def")] {
         let text = std::fs::read_to_string(&file).unwrap();
         let defs = parse(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
@@ -134,17 +135,7 @@ fn ecflow_saves_a_generated_definition_byte_for_byte_as_benchtop_wrote_it() {
     let theirs = dir.path().join("theirs.def");
     let text = write(&generate(0.02, 13));
     std::fs::write(&ours, &text).unwrap();
-    let out = python()
-        .arg(data("ecflow_resave.py"))
-        .arg(&ours)
-        .arg(&theirs)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_script("ecflow_resave.py", &[&ours, &theirs]);
     let saved = std::fs::read_to_string(&theirs).unwrap();
     // ecFlow ends its files with a comment of its own.
     let saved = saved.strip_suffix("# enddef\n").unwrap_or(&saved);
@@ -168,29 +159,10 @@ fn what_ecflow_writes_round_trips_through_every_checkpoint_format_and_parses_ali
     let built = dir.path().join("built.def");
     let resaved = dir.path().join("resaved.def");
     let generated = dir.path().join("generated.def");
-    let out = python()
-        .arg(data("ecflow_build.py"))
-        .arg(&built)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_script("ecflow_build.py", &[&built]);
     // Two suites, so the parallel parse has a cut to make.
     std::fs::write(&generated, write(&generate(0.09, 21))).unwrap();
-    let out = python()
-        .arg(data("ecflow_resave.py"))
-        .arg(&generated)
-        .arg(&resaved)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_script("ecflow_resave.py", &[&generated, &resaved]);
     for file in [built, resaved] {
         let text = std::fs::read_to_string(&file).unwrap();
         let defs = parse_serial(&text).unwrap();
