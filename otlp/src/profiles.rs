@@ -330,6 +330,22 @@ fn profile_id(resource: &Resource, kind: &str, first: u64) -> Vec<u8> {
     id
 }
 
+/// The stack `stack_index` of `dict` as a folded stack (frames root first, `;`-joined):
+/// how a reader of the requests benchtop sends names a sample's stack (its tests, a
+/// receiver being debugged). Locations hold one line each, whose function names the
+/// frame; `None` for an index, a location or a function the dictionary does not have.
+pub fn folded_stack(dict: &ProfilesDictionary, stack_index: i32) -> Option<String> {
+    let at = |i: i32| usize::try_from(i).ok();
+    let stack = dict.stack_table.get(at(stack_index)?)?;
+    let mut names = Vec::with_capacity(stack.location_indices.len());
+    for &l in stack.location_indices.iter().rev() {
+        let line = dict.location_table.get(at(l)?)?.lines.first()?;
+        let function = dict.function_table.get(at(line.function_index)?)?;
+        names.push(dict.string_table.get(at(function.name_strindex)?)?.as_str());
+    }
+    Some(names.join(";"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,21 +375,12 @@ mod tests {
                 continue;
             }
             for sample in &p.samples {
-                let stack = &dict.stack_table[sample.stack_index as usize];
-                let mut names: Vec<String> = stack
-                    .location_indices
-                    .iter()
-                    .map(|&l| {
-                        let f = dict.location_table[l as usize].lines[0].function_index;
-                        s(dict.function_table[f as usize].name_strindex)
-                    })
-                    .collect();
-                names.reverse();
+                let stack = folded_stack(dict, sample.stack_index).expect("a stack");
                 assert_eq!(sample.values.len(), sample.timestamps_unix_nano.len());
                 for &t in &sample.timestamps_unix_nano {
                     assert!(t >= p.time_unix_nano && t < p.time_unix_nano + p.duration_nano);
                 }
-                out.push((names.join(";"), sample.values.iter().sum()));
+                out.push((stack, sample.values.iter().sum()));
             }
         }
         out.sort();

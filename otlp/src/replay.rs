@@ -251,17 +251,10 @@ mod tests {
         for p in &req.resource_profiles[0].scope_profiles[0].profiles {
             let kind = s(p.sample_type.expect("type").type_strindex);
             for sample in &p.samples {
-                let mut names: Vec<String> = dict.stack_table[sample.stack_index as usize]
-                    .location_indices
-                    .iter()
-                    .map(|&l| {
-                        let f = dict.location_table[l as usize].lines[0].function_index;
-                        s(dict.function_table[f as usize].name_strindex)
-                    })
-                    .collect();
-                names.reverse();
+                let stack =
+                    crate::profiles::folded_stack(dict, sample.stack_index).expect("a stack");
                 for (&t, &v) in sample.timestamps_unix_nano.iter().zip(&sample.values) {
-                    out.push((kind.clone(), names.join(";"), t, v));
+                    out.push((kind.clone(), stack.clone(), t, v));
                 }
             }
         }

@@ -311,17 +311,8 @@ fn for_each_value(received: &Received, kind: &str, unit: &str, mut f: impl FnMut
                     }
                     assert_eq!(s(sample_type.unit_strindex), unit, "the unit of {kind}");
                     for sample in &p.samples {
-                        let stack = &dict.stack_table[sample.stack_index as usize];
-                        let mut names: Vec<&str> = stack
-                            .location_indices
-                            .iter()
-                            .map(|&l| {
-                                let f = dict.location_table[l as usize].lines[0].function_index;
-                                s(dict.function_table[f as usize].name_strindex)
-                            })
-                            .collect();
-                        names.reverse();
-                        let stack = names.join(";");
+                        let stack = benchtop_otlp::profiles::folded_stack(dict, sample.stack_index)
+                            .expect("the request's dictionary has the sample's stack");
                         assert_eq!(sample.values.len(), sample.timestamps_unix_nano.len());
                         for (&v, &t) in sample.values.iter().zip(&sample.timestamps_unix_nano) {
                             f(&stack, t, v as u64);
