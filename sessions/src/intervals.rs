@@ -794,6 +794,11 @@ impl IntervalStacks {
         }
     }
 
+    /// Stacks in the table (a stack is a parent stack and a frame).
+    pub fn stack_count(&self) -> usize {
+        self.stacks.len()
+    }
+
     /// Weights held over every interval (each 16 bytes).
     pub fn weights(&self) -> usize {
         self.intervals

@@ -120,7 +120,7 @@ impl State {
                 self.set_tree(FlameKind::Memory(MemoryKind::Allocated), trees.alloc);
                 self.set_tree(FlameKind::Memory(MemoryKind::Live), trees.live_end);
             }
-            LiveEvent::IntervalStacks(chunk) => self.live_interval_stacks(&chunk),
+            LiveEvent::IntervalStacks(chunk) => self.live_interval_stacks(&chunk, now),
             LiveEvent::Notice(notice) => {
                 if let benchtop_record::Notice::StreamDropped(drops) = &notice {
                     self.live.run.stream_drops = Some(drops.clone());

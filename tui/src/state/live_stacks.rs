@@ -192,7 +192,7 @@ impl State {
                 holder.add(adds);
             }
         }
-        let opts = benchtop_sessions::limits::LoadOptions::default();
+        let opts = super::timeline_live::live_limits(t.max_stacks);
         table.append_lines(chunk, &mut t.live_ids, &mut live.flames.views.lines, &opts);
         live.run.activity.add_samples(t.grow.samples);
         if KINDS.contains(&live.flames.kind) {

@@ -26,6 +26,10 @@ pub const LAST_S: f64 = 10.0;
 /// Weights of per-interval stacks a live run keeps at most, 16 bytes each (32 MB): past
 /// them the stacks of its oldest intervals go (their latency and figures stay).
 pub const MAX_LIVE_WEIGHTS: usize = 2_000_000;
+/// Stacks (a parent stack and a frame each) a live run's table holds at most, some
+/// 40 bytes each with their ids: four times the distinct stacks a folded file loads. Past
+/// them, new stacks are left out of the live profiles (the session keeps them all).
+pub const MAX_LIVE_STACKS: usize = 4_000_000;
 
 /// One report interval as the strip draws it.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -80,6 +84,10 @@ pub struct Timeline {
     pub(super) live_ids: ChunkIds,
     /// Intervals whose stacks a live run dropped to stay within [`MAX_LIVE_WEIGHTS`].
     pub dropped_stacks: usize,
+    /// The live table reached its bound (and the screen said so).
+    pub stacks_full: bool,
+    /// The live table's bound when not [`MAX_LIVE_STACKS`].
+    pub(super) max_stacks: Option<usize>,
     /// Where a mouse drag on the strip began (the button is down).
     pub drag: Option<usize>,
     /// The whole run's stacks (on-CPU, and off-CPU when there are), set aside while a

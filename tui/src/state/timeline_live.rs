@@ -7,7 +7,14 @@
 use benchtop_sessions::StackTree;
 use benchtop_sessions::intervals::{IntervalStacks, StacksChunk};
 
-use super::timeline::{MAX_INTERVALS, MAX_LIVE_WEIGHTS, Part};
+use super::timeline::{MAX_INTERVALS, MAX_LIVE_STACKS, MAX_LIVE_WEIGHTS, Part};
+
+/// The bounds of a live run's table of stacks: [`MAX_LIVE_STACKS`], or `max_stacks`.
+pub(super) fn live_limits(max_stacks: Option<usize>) -> benchtop_sessions::limits::LoadOptions {
+    let mut limits = benchtop_sessions::limits::LoadOptions::default();
+    limits.max_stacks = max_stacks.unwrap_or(MAX_LIVE_STACKS);
+    limits
+}
 
 /// The mouse on the strip, at an interval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,13 +85,28 @@ impl super::State {
 
     /// A live run's per-interval stacks: kept (the oldest dropped past
     /// [`MAX_LIVE_WEIGHTS`]), and the part shown built again when they add to it.
-    pub(super) fn live_interval_stacks(&mut self, chunk: &StacksChunk) {
+    pub(super) fn live_interval_stacks(&mut self, chunk: &StacksChunk, now: std::time::Instant) {
         let t = &mut self.live.timeline;
         let stacks = t.stacks.get_or_insert_with(IntervalStacks::default);
-        let opts = benchtop_sessions::limits::LoadOptions::default();
-        stacks.append(chunk, &mut t.live_ids, &opts);
+        let limits = live_limits(t.max_stacks);
+        let dropped = t.live_ids.dropped;
+        stacks.append(chunk, &mut t.live_ids, &limits);
         t.dropped_stacks += stacks.drop_oldest(MAX_INTERVALS, MAX_LIVE_WEIGHTS);
+        // Stacks were left out, and the bound is why.
+        let full = t.live_ids.dropped > dropped && stacks.stack_count() >= limits.max_stacks;
         self.grow_whole_run(chunk);
+        let t = &mut self.live.timeline;
+        if full && !std::mem::replace(&mut t.stacks_full, true) {
+            self.flash(
+                format!(
+                    "the live profile holds {} stacks: newer ones are left out until the run \
+                     ends (the session keeps them all)",
+                    limits.max_stacks
+                ),
+                true,
+                now,
+            );
+        }
         let t = &mut self.live.timeline;
         let Some(part) = t.selected else {
             return;
@@ -221,5 +243,41 @@ mod tests {
         }
         press(&mut state, "S");
         assert_eq!(flame_weights(&state), (60, vec!["main;second".to_owned()]));
+    }
+
+    #[test]
+    fn a_live_table_at_its_bound_leaves_new_stacks_out_and_says_so_once() {
+        use benchtop_sessions::synthetic::TreeChunks;
+        let now = std::time::Instant::now();
+        let mut state = State::new("ring", "", false);
+        state.live.timeline.max_stacks = Some(3);
+        let mut chunks = TreeChunks::default();
+        let mut send = |state: &mut State, stacks: &[(&str, u64)]| {
+            let mut tree = StackTree::new();
+            for (stack, w) in stacks {
+                tree.add_names(stack.split(';'), *w);
+            }
+            let chunk = chunks.cpu(&tree);
+            state.update(
+                AppEvent::Live(LiveEvent::IntervalStacks(Box::new(chunk))),
+                now,
+            );
+        };
+        // main, main;a, main;b: the table's three.
+        send(&mut state, &[("main;a", 2), ("main;b", 1)]);
+        assert!(state.flash.is_none());
+        send(&mut state, &[("main;a", 1), ("main;c", 5)]);
+        let flash = state.flash.clone().expect("said");
+        assert!(
+            flash.error && flash.text.contains("holds 3 stacks"),
+            "{}",
+            flash.text
+        );
+        // Known stacks go on adding up; the new one is left out.
+        assert_eq!(flame_weights(&state).0, 4);
+        state.flash = None;
+        send(&mut state, &[("main;b", 1), ("main;d", 1)]);
+        assert!(state.flash.is_none(), "said once");
+        assert_eq!(flame_weights(&state).0, 5);
     }
 }

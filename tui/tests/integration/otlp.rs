@@ -751,12 +751,13 @@ fn a_worker_s_allocation_profiles_reach_the_collector_live_and_replayed() {
     assert!(got.bad.is_empty(), "{:?}", got.bad);
     // The bytes allocated per stack, added up over the intervals, are alloc.folded's.
     assert_eq!(alloc(&got), allocated);
-    // Streamed interval by interval: at several times, and live bytes with each.
+    // Streamed interval by interval: the asks pile up over a few intervals (some
+    // 300 ms), then only unwind, so allocations at a few times; live bytes with each.
     let mut alloc_times = std::collections::BTreeSet::new();
     for_each_value(&got, "alloc_space", "bytes", |_, t, _| {
         alloc_times.insert(t);
     });
-    assert!(alloc_times.len() >= 5, "allocations at {alloc_times:?}");
+    assert!(alloc_times.len() >= 2, "allocations at {alloc_times:?}");
     let streamed = live(&got);
     assert!(streamed.len() >= 5, "{} snapshots", streamed.len());
     // The last snapshot of live bytes is what the run ended holding (live-end.folded);

@@ -93,8 +93,10 @@ impl SampleSender {
             }
             reporter.send(&WorkerMessage::AllocSamples(message))?;
         }
-        // The buffers go back for the next drain.
+        // The buffers go back for the next drain, emptied now: the samples' frames are
+        // the profiler's memory, and the next tick's live bytes should not count them.
         self.drained.samples = samples;
+        self.drained.samples.clear();
         self.drained.freed = freed;
         Ok(())
     }

@@ -133,12 +133,17 @@ impl TickState {
 
     fn tick(&mut self) -> Result<(), WorkloadError> {
         let t_ns = u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        // The samples first: the tick's live bytes then include what they hold.
-        if let Some(samples) = &mut self.samples {
-            samples.send(&self.reporter)?;
-        }
+        // The counters first, then the samples: every allocation the tick's live bytes
+        // count has been sampled or passed over by the time the samples are drained, so
+        // the live bytes per stack that arrive before the tick are never behind its
+        // count. (The other way round, allocations made while a large batch of samples
+        // was being sent were counted but not yet sent: the tick whose count was the
+        // run's peak, which is where the recorder keeps live.folded, could lack them.)
         if let Some(alloc) = &self.alloc {
             alloc.refresh();
+        }
+        if let Some(samples) = &mut self.samples {
+            samples.send(&self.reporter)?;
         }
         for (_, counter, value) in &mut self.counters {
             *value = counter.get();
