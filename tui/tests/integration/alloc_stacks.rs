@@ -7,7 +7,7 @@ use std::path::Path;
 use benchtop_sessions::StackTree;
 use benchtop_sessions::store::Session;
 
-use crate::support::{benchtop, figure, record_run};
+use crate::support::{benchtop, figure, record_run, succeeded};
 
 /// Bytes of `tree` in stacks with a frame that `matches`.
 fn bytes_under(tree: &StackTree, matches: impl Fn(&str) -> bool) -> u64 {
@@ -31,27 +31,22 @@ fn a_program_s_allocations_split_as_allocated_and_only_the_kept_ones_stay_live()
     let dir = tmp.path().join("fixture");
     // 64 KiB between samples: about 1 500 samples of keep_a's 96 MiB, 500 of make_b's 32.
     let rate = 65_536.0;
-    let out = benchtop()
-        .args([
-            "run",
-            "--quiet",
-            "--profile",
-            "none",
-            "--interval",
-            "100ms",
-            "--alloc-sample",
-            "65536",
-            "--record",
-        ])
-        .arg(&dir)
-        .arg("--")
-        .arg(env!("CARGO_BIN_EXE_alloc-fixture"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeeded(
+        benchtop()
+            .args([
+                "run",
+                "--quiet",
+                "--profile",
+                "none",
+                "--interval",
+                "100ms",
+                "--alloc-sample",
+                "65536",
+                "--record",
+            ])
+            .arg(&dir)
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_alloc-fixture")),
     );
     let session = Session::load(&dir).unwrap();
     for file in [

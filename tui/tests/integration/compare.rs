@@ -9,7 +9,7 @@ use benchtop_sessions::meta::{HostInfo, WorkloadInfo};
 use benchtop_sessions::{SessionMeta, SessionWriter, StackKind, StackTree, Status, TimeseriesRow};
 use hdrhistogram::Histogram;
 
-use crate::support::benchtop;
+use crate::support::{benchtop, succeeded};
 
 /// Writes a finished ring session of 20 intervals: throughput around `rate` (±1 %), a lap
 /// histogram per interval, and on-CPU stacks where `hot` takes `hot_share` of the samples.
@@ -185,17 +185,12 @@ fn two_series_compare_across_their_runs_and_a_session_against_a_series_too() {
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     series(&a, 5, 1e6, "hot");
     series(&b, 5, 0.8e6, "hot");
-    let out = benchtop()
-        .args(["compare", "--json", "--out"])
-        .arg(tmp.path().join("diff"))
-        .arg(&a)
-        .arg(&b)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = succeeded(
+        benchtop()
+            .args(["compare", "--json", "--out"])
+            .arg(tmp.path().join("diff"))
+            .arg(&a)
+            .arg(&b),
     );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["runs"], serde_json::json!([5, 5]), "{report}");

@@ -4,7 +4,7 @@
 
 use benchtop_sessions::store::Session;
 
-use crate::support::benchtop;
+use crate::support::{benchtop, succeeded};
 
 #[test]
 fn a_mistyped_workload_gets_the_closest_one_and_the_list() {
@@ -43,15 +43,10 @@ fn a_workload_s_help_puts_the_recording_options_under_a_heading_of_their_own() {
 fn perf_s_short_flags_record_where_and_how_often_they_say() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("s");
-    let out = benchtop()
-        .args(["run", "ring", "--num-rounds", "50", "-q", "-F", "499", "-o"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeeded(
+        benchtop()
+            .args(["run", "ring", "--num-rounds", "50", "-q", "-F", "499", "-o"])
+            .arg(&dir),
     );
     let session = Session::load(&dir).unwrap();
     assert_eq!(session.meta.sampling.frequency_hz, 499);
@@ -89,17 +84,12 @@ fn a_config_file_sets_the_defaults_and_the_command_line_wins() {
     .unwrap();
     let record = |name: &str, extra: &[&str]| {
         let dir = tmp.path().join(name);
-        let out = benchtop()
-            .env("XDG_CONFIG_HOME", &home)
-            .args(["run", "ring", "--num-rounds", "50", "-q", "-o"])
-            .arg(&dir)
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        succeeded(
+            benchtop()
+                .env("XDG_CONFIG_HOME", &home)
+                .args(["run", "ring", "--num-rounds", "50", "-q", "-o"])
+                .arg(&dir)
+                .args(extra),
         );
         Session::load(&dir).unwrap()
     };
@@ -180,24 +170,19 @@ fn a_config_file_that_is_wrong_is_named_before_anything_runs() {
 fn show_json_carries_the_figures_of_the_text_and_the_text_reads_in_human_units() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("s");
-    let out = benchtop()
-        .args([
-            "run",
-            "ring",
-            "--num-rounds",
-            "200",
-            "-q",
-            "--profile",
-            "cpu",
-            "-o",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeeded(
+        benchtop()
+            .args([
+                "run",
+                "ring",
+                "--num-rounds",
+                "200",
+                "-q",
+                "--profile",
+                "cpu",
+                "-o",
+            ])
+            .arg(&dir),
     );
     let text = benchtop().arg("show").arg(&dir).output().unwrap();
     let text = String::from_utf8(text.stdout).unwrap();

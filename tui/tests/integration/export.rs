@@ -2,7 +2,7 @@
 //! content.
 
 use crate::compare::session;
-use crate::support::benchtop;
+use crate::support::{benchtop, succeeded};
 
 #[test]
 fn export_writes_hgrm_speedscope_and_the_summary_into_the_session() {
@@ -112,16 +112,11 @@ fn the_pprof_export_reads_back_with_labels_and_go_tool_pprof_lists_our_frames() 
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("s");
     session(&dir, "tell", 1e6, "AskActor::poll", 30);
-    let output = benchtop()
-        .arg("export")
-        .arg(&dir)
-        .args(["--format", "pprof"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    succeeded(
+        benchtop()
+            .arg("export")
+            .arg(&dir)
+            .args(["--format", "pprof"]),
     );
     let path = dir.join("profile.pb.gz");
     let profile = benchtop_sessions::pprof::decode(&std::fs::read(&path).unwrap()).unwrap();
@@ -190,23 +185,18 @@ fn on_cpu_weight(profile: &serde_json::Value) -> u64 {
 fn a_firefox_profile_has_each_sampled_thread_over_the_run_and_every_sample() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("s");
-    let out = benchtop()
-        .args([
-            "run",
-            "ring",
-            "--num-rounds",
-            "100000000",
-            "--duration",
-            "2s",
-        ])
-        .args(["--interval", "250ms", "-q", "-o"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeeded(
+        benchtop()
+            .args([
+                "run",
+                "ring",
+                "--num-rounds",
+                "100000000",
+                "--duration",
+                "2s",
+            ])
+            .args(["--interval", "250ms", "-q", "-o"])
+            .arg(&dir),
     );
     let session = benchtop_sessions::store::Session::load(&dir).unwrap();
     let folded = session.cpu.as_ref().unwrap().total_weight();
@@ -296,24 +286,19 @@ fn a_firefox_profile_has_each_sampled_thread_over_the_run_and_every_sample() {
 fn kept_samples_put_each_firefox_sample_at_its_own_time() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("s");
-    let out = benchtop()
-        .args([
-            "run",
-            "ring",
-            "--num-rounds",
-            "100000000",
-            "--duration",
-            "1500ms",
-            "--keep-samples",
-        ])
-        .args(["--interval", "500ms", "-q", "-o"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeeded(
+        benchtop()
+            .args([
+                "run",
+                "ring",
+                "--num-rounds",
+                "100000000",
+                "--duration",
+                "1500ms",
+                "--keep-samples",
+            ])
+            .args(["--interval", "500ms", "-q", "-o"])
+            .arg(&dir),
     );
     let session = benchtop_sessions::store::Session::load(&dir).unwrap();
     let stacks = benchtop_sessions::intervals::IntervalStacks::load(&dir, &Default::default())

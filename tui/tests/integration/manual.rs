@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use crate::support::benchtop;
+use crate::support::{benchtop, succeeded};
 
 #[test]
 fn completion_scripts_are_generated_for_every_shell_and_bash_loads_its_own() {
@@ -24,16 +24,7 @@ fn completion_scripts_are_generated_for_every_shell_and_bash_loads_its_own() {
     let script = tmp.path().join("benchtop.bash");
     let out = benchtop().args(["completions", "bash"]).output().unwrap();
     std::fs::write(&script, out.stdout).unwrap();
-    let check = Command::new("bash")
-        .arg("-n")
-        .arg(&script)
-        .output()
-        .unwrap();
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
-    );
+    succeeded(Command::new("bash").arg("-n").arg(&script));
     // Loaded for real, it completes the subcommands.
     let complete = Command::new("bash")
         .arg("-c")
@@ -55,16 +46,7 @@ fn completion_scripts_are_generated_for_every_shell_and_bash_loads_its_own() {
 fn man_pages_render_in_groff_one_per_command() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("man1");
-    let out = benchtop()
-        .args(["man", "--out"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(benchtop().args(["man", "--out"]).arg(&dir));
     for page in [
         "benchtop",
         "benchtop-run",

@@ -11,7 +11,7 @@ use benchtop_sessions::intervals::IntervalStacks;
 use benchtop_sessions::limits::LoadOptions;
 use benchtop_sessions::store::Session;
 
-use crate::support::benchtop;
+use crate::support::{benchtop, succeeded};
 
 const TOUCH_C: &str = r#"
 #include <stdlib.h>
@@ -84,25 +84,20 @@ fn profile_all_records_where_memory_grew_beside_the_cpu_stacks_and_per_interval(
     let tmp = tempfile::tempdir().unwrap();
     let prog = build(tmp.path());
     let dir = tmp.path().join("all");
-    let out = benchtop()
-        .args([
-            "run",
-            "--quiet",
-            "--profile",
-            "all",
-            "--interval",
-            "100ms",
-            "--record",
-        ])
-        .arg(&dir)
-        .arg("--")
-        .arg(&prog)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeeded(
+        benchtop()
+            .args([
+                "run",
+                "--quiet",
+                "--profile",
+                "all",
+                "--interval",
+                "100ms",
+                "--record",
+            ])
+            .arg(&dir)
+            .arg("--")
+            .arg(&prog),
     );
     let session = Session::load(&dir).unwrap();
     assert_eq!(session.meta.status, Status::Complete);
@@ -142,20 +137,15 @@ fn profile_mem_as_an_unprivileged_user_keeps_the_split_and_says_what_it_misses()
     std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o777);
     std::fs::set_permissions(tmp.path(), perms).unwrap();
     let dir = tmp.path().join("nobody");
-    let out = benchtop()
-        .args(["run", "--quiet", "--profile", "mem", "--record"])
-        .arg(&dir)
-        .arg("--")
-        .arg(&prog)
-        .env("HOME", tmp.path())
-        .uid(65534)
-        .gid(65534)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeeded(
+        benchtop()
+            .args(["run", "--quiet", "--profile", "mem", "--record"])
+            .arg(&dir)
+            .arg("--")
+            .arg(&prog)
+            .env("HOME", tmp.path())
+            .uid(65534)
+            .gid(65534),
     );
     let session = Session::load(&dir).unwrap();
     assert_split(&session, "run --profile mem as nobody");

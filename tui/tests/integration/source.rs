@@ -13,7 +13,7 @@ use benchtop_sessions::store::Session;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
-use crate::support::benchtop;
+use crate::support::{benchtop, succeeded};
 
 /// tests/data/source/hotline.c, and the number of its line marked HOT.
 fn fixture() -> (PathBuf, u32) {
@@ -74,18 +74,13 @@ fn the_hot_line_of_a_recorded_c_program_has_the_largest_share() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build(tmp.path(), &source);
     let dir = tmp.path().join("session");
-    let out = benchtop()
-        .args(["run", "--quiet", "--profile", "cpu", "--record"])
-        .arg(&dir)
-        .arg("--")
-        .arg(&exe)
-        .arg("1500")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeeded(
+        benchtop()
+            .args(["run", "--quiet", "--profile", "cpu", "--record"])
+            .arg(&dir)
+            .arg("--")
+            .arg(&exe)
+            .arg("1500"),
     );
 
     // The session's histogram: hot_loop's lines, the marked one heaviest by far.

@@ -10,7 +10,7 @@ use benchtop_sessions::intervals::IntervalStacks;
 use benchtop_sessions::limits::LoadOptions;
 use benchtop_sessions::store::Session;
 
-use crate::support::{benchtop, wait_until};
+use crate::support::{benchtop, succeeded, wait_until};
 
 /// Builds tests/data/timeline/halves.c into `dir` with the system's C compiler.
 fn build_halves(dir: &Path) -> PathBuf {
@@ -38,28 +38,22 @@ fn build_fixture(dir: &Path, name: &str) -> PathBuf {
 }
 
 fn record(dir: &Path, exe: &Path, ms: &str) -> Output {
-    let out = benchtop()
-        .args([
-            "run",
-            "--quiet",
-            "--profile",
-            "cpu",
-            "--interval",
-            "200ms",
-            "--record",
-        ])
-        .arg(dir)
-        .arg("--")
-        .arg(exe)
-        .arg(ms)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    succeeded(
+        benchtop()
+            .args([
+                "run",
+                "--quiet",
+                "--profile",
+                "cpu",
+                "--interval",
+                "200ms",
+                "--record",
+            ])
+            .arg(dir)
+            .arg("--")
+            .arg(exe)
+            .arg(ms),
+    )
 }
 
 fn show(dir: &Path, range: &str) -> Output {
