@@ -534,16 +534,25 @@ mod tests {
         }
     }
 
-    #[test]
-    fn naming_a_worker_s_allocation_stacks_holds_up_no_other_batch() {
+    /// An exporter begun on a run, sending over HTTP to port 9 (discard) on loopback,
+    /// where nobody listens: every batch is refused, after one attempt; `tune` changes
+    /// the rest of its options.
+    fn refused(tune: impl FnOnce(&mut OtlpOptions)) -> Exporter {
         let mut opts = OtlpOptions::new("127.0.0.1:9", Protocol::HttpProtobuf).expect("valid");
         opts.attempts = 1;
+        tune(&mut opts);
         let exporter = Exporter::start(opts).expect("starts");
         exporter.begin(RunContext {
             resource: Resource::default(),
             start_unix_ns: 1,
             sampling: Sampling::default(),
         });
+        exporter
+    }
+
+    #[test]
+    fn naming_a_worker_s_allocation_stacks_holds_up_no_other_batch() {
+        let exporter = refused(|_| {});
         let (go, wait) = mpsc::channel();
         let namer: Arc<dyn StackNamer> = Arc::new(SlowNamer(Mutex::new(Some(wait))));
         exporter.allocs(
@@ -573,16 +582,7 @@ mod tests {
 
     #[test]
     fn a_collector_that_refuses_costs_counted_batches_not_the_recorder() {
-        // Port 9 (discard) on loopback: nobody listens there, every connection is refused.
-        let mut opts = OtlpOptions::new("127.0.0.1:9", Protocol::HttpProtobuf).expect("valid");
-        opts.queue = 4;
-        opts.attempts = 1;
-        let exporter = Exporter::start(opts).expect("starts");
-        exporter.begin(RunContext {
-            resource: Resource::default(),
-            start_unix_ns: 1,
-            sampling: Sampling::default(),
-        });
+        let exporter = refused(|opts| opts.queue = 4);
         let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("bounds");
         h.record(1_000).expect("in range");
         let mut row = TimeseriesRow::default();
