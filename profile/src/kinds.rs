@@ -361,6 +361,11 @@ impl KindSet {
         self.0 & (1 << kind as u32) != 0
     }
 
+    /// How many kinds the set holds.
+    pub const fn len(self) -> u32 {
+        self.0.count_ones()
+    }
+
     /// Whether the set is empty (`--profile none`).
     pub const fn is_empty(self) -> bool {
         self.0 == 0

@@ -42,7 +42,6 @@ pub use monitor::{
     Discovery, ProcessSample, ThreadSample, TreeMonitor, TreeMonitorOptions, TreeSample,
 };
 pub use procfs::process_start_ticks;
-pub use sampler::ProfileKind;
 pub use sampler::{
     DEFAULT_MEM_PERIOD, Profile, SampleEvent, Sampler, SamplerOptions, SamplerStats, Snapshot,
     probe_access,

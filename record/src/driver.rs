@@ -667,7 +667,7 @@ impl Run<'_> {
         }
         if let Some(live) = &self.opts.live {
             let sampling = match &self.sampler {
-                Some(s) if s.kind().on_cpu() => {
+                Some(s) if s.kind().contains(benchtop_sessions::Kind::Cpu) => {
                     format!("{} {} Hz", s.event(), self.opts.sampler.frequency_hz)
                 }
                 Some(s) => s.event().to_owned(),

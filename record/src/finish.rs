@@ -188,13 +188,13 @@ impl Run<'_> {
                             .cloned(),
                     );
                     let workload = &self.opts.workload;
-                    if profile.kind.on_cpu() {
+                    if profile.kind.contains(Kind::Cpu) {
                         let title = format!("{workload} — on-CPU");
                         if let Err(e) = self.writer.write_stacks(Kind::Cpu, &profile.cpu, &title) {
                             warnings.push(format!("on-CPU stacks: {e}"));
                         }
                     }
-                    if profile.kind.off_cpu() {
+                    if profile.kind.contains(Kind::OffCpu) {
                         let title = format!("{workload} — off-CPU (time blocked)");
                         if let Err(e) =
                             self.writer
@@ -203,7 +203,7 @@ impl Run<'_> {
                             warnings.push(format!("off-CPU stacks: {e}"));
                         }
                     }
-                    if profile.kind.mem() {
+                    if profile.kind.contains(Kind::Mem) {
                         let title =
                             format!("{workload} — where resident memory grew (page faults)");
                         if let Err(e) = self.writer.write_stacks(Kind::Mem, &profile.mem, &title) {
@@ -219,8 +219,11 @@ impl Run<'_> {
                         .data
                         .started_at
                         .map_or(0.0, |t| t.elapsed().as_secs_f64());
-                    let cpu = profile.kind.on_cpu().then_some(&profile.cpu);
-                    let offcpu = profile.kind.off_cpu().then_some(&profile.offcpu);
+                    let cpu = profile.kind.contains(Kind::Cpu).then_some(&profile.cpu);
+                    let offcpu = profile
+                        .kind
+                        .contains(Kind::OffCpu)
+                        .then_some(&profile.offcpu);
                     if let Err(e) = self.writer.write_pprof(cpu, offcpu, elapsed) {
                         warnings.push(format!("profile.pb.gz: {e}"));
                     }

@@ -273,12 +273,7 @@ impl Run<'_> {
                 (Kind::OffCpu, &snapshot.offcpu, "off-CPU (time blocked)"),
                 (Kind::Mem, &snapshot.mem, "resident growth"),
             ] {
-                let wanted = match kind {
-                    Kind::Cpu => self.opts.sampler.kind.on_cpu(),
-                    Kind::Mem => self.opts.sampler.kind.mem(),
-                    _ => self.opts.sampler.kind.off_cpu(),
-                };
-                if wanted {
+                if self.opts.sampler.kind.contains(kind) {
                     self.writer.write_stacks(
                         kind,
                         tree,

@@ -5,13 +5,13 @@ use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 use std::time::Duration;
 
-use crate::Kind;
 use crate::escape::{Escaped, escaped};
 use crate::names::short_name;
 use crate::stacks::{FrameId, NodeId};
 use crate::store::{LATENCY_FILE, THREADS_FILE};
 use crate::units::{human_bytes, human_figure, human_ns};
 use crate::{ContextSwitches, IoCounters, Session, StackTree, ThreadSummary};
+use crate::{Kind, KindSet};
 
 use serde::Serialize;
 
@@ -286,7 +286,11 @@ impl Session {
         }
         let s = &m.sampling;
         if s.enabled {
-            if s.profile == "mem"
+            // Sessions before --profile took sets say one word (cpu, both, all …), which
+            // parses as a set too; one that does not (hand-edited) reads as on-CPU only.
+            let kinds: KindSet = s.profile.parse().unwrap_or(KindSet::of(Kind::Cpu));
+            if !kinds.contains(Kind::Cpu)
+                && !kinds.contains(Kind::OffCpu)
                 && let Some(mem) = &s.mem
             {
                 // No timer drives a memory profile: one page fault in `period` is sampled.
@@ -299,7 +303,7 @@ impl Session {
                     mem.samples,
                     s.lost
                 )?;
-            } else if s.profile == "offcpu" {
+            } else if !kinds.contains(Kind::Cpu) && kinds.contains(Kind::OffCpu) {
                 // No timer drives an off-CPU profile: every context switch is recorded.
                 write!(
                     out,
@@ -322,7 +326,8 @@ impl Session {
                 Some(reason) => writeln!(out, " ({})", Escaped(reason))?,
                 None => writeln!(out)?,
             }
-            if s.profile == "all"
+            if kinds.contains(Kind::Mem)
+                && (kinds.contains(Kind::Cpu) || kinds.contains(Kind::OffCpu))
                 && let Some(mem) = &s.mem
             {
                 writeln!(

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use benchtop_profilers::ProfileKind;
+use benchtop_profile::kinds::KindSet;
 use benchtop_workloads::report::MIN_INTERVAL;
 use benchtop_workloads::worker::Workload;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -559,14 +559,18 @@ pub struct RecordArgs {
     /// milliseconds).
     #[arg(long, global = true, value_name = "D", default_value = "1s", value_parser = parse_interval)]
     pub interval: Duration,
-    /// Which stacks to sample: `cpu` (on-CPU, driven by --event), `offcpu` (where threads
-    /// block, weighted by the time blocked), `both`, `mem` (where resident memory grew:
-    /// page faults, one in --mem-period, weighted in bytes), `all` (the three), or `none`.
+    /// Which stacks to sample, a comma-separated set of kinds: `cpu` (on-CPU, driven by
+    /// --event), `offcpu` (where threads block, weighted by the time blocked), `mem` (where
+    /// resident memory grew: page faults, one in --mem-period, weighted in bytes); `both`
+    /// is cpu,offcpu, `all` the three, `none` nothing (e.g. `--profile cpu,mem`).
     /// Off-CPU stacks need kernel sampling (root, CAP_PERFMON or perf_event_paranoid <= 1);
     /// without it blocked time is recorded per thread, without stacks, and page faults
-    /// taken inside system calls are missed; the session says why.
-    #[arg(long, global = true, value_enum, default_value_t = Profile::Both)]
-    pub profile: Profile,
+    /// taken inside system calls are missed; the session says why. A built-in worker's
+    /// allocation profiles (alloc, live) follow --alloc-sample whatever --profile says:
+    /// `--profile none` still writes them.
+    #[arg(long, global = true, value_name = "KINDS", default_value = "both",
+          value_parser = parse_profile)]
+    pub profile: KindSet,
     /// Put the thread name under the process name in every stack (process;thread;…),
     /// instead of merging the threads of a process.
     #[arg(long, global = true)]
@@ -652,35 +656,10 @@ impl Default for RecordArgs {
     }
 }
 
-/// Which stacks to sample.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Profile {
-    /// On-CPU stacks (cpu.folded), sampled at --frequency.
-    Cpu,
-    /// Off-CPU stacks (offcpu.folded, microseconds blocked), from context switches.
-    Offcpu,
-    /// Both.
-    Both,
-    /// Where resident memory grew (mem.folded, bytes): sampled page faults.
-    Mem,
-    /// On-CPU, off-CPU and memory.
-    All,
-    /// No stack sampling; monitors and workload reports only.
-    None,
-}
-
-impl Profile {
-    /// The sampler's profile kind; `None` when nothing is sampled.
-    pub fn kind(self) -> Option<ProfileKind> {
-        match self {
-            Profile::Cpu => Some(ProfileKind::Cpu),
-            Profile::Offcpu => Some(ProfileKind::OffCpu),
-            Profile::Both => Some(ProfileKind::Both),
-            Profile::Mem => Some(ProfileKind::Mem),
-            Profile::All => Some(ProfileKind::All),
-            Profile::None => None,
-        }
-    }
+/// `--profile`'s set of kinds (benchtop_profile::kinds::KindSet's words).
+fn parse_profile(s: &str) -> Result<KindSet, String> {
+    s.parse()
+        .map_err(|e: benchtop_profile::kinds::UnknownKind| e.to_string())
 }
 
 /// How frames are named.
@@ -879,10 +858,34 @@ mod tests {
         let args = RecordArgs::default();
         assert_eq!(args.frequency, 999);
         assert_eq!(args.interval, Duration::from_secs(1));
-        assert_eq!((args.profile, args.event), (Profile::Both, PerfEvent::Auto));
+        assert_eq!((args.profile, args.event), (KindSet::BOTH, PerfEvent::Auto));
         assert!(!args.per_thread);
         assert_eq!(args.symbols, Symbols::Inlined);
         assert!(args.record.is_none() && args.duration.is_none() && !args.quiet);
+    }
+
+    #[test]
+    fn profile_takes_a_set_of_kinds_with_the_old_words_as_aliases() {
+        use benchtop_profile::kinds::Kind;
+        let profile = |p: &str| {
+            let cli = Cli::try_parse_from(["benchtop", "run", "ring", "--profile", p])?;
+            let Some(Command::Run(args)) = cli.command else {
+                panic!("not a run")
+            };
+            Ok::<_, clap::Error>(args.record.profile)
+        };
+        let cpu_mem = KindSet::of(Kind::Cpu).with(Kind::Mem);
+        assert_eq!(profile("cpu,mem").expect("a set"), cpu_mem);
+        assert_eq!(profile("mem,cpu").expect("a set"), cpu_mem);
+        assert_eq!(profile("both").expect("an alias"), KindSet::BOTH);
+        assert_eq!(profile("cpu,offcpu,mem").expect("a set"), KindSet::ALL);
+        assert_eq!(profile("none").expect("an alias"), KindSet::NONE);
+        let refused = profile("cpu,gpu").expect_err("gpu is no kind").to_string();
+        assert!(
+            refused.contains("\"gpu\" is not a profile kind"),
+            "{refused}"
+        );
+        assert!(refused.contains("--profile"), "{refused}");
     }
 
     #[test]

@@ -172,7 +172,7 @@ pub(crate) fn workload_options(workload: Workload, record: &RecordArgs) -> Resul
     // unless --unwind asks for another. Not for memory profiles: page faults are mostly
     // taken inside the C library (malloc, memset, memcpy), which keeps none, so its
     // callers would be lost; `auto` unwinds the library with its CFI.
-    if record.unwind.is_none() && !opts.sampler.kind.mem() {
+    if record.unwind.is_none() && !opts.sampler.kind.contains(benchtop_sessions::Kind::Mem) {
         opts.sampler.unwind = benchtop_profilers::UnwindMode::FramePointers;
     }
     Ok(opts)

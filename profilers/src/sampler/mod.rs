@@ -77,6 +77,7 @@ use std::time::{Duration, Instant};
 
 use benchtop_profile::StackTree;
 use benchtop_profile::intervals::StacksChunk;
+use benchtop_profile::kinds::{Kind, KindSet};
 use benchtop_profile::sampling::{MemSamplingInfo, SamplingInfo, UnwindingInfo};
 
 use self::collect::{Collected, Collector, Setup};
@@ -88,7 +89,7 @@ use self::events::{
     list_threads, offcpu_stacks_excluded_reason, open_events, page_size, permission_reason,
     stack_copy_size, user_budget_pages,
 };
-pub use self::options::{DEFAULT_MEM_PERIOD, ProfileKind, SampleEvent, SamplerOptions};
+pub use self::options::{DEFAULT_MEM_PERIOD, SampleEvent, SamplerOptions};
 use self::shared::Shared;
 pub use self::shared::Snapshot;
 pub use self::timeline::monotonic_ns;
@@ -177,21 +178,21 @@ pub struct SamplerStats {
 #[non_exhaustive]
 pub struct Profile {
     /// The profiles asked for.
-    pub kind: ProfileKind,
+    pub kind: KindSet,
     /// On-CPU stacks, root first: process name, [thread name,] user frames from the
     /// outermost caller, then kernel frames (suffixed `_[k]`). Weights are samples.
-    /// Empty when [`ProfileKind::OffCpu`] was asked for.
+    /// Empty when only [`Kind::OffCpu`] was asked for.
     pub cpu: StackTree,
     /// Off-CPU stacks, laid out as `cpu`; weights are microseconds blocked (the
     /// `offcpu.folded` of a session). Without kernel sampling ([`Profile::offcpu_stacks`]
     /// false) each thread has one stack, `process;thread;[blocked: no stack — kernel
     /// sampling not permitted]`. Blocked intervals whose sample was lost or throttled end
-    /// in `[blocked: stack not sampled]`. Empty when [`ProfileKind::Cpu`] was asked for.
+    /// in `[blocked: stack not sampled]`. Empty when only [`Kind::Cpu`] was asked for.
     pub offcpu: StackTree,
     /// Where resident memory grew, laid out as `cpu`: the stacks of sampled page
     /// faults, weighted in bytes (each sample [`Profile::mem_period`] faults ×
     /// [`Profile::page_size`]; the `mem.folded` of a session). Empty unless
-    /// [`ProfileKind::mem`].
+    /// [`Kind::Mem`].
     pub mem: StackTree,
     /// Page-fault samples taken.
     pub mem_samples: u64,
@@ -291,14 +292,14 @@ impl Profile {
         }
         info.symbols = self.symbols.name().into();
         info.reason = (!self.reduced.is_empty()).then(|| self.reduced.join("; "));
-        info.profile = self.kind.name().into();
-        if self.kind.off_cpu() {
+        info.profile = self.kind.name();
+        if self.kind.contains(Kind::OffCpu) {
             info.offcpu_stacks = self.offcpu_stacks;
             info.switches = self.switches;
             info.blocked_s = self.blocked.as_secs_f64();
             info.preempted_s = self.preempted.as_secs_f64();
         }
-        if self.kind.mem() {
+        if self.kind.contains(Kind::Mem) {
             let mut mem = MemSamplingInfo::default();
             mem.period = self.mem_period;
             mem.page_size = self.page_size;
@@ -333,7 +334,7 @@ pub struct Sampler {
     /// The collector's result, sent before it frees its caches.
     /// (In a mutex only so that a `Sampler` is `Sync`.)
     done: std::sync::Mutex<std::sync::mpsc::Receiver<Result<Collected, ProfilerError>>>,
-    kind: ProfileKind,
+    kind: KindSet,
     event: &'static str,
     offcpu_stacks: bool,
     symbols: SymbolDetail,
@@ -429,8 +430,8 @@ impl Sampler {
             Mode::Start | Mode::OnExec => vec![pid],
         };
         if mode == Mode::Attach {
-            let events =
-                u64::from(kind.on_cpu()) + u64::from(kind.off_cpu()) + u64::from(kind.mem());
+            // One event per kind, per CPU, per thread.
+            let events = u64::from(kind.len());
             let per_thread = cpus.len() as u64 * events.max(1);
             if let Some(note) = ensure_fd_limit(pid, tids.len(), per_thread)? {
                 notes.push(note);
@@ -439,11 +440,11 @@ impl Sampler {
 
         let requested = opts.buffer_pages.unwrap_or(if !access.privileged {
             UNPRIVILEGED_DATA_PAGES
-        } else if opts.unwind.copies_stacks() && kind.mem() {
+        } else if opts.unwind.copies_stacks() && kind.contains(Kind::Mem) {
             PRIVILEGED_MEM_STACK_DATA_PAGES
         } else if opts.unwind.copies_stacks() {
             PRIVILEGED_STACK_DATA_PAGES
-        } else if kind.off_cpu() {
+        } else if kind.contains(Kind::OffCpu) {
             PRIVILEGED_OFFCPU_DATA_PAGES
         } else {
             PRIVILEGED_DATA_PAGES
@@ -471,7 +472,7 @@ impl Sampler {
         // size, so one fault in proportionally more is sampled: the kernel still counts
         // every fault, so shares stay exact, only coarser.
         let mut mem_period = opts.mem_period.max(1);
-        if kind.mem()
+        if kind.contains(Kind::Mem)
             && opts.unwind.copies_stacks()
             && !access.privileged
             && pages < PRIVILEGED_MEM_STACK_DATA_PAGES
@@ -486,7 +487,7 @@ impl Sampler {
             });
         }
 
-        let candidates: &[Option<SampleEvent>] = if !kind.on_cpu() {
+        let candidates: &[Option<SampleEvent>] = if !kind.contains(Kind::Cpu) {
             &[None]
         } else {
             match opts.event {
@@ -500,8 +501,8 @@ impl Sampler {
             let last = i + 1 == candidates.len();
             let mut plan = EventPlan {
                 on_cpu: event,
-                off_cpu: kind.off_cpu(),
-                off_stacks: kind.off_cpu(),
+                off_cpu: kind.contains(Kind::OffCpu),
+                off_stacks: kind.contains(Kind::OffCpu),
                 kernel_frames: opts.kernel_frames,
                 frequency_hz: opts.frequency_hz,
                 on_exec: mode == Mode::OnExec,
@@ -511,7 +512,7 @@ impl Sampler {
                     .copies_stacks()
                     .then(|| stack_copy_size(opts.stack_size)),
                 off_every: opts.offcpu_stack_every.max(1),
-                mem_period: kind.mem().then_some(mem_period),
+                mem_period: kind.contains(Kind::Mem).then_some(mem_period),
             };
             let attempt = match open_events(&tids, &cpus, &plan, &mut pages) {
                 Err(OpenError::Denied(errno)) if plan.kernel_sampled() => {
@@ -671,7 +672,7 @@ impl Sampler {
     pub fn check(opts: &SamplerOptions) -> Result<(), ProfilerError> {
         validate_options(opts)?;
         let event = match opts.event {
-            SampleEvent::Cycles if opts.kind.on_cpu() => SampleEvent::Cycles,
+            SampleEvent::Cycles if opts.kind.contains(Kind::Cpu) => SampleEvent::Cycles,
             // Auto falls back to cpu-clock, which is what has to work; an off-CPU-only
             // profile needs software events only.
             _ => SampleEvent::CpuClock,
@@ -778,7 +779,7 @@ impl Sampler {
     }
 
     /// The profiles being taken.
-    pub fn kind(&self) -> ProfileKind {
+    pub fn kind(&self) -> KindSet {
         self.kind
     }
 
@@ -842,7 +843,7 @@ impl Sampler {
         let reduced = warnings[..self.reductions.min(warnings.len())].to_vec();
         warnings.extend(collected.warnings);
         if stats.lost > 0 {
-            let what = if self.kind.off_cpu() {
+            let what = if self.kind.contains(Kind::OffCpu) {
                 "records (samples and switch records)"
             } else {
                 "samples"
@@ -1087,7 +1088,7 @@ mod tests {
         let mut warnings = reduced.clone();
         warnings.extend(other.iter().map(|&w| w.to_owned()));
         Profile {
-            kind: ProfileKind::Both,
+            kind: KindSet::BOTH,
             cpu: StackTree::new(),
             offcpu: StackTree::new(),
             mem: StackTree::new(),

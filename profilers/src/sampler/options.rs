@@ -3,69 +3,24 @@
 use std::time::Duration;
 
 use crate::symbolize::SymbolDetail;
+#[cfg(doc)]
+use benchtop_profile::kinds::Kind;
+use benchtop_profile::kinds::KindSet;
+
 use crate::unwind::{DEFAULT_STACK_SIZE, UnwindMode};
-
-/// Which profiles a sampler takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum ProfileKind {
-    /// On-CPU stacks only: where threads run, sampled at
-    /// [`SamplerOptions::frequency_hz`]. No cost per context switch.
-    Cpu,
-    /// Off-CPU stacks only: where threads block, weighted by the time blocked (µs).
-    OffCpu,
-    /// Both (the default). Off-CPU stacks need kernel sampling; without it off-CPU time
-    /// is recorded per thread without stacks and [`Sampler::warnings`](super::Sampler::warnings) says why.
-    #[default]
-    Both,
-    /// Where resident memory grew: the `page-faults` software event sampled with its
-    /// callchain, each sample weighted in bytes ([`SamplerOptions::mem_period`] faults
-    /// times the page size). A fault is the first touch of a page, not its allocation.
-    Mem,
-    /// On-CPU, off-CPU and memory together.
-    All,
-}
-
-impl ProfileKind {
-    /// On-CPU stacks are taken.
-    pub fn on_cpu(self) -> bool {
-        matches!(
-            self,
-            ProfileKind::Cpu | ProfileKind::Both | ProfileKind::All
-        )
-    }
-
-    /// Off-CPU time is recorded.
-    pub fn off_cpu(self) -> bool {
-        matches!(
-            self,
-            ProfileKind::OffCpu | ProfileKind::Both | ProfileKind::All
-        )
-    }
-
-    /// Page faults are sampled (where resident memory grew).
-    pub fn mem(self) -> bool {
-        matches!(self, ProfileKind::Mem | ProfileKind::All)
-    }
-
-    /// The name the command line uses: `cpu`, `offcpu`, `both`, `mem` or `all`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ProfileKind::Cpu => "cpu",
-            ProfileKind::OffCpu => "offcpu",
-            ProfileKind::Both => "both",
-            ProfileKind::Mem => "mem",
-            ProfileKind::All => "all",
-        }
-    }
-}
 
 /// How to sample.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct SamplerOptions {
-    /// Which profiles to take (default both on- and off-CPU).
-    pub kind: ProfileKind,
+    /// Which profiles to take, a set of the sampled kinds of the profile model's table
+    /// (default on- and off-CPU). Off-CPU stacks need kernel sampling; without it
+    /// off-CPU time is recorded per thread without stacks and
+    /// [`Sampler::warnings`](super::Sampler::warnings) says why. Memory ([`Kind::Mem`]) is
+    /// the `page-faults` software event sampled with its callchain, each sample weighted
+    /// in bytes ([`SamplerOptions::mem_period`] faults times the page size); a fault is
+    /// the first touch of a page, not its allocation.
+    pub kind: KindSet,
     /// On-CPU samples per second per CPU while a sampled thread runs (default 999, which
     /// avoids lockstep with timers at round frequencies). Off-CPU sampling does not use
     /// it: every context switch is recorded.
@@ -147,7 +102,7 @@ impl SampleEvent {
 impl Default for SamplerOptions {
     fn default() -> Self {
         SamplerOptions {
-            kind: ProfileKind::default(),
+            kind: KindSet::BOTH,
             frequency_hz: 999,
             kernel_frames: true,
             buffer_pages: None,

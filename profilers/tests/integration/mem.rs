@@ -7,7 +7,8 @@ use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
 use std::process::Stdio;
 
-use benchtop_profilers::{Profile, ProfileKind, Sampler, SamplerOptions, UnwindMode};
+use benchtop_profile::kinds::{Kind, KindSet};
+use benchtop_profilers::{Profile, Sampler, SamplerOptions, UnwindMode};
 
 use crate::fixture::expect_sampler;
 use crate::unwind::{Held, NO_FP, build_c, niced, one_at_a_time, reaching, user_stacks};
@@ -56,7 +57,7 @@ const WITH_FP: &[&str] = &[
 ];
 
 /// Records the fixture from its exec to its end.
-fn record(program: &Path, kind: ProfileKind, unwind: UnwindMode) -> Profile {
+fn record(program: &Path, kind: KindSet, unwind: UnwindMode) -> Profile {
     let held = Held::spawn(program, &[]);
     let mut opts = SamplerOptions::default();
     opts.kind = kind;
@@ -104,7 +105,7 @@ fn page_faults_split_between_the_callers_of_memset_with_frame_pointers() {
     let dir = tempfile::tempdir().expect("tempdir");
     let prog = build_c(dir.path(), "touch", TOUCH_C, WITH_FP);
     // Every profile at once: the page-fault samples must stay apart from the others.
-    let profile = record(&prog, ProfileKind::All, UnwindMode::Auto);
+    let profile = record(&prog, KindSet::ALL, UnwindMode::Auto);
     assert_split(
         &profile,
         "frame pointers, C library by CFI (auto), --profile all",
@@ -121,7 +122,7 @@ fn page_faults_split_between_the_callers_of_memset_without_frame_pointers() {
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().expect("tempdir");
     let prog = build_c(dir.path(), "touch", TOUCH_C, NO_FP);
-    let profile = record(&prog, ProfileKind::Mem, UnwindMode::Dwarf);
+    let profile = record(&prog, KindSet::of(Kind::Mem), UnwindMode::Dwarf);
     assert_split(&profile, "no frame pointers, DWARF");
     assert_eq!(profile.event, "page-faults");
     assert!(profile.cpu.is_empty() && profile.offcpu.is_empty());
@@ -134,7 +135,7 @@ fn frame_pointers_alone_lose_the_callers_of_memset() {
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().expect("tempdir");
     let prog = build_c(dir.path(), "touch", TOUCH_C, WITH_FP);
-    let profile = record(&prog, ProfileKind::Mem, UnwindMode::FramePointers);
+    let profile = record(&prog, KindSet::of(Kind::Mem), UnwindMode::FramePointers);
     let stacks = user_stacks(&profile.mem.to_folded());
     let callers = reaching(&stacks, "big_a") + reaching(&stacks, "big_b");
     let total = profile.mem.total_weight() as f64;
@@ -167,7 +168,7 @@ fn attaching_samples_the_page_faults_of_a_running_program() {
         .expect("read ready");
     assert_eq!(line.trim(), "ready");
     let mut opts = SamplerOptions::default();
-    opts.kind = ProfileKind::Mem;
+    opts.kind = KindSet::of(Kind::Mem);
     let sampler = expect_sampler(Sampler::attach(child.id(), &opts), "Sampler::attach");
     let mut stdin = child.stdin.take().expect("stdin");
     stdin.write_all(b"go\n").expect("release the fixture");

@@ -2,7 +2,8 @@
 
 use std::time::Instant;
 
-use benchtop_profilers::{ProfileKind, SamplerOptions};
+use benchtop_profile::kinds::{Kind, KindSet};
+use benchtop_profilers::SamplerOptions;
 
 use crate::fixture::{
     BURN_FN, COMM, Fixture, SLEEP_FN, Usage, require_offcpu_stacks, start_sampler,
@@ -88,7 +89,7 @@ fn on_cpu_samples_of_a_busy_loop_land_on_the_loop_with_off_cpu_on_too() {
     let mut child = Fixture::spawn("burn", 600, 0);
     let opts = SamplerOptions::default();
     let sampler = start_sampler(child.pid(), &opts);
-    assert_eq!(sampler.kind(), ProfileKind::Both);
+    assert_eq!(sampler.kind(), KindSet::BOTH);
     child.go();
     // The burn lasts a wall-clock time: the samples follow the CPU time the child had.
     let cpu = child.wait_cpu_time();
@@ -113,7 +114,7 @@ fn on_cpu_samples_of_a_busy_loop_land_on_the_loop_with_off_cpu_on_too() {
 fn an_off_cpu_only_profile_takes_no_on_cpu_samples() {
     let mut child = Fixture::spawn("sleep-loop", 300, 0);
     let mut opts = SamplerOptions::default();
-    opts.kind = ProfileKind::OffCpu;
+    opts.kind = KindSet::of(Kind::OffCpu);
     let sampler = start_sampler(child.pid(), &opts);
     require_offcpu_stacks(&sampler);
     assert_eq!(sampler.event(), "context-switches");
@@ -135,7 +136,7 @@ fn an_off_cpu_only_profile_takes_no_on_cpu_samples() {
 fn an_on_cpu_only_profile_records_no_switches() {
     let mut child = Fixture::spawn("sleep-loop", 200, 1);
     let mut opts = SamplerOptions::default();
-    opts.kind = ProfileKind::Cpu;
+    opts.kind = KindSet::of(Kind::Cpu);
     let sampler = start_sampler(child.pid(), &opts);
     assert!(!sampler.offcpu_stacks());
     child.go();
@@ -147,7 +148,7 @@ fn an_on_cpu_only_profile_records_no_switches() {
 
 /// Runs a switch storm of `ms` with `kind` and returns its round trips, the kernel's
 /// count of its context switches and the profile.
-fn storm(kind: ProfileKind, ms: u64) -> (u64, Usage, benchtop_profilers::Profile) {
+fn storm(kind: KindSet, ms: u64) -> (u64, Usage, benchtop_profilers::Profile) {
     let mut child = Fixture::spawn("switch-storm", ms, 1);
     let mut opts = SamplerOptions::default();
     opts.kind = kind;
@@ -165,7 +166,7 @@ fn storm(kind: ProfileKind, ms: u64) -> (u64, Usage, benchtop_profilers::Profile
 #[test]
 fn a_switch_storm_is_followed_switch_by_switch_and_losses_are_counted() {
     let (rounds, usage, profile) = storm(
-        ProfileKind::Both,
+        KindSet::BOTH,
         std::env::var("STORM_MS")
             .ok()
             .and_then(|v| v.parse().ok())

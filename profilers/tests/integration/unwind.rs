@@ -7,7 +7,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use benchtop_profilers::{Profile, ProfileKind, Sampler, SamplerOptions, UnwindMode};
+use benchtop_profile::kinds::{Kind, KindSet};
+use benchtop_profilers::{Profile, Sampler, SamplerOptions, UnwindMode};
 
 use crate::fixture::expect_sampler;
 
@@ -144,7 +145,7 @@ pub(crate) fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 fn record(program: &Path, args: &[&str], unwind: UnwindMode) -> Profile {
     let held = Held::spawn(program, args);
     let mut opts = SamplerOptions::default();
-    opts.kind = ProfileKind::Cpu;
+    opts.kind = KindSet::of(Kind::Cpu);
     opts.unwind = unwind;
     let sampler = expect_sampler(
         Sampler::start_on_exec(held.pid(), &opts),
@@ -279,7 +280,7 @@ fn a_stack_copy_too_small_ends_in_a_visible_truncated_frame() {
     let prog = build_c(dir.path(), "split", SPLIT_C, NO_FP);
     let held = Held::spawn(&prog, &["1"]);
     let mut opts = SamplerOptions::default();
-    opts.kind = ProfileKind::Cpu;
+    opts.kind = KindSet::of(Kind::Cpu);
     opts.unwind = UnwindMode::Dwarf;
     opts.stack_size = 64;
     let sampler = expect_sampler(Sampler::start_on_exec(held.pid(), &opts), "start");
@@ -655,7 +656,7 @@ fn sleeping(
     let prog = build_c(dir.path(), "sleeper", SLEEP_C, flags);
     let held = Held::spawn_unniced(&prog, &[loops, unit_ms]);
     let mut opts = SamplerOptions::default();
-    opts.kind = ProfileKind::OffCpu;
+    opts.kind = KindSet::of(Kind::OffCpu);
     opts.unwind = unwind;
     opts.offcpu_stack_every = every;
     let sampler = expect_sampler(Sampler::start_on_exec(held.pid(), &opts), "start");
@@ -732,7 +733,7 @@ fn attaching_to_a_running_program_without_frame_pointers_unwinds_its_stacks() {
         .spawn()
         .expect("spawn the fixture");
     let mut opts = SamplerOptions::default();
-    opts.kind = ProfileKind::Cpu;
+    opts.kind = KindSet::of(Kind::Cpu);
     let sampler = expect_sampler(Sampler::attach(child.id(), &opts), "Sampler::attach");
     let status = child.wait().expect("wait");
     assert!(status.success(), "{status}");
@@ -772,7 +773,7 @@ fn a_program_whose_file_is_deleted_before_it_is_read_is_unwound_through_map_file
     }
     std::fs::remove_file(&prog).expect("delete the fixture");
     let mut opts = SamplerOptions::default();
-    opts.kind = ProfileKind::Cpu;
+    opts.kind = KindSet::of(Kind::Cpu);
     opts.unwind = UnwindMode::Dwarf;
     let sampler = expect_sampler(Sampler::attach(child.id(), &opts), "Sampler::attach");
     let status = child.wait().expect("wait");

@@ -23,7 +23,7 @@ pub fn options_from(args: &RecordArgs) -> RecordOptions {
         dir: args.record.clone(),
         duration: args.duration,
         interval: args.interval,
-        sample_stacks: args.profile.kind().is_some(),
+        sample_stacks: !args.profile.is_empty(),
         sampler: sampler_options(args),
         alloc_sample_bytes: Some(args.alloc_sample),
         ..RecordOptions::default()
@@ -33,7 +33,7 @@ pub fn options_from(args: &RecordArgs) -> RecordOptions {
 /// The sampler's options from the command line's.
 fn sampler_options(record: &RecordArgs) -> SamplerOptions {
     let mut opts = SamplerOptions::default();
-    opts.kind = record.profile.kind().unwrap_or_default();
+    opts.kind = record.profile;
     opts.per_thread = record.per_thread;
     opts.frequency_hz = record.frequency;
     opts.event = match record.event {
@@ -119,7 +119,7 @@ pub fn headless(opts: &RecordOptions, quiet: bool) -> Result<RecordOutcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::Profile;
+    use benchtop_profile::kinds::{Kind, KindSet};
 
     #[test]
     fn the_command_lines_recording_arguments_become_the_conductors_options() {
@@ -127,7 +127,7 @@ mod tests {
             record: Some("/tmp/s".into()),
             duration: Some(std::time::Duration::from_secs(10)),
             frequency: 499,
-            profile: Profile::Offcpu,
+            profile: KindSet::of(Kind::OffCpu),
             per_thread: true,
             event: PerfEvent::CpuClock,
             symbols: Symbols::Names,
@@ -139,15 +139,12 @@ mod tests {
         assert_eq!(opts.interval, args.interval);
         assert!(opts.sample_stacks);
         assert_eq!(opts.sampler.frequency_hz, 499);
-        assert_eq!(
-            opts.sampler.kind,
-            benchtop_profilers::sampler::ProfileKind::OffCpu
-        );
+        assert_eq!(opts.sampler.kind, KindSet::of(Kind::OffCpu));
         assert!(opts.sampler.per_thread);
         assert_eq!(opts.sampler.event, SampleEvent::CpuClock);
         assert_eq!(opts.sampler.symbols, SymbolDetail::NamesOnly);
         let none = options_from(&RecordArgs {
-            profile: Profile::None,
+            profile: KindSet::NONE,
             ..RecordArgs::default()
         });
         assert!(!none.sample_stacks);

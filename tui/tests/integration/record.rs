@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use benchtop::cli::{Profile, RecordArgs};
+use benchtop::cli::RecordArgs;
 use benchtop::record::{RecordOptions, Target, options_from, record};
 use benchtop_sessions::Status;
 use benchtop_sessions::store::Session;
@@ -338,7 +338,7 @@ fn script_options(dir: &Path, script: String) -> RecordOptions {
         ..options_from(&RecordArgs {
             record: Some(dir.to_path_buf()),
             quiet: true,
-            profile: Profile::None,
+            profile: benchtop_sessions::KindSet::NONE,
             ..RecordArgs::default()
         })
     }
