@@ -1,8 +1,5 @@
 //! Histograms decoded from untrusted text: latency.hlog lines and worker reports.
 //!
-//! Over 1,000 lines only with its tests (about 490 lines at the end); the code is about
-//! 610.
-//!
 //! Both carry an HdrHistogram in the V2 encoding, compressed with zlib ("V2+deflate", the
 //! `HISTF…` strings of interval logs) or plain, in standard base64. hdrhistogram's own
 //! `Deserializer` believes the sizes it reads: the payload length inside the compressed

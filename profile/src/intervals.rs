@@ -53,10 +53,6 @@
 //! assert_eq!(tree.total_weight(), 3);
 //! # Ok::<(), benchtop_profile::ProfileError>(())
 //! ```
-//!
-//! Over 1,000 lines only with its tests (about 360 at the end); the code, about 840
-//! lines, is the one format's writer, reader (whole, or chunk by chunk as a live view
-//! takes it) and range queries.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

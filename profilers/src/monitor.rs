@@ -8,12 +8,6 @@
 //! and once /proc/stat for the per-core figures. Files are held open from sample to sample
 //! (one `pread` each, within a budget of descriptors), buffers are reused and names are
 //! interned: `benches/tree_monitor.rs` measures the cost on a 100-process tree.
-//!
-//! Over 1,000 lines as one job: the tree monitor's sampling loop (about 730 lines of
-//! `TreeMonitor`) and the small readers it owns. Its seam for a split is the per-thread
-//! reading (`ThreadRead`, `OwnedStat`, `SmallComm` and the counter arithmetic at the end)
-//! into a module of its own; it was not split in the stop that removed ProcessMonitor, to
-//! keep that change a pure removal.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;

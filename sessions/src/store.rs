@@ -1,11 +1,5 @@
 //! The session directory: written incrementally while a run goes on, loaded and checked
 //! afterwards. docs/session-format.md is the specification.
-//!
-//! Over 1,000 lines: about 1,130 of code and its tests. It holds the writer (SessionWriter)
-//! and the loader (Session) of one directory, which share the file names and the checks;
-//! the seams for a split are the rows' summary (RowSummary and AllocTotals, about 100
-//! lines) and the loader's parsers (parse_meta, merge_hlog, parse_rows). The summary text
-//! already left for summary.rs.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};

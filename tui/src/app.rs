@@ -1,8 +1,5 @@
 //! The TUI's loop: receive events, update the state, carry out effects, draw.
 //!
-//! Over 1,000 lines only with its tests (about 160 lines at the end); the code is about
-//! 970.
-//!
 //! Producers — the terminal reader, the recorder (its live link's events, then its
 //! result), the loader of the final stacks — run on threads of their own and feed one
 //! channel of [`AppEvent`]s. The loop drains it, applies every event to the [`State`],

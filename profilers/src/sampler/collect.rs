@@ -2,10 +2,6 @@
 //! buffers and copies records out as they come), then reads those records in
 //! place, aggregates callchains into pending raw stacks (on-CPU and page faults) and
 //! blocked intervals (off-CPU), and folds them into the stack trees in symbolized batches.
-//!
-//! About 1,140 lines of code and 250 of unit tests. Where it splits next: the page-fault
-//! path (its pending stacks and slots) and the source-line tally's hand-off into modules
-//! of their own beside `offcpu`, leaving the on-CPU aggregation and the batch loop here.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -45,8 +45,6 @@
 //! buffers are larger when off-CPU stacks are taken, and lost records are counted
 //! ([`SamplerStats::lost`]). `--profile cpu` avoids the cost entirely.
 //!
-//! The code of this file is under 900 lines; its unit tests take it past 1,000.
-//!
 //! ```no_run
 //! use benchtop_profilers::sampler::{Sampler, SamplerOptions};
 //!

@@ -7,12 +7,10 @@
 //! What a key does is looked up in the key tables ([`keys`]) and carried out by
 //! `State::act`.
 //!
-//! About 1,030 lines of code and 320 of tests (which stay at the end of the file as the
-//! project's tests do): the events, effects and screens every part of the TUI names, and
-//! `update` and `act`, which carry every screen's events and actions in one match each.
-//! The live screen's handlers are in [`LiveScreen`]'s module (`live_screen.rs`), as the
-//! launcher, the orphans, the compare and the ab screens keep theirs; what splits next is
-//! `act`'s flame and timeline arms.
+//! It holds the events, effects and screens every part of the TUI names, and `update` and
+//! `act`, which carry every screen's events and actions in one match each. The live
+//! screen's handlers are in [`LiveScreen`]'s module (`live_screen.rs`), as the launcher,
+//! the orphans, the compare and the ab screens keep theirs.
 
 pub mod ab;
 pub mod activity;

@@ -8,9 +8,6 @@
 //! Pure data: the intervals arrive as rows (a live run's, or a saved session's), the
 //! stacks as loaded by the caller; nothing here reads a file or a clock. A live run's
 //! own side (its stacks as they arrive, the mouse) is `timeline_live`.
-//!
-//! Over 600 lines with its tests (about 180, with `example_state`, the saved session
-//! they and the views' tests share, another 70); the code is about 420.
 
 use benchtop_sessions::intervals::{ChunkIds, IntervalStacks};
 use benchtop_sessions::sparse::SparseHistogram;

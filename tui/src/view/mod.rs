@@ -1,10 +1,6 @@
 //! The TUI's views: pure functions of the state into a buffer. They read the state and
-//! the time they are given; they change nothing and read no clock.
-//!
-//! Over 1,000 lines only with its tests (about 800: the live screen's snapshots at 80×24
-//! and 160×48), which stay at the end of the file as the project's tests do; the code is
-//! about 320 lines. The footer and the help are drawn in
-//! `keys`, from the key tables.
+//! the time they are given; they change nothing and read no clock. The footer and the
+//! help are drawn in `keys`, from the key tables.
 
 mod ab;
 mod chart;

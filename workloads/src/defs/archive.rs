@@ -29,10 +29,6 @@
 //! [`MAX_NESTING`] and [`MAX_EXPR_DEPTH`], and that each section is used up exactly. An
 //! error names the byte offset in the file where the check failed; decoding never
 //! panics and never allocates more than the bytes it was given justify.
-//!
-//! Over 1,000 lines with its tests (about 110 at the end): the writer and the checked
-//! reader of one layout stay side by side, since every field the one writes the other
-//! must bound; the seam for a split is per section (the node records are the largest).
 
 use std::io::{self, Write};
 use std::sync::Arc;

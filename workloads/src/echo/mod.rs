@@ -47,12 +47,6 @@
 //! p50, mmsg 1.08×). 1 KiB throughput with 1, 4 and 16 clients, messages/s: tokio 81 k,
 //! 75 k, 88 k; poll 31 k, 28 k, 39 k (two spinning sides pinned on two shared cores);
 //! mmsg 107 k, 101 k, 105 k (up to 32 datagrams a `recvmmsg`/`sendmmsg` call).
-//!
-//! Over 1,000 lines (its tests are in tests.rs): parameters and their checks, metrics,
-//! points and the summary, and the run that drives the server and the clients. The seam
-//! for a split is the summary (Point, Outcome, figures and summary lines, about 250 lines)
-//! into a module of its own beside client.rs and server.rs; not done yet to keep the
-//! workload's recent changes reviewable.
 
 mod client;
 mod server;

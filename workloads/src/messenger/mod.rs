@@ -19,12 +19,6 @@
 //! `--poll-mode`, as seastar's: the crimson shards and the client threads busy-poll their
 //! sockets instead of sleeping in `epoll_wait`, and the shards' busy share of their time
 //! (the rest is polling that found nothing) is printed beside their CPU% ([`reactor`]).
-//!
-//! Over 1,000 lines: about 1,250 of code (parameters, the plan of instances, tallies and
-//! metrics, the run, the summary) and its tests. The seams for a split are the plan
-//! (plan, Instance, Plan, about 150 lines) and the summary (block, block_figures and
-//! summary, about 200 lines), each into a module beside client.rs and server.rs; left for
-//! the workloads issue, which is reworking the messenger's figures.
 
 pub mod client;
 pub mod cpuset;
