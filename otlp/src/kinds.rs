@@ -9,13 +9,13 @@
 //! their own ([`BatchInterval::from_allocs`]), never mixed with the sampler's.
 
 use benchtop_profile::kinds::{Kind, KindSpec};
-use benchtop_sessions::intervals::{IntervalWeights, LoadedInterval, Weight};
+use benchtop_sessions::intervals::{IntervalWeights, LoadedInterval};
 
 /// One kind of profile sent: the profile model's entry for it ([`KindSpec`]: name, sample
-/// and period types), and what OTLP needs beyond it — its period, and where a live run's
-/// [`IntervalWeights`] and a saved session's [`LoadedInterval`] hold its weights. A new
-/// kind of stacks over time is one more entry of the profile model's table and one more
-/// entry of [`KINDS`].
+/// and period types; a live run's [`IntervalWeights`] and a saved session's
+/// [`LoadedInterval`] give its weights by kind), and what OTLP needs beyond it — its
+/// period and how its samples are stamped. A new kind of stacks over time is one more
+/// entry of the profile model's table and one more entry of [`KINDS`].
 #[derive(Debug, Clone, Copy)]
 pub struct OtlpKind {
     /// The kind, whose [`KindSpec`] names it (`cpu`: it makes the profile's id) and gives
@@ -30,10 +30,6 @@ pub struct OtlpKind {
     /// the interval's end, rather than an amount over the interval, stamped with its
     /// middle.
     pub snapshot: bool,
-    /// The weights of a live interval.
-    pub live: fn(&IntervalWeights) -> &[Weight],
-    /// The weights of a saved interval.
-    pub saved: fn(&LoadedInterval) -> &[(u32, u32, u64)],
 }
 
 /// The kinds of profiles sent, in the order each request carries them.
@@ -46,16 +42,12 @@ pub const KINDS: [OtlpKind; 5] = [
         },
         threads: true,
         snapshot: false,
-        live: |i| &i.cpu,
-        saved: |i| &i.cpu,
     },
     OtlpKind {
         kind: Kind::OffCpu,
         period: |_| 1,
         threads: true,
         snapshot: false,
-        live: |i| &i.offcpu,
-        saved: |i| &i.offcpu,
     },
     // Page faults sampled one in `mem_period`, each weighing `mem_period × page size`
     // bytes: mem.folded per interval.
@@ -64,8 +56,6 @@ pub const KINDS: [OtlpKind; 5] = [
         period: |s| i64::try_from(s.mem_period).unwrap_or(0),
         threads: true,
         snapshot: false,
-        live: |i| &i.mem,
-        saved: |i| &i.mem,
     },
     // A built-in worker's sampled allocations (alloc.folded per interval), as pprof's
     // heap profiles name them; the period is the sampling's mean bytes between samples.
@@ -74,8 +64,6 @@ pub const KINDS: [OtlpKind; 5] = [
         period: |s| i64::try_from(s.alloc_rate).unwrap_or(0),
         threads: false,
         snapshot: false,
-        live: |_| &[],
-        saved: |_| &[],
     },
     // The bytes its sampled allocations still held at each interval's end: the last
     // interval's are live-end.folded, the peak's live.folded.
@@ -84,8 +72,6 @@ pub const KINDS: [OtlpKind; 5] = [
         period: |s| i64::try_from(s.alloc_rate).unwrap_or(0),
         threads: false,
         snapshot: true,
-        live: |_| &[],
-        saved: |_| &[],
     },
 ];
 
@@ -120,7 +106,7 @@ impl BatchInterval {
             t0_ns: i.t0_ns,
             t1_ns: i.t1_ns,
             weights: KINDS.map(|k| {
-                (k.live)(i)
+                i.weights(k.kind)
                     .iter()
                     .map(|w| (w.tid, w.stack, w.weight))
                     .collect()
@@ -133,7 +119,7 @@ impl BatchInterval {
         BatchInterval {
             t0_ns: i.t0_ns,
             t1_ns: i.t1_ns,
-            weights: KINDS.map(|k| (k.saved)(i).to_vec()),
+            weights: KINDS.map(|k| i.weights(k.kind).to_vec()),
         }
     }
 
@@ -191,6 +177,18 @@ impl Sampling {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use benchtop_sessions::intervals::Weight;
+
+    #[test]
+    fn the_kinds_sent_are_those_the_profile_model_marks_for_otlp() {
+        let sent: Vec<Kind> = KINDS.iter().map(|k| k.kind).collect();
+        let marked: Vec<Kind> = benchtop_profile::kinds::KINDS
+            .iter()
+            .filter(|k| k.exports.otlp)
+            .map(|k| k.kind)
+            .collect();
+        assert_eq!(sent, marked);
+    }
 
     #[test]
     fn live_and_saved_intervals_carry_the_same_weights_per_kind() {

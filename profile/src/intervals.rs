@@ -60,6 +60,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::ProfileError;
+use crate::kinds::Kind;
 use crate::limits::{FileKind, LoadOptions, read_bounded};
 use crate::lines::FrameLines;
 use crate::stacks::StackTree;
@@ -123,6 +124,19 @@ pub struct IntervalWeights {
     pub offcpu: Vec<Weight>,
     /// Bytes of sampled page faults (where resident memory grew).
     pub mem: Vec<Weight>,
+}
+
+impl IntervalWeights {
+    /// The weights of `kind`, in its unit in stacks.jsonl; none for a kind without weights
+    /// per interval.
+    pub fn weights(&self, kind: Kind) -> &[Weight] {
+        match kind {
+            Kind::Cpu => &self.cpu,
+            Kind::OffCpu => &self.offcpu,
+            Kind::Mem => &self.mem,
+            Kind::Alloc | Kind::Live | Kind::LiveEnd => &[],
+        }
+    }
 }
 
 /// On-CPU samples on one source line of one frame, added up over the whole run.
@@ -336,6 +350,17 @@ pub struct LoadedInterval {
 }
 
 impl LoadedInterval {
+    /// The (tid, stack, weight) rows of `kind`, in its unit in stacks.jsonl; none for a
+    /// kind without weights per interval.
+    pub fn weights(&self, kind: Kind) -> &[(u32, u32, u64)] {
+        match kind {
+            Kind::Cpu => &self.cpu,
+            Kind::OffCpu => &self.offcpu,
+            Kind::Mem => &self.mem,
+            Kind::Alloc | Kind::Live | Kind::LiveEnd => &[],
+        }
+    }
+
     /// The middle of the interval, which decides whether a range holds it.
     pub fn mid_ns(&self) -> u64 {
         self.t0_ns + (self.t1_ns.saturating_sub(self.t0_ns)) / 2
@@ -637,32 +662,34 @@ impl IntervalStacks {
 
     /// The on-CPU stacks of the intervals in `[from_ns, to_ns)`, in samples.
     pub fn cpu_tree(&self, from_ns: u64, to_ns: u64) -> StackTree {
-        self.tree(|i| Self::in_range(i, from_ns, to_ns), |i| &i.cpu, 1)
+        self.tree(Kind::Cpu, |i| Self::in_range(i, from_ns, to_ns))
     }
 
     /// The off-CPU stacks of the intervals in `[from_ns, to_ns)`, in microseconds (as
     /// offcpu.folded).
     pub fn offcpu_tree(&self, from_ns: u64, to_ns: u64) -> StackTree {
-        self.tree(|i| Self::in_range(i, from_ns, to_ns), |i| &i.offcpu, 1000)
+        self.tree(Kind::OffCpu, |i| Self::in_range(i, from_ns, to_ns))
     }
 
     /// The memory stacks (page-fault bytes) of the intervals in `[from_ns, to_ns)`, as
     /// mem.folded.
     pub fn mem_tree(&self, from_ns: u64, to_ns: u64) -> StackTree {
-        self.tree(|i| Self::in_range(i, from_ns, to_ns), |i| &i.mem, 1)
+        self.tree(Kind::Mem, |i| Self::in_range(i, from_ns, to_ns))
     }
 
-    /// The stacks of the intervals `keep` selects, of the kind `rows` picks, each stack's
-    /// summed weight divided by `divisor`.
-    pub fn tree(
-        &self,
-        keep: impl Fn(&LoadedInterval) -> bool,
-        rows: impl Fn(&LoadedInterval) -> &Vec<(u32, u32, u64)>,
-        divisor: u64,
-    ) -> StackTree {
+    /// The stacks of `kind` in the intervals `keep` selects, each stack's summed weight in
+    /// the unit of the kind's folded file (the kind table says both units: off-CPU
+    /// nanoseconds here become microseconds). Empty for a kind without weights per
+    /// interval.
+    pub fn tree(&self, kind: Kind, keep: impl Fn(&LoadedInterval) -> bool) -> StackTree {
+        let spec = kind.spec();
+        let divisor = spec
+            .interval_unit
+            .and_then(|u| u.per(spec.folded_unit))
+            .unwrap_or(1);
         let mut by_stack: HashMap<u32, u64> = HashMap::new();
         for i in self.intervals.values().filter(|i| keep(i)) {
-            for &(_, stack, w) in rows(i) {
+            for &(_, stack, w) in i.weights(kind) {
                 let e = by_stack.entry(stack).or_insert(0);
                 *e = e.saturating_add(w);
             }
@@ -671,7 +698,7 @@ impl IntervalStacks {
         stacks.sort_unstable();
         let mut tree = StackTree::new();
         for (stack, w) in stacks {
-            let w = w / divisor.max(1);
+            let w = w / divisor;
             if w > 0 {
                 tree.add_names(self.stack_frames(stack), w);
             }

@@ -23,7 +23,7 @@ use hdrhistogram::Histogram;
 use crate::escape::Escaped;
 use crate::intervals::IntervalStacks;
 use crate::units::{human_count, human_ns};
-use crate::{Session, StackTree};
+use crate::{Kind, Session, StackTree};
 
 /// A time range as written on the command line, before the run's length is known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -602,17 +602,10 @@ pub fn restrict(
     match stacks {
         Some(s) => {
             let keep = |i: &crate::intervals::LoadedInterval| part.keep(i.t0_ns, i.t1_ns);
-            out.cpu = session.cpu.as_ref().map(|_| s.tree(keep, |i| &i.cpu, 1));
-            out.offcpu = session
-                .offcpu
-                .as_ref()
-                .map(|_| s.tree(keep, |i| &i.offcpu, 1000));
+            out.cpu = session.cpu.as_ref().map(|_| s.tree(Kind::Cpu, keep));
+            out.offcpu = session.offcpu.as_ref().map(|_| s.tree(Kind::OffCpu, keep));
             // Page-fault bytes are kept per interval; allocation profiles are not.
-            out.memory.mem = session
-                .memory
-                .mem
-                .as_ref()
-                .map(|_| s.tree(keep, |i| &i.mem, 1));
+            out.memory.mem = session.memory.mem.as_ref().map(|_| s.tree(Kind::Mem, keep));
         }
         None => {
             out.cpu = None;

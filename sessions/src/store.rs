@@ -572,6 +572,15 @@ impl Session {
         Session::load_with(dir, &LoadOptions::from_env()?)
     }
 
+    /// The whole-run stacks of `kind` (its folded file); `None` when the session has none.
+    pub fn profile(&self, kind: Kind) -> Option<&StackTree> {
+        match kind {
+            Kind::Cpu => self.cpu.as_ref(),
+            Kind::OffCpu => self.offcpu.as_ref(),
+            Kind::Mem | Kind::Alloc | Kind::Live | Kind::LiveEnd => self.memory.get(kind),
+        }
+    }
+
     /// Loads and checks the session in `dir` as [`Session::load`] does, within the limits
     /// of `opts` ([`crate::limits`]): every file is opened without following a link or
     /// blocking, refused unless it is a regular file ([`SessionError::NotAFile`]) or when

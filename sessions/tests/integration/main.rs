@@ -11,6 +11,7 @@ mod corrupt;
 mod flame;
 mod hlog;
 mod hostile;
+mod kinds;
 mod monitors;
 mod store;
 mod verdicts;

@@ -11,7 +11,7 @@
 
 use benchtop_sessions::intervals::{ChunkIds, IntervalStacks};
 use benchtop_sessions::sparse::SparseHistogram;
-use benchtop_sessions::{StackTree, TimeseriesRow};
+use benchtop_sessions::{Kind, StackTree, TimeseriesRow};
 
 use super::live::Latency;
 
@@ -293,8 +293,8 @@ impl Timeline {
             self.includes(part, at)
         };
         Some((
-            stacks.tree(keep, |i| &i.cpu, 1),
-            stacks.tree(keep, |i| &i.offcpu, 1000),
+            stacks.tree(Kind::Cpu, keep),
+            stacks.tree(Kind::OffCpu, keep),
         ))
     }
 }
