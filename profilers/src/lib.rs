@@ -29,7 +29,7 @@ mod error;
 pub mod host;
 mod ksyms;
 pub mod monitor;
-mod procfs;
+pub mod procfs;
 pub mod reaper;
 mod records;
 pub mod sampler;

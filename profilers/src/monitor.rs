@@ -860,17 +860,10 @@ impl TreeMonitor {
         for children in self.scan_children.values_mut() {
             children.clear();
         }
-        let Ok(dir) = std::fs::read_dir("/proc") else {
+        let Ok(pids) = procfs::pids() else {
             return;
         };
-        for entry in dir.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
+        for pid in pids {
             self.path.clear();
             let _ = write!(self.path, "/proc/{pid}/stat");
             let mut none = None;

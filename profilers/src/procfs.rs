@@ -1,4 +1,6 @@
-//! Small, allocation-light readers and parsers for /proc and /sys files.
+//! Small, allocation-light readers and parsers for /proc and /sys files, and the one scan
+//! of /proc's processes ([`pids`]) that the monitor, the reaper, the recorder's check for
+//! leftovers and the TUI's process list share.
 //!
 //! The parsers take the file's text so unit tests can feed them fixtures; the readers
 //! fill a caller's reused `String`.
@@ -9,6 +11,17 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::ProfilerError;
+
+/// The pids of the processes in /proc now, in the order the directory lists them; a
+/// process that ends while the scan goes on may or may not be among them.
+pub fn pids() -> std::io::Result<impl Iterator<Item = u32>> {
+    Ok(std::fs::read_dir("/proc")?.flatten().filter_map(|entry| {
+        entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<u32>().ok())
+    }))
+}
 
 /// Reads the whole file at `path` into `buf` (cleared first).
 pub(crate) fn read_into(path: &Path, buf: &mut String) -> std::io::Result<()> {
@@ -167,7 +180,7 @@ fn leading_number_bytes(s: &[u8]) -> u64 {
 
 /// The fields of `/proc/<pid>/task/<tid>/stat` the tree monitor uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct TaskStat<'a> {
+pub struct TaskStat<'a> {
     /// The comm (field 2) without its parentheses: any bytes, at most 15 of them.
     pub comm: &'a [u8],
     /// Field 3, `R`, `S`, `Z`…
@@ -185,7 +198,7 @@ pub(crate) struct TaskStat<'a> {
 /// Parses `/proc/<pid>/stat` or `/proc/<pid>/task/<tid>/stat` bytes. The comm may hold
 /// spaces, parentheses and bytes that are not UTF-8, so fields are counted after its last
 /// `)`.
-pub(crate) fn parse_task_stat(bytes: &[u8]) -> Option<TaskStat<'_>> {
+pub fn parse_task_stat(bytes: &[u8]) -> Option<TaskStat<'_>> {
     let open = bytes.iter().position(|&b| b == b'(')?;
     let close = bytes.iter().rposition(|&b| b == b')')?;
     let comm = bytes.get(open + 1..close)?;

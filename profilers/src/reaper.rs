@@ -178,19 +178,12 @@ pub fn user_name(uid: u32) -> String {
 /// marker whose owner is gone. Processes whose environment cannot be read (other users'
 /// processes, without privilege) are skipped: without the marker they are not ours.
 pub fn find_orphans() -> Result<Vec<Orphan>, ProfilerError> {
-    let entries = std::fs::read_dir("/proc").map_err(|e| ProfilerError::io("/proc", e))?;
+    let pids = crate::procfs::pids().map_err(|e| ProfilerError::io("/proc", e))?;
     let me = std::process::id();
     let uptime = uptime()?;
     let ticks = clock_ticks();
     let mut orphans = Vec::new();
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
+    for pid in pids {
         if pid == me {
             continue;
         }

@@ -28,18 +28,11 @@ pub fn find(session: &str, group: Option<u32>) -> Vec<Leftover> {
     let Some(me) = Owner::current() else {
         return Vec::new();
     };
-    let Ok(entries) = std::fs::read_dir("/proc") else {
+    let Ok(pids) = benchtop_profilers::procfs::pids() else {
         return Vec::new();
     };
     let mut found = Vec::new();
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
+    for pid in pids {
         if pid == me.pid {
             continue;
         }

@@ -84,14 +84,7 @@ struct Stat {
 /// Every process's CPU time now, by pid (sorted).
 fn cpu_times() -> std::io::Result<Vec<(u32, Stat)>> {
     let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc")?.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
+    for pid in benchtop_profilers::procfs::pids()? {
         // A process that ended between the listing and the read is skipped.
         let Ok(bytes) = std::fs::read(format!("/proc/{pid}/stat")) else {
             continue;
@@ -107,22 +100,14 @@ fn cpu_times() -> std::io::Result<Vec<(u32, Stat)>> {
     Ok(out)
 }
 
-/// `/proc/<pid>/stat`: the name between the first `(` and the last `)` (it may hold
-/// spaces and parentheses), then the fields after it.
+/// `/proc/<pid>/stat`, read by the profilers' one parser of it.
 fn parse_stat(pid: u32, bytes: &[u8]) -> Option<Stat> {
-    let open = bytes.iter().position(|&b| b == b'(')?;
-    let close = bytes.iter().rposition(|&b| b == b')')?;
-    let name = String::from_utf8_lossy(bytes.get(open + 1..close)?).into_owned();
-    let rest = std::str::from_utf8(bytes.get(close + 1..)?).ok()?;
-    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-    // Fields 3 on (state, ppid, …): utime is field 14, stime 15, starttime 22.
-    let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
-    let ppid = field(4)?;
+    let st = benchtop_profilers::procfs::parse_task_stat(bytes)?;
     Some(Stat {
-        name,
-        cpu: field(14)?.saturating_add(field(15)?),
-        start: field(22)?,
-        kernel: pid == 2 || ppid == 2,
+        name: String::from_utf8_lossy(st.comm).into_owned(),
+        cpu: st.utime.saturating_add(st.stime),
+        start: st.start_ticks,
+        kernel: pid == 2 || st.ppid == 2,
     })
 }
 
