@@ -7,6 +7,7 @@ mod fixture;
 mod host;
 mod mem;
 mod monitor;
+mod names;
 mod offcpu;
 mod reaper;
 mod sampler;

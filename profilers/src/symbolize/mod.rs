@@ -1,8 +1,5 @@
 //! Batched, cached symbolization of sampled addresses into interned frames.
 //!
-//! Over 1,000 lines only with its tests (about 240 lines at the end); the code is about
-//! 860.
-//!
 //! User addresses are normalized per process to (ELF file, file offset) with blazesym's
 //! [`Normalizer`] while the process lives, then symbolized per file with
 //! [`Source::Elf`] and [`Input::FileOffset`]. Our own copy of each process's executable
@@ -16,6 +13,10 @@
 //! frames of the process, the old image's mappings stay (a newer mapping replaces an
 //! older one where they overlap, by record time), and a live process is normalized
 //! against its current maps first.
+//!
+//! Names follow one rule ([`naming`]): the qualified, demangled path of every function,
+//! the symbol table's name for the outermost function of an address, closures spelled
+//! `{{closure}}`.
 //!
 //! Every result is cached: (pid, address) → frames, (file, offset) → frames, kernel
 //! address → frames. Frames are interned into the caller's [`StackTree`] once and held
@@ -36,12 +37,15 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+mod naming;
+
 use benchtop_sessions::{FrameId, StackTree};
 use blazesym::normalize::{NormalizeOpts, Normalizer, Reason as NormReason, UserMeta};
 use blazesym::symbolize::source::{Elf, Kernel, Source};
 use blazesym::symbolize::{Input, Sym, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};
 
+use self::naming::{TableSym, outer_name};
 use crate::ksyms::KernelTable;
 use crate::procfs;
 use crate::records::Mmap2;
@@ -498,6 +502,13 @@ impl Resolver {
         Source::Elf(elf)
     }
 
+    /// The blazesym source of a file's symbol tables alone (no debug info).
+    fn table_source(&self, file: u32) -> Source<'static> {
+        let mut elf = Elf::new(self.files.entries[file as usize].path.clone());
+        elf.debug_syms = false;
+        Source::Elf(elf)
+    }
+
     /// `child` was forked from `parent`: same address space until it execs.
     pub fn on_fork(&mut self, parent: u32, child: u32) {
         self.see_process(parent);
@@ -643,6 +654,7 @@ impl Resolver {
                                     &mut self.locations,
                                     tree,
                                     sym,
+                                    &sym.name,
                                     "",
                                 );
                                 proc.addrs.insert(addr, span);
@@ -708,18 +720,38 @@ impl Resolver {
 
     fn symbolize_file(&mut self, tree: &mut StackTree, file: u32, offsets: &[u64]) {
         let src = self.elf_source(file);
+        // The symbol table's names for the outer frames (see `naming`): a second lookup
+        // of the same file, whose parsed symbols blazesym shares with the first.
+        let table = match self.detail {
+            SymbolDetail::Inlined => self
+                .symbolizer
+                .symbolize(&self.table_source(file), Input::FileOffset(offsets))
+                .ok(),
+            SymbolDetail::NamesOnly => None,
+        };
         match self.symbolizer.symbolize(&src, Input::FileOffset(offsets)) {
             Ok(results) => {
-                for (&off, result) in offsets.iter().zip(&results) {
+                for (i, (&off, result)) in offsets.iter().zip(&results).enumerate() {
                     let span = match result {
-                        Symbolized::Sym(sym) => push_sym(
-                            &mut self.arena,
-                            &mut self.locs,
-                            &mut self.locations,
-                            tree,
-                            sym,
-                            "",
-                        ),
+                        Symbolized::Sym(sym) => {
+                            let table = match table.as_ref().and_then(|t| t.get(i)) {
+                                Some(Symbolized::Sym(t)) => Some(TableSym {
+                                    name: &t.name,
+                                    addr: t.addr,
+                                }),
+                                _ => None,
+                            };
+                            let outer = outer_name(&sym.name, sym.addr, table);
+                            push_sym(
+                                &mut self.arena,
+                                &mut self.locs,
+                                &mut self.locations,
+                                tree,
+                                sym,
+                                outer,
+                                "",
+                            )
+                        }
                         Symbolized::Unknown(_) => {
                             self.counts.unresolved += 1;
                             unknown_file_span(
@@ -774,6 +806,7 @@ impl Resolver {
                             &mut self.locations,
                             tree,
                             sym,
+                            &sym.name,
                             "_[k]",
                         ),
                         Symbolized::Unknown(_) => {
@@ -836,15 +869,17 @@ fn push_names<'a>(
     }
 }
 
-/// Interns a symbol and its inlined callees, outermost first, each name followed by
-/// `suffix`, with the source location of each (the outermost's is where it calls the
-/// first inlined function, or the address's own line when none is inlined).
+/// Interns a symbol (named `outer`, see [`naming::outer_name`]) and its inlined callees,
+/// outermost first, each name spelled by [`naming::frame_name`] and followed by `suffix`,
+/// with the source location of each (the outermost's is where it calls the first
+/// inlined function, or the address's own line when none is inlined).
 fn push_sym(
     arena: &mut Vec<FrameId>,
     locs: &mut Vec<u32>,
     locations: &mut Locations,
     tree: &mut StackTree,
     sym: &Sym<'_>,
+    outer: &str,
     suffix: &str,
 ) -> Span {
     let start = arena.len() as u32;
@@ -855,12 +890,13 @@ fn push_sym(
             .iter()
             .map(|i| locations.id(i.code_info.as_ref())),
     );
-    for n in std::iter::once(&sym.name).chain(sym.inlined.iter().map(|i| &i.name)) {
+    for n in std::iter::once(outer).chain(sym.inlined.iter().map(|i| &*i.name)) {
+        let n = naming::frame_name(n);
         let id = if suffix.is_empty() {
-            tree.intern(n)
+            tree.intern(&n)
         } else {
             name.clear();
-            name.push_str(n);
+            name.push_str(&n);
             name.push_str(suffix);
             tree.intern(&name)
         };
@@ -1099,8 +1135,8 @@ mod tests {
         let (file, line) = r
             .location(*locs.last().unwrap())
             .expect("a location for a function of this file");
-        assert!(file.ends_with("symbolize.rs"), "{file}");
-        let source = include_str!("symbolize.rs");
+        assert!(file.ends_with("symbolize/mod.rs"), "{file}");
+        let source = include_str!("mod.rs");
         let defined = source
             .lines()
             .position(|l| l.contains("fn symbolize_this_function_by_name()"))
