@@ -37,6 +37,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+mod fallback;
 mod naming;
 
 use benchtop_sessions::{FrameId, StackTree};
@@ -45,6 +46,7 @@ use blazesym::symbolize::source::{Elf, Kernel, Source};
 use blazesym::symbolize::{Input, Sym, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};
 
+use self::fallback::{Fallback, FallbackName};
 use self::naming::{TableSym, outer_name};
 use crate::ksyms::KernelTable;
 use crate::procfs;
@@ -213,6 +215,8 @@ struct FileEntry {
     short: String,
     /// That frame in the arena, once needed.
     unknown: Option<Span>,
+    /// Names for its code without symbols, read when first needed.
+    fallback: Option<std::sync::Arc<Fallback>>,
 }
 
 /// The files seen in mappings, interned to small ids.
@@ -236,9 +240,19 @@ impl Files {
             path: path.to_owned(),
             short,
             unknown: None,
+            fallback: None,
         });
         self.index.insert(path.to_owned(), id);
         id
+    }
+
+    /// What file `id` offers to name code without symbols, read once.
+    fn fallback(&mut self, id: u32) -> std::sync::Arc<Fallback> {
+        let entry = &mut self.entries[id as usize];
+        entry
+            .fallback
+            .get_or_insert_with(|| std::sync::Arc::new(Fallback::read(&entry.path)))
+            .clone()
     }
 }
 
@@ -729,58 +743,63 @@ impl Resolver {
                 .ok(),
             SymbolDetail::NamesOnly => None,
         };
-        match self.symbolizer.symbolize(&src, Input::FileOffset(offsets)) {
-            Ok(results) => {
-                for (i, (&off, result)) in offsets.iter().zip(&results).enumerate() {
-                    let span = match result {
-                        Symbolized::Sym(sym) => {
-                            let table = match table.as_ref().and_then(|t| t.get(i)) {
-                                Some(Symbolized::Sym(t)) => Some(TableSym {
-                                    name: &t.name,
-                                    addr: t.addr,
-                                }),
-                                _ => None,
-                            };
-                            let outer = outer_name(&sym.name, sym.addr, table);
-                            push_sym(
-                                &mut self.arena,
-                                &mut self.locs,
-                                &mut self.locations,
-                                tree,
-                                sym,
-                                outer,
-                                "",
-                            )
+        let fallback = self.files.fallback(file);
+        let results = self.symbolizer.symbolize(&src, Input::FileOffset(offsets));
+        if let Err(err) = &results
+            && !self.warned_files.contains(&file)
+        {
+            self.warned_files.push(file);
+            self.warnings.push(format!(
+                "cannot symbolize {}: {err}",
+                self.files.entries[file as usize].path.display()
+            ));
+        }
+        for (i, &off) in offsets.iter().enumerate() {
+            // PLT stubs first: the symbol tables give them the nearest symbol before
+            // them (`_init`), or none.
+            let plt = fallback.plt(off).map(FallbackName::Plt);
+            let sym = match results.as_ref().map(|r| r.get(i)) {
+                Ok(Some(Symbolized::Sym(sym))) if plt.is_none() => sym,
+                _ => {
+                    let named = plt.or_else(|| fallback.name(off));
+                    if !matches!(named, Some(FallbackName::Plt(_))) {
+                        self.counts.unresolved += 1;
+                    }
+                    let span = match named {
+                        Some(n) => {
+                            let frame = n.frame(&self.files.entries[file as usize].short);
+                            push_names(&mut self.arena, &mut self.locs, tree, [&*frame])
                         }
-                        Symbolized::Unknown(_) => {
-                            self.counts.unresolved += 1;
-                            unknown_file_span(
-                                &mut self.arena,
-                                &mut self.locs,
-                                &mut self.files,
-                                tree,
-                                file,
-                            )
-                        }
+                        None => unknown_file_span(
+                            &mut self.arena,
+                            &mut self.locs,
+                            &mut self.files,
+                            tree,
+                            file,
+                        ),
                     };
                     self.by_offset.insert((file, off), span);
+                    continue;
                 }
-            }
-            Err(err) => {
-                if !self.warned_files.contains(&file) {
-                    self.warned_files.push(file);
-                    self.warnings.push(format!(
-                        "cannot symbolize {}: {err}",
-                        self.files.entries[file as usize].path.display()
-                    ));
-                }
-                let span =
-                    unknown_file_span(&mut self.arena, &mut self.locs, &mut self.files, tree, file);
-                for &off in offsets {
-                    self.counts.unresolved += 1;
-                    self.by_offset.insert((file, off), span);
-                }
-            }
+            };
+            let table = match table.as_ref().and_then(|t| t.get(i)) {
+                Some(Symbolized::Sym(t)) => Some(TableSym {
+                    name: &t.name,
+                    addr: t.addr,
+                }),
+                _ => None,
+            };
+            let outer = outer_name(&sym.name, sym.addr, table);
+            let span = push_sym(
+                &mut self.arena,
+                &mut self.locs,
+                &mut self.locations,
+                tree,
+                sym,
+                outer,
+                "",
+            );
+            self.by_offset.insert((file, off), span);
         }
     }
 

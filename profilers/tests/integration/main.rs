@@ -11,6 +11,7 @@ mod names;
 mod offcpu;
 mod reaper;
 mod sampler;
+mod stripped;
 mod timeline;
 mod tree_monitor;
 mod unprivileged;
