@@ -17,6 +17,9 @@
 //! Names follow one rule ([`naming`]): the qualified, demangled path of every function,
 //! the symbol table's name for the outermost function of an address, closures spelled
 //! `{{closure}}`.
+//! Code the symbol tables do not cover is named from the file ([`fallback`]: PLT stubs
+//! `target@plt`, functions of stripped code `FILE+0xSTART`), and generated code in
+//! anonymous memory from the process's perf map ([`perf_map`]).
 //!
 //! Every result is cached: (pid, address) → frames, (file, offset) → frames, kernel
 //! address → frames. Frames are interned into the caller's [`StackTree`] once and held
@@ -39,6 +42,7 @@ use std::path::{Path, PathBuf};
 
 mod fallback;
 mod naming;
+mod perf_map;
 
 use benchtop_sessions::{FrameId, StackTree};
 use blazesym::normalize::{NormalizeOpts, Normalizer, Reason as NormReason, UserMeta};
@@ -48,6 +52,7 @@ use blazesym::{MaybeDefault, Pid};
 
 use self::fallback::{Fallback, FallbackName};
 use self::naming::{TableSym, outer_name};
+use self::perf_map::ProcessMap;
 use crate::ksyms::KernelTable;
 use crate::procfs;
 use crate::records::Mmap2;
@@ -185,6 +190,8 @@ struct ProcSyms {
     maps_known: bool,
     /// Batch number at which the process exited.
     exited_at: Option<u64>,
+    /// Its perf map, once generated code was sampled.
+    perf_map: Option<ProcessMap>,
 }
 
 impl ProcSyms {
@@ -289,6 +296,8 @@ pub(crate) struct Resolver {
     to_symbolize: Vec<(u32, u64, u32, u64)>,
     offsets: Vec<u64>,
     line: String,
+    /// Addresses of anonymous memory met in a batch, for the perf maps.
+    jit: Vec<(u32, u64)>,
     pub warnings: Vec<String>,
     pub counts: ResolverCounts,
 }
@@ -352,6 +361,7 @@ impl Resolver {
             offsets: Vec::new(),
             line: String::new(),
             warnings: Vec::new(),
+            jit: Vec::new(),
             counts: ResolverCounts::default(),
         }
     }
@@ -567,6 +577,9 @@ impl Resolver {
     pub fn end_batch(&mut self, before: u64) {
         self.procs
             .retain(|_, p| p.exited_at.is_none_or(|at| at >= before));
+        for m in self.procs.values_mut().filter_map(|p| p.perf_map.as_mut()) {
+            m.end_batch();
+        }
         let caps = self.caps;
         if self.by_offset.len() > caps.offsets
             || self.kernel.len() > caps.kernel
@@ -639,6 +652,7 @@ impl Resolver {
             ..Default::default()
         };
         let mut addrs: Vec<u64> = Vec::new();
+        let mut jit = std::mem::take(&mut self.jit);
         for group in user.chunk_by(|a, b| a.0 == b.0) {
             let pid = group[0].0;
             addrs.clear();
@@ -677,16 +691,11 @@ impl Resolver {
                                 // Mapped after /proc was read, or the process is gone.
                                 match proc.lookup(addr) {
                                     Some((file, off)) => to_symbolize.push((pid, addr, file, off)),
-                                    None => {
-                                        self.counts.unresolved += 1;
-                                        proc.addrs.insert(addr, unknown);
-                                    }
+                                    None => jit.push((pid, addr)),
                                 }
                             }
-                            _ => {
-                                self.counts.unresolved += 1;
-                                proc.addrs.insert(addr, unknown);
-                            }
+                            // Anonymous memory: generated code, named by a perf map.
+                            _ => jit.push((pid, addr)),
                         }
                     }
                 }
@@ -695,16 +704,29 @@ impl Resolver {
                     for &addr in &addrs {
                         match proc.lookup(addr) {
                             Some((file, off)) => to_symbolize.push((pid, addr, file, off)),
-                            None => {
-                                self.counts.unresolved += 1;
-                                proc.addrs.insert(addr, unknown);
-                            }
+                            None => jit.push((pid, addr)),
                         }
                     }
                 }
             }
         }
         user.clear();
+        for (pid, addr) in jit.drain(..) {
+            let span = match self.jit_span(tree, pid, addr) {
+                Ok(span) => span,
+                // Not cached: the map may name it once the runtime has written it.
+                Err(true) => {
+                    self.counts.unresolved += 1;
+                    continue;
+                }
+                Err(false) => {
+                    self.counts.unresolved += 1;
+                    unknown
+                }
+            };
+            self.procs.entry(pid).or_default().addrs.insert(addr, span);
+        }
+        self.jit = jit;
 
         // Symbolize the (file, offset) pairs not cached yet, one call per file.
         to_symbolize.sort_unstable_by_key(|&(_, _, file, off)| (file, off));
@@ -801,6 +823,19 @@ impl Resolver {
             );
             self.by_offset.insert((file, off), span);
         }
+    }
+
+    /// The frame of generated code at `addr` of `pid`, from the process's perf map,
+    /// when it names it; else whether the process has a map that may name it later.
+    fn jit_span(&mut self, tree: &mut StackTree, pid: u32, addr: u64) -> Result<Span, bool> {
+        let proc = self.procs.entry(pid).or_default();
+        if proc.perf_map.is_none() {
+            proc.perf_map = Some(ProcessMap::locate(pid).ok_or(false)?);
+        }
+        let m = proc.perf_map.as_mut().ok_or(false)?;
+        m.refresh(pid, &mut self.warnings);
+        let name = m.lookup(addr)?;
+        Ok(push_names(&mut self.arena, &mut self.locs, tree, [name]))
     }
 
     fn resolve_kernel(&mut self, tree: &mut StackTree, kernel: &mut Vec<u64>) {

@@ -5,6 +5,7 @@
 
 mod fixture;
 mod host;
+mod jit;
 mod mem;
 mod monitor;
 mod names;
