@@ -516,6 +516,12 @@ impl Resolver {
         let _ = self
             .symbolizer
             .symbolize(&src, Input::FileOffset(&[offset]));
+        if self.detail == SymbolDetail::Inlined {
+            let _ = self
+                .symbolizer
+                .symbolize(&self.table_source(file), Input::FileOffset(&[offset]));
+        }
+        self.files.fallback(file);
     }
 
     /// The blazesym source of a file: the same for batches and preloading, so that

@@ -149,14 +149,14 @@ fn a_call_through_the_plt_is_named_for_its_target() {
     let mut flags = NO_FP.to_vec();
     flags.push("-fno-builtin");
     let prog = build_c(dir.path(), "plt", PLT_C, &flags);
-    let profile = record(&prog, &["1.5"], UnwindMode::Auto);
+    let profile = record(&prog, &["3"], UnwindMode::Auto);
     let stacks = user_stacks(&profile.cpu.to_folded());
     let leaves = by_leaf(&stacks);
-    let total: u64 = leaves.values().sum();
-    let stub = leaves.get("labs@plt").copied().unwrap_or(0);
+    // A stub is one jump: it holds some tenths of a percent of the samples, some ten of
+    // 3,000 (none at all about once in 10,000 runs).
     assert!(
-        stub * 100 >= total,
-        "labs@plt has {stub} of {total} samples: {leaves:#?}"
+        leaves.get("labs@plt").is_some_and(|&n| n > 0),
+        "no sample named labs@plt: {leaves:#?}"
     );
     for wrong in ["_init", "[plt]"] {
         assert!(
