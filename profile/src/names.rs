@@ -95,6 +95,60 @@ fn short_path(path: &str) -> String {
     segments[from..].join("::")
 }
 
+/// The labels of `names` shown together (the rows of one table): each [`short_name`],
+/// except where that would give two different names one label; those keep more, step by
+/// step, until they differ: their whole path with generics elided, then the whole name,
+/// cut at the start to `max` characters, then the whole name. The same name always gets
+/// the same label.
+pub fn short_names(names: &[&str], max: usize) -> Vec<String> {
+    let mut labels: Vec<String> = names.iter().map(|n| short_name(n, max)).collect();
+    let levels: [fn(&str, usize) -> String; 3] = [
+        |n, max| fit(&elide_generics(n), max),
+        fit,
+        |n, _| n.to_owned(),
+    ];
+    for level in levels {
+        let clashing = clashes(names, &labels);
+        if clashing.is_empty() {
+            break;
+        }
+        for i in clashing {
+            labels[i] = level(names[i], max);
+        }
+    }
+    labels
+}
+
+/// The indices of `labels` that equal the label of a different name.
+fn clashes(names: &[&str], labels: &[String]) -> Vec<usize> {
+    let mut by_label: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    let mut clashing_labels = std::collections::HashSet::new();
+    for (name, label) in names.iter().zip(labels) {
+        match by_label.get(label.as_str()) {
+            Some(other) if other != name => {
+                clashing_labels.insert(label.as_str());
+            }
+            Some(_) => {}
+            None => {
+                by_label.insert(label, name);
+            }
+        }
+    }
+    (0..labels.len())
+        .filter(|&i| clashing_labels.contains(labels[i].as_str()))
+        .collect()
+}
+
+/// `text` cut at the start to `max` characters (`…` marks the cut; 0 means no limit).
+fn fit(text: &str, max: usize) -> String {
+    let len = text.chars().count();
+    if len <= max || max == 0 {
+        return text.to_owned();
+    }
+    let keep: String = text.chars().skip(len - (max - 1)).collect();
+    format!("…{keep}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,5 +208,38 @@ mod tests {
         ] {
             let _ = short_name(name, 10);
         }
+    }
+
+    #[test]
+    fn names_shown_together_never_share_a_label() {
+        let names = [
+            "tokio::runtime::task::harness::Harness<T,S>::poll",
+            "tokio::runtime::task::raw::poll",
+            "tokio::runtime::task::harness::Harness<A,B>::poll",
+            "my::Harness<T,S>::poll",
+            "tokio::runtime::task::raw::poll",
+            "std::sync::mutex::Mutex<T>::lock",
+        ];
+        let labels = short_names(&names, 80);
+        assert_eq!(labels[1], "raw::poll");
+        assert_eq!(labels[4], labels[1], "the same name, the same label");
+        assert_eq!(labels[5], "Mutex<…>::lock");
+        // Two paths elided to `Harness<…>::poll` keep their paths; two instances of one
+        // generic function keep their arguments.
+        assert_eq!(labels[3], "my::Harness<…>::poll");
+        assert_eq!(
+            labels[0],
+            "tokio::runtime::task::harness::Harness<T,S>::poll"
+        );
+        assert_eq!(
+            labels[2],
+            "tokio::runtime::task::harness::Harness<A,B>::poll"
+        );
+        let distinct: std::collections::HashSet<&String> = labels.iter().collect();
+        assert_eq!(distinct.len(), 5);
+        // Cut to a width, the ends still tell them apart.
+        let narrow = short_names(&names, 20);
+        assert_ne!(narrow[0], narrow[2], "{narrow:?}");
+        assert!(narrow.iter().all(|l| l.chars().count() <= 20), "{narrow:?}");
     }
 }

@@ -6,7 +6,7 @@ use std::fmt::{self, Write as _};
 use std::time::Duration;
 
 use crate::escape::{Escaped, escaped};
-use crate::names::short_name;
+use crate::names::short_names;
 use crate::stacks::{FrameId, NodeId};
 use crate::store::{LATENCY_FILE, THREADS_FILE};
 use crate::units::{human_bytes, human_figure, human_ns};
@@ -36,6 +36,9 @@ pub struct Overview<'a> {
     pub hottest_frames: Vec<FrameShare<'a>>,
     /// The five frames that blocked longest in offcpu.folded (weights in microseconds).
     pub blocking_frames: Vec<FrameShare<'a>>,
+    /// The files whose code ran without symbols (frames `FILE+0xSTART` and `[FILE]`),
+    /// each with its self samples in cpu.folded, most first: `frame` is the file's name.
+    pub without_symbols: Vec<FrameShare<'a>>,
     /// The stacks holding the most bytes of each memory profile (mem.folded,
     /// alloc.folded, live.folded, live-end.folded) the session has.
     pub memory: Vec<crate::memory::MemoryTop>,
@@ -211,6 +214,9 @@ impl Session {
                 .unwrap_or_default(),
             blocking_frames: off
                 .map(|t| shares(t, blocking_frames(t, 5)))
+                .unwrap_or_default(),
+            without_symbols: cpu
+                .map(|t| shares(t, without_symbols(t)))
                 .unwrap_or_default(),
             memory: crate::memory::memory_tops(self, crate::memory::TOP_STACKS),
             warnings: self
@@ -432,9 +438,22 @@ impl Session {
                 "\nhottest frames (self samples, {})",
                 Kind::Cpu.folded_file()
             )?;
-            for f in &overview.hottest_frames {
-                let name = short_name(f.frame, NAME_WIDTH);
-                writeln!(out, "  {:5.1}%  {}", f.percent, Escaped(&name))?;
+            let names: Vec<&str> = overview.hottest_frames.iter().map(|f| f.frame).collect();
+            let labels = short_names(&names, NAME_WIDTH);
+            for (f, name) in overview.hottest_frames.iter().zip(&labels) {
+                writeln!(out, "  {:5.1}%  {}", f.percent, Escaped(name))?;
+            }
+        }
+
+        if !overview.without_symbols.is_empty() {
+            writeln!(
+                out,
+                "\nfiles without symbols (self samples, {}; install their debug files, \
+                 e.g. the -dbg or -dbgsym package, into /usr/lib/debug)",
+                Kind::Cpu.folded_file()
+            )?;
+            for f in &overview.without_symbols {
+                writeln!(out, "  {:5.1}%  {}", f.percent, Escaped(f.frame))?;
             }
         }
 
@@ -575,6 +594,35 @@ fn hottest_frames(tree: &StackTree, n: usize) -> Vec<(&str, u64)> {
     frames
 }
 
+/// The name of the file of a frame of code without symbols: `FILE` of `FILE+0xSTART`
+/// (a function found from the file's unwind tables) or of `[FILE]`; `None` for other
+/// frames, and for the markers (`[unknown]`, `[blocked: …]`, `[truncated: …]`…).
+fn file_without_symbols(frame: &str) -> Option<&str> {
+    if let Some((file, start)) = frame.rsplit_once("+0x") {
+        let hex = !start.is_empty() && start.bytes().all(|b| b.is_ascii_hexdigit());
+        return (hex && !file.is_empty() && !file.ends_with("_[k]")).then_some(file);
+    }
+    let inner = frame.strip_prefix('[')?.strip_suffix(']')?;
+    let marker = inner == "unknown" || inner.contains(' ') || inner.contains(':');
+    (!marker && !inner.is_empty()).then_some(inner)
+}
+
+/// The files whose code ran without symbols, with their self weight, heaviest first.
+fn without_symbols(tree: &StackTree) -> Vec<(&str, u64)> {
+    let mut by_file: HashMap<&str, u64> = HashMap::new();
+    for id in 1..tree.node_count() {
+        let node = tree.node(NodeId(id as u32));
+        if node.self_weight > 0
+            && let Some(file) = file_without_symbols(tree.name(node.frame))
+        {
+            *by_file.entry(file).or_insert(0) += node.self_weight;
+        }
+    }
+    let mut files: Vec<(&str, u64)> = by_file.into_iter().collect();
+    files.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    files
+}
+
 /// The `n` frames that blocked longest: for each off-CPU stack its innermost frame that is
 /// not a kernel frame (`…_[k]`; every stack ends in the scheduler, which says nothing),
 /// or its leaf when it has only kernel frames.
@@ -669,6 +717,23 @@ fn or_unknown(s: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn files_without_symbols_are_summed_from_their_functions_and_boxes() {
+        let mut t = StackTree::new();
+        t.add_names(["p", "main", "liblzma.so.5+0x15ae0"], 5);
+        t.add_names(["p", "main", "liblzma.so.5+0x16880"], 3);
+        t.add_names(["p", "main", "[md5sum]"], 2);
+        t.add_names(["p", "main", "memcpy@plt"], 1);
+        t.add_names(["p", "[unknown]"], 4);
+        t.add_names(["p", "[truncated: stack copy too small]"], 4);
+        t.add_names(["p", "main", "a+b"], 1);
+        t.add_names(["p", "main", "f+0xzz"], 1);
+        assert_eq!(
+            without_symbols(&t),
+            vec![("liblzma.so.5", 8), ("md5sum", 2)]
+        );
+    }
 
     #[test]
     fn the_hottest_frames_sum_self_weight_over_every_path() {

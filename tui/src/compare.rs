@@ -11,7 +11,7 @@ use benchtop_sessions::escape::Escaped;
 use benchtop_sessions::flame::write_differential_svg;
 use benchtop_sessions::intervals::IntervalStacks;
 use benchtop_sessions::limits::LoadOptions;
-use benchtop_sessions::names::short_name;
+use benchtop_sessions::names::short_names;
 use benchtop_sessions::range::{
     Between, RangeSpec, SlowRows, SlowThreshold, restrict, run_length_ns,
 };
@@ -150,7 +150,11 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
                 m.profile
             )?;
             writeln!(out, "  {:>17}  {:>17}  function", "self", "total")?;
-            for x in &m.movers {
+            // Shortened as people read them, never two functions under one label;
+            // --json keeps the full names.
+            let names: Vec<&str> = m.movers.iter().map(|x| x.name.as_str()).collect();
+            let labels = short_names(&names, NAME_WIDTH);
+            for (x, label) in m.movers.iter().zip(&labels) {
                 writeln!(
                     out,
                     "  {:>6.1}% → {:>5.1}%  {:>6.1}% → {:>5.1}%  {}",
@@ -158,8 +162,7 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
                     x.self_b * 100.0,
                     x.total_a * 100.0,
                     x.total_b * 100.0,
-                    // Shortened as people read them; --json keeps the full names.
-                    Escaped(&short_name(&x.name, NAME_WIDTH))
+                    Escaped(label)
                 )?;
             }
         }

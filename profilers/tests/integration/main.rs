@@ -5,11 +5,14 @@
 
 mod fixture;
 mod host;
+mod jit;
 mod mem;
 mod monitor;
+mod names;
 mod offcpu;
 mod reaper;
 mod sampler;
+mod stripped;
 mod timeline;
 mod tree_monitor;
 mod unprivileged;

@@ -142,7 +142,7 @@ pub(crate) fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// Records `program args` from its exec to its end with `unwind`.
-fn record(program: &Path, args: &[&str], unwind: UnwindMode) -> Profile {
+pub(crate) fn record(program: &Path, args: &[&str], unwind: UnwindMode) -> Profile {
     let held = Held::spawn(program, args);
     let mut opts = SamplerOptions::default();
     opts.kind = KindSet::of(Kind::Cpu);
@@ -174,7 +174,7 @@ pub(crate) fn user_stacks(folded: &str) -> BTreeMap<String, u64> {
 }
 
 /// Share of the weight whose stack holds `path` (`;`-joined frames, contiguous).
-fn share_of(stacks: &BTreeMap<String, u64>, path: &str) -> f64 {
+pub(crate) fn share_of(stacks: &BTreeMap<String, u64>, path: &str) -> f64 {
     let total: u64 = stacks.values().sum();
     let hits: u64 = stacks
         .iter()
@@ -199,14 +199,19 @@ pub(crate) fn reaching(stacks: &BTreeMap<String, u64>, root: &str) -> f64 {
 /// independent samples. Timer samples of a loaded machine are about that noisy: a
 /// band narrower than a few of these fails now and then on a busy machine with no
 /// fault in the unwinder.
-fn sampling_error(p: f64, n: u64) -> f64 {
+pub(crate) fn sampling_error(p: f64, n: u64) -> f64 {
     100.0 * (p * (1.0 - p) / n.max(1) as f64).sqrt()
 }
 
 /// Every share of `split` within `points` percentage points in `stacks`, plus three
 /// standard errors of sampling (none to speak of where the weights are blocked
 /// microseconds rather than samples).
-fn assert_split(stacks: &BTreeMap<String, u64>, split: &[(&str, f64)], points: f64, what: &str) {
+pub(crate) fn assert_split(
+    stacks: &BTreeMap<String, u64>,
+    split: &[(&str, f64)],
+    points: f64,
+    what: &str,
+) {
     let n: u64 = stacks.values().sum();
     for &(path, want) in split {
         let got = share_of(stacks, path);

@@ -230,13 +230,16 @@ fn show_json_carries_the_figures_of_the_text_and_the_text_reads_in_human_units()
             "{line} vs {count}"
         );
     }
-    // The hottest frames: the same names (shortened in the text) with the same shares.
-    for f in json["overview"]["hottest_frames"].as_array().unwrap() {
-        let line = format!(
-            "{:5.1}%  {}",
-            f["percent"].as_f64().unwrap(),
-            benchtop_sessions::names::short_name(f["frame"].as_str().unwrap(), 80)
-        );
+    // The hottest frames: the same names (shortened together in the text) with the same
+    // shares.
+    let hottest = json["overview"]["hottest_frames"].as_array().unwrap();
+    let names: Vec<&str> = hottest
+        .iter()
+        .map(|f| f["frame"].as_str().unwrap())
+        .collect();
+    let labels = benchtop_sessions::names::short_names(&names, 80);
+    for (f, label) in hottest.iter().zip(&labels) {
+        let line = format!("{:5.1}%  {label}", f["percent"].as_f64().unwrap());
         assert!(text.contains(&line), "{line} in\n{text}");
     }
 }

@@ -69,6 +69,27 @@ fn a_recorded_ring_session_holds_symbolized_stacks_ticks_and_the_summary() {
         folded.lines().all(|l| l.starts_with("bt-ring;")),
         "process name is the root frame"
     );
+    // One naming rule: no frame of the workers' code or of tokio is a bare word.
+    let frames: std::collections::BTreeSet<&str> = folded
+        .lines()
+        .filter_map(|l| l.rsplit_once(' '))
+        .flat_map(|(stack, _)| stack.split(';'))
+        .collect();
+    for bare in [
+        "lock",
+        "unlock",
+        "poll",
+        "drop",
+        "run",
+        "get",
+        "{closure#0}",
+        "{{closure}}",
+    ] {
+        assert!(
+            !frames.contains(bare),
+            "a bare `{bare}` frame in {frames:?}"
+        );
+    }
     let svg = std::fs::read_to_string(dir.join("cpu.svg")).unwrap();
     assert!(svg.contains("<svg") && svg.contains("benchtop_workloads"));
 

@@ -1,8 +1,5 @@
 //! Batched, cached symbolization of sampled addresses into interned frames.
 //!
-//! Over 1,000 lines only with its tests (about 240 lines at the end); the code is about
-//! 860.
-//!
 //! User addresses are normalized per process to (ELF file, file offset) with blazesym's
 //! [`Normalizer`] while the process lives, then symbolized per file with
 //! [`Source::Elf`] and [`Input::FileOffset`]. Our own copy of each process's executable
@@ -17,6 +14,13 @@
 //! older one where they overlap, by record time), and a live process is normalized
 //! against its current maps first.
 //!
+//! Names follow one rule ([`naming`]): the qualified, demangled path of every function,
+//! the symbol table's name for the outermost function of an address, closures spelled
+//! `{{closure}}`.
+//! Code the symbol tables do not cover is named from the file ([`fallback`]: PLT stubs
+//! `target@plt`, functions of stripped code `FILE+0xSTART`), and generated code in
+//! anonymous memory from the process's perf map ([`perf_map`]).
+//!
 //! Every result is cached: (pid, address) → frames, (file, offset) → frames, kernel
 //! address → frames. Frames are interned into the caller's [`StackTree`] once and held
 //! as spans of a shared arena, root-most (outermost inline caller) first.
@@ -28,13 +32,18 @@
 //! never reused, so a caller may keep them across batches; past [`MAX_LOCATIONS`] new
 //! lines get none.
 //!
-//! Memory stays bounded over a long session: an address that resolves to no symbol
-//! becomes the one frame of its file (`[libfoo.so]`, or `[unknown]` outside any file),
-//! never a frame per address; and every cache is emptied between batches once it grows
+//! Memory stays bounded over a long session: an address that resolves to no symbol and
+//! no function of its file's unwind tables becomes the one frame of its file
+//! (`[libfoo.so]`, or `[unknown]` outside any file), never a frame per address; and every
+//! cache is emptied between batches once it grows
 //! past its cap (see the `MAX_*` constants), the arena with them.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+
+mod fallback;
+mod naming;
+mod perf_map;
 
 use benchtop_profile::{FrameId, StackTree};
 use blazesym::normalize::{NormalizeOpts, Normalizer, Reason as NormReason, UserMeta};
@@ -42,6 +51,9 @@ use blazesym::symbolize::source::{Elf, Kernel, Source};
 use blazesym::symbolize::{Input, Sym, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};
 
+use self::fallback::{Fallback, FallbackName};
+use self::naming::{TableSym, outer_name};
+use self::perf_map::ProcessMap;
 use crate::ksyms::KernelTable;
 use crate::procfs;
 use crate::records::Mmap2;
@@ -179,6 +191,8 @@ struct ProcSyms {
     maps_known: bool,
     /// Batch number at which the process exited.
     exited_at: Option<u64>,
+    /// Its perf map, once generated code was sampled.
+    perf_map: Option<ProcessMap>,
 }
 
 impl ProcSyms {
@@ -209,6 +223,8 @@ struct FileEntry {
     short: String,
     /// That frame in the arena, once needed.
     unknown: Option<Span>,
+    /// Names for its code without symbols, read when first needed.
+    fallback: Option<std::sync::Arc<Fallback>>,
 }
 
 /// The files seen in mappings, interned to small ids.
@@ -232,9 +248,19 @@ impl Files {
             path: path.to_owned(),
             short,
             unknown: None,
+            fallback: None,
         });
         self.index.insert(path.to_owned(), id);
         id
+    }
+
+    /// What file `id` offers to name code without symbols, read once.
+    fn fallback(&mut self, id: u32) -> std::sync::Arc<Fallback> {
+        let entry = &mut self.entries[id as usize];
+        entry
+            .fallback
+            .get_or_insert_with(|| std::sync::Arc::new(Fallback::read(&entry.path)))
+            .clone()
     }
 }
 
@@ -271,6 +297,8 @@ pub(crate) struct Resolver {
     to_symbolize: Vec<(u32, u64, u32, u64)>,
     offsets: Vec<u64>,
     line: String,
+    /// Addresses of anonymous memory met in a batch, for the perf maps.
+    jit: Vec<(u32, u64)>,
     pub warnings: Vec<String>,
     pub counts: ResolverCounts,
 }
@@ -334,6 +362,7 @@ impl Resolver {
             offsets: Vec::new(),
             line: String::new(),
             warnings: Vec::new(),
+            jit: Vec::new(),
             counts: ResolverCounts::default(),
         }
     }
@@ -488,6 +517,12 @@ impl Resolver {
         let _ = self
             .symbolizer
             .symbolize(&src, Input::FileOffset(&[offset]));
+        if self.detail == SymbolDetail::Inlined {
+            let _ = self
+                .symbolizer
+                .symbolize(&self.table_source(file), Input::FileOffset(&[offset]));
+        }
+        self.files.fallback(file);
     }
 
     /// The blazesym source of a file: the same for batches and preloading, so that
@@ -495,6 +530,13 @@ impl Resolver {
     fn elf_source(&self, file: u32) -> Source<'static> {
         let mut elf = Elf::new(self.files.entries[file as usize].path.clone());
         elf.debug_syms = self.detail == SymbolDetail::Inlined;
+        Source::Elf(elf)
+    }
+
+    /// The blazesym source of a file's symbol tables alone (no debug info).
+    fn table_source(&self, file: u32) -> Source<'static> {
+        let mut elf = Elf::new(self.files.entries[file as usize].path.clone());
+        elf.debug_syms = false;
         Source::Elf(elf)
     }
 
@@ -542,6 +584,9 @@ impl Resolver {
     pub fn end_batch(&mut self, before: u64) {
         self.procs
             .retain(|_, p| p.exited_at.is_none_or(|at| at >= before));
+        for m in self.procs.values_mut().filter_map(|p| p.perf_map.as_mut()) {
+            m.end_batch();
+        }
         let caps = self.caps;
         if self.by_offset.len() > caps.offsets
             || self.kernel.len() > caps.kernel
@@ -614,6 +659,7 @@ impl Resolver {
             ..Default::default()
         };
         let mut addrs: Vec<u64> = Vec::new();
+        let mut jit = std::mem::take(&mut self.jit);
         for group in user.chunk_by(|a, b| a.0 == b.0) {
             let pid = group[0].0;
             addrs.clear();
@@ -643,6 +689,7 @@ impl Resolver {
                                     &mut self.locations,
                                     tree,
                                     sym,
+                                    &sym.name,
                                     "",
                                 );
                                 proc.addrs.insert(addr, span);
@@ -651,16 +698,11 @@ impl Resolver {
                                 // Mapped after /proc was read, or the process is gone.
                                 match proc.lookup(addr) {
                                     Some((file, off)) => to_symbolize.push((pid, addr, file, off)),
-                                    None => {
-                                        self.counts.unresolved += 1;
-                                        proc.addrs.insert(addr, unknown);
-                                    }
+                                    None => jit.push((pid, addr)),
                                 }
                             }
-                            _ => {
-                                self.counts.unresolved += 1;
-                                proc.addrs.insert(addr, unknown);
-                            }
+                            // Anonymous memory: generated code, named by a perf map.
+                            _ => jit.push((pid, addr)),
                         }
                     }
                 }
@@ -669,16 +711,29 @@ impl Resolver {
                     for &addr in &addrs {
                         match proc.lookup(addr) {
                             Some((file, off)) => to_symbolize.push((pid, addr, file, off)),
-                            None => {
-                                self.counts.unresolved += 1;
-                                proc.addrs.insert(addr, unknown);
-                            }
+                            None => jit.push((pid, addr)),
                         }
                     }
                 }
             }
         }
         user.clear();
+        for (pid, addr) in jit.drain(..) {
+            let span = match self.jit_span(tree, pid, addr) {
+                Ok(span) => span,
+                // Not cached: the map may name it once the runtime has written it.
+                Err(true) => {
+                    self.counts.unresolved += 1;
+                    continue;
+                }
+                Err(false) => {
+                    self.counts.unresolved += 1;
+                    unknown
+                }
+            };
+            self.procs.entry(pid).or_default().addrs.insert(addr, span);
+        }
+        self.jit = jit;
 
         // Symbolize the (file, offset) pairs not cached yet, one call per file.
         to_symbolize.sort_unstable_by_key(|&(_, _, file, off)| (file, off));
@@ -708,48 +763,86 @@ impl Resolver {
 
     fn symbolize_file(&mut self, tree: &mut StackTree, file: u32, offsets: &[u64]) {
         let src = self.elf_source(file);
-        match self.symbolizer.symbolize(&src, Input::FileOffset(offsets)) {
-            Ok(results) => {
-                for (&off, result) in offsets.iter().zip(&results) {
-                    let span = match result {
-                        Symbolized::Sym(sym) => push_sym(
+        // The symbol table's names for the outer frames (see `naming`): a second lookup
+        // of the same file, whose parsed symbols blazesym shares with the first.
+        let table = match self.detail {
+            SymbolDetail::Inlined => self
+                .symbolizer
+                .symbolize(&self.table_source(file), Input::FileOffset(offsets))
+                .ok(),
+            SymbolDetail::NamesOnly => None,
+        };
+        let fallback = self.files.fallback(file);
+        let results = self.symbolizer.symbolize(&src, Input::FileOffset(offsets));
+        if let Err(err) = &results
+            && !self.warned_files.contains(&file)
+        {
+            self.warned_files.push(file);
+            self.warnings.push(format!(
+                "cannot symbolize {}: {err}",
+                self.files.entries[file as usize].path.display()
+            ));
+        }
+        for (i, &off) in offsets.iter().enumerate() {
+            // PLT stubs first: the symbol tables give them the nearest symbol before
+            // them (`_init`), or none.
+            let plt = fallback.plt(off).map(FallbackName::Plt);
+            let sym = match results.as_ref().map(|r| r.get(i)) {
+                Ok(Some(Symbolized::Sym(sym))) if plt.is_none() => sym,
+                _ => {
+                    let named = plt.or_else(|| fallback.name(off));
+                    if !matches!(named, Some(FallbackName::Plt(_))) {
+                        self.counts.unresolved += 1;
+                    }
+                    let span = match named {
+                        Some(n) => {
+                            let frame = n.frame(&self.files.entries[file as usize].short);
+                            push_names(&mut self.arena, &mut self.locs, tree, [&*frame])
+                        }
+                        None => unknown_file_span(
                             &mut self.arena,
                             &mut self.locs,
-                            &mut self.locations,
+                            &mut self.files,
                             tree,
-                            sym,
-                            "",
+                            file,
                         ),
-                        Symbolized::Unknown(_) => {
-                            self.counts.unresolved += 1;
-                            unknown_file_span(
-                                &mut self.arena,
-                                &mut self.locs,
-                                &mut self.files,
-                                tree,
-                                file,
-                            )
-                        }
                     };
                     self.by_offset.insert((file, off), span);
+                    continue;
                 }
-            }
-            Err(err) => {
-                if !self.warned_files.contains(&file) {
-                    self.warned_files.push(file);
-                    self.warnings.push(format!(
-                        "cannot symbolize {}: {err}",
-                        self.files.entries[file as usize].path.display()
-                    ));
-                }
-                let span =
-                    unknown_file_span(&mut self.arena, &mut self.locs, &mut self.files, tree, file);
-                for &off in offsets {
-                    self.counts.unresolved += 1;
-                    self.by_offset.insert((file, off), span);
-                }
-            }
+            };
+            let table = match table.as_ref().and_then(|t| t.get(i)) {
+                Some(Symbolized::Sym(t)) => Some(TableSym {
+                    name: &t.name,
+                    addr: t.addr,
+                }),
+                _ => None,
+            };
+            let outer = outer_name(&sym.name, sym.addr, table);
+            let span = push_sym(
+                &mut self.arena,
+                &mut self.locs,
+                &mut self.locations,
+                tree,
+                sym,
+                outer,
+                "",
+            );
+            self.by_offset.insert((file, off), span);
         }
+    }
+
+    /// The frame of generated code at `addr` of `pid`, from the process's perf map,
+    /// when it names it; else whether the process has a map that may name it later.
+    fn jit_span(&mut self, tree: &mut StackTree, pid: u32, addr: u64) -> Result<Span, bool> {
+        let proc = self.procs.entry(pid).or_default();
+        if proc.perf_map.is_none() {
+            proc.perf_map = Some(ProcessMap::locate(pid).ok_or(false)?);
+        }
+        let m = proc.perf_map.as_mut().ok_or(false)?;
+        m.refresh(pid, &mut self.warnings);
+        let name = m.lookup(addr)?;
+        Ok(push_names(&mut self.arena, &mut self.locs, tree, [name]))
     }
 
     fn resolve_kernel(&mut self, tree: &mut StackTree, kernel: &mut Vec<u64>) {
@@ -774,6 +867,7 @@ impl Resolver {
                             &mut self.locations,
                             tree,
                             sym,
+                            &sym.name,
                             "_[k]",
                         ),
                         Symbolized::Unknown(_) => {
@@ -836,15 +930,17 @@ fn push_names<'a>(
     }
 }
 
-/// Interns a symbol and its inlined callees, outermost first, each name followed by
-/// `suffix`, with the source location of each (the outermost's is where it calls the
-/// first inlined function, or the address's own line when none is inlined).
+/// Interns a symbol (named `outer`, see [`naming::outer_name`]) and its inlined callees,
+/// outermost first, each name spelled by [`naming::frame_name`] and followed by `suffix`,
+/// with the source location of each (the outermost's is where it calls the first
+/// inlined function, or the address's own line when none is inlined).
 fn push_sym(
     arena: &mut Vec<FrameId>,
     locs: &mut Vec<u32>,
     locations: &mut Locations,
     tree: &mut StackTree,
     sym: &Sym<'_>,
+    outer: &str,
     suffix: &str,
 ) -> Span {
     let start = arena.len() as u32;
@@ -855,12 +951,13 @@ fn push_sym(
             .iter()
             .map(|i| locations.id(i.code_info.as_ref())),
     );
-    for n in std::iter::once(&sym.name).chain(sym.inlined.iter().map(|i| &i.name)) {
+    for n in std::iter::once(outer).chain(sym.inlined.iter().map(|i| &*i.name)) {
+        let n = naming::frame_name(n);
         let id = if suffix.is_empty() {
-            tree.intern(n)
+            tree.intern(&n)
         } else {
             name.clear();
-            name.push_str(n);
+            name.push_str(&n);
             name.push_str(suffix);
             tree.intern(&name)
         };
@@ -1099,8 +1196,8 @@ mod tests {
         let (file, line) = r
             .location(*locs.last().unwrap())
             .expect("a location for a function of this file");
-        assert!(file.ends_with("symbolize.rs"), "{file}");
-        let source = include_str!("symbolize.rs");
+        assert!(file.ends_with("symbolize/mod.rs"), "{file}");
+        let source = include_str!("mod.rs");
         let defined = source
             .lines()
             .position(|l| l.contains("fn symbolize_this_function_by_name()"))

@@ -1,0 +1,401 @@
+//! JIT frames from perf maps: `/tmp/perf-PID.map`, which V8 (`--perf-basic-prof`),
+//! CPython (`-X perf`), the JVM (with a perf-map agent or `-XX:+DumpPerfMapAtExit`) and
+//! others write, one line per function of generated code: `START SIZE NAME`, hex numbers.
+//!
+//! A map is read through `/proc/PID/root/tmp/perf-NSPID.map` (so a process in a
+//! container is read in its own /tmp, under its own pid there) as every file benchtop
+//! reads: opened without following a symbolic link and without blocking (a FIFO is
+//! refused, not waited on), only when it is a regular file owned by the process's user,
+//! and at most [`MAX_MAP_BYTES`]. Lines that do not parse are skipped and counted; where
+//! entries overlap, the later line wins (code was moved or compiled again there). A
+//! map that grows is read again when its size or time changed.
+
+use std::io::Read as _;
+use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
+
+/// Largest map read (bytes): a long node run writes some tens of MB.
+pub(crate) const MAX_MAP_BYTES: u64 = 64 << 20;
+
+/// One process's perf map: code ranges sorted by start, not overlapping.
+#[derive(Debug, Default)]
+pub(crate) struct PerfMap {
+    /// (start, end, index into `names`).
+    entries: Vec<(u64, u64, u32)>,
+    names: Vec<Box<str>>,
+    /// Lines that did not parse.
+    pub skipped: usize,
+}
+
+/// Why a map was not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// Not there (the runtime writes none, or the process is gone): nothing to say.
+    Missing,
+    /// There, but not read: the message says why.
+    Unsafe(String),
+}
+
+impl PerfMap {
+    /// Parses a map's text. Entries of zero size and lines that do not parse are
+    /// skipped; where entries overlap, the later line's replaces the earlier ones.
+    pub fn parse(text: &str) -> PerfMap {
+        let mut map = PerfMap::default();
+        // (start, end, line order, name) of every entry, then resolved by order.
+        let mut raw: Vec<(u64, u64, u32)> = Vec::new();
+        for line in text.lines() {
+            let mut parts = line.splitn(3, ' ');
+            let parsed = (|| {
+                let start = parse_hex(parts.next()?)?;
+                let size = parse_hex(parts.next()?)?;
+                let name = parts.next()?.trim();
+                let end = start.checked_add(size)?;
+                (size > 0 && !name.is_empty()).then_some((start, end, name))
+            })();
+            let Some((start, end, name)) = parsed else {
+                if !line.trim().is_empty() {
+                    map.skipped += 1;
+                }
+                continue;
+            };
+            let id = map.names.len() as u32;
+            map.names.push(name.into());
+            raw.push((start, end, id));
+        }
+        // Later lines win: insert in reverse order, keeping only what no later entry
+        // already covers.
+        let mut kept: std::collections::BTreeMap<u64, (u64, u32)> = Default::default();
+        for &(start, end, id) in raw.iter().rev() {
+            let mut pieces = vec![(start, end)];
+            let overlapping: Vec<(u64, u64)> = kept
+                .range(..end)
+                .rev()
+                .take_while(|(_, (e, _))| *e > start)
+                .map(|(&s, &(e, _))| (s, e))
+                .collect();
+            // Also an entry that starts before `start` and reaches into it.
+            for (s, e) in overlapping {
+                pieces = pieces
+                    .into_iter()
+                    .flat_map(|(a, b)| {
+                        let mut out = Vec::new();
+                        if a < s.min(b) {
+                            out.push((a, s.min(b)));
+                        }
+                        if e.max(a) < b {
+                            out.push((e.max(a), b));
+                        }
+                        out
+                    })
+                    .collect();
+            }
+            for (a, b) in pieces {
+                kept.insert(a, (b, id));
+            }
+        }
+        map.entries = kept.into_iter().map(|(s, (e, id))| (s, e, id)).collect();
+        map
+    }
+
+    /// The name of the function of generated code at `addr`.
+    pub fn lookup(&self, addr: u64) -> Option<&str> {
+        let i = self.entries.partition_point(|&(s, _, _)| s <= addr);
+        let &(_, end, id) = self.entries.get(i.checked_sub(1)?)?;
+        (addr < end).then(|| &*self.names[id as usize])
+    }
+
+    /// Entries it holds.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+fn parse_hex(s: &str) -> Option<u64> {
+    let s = s.strip_prefix("0x").unwrap_or(s);
+    if s.is_empty() || s.len() > 16 {
+        return None;
+    }
+    u64::from_str_radix(s, 16).ok()
+}
+
+/// Where a process's perf map is, seen from here: its own /tmp, under the pid it has in
+/// its own namespace (the last of `NSpid:`), and the uid that must own it (`Uid:`'s
+/// real uid).
+pub(crate) fn locate(pid: u32) -> Option<(PathBuf, u32)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let (ns_pid, uid) = parse_status(&status)?;
+    let path = PathBuf::from(format!(
+        "/proc/{pid}/root/tmp/perf-{}.map",
+        ns_pid.unwrap_or(pid)
+    ));
+    Some((path, uid))
+}
+
+/// The pid in the innermost namespace and the real uid, from `/proc/PID/status` text.
+fn parse_status(text: &str) -> Option<(Option<u32>, u32)> {
+    let field = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(str::split_whitespace)
+    };
+    let uid = field("Uid:")?.next()?.parse().ok()?;
+    let ns_pid = field("NSpid:").and_then(|f| f.last()?.parse().ok());
+    Some((ns_pid, uid))
+}
+
+/// The identity of a map's contents as last read: size and modification time.
+pub(crate) type Stamp = (u64, i64, i64);
+
+/// Reads the map at `path` if it is a regular file owned by `uid`, no larger than
+/// `max` bytes, and changed since `seen` (its size and time): `Ok(None)` when unchanged.
+pub(crate) fn read(
+    path: &Path,
+    uid: u32,
+    max: u64,
+    seen: Option<Stamp>,
+) -> Result<Option<(PerfMap, Stamp)>, Refused> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOENT) | Some(libc::ESRCH) | Some(libc::ENOTDIR) => Refused::Missing,
+            Some(libc::ELOOP) => {
+                Refused::Unsafe(format!("{}: a symbolic link, not read", path.display()))
+            }
+            _ => Refused::Unsafe(format!("{}: {e}", path.display())),
+        })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| Refused::Unsafe(format!("{}: {e}", path.display())))?;
+    if !meta.file_type().is_file() {
+        return Err(Refused::Unsafe(format!(
+            "{}: not a regular file, not read",
+            path.display()
+        )));
+    }
+    if meta.uid() != uid {
+        return Err(Refused::Unsafe(format!(
+            "{}: owned by uid {}, not by the process's uid {uid}, not read",
+            path.display(),
+            meta.uid()
+        )));
+    }
+    if meta.len() > max {
+        return Err(Refused::Unsafe(format!(
+            "{}: {} bytes, more than the {max} read, not read",
+            path.display(),
+            meta.len()
+        )));
+    }
+    let stamp = (meta.len(), meta.mtime(), meta.mtime_nsec());
+    if seen == Some(stamp) {
+        return Ok(None);
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // It may grow while read: never past the cap.
+    file.take(max)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Refused::Unsafe(format!("{}: {e}", path.display())))?;
+    Ok(Some((
+        PerfMap::parse(&String::from_utf8_lossy(&bytes)),
+        stamp,
+    )))
+}
+
+/// A process's perf map and where reading it stands.
+#[derive(Debug)]
+pub(crate) struct ProcessMap {
+    path: PathBuf,
+    uid: u32,
+    stamp: Option<Stamp>,
+    map: PerfMap,
+    /// Read (or found unchanged) since the last batch ended.
+    fresh: bool,
+    /// Refused once: not tried again.
+    refused: bool,
+}
+
+impl ProcessMap {
+    /// Where `pid`'s map is ([`locate`]); `None` when the process is gone.
+    pub fn locate(pid: u32) -> Option<ProcessMap> {
+        let (path, uid) = locate(pid)?;
+        Some(ProcessMap {
+            path,
+            uid,
+            stamp: None,
+            map: PerfMap::default(),
+            fresh: false,
+            refused: false,
+        })
+    }
+
+    /// Reads the map when it changed, at most once a batch; a refusal is said once, in
+    /// `warnings`, and the map is not tried again.
+    pub fn refresh(&mut self, pid: u32, warnings: &mut Vec<String>) {
+        if self.fresh || self.refused {
+            return;
+        }
+        self.fresh = true;
+        match read(&self.path, self.uid, MAX_MAP_BYTES, self.stamp) {
+            Ok(Some((map, stamp))) => {
+                if map.skipped > 0 && self.stamp.is_none() {
+                    warnings.push(format!(
+                        "{}: {} lines that are not `START SIZE NAME` skipped",
+                        self.path.display(),
+                        map.skipped
+                    ));
+                }
+                self.map = map;
+                self.stamp = Some(stamp);
+            }
+            Ok(None) | Err(Refused::Missing) => {}
+            Err(Refused::Unsafe(why)) => {
+                self.refused = true;
+                warnings.push(format!("perf map of process {pid}: {why}"));
+            }
+        }
+    }
+
+    /// The name of the generated code at `addr`; else whether a map was read that may
+    /// name it later (`true`), or there is none (`false`).
+    pub fn lookup(&self, addr: u64) -> Result<&str, bool> {
+        self.map
+            .lookup(addr)
+            .ok_or(self.stamp.is_some() && !self.refused)
+    }
+
+    /// A batch ended: the next one reads the map again if it changed.
+    pub fn end_batch(&mut self) {
+        self.fresh = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_parse_and_garbage_is_skipped() {
+        let map = PerfMap::parse(
+            "7f0000001000 40 LazyCompile:*f1 /tmp/a.js:1\n\
+             0x7f0000002000 0x20 py::f2:/tmp/b.py\n\
+             garbage\n\
+             zz 10 bad start\n\
+             7f0000003000 0 empty\n\
+             7f0000004000 10\n\
+             ffffffffffffffff 10 wraps\n\
+             \n",
+        );
+        assert_eq!(
+            map.lookup(0x7f00_0000_1000),
+            Some("LazyCompile:*f1 /tmp/a.js:1")
+        );
+        assert_eq!(
+            map.lookup(0x7f00_0000_103f),
+            Some("LazyCompile:*f1 /tmp/a.js:1")
+        );
+        assert_eq!(map.lookup(0x7f00_0000_1040), None);
+        assert_eq!(map.lookup(0x7f00_0000_2010), Some("py::f2:/tmp/b.py"));
+        assert_eq!(map.lookup(0x7f00_0000_3000), None);
+        assert_eq!(map.skipped, 5);
+        assert_eq!(map.len(), 2);
+    }
+
+    #[test]
+    fn overlapping_entries_leave_the_later_line() {
+        let map = PerfMap::parse(
+            "1000 100 old\n\
+             1080 100 new\n\
+             1000 10 newest\n",
+        );
+        assert_eq!(map.lookup(0x1000), Some("newest"));
+        assert_eq!(map.lookup(0x1010), Some("old"));
+        assert_eq!(map.lookup(0x107f), Some("old"));
+        assert_eq!(map.lookup(0x1080), Some("new"));
+        assert_eq!(map.lookup(0x117f), Some("new"));
+        assert_eq!(map.lookup(0x1180), None);
+        // A later entry inside an earlier one splits it.
+        let map = PerfMap::parse("1000 100 outer\n1040 10 inner\n");
+        assert_eq!(map.lookup(0x1000), Some("outer"));
+        assert_eq!(map.lookup(0x1045), Some("inner"));
+        assert_eq!(map.lookup(0x1050), Some("outer"));
+    }
+
+    #[test]
+    fn status_gives_the_namespace_pid_and_the_uid() {
+        let text = "Name:\tnode\nUid:\t1000\t1000\t1000\t1000\nNSpid:\t4242\t7\n";
+        assert_eq!(parse_status(text), Some((Some(7), 1000)));
+        assert_eq!(parse_status("Uid:\t0\t0\t0\t0\n"), Some((None, 0)));
+        assert_eq!(parse_status("Name:\tx\n"), None);
+    }
+
+    fn uid() -> u32 {
+        // SAFETY: getuid has no preconditions.
+        unsafe { libc::getuid() }
+    }
+
+    #[test]
+    fn hostile_maps_are_refused_with_a_reason() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let good = dir.path().join("perf-1.map");
+        std::fs::write(&good, "1000 10 f\n").expect("write");
+        let (map, stamp) = read(&good, uid(), MAX_MAP_BYTES, None).unwrap().unwrap();
+        assert_eq!(map.lookup(0x1000), Some("f"));
+        // Unchanged: not read again.
+        assert!(
+            read(&good, uid(), MAX_MAP_BYTES, Some(stamp))
+                .unwrap()
+                .is_none()
+        );
+        // Another user's.
+        let err = read(&good, uid() + 1, MAX_MAP_BYTES, None).unwrap_err();
+        assert!(
+            matches!(&err, Refused::Unsafe(m) if m.contains("owned by uid")),
+            "{err:?}"
+        );
+        // Too large (a small cap stands for 100 MB).
+        let err = read(&good, uid(), 4, None).unwrap_err();
+        assert!(
+            matches!(&err, Refused::Unsafe(m) if m.contains("bytes")),
+            "{err:?}"
+        );
+        // A symbolic link.
+        let link = dir.path().join("perf-2.map");
+        std::os::unix::fs::symlink(&good, &link).expect("symlink");
+        let err = read(&link, uid(), MAX_MAP_BYTES, None).unwrap_err();
+        assert!(
+            matches!(&err, Refused::Unsafe(m) if m.contains("symbolic link")),
+            "{err:?}"
+        );
+        // A FIFO nobody writes: refused at once, never waited on.
+        let fifo = dir.path().join("perf-3.map");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let err = read(&fifo, uid(), MAX_MAP_BYTES, None).unwrap_err();
+        assert!(
+            matches!(&err, Refused::Unsafe(m) if m.contains("not a regular file")),
+            "{err:?}"
+        );
+        // A directory.
+        let err = read(dir.path(), uid(), MAX_MAP_BYTES, None).unwrap_err();
+        assert!(matches!(&err, Refused::Unsafe(_)), "{err:?}");
+        // Missing.
+        let err = read(&dir.path().join("none"), uid(), MAX_MAP_BYTES, None).unwrap_err();
+        assert_eq!(err, Refused::Missing);
+    }
+
+    #[test]
+    fn a_large_map_of_garbage_costs_bounded_memory() {
+        // 8 MiB of one long line and of short garbage lines: parsed without panic, to
+        // no entry.
+        let long = "x".repeat(8 << 20);
+        assert_eq!(PerfMap::parse(&long).len(), 0);
+        let lines = "1 2\n-1 -1 -1\n\u{feff}ff 1 z\n".repeat(100_000);
+        let map = PerfMap::parse(&lines);
+        assert_eq!(map.len(), 0);
+        assert_eq!(map.skipped, 300_000);
+    }
+}
