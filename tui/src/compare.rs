@@ -34,6 +34,8 @@ const MOVERS: usize = 10;
 struct Report<'a> {
     #[serde(flatten)]
     comparison: &'a Comparison,
+    /// How the verdicts were reached, as the table's last line says it.
+    method: String,
     movers: Vec<Movers>,
     /// The top stacks of each memory profile both sides have, A → B.
     memory: Vec<benchtop_sessions::memory::MemoryPairs>,
@@ -48,7 +50,9 @@ struct Movers {
 }
 
 /// Compares the sessions of `args` and prints the result; the exit code is 1 with
-/// `--fail-on-regression` when a figure regressed.
+/// `--fail-on-regression` when a judged figure regressed. A profile that cannot be
+/// drawn is a note, never a failure: the table and the JSON are written whatever happens
+/// to a flamegraph.
 pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
     let load = |dir: &Path, which: &str| {
         let recorded = Recorded::load(dir).with_context(|| {
@@ -72,8 +76,9 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
     let (runs_a, runs_b) = (ra.runs(), rb.runs());
     let mut opts = CompareOptions::default();
     opts.threshold = args.threshold;
-    // One session a side, or series of runs: judged across runs when there are several.
-    let comparison = compare::compare_runs(&runs_a, &runs_b, &opts);
+    // Parts of one run are judged from their intervals; sessions and series across runs.
+    opts.parts = args.slow || args.range_a.is_some() || args.range_b.is_some();
+    let mut comparison = compare::compare_runs(&runs_a, &runs_b, &opts);
     // The stacks of every run of a side together; the latency plot of its first run.
     let (a, b) = (merged(&runs_a), merged(&runs_b));
 
@@ -104,14 +109,18 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
         if ta.is_empty() && tb.is_empty() {
             continue;
         }
-        files.extend(write_diff(
-            open_out(&mut out_dir, &out_path)?,
-            kind,
-            profile,
-            ta,
-            tb,
-            !args.no_normalize,
-        )?);
+        if let Some(note) = empty_profile_note(profile, ta.is_empty(), tb.is_empty()) {
+            comparison.notes.push(note);
+            continue;
+        }
+        match open_out(&mut out_dir, &out_path)
+            .and_then(|dir| write_diff(dir, kind, profile, ta, tb, !args.no_normalize))
+        {
+            Ok(written) => files.extend(written),
+            Err(e) => comparison
+                .notes
+                .push(format!("the {profile} flamegraphs were not written: {e:#}")),
+        }
         movers.push(Movers {
             profile,
             movers: compare::movers(ta, tb, MOVERS),
@@ -125,14 +134,19 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
             ));
         }
     }
-    if let Some(plot) = write_latency_plot(&mut out_dir, &out_path, runs_a[0], runs_b[0])? {
-        files.push(plot);
+    match write_latency_plot(&mut out_dir, &out_path, runs_a[0], runs_b[0]) {
+        Ok(Some(plot)) => files.push(plot),
+        Ok(None) => {}
+        Err(e) => comparison
+            .notes
+            .push(format!("the latency plot was not written: {e:#}")),
     }
 
     let mut out = std::io::stdout().lock();
     if args.json {
         let report = Report {
             comparison: &comparison,
+            method: comparison.method(),
             movers,
             memory: memory_tops,
             files: files.iter().map(|f| f.display().to_string()).collect(),
@@ -280,6 +294,20 @@ fn parts(
     Ok((
         Recorded::Session(Box::new(pa)),
         Recorded::Session(Box::new(pb)),
+    ))
+}
+
+/// The note for a profile that one side has empty (`None` when both have stacks): its
+/// differential flamegraph would have nothing to weigh against.
+fn empty_profile_note(profile: &str, a_empty: bool, b_empty: bool) -> Option<String> {
+    let side = match (a_empty, b_empty) {
+        (true, true) => "both sides",
+        (true, false) => "A",
+        (false, true) => "B",
+        (false, false) => return None,
+    };
+    Some(format!(
+        "{side}: the {profile} profile is empty, so it has no differential flamegraph"
     ))
 }
 

@@ -12,6 +12,7 @@ mod flame;
 mod hlog;
 mod hostile;
 mod monitors;
+mod sequential;
 mod store;
 mod verdicts;
 

@@ -188,7 +188,7 @@ fn table(state: &State, area: Rect, buf: &mut Buffer) {
     }
     let below = c.figures.len().saturating_sub(c.scroll + room);
     let mut note = format!(
-        "{:.0}% for all {} together; under {:.1}% is noise",
+        "{:.0}% for all {} judged together; same inside ±{:.1}%",
         (1.0 - c.alpha) * 100.0,
         c.judged,
         c.threshold * 100.0
