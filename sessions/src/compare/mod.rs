@@ -1065,6 +1065,43 @@ mod tests {
     }
 
     #[test]
+    fn a_far_run_is_set_aside_and_a_descheduled_one_is_noted() {
+        let runs: Vec<Session> = (0..4)
+            .map(|i| {
+                let mut s = session("a", if i == 2 { 3e6 } else { 1e6 }, 1_000_000, i + 1);
+                // 30 s of wall time each; the last run got a sixth of the CPU time.
+                s.meta.worker.cpu_time_s = Some(if i == 3 { 5.0 } else { 28.0 });
+                s
+            })
+            .collect();
+        let others: Vec<Session> = (0..4)
+            .map(|i| session("b", 1e6, 1_000_000, i + 11))
+            .collect();
+        let (a, b): (Vec<&Session>, Vec<&Session>) =
+            (runs.iter().collect(), others.iter().collect());
+        let c = compare_runs(&a, &b, &CompareOptions::default());
+        let text = c.to_text();
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.contains("runs set aside") && n.contains("messages/s 1")),
+            "{text}"
+        );
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.starts_with("A: run 4 looks disturbed")),
+            "{text}"
+        );
+        // Set aside, the run of three times the rate does not make messages/s a change.
+        assert_eq!(
+            figure(&c, "messages/s").change.verdict,
+            Verdict::Same,
+            "{text}"
+        );
+    }
+
+    #[test]
     fn one_session_a_side_gets_no_verdict_but_the_runs_it_would_take() {
         let a = session("a", 1e6, 1_000_000, 3);
         let b = session("b", 0.9e6, 1_000_000, 4);

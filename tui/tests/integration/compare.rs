@@ -299,8 +299,10 @@ fn a_session_with_an_empty_live_end_profile_compares_with_a_note() {
 }
 
 /// README's fourth example, run as written (its paths moved into a temporary directory):
-/// three runs of the ring's tell mode against three of its ask mode, which takes about
-/// twice as long, must say that time_taken_for_ring_messaging regressed.
+/// three runs of the ring's tell mode against three of its ask mode, which holds every
+/// pending reply, must say that peak RSS regressed. (Its time, about twice tell's in a
+/// release build, is undecided after three runs a side of a debug build on a loaded
+/// machine: 90 s against 169 s, [−34 %, +435 %], needing at least four.)
 #[test]
 fn the_readme_compare_example_runs_as_written_and_finds_the_regression() {
     let readme =
@@ -328,7 +330,8 @@ fn the_readme_compare_example_runs_as_written_and_finds_the_regression() {
     let text = String::from_utf8_lossy(&last.unwrap().stdout).into_owned();
     let row = text
         .lines()
-        .find(|l| l.starts_with("time_taken_for_ring_messaging "))
-        .unwrap_or_else(|| panic!("no time_taken_for_ring_messaging row:\n{text}"));
+        .find(|l| l.starts_with("peak RSS "))
+        .unwrap_or_else(|| panic!("no peak RSS row:\n{text}"));
     assert!(row.ends_with("regressed"), "{text}");
+    assert!(!text.contains("within noise"), "{text}");
 }
