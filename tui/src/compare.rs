@@ -113,14 +113,10 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
             comparison.notes.push(note);
             continue;
         }
-        match open_out(&mut out_dir, &out_path)
-            .and_then(|dir| write_diff(dir, kind, profile, ta, tb, !args.no_normalize))
-        {
-            Ok(written) => files.extend(written),
-            Err(e) => comparison
-                .notes
-                .push(format!("the {profile} flamegraphs were not written: {e:#}")),
-        }
+        let dir = open_out(&mut out_dir, &out_path)?;
+        let (written, note) = write_diff(dir, kind, profile, ta, tb, !args.no_normalize)?;
+        files.extend(written);
+        comparison.notes.extend(note);
         movers.push(Movers {
             profile,
             movers: compare::movers(ta, tb, MOVERS),
@@ -134,12 +130,8 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
             ));
         }
     }
-    match write_latency_plot(&mut out_dir, &out_path, runs_a[0], runs_b[0]) {
-        Ok(Some(plot)) => files.push(plot),
-        Ok(None) => {}
-        Err(e) => comparison
-            .notes
-            .push(format!("the latency plot was not written: {e:#}")),
+    if let Some(plot) = write_latency_plot(&mut out_dir, &out_path, runs_a[0], runs_b[0])? {
+        files.push(plot);
     }
 
     let mut out = std::io::stdout().lock();
@@ -397,7 +389,9 @@ fn default_out(a: &Path, b: &Path) -> PathBuf {
     PathBuf::from(format!("compare-{}-vs-{}", name(a), name(b)))
 }
 
-/// Writes diff-<profile>.folded and its two flamegraphs; returns the files.
+/// Writes diff-<profile>.folded and its two flamegraphs; returns the files, and a note
+/// when the stacks could not be drawn (a profile that cannot be rendered is never a
+/// failure of the comparison; a file that cannot be written is).
 fn write_diff(
     dir: &DirHandle,
     kind: StackKind,
@@ -405,8 +399,16 @@ fn write_diff(
     a: &StackTree,
     b: &StackTree,
     normalize: bool,
-) -> Result<Vec<PathBuf>> {
-    let diff = compare::diff_folded(a, b, normalize)?;
+) -> Result<(Vec<PathBuf>, Option<String>)> {
+    let not_drawn = |e: &dyn std::fmt::Display| {
+        Some(format!(
+            "the {profile} differential flamegraphs were not drawn: {e}"
+        ))
+    };
+    let diff = match compare::diff_folded(a, b, normalize) {
+        Ok(diff) => diff,
+        Err(e) => return Ok((Vec::new(), not_drawn(&e))),
+    };
     let folded = format!("diff-{profile}.folded");
     dir.write_atomically(&folded, diff.as_bytes())?;
     let mut files = vec![dir.join(&folded)];
@@ -425,9 +427,11 @@ fn write_diff(
     ] {
         let name = format!("diff-{profile}{suffix}.svg");
         let mut svg = Vec::new();
-        write_differential_svg(&diff, &title, kind.count_name(), negate, &mut svg)?;
+        if let Err(e) = write_differential_svg(&diff, &title, kind.count_name(), negate, &mut svg) {
+            return Ok((files, not_drawn(&e)));
+        }
         dir.write_atomically(&name, &svg)?;
         files.push(dir.join(&name));
     }
-    Ok(files)
+    Ok((files, None))
 }
