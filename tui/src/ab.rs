@@ -10,15 +10,14 @@
 //! With `--until-decided` the runs so far are judged after every pair from the second on
 //! (a *look*), and the experiment stops once every chosen figure is decided: changed
 //! (the comparison's verdict `improved`, `regressed` or `changed`: its interval excludes
-//! no change and the change is at least the threshold) or equivalent (its interval lies
-//! inside ± the threshold: two one-sided tests). Looking again and again at growing data
-//! would inflate the error rate of a fixed-sample test, so the error rate is split over
-//! the looks planned: with at most *M* runs a side there are at most *M* − 1 looks, and
-//! each look judges at α / (*M* − 1) (Bonferroni over the looks; within a look the
-//! comparison splits it again over its figures). The chance of any false verdict over
-//! the whole experiment stays at most α = 1 %. It is simple and conservative: an
-//! alpha-spending rule (O'Brien–Fleming) would stop sooner, at the price of a schedule
-//! that assumes equal information per look, which runs on a shared machine do not give.
+//! no change and the change is at least the threshold) or `same` (its interval lies
+//! inside ± the threshold). Looking again and again at growing data would inflate the
+//! error rate of a fixed-sample test, so the error rate is spent by the number of the
+//! look: look *k* judges at α·6/(π²*k*²), which sums to at most α over any number of looks
+//! (Σ 1/*k*² = π²/6), whatever `--max-runs` is; within a look the comparison splits it
+//! again over the chosen figures, the only ones it judges. The chance of any false verdict
+//! over the whole experiment stays at most α = 1 %, and a large change is decided at the
+//! first looks, where most of α is spent (61 % at the first, 15 % at the second).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -48,7 +47,8 @@ pub use crate::state::ab::Decision;
 /// Where `figure` stands, against `threshold`.
 pub fn decide(figure: &FigureComparison, threshold: f64) -> Decision {
     match figure.change.verdict {
-        v @ (Verdict::Improved | Verdict::Regressed | Verdict::Changed) => Decision::Changed(v),
+        v if v.is_change() => Decision::Changed(v),
+        Verdict::Same => Decision::Equivalent,
         _ => match figure.change.ci {
             Some((lo, hi)) if lo > -threshold && hi < threshold => Decision::Equivalent,
             _ => Decision::Open,
@@ -56,9 +56,10 @@ pub fn decide(figure: &FigureComparison, threshold: f64) -> Decision {
     }
 }
 
-/// The error rate of one look when `looks` are planned.
-pub fn alpha_per_look(looks: u32) -> f64 {
-    ALPHA / f64::from(looks.max(1))
+/// The error rate spent at look `k` (from 1): α·6/(π²k²), so that the looks of any
+/// experiment, however many, spend at most α together.
+pub fn alpha_at_look(k: usize) -> f64 {
+    benchtop_sessions::compare::alpha_at_look(ALPHA, k)
 }
 
 /// Splits the sides into A's run arguments and B's.
@@ -208,20 +209,24 @@ pub fn ab(args: &AbArgs) -> Result<ExitCode> {
     let experiment = Experiment::prepare(args, false)?;
     let plan = experiment.plan();
     eprintln!(
-        "benchtop: ab into {}: {}, each at α = {:.3}%",
+        "benchtop: ab into {}: {}",
         plan.dir.display(),
-        plan_text(&plan),
-        plan.alpha * 100.0
+        plan_text(&plan)
     );
     let pairs = plan.pairs;
-    let outcome = experiment.run(&mut |event| {
-        if let AbEvent::Look(look) = event {
-            eprintln!(
-                "benchtop: ab {}/{pairs}: {}",
-                look.pair,
-                progress(&look.figures)
-            );
+    let outcome = experiment.run(&mut |event| match event {
+        AbEvent::Look(look) => eprintln!(
+            "benchtop: ab {}/{pairs}: {}",
+            look.pair,
+            progress(&look.figures)
+        ),
+        // With -q the runs' own lines are gone; their warnings stay.
+        AbEvent::RunEnded(run) if args.quiet => {
+            for w in &run.warnings {
+                eprintln!("benchtop: warning: {}: {w}", run.name);
+            }
         }
+        _ => {}
     })?;
     if outcome.stopped {
         eprintln!("benchtop: ab stopped: judging the runs recorded so far");
@@ -229,16 +234,21 @@ pub fn ab(args: &AbArgs) -> Result<ExitCode> {
     finish(&plan, &outcome)
 }
 
-/// `at most 20 runs a side, 19 looks` or `5 runs a side, one look`.
+/// `at most 20 runs a side, look k at α·6/(π²k²) (0.608 % at the first)` or `5 runs a
+/// side, one look at α = 1 %`.
 fn plan_text(plan: &AbPlan) -> String {
     if plan.until_decided {
         format!(
-            "at most {} runs a side, {} looks",
+            "at most {} runs a side, look k at α·6/(π²k²) ({:.3} % at the first, 1 % over all)",
             plan.pairs,
-            plan.pairs.saturating_sub(1)
+            alpha_at_look(1) * 100.0
         )
     } else {
-        format!("{} runs a side, one look", plan.pairs)
+        format!(
+            "{} runs a side, one look at α = {} %",
+            plan.pairs,
+            ALPHA * 100.0
+        )
     }
 }
 
@@ -250,6 +260,20 @@ pub fn finish(plan: &AbPlan, outcome: &AbOutcome) -> Result<ExitCode> {
     writeln!(out)?;
     for (name, d) in &outcome.decided {
         writeln!(out, "decided: {name}: {d}")?;
+    }
+    let open: Vec<&str> = outcome
+        .decided
+        .iter()
+        .filter(|(_, d)| *d == Decision::Open)
+        .map(|(n, _)| n.as_str())
+        .collect();
+    if !open.is_empty() {
+        writeln!(
+            out,
+            "undecided after {} pairs: {}",
+            outcome.runs_a.min(outcome.runs_b),
+            open.join(", ")
+        )?;
     }
     writeln!(
         out,
@@ -300,15 +324,23 @@ impl Experiment {
         } else {
             args.runs
         };
-        // Looks after pairs 2 ..= pairs; a fixed number of runs is judged once.
-        let looks = if args.until_decided { pairs - 1 } else { 1 };
         let mut opts = CompareOptions::default();
         opts.threshold = args.threshold;
-        opts.alpha = alpha_per_look(looks);
+        // A fixed number of runs is judged once, at α; looks after every pair spend α by
+        // their number.
+        opts.alpha = if args.until_decided {
+            alpha_at_look(1)
+        } else {
+            ALPHA
+        };
+        if !args.figure.is_empty() {
+            opts.figures = Some(args.figure.clone());
+        }
         let dir = experiment_dir(args.record.as_deref())?;
         let mut rec_a = SeriesRecorder::create(Some(&dir.join("a")), &a_name, Vec::new(), quiet)?;
         let mut rec_b = SeriesRecorder::create(Some(&dir.join("b")), &b_name, Vec::new(), quiet)?;
-        if silent {
+        // -q drops the runs' own lines (the headless loop still prints their warnings).
+        if silent || args.quiet {
             rec_a.silence();
             rec_b.silence();
         }
@@ -354,6 +386,7 @@ impl Experiment {
         let mut last: Option<Comparison> = None;
         let total = 2 * plan.pairs;
         let no_point = BTreeMap::new();
+        let mut look = 0;
         'pairs: for pair in 1..=plan.pairs {
             for (n, side, rec, opts_side, runs) in [
                 (2 * pair - 1, Side::A, &mut self.rec_a, &self.a, &mut runs_a),
@@ -389,9 +422,18 @@ impl Experiment {
             if runs_a.is_empty() || runs_b.is_empty() {
                 continue;
             }
-            let comparison = judge(&runs_a, &runs_b, &self.opts);
+            if plan.until_decided && runs_a.len() >= 2 && runs_b.len() >= 2 {
+                look += 1;
+                self.opts.alpha = alpha_at_look(look);
+            }
+            let mut comparison = judge(&runs_a, &runs_b, &self.opts);
             if chosen.is_empty() {
                 chosen = choose(&comparison, &self.figures)?;
+                if self.opts.figures.is_none() {
+                    // Only the chosen figures are judged, so α is split over them alone.
+                    self.opts.figures = Some(chosen.clone());
+                    comparison = judge(&runs_a, &runs_b, &self.opts);
+                }
             }
             let decisions = decisions(&comparison, &chosen, plan.threshold);
             tell(AbEvent::Look(Look {
@@ -537,11 +579,7 @@ mod tests {
             a: 1.0,
             b: 1.0 + change,
             better: Some(benchtop_sessions::meta::Better::Lower),
-            change: Change {
-                change,
-                ci,
-                verdict,
-            },
+            change: Change::judged(change, ci, verdict),
         }
     }
 
@@ -553,30 +591,25 @@ mod tests {
             Decision::Changed(Verdict::Regressed)
         );
         assert_eq!(
-            decide(
-                &figure(0.001, Some((-0.01, 0.015)), Verdict::WithinNoise),
-                t
-            ),
+            decide(&figure(0.001, Some((-0.01, 0.015)), Verdict::Same), t),
             Decision::Equivalent
         );
         assert_eq!(
-            decide(
-                &figure(0.001, Some((-0.05, 0.015)), Verdict::WithinNoise),
-                t
-            ),
+            decide(&figure(0.001, Some((-0.05, 0.015)), Verdict::Undecided), t),
             Decision::Open
         );
         assert_eq!(
-            decide(&figure(0.3, None, Verdict::TooFewSamples), t),
+            decide(&figure(0.3, None, Verdict::Undecided), t),
             Decision::Open
         );
     }
 
     #[test]
-    fn the_error_rate_is_split_over_the_planned_looks() {
-        assert!((alpha_per_look(1) - ALPHA).abs() < 1e-12);
-        assert!((alpha_per_look(9) * 9.0 - ALPHA).abs() < 1e-12);
-        assert!(alpha_per_look(0) <= ALPHA);
+    fn the_error_rate_is_spent_by_look_number_and_sums_to_at_most_alpha() {
+        let spent: f64 = (1..=100_000).map(alpha_at_look).sum();
+        assert!(spent <= ALPHA && spent > 0.9999 * ALPHA, "{spent}");
+        assert!((alpha_at_look(1) - 0.006_079).abs() < 1e-6);
+        assert!(alpha_at_look(2) < alpha_at_look(1) && alpha_at_look(0) <= ALPHA);
     }
 
     fn words(w: &[&str]) -> Vec<OsString> {

@@ -153,15 +153,19 @@ per-interval stacks (schema 1) say so and show the whole run's functions."
         top: usize,
     },
     /// Compare session B against session A (or series of runs: `run --runs N`): every
-    /// comparable figure with a verdict
-    /// judged from the per-interval samples, the differential flamegraphs, and the
-    /// functions whose share moved most.
+    /// comparable figure with its change and verdict, the differential flamegraphs, and
+    /// the functions whose share moved most.
     ///
-    /// Verdicts come from a bootstrap of the intervals, with 99 % confidence for all the
-    /// figures together (Bonferroni): a change is improved or regressed only beyond the
-    /// threshold and the noise. The
-    /// differential stacks (diff-cpu.folded, diff-cpu.svg and diff-cpu-negated.svg, and
-    /// the same for off-CPU) go to --out.
+    /// Runs are the unit of evidence: figures are judged across runs, on the log of the
+    /// ratio B / A, with 99 % confidence for all the figures together (Bonferroni).
+    /// Verdicts: regressed or improved (the interval excludes no change and the change
+    /// passes the threshold), same (the interval lies inside ± the threshold), undecided
+    /// (with the runs a side it would take). One run a side gets no verdicts, only the runs
+    /// it would take: record series with `run --runs N`. Parts of one run (--range-a,
+    /// --range-b, --slow) are judged from their intervals. The differential stacks
+    /// (diff-cpu.folded, diff-cpu.svg and diff-cpu-negated.svg, and the same for off-CPU
+    /// and memory) go to --out. Exit status: 1 with --fail-on-regression when a judged
+    /// figure regressed, 2 on an error.
     #[command(
         after_help = "Examples:\n  benchtop compare sessions/before sessions/after\n  \
 benchtop compare A B --markdown --threshold 5% --fail-on-regression\n  \
@@ -212,8 +216,8 @@ benchtop reap --signal KILL\n  benchtop reap --grace 10s"
     ///
     /// Each side is what `benchtop run` takes for a built-in workload. Both series and
     /// the comparison go under one directory (a/, b/, comparison.txt, comparison.json).
-    /// The exit status is 1 when a chosen figure regressed beyond the threshold, as
-    /// `compare --fail-on-regression`.
+    /// The exit status is 1 when a chosen figure regressed beyond the threshold (as
+    /// `compare --fail-on-regression`) or a run failed, 2 on an error.
     #[command(after_help = "Examples:\n  \
 benchtop ab --runs 5 -- ring --num-nodes 1000 -- ring --num-nodes 2000\n  \
 benchtop ab --until-decided --max-runs 20 --figure 'lap p50' -- ring --mode tell -- ring --mode ask")]
@@ -312,18 +316,19 @@ pub struct AbArgs {
           value_parser = clap::value_parser!(u32).range(2..=1_000))]
     pub runs: u32,
     /// Stop as soon as every chosen figure is decided: changed beyond the threshold, or
-    /// equivalent within it; at most --max-runs runs a side.
+    /// the same within it; at most --max-runs runs a side (look k spends α·6/(π²k²)).
     #[arg(long)]
     pub until_decided: bool,
     /// With --until-decided: the most runs of each side.
     #[arg(long, value_name = "M", default_value_t = 20,
           value_parser = clap::value_parser!(u32).range(2..=1_000))]
     pub max_runs: u32,
-    /// Changes smaller than this are within noise (`2%` or `0.02`).
+    /// The smallest change called regressed or improved; an interval inside ± it is the
+    /// same (`2%` or `0.02`).
     #[arg(long, value_name = "T", default_value = "2%", value_parser = parse_fraction)]
     pub threshold: f64,
-    /// A figure that decides (`messages/s`, `lap p99`…); repeat for several [default:
-    /// every figure the comparison judges].
+    /// A figure that decides (`messages/s`, `lap p99`…), the only ones judged (the rest
+    /// are shown); repeat for several [default: every figure with a better direction].
     #[arg(long, value_name = "NAME")]
     pub figure: Vec<String>,
     /// The directory for both series and the comparison [default:
@@ -386,7 +391,8 @@ pub struct CompareArgs {
     /// Print a Markdown table (for CI comments).
     #[arg(long)]
     pub markdown: bool,
-    /// Changes smaller than this are within noise (`2%` or `0.02`).
+    /// The smallest change called regressed or improved; an interval inside ± it is the
+    /// same (`2%` or `0.02`).
     #[arg(long, value_name = "T", default_value = "2%", value_parser = parse_fraction)]
     pub threshold: f64,
     /// Exit with status 1 when a figure regressed beyond the threshold.
@@ -406,7 +412,8 @@ pub struct OpenArgs {
     /// The session compared with A (after).
     #[arg(value_name = "B")]
     pub b: Option<PathBuf>,
-    /// Changes smaller than this are within noise (`2%` or `0.02`).
+    /// The smallest change called regressed or improved; an interval inside ± it is the
+    /// same (`2%` or `0.02`).
     #[arg(long, value_name = "T", default_value = "2%", value_parser = parse_fraction)]
     pub threshold: f64,
     /// Leave the mouse to the terminal (text selection) instead of focusing panes.

@@ -34,6 +34,8 @@ const MOVERS: usize = 10;
 struct Report<'a> {
     #[serde(flatten)]
     comparison: &'a Comparison,
+    /// How the verdicts were reached, as the table's last line says it.
+    method: String,
     movers: Vec<Movers>,
     /// The top stacks of each memory profile both sides have, A → B.
     memory: Vec<benchtop_sessions::memory::MemoryPairs>,
@@ -48,7 +50,9 @@ struct Movers {
 }
 
 /// Compares the sessions of `args` and prints the result; the exit code is 1 with
-/// `--fail-on-regression` when a figure regressed.
+/// `--fail-on-regression` when a judged figure regressed. A profile that cannot be
+/// drawn is a note, never a failure: the table and the JSON are written whatever happens
+/// to a flamegraph.
 pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
     let load = |dir: &Path, which: &str| {
         let recorded = Recorded::load(dir).with_context(|| {
@@ -72,8 +76,9 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
     let (runs_a, runs_b) = (ra.runs(), rb.runs());
     let mut opts = CompareOptions::default();
     opts.threshold = args.threshold;
-    // One session a side, or series of runs: judged across runs when there are several.
-    let comparison = compare::compare_runs(&runs_a, &runs_b, &opts);
+    // Parts of one run are judged from their intervals; sessions and series across runs.
+    opts.parts = args.slow || args.range_a.is_some() || args.range_b.is_some();
+    let mut comparison = compare::compare_runs(&runs_a, &runs_b, &opts);
     // The stacks of every run of a side together; the latency plot of its first run.
     let (a, b) = (merged(&runs_a), merged(&runs_b));
 
@@ -104,14 +109,14 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
         if ta.is_empty() && tb.is_empty() {
             continue;
         }
-        files.extend(write_diff(
-            open_out(&mut out_dir, &out_path)?,
-            kind,
-            profile,
-            ta,
-            tb,
-            !args.no_normalize,
-        )?);
+        if let Some(note) = empty_profile_note(profile, ta.is_empty(), tb.is_empty()) {
+            comparison.notes.push(note);
+            continue;
+        }
+        let dir = open_out(&mut out_dir, &out_path)?;
+        let (written, note) = write_diff(dir, kind, profile, ta, tb, !args.no_normalize)?;
+        files.extend(written);
+        comparison.notes.extend(note);
         movers.push(Movers {
             profile,
             movers: compare::movers(ta, tb, MOVERS),
@@ -133,6 +138,7 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
     if args.json {
         let report = Report {
             comparison: &comparison,
+            method: comparison.method(),
             movers,
             memory: memory_tops,
             files: files.iter().map(|f| f.display().to_string()).collect(),
@@ -286,6 +292,20 @@ fn parts(
     ))
 }
 
+/// The note for a profile that one side has empty (`None` when both have stacks): its
+/// differential flamegraph would have nothing to weigh against.
+fn empty_profile_note(profile: &str, a_empty: bool, b_empty: bool) -> Option<String> {
+    let side = match (a_empty, b_empty) {
+        (true, true) => "both sides",
+        (true, false) => "A",
+        (false, true) => "B",
+        (false, false) => return None,
+    };
+    Some(format!(
+        "{side}: the {profile} profile is empty, so it has no differential flamegraph"
+    ))
+}
+
 /// Nanoseconds as seconds, as ranges are written.
 fn human_s(ns: u64) -> String {
     format!("{}s", ns as f64 / 1e9)
@@ -372,7 +392,9 @@ fn default_out(a: &Path, b: &Path) -> PathBuf {
     PathBuf::from(format!("compare-{}-vs-{}", name(a), name(b)))
 }
 
-/// Writes diff-<profile>.folded and its two flamegraphs; returns the files.
+/// Writes diff-<profile>.folded and its two flamegraphs; returns the files, and a note
+/// when the stacks could not be drawn (a profile that cannot be rendered is never a
+/// failure of the comparison; a file that cannot be written is).
 fn write_diff(
     dir: &DirHandle,
     kind: Kind,
@@ -380,8 +402,16 @@ fn write_diff(
     a: &StackTree,
     b: &StackTree,
     normalize: bool,
-) -> Result<Vec<PathBuf>> {
-    let diff = compare::diff_folded(a, b, normalize)?;
+) -> Result<(Vec<PathBuf>, Option<String>)> {
+    let not_drawn = |e: &dyn std::fmt::Display| {
+        Some(format!(
+            "the {profile} differential flamegraphs were not drawn: {e}"
+        ))
+    };
+    let diff = match compare::diff_folded(a, b, normalize) {
+        Ok(diff) => diff,
+        Err(e) => return Ok((Vec::new(), not_drawn(&e))),
+    };
     let folded = format!("diff-{profile}.folded");
     dir.write_atomically(&folded, diff.as_bytes())?;
     let mut files = vec![dir.join(&folded)];
@@ -400,9 +430,11 @@ fn write_diff(
     ] {
         let name = format!("diff-{profile}{suffix}.svg");
         let mut svg = Vec::new();
-        write_differential_svg(&diff, &title, kind.count_name(), negate, &mut svg)?;
+        if let Err(e) = write_differential_svg(&diff, &title, kind.count_name(), negate, &mut svg) {
+            return Ok((files, not_drawn(&e)));
+        }
         dir.write_atomically(&name, &svg)?;
         files.push(dir.join(&name));
     }
-    Ok(files)
+    Ok((files, None))
 }

@@ -33,6 +33,43 @@ pub use cli::Cli;
 use cli::{Command, RecordArgs};
 use record::{RecordOptions, RecordOutcome, Target};
 
+/// An error of a command whose status 1 says that a figure regressed (`compare`, `ab`):
+/// such an error exits with status 2 instead.
+#[derive(Debug)]
+pub struct JudgingFailed(anyhow::Error);
+
+impl std::fmt::Display for JudgingFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::error::Error for JudgingFailed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl JudgingFailed {
+    /// The exit status of such an error.
+    pub const STATUS: u8 = 2;
+}
+
+/// `e` as a [`JudgingFailed`], unless standard output went away (a broken pipe is no
+/// failure of the comparison).
+fn judging_failed(e: anyhow::Error) -> anyhow::Error {
+    let broken_pipe = e.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    });
+    if broken_pipe {
+        e
+    } else {
+        anyhow::Error::new(JudgingFailed(e))
+    }
+}
+
 /// Runs the command line; the exit code says how the run ended.
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
@@ -96,7 +133,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Some(Command::Ab(args)) => {
             warn_of_orphans();
-            ab::ab(&args)
+            ab::ab(&args).map_err(judging_failed)
         }
         Some(Command::ExecGate { command }) => Ok(external::exec_gate(&command)),
         Some(Command::Reap(args)) => reap::reap(&args),
@@ -109,7 +146,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             Some(range) => show::show_range(&dir, &range, top),
             None => show::show(&dir, json),
         },
-        Some(Command::Compare(args)) => compare::compare(&args),
+        Some(Command::Compare(args)) => compare::compare(&args).map_err(judging_failed),
         Some(Command::Open(args)) => app::open(&args),
         Some(Command::Export(args)) => export::export(&args),
         Some(Command::Worker { workload }) => worker(&workload),

@@ -25,7 +25,11 @@ fn main() -> ExitCode {
         Err(e) => {
             // Not eprintln!: a standard error that is gone must not turn into a panic.
             let _ = writeln!(std::io::stderr().lock(), "benchtop: {}", message(&e));
-            ExitCode::FAILURE
+            if e.downcast_ref::<benchtop::JudgingFailed>().is_some() {
+                ExitCode::from(benchtop::JudgingFailed::STATUS)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

@@ -1,36 +1,36 @@
 //! The statistics of a comparison: how sure a change is.
 //!
-//! Each side of a figure is a list of *runs*, each run a list of per-interval values with
-//! their weights (an interval's length; a figure with one value per run has one). The
-//! figure's value on a side is the mean over its runs of each run's value (the weighted
-//! mean of its intervals, or for a latency percentile the percentile of its intervals
-//! merged). How far that can move by chance comes from a two-stage bootstrap: the runs are
-//! resampled with replacement, and within each run drawn its intervals, and the relative
-//! change of B against A is recomputed each time. With one run a side the intervals are
-//! all the bootstrap sees, so the interval covers the noise within a run only; with runs
-//! on both sides it covers the noise between runs, the larger one on shared machines. A
-//! side of one run against several borrows the other side's spread between runs.
+//! **Runs are the unit of evidence.** Each side of a figure is a list of runs, each with
+//! its whole-run value (the weighted mean of its intervals, a latency percentile of its
+//! intervals merged, or a single value such as a summary figure). A figure is judged on
+//! the log of the ratio B / A: each side's value is the geometric mean of its runs, and the
+//! interval is a Student *t* interval on the difference of the sides' mean logs, with the
+//! spread between runs pooled over both sides. Reported as percentages, an interval on the
+//! log ratio can never pass −100 %.
 //!
-//! The interval of a figure is the change ± *c* standard errors of the bootstrap, where
-//! *c* is Student's *t* quantile at 1 − α/(2*k*) for the *k* figures judged together
-//! (Bonferroni): the chance that a comparison flags any of its figures when nothing
-//! changed is at most α, 1 % by default, however many figures it shows. Degrees of freedom
-//! are those of the units resampled (intervals or runs, both sides, less two), so short
-//! runs and few runs get wide intervals rather than confident verdicts. The standard
-//! error of a side resampled from *n* units is corrected by √(*n* / (*n* − 1)), the
-//! bootstrap's known shortfall for small samples.
+//! **One descheduled run cannot flip a verdict.** With three runs or more on a side, a run
+//! more than 2.5 times or less than 1/2.5 of the median of its side's other runs (and far
+//! outside their own spread) is set aside — at most a minority of the side — and the
+//! comparison names it: on a loaded machine such a run measured the machine, not the code.
 //!
-//! A run of more than [`MAX_BLOCKS`] intervals is resampled as that many blocks of
-//! consecutive intervals (a block bootstrap): for independent intervals the standard error
-//! is the same as drawing the intervals one by one, where neighbouring intervals move
-//! together it is the truer one, and the cost of a comparison stops growing with the length
-//! of the run (an hour at 100 ms is 36,000 intervals a side). The shown values are those of
-//! every interval, never of the blocks.
+//! **One run a side** cannot show the noise between runs, so no figure gets a verdict:
+//! each shows its change and the runs a side a verdict would take ([`Needs`]), from the
+//! noise within the run (block means of its intervals) — a floor, since runs also differ
+//! from each other.
+//!
+//! **Parts of one run** (time ranges, slow intervals) have no runs to draw: there the
+//! intervals stand in for runs, resampled in blocks of consecutive intervals (a block
+//! bootstrap, blocks of about the cube root of the intervals, at most [`MAX_BLOCKS`]
+//! blocks), since neighbouring intervals move together.
+//!
+//! The critical value is Student's *t* at 1 − α/(2*k*) for the *k* figures judged together
+//! (Bonferroni): the chance that a comparison calls any figure changed when nothing changed
+//! is at most α, 1 % by default.
 
-use std::borrow::Cow;
 use std::ops::Range;
 
 use hdrhistogram::Histogram;
+use serde::{Serialize, Serializer};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::{Change, CompareOptions, Verdict};
@@ -39,53 +39,83 @@ use crate::meta::Better;
 /// One run of a figure: `(value, weight)` per interval.
 pub(crate) type Run = Vec<(f64, f64)>;
 
-/// Resamples of whole-run percentiles: each merges every interval of every run drawn, so
-/// fewer than for means suffice for a standard error (`benches/compare.rs` measures the
-/// cost of two series of 30 runs).
+/// Resamples of whole-run percentiles in parts of one run: each merges every interval
+/// drawn, so fewer than for means suffice for a standard error.
 pub const PERCENTILE_RESAMPLES: usize = 500;
 /// Width of the bins the resampled histograms are merged in: 0.5 %, well inside the
-/// noise threshold.
+/// threshold.
 const PERCENTILE_BIN_RATIO: f64 = 1.005;
 
-/// The most units a run offers the bootstrap: a longer run's intervals are drawn in this
-/// many blocks of consecutive intervals.
+/// The most blocks a run's intervals are drawn in (an hour at 100 ms is 36,000 intervals:
+/// blocks of 36).
 pub const MAX_BLOCKS: usize = 1_000;
 
-/// The blocks `m` intervals are drawn in: each interval its own block up to
-/// [`MAX_BLOCKS`], else that many runs of consecutive intervals, their lengths at most one
-/// apart.
-fn blocks(m: usize) -> impl Iterator<Item = Range<usize>> {
-    let n = m.min(MAX_BLOCKS);
+/// The most runs a side that [`Needs`] counts up to.
+pub const MOST_RUNS_NEEDED: u32 = 100;
+
+/// The runs a side that one-value figures ask for when recorded once a side.
+pub const RUNS_TO_RECORD: u32 = 5;
+
+/// How many runs a side a figure would take to be judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// At least this many runs a side (the noise within a run as a floor).
+    Runs(u32),
+    /// More than [`MOST_RUNS_NEEDED`].
+    MoreThanMost,
+    /// A figure with one value per run: nothing tells its noise; record a series.
+    Record,
+}
+
+impl std::fmt::Display for Needs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Needs::Runs(n) => write!(f, "needs ≥ {n} runs a side"),
+            Needs::MoreThanMost => write!(f, "needs > {MOST_RUNS_NEEDED} runs a side"),
+            Needs::Record => write!(f, "record with `--runs {RUNS_TO_RECORD}`"),
+        }
+    }
+}
+
+impl Serialize for Needs {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Needs::Runs(n) => s.serialize_u32(*n),
+            Needs::MoreThanMost => s.serialize_str(&format!("> {MOST_RUNS_NEEDED}")),
+            Needs::Record => s.serialize_str(&format!("--runs {RUNS_TO_RECORD}")),
+        }
+    }
+}
+
+/// The blocks `m` intervals are drawn in: runs of consecutive intervals of about the cube
+/// root of `m` (one interval each up to 3), at most [`MAX_BLOCKS`] of them, their lengths
+/// at most one apart.
+pub(crate) fn blocks(m: usize) -> impl Iterator<Item = Range<usize>> {
+    let length = ((m as f64).cbrt().round() as usize)
+        .max(m.div_ceil(MAX_BLOCKS))
+        .max(1);
+    let n = (m / length).max(usize::from(m > 0));
     (0..n).map(move |b| b * m / n..(b + 1) * m / n)
 }
 
-/// `runs` with each run of more than [`MAX_BLOCKS`] intervals as its blocks: a block's
-/// value is its intervals' weighted mean and its weight their summed weight, so the
-/// weighted mean of any draw of blocks is that of the intervals they hold.
-fn blocked(runs: &[Run]) -> Cow<'_, [Run]> {
-    if runs.iter().all(|r| r.len() <= MAX_BLOCKS) {
-        return Cow::Borrowed(runs);
-    }
-    Cow::Owned(
-        runs.iter()
-            .map(|run| {
-                blocks(run.len())
-                    .map(|range| {
-                        let (mut sum, mut weight) = (0.0, 0.0);
-                        for &(v, w) in &run[range] {
-                            sum += v * w;
-                            weight += w;
-                        }
-                        if weight > 0.0 {
-                            (sum / weight, weight)
-                        } else {
-                            (0.0, 0.0)
-                        }
-                    })
-                    .collect()
-            })
-            .collect(),
-    )
+/// `run` as its blocks: a block's value is its intervals' weighted mean and its weight
+/// their summed weight, so the weighted mean of any draw of blocks is that of the
+/// intervals they hold.
+fn blocked(run: &Run) -> Run {
+    blocks(run.len())
+        .map(|range| {
+            let (mut sum, mut weight) = (0.0, 0.0);
+            for &(v, w) in &run[range] {
+                sum += v * w;
+                weight += w;
+            }
+            if weight > 0.0 {
+                (sum / weight, weight)
+            } else {
+                (0.0, 0.0)
+            }
+        })
+        .collect()
 }
 
 /// The latency figures of each metric: name suffix and quantile (1.0: the maximum).
@@ -97,22 +127,34 @@ pub(crate) const QUANTILES: [(&str, f64); 5] = [
     ("max", 1.0),
 ];
 
-/// What the units of a judgement were.
+/// What the units of a comparison are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Units {
-    /// One run a side: its intervals.
+    /// Parts of one run: its intervals, in blocks.
     Intervals,
     /// Runs.
     Runs,
+    /// One run a side, not parts of one: nothing to judge the noise between runs by.
+    OneRunEach,
 }
 
 impl Units {
-    /// The units of a figure with `na` and `nb` runs.
-    pub(crate) fn of(na: usize, nb: usize) -> Units {
-        if na <= 1 && nb <= 1 {
-            Units::Intervals
-        } else {
-            Units::Runs
+    /// The units of a comparison of `na` and `nb` runs; `parts` when the sides are parts
+    /// of one run.
+    pub(crate) fn of(na: usize, nb: usize, parts: bool) -> Units {
+        match (na <= 1 && nb <= 1, parts) {
+            (true, true) => Units::Intervals,
+            (true, false) => Units::OneRunEach,
+            (false, _) => Units::Runs,
+        }
+    }
+
+    /// The word of the comparison's `noise` field.
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            Units::Intervals => "intervals",
+            Units::Runs => "runs",
+            Units::OneRunEach => "none",
         }
     }
 }
@@ -145,37 +187,115 @@ pub(crate) fn run_value(run: &Run) -> f64 {
     weighted_mean(run.iter().copied())
 }
 
-/// A side's value: the mean of its runs' values.
-pub(crate) fn side_value(runs: &[Run]) -> f64 {
-    let values: Vec<f64> = runs
-        .iter()
-        .map(run_value)
-        .filter(|v| v.is_finite())
-        .collect();
-    if values.is_empty() {
+/// One side of a figure: each run's whole-run value, and each run's intervals (empty for
+/// a figure with one value per run).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Side {
+    pub(crate) values: Vec<f64>,
+    pub(crate) intervals: Vec<Run>,
+}
+
+impl Side {
+    /// Whether the figure is zero in more than half of the side's intervals (or of its runs,
+    /// for a figure with one value per run): too sparse for a ratio to mean anything.
+    pub(crate) fn sparse(&self) -> bool {
+        let (zeros, all) = if self.intervals.iter().any(|r| !r.is_empty()) {
+            let all = self.intervals.iter().map(Vec::len).sum::<usize>();
+            let zeros = self
+                .intervals
+                .iter()
+                .flatten()
+                .filter(|(v, _)| *v == 0.0)
+                .count();
+            (zeros, all)
+        } else {
+            let zeros = self.values.iter().filter(|v| **v == 0.0).count();
+            (zeros, self.values.len())
+        };
+        2 * zeros > all
+    }
+
+    /// The logs of the runs' values that can be judged (finite and positive).
+    fn logs(&self) -> Vec<f64> {
+        self.values
+            .iter()
+            .filter(|v| v.is_finite() && **v > 0.0)
+            .map(|v| v.ln())
+            .collect()
+    }
+}
+
+/// The median of `v` (sorted in place); NaN when empty.
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
         return f64::NAN;
     }
-    values.iter().sum::<f64>() / values.len() as f64
-}
-
-/// The units a side offers to the bootstrap: its runs when it has several, else the
-/// intervals of its one run.
-fn units(runs: &[Run], units: Units) -> usize {
-    match units {
-        Units::Runs => runs.len(),
-        Units::Intervals => runs.first().map_or(0, Vec::len),
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 
-/// Whether a figure with these sides can be judged: two units a side (intervals or runs),
-/// or one run against several.
-pub(crate) fn judgeable(a: &[Run], b: &[Run]) -> bool {
-    let kind = Units::of(a.len(), b.len());
-    let (ua, ub) = (units(a, kind), units(b, kind));
-    match kind {
-        Units::Intervals => ua >= 2 && ub >= 2,
-        Units::Runs => ua.max(ub) >= 2 && ua.min(ub) >= 1,
+/// How far from the median of its side's other runs a run must be to be set aside: more
+/// than 2.5 times or less than 1/2.5 of it (and [`FAR_SPREADS`] of their spread).
+pub const FAR_RATIO: f64 = 2.5;
+
+/// How many of the other runs' spreads (1.4826 × their median absolute deviation of the
+/// logs, a standard deviation for normal noise) a run set aside must be from their median:
+/// a figure whose runs all scatter widely (a latency maximum on a loaded machine) keeps
+/// them all.
+const FAR_SPREADS: f64 = 5.0;
+
+/// The logs of a side's runs with the runs set aside removed, and how many were: with
+/// three runs or more, a run far from the median of the side's other runs ([`FAR_RATIO`]),
+/// when such runs are a minority of the side.
+pub(crate) fn kept_logs(logs: &[f64]) -> (Vec<f64>, usize) {
+    if logs.len() < 3 {
+        return (logs.to_vec(), 0);
     }
+    let far: Vec<bool> = (0..logs.len())
+        .map(|i| {
+            let mut others: Vec<f64> = logs
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, x)| *x)
+                .collect();
+            let centre = median(&mut others);
+            let mut deviations: Vec<f64> = others.iter().map(|x| (x - centre).abs()).collect();
+            let spread = 1.4826 * median(&mut deviations);
+            (logs[i] - centre).abs() > FAR_RATIO.ln().max(FAR_SPREADS * spread)
+        })
+        .collect();
+    let aside = far.iter().filter(|f| **f).count();
+    if aside == 0 || 2 * aside >= logs.len() {
+        return (logs.to_vec(), 0);
+    }
+    let kept = logs
+        .iter()
+        .zip(&far)
+        .filter(|(_, f)| !**f)
+        .map(|(x, _)| *x)
+        .collect();
+    (kept, aside)
+}
+
+/// The mean of `v`; NaN when empty.
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// The sum of squared deviations from the mean.
+fn squares(v: &[f64]) -> f64 {
+    let m = mean(v);
+    v.iter().map(|x| (x - m).powi(2)).sum()
 }
 
 /// The critical value for `judged` figures at family-wise `alpha` with `df` degrees of
@@ -189,269 +309,290 @@ fn critical(alpha: f64, judged: usize, df: f64) -> f64 {
     }
 }
 
-/// The degrees of freedom of a judgement: units less one a side.
-fn degrees(a: &[Run], b: &[Run], kind: Units) -> f64 {
-    let (ua, ub) = (units(a, kind), units(b, kind));
-    (ua.saturating_sub(1) + ub.saturating_sub(1)).max(1) as f64
+/// A judged figure: the change shown and its interval, both on the log of the ratio.
+#[derive(Debug, Clone, Copy)]
+struct LogInterval {
+    /// ln(B / A).
+    change: f64,
+    /// Its interval, when there is one.
+    ci: Option<(f64, f64)>,
+    /// The spread of one run's log value, for the runs a side it would take.
+    sigma: f64,
 }
 
-/// Standard deviation of `v` (n − 1), 0 for fewer than two.
-fn std_dev(v: &[f64]) -> f64 {
-    if v.len() < 2 {
-        return 0.0;
+/// `verdict` from an interval on the log ratio, the threshold and the better direction.
+fn verdict(change: f64, (lo, hi): (f64, f64), better: Option<Better>, threshold: f64) -> Verdict {
+    let shown = change.exp_m1();
+    let excludes = lo > 0.0 || hi < 0.0;
+    if excludes && shown.abs() >= threshold {
+        return match better {
+            None => Verdict::Changed,
+            Some(Better::Higher) if shown > 0.0 => Verdict::Improved,
+            Some(Better::Lower) if shown < 0.0 => Verdict::Improved,
+            Some(_) => Verdict::Regressed,
+        };
     }
-    let m = v.iter().sum::<f64>() / v.len() as f64;
-    (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
-}
-
-/// The relative spread of one run's value between the runs of `runs`, for a side of one
-/// run judged against it.
-fn run_spread(runs: &[Run]) -> f64 {
-    let values: Vec<f64> = runs
-        .iter()
-        .map(run_value)
-        .filter(|v| v.is_finite())
-        .collect();
-    let m = values.iter().sum::<f64>() / values.len().max(1) as f64;
-    if m == 0.0 || !m.is_finite() {
-        return 0.0;
+    if lo.exp_m1() > -threshold && hi.exp_m1() < threshold {
+        Verdict::Same
+    } else {
+        Verdict::Undecided
     }
-    std_dev(&values) / m.abs()
 }
 
-/// Judges the change of a figure from A's runs to B's: its shown change, the family-wise
-/// interval and the verdict (see the module docs). `judged` is how many figures the
-/// comparison judges together.
-pub(crate) fn judge_runs(
-    a: &[Run],
-    b: &[Run],
+/// The runs a side a figure whose run-to-run spread (of the log) is `sigma` and whose
+/// change is `change` (log) would take for a verdict: regressed or improved when the change
+/// is at least the threshold, else same.
+pub(crate) fn runs_needed(sigma: f64, change: f64, judged: usize, opts: &CompareOptions) -> Needs {
+    if !sigma.is_finite() || !change.is_finite() {
+        return Needs::Record;
+    }
+    let bound = (1.0 + opts.threshold).ln();
+    let room = if change.exp_m1().abs() >= opts.threshold {
+        change.abs()
+    } else {
+        bound - change.abs()
+    };
+    for n in 2..=MOST_RUNS_NEEDED {
+        let se = sigma * (2.0 / f64::from(n)).sqrt();
+        let c = critical(opts.alpha, judged, f64::from(2 * n - 2));
+        if c * se < room {
+            return Needs::Runs(n);
+        }
+    }
+    Needs::MoreThanMost
+}
+
+/// The change of a log interval as the comparison shows it, with its verdict.
+fn change_of(
+    judged: LogInterval,
     better: Option<Better>,
-    judged: usize,
+    k: usize,
     opts: &CompareOptions,
 ) -> Change {
-    let change = relative(side_value(a), side_value(b));
-    let (a, b) = (&*blocked(a), &*blocked(b));
-    if !judgeable(a, b) {
-        return Change {
-            change,
-            ci: None,
-            verdict: Verdict::TooFewSamples,
-        };
-    }
-    let kind = Units::of(a.len(), b.len());
-    let mut rng = XorShift(opts.seed | 1);
-    let mut changes = Vec::with_capacity(opts.resamples);
-    for _ in 0..opts.resamples.max(100) {
-        let (x, y) = (resampled(a, &mut rng), resampled(b, &mut rng));
-        let c = relative(x, y);
-        if c.is_finite() {
-            changes.push(c);
+    let shown = judged.change.exp_m1();
+    match judged.ci {
+        Some((lo, hi)) if lo.is_finite() && hi.is_finite() => {
+            let v = verdict(judged.change, (lo, hi), better, opts.threshold);
+            Change {
+                change: shown,
+                ci: Some((lo.exp_m1(), hi.exp_m1())),
+                verdict: v,
+                needs: (v == Verdict::Undecided)
+                    .then(|| runs_needed(judged.sigma, judged.change, k, opts)),
+                reason: None,
+            }
         }
+        _ => Change::undecided(shown, runs_needed(judged.sigma, judged.change, k, opts)),
     }
-    let se = corrected_se(&changes, a, b, kind);
-    interval(
+}
+
+/// Judges a figure across runs (see the module docs): `k` figures are judged together.
+/// Returns the change, the sides' shown values and how many runs were set aside.
+pub(crate) fn across_runs(
+    a: &Side,
+    b: &Side,
+    better: Option<Better>,
+    k: usize,
+    opts: &CompareOptions,
+) -> (Change, (f64, f64), usize) {
+    let (ka, aside_a) = kept_logs(&a.logs());
+    let (kb, aside_b) = kept_logs(&b.logs());
+    let (ma, mb) = (mean(&ka), mean(&kb));
+    let shown = (ma.exp(), mb.exp());
+    let df = (ka.len() + kb.len()).saturating_sub(2);
+    if ka.is_empty() || kb.is_empty() || df == 0 {
+        let sigma = within_sigma(a, b);
+        let needs = if sigma.is_finite() {
+            runs_needed(sigma, mb - ma, k, opts)
+        } else {
+            Needs::Record
+        };
+        return (
+            Change::undecided(relative(shown.0, shown.1), needs),
+            shown,
+            aside_a + aside_b,
+        );
+    }
+    let sigma = ((squares(&ka) + squares(&kb)) / df as f64).sqrt();
+    let se = sigma * (1.0 / ka.len() as f64 + 1.0 / kb.len() as f64).sqrt();
+    let c = critical(opts.alpha, k, df as f64);
+    let change = mb - ma;
+    let judged = LogInterval {
         change,
-        se,
-        critical(opts.alpha, judged, degrees(a, b, kind)),
-        better,
-        opts,
-    )
+        ci: Some((change - c * se, change + c * se)),
+        sigma,
+    };
+    (change_of(judged, better, k, opts), shown, aside_a + aside_b)
 }
 
-/// The bootstrap's standard error of the relative change, corrected for small samples,
-/// with a lone run's borrowed spread added.
-fn corrected_se(changes: &[f64], a: &[Run], b: &[Run], kind: Units) -> f64 {
-    let (ua, ub) = (units(a, kind), units(b, kind));
-    let n = ua.min(ub).max(2) as f64;
-    let mut var = std_dev(changes).powi(2) * n / (n - 1.0);
-    if kind == Units::Runs && a.len().min(b.len()) == 1 {
-        let many = if a.len() > 1 { a } else { b };
-        var += run_spread(many).powi(2);
-    }
-    var.sqrt()
-}
-
-/// `change` with the interval `change ± c·se` and its verdict.
-fn interval(change: f64, se: f64, c: f64, better: Option<Better>, opts: &CompareOptions) -> Change {
-    if !change.is_finite() || !se.is_finite() {
-        return Change {
-            change,
-            ci: None,
-            verdict: Verdict::TooFewSamples,
-        };
-    }
-    let ci = (change - c * se, change + c * se);
-    with_verdict(
-        Change {
-            change,
-            ci: Some(ci),
-            verdict: Verdict::WithinNoise,
-        },
-        better,
-        opts,
-    )
-}
-
-/// One bootstrap draw of a side: runs drawn with replacement, and within each its
-/// intervals; the mean of the drawn runs' weighted means.
-fn resampled(runs: &[Run], rng: &mut XorShift) -> f64 {
-    let n = runs.len();
-    let mut sum = 0.0;
-    let mut counted = 0usize;
-    for _ in 0..n {
-        let run = &runs[if n == 1 { 0 } else { rng.below(n) }];
-        let m = run.len();
-        if m == 0 {
-            continue;
-        }
-        let v = weighted_mean((0..m).map(|_| run[if m == 1 { 0 } else { rng.below(m) }]));
-        if v.is_finite() {
-            sum += v;
-            counted += 1;
+/// The spread of one run's log value that the noise within the runs alone makes: the
+/// spread of a run's block means (in logs) over the square root of its blocks, averaged
+/// over both sides' runs; NaN without two blocks in some run.
+pub(crate) fn within_sigma(a: &Side, b: &Side) -> f64 {
+    let mut vars = Vec::new();
+    for run in a.intervals.iter().chain(&b.intervals) {
+        let logs: Vec<f64> = blocked(run)
+            .iter()
+            .filter(|(v, w)| *w > 0.0 && v.is_finite() && *v > 0.0)
+            .map(|(v, _)| v.ln())
+            .collect();
+        if logs.len() >= 2 {
+            vars.push(squares(&logs) / (logs.len() - 1) as f64 / logs.len() as f64);
         }
     }
-    if counted == 0 {
+    if vars.is_empty() {
         f64::NAN
     } else {
-        sum / counted as f64
+        mean(&vars).sqrt()
     }
 }
 
-/// `change` with its verdict from its interval, the threshold and the better direction
-/// (no interval: too few samples).
-pub(crate) fn with_verdict(
-    mut change: Change,
+/// One run a side (not parts of one run): the change, no interval, and the runs a side a
+/// verdict would take from the noise within the runs.
+pub(crate) fn one_run_each(a: &Side, b: &Side, k: usize, opts: &CompareOptions) -> Change {
+    let (va, vb) = (
+        a.values.first().copied().unwrap_or(f64::NAN),
+        b.values.first().copied().unwrap_or(f64::NAN),
+    );
+    let change = relative(va, vb);
+    let sigma = within_sigma(a, b);
+    let needs = if sigma.is_finite() && change.is_finite() {
+        runs_needed(sigma, (1.0 + change).ln(), k, opts)
+    } else {
+        Needs::Record
+    };
+    Change::undecided(change, needs)
+}
+
+/// Judges the change between two parts of one run from their intervals: a block
+/// bootstrap of the log ratio of the weighted means; `k` figures are judged together.
+pub(crate) fn within_run(
+    a: &Run,
+    b: &Run,
     better: Option<Better>,
+    k: usize,
     opts: &CompareOptions,
 ) -> Change {
-    let Some(ci) = change.ci else {
-        change.verdict = Verdict::TooFewSamples;
-        return change;
+    let change = relative(run_value(a), run_value(b));
+    let (ba, bb) = (blocked(a), blocked(b));
+    if ba.len() < 2 || bb.len() < 2 || !change.is_finite() || change <= -1.0 {
+        return Change::undecided(change, Needs::Record);
+    }
+    let mut rng = XorShift(opts.seed | 1);
+    let mut logs = Vec::with_capacity(opts.resamples.max(100));
+    for _ in 0..opts.resamples.max(100) {
+        let x = resampled(&ba, &mut rng);
+        let y = resampled(&bb, &mut rng);
+        let l = (y / x).ln();
+        if l.is_finite() {
+            logs.push(l);
+        }
+    }
+    let df = (ba.len() + bb.len() - 2) as f64;
+    let n = ba.len().min(bb.len()) as f64;
+    let se = (squares(&logs) / (logs.len().max(2) - 1) as f64 * n / (n - 1.0)).sqrt();
+    let log_change = change.ln_1p();
+    let c = critical(opts.alpha, k, df);
+    let judged = LogInterval {
+        change: log_change,
+        ci: Some((log_change - c * se, log_change + c * se)),
+        sigma: f64::NAN,
     };
-    let beyond_noise = (ci.0 > 0.0 || ci.1 < 0.0) && change.change.abs() >= opts.threshold;
-    change.verdict = match (beyond_noise, better) {
-        (false, _) => Verdict::WithinNoise,
-        (true, None) => Verdict::Changed,
-        (true, Some(Better::Higher)) if change.change > 0.0 => Verdict::Improved,
-        (true, Some(Better::Lower)) if change.change < 0.0 => Verdict::Improved,
-        (true, Some(_)) => Verdict::Regressed,
-    };
-    change
+    let mut out = change_of(judged, better, k, opts);
+    out.needs = None;
+    out
 }
 
-/// The latency percentiles of A's runs against B's (p50, p90, p99, p99.9 and the maximum,
-/// in that order), each run given by its interval histograms: a side's value is the mean
-/// of its runs' whole-run percentiles, and the bootstrap draws runs, then within each run
-/// its intervals, merges them (in 0.5 % bins) and reads the percentiles again. Intervals
-/// are the finest unit resampled because values within one are not independent. The
-/// verdicts wait for the figure's better direction (the comparison gives them);
-/// `judged` is how many figures the comparison judges together.
-pub(crate) fn judge_percentile_runs<H: Buckets>(
-    a: &[Vec<&H>],
-    b: &[Vec<&H>],
-    judged: usize,
+/// One bootstrap draw of a run's blocks: the weighted mean of as many blocks drawn with
+/// replacement.
+fn resampled(blocks: &Run, rng: &mut XorShift) -> f64 {
+    let m = blocks.len();
+    weighted_mean((0..m).map(|_| blocks[rng.below(m)]))
+}
+
+/// A log change and its interval on the log ratio, when it has one.
+pub(crate) type LogChange = (f64, Option<(f64, f64)>);
+
+/// The whole-run latency percentiles of two parts of one run (p50, p90, p99, p99.9 and
+/// the maximum, in that order), each given by its interval histograms: the change of the
+/// merged percentiles, and an interval on the log ratio from drawing blocks of intervals
+/// with replacement, merging them (in 0.5 % bins) and reading the percentiles again. The
+/// verdicts wait for the figure's better direction (the comparison gives them); `k`
+/// figures are judged together.
+pub(crate) fn percentiles_within_run<H: Buckets>(
+    a: &[&H],
+    b: &[&H],
+    k: usize,
     opts: &CompareOptions,
-) -> Vec<Change> {
-    let binned = |runs: &[Vec<&H>]| -> Vec<Binned> {
-        runs.iter()
-            .filter(|r| !r.is_empty())
-            .map(|r| Binned::of(r))
-            .collect()
+) -> Vec<LogChange> {
+    let (ba, bb) = (Binned::of(a), Binned::of(b));
+    let mut scratch = Vec::new();
+    let whole = |run: &Binned, scratch: &mut Vec<u64>| {
+        run.quantiles(&vec![1u32; run.intervals.len()], scratch)
     };
-    let (ba, bb) = (binned(a), binned(b));
-    let whole = |runs: &[Binned]| -> Vec<f64> {
-        let mut sums = vec![0.0; QUANTILES.len()];
-        let mut scratch = Vec::new();
-        for run in runs {
-            let all = vec![1u32; run.intervals.len()];
-            for (s, q) in sums.iter_mut().zip(run.quantiles(&all, &mut scratch)) {
-                *s += q;
-            }
-        }
-        sums.iter().map(|s| s / runs.len().max(1) as f64).collect()
-    };
-    let (wa, wb) = (whole(&ba), whole(&bb));
-    let mut changes: Vec<Change> = wa
-        .iter()
-        .zip(&wb)
-        .map(|(&x, &y)| Change {
-            change: relative(x, y),
-            ci: None,
-            verdict: Verdict::TooFewSamples,
-        })
-        .collect();
-    // The units, as for means: one interval per unit of a lone run's histograms.
-    let shape = |runs: &[Binned]| -> Vec<Run> {
-        runs.iter()
-            .map(|r| vec![(1.0, 1.0); r.intervals.len()])
-            .collect()
-    };
-    let (sa, sb) = (shape(&ba), shape(&bb));
-    if !judgeable(&sa, &sb) {
-        return changes;
+    let (wa, wb) = (whole(&ba, &mut scratch), whole(&bb, &mut scratch));
+    let logs: Vec<f64> = wa.iter().zip(&wb).map(|(x, y)| (y / x).ln()).collect();
+    let (ma, mb) = (ba.intervals.len(), bb.intervals.len());
+    if ma < 2 || mb < 2 {
+        return logs.iter().map(|l| (*l, None)).collect();
     }
-    let kind = Units::of(sa.len(), sb.len());
     let mut rng = XorShift(opts.seed | 1);
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); QUANTILES.len()];
-    let mut scratch = Vec::new();
+    let mut times = Vec::new();
     for _ in 0..opts.resamples.clamp(100, PERCENTILE_RESAMPLES) {
-        let qa = resampled_quantiles(&ba, &mut rng, &mut scratch);
-        let qb = resampled_quantiles(&bb, &mut rng, &mut scratch);
+        let mut draw = |run: &Binned, scratch: &mut Vec<u64>| {
+            let m = run.intervals.len();
+            times.clear();
+            times.resize(m, 0u32);
+            for _ in 0..m {
+                times[rng.below(m)] += 1;
+            }
+            run.quantiles(&times, scratch)
+        };
+        let qa = draw(&ba, &mut scratch);
+        let qb = draw(&bb, &mut scratch);
         for ((x, y), out) in qa.iter().zip(&qb).zip(&mut samples) {
-            let c = relative(*x, *y);
-            if c.is_finite() {
-                out.push(c);
+            let l = (y / x).ln();
+            if l.is_finite() {
+                out.push(l);
             }
         }
     }
-    let c = critical(opts.alpha, judged, degrees(&sa, &sb, kind));
-    for (i, (change, resampled)) in changes.iter_mut().zip(samples).enumerate() {
-        if resampled.is_empty() {
-            continue;
-        }
-        let mut se = corrected_se(&resampled, &sa, &sb, kind);
-        if kind == Units::Runs && sa.len().min(sb.len()) == 1 {
-            // The lone run borrows the other side's spread of this percentile.
-            let many = if ba.len() > 1 { &ba } else { &bb };
-            se = (se.powi(2) + percentile_spread(many, i).powi(2)).sqrt();
-        }
-        let judged_change = interval(change.change, se, c, None, opts);
-        change.ci = judged_change.ci;
-        change.verdict = judged_change.verdict;
-    }
-    changes
+    let n = ma.min(mb) as f64;
+    let c = critical(opts.alpha, k, (ma + mb - 2) as f64);
+    logs.iter()
+        .zip(samples)
+        .map(|(&l, s)| {
+            if s.len() < 2 || !l.is_finite() {
+                return (l, None);
+            }
+            let se = (squares(&s) / (s.len() - 1) as f64 * n / (n - 1.0)).sqrt();
+            (l, Some((l - c * se, l + c * se)))
+        })
+        .collect()
 }
 
-/// The relative spread between runs of quantile `i`'s whole-run value.
-fn percentile_spread(runs: &[Binned], i: usize) -> f64 {
-    let mut scratch = Vec::new();
-    let values: Vec<f64> = runs
-        .iter()
-        .map(|r| r.quantiles(&vec![1u32; r.intervals.len()], &mut scratch)[i])
-        .collect();
-    let m = values.iter().sum::<f64>() / values.len().max(1) as f64;
-    if m == 0.0 { 0.0 } else { std_dev(&values) / m }
-}
-
-/// One bootstrap draw of a side's percentiles: runs with replacement, each run's intervals
-/// with replacement, the mean of the drawn runs' percentiles.
-fn resampled_quantiles(runs: &[Binned], rng: &mut XorShift, scratch: &mut Vec<u64>) -> Vec<f64> {
-    let n = runs.len();
-    let mut sums = vec![0.0; QUANTILES.len()];
-    let mut times = Vec::new();
-    for _ in 0..n {
-        let run = &runs[if n == 1 { 0 } else { rng.below(n) }];
-        let m = run.intervals.len();
-        times.clear();
-        times.resize(m, 0u32);
-        for _ in 0..m {
-            times[rng.below(m)] += 1;
+/// The verdict of a percentile judged within a run, from its log change and interval.
+pub(crate) fn percentile_change(
+    log_change: f64,
+    ci: Option<(f64, f64)>,
+    better: Option<Better>,
+    k: usize,
+    opts: &CompareOptions,
+) -> Change {
+    let judged = LogInterval {
+        change: log_change,
+        ci,
+        sigma: f64::NAN,
+    };
+    match ci {
+        Some(_) => {
+            let mut out = change_of(judged, better, k, opts);
+            out.needs = None;
+            out
         }
-        for (s, q) in sums.iter_mut().zip(run.quantiles(&times, scratch)) {
-            *s += q;
-        }
+        None => Change::undecided(log_change.exp_m1(), Needs::Record),
     }
-    sums.iter().map(|s| s / n.max(1) as f64).collect()
 }
 
 /// What binning asks of an interval histogram, dense or sparse: hdrhistogram's `min`,

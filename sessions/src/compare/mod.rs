@@ -1,29 +1,31 @@
 //! Comparing two sessions, or two series of runs: every comparable figure with a verdict,
 //! differential stacks, and the functions that moved most.
 //!
-//! Each figure measured every interval (throughput, latency percentiles, RSS, threads,
-//! CPU, context switches) comes with the relative change of B against A and an interval
-//! from a bootstrap: with one run a side it resamples the runs' intervals and sees the
-//! noise within a run; with series (several runs a side) it resamples runs, and within
-//! each its intervals, and sees the noise between runs. Figures with one value per run
-//! (the workload's own summary figures, the peak RSS) are judged across runs, and shown
-//! without a verdict for single sessions: two numbers alone cannot tell a change from
-//! noise. A change is `improved` or `regressed` only when its interval excludes zero *and*
-//! it is at least the threshold; otherwise it is `within noise`.
+//! Runs are the unit of evidence: each figure — the rate of every counter, RSS, threads,
+//! CPU, context switches, the latency percentiles, the workload's own summary figures — is
+//! judged across runs, on the log of the ratio B / A (a session is one run; a series or a
+//! side of `ab` is many). Each judged figure gets one of three words:
+//!
+//! - *regressed* / *improved* (*changed* for a figure with no better direction): the
+//!   interval excludes no change and the change is at least the threshold;
+//! - *same*: the interval lies inside ± the threshold;
+//! - *undecided*: neither, with the runs a side it would take.
+//!
+//! With one run a side nothing tells the noise between runs, so no figure gets a verdict:
+//! each shows its change and the runs a side a verdict would take, from the noise within
+//! the run as a floor ([`Needs`]). Parts of one run (time ranges, slow intervals;
+//! [`CompareOptions::parts`]) are judged from their intervals, resampled in blocks. A
+//! figure that is zero in more than half of a side's intervals or runs is *too sparse to
+//! judge*; a summary figure that only restates `--duration` is *not judged*.
 //!
 //! # How sure a change is
 //!
-//! The verdicts of one comparison are controlled together: the chance that it flags any
-//! figure when nothing changed is at most [`CompareOptions::alpha`] (1 %). Each figure's
-//! interval is its change ± *c* bootstrap standard errors, *c* being Student's *t*
-//! quantile at 1 − α/(2*k*) for the *k* figures judged (Bonferroni), with the degrees of
-//! freedom of the units resampled (intervals or runs, less one a side): short runs and
-//! few runs get wide intervals rather than confident verdicts. The standard error of a
-//! side of *n* units is corrected by √(*n* / (*n* − 1)), the bootstrap's shortfall for
-//! small samples; a side of one run judged against several borrows their spread between
-//! runs. Interval values are weighted by the interval's length, so a short last interval
-//! counts for what it is. Latency percentiles are each run's whole-run percentiles (its
-//! intervals merged), resampled by merging resampled intervals again in 0.5 % bins.
+//! The verdicts of one comparison are controlled together: the chance that it calls any
+//! figure changed when nothing changed is at most [`CompareOptions::alpha`] (1 %). Each
+//! figure's interval is a Student *t* interval on the difference of the sides' mean log
+//! values at 1 − α/(2*k*) for the *k* figures judged (Bonferroni), with the spread between
+//! runs pooled over both sides; a run over 2.5 times or under 1/2.5 of its side's median
+//! is set aside and named, so that one descheduled run cannot flip a verdict.
 //!
 //! ```
 //! use benchtop_sessions::compare::{CompareOptions, Verdict, judge};
@@ -44,30 +46,37 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 
-pub use self::judge::{MAX_BLOCKS, PERCENTILE_RESAMPLES};
-use self::judge::{QUANTILES, Run, Units, judge_percentile_runs, judge_runs, judgeable};
+pub use self::judge::{
+    FAR_RATIO, MAX_BLOCKS, MOST_RUNS_NEEDED, Needs, PERCENTILE_RESAMPLES, RUNS_TO_RECORD,
+};
+use self::judge::{Run, Side, Units};
 use self::samples::Samples;
 pub use self::table::TABLE_HEAD;
 use crate::meta::Better;
-use crate::sparse::SparseHistogram;
 use crate::{Session, SessionError, StackTree};
 
 /// How to compare.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct CompareOptions {
-    /// Changes smaller than this fraction are within noise whatever the statistics say
-    /// (default 0.02, criterion's noise threshold).
+    /// A change smaller than this fraction is never called regressed or improved, and an
+    /// interval inside ± it is *same* (default 0.02, criterion's noise threshold).
     pub threshold: f64,
-    /// Bootstrap resamples (default 10 000, as criterion).
+    /// Bootstrap resamples for parts of one run (default 10 000, as criterion).
     pub resamples: usize,
     /// Seed of the resampling, so a comparison prints the same every time.
     pub seed: u64,
-    /// The family-wise error rate: the chance that a comparison flags any figure when
-    /// nothing changed (default 0.01).
+    /// The family-wise error rate: the chance that a comparison calls any figure changed
+    /// when nothing changed (default 0.01).
     pub alpha: f64,
+    /// The sides are parts of one run (`--range-a`/`--range-b`, `--slow`): the intervals
+    /// stand in for runs.
+    pub parts: bool,
+    /// Judge only these figures (the others are shown, not judged); `None`: all.
+    pub figures: Option<Vec<String>>,
 }
 
 impl Default for CompareOptions {
@@ -77,32 +86,40 @@ impl Default for CompareOptions {
             resamples: 10_000,
             seed: 0x5eed_b0a7_5eed_b0a7,
             alpha: 0.01,
+            parts: false,
+            figures: None,
         }
     }
 }
 
 /// What a change means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Verdict {
-    /// Beyond noise, in the better direction.
-    #[serde(rename = "improved")]
+    /// Changed beyond the threshold, in the better direction.
     Improved,
-    /// Beyond noise, in the worse direction.
-    #[serde(rename = "regressed")]
+    /// Changed beyond the threshold, in the worse direction.
     Regressed,
-    /// Beyond noise, for a figure with no better direction.
-    #[serde(rename = "changed")]
+    /// Changed beyond the threshold, for a figure with no better direction.
     Changed,
-    /// Not beyond noise (or below the threshold).
-    #[serde(rename = "within noise")]
-    WithinNoise,
-    /// Too few intervals or runs (fewer than two on a side) to judge.
-    #[serde(rename = "too few samples")]
-    TooFewSamples,
-    /// One value per session: no verdict.
-    #[serde(rename = "one value each")]
-    OneValue,
+    /// The interval lies inside ± the threshold.
+    Same,
+    /// Neither yet (see [`Change::needs`]).
+    Undecided,
+    /// Zero in more than half of a side's intervals or runs.
+    TooSparse,
+    /// Shown, not judged (see [`Change::reason`]).
+    Unjudged,
+}
+
+impl Verdict {
+    /// Whether the verdict says the figure changed.
+    pub fn is_change(self) -> bool {
+        matches!(
+            self,
+            Verdict::Improved | Verdict::Regressed | Verdict::Changed
+        )
+    }
 }
 
 impl fmt::Display for Verdict {
@@ -111,15 +128,22 @@ impl fmt::Display for Verdict {
             Verdict::Improved => "improved",
             Verdict::Regressed => "regressed",
             Verdict::Changed => "changed",
-            Verdict::WithinNoise => "within noise",
-            Verdict::TooFewSamples => "too few samples",
-            Verdict::OneValue => "one value each",
+            Verdict::Same => "same",
+            Verdict::Undecided => "undecided",
+            Verdict::TooSparse => "too sparse to judge",
+            Verdict::Unjudged => "not judged",
         })
     }
 }
 
+impl Serialize for Verdict {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// The change of one figure and its judgement.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Change {
     /// B / A − 1 of the shown values.
     pub change: f64,
@@ -128,6 +152,76 @@ pub struct Change {
     pub ci: Option<(f64, f64)>,
     /// The verdict.
     pub verdict: Verdict,
+    /// For an undecided figure: the runs a side a verdict would take.
+    pub needs: Option<Needs>,
+    /// For a figure not judged: why.
+    pub reason: Option<&'static str>,
+}
+
+impl Change {
+    /// An undecided change without an interval.
+    pub fn undecided(change: f64, needs: Needs) -> Change {
+        Change {
+            change,
+            ci: None,
+            verdict: Verdict::Undecided,
+            needs: Some(needs),
+            reason: None,
+        }
+    }
+
+    /// A change with its interval and verdict.
+    pub fn judged(change: f64, ci: Option<(f64, f64)>, verdict: Verdict) -> Change {
+        Change {
+            change,
+            ci,
+            verdict,
+            needs: None,
+            reason: None,
+        }
+    }
+
+    /// The verdict as the table says it: `undecided — needs ≥ 4 runs a side`,
+    /// `not judged: …`.
+    pub fn verdict_text(&self) -> String {
+        match (self.verdict, self.needs, self.reason) {
+            (Verdict::Undecided, Some(needs), _) => format!("undecided — {needs}"),
+            (Verdict::Unjudged, _, Some(reason)) => format!("not judged: {reason}"),
+            (v, ..) => v.to_string(),
+        }
+    }
+
+    /// The word the previous method would have used (`within noise` for same and
+    /// undecided), kept in JSON as `verdict_v1` for one release.
+    pub fn legacy_verdict(&self) -> &'static str {
+        match self.verdict {
+            Verdict::Improved => "improved",
+            Verdict::Regressed => "regressed",
+            Verdict::Changed => "changed",
+            Verdict::Same => "within noise",
+            Verdict::Undecided if self.needs == Some(Needs::Record) => "one value each",
+            Verdict::Undecided => "within noise",
+            Verdict::TooSparse => "too few samples",
+            Verdict::Unjudged => "one value each",
+        }
+    }
+}
+
+impl Serialize for Change {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("change", &self.change)?;
+        map.serialize_entry("ci", &self.ci)?;
+        map.serialize_entry("verdict", &self.verdict)?;
+        if let Some(needs) = &self.needs {
+            map.serialize_entry("runs_needed", needs)?;
+        }
+        if let Some(reason) = self.reason {
+            map.serialize_entry("reason", reason)?;
+        }
+        map.serialize_entry("verdict_v1", self.legacy_verdict())?;
+        map.end()
+    }
 }
 
 /// One row of a comparison.
@@ -183,12 +277,15 @@ pub struct Comparison {
     pub figures: Vec<FigureComparison>,
     /// What differs between the two runs besides the results (workload, parameters).
     pub warnings: Vec<String>,
+    /// What the verdicts set aside or flagged: runs set aside as far from their side,
+    /// disturbed runs, empty profiles.
+    pub notes: Vec<String>,
     /// The threshold used.
     pub threshold: f64,
     /// How many runs A and B had (1 each for two sessions).
     pub runs: (usize, usize),
-    /// What the bootstrap resampled: `"intervals"` (noise within a run) or `"runs"`
-    /// (noise between runs).
+    /// The unit of evidence: `"runs"`, `"intervals"` (parts of one run, resampled in
+    /// blocks) or `"none"` (one run a side: no verdicts).
     pub noise: &'static str,
     /// The family-wise error rate of the verdicts.
     pub alpha: f64,
@@ -218,14 +315,107 @@ fn keys<'a, V: 'a>(maps: impl Iterator<Item = &'a BTreeMap<String, V>>) -> Vec<&
     out
 }
 
-/// The mean of the finite values, NaN when there are none.
-fn mean_of(values: impl Iterator<Item = f64>) -> f64 {
-    let (mut sum, mut n) = (0.0, 0usize);
-    for v in values.filter(|v| v.is_finite()) {
-        sum += v;
-        n += 1;
+/// Why a summary figure in seconds is not judged when it restates the run's `--duration`.
+const DURATION_BOUND: &str = "duration-bound (equals --duration, not a figure of merit)";
+
+/// Why a figure is left out by [`CompareOptions::figures`].
+const NOT_NAMED: &str = "not among the --figure named";
+
+/// One figure's sides, before judging.
+struct Input {
+    name: String,
+    unit: String,
+    better: Option<Better>,
+    a: Side,
+    b: Side,
+    /// A latency percentile: its metric and quantile index, judged within a run from the
+    /// histograms.
+    percentile: Option<(String, usize)>,
+    /// Shown and not judged, and why.
+    unjudged: Option<&'static str>,
+}
+
+/// Every figure both sides have, in the table's order: the per-interval figures, then the
+/// figures with one value per run.
+fn inputs(sa: &[Samples], sb: &[Samples], opts: &CompareOptions) -> Vec<Input> {
+    let both = || sa.iter().chain(sb);
+    let series_side = |side: &[Samples], name: &str| -> Side {
+        let mut out = Side::default();
+        for s in side {
+            if let Some(run) = s.series.get(name) {
+                let value = s
+                    .whole
+                    .get(name)
+                    .copied()
+                    .unwrap_or_else(|| judge::run_value(run));
+                out.values.push(value);
+                out.intervals.push(run.clone());
+            }
+        }
+        out
+    };
+    let single_side = |side: &[Samples], name: &str| -> (Side, bool) {
+        let mut out = Side::default();
+        let mut bound = true;
+        for s in side {
+            if let Some((v, unit, _)) = s.single.get(name) {
+                out.values.push(*v);
+                bound &= unit == "s"
+                    && s.duration_s
+                        .is_some_and(|d| (v - d).abs() <= 0.05 * d.max(0.1));
+            }
+        }
+        (out, bound)
+    };
+    let named = |name: &str| {
+        opts.figures
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == name))
+    };
+    let mut out = Vec::new();
+    for name in keys(both().map(|s| &s.series)) {
+        let (a, b) = (series_side(sa, name), series_side(sb, name));
+        if a.values.is_empty() || b.values.is_empty() {
+            continue;
+        }
+        let (unit, better) = both()
+            .find_map(|s| s.kinds.get(name.as_str()).cloned())
+            .unwrap_or_default();
+        let percentile = both().find_map(|s| s.percentiles.get(name.as_str()).cloned());
+        out.push(Input {
+            name: name.clone(),
+            unit,
+            better,
+            a,
+            b,
+            percentile,
+            unjudged: (!named(name)).then_some(NOT_NAMED),
+        });
     }
-    if n == 0 { f64::NAN } else { sum / n as f64 }
+    for name in keys(both().map(|s| &s.single)) {
+        let ((a, bound_a), (b, bound_b)) = (single_side(sa, name), single_side(sb, name));
+        if a.values.is_empty() || b.values.is_empty() {
+            continue;
+        }
+        let (_, unit, better) = both()
+            .find_map(|s| s.single.get(name.as_str()).cloned())
+            .unwrap_or_default();
+        let unjudged = if bound_a && bound_b {
+            Some(DURATION_BOUND)
+        } else {
+            (!named(name)).then_some(NOT_NAMED)
+        };
+        out.push(Input {
+            name: name.clone(),
+            unit,
+            better,
+            a,
+            b,
+            percentile: None,
+            unjudged,
+        });
+    }
+    out
 }
 
 /// Compares B's runs against A's: series of repeated runs, or one session a side as
@@ -233,159 +423,101 @@ fn mean_of(values: impl Iterator<Item = f64>) -> f64 {
 pub fn compare_runs(a: &[&Session], b: &[&Session], opts: &CompareOptions) -> Comparison {
     let sa: Vec<Samples> = a.iter().map(|s| Samples::of(s)).collect();
     let sb: Vec<Samples> = b.iter().map(|s| Samples::of(s)).collect();
-    let both = || sa.iter().chain(&sb);
-    let units = Units::of(a.len(), b.len());
-    let series_of = |side: &[Samples], name: &str| -> Vec<Run> {
-        side.iter()
-            .filter_map(|s| s.series.get(name).cloned())
-            .collect()
-    };
-    let singles_of = |side: &[Samples], name: &str| -> Vec<Run> {
-        side.iter()
-            .filter_map(|s| s.single.get(name).map(|(v, _, _)| vec![(*v, 1.0)]))
-            .collect()
-    };
-    fn histograms_of<'a>(side: &[Samples<'a>], tag: &str) -> Vec<Vec<&'a SparseHistogram>> {
-        side.iter()
-            .filter_map(|s| s.intervals.get(tag).cloned())
-            .collect()
-    }
-    let names = keys(both().map(|s| &s.series));
-    let singles = keys(both().map(|s| &s.single));
-    let tags = keys(both().map(|s| &s.intervals));
+    let units = Units::of(a.len(), b.len(), opts.parts);
+    let inputs = inputs(&sa, &sb, opts);
+    let judgeable = |i: &Input| i.unjudged.is_none() && !i.a.sparse() && !i.b.sparse();
+    let k = inputs.iter().filter(|i| judgeable(i)).count();
 
-    // The figures judged together, for the family-wise interval.
-    let percentile_name = |tag: &str, q: &str| format!("{tag} {q}");
-    let mut judged = 0;
-    let mut percentiles: HashMap<String, Change> = HashMap::new();
-    let mut percentile_sides = Vec::new();
-    for tag in &tags {
-        let (ha, hb) = (histograms_of(&sa, tag), histograms_of(&sb, tag));
-        let shape = |runs: &[Vec<&SparseHistogram>]| -> Vec<Run> {
-            runs.iter().map(|r| vec![(1.0, 1.0); r.len()]).collect()
-        };
-        if judgeable(&shape(&ha), &shape(&hb)) {
-            judged += QUANTILES.len();
-        }
-        for (q, _) in QUANTILES {
-            // Judged from the histograms below, not from the per-interval percentiles.
-            percentiles.insert(
-                percentile_name(samples::tag_name(tag), q),
-                Change {
-                    change: f64::NAN,
-                    ci: None,
-                    verdict: Verdict::TooFewSamples,
-                },
-            );
-        }
-        percentile_sides.push((tag, ha, hb));
-    }
-    for name in &names {
-        if !percentiles.contains_key(name.as_str())
-            && judgeable(&series_of(&sa, name), &series_of(&sb, name))
-        {
-            judged += 1;
-        }
-    }
-    if units == Units::Runs {
-        for name in &singles {
-            if judgeable(&singles_of(&sa, name), &singles_of(&sb, name)) {
-                judged += 1;
+    // Parts of one run: each metric's percentiles from its interval histograms.
+    let mut within: HashMap<String, Vec<judge::LogChange>> = HashMap::new();
+    if units == Units::Intervals
+        && let (Some(x), Some(y)) = (sa.first(), sb.first())
+    {
+        for (tag, ha) in &x.intervals {
+            if let Some(hb) = y.intervals.get(tag) {
+                within.insert(tag.clone(), judge::percentiles_within_run(ha, hb, k, opts));
             }
-        }
-    }
-    for (tag, ha, hb) in &percentile_sides {
-        if ha.is_empty() || hb.is_empty() {
-            continue;
-        }
-        for ((q, _), change) in QUANTILES
-            .iter()
-            .zip(judge_percentile_runs(ha, hb, judged, opts))
-        {
-            percentiles.insert(percentile_name(samples::tag_name(tag), q), change);
         }
     }
 
     let mut figures = Vec::new();
-    for name in names {
-        let (ra, rb) = (series_of(&sa, name), series_of(&sb, name));
-        if ra.is_empty() || rb.is_empty() {
-            continue;
-        }
-        let (unit, better) = both()
-            .find_map(|s| s.kinds.get(name.as_str()).cloned())
-            .unwrap_or_default();
-        let whole = |side: &[Samples]| {
-            let values: Vec<f64> = side
-                .iter()
-                .filter_map(|s| s.whole.get(name.as_str()).copied())
-                .collect();
-            (!values.is_empty()).then(|| mean_of(values.into_iter()))
+    let mut aside = Vec::new();
+    for input in inputs {
+        let relative = |a: &Side, b: &Side| {
+            let first = |s: &Side| s.values.first().copied().unwrap_or(f64::NAN);
+            judge::relative(first(a), first(b))
         };
-        let (a_value, b_value) = match (whole(&sa), whole(&sb)) {
-            (Some(x), Some(y)) => (x, y),
-            _ => (judge::side_value(&ra), judge::side_value(&rb)),
-        };
-        let shown = judge::relative(a_value, b_value);
-        let mut change = match percentiles.get(name.as_str()) {
-            Some(&binned) => {
-                // The interval was read in 0.5 % bins: move it by what the bins took
-                // off the change, so that it is about the exact percentiles shown.
-                let shift = if shown.is_finite() && binned.change.is_finite() {
-                    shown - binned.change
-                } else {
-                    0.0
-                };
-                let exact = Change {
-                    change: shown,
-                    ci: binned.ci.map(|(lo, hi)| (lo + shift, hi + shift)),
-                    verdict: binned.verdict,
-                };
-                judge::with_verdict(exact, better, opts)
+        let single_values = |s: &Side| s.values.first().copied().unwrap_or(f64::NAN);
+        let mut shown = (single_values(&input.a), single_values(&input.b));
+        let change = if let Some(reason) = input.unjudged {
+            let mut c = Change::judged(relative(&input.a, &input.b), None, Verdict::Unjudged);
+            c.reason = Some(reason);
+            c
+        } else if input.a.sparse() || input.b.sparse() {
+            Change::judged(relative(&input.a, &input.b), None, Verdict::TooSparse)
+        } else {
+            match units {
+                Units::Runs => {
+                    let (c, values, set_aside) =
+                        judge::across_runs(&input.a, &input.b, input.better, k, opts);
+                    shown = values;
+                    if set_aside > 0 {
+                        aside.push(format!("{} {set_aside}", input.name));
+                    }
+                    c
+                }
+                Units::OneRunEach => judge::one_run_each(&input.a, &input.b, k, opts),
+                Units::Intervals => match &input.percentile {
+                    Some((tag, q)) => {
+                        let judged = within.get(tag).and_then(|v| v.get(*q)).copied();
+                        match judged {
+                            Some((log, ci)) => {
+                                // The interval was read in 0.5 % bins: move it by what
+                                // the bins took off the change, so that it is about the
+                                // exact percentiles shown.
+                                let exact = relative(&input.a, &input.b).ln_1p();
+                                let shift = if exact.is_finite() && log.is_finite() {
+                                    exact - log
+                                } else {
+                                    0.0
+                                };
+                                let ci = ci.map(|(lo, hi)| (lo + shift, hi + shift));
+                                judge::percentile_change(exact, ci, input.better, k, opts)
+                            }
+                            None => Change::undecided(relative(&input.a, &input.b), Needs::Record),
+                        }
+                    }
+                    None => match (input.a.intervals.first(), input.b.intervals.first()) {
+                        (Some(ra), Some(rb)) => judge::within_run(ra, rb, input.better, k, opts),
+                        _ => Change::undecided(relative(&input.a, &input.b), Needs::Record),
+                    },
+                },
             }
-            None => judge_runs(&ra, &rb, better, judged, opts),
         };
-        change.change = shown;
-        // The shown change and the judged one must agree in direction to be a verdict.
-        if let Some((lo, hi)) = change.ci
-            && ((change.change > 0.0 && hi < 0.0) || (change.change < 0.0 && lo > 0.0))
-        {
-            change.verdict = Verdict::WithinNoise;
-        }
         figures.push(FigureComparison {
-            name: name.clone(),
-            unit,
-            a: a_value,
-            b: b_value,
-            better,
+            name: input.name,
+            unit: input.unit,
+            a: shown.0,
+            b: shown.1,
+            better: input.better,
             change,
         });
     }
-    for name in singles {
-        let (ra, rb) = (singles_of(&sa, name), singles_of(&sb, name));
-        if ra.is_empty() || rb.is_empty() {
-            continue;
-        }
-        let (_, unit, better) = both()
-            .find_map(|s| s.single.get(name.as_str()).cloned())
-            .unwrap_or_default();
-        let (a_value, b_value) = (judge::side_value(&ra), judge::side_value(&rb));
-        let change = match units {
-            Units::Runs => judge_runs(&ra, &rb, better, judged, opts),
-            Units::Intervals => Change {
-                change: judge::relative(a_value, b_value),
-                ci: None,
-                verdict: Verdict::OneValue,
-            },
-        };
-        figures.push(FigureComparison {
-            name: name.clone(),
-            unit,
-            a: a_value,
-            b: b_value,
-            better,
-            change,
-        });
+    let mut notes = Vec::new();
+    if !aside.is_empty() {
+        notes.push(format!(
+            "runs set aside, each over 2.5 times or under 1/2.5 of its side's median: {}",
+            aside.join(", ")
+        ));
+    }
+    for (side, runs) in [("A", a), ("B", b)] {
+        notes.extend(samples::disturbed(runs).into_iter().map(|(i, ratio)| {
+            format!(
+                "{side}: run {} looks disturbed: its wall time is {ratio:.1}× its CPU time, \
+                 over twice its side's median (kept)",
+                i + 1
+            )
+        }));
     }
     let mut warnings = Vec::new();
     if let (Some(first), Some(other)) = (a.first(), b.first()) {
@@ -413,44 +545,76 @@ pub fn compare_runs(a: &[&Session], b: &[&Session], opts: &CompareOptions) -> Co
         b: name_of(b),
         figures,
         warnings,
+        notes,
         threshold: opts.threshold,
         runs: (a.len(), b.len()),
-        noise: match units {
-            Units::Intervals => "intervals",
-            Units::Runs => "runs",
-        },
+        noise: units.word(),
         alpha: opts.alpha,
-        judged,
+        judged: if units == Units::OneRunEach { 0 } else { k },
     }
 }
 
-/// Judges the change from per-interval samples `a` to `b` of one run each: the bootstrap
-/// interval of the relative change of the means at 1 − [`CompareOptions::alpha`], and the
-/// verdict (see the module docs).
-pub fn judge(a: &[f64], b: &[f64], better: Option<Better>, opts: &CompareOptions) -> Change {
-    let run = |v: &[f64]| -> Vec<Run> {
-        vec![
-            v.iter()
-                .filter(|x| x.is_finite())
-                .map(|&x| (x, 1.0))
-                .collect(),
-        ]
-    };
-    judge_runs(&run(a), &run(b), better, 1, opts)
+/// The error rate to spend at look `k` (from 1) of an experiment that judges again after
+/// every new pair of runs and stops at the first decision: `alpha`·6/(π²`k`²). The looks
+/// of any experiment, however many, spend at most `alpha` together (Σ 1/*k*² = π²/6), and
+/// most of it goes to the first looks (61 % to the first), where a large change is
+/// decided.
+pub fn alpha_at_look(alpha: f64, k: usize) -> f64 {
+    let k = k.max(1) as f64;
+    alpha * 6.0 / (std::f64::consts::PI.powi(2) * k * k)
 }
 
-/// The whole run's latency percentiles of A against B (p50, p90, p99, p99.9 and the
-/// maximum, in that order), from their interval histograms, one run each: the change of
-/// the merged percentiles, and a bootstrap interval from resampling whole intervals with
+/// Judges a figure with one value per run (a command's `cpu_time_s`, a summary figure)
+/// from A's runs to B's, alone (the family is this one figure), as [`compare_runs`] judges
+/// it: on the log ratio of the runs' geometric means, a run far from its side's median set
+/// aside.
+pub fn judge_runs(a: &[f64], b: &[f64], better: Option<Better>, opts: &CompareOptions) -> Change {
+    let side = |v: &[f64]| Side {
+        values: v.to_vec(),
+        intervals: Vec::new(),
+    };
+    let (a, b) = (side(a), side(b));
+    if a.sparse() || b.sparse() {
+        return Change::judged(f64::NAN, None, Verdict::TooSparse);
+    }
+    judge::across_runs(&a, &b, better, 1, opts).0
+}
+
+/// Judges the change from per-interval samples `a` to `b` of one run, as parts of that run:
+/// a block bootstrap of the log ratio of the means at 1 − [`CompareOptions::alpha`], and the
+/// verdict (see the module docs).
+pub fn judge(a: &[f64], b: &[f64], better: Option<Better>, opts: &CompareOptions) -> Change {
+    let run = |v: &[f64]| -> Run {
+        v.iter()
+            .filter(|x| x.is_finite())
+            .map(|&x| (x, 1.0))
+            .collect()
+    };
+    judge::within_run(&run(a), &run(b), better, 1, opts)
+}
+
+/// The whole-run latency percentiles of two parts of one run (p50, p90, p99, p99.9 and the
+/// maximum, in that order), from their interval histograms: the change of the merged
+/// percentiles, and an interval on the log ratio from resampling blocks of intervals with
 /// replacement and merging them again (in 0.5 % bins). The verdicts wait for the figure's
-/// better direction ([`compare`] gives them); with fewer than two intervals a side there
-/// is no interval.
+/// better direction ([`compare`] gives them): with fewer than two blocks a side there is no
+/// interval.
 pub fn judge_percentiles(
     a: &[&Histogram<u64>],
     b: &[&Histogram<u64>],
     opts: &CompareOptions,
 ) -> Vec<Change> {
-    judge_percentile_runs(&[a.to_vec()], &[b.to_vec()], 1, opts)
+    judge::percentiles_within_run(a, b, 1, opts)
+        .into_iter()
+        .map(|(log, ci)| match ci {
+            Some((lo, hi)) => Change::judged(
+                log.exp_m1(),
+                Some((lo.exp_m1(), hi.exp_m1())),
+                Verdict::Undecided,
+            ),
+            None => Change::undecided(log.exp_m1(), Needs::Record),
+        })
+        .collect()
 }
 
 /// What differs between two sessions besides their results: workload, parameters,
@@ -701,28 +865,29 @@ mod tests {
             Verdict::Improved,
             Verdict::Regressed,
             Verdict::Changed,
-            Verdict::WithinNoise,
-            Verdict::TooFewSamples,
-            Verdict::OneValue,
+            Verdict::Same,
+            Verdict::Undecided,
+            Verdict::TooSparse,
+            Verdict::Unjudged,
         ] {
             assert_eq!(serde_json::to_value(v).unwrap(), v.to_string(), "{v:?}");
         }
     }
 
     #[test]
-    fn samples_from_one_distribution_are_within_noise() {
+    fn samples_from_one_distribution_are_the_same() {
         let a = noisy(5e5, 30, 11);
         let b = noisy(5e5, 30, 13);
         let c = judge(&a, &b, Some(Better::Higher), &CompareOptions::default());
-        assert_eq!(c.verdict, Verdict::WithinNoise, "{c:?}");
+        assert_eq!(c.verdict, Verdict::Same, "{c:?}");
     }
 
     #[test]
-    fn a_change_below_the_threshold_is_within_noise_even_when_certain() {
+    fn a_certain_change_below_the_threshold_is_the_same() {
         let a = vec![100.0, 100.0, 100.0, 100.0];
         let b = vec![101.0, 101.0, 101.0, 101.0];
         let c = judge(&a, &b, Some(Better::Higher), &CompareOptions::default());
-        assert_eq!(c.verdict, Verdict::WithinNoise);
+        assert_eq!(c.verdict, Verdict::Same);
         let strict = CompareOptions {
             threshold: 0.005,
             ..CompareOptions::default()
@@ -780,6 +945,16 @@ mod tests {
         c.figures.iter().find(|f| f.name == name).unwrap()
     }
 
+    /// Three runs a side, made by `make` from their seeds, B judged against A.
+    fn three_a_side(make: impl Fn(&str, u64) -> Session, a: u64, b: u64) -> Comparison {
+        let runs = |side: &str, first: u64| -> Vec<Session> {
+            (first..first + 3).map(|seed| make(side, seed)).collect()
+        };
+        let (ra, rb) = (runs("a", a), runs("b", b));
+        let (ra, rb): (Vec<&Session>, Vec<&Session>) = (ra.iter().collect(), rb.iter().collect());
+        compare_runs(&ra, &rb, &CompareOptions::default())
+    }
+
     #[test]
     fn a_higher_allocation_rate_is_a_regression() {
         let with_rate = |dir: &str, bytes_per_s: f64, seed| {
@@ -791,15 +966,36 @@ mod tests {
             }
             s
         };
-        let c = compare(
-            &with_rate("a", 1e6, 1),
-            &with_rate("b", 2e6, 2),
-            &CompareOptions::default(),
+        let c = three_a_side(
+            |dir, seed| with_rate(dir, if dir == "a" { 1e6 } else { 2e6 }, seed),
+            1,
+            11,
         );
         let alloc = figure(&c, "alloc_bytes/s");
         assert_eq!(alloc.change.verdict, Verdict::Regressed, "{alloc:?}");
         let free = figure(&c, "free_bytes/s");
         assert_eq!(free.change.verdict, Verdict::Changed, "{free:?}");
+    }
+
+    #[test]
+    fn an_allocation_rate_zero_in_most_intervals_is_too_sparse_to_judge() {
+        let quiet = |dir: &str, seed| {
+            let mut s = session(dir, 1e6, 1_000_000, seed);
+            for (i, row) in s.rows.iter_mut().enumerate() {
+                let bytes = if i % 3 == 0 { 4096.0 } else { 0.0 };
+                row.rates.insert("alloc_bytes".into(), bytes);
+            }
+            s
+        };
+        let c = three_a_side(quiet, 1, 11);
+        let alloc = figure(&c, "alloc_bytes/s");
+        assert_eq!(alloc.change.verdict, Verdict::TooSparse, "{alloc:?}");
+        assert!(alloc.change.ci.is_none());
+        assert!(
+            c.to_text().contains("too sparse to judge"),
+            "{}",
+            c.to_text()
+        );
     }
 
     #[test]
@@ -813,27 +1009,26 @@ mod tests {
             }
             s
         };
-        let c = compare(
-            &with_live("a", 64e6, 1),
-            &with_live("b", 96e6, 2),
-            &CompareOptions::default(),
+        let c = three_a_side(
+            |dir, seed| with_live(dir, if dir == "a" { 64e6 } else { 96e6 }, seed),
+            1,
+            11,
         );
         let live = figure(&c, "live bytes");
         assert_eq!(live.change.verdict, Verdict::Regressed, "{live:?}");
-        let same = compare(
-            &with_live("a", 64e6, 3),
-            &with_live("b", 64e6, 4),
-            &CompareOptions::default(),
-        );
+        let same = three_a_side(|dir, seed| with_live(dir, 64e6, seed), 21, 31);
         let live = figure(&same, "live bytes");
-        assert_eq!(live.change.verdict, Verdict::WithinNoise, "{live:?}");
+        assert_eq!(live.change.verdict, Verdict::Same, "{live:?}");
     }
 
     #[test]
-    fn sessions_with_a_throughput_drop_and_a_doubled_p99_are_flagged_with_the_right_sign() {
-        let a = session("a", 1e6, 1_000_000, 1);
-        let b = session("b", 0.9e6, 2_000_000, 2);
-        let c = compare(&a, &b, &CompareOptions::default());
+    fn runs_with_a_throughput_drop_and_a_doubled_p99_are_flagged_with_the_right_sign() {
+        let slow = |dir: &str, seed| match dir {
+            "a" => session(dir, 1e6, 1_000_000, seed),
+            _ => session(dir, 0.9e6, 2_000_000, seed),
+        };
+        let c = three_a_side(slow, 1, 11);
+        assert_eq!(c.noise, "runs");
         let rate = figure(&c, "messages/s");
         assert_eq!(rate.change.verdict, Verdict::Regressed, "{rate:?}");
         assert!(rate.change.change < -0.08, "{rate:?}");
@@ -841,7 +1036,11 @@ mod tests {
         assert_eq!(p99.change.verdict, Verdict::Regressed, "{p99:?}");
         assert!((p99.change.change - 1.0).abs() < 0.1, "{p99:?}");
         // And the other way round, improvements.
-        let back = compare(&b, &a, &CompareOptions::default());
+        let fast = |dir: &str, seed| match dir {
+            "a" => session(dir, 0.9e6, 2_000_000, seed),
+            _ => session(dir, 1e6, 1_000_000, seed),
+        };
+        let back = three_a_side(fast, 1, 11);
         assert_eq!(
             figure(&back, "messages/s").change.verdict,
             Verdict::Improved
@@ -850,22 +1049,93 @@ mod tests {
     }
 
     #[test]
-    fn sessions_from_one_distribution_compare_within_noise() {
-        let a = session("a", 1e6, 1_000_000, 3);
-        let b = session("b", 1e6, 1_000_000, 4);
-        let c = compare(&a, &b, &CompareOptions::default());
+    fn runs_from_one_distribution_are_the_same() {
+        let c = three_a_side(|dir, seed| session(dir, 1e6, 1_000_000, seed), 3, 13);
         assert_eq!(c.regressions().count(), 0, "{}", c.to_text());
-        assert_eq!(
-            figure(&c, "messages/s").change.verdict,
-            Verdict::WithinNoise
-        );
+        assert_eq!(figure(&c, "messages/s").change.verdict, Verdict::Same);
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
         let text = c.to_text();
         assert!(
-            text.contains("within noise") && text.contains("messages/s"),
+            text.contains("same") && text.contains("messages/s") && !text.contains("noise"),
             "{text}"
         );
         assert!(c.to_markdown().contains("| messages/s |"));
+    }
+
+    #[test]
+    fn a_far_run_is_set_aside_and_a_descheduled_one_is_noted() {
+        let runs: Vec<Session> = (0..4)
+            .map(|i| {
+                let mut s = session("a", if i == 2 { 3e6 } else { 1e6 }, 1_000_000, i + 1);
+                // 30 s of wall time each; the last run got a sixth of the CPU time.
+                s.meta.worker.cpu_time_s = Some(if i == 3 { 5.0 } else { 28.0 });
+                s
+            })
+            .collect();
+        let others: Vec<Session> = (0..4)
+            .map(|i| session("b", 1e6, 1_000_000, i + 11))
+            .collect();
+        let (a, b): (Vec<&Session>, Vec<&Session>) =
+            (runs.iter().collect(), others.iter().collect());
+        let c = compare_runs(&a, &b, &CompareOptions::default());
+        let text = c.to_text();
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.contains("runs set aside") && n.contains("messages/s 1")),
+            "{text}"
+        );
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.starts_with("A: run 4 looks disturbed")),
+            "{text}"
+        );
+        // Set aside, the run of three times the rate does not make messages/s a change.
+        assert_eq!(
+            figure(&c, "messages/s").change.verdict,
+            Verdict::Same,
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn one_session_a_side_gets_no_verdict_but_the_runs_it_would_take() {
+        let a = session("a", 1e6, 1_000_000, 3);
+        let b = session("b", 0.9e6, 1_000_000, 4);
+        let c = compare(&a, &b, &CompareOptions::default());
+        assert_eq!(c.noise, "none");
+        assert_eq!(c.judged, 0);
+        for f in &c.figures {
+            assert_eq!(f.change.verdict, Verdict::Undecided, "{f:?}");
+            assert!(f.change.ci.is_none() && f.change.needs.is_some(), "{f:?}");
+        }
+        let rate = figure(&c, "messages/s");
+        // A 10 % drop over a ±2 % noise within the run: a few runs a side would tell.
+        assert!(
+            matches!(rate.change.needs, Some(Needs::Runs(n)) if n <= 5),
+            "{rate:?}"
+        );
+        let text = c.to_text();
+        assert!(text.contains("undecided — needs ≥"), "{text}");
+        let json = serde_json::to_value(&c).unwrap();
+        assert!(json["figures"][0]["runs_needed"].is_u64(), "{json}");
+        assert_eq!(json["figures"][0]["verdict_v1"], "within noise");
+    }
+
+    #[test]
+    fn an_interval_on_the_log_ratio_never_passes_minus_a_hundred_percent() {
+        // A run of near-zero values against a large one: a symmetric interval on the
+        // ratio would reach far below −100 %.
+        let a: Vec<f64> = (0..12)
+            .map(|i| if i % 2 == 0 { 1e6 } else { 1.0 })
+            .collect();
+        let b: Vec<f64> = (0..12)
+            .map(|i| if i % 3 == 0 { 1e6 } else { 2.0 })
+            .collect();
+        let c = judge(&a, &b, Some(Better::Higher), &CompareOptions::default());
+        let (lo, hi) = c.ci.unwrap();
+        assert!(lo > -1.0 && lo <= c.change && c.change <= hi, "{c:?}");
     }
 
     #[test]
@@ -922,7 +1192,9 @@ mod tests {
     #[test]
     fn one_interval_is_too_few_to_judge() {
         let c = judge(&[1.0], &[2.0, 2.0], None, &CompareOptions::default());
-        assert_eq!(c.verdict, Verdict::TooFewSamples);
+        assert_eq!(c.verdict, Verdict::Undecided);
+        assert_eq!(c.needs, Some(Needs::Record));
+        assert!(c.ci.is_none());
     }
 
     fn tree(stacks: &[(&str, u64)]) -> StackTree {

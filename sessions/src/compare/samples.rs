@@ -22,6 +22,10 @@ pub(crate) struct Samples<'a> {
     pub(crate) whole: HashMap<String, f64>,
     /// One value per session: name → (value, unit, better).
     pub(crate) single: BTreeMap<String, (f64, String, Option<Better>)>,
+    /// The latency percentiles: figure name → (metric, index into `QUANTILES`).
+    pub(crate) percentiles: HashMap<String, (String, usize)>,
+    /// The run's `--duration`, when it was given one, seconds.
+    pub(crate) duration_s: Option<f64>,
 }
 
 impl<'a> Samples<'a> {
@@ -111,8 +115,11 @@ impl<'a> Samples<'a> {
                 .entry(tag_name(&interval.tag).to_owned())
                 .or_default()
                 .push(h);
-            for (q_name, q) in QUANTILES {
+            for (i, (q_name, q)) in QUANTILES.into_iter().enumerate() {
                 let name = format!("{} {q_name}", tag_name(&interval.tag));
+                out.percentiles
+                    .entry(name.clone())
+                    .or_insert_with(|| (tag_name(&interval.tag).to_owned(), i));
                 let v = if q >= 1.0 {
                     h.max()
                 } else {
@@ -148,8 +155,59 @@ impl<'a> Samples<'a> {
             out.single
                 .insert(f.name.clone(), (f.value, f.unit.clone(), f.better));
         }
+        out.duration_s = requested_duration(&s.meta.command_line);
         out
     }
+}
+
+/// The `--duration` of a recorded command line (`--duration 2s` or `--duration=2s`), in
+/// seconds; the words after a lone `--` are a command's own and are not read.
+fn requested_duration(words: &[String]) -> Option<f64> {
+    let mut words = words.iter().take_while(|w| *w != "--");
+    while let Some(w) = words.next() {
+        let value = if w == "--duration" {
+            words.next().map(String::as_str)
+        } else {
+            w.strip_prefix("--duration=")
+        };
+        if let Some(value) = value {
+            return humantime::parse_duration(value)
+                .ok()
+                .map(|d| d.as_secs_f64());
+        }
+    }
+    None
+}
+
+/// The runs of a side whose wall time is over twice their CPU time's ratio to it at the
+/// side's median (a descheduled run): each run's index and its wall-to-CPU ratio. A run's
+/// wall time is its last row's time (or its `wall_time_s`), its CPU time the worker's.
+pub(crate) fn disturbed(runs: &[&Session]) -> Vec<(usize, f64)> {
+    let ratios: Vec<Option<f64>> = runs
+        .iter()
+        .map(|s| {
+            let cpu = s.meta.worker.cpu_time_s.filter(|c| *c > 0.0)?;
+            let wall = s
+                .meta
+                .summary
+                .iter()
+                .find(|f| f.name == "wall_time_s")
+                .map(|f| f.value)
+                .or_else(|| s.rows.last().map(|r| r.t_s))?;
+            (wall.is_finite() && wall > 0.0).then_some(wall / cpu)
+        })
+        .collect();
+    let mut known: Vec<f64> = ratios.iter().flatten().copied().collect();
+    if known.len() < 3 {
+        return Vec::new();
+    }
+    known.sort_by(f64::total_cmp);
+    let median = known[known.len() / 2];
+    ratios
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.filter(|r| *r > 2.0 * median).map(|r| (i, r)))
+        .collect()
 }
 
 /// The tick counter of a worker's live bytes (`live_bytes` in the report protocol; this

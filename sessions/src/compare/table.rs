@@ -43,7 +43,7 @@ impl FigureComparison {
             self.change.ci.map_or(String::new(), |(lo, hi)| {
                 format!("[{}, {}]", percent(lo), percent(hi))
             }),
-            self.change.verdict.to_string(),
+            self.change.verdict_text(),
         ]
     }
 }
@@ -79,31 +79,42 @@ impl Comparison {
                 w4 = widths[4],
             );
         }
+        for note in &self.notes {
+            let _ = writeln!(out, "\nnote: {}", Escaped(note));
+        }
         let _ = writeln!(out, "\n{}", self.method());
         out
     }
 
-    /// How the verdicts were reached, in one line: the runs, the noise the intervals
-    /// cover, the confidence and the threshold.
+    /// How the verdicts were reached, in one line: the unit of evidence, how intervals are
+    /// made, the confidence and the threshold.
     pub fn method(&self) -> String {
         let (na, nb) = self.runs;
-        let noise = match self.noise {
-            "runs" => {
-                format!("{na} run(s) of A, {nb} of B: intervals cover the noise between runs")
-            }
-            _ => "one run each: intervals cover the noise within a run only (--runs N to see \
-                  the noise between runs)"
-                .to_owned(),
-        };
-        // 99 %, or 99.83 % when an A/B run splits its confidence over its looks.
-        let confidence = format!("{:.2}", (1.0 - self.alpha) * 100.0);
+        // 99 %, or 99.39 % when an A/B run spends its error rate over its looks.
+        let confidence = format!("{:.3}", (1.0 - self.alpha) * 100.0);
         let confidence = confidence.trim_end_matches('0').trim_end_matches('.');
-        format!(
-            "{noise}; {confidence} % confidence for all {} judged figures together (bootstrap, \
-             Bonferroni); changes under {:.1}% are within noise",
-            self.judged,
-            self.threshold * 100.0
-        )
+        let threshold = self.threshold * 100.0;
+        let family = format!(
+            "{confidence} % confidence for all {} judged figures together (Bonferroni); \
+             regressed/improved past ±{threshold:.1}%, same inside it",
+            self.judged
+        );
+        match self.noise {
+            "runs" => format!(
+                "{na} run(s) of A, {nb} of B, runs the unit: intervals on the log ratio of the \
+                 runs' geometric means (Student t, spread between runs pooled); {family}"
+            ),
+            "intervals" => format!(
+                "parts of one run: its intervals stand in for runs (block bootstrap on the log \
+                 ratio), so the noise between runs is not seen; {family}"
+            ),
+            _ => format!(
+                "one run a side: the noise between runs is unseen, so no verdicts; the runs a \
+                 side a verdict would take are from the noise within the run (a floor) at \
+                 {confidence} % for all figures together and a threshold of ±{threshold:.1}% — \
+                 record with --runs N"
+            ),
+        }
     }
 
     /// The table as Markdown, for CI comments.
@@ -130,7 +141,7 @@ impl Comparison {
             });
             let verdict = match f.change.verdict {
                 Verdict::Regressed => "**regressed**".to_owned(),
-                v => v.to_string(),
+                _ => markdown_cell(&f.change.verdict_text()).into_owned(),
             };
             let _ = writeln!(
                 out,
@@ -142,6 +153,9 @@ impl Comparison {
                 ci,
                 verdict
             );
+        }
+        for note in &self.notes {
+            let _ = writeln!(out, "\n> {}", escaped(note));
         }
         let _ = writeln!(out, "\n{}", self.method());
         out

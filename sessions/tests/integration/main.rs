@@ -13,6 +13,7 @@ mod hlog;
 mod hostile;
 mod kinds;
 mod monitors;
+mod sequential;
 mod store;
 mod verdicts;
 

@@ -16,7 +16,7 @@ use super::keys::{Action, HELP_ROW, Row, Table, When, hint};
 pub enum Decision {
     /// Changed beyond the threshold: improved, regressed or changed.
     Changed(Verdict),
-    /// Equivalent: the interval lies within ± the threshold.
+    /// Same: the interval lies within ± the threshold.
     Equivalent,
     /// Not decided yet.
     Open,
@@ -26,7 +26,7 @@ impl std::fmt::Display for Decision {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Decision::Changed(v) => write!(f, "{v}"),
-            Decision::Equivalent => f.write_str("within noise (equivalent)"),
+            Decision::Equivalent => f.write_str("same"),
             Decision::Open => f.write_str("undecided"),
         }
     }
@@ -63,9 +63,10 @@ pub struct AbPlan {
     pub pairs: usize,
     /// Stops once every chosen figure is decided.
     pub until_decided: bool,
-    /// The error rate of one look.
+    /// The error rate of the first look (later looks spend less).
     pub alpha: f64,
-    /// Changes smaller than this (a fraction) are within noise.
+    /// A change smaller than this (a fraction) is never a verdict of change; an interval
+    /// inside ± it is *same*.
     pub threshold: f64,
 }
 

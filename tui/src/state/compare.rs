@@ -112,7 +112,7 @@ pub struct CompareState {
     pub figures: Vec<FigureComparison>,
     /// What differs between the sessions beyond their figures.
     pub warnings: Vec<String>,
-    /// Changes under this fraction are within noise.
+    /// The smallest change called regressed or improved (a fraction).
     pub threshold: f64,
     /// The family-wise error rate of the verdicts.
     pub alpha: f64,

@@ -99,7 +99,7 @@ fn draw_header(state: &State, area: Rect, buf: &mut Buffer) {
             Span::styled(standing(ab), status_style),
             Span::styled(
                 format!(
-                    " · {runs} · α {:.3}% a look · threshold ±{:.1}%",
+                    " · {runs} · α {:.3}% at the first look · threshold ±{:.1}%",
                     plan.alpha * 100.0,
                     plan.threshold * 100.0,
                 ),
@@ -337,7 +337,7 @@ mod tests {
             b: "ring --num-nodes 200".into(),
             pairs: 20,
             until_decided: true,
-            alpha: 0.01 / 19.0,
+            alpha: 0.01 * 6.0 / std::f64::consts::PI.powi(2),
             threshold: 0.02,
         };
         let mut s = State::with_ab(plan, false);

@@ -187,12 +187,16 @@ fn table(state: &State, area: Rect, buf: &mut Buffer) {
         lines.push(Line::from(Span::styled(text, style)));
     }
     let below = c.figures.len().saturating_sub(c.scroll + room);
-    let mut note = format!(
-        "{:.0}% for all {} together; under {:.1}% is noise",
-        (1.0 - c.alpha) * 100.0,
-        c.judged,
-        c.threshold * 100.0
-    );
+    let mut note = if c.judged == 0 {
+        "one run a side: no verdicts (record series: run … --runs 5)".to_owned()
+    } else {
+        format!(
+            "{:.0}% for all {} judged together; same inside ±{:.1}%",
+            (1.0 - c.alpha) * 100.0,
+            c.judged,
+            c.threshold * 100.0
+        )
+    };
     if below > 0 {
         note.push_str(&format!("  ↓ {below} more"));
     }

@@ -602,7 +602,11 @@ pub(crate) mod tests {
             benchtop_sessions::Session::load(&a).unwrap(),
             benchtop_sessions::Session::load(&b).unwrap(),
         );
-        let comparison = benchtop_sessions::compare::compare(&a, &b, &Default::default());
+        // Judged as parts of one run (intervals the unit), so that the screen has verdicts
+        // to colour: two sessions alone get none.
+        let mut opts = benchtop_sessions::compare::CompareOptions::default();
+        opts.parts = true;
+        let comparison = benchtop_sessions::compare::compare(&a, &b, &opts);
         State::with_comparison(a, b, comparison, true)
     }
 

@@ -170,7 +170,15 @@ fn each_file_replaced(plant: impl Fn(&Path), expected: &str) {
             ("export", export(&dir, &out, "speedscope")),
         ] {
             let r = run(command, Duration::from_secs(60));
-            assert_eq!(r.code, Some(1), "{what} {name}: {}{}", r.stdout, r.stderr);
+            // compare's errors exit 2 (1 says a figure regressed).
+            let code = if what == "compare" { 2 } else { 1 };
+            assert_eq!(
+                r.code,
+                Some(code),
+                "{what} {name}: {}{}",
+                r.stdout,
+                r.stderr
+            );
             assert!(
                 r.stderr.contains(name) && r.stderr.contains(expected),
                 "{what} {name}: {}",
@@ -369,9 +377,12 @@ fn links_planted_in_an_out_directory_are_replaced_never_followed() {
     fs::create_dir(&real).unwrap();
     let link = tmp.path().join("link");
     symlink(&real, &link).unwrap();
-    for command in [export(&a, &link, "summary-md"), compare(&a, &b, &link, &[])] {
+    for (command, code) in [
+        (export(&a, &link, "summary-md"), 1),
+        (compare(&a, &b, &link, &[]), 2),
+    ] {
         let r = run(command, Duration::from_secs(60));
-        assert_eq!(r.code, Some(1), "{}", r.stdout);
+        assert_eq!(r.code, Some(code), "{}", r.stdout);
         assert!(
             r.stderr.contains("link") && r.stderr.contains("symbolic link"),
             "{}",
@@ -459,7 +470,7 @@ fn a_full_disk_leaves_no_empty_or_temporary_file_from_export_or_compare() {
 
     let out = disk.mount.join("compare");
     let r = run(compare(&a, &b, &out, &[]), Duration::from_secs(120));
-    assert_eq!(r.code, Some(1), "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.code, Some(2), "{}{}", r.stdout, r.stderr);
     assert!(
         r.stderr.contains("No space left on device") && r.stderr.contains("diff-cpu"),
         "{}",

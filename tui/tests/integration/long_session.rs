@@ -55,12 +55,13 @@ fn show_compare_and_open_of_an_hour_of_100ms_intervals_stay_under_500_mib() {
     let out = tmp.path().join("out");
     let compared = run(compare(&a, &b, &out, &[]), Duration::from_secs(600));
     assert_eq!(compared.code, Some(0), "{}", compared.stderr);
-    // B's latency is 20 % higher throughout.
+    // B's latency is 20 % higher throughout: one run a side gets no verdict, and the
+    // noise within an hour of intervals says few runs would settle it.
     assert!(
         compared
             .stdout
             .lines()
-            .any(|l| l.contains("lap p50") && l.contains("regressed")),
+            .any(|l| l.contains("lap p50") && l.contains("undecided — needs ≥")),
         "{}",
         compared.stdout
     );

@@ -222,7 +222,8 @@ fn compare_judges_live_bytes_and_writes_the_memory_diff_flamegraphs() {
         .lines()
         .find(|l| l.starts_with("live bytes "))
         .unwrap_or_else(|| panic!("no live bytes row:\n{text}"));
-    assert!(live.ends_with("regressed"), "{text}");
+    // One session a side: no verdict, the runs a side one would take.
+    assert!(live.contains("undecided — needs ≥"), "{text}");
     for file in [
         "diff-mem.folded",
         "diff-mem.svg",

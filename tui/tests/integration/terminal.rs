@@ -322,7 +322,7 @@ fn benchtop_open_shows_two_sessions_side_by_side_and_one_session_as_it_ended() {
     tmux.wait_for_all(&[
         "diff: B against A",
         "messages/s",
-        "regressed",
+        "undecided — needs",
         "share per bin",
         "d diff/B only",
     ]);
