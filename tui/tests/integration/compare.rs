@@ -281,7 +281,7 @@ fn a_session_with_an_empty_live_end_profile_compares_with_a_note() {
     live.add_names(["bt-ring", "main", "alloc"], 4096);
     for (dir, tree) in [(&a, StackTree::new()), (&b, live)] {
         let text = tree.to_folded();
-        std::fs::write(dir.join(StackKind::LiveEnd.folded_file()), text).unwrap();
+        std::fs::write(dir.join(Kind::LiveEnd.folded_file()), text).unwrap();
     }
     for json in [false, true] {
         let mut command = benchtop();
