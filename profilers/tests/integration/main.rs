@@ -9,6 +9,7 @@ mod mem;
 mod monitor;
 mod offcpu;
 mod reaper;
+mod rounds;
 mod sampler;
 mod timeline;
 mod tree_monitor;

@@ -13,7 +13,10 @@ use crate::fixture::expect_sampler;
 
 /// main → mid_x → leaf_a (5 units) / leaf_b (3 units) → spin; main → mid_y → leaf_c
 /// (2 units) → spin: 50/30/20 % of the time. Every function is a real call
-/// (`-fno-inline -fno-optimize-sibling-calls`), none keeps a frame pointer.
+/// (`-fno-inline -fno-optimize-sibling-calls`), none keeps a frame pointer. Each round's
+/// unit is drawn between half and one and a half `UNIT`: rounds of one fixed length let
+/// the sampling clock fall in step with them, and the samples then split as the clock's
+/// phase does, not as the work (see `crate::rounds`).
 const SPLIT_C: &str = r#"
 #include <stdlib.h>
 #include <time.h>
@@ -22,19 +25,26 @@ __attribute__((noinline)) void spin(unsigned long n) {
     for (unsigned long i = 0; i < n; i++) sink += i ^ (sink >> 3);
 }
 #define UNIT 230000UL
-__attribute__((noinline)) void leaf_a(void) { spin(5 * UNIT); }
-__attribute__((noinline)) void leaf_b(void) { spin(3 * UNIT); }
-__attribute__((noinline)) void leaf_c(void) { spin(2 * UNIT); }
-__attribute__((noinline)) void mid_x(void) { leaf_a(); leaf_b(); }
-__attribute__((noinline)) void mid_y(void) { leaf_c(); }
+__attribute__((noinline)) void leaf_a(unsigned long u) { spin(5 * u); }
+__attribute__((noinline)) void leaf_b(unsigned long u) { spin(3 * u); }
+__attribute__((noinline)) void leaf_c(unsigned long u) { spin(2 * u); }
+__attribute__((noinline)) void mid_x(unsigned long u) { leaf_a(u); leaf_b(u); }
+__attribute__((noinline)) void mid_y(unsigned long u) { leaf_c(u); }
+/* A round's unit, UNIT/2 to 3*UNIT/2 (xorshift64). */
+static unsigned long next_unit(void) {
+    static unsigned long x = 88172645463325252UL;
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    return UNIT / 2 + x % UNIT;
+}
 /* Runs for argv[1] seconds of its own CPU time, so that a busy machine delays it but
    does not thin its samples. */
 int main(int argc, char **argv) {
     double seconds = argc > 1 ? atof(argv[1]) : 2.0;
     struct timespec t;
     do {
-        mid_x();
-        mid_y();
+        unsigned long u = next_unit();
+        mid_x(u);
+        mid_y(u);
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     } while (t.tv_sec + t.tv_nsec / 1e9 < seconds);
     return 0;
@@ -141,7 +151,7 @@ pub(crate) fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// Records `program args` from its exec to its end with `unwind`.
-fn record(program: &Path, args: &[&str], unwind: UnwindMode) -> Profile {
+pub(crate) fn record(program: &Path, args: &[&str], unwind: UnwindMode) -> Profile {
     let held = Held::spawn(program, args);
     let mut opts = SamplerOptions::default();
     opts.kind = ProfileKind::Cpu;
@@ -205,7 +215,12 @@ fn sampling_error(p: f64, n: u64) -> f64 {
 /// Every share of `split` within `points` percentage points in `stacks`, plus three
 /// standard errors of sampling (none to speak of where the weights are blocked
 /// microseconds rather than samples).
-fn assert_split(stacks: &BTreeMap<String, u64>, split: &[(&str, f64)], points: f64, what: &str) {
+pub(crate) fn assert_split(
+    stacks: &BTreeMap<String, u64>,
+    split: &[(&str, f64)],
+    points: f64,
+    what: &str,
+) {
     let n: u64 = stacks.values().sum();
     for &(path, want) in split {
         let got = share_of(stacks, path);
@@ -386,7 +401,7 @@ fn benchtop_and_perf_record_call_graph_dwarf_agree_on_the_same_program() {
 }
 
 /// A library that the program below loads after its start: work → lib_a (6 units) /
-/// lib_b (4 units) → lib_spin, 60/40 %.
+/// lib_b (4 units) → lib_spin, 60/40 %, each call's unit drawn as [`SPLIT_C`]'s.
 const LIB_C: &str = r#"
 #include <time.h>
 static volatile unsigned long sink;
@@ -394,8 +409,13 @@ __attribute__((noinline)) void lib_spin(unsigned long n) {
     for (unsigned long i = 0; i < n; i++) sink += i ^ (sink >> 3);
 }
 #define UNIT 200000UL
-__attribute__((noinline)) void lib_a(void) { lib_spin(6 * UNIT); }
-__attribute__((noinline)) void lib_b(void) { lib_spin(4 * UNIT); }
+__attribute__((noinline)) void lib_a(unsigned long u) { lib_spin(6 * u); }
+__attribute__((noinline)) void lib_b(unsigned long u) { lib_spin(4 * u); }
+static unsigned long next_unit(void) {
+    static unsigned long x = 88172645463325252UL;
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    return UNIT / 2 + x % UNIT;
+}
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
@@ -403,10 +423,11 @@ static double now(void) {
 }
 /* Adds the CPU time spent in lib_a and in lib_b to *a and *b. */
 void work(double *a, double *b) {
+    unsigned long u = next_unit();
     double t0 = now();
-    lib_a();
+    lib_a(u);
     double t1 = now();
-    lib_b();
+    lib_b(u);
     *a += t1 - t0;
     *b += now() - t1;
 }
@@ -532,7 +553,8 @@ fn a_forked_child_that_execs_a_program_without_frame_pointers_is_unwound() {
 
 /// The same call tree in Rust, built by rustc without `force-frame-pointers` (as
 /// release builds are by default): rounds of rs_mid_x → rs_leaf_a / rs_leaf_b and
-/// rs_mid_y → rs_leaf_c, 50/30/20 %.
+/// rs_mid_y → rs_leaf_c, 50/30/20 %, each round's unit drawn as [`SPLIT_C`]'s, for
+/// argv[1] seconds of its own CPU time.
 const SPLIT_RS: &str = r#"
 use std::hint::black_box;
 // Each caller uses its callee's result, so that no call is a tail call.
@@ -546,19 +568,31 @@ fn rs_spin(n: u64) -> u64 {
 }
 const UNIT: u64 = 400_000;
 #[inline(never)]
-fn rs_leaf_a() -> u64 { rs_spin(5 * UNIT).wrapping_add(1) }
+fn rs_leaf_a(u: u64) -> u64 { rs_spin(5 * u).wrapping_add(1) }
 #[inline(never)]
-fn rs_leaf_b() -> u64 { rs_spin(3 * UNIT).wrapping_add(2) }
+fn rs_leaf_b(u: u64) -> u64 { rs_spin(3 * u).wrapping_add(2) }
 #[inline(never)]
-fn rs_leaf_c() -> u64 { rs_spin(2 * UNIT).wrapping_add(3) }
+fn rs_leaf_c(u: u64) -> u64 { rs_spin(2 * u).wrapping_add(3) }
 #[inline(never)]
-fn rs_mid_x() -> u64 { rs_leaf_a().wrapping_add(rs_leaf_b()).wrapping_add(4) }
+fn rs_mid_x(u: u64) -> u64 { rs_leaf_a(u).wrapping_add(rs_leaf_b(u)).wrapping_add(4) }
 #[inline(never)]
-fn rs_mid_y() -> u64 { rs_leaf_c().wrapping_add(5) }
+fn rs_mid_y(u: u64) -> u64 { rs_leaf_c(u).wrapping_add(5) }
+#[repr(C)]
+struct Timespec { sec: i64, nsec: i64 }
+extern "C" { fn clock_gettime(clock: i32, t: *mut Timespec) -> i32; }
+fn cpu_seconds() -> f64 {
+    let mut t = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: t is a live timespec; 2 is CLOCK_PROCESS_CPUTIME_ID.
+    unsafe { clock_gettime(2, &mut t) };
+    t.sec as f64 + t.nsec as f64 / 1e9
+}
 fn main() {
-    let rounds: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(100);
-    for _ in 0..rounds {
-        black_box(rs_mid_x().wrapping_add(rs_mid_y()));
+    let seconds: f64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2.0);
+    let mut x: u64 = 88172645463325252;
+    while cpu_seconds() < seconds {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        let u = black_box(UNIT / 2 + x % UNIT);
+        black_box(rs_mid_x(u).wrapping_add(rs_mid_y(u)));
     }
 }
 "#;
@@ -584,16 +618,9 @@ fn a_rust_program_built_without_frame_pointers_gets_full_stacks_in_auto() {
         .status()
         .unwrap_or_else(|e| panic!("this test builds a Rust fixture with `rustc`: {e}"));
     assert!(status.success(), "rustc {}", src.display());
-    // Calibrate the rounds to about two seconds of CPU time on this machine.
-    let started = std::time::Instant::now();
-    let status = niced(&prog).arg("20").status().expect("run rsplit");
-    assert!(status.success());
-    let per_round = started.elapsed().as_secs_f64() / 20.0;
-    let rounds = ((2.0 / per_round.max(1e-4)) as u64)
-        .clamp(50, 5000)
-        .to_string();
-    let profile = record(&prog, &[&rounds], UnwindMode::Auto);
+    let profile = record(&prog, &["2"], UnwindMode::Auto);
     let stacks = user_stacks(&profile.cpu.to_folded());
+    assert!(profile.samples > 1000, "{} samples", profile.samples);
     let main = reaching(&stacks, "rsplit::main");
     assert!(
         main >= 0.99,
