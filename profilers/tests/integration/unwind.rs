@@ -643,14 +643,22 @@ fn a_rust_program_built_without_frame_pointers_gets_full_stacks_in_auto() {
 }
 
 /// Blocks in the C library's nanosleep from two functions: wait_long 3 units and
-/// wait_short 1 unit per loop, 75/25 % of the blocked time, for argv[1] loops of
-/// argv[2] ms units. Units of 100 ms rather than 10, because off-CPU time runs to the switch-in: the wait for a CPU after the
-/// timer fires (milliseconds on a busy machine) adds to both, and would pull 30/10 ms
-/// sleeps off their split by more than the tests allow.
+/// wait_short 1 unit per loop, about 75/25 % of the blocked time, for argv[1] loops of
+/// argv[2] ms units; writes to argv[3] the seconds each function spent from before its
+/// sleep to after it. Off-CPU time runs to the switch-in, so the wait for a CPU after the
+/// timer fires (milliseconds on a busy machine) adds to both sleeps and pulls the split
+/// off 75/25: the program's own measure of the same spans includes that wait, and is
+/// the split the profile must show.
 const SLEEP_C: &str = r#"
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 static long unit_ns;
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
 __attribute__((noinline)) void wait_long(void) {
     struct timespec t = {0, 3 * unit_ns};
     nanosleep(&t, 0);
@@ -662,25 +670,36 @@ __attribute__((noinline)) void wait_short(void) {
 int main(int argc, char **argv) {
     int loops = atoi(argv[1]);
     unit_ns = atol(argv[2]) * 1000000L;
+    double in_long = 0, in_short = 0;
     for (int i = 0; i < loops; i++) {
+        double t0 = now();
         wait_long();
+        double t1 = now();
         wait_short();
+        in_long += t1 - t0;
+        in_short += now() - t1;
     }
-    return 0;
+    FILE *out = fopen(argv[3], "w");
+    if (!out) { perror(argv[3]); return 1; }
+    fprintf(out, "%f %f\n", in_long, in_short);
+    return fclose(out) == 0 ? 0 : 1;
 }
 "#;
 
-/// Off-CPU stacks of [`SLEEP_C`] built with `flags`, recorded with `unwind`.
+/// Off-CPU stacks of [`SLEEP_C`] built with `flags`, recorded with `unwind`, and the
+/// shares of wait_long and wait_short that the program measured.
 fn sleeping(
     flags: &[&str],
     unwind: UnwindMode,
     every: u32,
     loops: &str,
     unit_ms: &str,
-) -> BTreeMap<String, u64> {
+) -> (BTreeMap<String, u64>, [f64; 2]) {
     let dir = tempfile::tempdir().expect("tempdir");
     let prog = build_c(dir.path(), "sleeper", SLEEP_C, flags);
-    let held = Held::spawn_unniced(&prog, &[loops, unit_ms]);
+    let times = dir.path().join("times");
+    let times_arg = times.to_str().expect("utf-8 path");
+    let held = Held::spawn_unniced(&prog, &[loops, unit_ms, times_arg]);
     let mut opts = SamplerOptions::default();
     opts.kind = ProfileKind::OffCpu;
     opts.unwind = unwind;
@@ -689,19 +708,32 @@ fn sleeping(
     crate::fixture::require_offcpu_stacks(&sampler);
     held.run();
     let profile = sampler.finish().expect("finish");
-    user_stacks(&profile.offcpu.to_folded())
+    let measured = std::fs::read_to_string(&times).expect("the sleeper's times");
+    let [long, short]: [f64; 2] = measured
+        .split_whitespace()
+        .map(|x| x.parse().expect("a number of seconds"))
+        .collect::<Vec<f64>>()
+        .try_into()
+        .expect("two figures");
+    let shares = [long / (long + short), short / (long + short)];
+    // About 75/25: a wait for a CPU of the unit's size would mean a broken machine.
+    assert!((0.6..0.8).contains(&shares[0]), "{measured}");
+    (user_stacks(&profile.offcpu.to_folded()), shares)
 }
 
-/// The blocked time of [`SLEEP_C`]: 75 % under wait_long, 25 % under wait_short, every
+/// The blocked time of [`SLEEP_C`] split as the program measured it (`shares`), every
 /// stack through main.
-fn assert_sleep_split(stacks: &BTreeMap<String, u64>, what: &str) {
+fn assert_sleep_split(stacks: &BTreeMap<String, u64>, shares: [f64; 2], what: &str) {
     let main = reaching(stacks, "main");
     assert!(
         main >= 0.99,
         "{what}: {:.2} % reach main:\n{stacks:#?}",
         main * 100.0
     );
-    let split = [("main;wait_long", 0.75), ("main;wait_short", 0.25)];
+    let split = [
+        ("main;wait_long", shares[0]),
+        ("main;wait_short", shares[1]),
+    ];
     assert_split(stacks, &split, 2.0, what);
 }
 
@@ -714,14 +746,14 @@ fn off_cpu_stacks_keep_the_function_that_blocked_in_the_c_library_with_frame_poi
         "-fno-omit-frame-pointer",
         "-mno-omit-leaf-frame-pointer",
     ];
-    let stacks = sleeping(&fp, UnwindMode::Auto, 1, "8", "100");
-    assert_sleep_split(&stacks, "auto, program with frame pointers");
+    let (stacks, shares) = sleeping(&fp, UnwindMode::Auto, 1, "8", "100");
+    assert_sleep_split(&stacks, shares, "auto, program with frame pointers");
 }
 
 #[test]
 fn off_cpu_stacks_of_a_program_without_frame_pointers_are_unwound() {
-    let stacks = sleeping(NO_FP, UnwindMode::Dwarf, 1, "8", "100");
-    assert_sleep_split(&stacks, "dwarf, program without frame pointers");
+    let (stacks, shares) = sleeping(NO_FP, UnwindMode::Dwarf, 1, "8", "100");
+    assert_sleep_split(&stacks, shares, "dwarf, program without frame pointers");
 }
 
 #[test]
@@ -729,8 +761,8 @@ fn off_cpu_stacks_sampled_at_one_switch_in_three_keep_the_split_and_the_total() 
     // One in three, not two: the program's switches alternate between its two
     // functions, and sampling one in two of them could see only one.
     // 60 loops of 80 ms: some 40 sampled switches, about half of each function's.
-    let every_one = sleeping(NO_FP, UnwindMode::Auto, 1, "60", "20");
-    let every_other = sleeping(NO_FP, UnwindMode::Auto, 3, "60", "20");
+    let (every_one, _) = sleeping(NO_FP, UnwindMode::Auto, 1, "60", "20");
+    let (every_other, shares) = sleeping(NO_FP, UnwindMode::Auto, 3, "60", "20");
     // Some 40 sampled intervals, whose phase against the program's alternation other
     // switches (start-up, exit) shift: one more of either function moves the split by
     // about a point and a half, so the band is wider than for a stack at every switch.
@@ -740,7 +772,10 @@ fn off_cpu_stacks_sampled_at_one_switch_in_three_keep_the_split_and_the_total() 
         "{:.2} % reach main:\n{every_other:#?}",
         main * 100.0
     );
-    let split = [("main;wait_long", 0.75), ("main;wait_short", 0.25)];
+    let split = [
+        ("main;wait_long", shares[0]),
+        ("main;wait_short", shares[1]),
+    ];
     assert_split(&every_other, &split, 7.0, "one switch in three");
     // Scaled by three, the blocked time is about the whole of it.
     let (all, half): (u64, u64) = (every_one.values().sum(), every_other.values().sum());
