@@ -74,6 +74,15 @@ impl Fixture {
         self.stdin = None;
     }
 
+    /// It has not exited: its process is there and not a zombie (it is not reaped here).
+    pub fn is_running(&self) -> bool {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()));
+        // The state follows the name, which is in parentheses and may hold spaces.
+        stat.ok()
+            .and_then(|s| Some(s.rsplit_once(") ")?.1.chars().next()? != 'Z'))
+            .unwrap_or(false)
+    }
+
     /// After the exit: the value of the fixture's `key\tvalue` line.
     pub fn output_value(&mut self, key: &str) -> Option<String> {
         let mut rest = String::new();

@@ -11,6 +11,7 @@ mod monitor;
 mod names;
 mod offcpu;
 mod reaper;
+mod rounds;
 mod sampler;
 mod stripped;
 mod timeline;

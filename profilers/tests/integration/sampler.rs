@@ -173,7 +173,8 @@ fn threads_named(name: &str) -> usize {
 
 #[test]
 fn dropping_a_sampler_without_finish_stops_its_thread() {
-    let mut child = Fixture::spawn("burn", 300, 1);
+    // A child that outlives the test: the drop must not wait for it.
+    let mut child = Fixture::spawn("sleep-loop", 600_000, 1);
     // The sampler thread is named after its target, so other tests' samplers, running
     // in parallel in this process, do not count.
     let name = format!("sampler-{}", child.pid());
@@ -186,13 +187,10 @@ fn dropping_a_sampler_without_finish_stops_its_thread() {
         1,
         "the sampler thread should be running"
     );
-    let started = Instant::now();
+    // An ordering, not a time: the drop returns while its target still runs (a batch
+    // under way may take seconds on a busy machine, and the drop waits for it).
     drop(sampler);
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "drop took {:?}",
-        started.elapsed()
-    );
+    assert!(child.is_running(), "the drop waited for its target to end");
     // Joined: the kernel drops the task right after the join returns.
     let deadline = Instant::now() + Duration::from_secs(2);
     while threads_named(&name) > 0 && Instant::now() < deadline {
@@ -203,7 +201,6 @@ fn dropping_a_sampler_without_finish_stops_its_thread() {
         0,
         "the sampler thread outlived its drop"
     );
-    child.wait_cpu_time();
 }
 
 #[test]
@@ -269,14 +266,20 @@ fn a_snapshot_taken_during_the_run_holds_the_stacks_folded_so_far() {
     );
     std::thread::sleep(Duration::from_millis(500));
     sampler.request_snapshot();
-    let asked = Instant::now();
+    // The batch under way when it was asked for, or the next one, takes it: once the
+    // batch count has moved on from there it is there. No wall-clock bound: a batch
+    // that meets the fixture's debug info takes seconds on a busy machine (5.8 s
+    // measured with a CPU hog beside the suite).
+    let asked = sampler.stats().batches;
     let snapshot = loop {
+        let batches = sampler.stats().batches;
         if let Some(s) = sampler.take_snapshot() {
             break s;
         }
         assert!(
-            asked.elapsed() < Duration::from_secs(5),
-            "no snapshot within 5 s of asking"
+            batches <= asked + 1,
+            "no snapshot after {} batches since asking",
+            batches - asked
         );
         std::thread::sleep(Duration::from_millis(20));
     };

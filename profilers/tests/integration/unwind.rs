@@ -14,7 +14,10 @@ use crate::fixture::expect_sampler;
 
 /// main → mid_x → leaf_a (5 units) / leaf_b (3 units) → spin; main → mid_y → leaf_c
 /// (2 units) → spin: 50/30/20 % of the time. Every function is a real call
-/// (`-fno-inline -fno-optimize-sibling-calls`), none keeps a frame pointer.
+/// (`-fno-inline -fno-optimize-sibling-calls`), none keeps a frame pointer. Each round's
+/// unit is drawn between half and one and a half `UNIT`: rounds of one fixed length let
+/// the sampling clock fall in step with them, and the samples then split as the clock's
+/// phase does, not as the work (see `crate::rounds`).
 const SPLIT_C: &str = r#"
 #include <stdlib.h>
 #include <time.h>
@@ -23,19 +26,26 @@ __attribute__((noinline)) void spin(unsigned long n) {
     for (unsigned long i = 0; i < n; i++) sink += i ^ (sink >> 3);
 }
 #define UNIT 230000UL
-__attribute__((noinline)) void leaf_a(void) { spin(5 * UNIT); }
-__attribute__((noinline)) void leaf_b(void) { spin(3 * UNIT); }
-__attribute__((noinline)) void leaf_c(void) { spin(2 * UNIT); }
-__attribute__((noinline)) void mid_x(void) { leaf_a(); leaf_b(); }
-__attribute__((noinline)) void mid_y(void) { leaf_c(); }
+__attribute__((noinline)) void leaf_a(unsigned long u) { spin(5 * u); }
+__attribute__((noinline)) void leaf_b(unsigned long u) { spin(3 * u); }
+__attribute__((noinline)) void leaf_c(unsigned long u) { spin(2 * u); }
+__attribute__((noinline)) void mid_x(unsigned long u) { leaf_a(u); leaf_b(u); }
+__attribute__((noinline)) void mid_y(unsigned long u) { leaf_c(u); }
+/* A round's unit, UNIT/2 to 3*UNIT/2 (xorshift64). */
+static unsigned long next_unit(void) {
+    static unsigned long x = 88172645463325252UL;
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    return UNIT / 2 + x % UNIT;
+}
 /* Runs for argv[1] seconds of its own CPU time, so that a busy machine delays it but
    does not thin its samples. */
 int main(int argc, char **argv) {
     double seconds = argc > 1 ? atof(argv[1]) : 2.0;
     struct timespec t;
     do {
-        mid_x();
-        mid_y();
+        unsigned long u = next_unit();
+        mid_x(u);
+        mid_y(u);
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     } while (t.tv_sec + t.tv_nsec / 1e9 < seconds);
     return 0;
@@ -392,7 +402,7 @@ fn benchtop_and_perf_record_call_graph_dwarf_agree_on_the_same_program() {
 }
 
 /// A library that the program below loads after its start: work → lib_a (6 units) /
-/// lib_b (4 units) → lib_spin, 60/40 %.
+/// lib_b (4 units) → lib_spin, 60/40 %, each call's unit drawn as [`SPLIT_C`]'s.
 const LIB_C: &str = r#"
 #include <time.h>
 static volatile unsigned long sink;
@@ -400,8 +410,13 @@ __attribute__((noinline)) void lib_spin(unsigned long n) {
     for (unsigned long i = 0; i < n; i++) sink += i ^ (sink >> 3);
 }
 #define UNIT 200000UL
-__attribute__((noinline)) void lib_a(void) { lib_spin(6 * UNIT); }
-__attribute__((noinline)) void lib_b(void) { lib_spin(4 * UNIT); }
+__attribute__((noinline)) void lib_a(unsigned long u) { lib_spin(6 * u); }
+__attribute__((noinline)) void lib_b(unsigned long u) { lib_spin(4 * u); }
+static unsigned long next_unit(void) {
+    static unsigned long x = 88172645463325252UL;
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    return UNIT / 2 + x % UNIT;
+}
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
@@ -409,10 +424,11 @@ static double now(void) {
 }
 /* Adds the CPU time spent in lib_a and in lib_b to *a and *b. */
 void work(double *a, double *b) {
+    unsigned long u = next_unit();
     double t0 = now();
-    lib_a();
+    lib_a(u);
     double t1 = now();
-    lib_b();
+    lib_b(u);
     *a += t1 - t0;
     *b += now() - t1;
 }
@@ -538,7 +554,8 @@ fn a_forked_child_that_execs_a_program_without_frame_pointers_is_unwound() {
 
 /// The same call tree in Rust, built by rustc without `force-frame-pointers` (as
 /// release builds are by default): rounds of rs_mid_x → rs_leaf_a / rs_leaf_b and
-/// rs_mid_y → rs_leaf_c, 50/30/20 %.
+/// rs_mid_y → rs_leaf_c, 50/30/20 %, each round's unit drawn as [`SPLIT_C`]'s, for
+/// argv[1] seconds of its own CPU time.
 const SPLIT_RS: &str = r#"
 use std::hint::black_box;
 // Each caller uses its callee's result, so that no call is a tail call.
@@ -552,19 +569,31 @@ fn rs_spin(n: u64) -> u64 {
 }
 const UNIT: u64 = 400_000;
 #[inline(never)]
-fn rs_leaf_a() -> u64 { rs_spin(5 * UNIT).wrapping_add(1) }
+fn rs_leaf_a(u: u64) -> u64 { rs_spin(5 * u).wrapping_add(1) }
 #[inline(never)]
-fn rs_leaf_b() -> u64 { rs_spin(3 * UNIT).wrapping_add(2) }
+fn rs_leaf_b(u: u64) -> u64 { rs_spin(3 * u).wrapping_add(2) }
 #[inline(never)]
-fn rs_leaf_c() -> u64 { rs_spin(2 * UNIT).wrapping_add(3) }
+fn rs_leaf_c(u: u64) -> u64 { rs_spin(2 * u).wrapping_add(3) }
 #[inline(never)]
-fn rs_mid_x() -> u64 { rs_leaf_a().wrapping_add(rs_leaf_b()).wrapping_add(4) }
+fn rs_mid_x(u: u64) -> u64 { rs_leaf_a(u).wrapping_add(rs_leaf_b(u)).wrapping_add(4) }
 #[inline(never)]
-fn rs_mid_y() -> u64 { rs_leaf_c().wrapping_add(5) }
+fn rs_mid_y(u: u64) -> u64 { rs_leaf_c(u).wrapping_add(5) }
+#[repr(C)]
+struct Timespec { sec: i64, nsec: i64 }
+extern "C" { fn clock_gettime(clock: i32, t: *mut Timespec) -> i32; }
+fn cpu_seconds() -> f64 {
+    let mut t = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: t is a live timespec; 2 is CLOCK_PROCESS_CPUTIME_ID.
+    unsafe { clock_gettime(2, &mut t) };
+    t.sec as f64 + t.nsec as f64 / 1e9
+}
 fn main() {
-    let rounds: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(100);
-    for _ in 0..rounds {
-        black_box(rs_mid_x().wrapping_add(rs_mid_y()));
+    let seconds: f64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2.0);
+    let mut x: u64 = 88172645463325252;
+    while cpu_seconds() < seconds {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        let u = black_box(UNIT / 2 + x % UNIT);
+        black_box(rs_mid_x(u).wrapping_add(rs_mid_y(u)));
     }
 }
 "#;
@@ -590,16 +619,9 @@ fn a_rust_program_built_without_frame_pointers_gets_full_stacks_in_auto() {
         .status()
         .unwrap_or_else(|e| panic!("this test builds a Rust fixture with `rustc`: {e}"));
     assert!(status.success(), "rustc {}", src.display());
-    // Calibrate the rounds to about two seconds of CPU time on this machine.
-    let started = std::time::Instant::now();
-    let status = niced(&prog).arg("20").status().expect("run rsplit");
-    assert!(status.success());
-    let per_round = started.elapsed().as_secs_f64() / 20.0;
-    let rounds = ((2.0 / per_round.max(1e-4)) as u64)
-        .clamp(50, 5000)
-        .to_string();
-    let profile = record(&prog, &[&rounds], UnwindMode::Auto);
+    let profile = record(&prog, &["2"], UnwindMode::Auto);
     let stacks = user_stacks(&profile.cpu.to_folded());
+    assert!(profile.samples > 1000, "{} samples", profile.samples);
     let main = reaching(&stacks, "rsplit::main");
     assert!(
         main >= 0.99,
@@ -622,14 +644,22 @@ fn a_rust_program_built_without_frame_pointers_gets_full_stacks_in_auto() {
 }
 
 /// Blocks in the C library's nanosleep from two functions: wait_long 3 units and
-/// wait_short 1 unit per loop, 75/25 % of the blocked time, for argv[1] loops of
-/// argv[2] ms units. Units of 100 ms rather than 10, because off-CPU time runs to the switch-in: the wait for a CPU after the
-/// timer fires (milliseconds on a busy machine) adds to both, and would pull 30/10 ms
-/// sleeps off their split by more than the tests allow.
+/// wait_short 1 unit per loop, about 75/25 % of the blocked time, for argv[1] loops of
+/// argv[2] ms units; writes to argv[3] the seconds each function spent from before its
+/// sleep to after it. Off-CPU time runs to the switch-in, so the wait for a CPU after the
+/// timer fires (milliseconds on a busy machine) adds to both sleeps and pulls the split
+/// off 75/25: the program's own measure of the same spans includes that wait, and is
+/// the split the profile must show.
 const SLEEP_C: &str = r#"
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 static long unit_ns;
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
 __attribute__((noinline)) void wait_long(void) {
     struct timespec t = {0, 3 * unit_ns};
     nanosleep(&t, 0);
@@ -641,25 +671,36 @@ __attribute__((noinline)) void wait_short(void) {
 int main(int argc, char **argv) {
     int loops = atoi(argv[1]);
     unit_ns = atol(argv[2]) * 1000000L;
+    double in_long = 0, in_short = 0;
     for (int i = 0; i < loops; i++) {
+        double t0 = now();
         wait_long();
+        double t1 = now();
         wait_short();
+        in_long += t1 - t0;
+        in_short += now() - t1;
     }
-    return 0;
+    FILE *out = fopen(argv[3], "w");
+    if (!out) { perror(argv[3]); return 1; }
+    fprintf(out, "%f %f\n", in_long, in_short);
+    return fclose(out) == 0 ? 0 : 1;
 }
 "#;
 
-/// Off-CPU stacks of [`SLEEP_C`] built with `flags`, recorded with `unwind`.
+/// Off-CPU stacks of [`SLEEP_C`] built with `flags`, recorded with `unwind`, and the
+/// shares of wait_long and wait_short that the program measured.
 fn sleeping(
     flags: &[&str],
     unwind: UnwindMode,
     every: u32,
     loops: &str,
     unit_ms: &str,
-) -> BTreeMap<String, u64> {
+) -> (BTreeMap<String, u64>, [f64; 2]) {
     let dir = tempfile::tempdir().expect("tempdir");
     let prog = build_c(dir.path(), "sleeper", SLEEP_C, flags);
-    let held = Held::spawn_unniced(&prog, &[loops, unit_ms]);
+    let times = dir.path().join("times");
+    let times_arg = times.to_str().expect("utf-8 path");
+    let held = Held::spawn_unniced(&prog, &[loops, unit_ms, times_arg]);
     let mut opts = SamplerOptions::default();
     opts.kind = KindSet::of(Kind::OffCpu);
     opts.unwind = unwind;
@@ -668,19 +709,32 @@ fn sleeping(
     crate::fixture::require_offcpu_stacks(&sampler);
     held.run();
     let profile = sampler.finish().expect("finish");
-    user_stacks(&profile.offcpu.to_folded())
+    let measured = std::fs::read_to_string(&times).expect("the sleeper's times");
+    let [long, short]: [f64; 2] = measured
+        .split_whitespace()
+        .map(|x| x.parse().expect("a number of seconds"))
+        .collect::<Vec<f64>>()
+        .try_into()
+        .expect("two figures");
+    let shares = [long / (long + short), short / (long + short)];
+    // About 75/25: a wait for a CPU of the unit's size would mean a broken machine.
+    assert!((0.6..0.8).contains(&shares[0]), "{measured}");
+    (user_stacks(&profile.offcpu.to_folded()), shares)
 }
 
-/// The blocked time of [`SLEEP_C`]: 75 % under wait_long, 25 % under wait_short, every
+/// The blocked time of [`SLEEP_C`] split as the program measured it (`shares`), every
 /// stack through main.
-fn assert_sleep_split(stacks: &BTreeMap<String, u64>, what: &str) {
+fn assert_sleep_split(stacks: &BTreeMap<String, u64>, shares: [f64; 2], what: &str) {
     let main = reaching(stacks, "main");
     assert!(
         main >= 0.99,
         "{what}: {:.2} % reach main:\n{stacks:#?}",
         main * 100.0
     );
-    let split = [("main;wait_long", 0.75), ("main;wait_short", 0.25)];
+    let split = [
+        ("main;wait_long", shares[0]),
+        ("main;wait_short", shares[1]),
+    ];
     assert_split(stacks, &split, 2.0, what);
 }
 
@@ -693,14 +747,14 @@ fn off_cpu_stacks_keep_the_function_that_blocked_in_the_c_library_with_frame_poi
         "-fno-omit-frame-pointer",
         "-mno-omit-leaf-frame-pointer",
     ];
-    let stacks = sleeping(&fp, UnwindMode::Auto, 1, "8", "100");
-    assert_sleep_split(&stacks, "auto, program with frame pointers");
+    let (stacks, shares) = sleeping(&fp, UnwindMode::Auto, 1, "8", "100");
+    assert_sleep_split(&stacks, shares, "auto, program with frame pointers");
 }
 
 #[test]
 fn off_cpu_stacks_of_a_program_without_frame_pointers_are_unwound() {
-    let stacks = sleeping(NO_FP, UnwindMode::Dwarf, 1, "8", "100");
-    assert_sleep_split(&stacks, "dwarf, program without frame pointers");
+    let (stacks, shares) = sleeping(NO_FP, UnwindMode::Dwarf, 1, "8", "100");
+    assert_sleep_split(&stacks, shares, "dwarf, program without frame pointers");
 }
 
 #[test]
@@ -708,8 +762,8 @@ fn off_cpu_stacks_sampled_at_one_switch_in_three_keep_the_split_and_the_total() 
     // One in three, not two: the program's switches alternate between its two
     // functions, and sampling one in two of them could see only one.
     // 60 loops of 80 ms: some 40 sampled switches, about half of each function's.
-    let every_one = sleeping(NO_FP, UnwindMode::Auto, 1, "60", "20");
-    let every_other = sleeping(NO_FP, UnwindMode::Auto, 3, "60", "20");
+    let (every_one, _) = sleeping(NO_FP, UnwindMode::Auto, 1, "60", "20");
+    let (every_other, shares) = sleeping(NO_FP, UnwindMode::Auto, 3, "60", "20");
     // Some 40 sampled intervals, whose phase against the program's alternation other
     // switches (start-up, exit) shift: one more of either function moves the split by
     // about a point and a half, so the band is wider than for a stack at every switch.
@@ -719,7 +773,10 @@ fn off_cpu_stacks_sampled_at_one_switch_in_three_keep_the_split_and_the_total() 
         "{:.2} % reach main:\n{every_other:#?}",
         main * 100.0
     );
-    let split = [("main;wait_long", 0.75), ("main;wait_short", 0.25)];
+    let split = [
+        ("main;wait_long", shares[0]),
+        ("main;wait_short", shares[1]),
+    ];
     assert_split(&every_other, &split, 7.0, "one switch in three");
     // Scaled by three, the blocked time is about the whole of it.
     let (all, half): (u64, u64) = (every_one.values().sum(), every_other.values().sum());
