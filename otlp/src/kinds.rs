@@ -8,19 +8,19 @@
 //! allocation samples, whose stacks are the worker's own ids: they go in requests of
 //! their own ([`BatchInterval::from_allocs`]), never mixed with the sampler's.
 
+use benchtop_profile::kinds::{Kind, KindSpec};
 use benchtop_sessions::intervals::{IntervalWeights, LoadedInterval, Weight};
 
-/// One kind of profile sent: what its samples count, and where a live run's
+/// One kind of profile sent: the profile model's entry for it ([`KindSpec`]: name, sample
+/// and period types), and what OTLP needs beyond it — its period, and where a live run's
 /// [`IntervalWeights`] and a saved session's [`LoadedInterval`] hold its weights. A new
-/// kind of stacks over time (allocated bytes, live bytes) is one more entry of [`KINDS`].
+/// kind of stacks over time is one more entry of the profile model's table and one more
+/// entry of [`KINDS`].
 #[derive(Debug, Clone, Copy)]
-pub struct ProfileKind {
-    /// The kind's short name (`cpu`, `offcpu`, `mem`): it makes the profile's id.
-    pub name: &'static str,
-    /// The sample type, (type, unit) as pprof and OTLP spell them.
-    pub sample_type: (&'static str, &'static str),
-    /// The period type, (type, unit).
-    pub period_type: (&'static str, &'static str),
+pub struct OtlpKind {
+    /// The kind, whose [`KindSpec`] names it (`cpu`: it makes the profile's id) and gives
+    /// its sample and period types.
+    pub kind: Kind,
     /// The period, from how the run sampled (0 when unknown).
     pub period: fn(&Sampling) -> i64,
     /// Whether samples are per thread (`thread.id`, `thread.name` attributes); a worker's
@@ -37,11 +37,9 @@ pub struct ProfileKind {
 }
 
 /// The kinds of profiles sent, in the order each request carries them.
-pub const KINDS: [ProfileKind; 5] = [
-    ProfileKind {
-        name: "cpu",
-        sample_type: ("samples", "count"),
-        period_type: ("cpu", "nanoseconds"),
+pub const KINDS: [OtlpKind; 5] = [
+    OtlpKind {
+        kind: Kind::Cpu,
         period: |s| match s.frequency_hz {
             0 => 0,
             hz => i64::try_from(1_000_000_000 / hz).unwrap_or(0),
@@ -51,10 +49,8 @@ pub const KINDS: [ProfileKind; 5] = [
         live: |i| &i.cpu,
         saved: |i| &i.cpu,
     },
-    ProfileKind {
-        name: "offcpu",
-        sample_type: ("off_cpu", "nanoseconds"),
-        period_type: ("off_cpu", "nanoseconds"),
+    OtlpKind {
+        kind: Kind::OffCpu,
         period: |_| 1,
         threads: true,
         snapshot: false,
@@ -63,10 +59,8 @@ pub const KINDS: [ProfileKind; 5] = [
     },
     // Page faults sampled one in `mem_period`, each weighing `mem_period × page size`
     // bytes: mem.folded per interval.
-    ProfileKind {
-        name: "mem",
-        sample_type: ("resident_growth", "bytes"),
-        period_type: ("page_faults", "count"),
+    OtlpKind {
+        kind: Kind::Mem,
         period: |s| i64::try_from(s.mem_period).unwrap_or(0),
         threads: true,
         snapshot: false,
@@ -75,10 +69,8 @@ pub const KINDS: [ProfileKind; 5] = [
     },
     // A built-in worker's sampled allocations (alloc.folded per interval), as pprof's
     // heap profiles name them; the period is the sampling's mean bytes between samples.
-    ProfileKind {
-        name: "alloc",
-        sample_type: ("alloc_space", "bytes"),
-        period_type: ("space", "bytes"),
+    OtlpKind {
+        kind: Kind::Alloc,
         period: |s| i64::try_from(s.alloc_rate).unwrap_or(0),
         threads: false,
         snapshot: false,
@@ -87,10 +79,8 @@ pub const KINDS: [ProfileKind; 5] = [
     },
     // The bytes its sampled allocations still held at each interval's end: the last
     // interval's are live-end.folded, the peak's live.folded.
-    ProfileKind {
-        name: "live",
-        sample_type: ("inuse_space", "bytes"),
-        period_type: ("space", "bytes"),
+    OtlpKind {
+        kind: Kind::Live,
         period: |s| i64::try_from(s.alloc_rate).unwrap_or(0),
         threads: false,
         snapshot: true,
@@ -99,9 +89,16 @@ pub const KINDS: [ProfileKind; 5] = [
     },
 ];
 
+impl OtlpKind {
+    /// The profile model's entry for the kind.
+    pub fn spec(&self) -> &'static KindSpec {
+        self.kind.spec()
+    }
+}
+
 /// The index in [`KINDS`] of the kind named `name`.
 pub fn kind_index(name: &str) -> Option<usize> {
-    KINDS.iter().position(|k| k.name == name)
+    KINDS.iter().position(|k| k.spec().name == name)
 }
 
 /// Weights of one interval: (tid, stack, weight) per kind of [`KINDS`], times in ns from
@@ -229,7 +226,7 @@ mod tests {
         assert_eq!(batch.weights[alloc], [(0, 3, 4_096)]);
         assert_eq!(batch.weights[live], [(0, 3, 1_024), (0, 5, 8)]);
         for (k, w) in batch.weights.iter().enumerate() {
-            assert_eq!(w.is_empty(), k != alloc && k != live, "{}", KINDS[k].name);
+            assert_eq!(w.is_empty(), k != alloc && k != live, "{}", KINDS[k].spec().name);
         }
         assert!(KINDS[live].snapshot && !KINDS[alloc].snapshot);
         assert!(!KINDS[live].threads && KINDS[0].threads);

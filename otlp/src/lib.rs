@@ -34,8 +34,10 @@ pub mod resource;
 pub mod transport;
 
 pub use exporter::{Exporter, NamedStacks, RunContext, StackNamer};
-pub use kinds::{BatchInterval, KINDS, ProfileKind, Sampling};
-pub use options::{OtlpOptions, Protocol, parse_headers, protocol_for_endpoint, redact_headers};
+pub use kinds::{BatchInterval, KINDS, OtlpKind, Sampling};
+pub use options::{
+    OtlpOptions, Protocol, parse_headers, protocol_for_endpoint, redact_headers,
+};
 pub use profiles::StackSource;
 pub use replay::{replay, unix_now_ns};
 pub use resource::resource;

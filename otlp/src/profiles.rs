@@ -279,8 +279,9 @@ pub fn profiles_request(
         if samples.is_empty() {
             continue;
         }
-        let sample_type = dict.value_type(kind.sample_type.0, kind.sample_type.1);
-        let period_type = dict.value_type(kind.period_type.0, kind.period_type.1);
+        let types = kind.spec().sample_types;
+        let sample_type = dict.value_type(types.sample.0, types.sample.1);
+        let period_type = dict.value_type(types.period.0, types.period.1);
         profiles.push(Profile {
             sample_type: Some(sample_type),
             samples,
@@ -290,7 +291,7 @@ pub fn profiles_request(
             duration_nano: last.saturating_sub(first).max(1) + u64::from(kind.snapshot),
             period_type: Some(period_type),
             period: (kind.period)(&sampling),
-            profile_id: profile_id(resource, kind.name, first),
+            profile_id: profile_id(resource, kind.spec().name, first),
             ..Profile::default()
         });
     }

@@ -30,8 +30,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use benchtop_sessions::meta::AllocSamplingInfo;
-use benchtop_sessions::{FrameId, StackTree};
+use benchtop_profile::sampling::AllocSamplingInfo;
+use benchtop_profile::{FrameId, StackTree};
 
 use crate::symbolize::{Resolver, SymbolDetail};
 

@@ -1,6 +1,6 @@
 //! Facts about the machine a session runs on.
 
-use benchtop_sessions::meta::HostInfo;
+use benchtop_profile::sampling::HostInfo;
 
 use crate::procfs;
 use crate::sampler::probe_access;

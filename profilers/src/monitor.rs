@@ -21,7 +21,7 @@ use std::fs::File;
 use std::sync::Arc;
 use std::time::Instant;
 
-use benchtop_sessions::{
+use benchtop_profile::{
     ContextSwitches, IoCounters, Resources, ThreadCpu, ThreadSummary, TimeseriesRow,
 };
 
@@ -226,7 +226,7 @@ struct ExitedThread {
 ///
 /// ```no_run
 /// use benchtop_profilers::monitor::{DEFAULT_TOP_THREADS, TreeMonitor};
-/// use benchtop_sessions::TimeseriesRow;
+/// use benchtop_profile::TimeseriesRow;
 ///
 /// # fn main() -> Result<(), benchtop_profilers::ProfilerError> {
 /// let mut monitor = TreeMonitor::new(4242);

@@ -5,7 +5,7 @@
 
 use benchtop_profilers::allocations::{AllocProfile, AllocTrees};
 use benchtop_protocol::{AllocSamples, LIVE_BYTES, Tick};
-use benchtop_sessions::store::StackKind;
+use benchtop_sessions::Kind;
 
 use crate::RecordError;
 use crate::driver::Run;
@@ -100,13 +100,9 @@ impl Run<'_> {
         } = profile.trees();
         let workload = &self.opts.workload;
         for (kind, tree, what) in [
-            (StackKind::Alloc, &alloc, "bytes allocated (sampled)"),
-            (StackKind::Live, &live, "bytes live at the peak (sampled)"),
-            (
-                StackKind::LiveEnd,
-                &live_end,
-                "bytes live at the end (sampled)",
-            ),
+            (Kind::Alloc, &alloc, "bytes allocated (sampled)"),
+            (Kind::Live, &live, "bytes live at the peak (sampled)"),
+            (Kind::LiveEnd, &live_end, "bytes live at the end (sampled)"),
         ] {
             if let Err(e) = self
                 .writer

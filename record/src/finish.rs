@@ -6,8 +6,9 @@ use std::time::{Duration, SystemTime};
 
 use benchtop_profilers::monitor::TreeMonitorOptions;
 use benchtop_protocol as protocol;
+use benchtop_sessions::Kind;
 use benchtop_sessions::meta::{Better, Figure};
-use benchtop_sessions::store::{StackKind, rfc3339};
+use benchtop_sessions::store::rfc3339;
 use benchtop_sessions::{SessionError, Status};
 use hdrhistogram::Histogram;
 
@@ -189,10 +190,7 @@ impl Run<'_> {
                     let workload = &self.opts.workload;
                     if profile.kind.on_cpu() {
                         let title = format!("{workload} — on-CPU");
-                        if let Err(e) =
-                            self.writer
-                                .write_stacks(StackKind::Cpu, &profile.cpu, &title)
-                        {
+                        if let Err(e) = self.writer.write_stacks(Kind::Cpu, &profile.cpu, &title) {
                             warnings.push(format!("on-CPU stacks: {e}"));
                         }
                     }
@@ -200,7 +198,7 @@ impl Run<'_> {
                         let title = format!("{workload} — off-CPU (time blocked)");
                         if let Err(e) =
                             self.writer
-                                .write_stacks(StackKind::OffCpu, &profile.offcpu, &title)
+                                .write_stacks(Kind::OffCpu, &profile.offcpu, &title)
                         {
                             warnings.push(format!("off-CPU stacks: {e}"));
                         }
@@ -208,10 +206,7 @@ impl Run<'_> {
                     if profile.kind.mem() {
                         let title =
                             format!("{workload} — where resident memory grew (page faults)");
-                        if let Err(e) =
-                            self.writer
-                                .write_stacks(StackKind::Mem, &profile.mem, &title)
-                        {
+                        if let Err(e) = self.writer.write_stacks(Kind::Mem, &profile.mem, &title) {
                             warnings.push(format!("memory stacks: {e}"));
                         }
                     }

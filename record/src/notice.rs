@@ -4,7 +4,7 @@
 use std::fmt;
 
 use benchtop_protocol::ProtocolError;
-use benchtop_sessions::{SessionError, Status};
+use benchtop_sessions::Status;
 
 impl From<ProtocolError> for ReportIssue {
     fn from(e: ProtocolError) -> Self {
@@ -14,7 +14,7 @@ impl From<ProtocolError> for ReportIssue {
 
 impl ReportIssue {
     /// A tick's histogram of `metric` that the bounded decoder refused.
-    pub fn histogram(metric: &str, error: &SessionError) -> Self {
+    pub fn histogram(metric: &str, error: &dyn std::fmt::Display) -> Self {
         ReportIssue::Histogram {
             metric: metric.to_owned(),
             error: error.to_string(),

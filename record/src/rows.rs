@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use benchtop_sessions::Kind;
 use benchtop_sessions::intervals::StacksChunk;
-use benchtop_sessions::store::StackKind;
 use benchtop_sessions::{Percentiles, TimeseriesRow};
 use hdrhistogram::Histogram;
 
@@ -269,17 +269,13 @@ impl Run<'_> {
             let workload = &self.opts.workload;
             let mut saved = Vec::new();
             for (kind, tree, title) in [
-                (StackKind::Cpu, &snapshot.cpu, "on-CPU"),
-                (
-                    StackKind::OffCpu,
-                    &snapshot.offcpu,
-                    "off-CPU (time blocked)",
-                ),
-                (StackKind::Mem, &snapshot.mem, "resident growth"),
+                (Kind::Cpu, &snapshot.cpu, "on-CPU"),
+                (Kind::OffCpu, &snapshot.offcpu, "off-CPU (time blocked)"),
+                (Kind::Mem, &snapshot.mem, "resident growth"),
             ] {
                 let wanted = match kind {
-                    StackKind::Cpu => self.opts.sampler.kind.on_cpu(),
-                    StackKind::Mem => self.opts.sampler.kind.mem(),
+                    Kind::Cpu => self.opts.sampler.kind.on_cpu(),
+                    Kind::Mem => self.opts.sampler.kind.mem(),
                     _ => self.opts.sampler.kind.off_cpu(),
                 };
                 if wanted {

@@ -127,6 +127,25 @@ pub enum SessionError {
         /// What is wrong with it.
         reason: String,
     },
+    /// Any other error of the profile model.
+    #[error(transparent)]
+    Profile(benchtop_profile::ProfileError),
+}
+
+impl From<benchtop_profile::ProfileError> for SessionError {
+    fn from(e: benchtop_profile::ProfileError) -> Self {
+        use benchtop_profile::ProfileError as P;
+        match e {
+            P::Io { path, source } => SessionError::Io { path, source },
+            P::Corrupt { path, reason } => SessionError::Corrupt { path, reason },
+            P::NotAFile { path, what } => SessionError::NotAFile { path, what },
+            P::TooLarge { path, limit, kind } => SessionError::TooLarge { path, limit, kind },
+            P::BadLimit { name, value } => SessionError::BadLimit { name, value },
+            P::BadHistogram { reason } => SessionError::BadHistogram { reason },
+            // ProfileError is non-exhaustive: a variant added later keeps its words.
+            other => SessionError::Profile(other),
+        }
+    }
 }
 
 impl SessionError {
@@ -166,7 +185,8 @@ impl SessionError {
             SessionError::FlamegraphNotWritten { source, .. } => source.path(),
             SessionError::Flamegraph { .. }
             | SessionError::BadHistogram { .. }
-            | SessionError::BadLimit { .. } => None,
+            | SessionError::BadLimit { .. }
+            | SessionError::Profile(_) => None,
         }
     }
 
@@ -201,7 +221,7 @@ impl SessionError {
     }
 
     /// A corrupt file, with the line number in the reason.
-    pub(crate) fn corrupt_line(
+    pub fn corrupt_line(
         path: impl Into<PathBuf>,
         line: usize,
         reason: impl std::fmt::Display,

@@ -16,7 +16,7 @@
 //!
 //! use benchtop_sessions::meta::{HostInfo, WorkloadInfo};
 //! use benchtop_sessions::{
-//!     Session, SessionMeta, SessionWriter, StackKind, StackTree, Status, TimeseriesRow,
+//!     Session, SessionMeta, SessionWriter, Kind, StackTree, Status, TimeseriesRow,
 //! };
 //!
 //! let now = SystemTime::now();
@@ -41,7 +41,7 @@
 //!
 //! let mut stacks = StackTree::new();
 //! stacks.add_names(["main", "ring::hop"], 10);
-//! writer.write_stacks(StackKind::Cpu, &stacks, "ring: on-CPU")?;
+//! writer.write_stacks(Kind::Cpu, &stacks, "ring: on-CPU")?;
 //!
 //! let dir = writer.finish(Status::Complete, benchtop_sessions::rfc3339(SystemTime::now()))?;
 //! let session = Session::load(&dir)?;
@@ -57,37 +57,32 @@ pub mod compare;
 pub mod curves;
 pub mod dir;
 mod error;
-pub mod escape;
 pub mod export;
 pub mod firefox;
 pub mod flame;
-pub mod histogram;
 pub mod hlog;
-pub mod intervals;
-pub mod limits;
-pub mod lines;
 pub mod memory;
 pub mod meta;
-pub mod names;
 pub mod plot;
 pub mod pprof;
 pub mod range;
 pub mod series;
-pub mod sparse;
-pub mod stacks;
 pub mod store;
 pub mod summary;
 pub mod synthetic;
-pub mod timeseries;
-pub mod units;
+pub mod threads_csv;
 
+pub use benchtop_profile::{
+    Kind, KindSet, ProfileError, escape, histogram, intervals, kinds, limits, lines, names, sparse,
+    stacks, timeseries, units,
+};
 pub use error::SessionError;
 pub use hlog::{Hlog, HlogInterval, HlogWriter, read_hlog};
 pub use meta::{Failure, FailureKind, SessionMeta, Status};
 pub use stacks::{Children, FrameId, NodeId, StackTree};
 pub use store::{
-    AllocTotals, MemoryStacks, RowSummary, Session, SessionFiles, SessionWriter, StackKind,
-    new_session_id, rfc3339,
+    AllocTotals, MemoryStacks, RowSummary, Session, SessionFiles, SessionWriter, new_session_id,
+    rfc3339,
 };
 pub use timeseries::{
     ContextSwitches, IoCounters, Percentiles, Resources, ThreadCpu, ThreadSummary, TimeseriesRow,

@@ -19,9 +19,9 @@ use std::fmt::{self, Write as _};
 
 use serde::Serialize;
 
+use crate::Kind;
 use crate::escape::Escaped;
 use crate::names::short_name;
-use crate::store::StackKind;
 use crate::units::human_bytes;
 use crate::{Session, StackTree};
 
@@ -132,7 +132,7 @@ pub struct MemoryPairs {
 
 /// The `n` stacks holding the most bytes in `a` or `b` (the larger of the two), largest
 /// first, with their bytes in each.
-pub fn top_pairs(kind: StackKind, a: &StackTree, b: &StackTree, n: usize) -> MemoryPairs {
+pub fn top_pairs(kind: Kind, a: &StackTree, b: &StackTree, n: usize) -> MemoryPairs {
     let (a_all, b_all) = (collapsed(a), collapsed(b));
     let mut pairs: Vec<StackPair> = Vec::with_capacity(a_all.len() + b_all.len());
     let (mut i, mut j) = (0, 0);
@@ -207,11 +207,11 @@ memory: {} ({}; A → B: {} → {})",
 
 /// The memory profile named `name` (`mem`, `alloc`, `live`…); resident growth for a
 /// name it does not know.
-fn memory_kind(name: &str) -> StackKind {
-    StackKind::MEMORY
+fn memory_kind(name: &str) -> Kind {
+    Kind::MEMORY
         .into_iter()
         .find(|k| k.name() == name)
-        .unwrap_or(StackKind::Mem)
+        .unwrap_or(Kind::Mem)
 }
 
 /// A stack as the text sections show it: each frame's name shortened.
@@ -223,9 +223,9 @@ fn shown(stack: &str) -> String {
     frames.join(";")
 }
 
-/// The top stacks of every memory profile `session` has, in [`StackKind::MEMORY`] order.
+/// The top stacks of every memory profile `session` has, in [`Kind::MEMORY`] order.
 pub fn memory_tops(session: &Session, n: usize) -> Vec<MemoryTop> {
-    StackKind::MEMORY
+    Kind::MEMORY
         .into_iter()
         .filter_map(|kind| {
             let tree = session.memory.get(kind).filter(|t| !t.is_empty())?;
@@ -293,7 +293,7 @@ mod tests {
         let mut b = StackTree::new();
         b.add_names(["p", "grow"], 900);
         b.add_names(["p", "new"], 50);
-        let pairs = top_pairs(StackKind::Live, &a, &b, 2);
+        let pairs = top_pairs(Kind::Live, &a, &b, 2);
         assert_eq!(
             (pairs.kind, pairs.a_total, pairs.b_total),
             ("live", 500, 950)

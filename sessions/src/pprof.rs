@@ -548,10 +548,8 @@ mod tests {
         let mut params = std::collections::BTreeMap::new();
         params.insert("num-nodes".to_owned(), serde_json::json!(100));
         params.insert("mode".to_owned(), serde_json::json!("tell"));
-        let host = HostInfo {
-            hostname: "bench-1".into(),
-            ..HostInfo::default()
-        };
+        let mut host = HostInfo::default();
+        host.hostname = "bench-1".into();
         let mut meta = SessionMeta::new(
             "20261101-100000-ring",
             WorkloadInfo::new("ring", params),

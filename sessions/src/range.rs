@@ -705,11 +705,9 @@ mod tests {
         for i in 0..20u32 {
             let slow = i % 5 == 4;
             let p99 = if slow { 10_000_000 } else { 1_000_000 };
-            let mut row = crate::TimeseriesRow {
-                t_s: f64::from(i + 1),
-                interval_s: 1.0,
-                ..Default::default()
-            };
+            let mut row = crate::TimeseriesRow::default();
+            row.t_s = f64::from(i + 1);
+            row.interval_s = 1.0;
             let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
             h.record_n(100_000, 980).unwrap();
             h.record_n(p99, 20).unwrap();

@@ -21,10 +21,10 @@ use crate::intervals::{STACKS_FILE, StacksChunk};
 use crate::limits::{FileKind, LoadOptions, read_bounded};
 use crate::meta::Failure;
 use crate::sparse::SparseHistogram;
-use crate::timeseries::{parse_threads_csv, threads_to_csv};
+use crate::threads_csv::{parse_threads_csv, threads_to_csv};
 use crate::{
-    SCHEMA_VERSION, SessionError, SessionMeta, StackTree, Status, ThreadSummary, TimeseriesRow,
-    flame,
+    Kind, SCHEMA_VERSION, SessionError, SessionMeta, StackTree, Status, ThreadSummary,
+    TimeseriesRow, flame,
 };
 
 /// The session metadata file.
@@ -51,90 +51,6 @@ pub const PPROF_FILE: &str = "profile.pb.gz";
 
 /// How many names [`SessionWriter::create_unique`] tries: `id`, then `id-2` to `id-100`.
 pub const MAX_UNIQUE_ATTEMPTS: u32 = 100;
-
-/// Which stacks a folded file and its flamegraph hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum StackKind {
-    /// On-CPU samples: cpu.folded and cpu.svg, weights in samples.
-    Cpu,
-    /// Off-CPU (blocked) time: offcpu.folded and offcpu.svg, weights in microseconds.
-    OffCpu,
-    /// Where resident memory grew: mem.folded and mem.svg, sampled page faults weighted
-    /// in bytes.
-    Mem,
-    /// Bytes allocated by a built-in worker, per allocation stack (sampled):
-    /// alloc.folded and alloc.svg.
-    Alloc,
-    /// Bytes still live per allocation stack (sampled), at the run's peak of live bytes:
-    /// live.folded and live.svg (and live-end.folded/live-end.svg at its end).
-    Live,
-    /// Bytes still live per allocation stack when the worker's run ended:
-    /// live-end.folded and live-end.svg.
-    LiveEnd,
-}
-
-impl StackKind {
-    /// The folded file in the session directory.
-    pub fn folded_file(self) -> &'static str {
-        match self {
-            StackKind::Cpu => "cpu.folded",
-            StackKind::OffCpu => "offcpu.folded",
-            StackKind::Mem => "mem.folded",
-            StackKind::Alloc => "alloc.folded",
-            StackKind::Live => "live.folded",
-            StackKind::LiveEnd => "live-end.folded",
-        }
-    }
-
-    /// The flamegraph SVG in the session directory.
-    pub fn svg_file(self) -> &'static str {
-        match self {
-            StackKind::Cpu => "cpu.svg",
-            StackKind::OffCpu => "offcpu.svg",
-            StackKind::Mem => "mem.svg",
-            StackKind::Alloc => "alloc.svg",
-            StackKind::Live => "live.svg",
-            StackKind::LiveEnd => "live-end.svg",
-        }
-    }
-
-    /// What the weights count.
-    pub fn count_name(self) -> &'static str {
-        match self {
-            StackKind::Cpu => "samples",
-            StackKind::OffCpu => "µs",
-            StackKind::Mem | StackKind::Alloc | StackKind::Live | StackKind::LiveEnd => "bytes",
-        }
-    }
-
-    /// The memory kinds, in the order `show` and `compare` list them.
-    pub const MEMORY: [StackKind; 4] = [
-        StackKind::Mem,
-        StackKind::Alloc,
-        StackKind::Live,
-        StackKind::LiveEnd,
-    ];
-
-    /// A short name for tables and titles: `on-CPU`, `off-CPU`, `resident growth`,
-    /// `allocated`, `live at peak`, `live at end`.
-    pub fn title(self) -> &'static str {
-        match self {
-            StackKind::Cpu => "on-CPU",
-            StackKind::OffCpu => "off-CPU",
-            StackKind::Mem => "resident growth (page faults)",
-            StackKind::Alloc => "allocated",
-            StackKind::Live => "live at peak",
-            StackKind::LiveEnd => "live at end",
-        }
-    }
-
-    /// The name of the kind in file names: `cpu`, `offcpu`, `mem`, `alloc`, `live`,
-    /// `live-end`.
-    pub fn name(self) -> &'static str {
-        self.folded_file().trim_end_matches(".folded")
-    }
-}
 
 /// Records a session directory while a run goes on.
 ///
@@ -367,7 +283,7 @@ impl SessionWriter {
     /// file.
     pub fn write_stacks(
         &mut self,
-        kind: StackKind,
+        kind: Kind,
         tree: &StackTree,
         title: &str,
     ) -> Result<(), SessionError> {
@@ -549,11 +465,11 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), SessionE
 /// ([`read_bounded`]: no link, FIFO or device, at most the session.json limit).
 pub(crate) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, SessionError> {
     let opts = LoadOptions::from_env()?;
-    read_bounded(
+    Ok(read_bounded(
         path,
         FileKind::SessionJson,
         opts.file_limit(FileKind::SessionJson),
-    )
+    )?)
 }
 
 /// The bytes of the files a session is loaded from; `None` for an optional file that is
@@ -572,7 +488,7 @@ pub struct SessionFiles {
     /// offcpu.folded.
     pub offcpu_folded: Option<Vec<u8>>,
     /// mem.folded, alloc.folded, live.folded and live-end.folded, in the order of
-    /// [`StackKind::MEMORY`].
+    /// [`Kind::MEMORY`].
     pub memory_folded: [Option<Vec<u8>>; 4],
     /// threads.csv.
     pub threads: Option<Vec<u8>>,
@@ -594,22 +510,22 @@ pub struct MemoryStacks {
 
 impl MemoryStacks {
     /// The stacks of a memory kind; `None` for a kind that is not one
-    /// ([`StackKind::Cpu`], [`StackKind::OffCpu`]) or a file the session lacks.
-    pub fn get(&self, kind: StackKind) -> Option<&StackTree> {
+    /// ([`Kind::Cpu`], [`Kind::OffCpu`]) or a file the session lacks.
+    pub fn get(&self, kind: Kind) -> Option<&StackTree> {
         match kind {
-            StackKind::Mem => self.mem.as_ref(),
-            StackKind::Alloc => self.alloc.as_ref(),
-            StackKind::Live => self.live.as_ref(),
-            StackKind::LiveEnd => self.live_end.as_ref(),
-            StackKind::Cpu | StackKind::OffCpu => None,
+            Kind::Mem => self.mem.as_ref(),
+            Kind::Alloc => self.alloc.as_ref(),
+            Kind::Live => self.live.as_ref(),
+            Kind::LiveEnd => self.live_end.as_ref(),
+            Kind::Cpu | Kind::OffCpu => None,
         }
     }
 
-    fn get_mut(&mut self, kind: StackKind) -> &mut Option<StackTree> {
+    fn get_mut(&mut self, kind: Kind) -> &mut Option<StackTree> {
         match kind {
-            StackKind::Alloc => &mut self.alloc,
-            StackKind::Live => &mut self.live,
-            StackKind::LiveEnd => &mut self.live_end,
+            Kind::Alloc => &mut self.alloc,
+            Kind::Live => &mut self.live,
+            Kind::LiveEnd => &mut self.live_end,
             _ => &mut self.mem,
         }
     }
@@ -694,13 +610,13 @@ impl Session {
             session_json,
             timeseries: read(TIMESERIES_FILE, FileKind::Timeseries)?,
             latency: read(LATENCY_FILE, FileKind::Hlog)?,
-            cpu_folded: read(StackKind::Cpu.folded_file(), FileKind::Folded)?,
-            offcpu_folded: read(StackKind::OffCpu.folded_file(), FileKind::Folded)?,
+            cpu_folded: read(Kind::Cpu.folded_file(), FileKind::Folded)?,
+            offcpu_folded: read(Kind::OffCpu.folded_file(), FileKind::Folded)?,
             memory_folded: [
-                read(StackKind::Mem.folded_file(), FileKind::Folded)?,
-                read(StackKind::Alloc.folded_file(), FileKind::Folded)?,
-                read(StackKind::Live.folded_file(), FileKind::Folded)?,
-                read(StackKind::LiveEnd.folded_file(), FileKind::Folded)?,
+                read(Kind::Mem.folded_file(), FileKind::Folded)?,
+                read(Kind::Alloc.folded_file(), FileKind::Folded)?,
+                read(Kind::Live.folded_file(), FileKind::Folded)?,
+                read(Kind::LiveEnd.folded_file(), FileKind::Folded)?,
             ],
             threads: read(THREADS_FILE, FileKind::Threads)?,
         };
@@ -798,7 +714,7 @@ impl Session {
             Some(bytes) => merge_hlog(bytes, &dir.join(LATENCY_FILE), opts, &mut warnings)?,
             None => Vec::new(),
         };
-        let mut stacks = |kind: StackKind, bytes: &Option<Vec<u8>>| {
+        let mut stacks = |kind: Kind, bytes: &Option<Vec<u8>>| {
             let path = dir.join(kind.folded_file());
             bytes
                 .as_ref()
@@ -812,10 +728,10 @@ impl Session {
                 })
                 .transpose()
         };
-        let cpu = stacks(StackKind::Cpu, &files.cpu_folded)?;
-        let offcpu = stacks(StackKind::OffCpu, &files.offcpu_folded)?;
+        let cpu = stacks(Kind::Cpu, &files.cpu_folded)?;
+        let offcpu = stacks(Kind::OffCpu, &files.offcpu_folded)?;
         let mut memory = MemoryStacks::default();
-        for (kind, bytes) in StackKind::MEMORY.into_iter().zip(&files.memory_folded) {
+        for (kind, bytes) in Kind::MEMORY.into_iter().zip(&files.memory_folded) {
             *memory.get_mut(kind) = stacks(kind, bytes)?;
         }
         // The recorder writes the folded files before the session.json that counts them: a
@@ -830,7 +746,7 @@ impl Session {
                 "{SESSION_FILE} counts {} samples but {} holds {}: the recorder was cut off \
                  after writing the stacks; the stacks' count is shown",
                 meta.sampling.samples,
-                StackKind::Cpu.folded_file(),
+                Kind::Cpu.folded_file(),
                 tree.total_weight()
             ));
             meta.sampling.samples = tree.total_weight();
@@ -1274,7 +1190,7 @@ mod tests {
         let mut w = SessionWriter::create(&dir.path().join("s"), meta()).unwrap();
         let mut tree = StackTree::new();
         tree.add_names(["p", "main", "hot"], 7);
-        w.write_stacks(StackKind::Cpu, &tree, "t").unwrap();
+        w.write_stacks(Kind::Cpu, &tree, "t").unwrap();
         // Cut off here: session.json still counts no samples.
         let session = Session::load(w.dir()).unwrap();
         assert_eq!(session.meta.status, Status::Crashed);

@@ -5,10 +5,11 @@ use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 use std::time::Duration;
 
+use crate::Kind;
 use crate::escape::{Escaped, escaped};
 use crate::names::short_name;
 use crate::stacks::{FrameId, NodeId};
-use crate::store::{LATENCY_FILE, StackKind, THREADS_FILE};
+use crate::store::{LATENCY_FILE, THREADS_FILE};
 use crate::units::{human_bytes, human_figure, human_ns};
 use crate::{ContextSwitches, IoCounters, Session, StackTree, ThreadSummary};
 
@@ -424,7 +425,7 @@ impl Session {
             writeln!(
                 out,
                 "\nhottest frames (self samples, {})",
-                StackKind::Cpu.folded_file()
+                Kind::Cpu.folded_file()
             )?;
             for f in &overview.hottest_frames {
                 let name = short_name(f.frame, NAME_WIDTH);
@@ -436,7 +437,7 @@ impl Session {
             writeln!(
                 out,
                 "\nwhere threads blocked (innermost user frame, {})",
-                StackKind::OffCpu.folded_file()
+                Kind::OffCpu.folded_file()
             )?;
             for f in &overview.blocking_frames {
                 let secs = f.weight as f64 / 1e6;

@@ -98,11 +98,9 @@ impl SyntheticSession {
             let t = (i + 1) as f64 * self.interval_s;
             let start = i as f64 * self.interval_s;
             writer.append_latency("lap", start, self.interval_s, &h)?;
-            let mut row = TimeseriesRow {
-                t_s: t,
-                interval_s: self.interval_s,
-                ..TimeseriesRow::default()
-            };
+            let mut row = TimeseriesRow::default();
+            row.t_s = t;
+            row.interval_s = self.interval_s;
             let laps = (i as u64 + 1) * 2_000;
             row.counters.insert("laps".into(), laps);
             row.rates.insert(
@@ -110,13 +108,12 @@ impl SyntheticSession {
                 20_000.0 * (1.0 + (next() % 100) as f64 / 10_000.0),
             );
             row.latency.insert("lap".into(), Percentiles::of(&h));
-            row.resources = Some(Resources {
-                rss_bytes: 50 << 20,
-                peak_rss_bytes: 50 << 20,
-                threads: 4,
-                cpu_percent: 100.0 + (next() % 100) as f64 / 10.0,
-                ..Resources::default()
-            });
+            let mut resources = Resources::default();
+            resources.rss_bytes = 50 << 20;
+            resources.peak_rss_bytes = 50 << 20;
+            resources.threads = 4;
+            resources.cpu_percent = 100.0 + (next() % 100) as f64 / 10.0;
+            row.resources = Some(resources);
             writer.append_row(&row)?;
         }
         let ended_at = "2026-11-24T13:00:00Z".to_owned();
@@ -276,13 +273,11 @@ impl SyntheticStacks {
             "2026-11-24T12:00:00Z",
         );
         let mut writer = SessionWriter::create(dir, meta)?;
-        writer.write_stacks(crate::StackKind::Cpu, &tree, "synthetic — on-CPU")?;
-        let mut chunk = StacksChunk {
-            frames: (0..tree.frame_count())
-                .map(|i| (i as u32, tree.name(crate::FrameId(i as u32)).to_owned()))
-                .collect(),
-            ..StacksChunk::default()
-        };
+        writer.write_stacks(crate::Kind::Cpu, &tree, "synthetic — on-CPU")?;
+        let mut chunk = StacksChunk::default();
+        chunk.frames = (0..tree.frame_count())
+            .map(|i| (i as u32, tree.name(crate::FrameId(i as u32)).to_owned()))
+            .collect();
         let mut interval = IntervalWeights {
             index: 0,
             t0_ns: 0,
@@ -440,6 +435,7 @@ mod tests {
     use crate::StackTree;
     use crate::intervals::{IntervalStacks, StacksChunk};
     use crate::limits::LoadOptions;
+    use crate::lines::FrameLines;
 
     fn tree(stacks: &[(&str, u64)]) -> StackTree {
         let mut t = StackTree::new();
@@ -511,5 +507,24 @@ mod tests {
             loaded.cpu_tree(0, 10).to_folded(),
             "fixture;fast 3\nfixture;slow 1\n"
         );
+    }
+
+    #[test]
+    fn a_synthetic_profile_written_as_a_session_loads_with_its_lines() {
+        let tmp = tempfile::tempdir().unwrap();
+        let spec = SyntheticStacks {
+            stacks: 500,
+            ..Default::default()
+        };
+        let (tree, lines) = spec.profile();
+        let dir = spec.write(&tmp.path().join("s")).unwrap();
+        let s = IntervalStacks::load(&dir, &LoadOptions::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.cpu_tree(0, u64::MAX).to_folded(), tree.to_folded());
+        assert_eq!(s.lines.len(), lines.len());
+        let f = SyntheticStacks::function(3);
+        let total = |l: &FrameLines| l.lines(&f).iter().map(|l| l.weight).sum::<u64>();
+        assert_eq!(total(&s.lines), total(&lines));
     }
 }

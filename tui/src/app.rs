@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use benchtop_sessions::{Session, StackKind, StackTree};
+use benchtop_sessions::{Kind, Session, StackTree};
 use ratatui::crossterm::event::{
     self, Event, KeyCode, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind,
 };
@@ -962,15 +962,15 @@ fn load_final_stacks(dir: std::path::PathBuf, tx: Sender<AppEvent>) {
     let spawned = std::thread::Builder::new()
         .name("bt-load".into())
         .spawn(move || {
-            let cpu = read_folded(&dir, StackKind::Cpu);
-            let offcpu = read_folded(&dir, StackKind::OffCpu);
+            let cpu = read_folded(&dir, Kind::Cpu);
+            let offcpu = read_folded(&dir, Kind::OffCpu);
             let _ = tx.send(AppEvent::FinalStacks(Box::new((dir, cpu, offcpu))));
         });
     // Without the thread the live stacks stay on screen: nothing is lost.
     drop(spawned);
 }
 
-fn read_folded(dir: &Path, kind: StackKind) -> Option<StackTree> {
+fn read_folded(dir: &Path, kind: Kind) -> Option<StackTree> {
     let file = std::fs::File::open(dir.join(kind.folded_file())).ok()?;
     StackTree::read_folded(std::io::BufReader::new(file), kind.folded_file()).ok()
 }

@@ -18,7 +18,7 @@ use benchtop_sessions::range::{
 use benchtop_sessions::series::Recorded;
 use benchtop_sessions::store::Session;
 use benchtop_sessions::units::human_ns;
-use benchtop_sessions::{StackKind, StackTree};
+use benchtop_sessions::{Kind, StackTree};
 use serde::Serialize;
 
 use crate::cli::CompareArgs;
@@ -87,13 +87,13 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
     let mut files = Vec::new();
     let mut movers = Vec::new();
     let mut memory_tops = Vec::new();
-    let memory = StackKind::MEMORY
+    let memory = Kind::MEMORY
         .into_iter()
         .zip(a.memory.iter().zip(&b.memory))
         .map(|(kind, (ta, tb))| (kind, kind.name(), ta, tb));
     for (kind, profile, ta, tb) in [
-        (StackKind::Cpu, "cpu", &a.cpu, &b.cpu),
-        (StackKind::OffCpu, "offcpu", &a.offcpu, &b.offcpu),
+        (Kind::Cpu, "cpu", &a.cpu, &b.cpu),
+        (Kind::OffCpu, "offcpu", &a.offcpu, &b.offcpu),
     ]
     .into_iter()
     .chain(memory)
@@ -116,7 +116,7 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
             profile,
             movers: compare::movers(ta, tb, MOVERS),
         });
-        if StackKind::MEMORY.contains(&kind) {
+        if Kind::MEMORY.contains(&kind) {
             memory_tops.push(benchtop_sessions::memory::top_pairs(
                 kind,
                 ta,
@@ -292,7 +292,7 @@ fn human_s(ns: u64) -> String {
 struct Stacks {
     cpu: Option<StackTree>,
     offcpu: Option<StackTree>,
-    /// mem, alloc, live and live-end, in the order of [`StackKind::MEMORY`].
+    /// mem, alloc, live and live-end, in the order of [`Kind::MEMORY`].
     memory: [Option<StackTree>; 4],
 }
 
@@ -307,7 +307,7 @@ fn merged(runs: &[&Session]) -> Stacks {
     Stacks {
         cpu: add(&|s| s.cpu.as_ref()),
         offcpu: add(&|s| s.offcpu.as_ref()),
-        memory: StackKind::MEMORY.map(|kind| add(&|s: &Session| s.memory.get(kind))),
+        memory: Kind::MEMORY.map(|kind| add(&|s: &Session| s.memory.get(kind))),
     }
 }
 
@@ -372,7 +372,7 @@ fn default_out(a: &Path, b: &Path) -> PathBuf {
 /// Writes diff-<profile>.folded and its two flamegraphs; returns the files.
 fn write_diff(
     dir: &DirHandle,
-    kind: StackKind,
+    kind: Kind,
     profile: &str,
     a: &StackTree,
     b: &StackTree,

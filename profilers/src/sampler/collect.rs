@@ -13,8 +13,8 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, SyncSender};
 use std::time::{Duration, Instant};
 
-use benchtop_sessions::intervals::StacksChunk;
-use benchtop_sessions::{FrameId, StackTree};
+use benchtop_profile::intervals::StacksChunk;
+use benchtop_profile::{FrameId, StackTree};
 use perf_event::Counter;
 
 use super::drain::{Drained, Drainer, Follow, RECORD_HEAD, drainer_thread_name};
@@ -424,7 +424,7 @@ impl Collector {
                 "{} samples past the first {} were not kept with their own times \
                  (--keep-samples); their intervals' weights count them",
                 self.timeline.samples_not_kept(),
-                benchtop_sessions::intervals::MAX_KEPT_SAMPLES
+                benchtop_profile::intervals::MAX_KEPT_SAMPLES
             ));
         }
         Ok(Collected {

@@ -4,7 +4,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 
-use benchtop_sessions::meta::PerfAccess;
+use benchtop_profile::sampling::PerfAccess;
 use perf_event::events::{Hardware, Software};
 use perf_event::{Builder, Clock, Counter, SampleFlag};
 

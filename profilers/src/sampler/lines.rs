@@ -5,9 +5,9 @@
 
 use std::collections::HashMap;
 
-use benchtop_sessions::intervals::{LineEntry, StacksChunk};
-use benchtop_sessions::lines::FrameLines;
-use benchtop_sessions::{FrameId, StackTree};
+use benchtop_profile::intervals::{LineEntry, StacksChunk};
+use benchtop_profile::lines::FrameLines;
+use benchtop_profile::{FrameId, StackTree};
 
 use crate::symbolize::{NO_LOCATION, Resolver};
 

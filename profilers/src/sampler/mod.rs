@@ -75,9 +75,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use benchtop_sessions::StackTree;
-use benchtop_sessions::intervals::StacksChunk;
-use benchtop_sessions::meta::{MemSamplingInfo, SamplingInfo, UnwindingInfo};
+use benchtop_profile::StackTree;
+use benchtop_profile::intervals::StacksChunk;
+use benchtop_profile::sampling::{MemSamplingInfo, SamplingInfo, UnwindingInfo};
 
 use self::collect::{Collected, Collector, Setup};
 use self::drain::Follow;
@@ -976,7 +976,7 @@ fn panic_error(panic: Box<dyn std::any::Any + Send>) -> ProfilerError {
 mod tests {
     use std::io;
 
-    use benchtop_sessions::meta::PerfAccess;
+    use benchtop_profile::sampling::PerfAccess;
 
     use super::events::has_perf_caps;
     use super::*;

@@ -110,7 +110,7 @@ pub struct SamplerOptions {
     pub mem_period: u64,
     /// Also hand out each on-CPU sample on its own, with its time, thread and stack
     /// (default false: per-interval weights only), for exports that place samples at
-    /// their real times. At most [`benchtop_sessions::intervals::MAX_KEPT_SAMPLES`] a run.
+    /// their real times. At most [`benchtop_profile::intervals::MAX_KEPT_SAMPLES`] a run.
     pub keep_samples: bool,
 }
 

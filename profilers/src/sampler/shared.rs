@@ -5,8 +5,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
-use benchtop_sessions::StackTree;
-use benchtop_sessions::intervals::StacksChunk;
+use benchtop_profile::StackTree;
+use benchtop_profile::intervals::StacksChunk;
 
 use super::timeline::Feed;
 
@@ -54,7 +54,7 @@ pub struct Snapshot {
     /// Memory stacks so far (bytes of page faults), as in [`Profile::mem`](super::Profile::mem).
     pub mem: StackTree,
     /// Source lines of the on-CPU stacks so far, per frame.
-    pub lines: benchtop_sessions::lines::FrameLines,
+    pub lines: benchtop_profile::lines::FrameLines,
     /// Batches folded when the copy was taken.
     pub batches: u64,
 }

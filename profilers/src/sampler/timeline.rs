@@ -24,10 +24,10 @@
 
 use std::collections::HashMap;
 
-use benchtop_sessions::intervals::{
+use benchtop_profile::intervals::{
     IntervalWeights, KeptSample, MAX_KEPT_SAMPLES, StackEntry, StacksChunk, Weight,
 };
-use benchtop_sessions::{FrameId, StackTree};
+use benchtop_profile::{FrameId, StackTree};
 
 /// CLOCK_MONOTONIC now, in nanoseconds: the clock of the sampler's events.
 pub fn monotonic_ns() -> u64 {

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use benchtop_profile::intervals::StacksChunk;
 use benchtop_profilers::sampler::monotonic_ns;
 use benchtop_profilers::{Sampler, SamplerOptions};
-use benchtop_sessions::intervals::StacksChunk;
 
 use crate::fixture::{Fixture, require_offcpu_stacks, start_sampler};
 

@@ -11,9 +11,9 @@ use std::os::unix::process::CommandExt as _;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
+use benchtop_profile::TimeseriesRow;
 use benchtop_profilers::monitor::{Discovery, TreeMonitorOptions};
 use benchtop_profilers::{ProfilerError, TreeMonitor, TreeSample};
-use benchtop_sessions::TimeseriesRow;
 
 const NOBODY: libc::uid_t = 65534;
 

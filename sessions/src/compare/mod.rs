@@ -746,11 +746,9 @@ mod tests {
         let mut rows = Vec::new();
         let mut latency = Vec::new();
         for i in 0..30 {
-            let mut row = crate::TimeseriesRow {
-                t_s: f64::from(i + 1),
-                interval_s: 1.0,
-                ..Default::default()
-            };
+            let mut row = crate::TimeseriesRow::default();
+            row.t_s = f64::from(i + 1);
+            row.interval_s = 1.0;
             let noise = 1.0 + (rng.below(1000) as f64 / 1000.0 - 0.5) * 0.04;
             row.rates.insert("messages".into(), rate * noise);
             rows.push(row);

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use benchtop_sessions::{Session, SessionWriter, StackKind, StackTree, Status};
+use benchtop_sessions::{Kind, Session, SessionWriter, StackTree, Status};
 
 use crate::{histogram, meta, row};
 
@@ -96,8 +96,7 @@ fn write_the_v1_session_fixture() {
     cpu.add_names(["main", "ring::run", "ring::hop"], 65);
     cpu.add_names(["main", "ring::run", "memcpy"], 25);
     cpu.add_names(["main", "ring::run"], 10);
-    w.write_stacks(StackKind::Cpu, &cpu, "ring: on-CPU")
-        .unwrap();
+    w.write_stacks(Kind::Cpu, &cpu, "ring: on-CPU").unwrap();
     w.finish(Status::Complete, "2024-05-01T12:00:03.000Z".into())
         .unwrap();
     // Keep the fixture small: the SVG is derived, not part of what must keep loading.

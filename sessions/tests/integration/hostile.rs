@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use benchtop_sessions::limits::{LoadOptions, MAX_PARAMS, MAX_TAGS};
 use benchtop_sessions::meta::FailureKind;
-use benchtop_sessions::{Session, SessionError, SessionWriter, StackKind, StackTree, Status};
+use benchtop_sessions::{Kind, Session, SessionError, SessionWriter, StackTree, Status};
 
 use crate::{histogram, meta, row};
 
@@ -90,7 +90,7 @@ fn links_planted_while_recording_are_never_written_through() {
     );
     let mut t = StackTree::new();
     t.add_names(["main"], 1);
-    w.write_stacks(StackKind::Cpu, &t, "t").unwrap();
+    w.write_stacks(Kind::Cpu, &t, "t").unwrap();
     w.update_meta(|m| m.sampling.samples = 1).unwrap();
     w.finish(Status::Complete, "2024-05-01T12:00:01Z".into())
         .unwrap();
@@ -213,8 +213,8 @@ fn complete_session(dir: &Path) {
         .unwrap();
     let mut t = StackTree::new();
     t.add_names(["main"], 1);
-    w.write_stacks(StackKind::Cpu, &t, "t").unwrap();
-    w.write_stacks(StackKind::OffCpu, &t, "t").unwrap();
+    w.write_stacks(Kind::Cpu, &t, "t").unwrap();
+    w.write_stacks(Kind::OffCpu, &t, "t").unwrap();
     w.write_threads(&[]).unwrap();
     w.finish(Status::Complete, "2024-05-01T12:00:01Z".into())
         .unwrap();
@@ -495,7 +495,7 @@ fn a_full_disk_ends_the_session_as_failed_and_leaves_what_was_written_valid() {
     for i in 0..20_000 {
         stacks.add_names(["main", &format!("frame-{i}")], 1);
     }
-    let err = w.write_stacks(StackKind::Cpu, &stacks, "t").unwrap_err();
+    let err = w.write_stacks(Kind::Cpu, &stacks, "t").unwrap_err();
     assert!(err.is_no_space(), "{err}");
     assert!(
         !dir.join("cpu.folded").exists(),

@@ -4,7 +4,7 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 
-use benchtop_sessions::{Session, SessionError, SessionWriter, StackKind, StackTree, Status};
+use benchtop_sessions::{Kind, Session, SessionError, SessionWriter, StackTree, Status};
 
 use crate::{histogram, meta, row};
 
@@ -30,12 +30,11 @@ fn write_complete(dir: &Path) -> SessionWriter {
             .unwrap();
     }
     w.append_worker_log(b"ring: 3000 messages\n").unwrap();
-    w.write_stacks(StackKind::Cpu, &cpu_tree(), "ring: on-CPU")
+    w.write_stacks(Kind::Cpu, &cpu_tree(), "ring: on-CPU")
         .unwrap();
     let mut off = StackTree::new();
     off.add_names(["main", "futex_wait"], 1_500);
-    w.write_stacks(StackKind::OffCpu, &off, "ring: off-CPU")
-        .unwrap();
+    w.write_stacks(Kind::OffCpu, &off, "ring: off-CPU").unwrap();
     w
 }
 
@@ -327,7 +326,7 @@ fn an_svg_that_cannot_be_written_still_leaves_the_folded_stacks_and_no_stale_svg
     let mut w = SessionWriter::create(&dir, meta("x")).unwrap();
     let mut old = StackTree::new();
     old.add_names(["main", "old"], 1);
-    w.write_stacks(StackKind::Cpu, &old, "t").unwrap();
+    w.write_stacks(Kind::Cpu, &old, "t").unwrap();
     assert!(dir.join("cpu.svg").exists());
 
     // Something in the way of every temporary name the SVG could take (none is ever
@@ -337,7 +336,7 @@ fn an_svg_that_cannot_be_written_still_leaves_the_folded_stacks_and_no_stale_svg
         fs::create_dir(dir.join(format!("cpu.svg.tmp.{n}"))).unwrap();
     }
     let err = w
-        .write_stacks(StackKind::Cpu, &cpu_tree(), "ring: on-CPU")
+        .write_stacks(Kind::Cpu, &cpu_tree(), "ring: on-CPU")
         .unwrap_err();
     let folded_path = dir.join("cpu.folded");
     assert!(

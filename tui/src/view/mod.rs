@@ -564,7 +564,7 @@ pub(crate) mod tests {
     /// samples.
     fn recorded(dir: &std::path::Path, mode: &str, rate: f64, hot: &str, hot_share: u64) {
         use benchtop_sessions::meta::{HostInfo, WorkloadInfo};
-        use benchtop_sessions::{SessionMeta, SessionWriter, StackKind, Status};
+        use benchtop_sessions::{Kind, SessionMeta, SessionWriter, Status};
         let params =
             std::collections::BTreeMap::from([("mode".to_owned(), serde_json::Value::from(mode))]);
         let meta = SessionMeta::new(
@@ -590,7 +590,7 @@ pub(crate) mod tests {
         let mut cpu = StackTree::new();
         cpu.add_names(["bt-ring", "main", "run", hot], hot_share);
         cpu.add_names(["bt-ring", "main", "run", "mailbox::send"], 100 - hot_share);
-        w.write_stacks(StackKind::Cpu, &cpu, "on-CPU").unwrap();
+        w.write_stacks(Kind::Cpu, &cpu, "on-CPU").unwrap();
         w.finish(Status::Complete, "2026-11-23T12:00:05Z".into())
             .unwrap();
     }
@@ -639,7 +639,7 @@ pub(crate) mod tests {
     /// the workload's name, a parameter, a warning, a thread's name, a frame's name.
     fn hostile(dir: &std::path::Path) -> benchtop_sessions::Session {
         use benchtop_sessions::meta::{HostInfo, WorkloadInfo};
-        use benchtop_sessions::{SessionMeta, SessionWriter, StackKind, Status};
+        use benchtop_sessions::{Kind, SessionMeta, SessionWriter, Status};
         let params = std::collections::BTreeMap::from([(
             "mode".to_owned(),
             serde_json::Value::from("\x1b[2J\x1b[Hfake\r\nrow"),
@@ -666,7 +666,7 @@ pub(crate) mod tests {
         }
         let mut cpu = StackTree::new();
         cpu.add_names(["bt-ring", "evil\x1b[31m\x07frame"], 10);
-        w.write_stacks(StackKind::Cpu, &cpu, "on-CPU").unwrap();
+        w.write_stacks(Kind::Cpu, &cpu, "on-CPU").unwrap();
         w.finish(Status::Complete, "2026-11-23T12:00:05Z".into())
             .unwrap();
         benchtop_sessions::Session::load(dir).unwrap()

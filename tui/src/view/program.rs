@@ -247,7 +247,7 @@ mod tests {
         use benchtop_sessions::intervals::IntervalStacks;
         use benchtop_sessions::limits::LoadOptions;
         use benchtop_sessions::meta::{HostInfo, WorkloadInfo};
-        use benchtop_sessions::{Session, SessionMeta, SessionWriter, StackKind, Status};
+        use benchtop_sessions::{Kind, Session, SessionMeta, SessionWriter, Status};
         let tmp = tempfile::tempdir().unwrap();
         let params = std::collections::BTreeMap::from([(
             "command".to_owned(),
@@ -288,7 +288,7 @@ mod tests {
         }
         let mut tree = StackTree::new();
         tree.add_names(["calltree", "calltree_hot"], 990 * 12);
-        w.write_stacks(StackKind::Cpu, &tree, "calltree — on-CPU")
+        w.write_stacks(Kind::Cpu, &tree, "calltree — on-CPU")
             .unwrap();
         let dir = w
             .finish(Status::Complete, "2026-11-24T23:00:12Z".into())

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use benchtop_sessions::meta::{HostInfo, WorkloadInfo};
-use benchtop_sessions::{SessionMeta, SessionWriter, StackKind, StackTree, Status, TimeseriesRow};
+use benchtop_sessions::{Kind, SessionMeta, SessionWriter, StackTree, Status, TimeseriesRow};
 use hdrhistogram::Histogram;
 
 use crate::support::{benchtop, succeeded};
@@ -37,7 +37,7 @@ pub fn session(dir: &Path, mode: &str, rate: f64, hot: &str, hot_share: u64) {
     let mut cpu = StackTree::new();
     cpu.add_names(["bt-ring", "main", "run", hot], hot_share);
     cpu.add_names(["bt-ring", "main", "run", "mailbox::send"], 100 - hot_share);
-    w.write_stacks(StackKind::Cpu, &cpu, "on-CPU").unwrap();
+    w.write_stacks(Kind::Cpu, &cpu, "on-CPU").unwrap();
     w.finish(Status::Complete, "2026-11-23T12:00:05Z".into())
         .unwrap();
 }

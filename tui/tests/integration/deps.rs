@@ -1,7 +1,7 @@
 //! The crates depend on each other in one direction only (DESIGN.md): tui -> all,
-//! record -> {protocol, profilers, sessions}, workloads -> protocol, profilers -> sessions,
-//! otlp -> sessions;
-//! sessions and protocol depend on no benchtop crate, and nothing depends on tui.
+//! record -> {protocol, profile, profilers, sessions}, workloads -> protocol,
+//! profilers -> profile, sessions -> profile, otlp -> {profile, sessions};
+//! the profile model and protocol depend on no benchtop crate, and nothing depends on tui.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -50,6 +50,7 @@ fn crate_dependencies_point_one_way() {
             "benchtop",
             &[
                 "benchtop-otlp",
+                "benchtop-profile",
                 "benchtop-profilers",
                 "benchtop-protocol",
                 "benchtop-record",
@@ -57,18 +58,24 @@ fn crate_dependencies_point_one_way() {
                 "benchtop-workloads",
             ][..],
         ),
-        ("benchtop-otlp", &["benchtop-sessions"][..]),
-        ("benchtop-profilers", &["benchtop-sessions"][..]),
+        (
+            "benchtop-otlp",
+            &["benchtop-profile", "benchtop-sessions"][..],
+        ),
+        ("benchtop-profile", &[][..]),
+        // The sampler fills the profile model's types; the session store is not its business.
+        ("benchtop-profilers", &["benchtop-profile"][..]),
         (
             "benchtop-record",
             &[
+                "benchtop-profile",
                 "benchtop-profilers",
                 "benchtop-protocol",
                 "benchtop-sessions",
             ][..],
         ),
         ("benchtop-protocol", &[][..]),
-        ("benchtop-sessions", &[][..]),
+        ("benchtop-sessions", &["benchtop-profile"][..]),
         ("benchtop-workloads", &["benchtop-protocol"][..]),
     ]);
     assert_eq!(
@@ -80,7 +87,7 @@ fn crate_dependencies_point_one_way() {
         for dep in uses {
             assert!(
                 allowed[krate.as_str()].contains(&dep.as_str()),
-                "{krate} must not depend on {dep} (DESIGN.md: tui -> all, record -> {{protocol, profilers, sessions}}, workloads -> protocol, profilers -> sessions)"
+                "{krate} must not depend on {dep} (DESIGN.md: tui -> all, record -> {{protocol, profile, profilers, sessions}}, workloads -> protocol, profilers -> profile, sessions -> profile, otlp -> {{profile, sessions}})"
             );
         }
     }

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use benchtop_sessions::meta::{Figure, HostInfo, WorkloadInfo};
-use benchtop_sessions::{SessionMeta, SessionWriter, StackKind, StackTree, Status, TimeseriesRow};
+use benchtop_sessions::{Kind, SessionMeta, SessionWriter, StackTree, Status, TimeseriesRow};
 use hdrhistogram::Histogram;
 
 use crate::compare::session;
@@ -244,7 +244,7 @@ fn hostile_session(dir: &Path, rate: f64) {
     }
     let mut cpu = StackTree::new();
     cpu.add_names(["bt", &format!("frame{HOSTILE}")], 10);
-    w.write_stacks(StackKind::Cpu, &cpu, "t").unwrap();
+    w.write_stacks(Kind::Cpu, &cpu, "t").unwrap();
     w.finish(Status::Complete, "2026-11-23T12:00:10Z".into())
         .unwrap();
     fs::write(

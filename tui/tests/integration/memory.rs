@@ -173,7 +173,7 @@ fn profile_mem_as_an_unprivileged_user_keeps_the_split_and_says_what_it_misses()
 /// memory profile where `big_b` holds `b_share` % of the bytes.
 fn memory_session(dir: &Path, live: f64, b_share: u64) {
     use benchtop_sessions::meta::{HostInfo, WorkloadInfo};
-    use benchtop_sessions::{SessionMeta, SessionWriter, StackKind, StackTree, TimeseriesRow};
+    use benchtop_sessions::{Kind, SessionMeta, SessionWriter, StackTree, TimeseriesRow};
     let meta = SessionMeta::new(
         "s",
         WorkloadInfo::new("touch", Default::default()),
@@ -190,7 +190,7 @@ fn memory_session(dir: &Path, live: f64, b_share: u64) {
             .insert("live_bytes".into(), (live * wobble) as u64);
         w.append_row(&row).unwrap();
     }
-    for kind in [StackKind::Mem, StackKind::Live] {
+    for kind in [Kind::Mem, Kind::Live] {
         let mut t = StackTree::new();
         t.add_names(["touch", "main", "big_a", "memset"], (100 - b_share) << 20);
         t.add_names(["touch", "main", "big_b", "memset"], b_share << 20);

@@ -1,5 +1,5 @@
 use super::*;
-use benchtop_sessions::StackKind;
+use benchtop_sessions::Kind;
 
 /// `a;b;c weight` lines into a tree.
 fn tree(folded: &str) -> StackTree {
@@ -380,7 +380,7 @@ fn weights_print_in_their_unit() {
     assert_eq!(FlameUnit::Samples.format(1_234_567), "1,234,567 samples");
     assert_eq!(FlameUnit::Samples.format(999), "999 samples");
     assert_eq!(FlameUnit::Micros.format(1_500), "1.50 ms");
-    assert_eq!(FlameUnit::from(StackKind::OffCpu), FlameUnit::Micros);
+    assert_eq!(FlameUnit::from(Kind::OffCpu), FlameUnit::Micros);
     assert_eq!(FlameUnit::Micros.label(), "µs");
 }
 

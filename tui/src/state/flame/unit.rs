@@ -1,6 +1,6 @@
 //! What the weights of a flamegraph count, and how they print.
 
-use benchtop_sessions::StackKind;
+use benchtop_sessions::Kind;
 use benchtop_sessions::units::{human_bytes, human_ns};
 
 /// What the weights of the tree count.
@@ -39,11 +39,11 @@ impl FlameUnit {
     }
 }
 
-impl From<StackKind> for FlameUnit {
-    fn from(kind: StackKind) -> Self {
+impl From<Kind> for FlameUnit {
+    fn from(kind: Kind) -> Self {
         match kind {
-            StackKind::OffCpu => FlameUnit::Micros,
-            StackKind::Cpu => FlameUnit::Samples,
+            Kind::OffCpu => FlameUnit::Micros,
+            Kind::Cpu => FlameUnit::Samples,
             _ => FlameUnit::Bytes,
         }
     }

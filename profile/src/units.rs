@@ -2,7 +2,7 @@
 //! `benchtop show` and the TUI print them.
 //!
 //! ```
-//! use benchtop_sessions::units::{human_bytes, human_count, human_figure, human_ns};
+//! use benchtop_profile::units::{human_bytes, human_count, human_figure, human_ns};
 //!
 //! assert_eq!(human_count(12_345.0), "12.3 k");
 //! assert_eq!(human_ns(1_234.0), "1.23 µs");

@@ -22,9 +22,9 @@
 //! V2DeflateSerializer::new().serialize(&h, &mut bytes)?;
 //! let text = base64::engine::general_purpose::STANDARD.encode(&bytes);
 //!
-//! let back = benchtop_sessions::histogram::decode_histogram(&text)?;
+//! let back = benchtop_profile::histogram::decode_histogram(&text)?;
 //! assert_eq!(back, h);
-//! assert!(benchtop_sessions::histogram::decode_histogram("HISTFAAAAA==").is_err());
+//! assert!(benchtop_profile::histogram::decode_histogram("HISTFAAAAA==").is_err());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -34,7 +34,7 @@ use flate2::{Decompress, FlushDecompress, Status};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 
-use crate::SessionError;
+use crate::ProfileError;
 use crate::sparse::SparseHistogram;
 
 /// The most significant value digits a decoded histogram may have. benchtop records with 3,
@@ -220,7 +220,7 @@ impl HistogramDecoder {
     }
 
     /// Decodes one histogram; see [`decode_histogram`].
-    pub fn decode(&mut self, base64_text: &str) -> Result<Histogram<u64>, SessionError> {
+    pub fn decode(&mut self, base64_text: &str) -> Result<Histogram<u64>, ProfileError> {
         let plain = plain_v2(
             &mut self.raw,
             &mut self.inflated,
@@ -239,7 +239,7 @@ impl HistogramDecoder {
     /// [`SparseHistogram`] as `SparseHistogram::from(&decoder.decode(text)?)`, refused for
     /// the same reasons, without building the dense counts (a reader of an hour of
     /// intervals decodes 36,000 a metric).
-    pub fn decode_sparse(&mut self, base64_text: &str) -> Result<SparseHistogram, SessionError> {
+    pub fn decode_sparse(&mut self, base64_text: &str) -> Result<SparseHistogram, ProfileError> {
         let plain = plain_v2(
             &mut self.raw,
             &mut self.inflated,
@@ -266,7 +266,7 @@ fn plain_v2<'a>(
     inflated: &'a mut Vec<u8>,
     inflater: &mut Decompress,
     base64_text: &str,
-) -> Result<&'a [u8], SessionError> {
+) -> Result<&'a [u8], ProfileError> {
     let text = base64_text.trim_ascii();
     if base64::decoded_len_estimate(text.len()) > MAX_ENCODED_BYTES + INFLATE_CHUNK {
         return Err(bad(format!(
@@ -319,7 +319,7 @@ fn plain_v2<'a>(
 /// `HistogramLogWriter` and hdrhistogram's `V2DeflateSerializer` write) or plain
 /// (`0x1c849313`).
 ///
-/// Refused as [`SessionError::BadHistogram`], with the reason, before anything is sized
+/// Refused as [`ProfileError::BadHistogram`], with the reason, before anything is sized
 /// from them: text that is not base64 or decodes to more than [`MAX_ENCODED_BYTES`]; an
 /// unknown cookie; compressed data that is shorter or longer than its header says, does not
 /// inflate, has bytes after the end of its zlib stream, or inflates to more than
@@ -334,18 +334,18 @@ fn plain_v2<'a>(
 ///
 /// The histogram returned keeps only the value range its counts need (lowest and digits as
 /// encoded, highest just above its largest value), whatever range the header claimed.
-pub fn decode_histogram(base64_text: &str) -> Result<Histogram<u64>, SessionError> {
+pub fn decode_histogram(base64_text: &str) -> Result<Histogram<u64>, ProfileError> {
     HistogramDecoder::new().decode(base64_text)
 }
 
-fn bad(reason: String) -> SessionError {
-    SessionError::BadHistogram { reason }
+fn bad(reason: String) -> ProfileError {
+    ProfileError::BadHistogram { reason }
 }
 
 /// Inflates the zlib stream `input` into `out`, stopping with an error as soon as the
 /// output would pass [`MAX_ENCODED_BYTES`]. `out`'s capacity never goes above one byte
 /// more than the cap.
-fn inflate(inflater: &mut Decompress, input: &[u8], out: &mut Vec<u8>) -> Result<(), SessionError> {
+fn inflate(inflater: &mut Decompress, input: &[u8], out: &mut Vec<u8>) -> Result<(), ProfileError> {
     inflater.reset(true);
     out.clear();
     loop {
@@ -406,7 +406,7 @@ struct V2Header {
 
 /// Checks a plain V2 encoding's header against its length and the limits above, and its
 /// counts ([`check_counts`], each non-empty counter handed to `each`).
-fn check_v2(bytes: &[u8], each: impl FnMut(usize, u64)) -> Result<V2Header, SessionError> {
+fn check_v2(bytes: &[u8], each: impl FnMut(usize, u64)) -> Result<V2Header, ProfileError> {
     let header = bytes.get(..V2_HEADER_LEN).ok_or_else(|| {
         bad(format!(
             "truncated: {} bytes, the V2 header needs {V2_HEADER_LEN}",
@@ -488,7 +488,7 @@ fn check_counts(
     payload: &[u8],
     counters: usize,
     mut each: impl FnMut(usize, u64),
-) -> Result<(), SessionError> {
+) -> Result<(), ProfileError> {
     let counters = counters as u64;
     let (mut at, mut index, mut total) = (0usize, 0u64, 0u64);
     while at < payload.len() {
@@ -702,7 +702,7 @@ mod tests {
         let err = decode_histogram(text).unwrap_err();
         assert!(started.elapsed() < QUICK, "took {:?}", started.elapsed());
         match err {
-            SessionError::BadHistogram { reason } => reason,
+            ProfileError::BadHistogram { reason } => reason,
             other => panic!("not BadHistogram: {other}"),
         }
     }

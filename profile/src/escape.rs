@@ -8,7 +8,7 @@
 //! the text shows what it holds and nothing more.
 //!
 //! ```
-//! use benchtop_sessions::escape::escaped;
+//! use benchtop_profile::escape::escaped;
 //!
 //! assert_eq!(escaped("ring"), "ring");
 //! assert_eq!(escaped("a\x1b]0;owned\x07b"), "a\\x1b]0;owned\\x07b");

@@ -8,7 +8,7 @@
 //! counted once per sample even when its frame recurses.
 //!
 //! ```
-//! use benchtop_sessions::lines::FrameLines;
+//! use benchtop_profile::lines::FrameLines;
 //!
 //! let mut lines = FrameLines::default();
 //! lines.add("spin", "/src/spin.c", 12, 90);
@@ -22,7 +22,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::SessionError;
+use crate::ProfileError;
 use crate::limits::{FileKind, LoadOptions, read_bounded};
 
 /// The weight on one line of one file.
@@ -123,9 +123,9 @@ impl FrameLines {
 /// so from anyone: it must be absolute, and the file is read as every session file is
 /// (a regular file only, not through a symbolic link, at most the
 /// [`FileKind::SourceFile`] limit). Bytes that are not UTF-8 are replaced.
-pub fn read_source(path: &Path, opts: &LoadOptions) -> Result<String, SessionError> {
+pub fn read_source(path: &Path, opts: &LoadOptions) -> Result<String, ProfileError> {
     if !path.is_absolute() {
-        return Err(SessionError::NotAFile {
+        return Err(ProfileError::NotAFile {
             path: path.into(),
             what: "a relative path (its compile directory is unknown)",
         });
@@ -133,7 +133,7 @@ pub fn read_source(path: &Path, opts: &LoadOptions) -> Result<String, SessionErr
     let kind = FileKind::SourceFile;
     match read_bounded(path, kind, opts.file_limit(kind))? {
         Some(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
-        None => Err(SessionError::io(
+        None => Err(ProfileError::io(
             path,
             std::io::Error::from(std::io::ErrorKind::NotFound),
         )),

@@ -2,7 +2,7 @@
 //! shows which function it is. Files and JSON keep the full names.
 //!
 //! ```
-//! use benchtop_sessions::names::short_name;
+//! use benchtop_profile::names::short_name;
 //!
 //! assert_eq!(
 //!     short_name("std::thread::local::LocalKey<T>::try_with", 80),

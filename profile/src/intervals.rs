@@ -32,8 +32,8 @@
 //! the run's start on `CLOCK_MONOTONIC` (see docs/session-format.md for the clock).
 //!
 //! ```
-//! use benchtop_sessions::intervals::{IntervalStacks, IntervalWeights, StackEntry, StacksChunk, Weight};
-//! use benchtop_sessions::limits::LoadOptions;
+//! use benchtop_profile::intervals::{IntervalStacks, IntervalWeights, StackEntry, StacksChunk, Weight};
+//! use benchtop_profile::limits::LoadOptions;
 //!
 //! let mut chunk = StacksChunk::default();
 //! chunk.frames = vec![(0, "main".into()), (1, "hot".into())];
@@ -51,7 +51,7 @@
 //! let stacks = IntervalStacks::parse(&bytes, "stacks.jsonl".as_ref(), &LoadOptions::default())?;
 //! let tree = stacks.cpu_tree(0, u64::MAX);
 //! assert_eq!(tree.total_weight(), 3);
-//! # Ok::<(), benchtop_sessions::SessionError>(())
+//! # Ok::<(), benchtop_profile::ProfileError>(())
 //! ```
 //!
 //! Over 1,000 lines only with its tests (about 360 at the end); the code, about 840
@@ -63,9 +63,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ProfileError;
 use crate::limits::{FileKind, LoadOptions, read_bounded};
 use crate::lines::FrameLines;
-use crate::{SessionError, StackTree};
+use crate::stacks::StackTree;
 
 /// The file of per-interval stacks in a session directory.
 pub const STACKS_FILE: &str = "stacks.jsonl";
@@ -370,7 +371,7 @@ pub struct IntervalStacks {
 impl IntervalStacks {
     /// Loads `dir`'s stacks.jsonl within `opts`' limits; `None` when the session has none
     /// (recorded before schema 2, or without sampling).
-    pub fn load(dir: &Path, opts: &LoadOptions) -> Result<Option<Self>, SessionError> {
+    pub fn load(dir: &Path, opts: &LoadOptions) -> Result<Option<Self>, ProfileError> {
         let path = dir.join(STACKS_FILE);
         let Some(bytes) = read_bounded(
             &path,
@@ -384,13 +385,13 @@ impl IntervalStacks {
     }
 
     /// Parses and checks the bytes of a stacks.jsonl; `path` names it in errors. A line
-    /// that does not parse is [`SessionError::Corrupt`], unless it is an incomplete last
+    /// that does not parse is [`ProfileError::Corrupt`], unless it is an incomplete last
     /// line (a recorder killed while appending), which is dropped with a warning; so is a
     /// reference to a frame or stack no earlier line defined, an id defined twice, or a
     /// newer format. Frames and stacks past `opts.max_stacks`, intervals past
     /// `opts.max_intervals`, are dropped with a warning.
-    pub fn parse(bytes: &[u8], path: &Path, opts: &LoadOptions) -> Result<Self, SessionError> {
-        let corrupt = |line: usize, reason: String| SessionError::Corrupt {
+    pub fn parse(bytes: &[u8], path: &Path, opts: &LoadOptions) -> Result<Self, ProfileError> {
+        let corrupt = |line: usize, reason: String| ProfileError::Corrupt {
             path: path.into(),
             reason: format!("line {line}: {reason}"),
         };
@@ -1004,7 +1005,7 @@ mod tests {
         bytes
     }
 
-    fn parse(bytes: &[u8]) -> Result<IntervalStacks, SessionError> {
+    fn parse(bytes: &[u8]) -> Result<IntervalStacks, ProfileError> {
         IntervalStacks::parse(bytes, Path::new("stacks.jsonl"), &LoadOptions::default())
     }
 
@@ -1174,25 +1175,6 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("file 1 is defined twice"), "{e}");
-    }
-
-    #[test]
-    fn a_synthetic_profile_written_as_a_session_loads_with_its_lines() {
-        let tmp = tempfile::tempdir().unwrap();
-        let spec = crate::synthetic::SyntheticStacks {
-            stacks: 500,
-            ..Default::default()
-        };
-        let (tree, lines) = spec.profile();
-        let dir = spec.write(&tmp.path().join("s")).unwrap();
-        let s = IntervalStacks::load(&dir, &LoadOptions::default())
-            .unwrap()
-            .unwrap();
-        assert_eq!(s.cpu_tree(0, u64::MAX).to_folded(), tree.to_folded());
-        assert_eq!(s.lines.len(), lines.len());
-        let f = crate::synthetic::SyntheticStacks::function(3);
-        let total = |l: &FrameLines| l.lines(&f).iter().map(|l| l.weight).sum::<u64>();
-        assert_eq!(total(&s.lines), total(&lines));
     }
 
     #[test]

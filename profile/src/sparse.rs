@@ -13,7 +13,7 @@
 //! and [`crate::histogram::Total::add_sparse`] adding them into a total bucket for bucket.
 //!
 //! ```
-//! use benchtop_sessions::sparse::SparseHistogram;
+//! use benchtop_profile::sparse::SparseHistogram;
 //!
 //! let mut h = hdrhistogram::Histogram::<u64>::new(3)?;
 //! h.record_n(1_500, 3)?;

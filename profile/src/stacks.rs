@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 
-use crate::SessionError;
+use crate::ProfileError;
 
 /// An interned frame name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -443,7 +443,7 @@ impl StackTree {
     /// Reads folded lines. `source` names the input in errors (a path, usually). Empty
     /// lines are skipped; a line without a trailing weight is an error naming its number.
     /// Reads every stack; see [`StackTree::read_folded_limited`] for files from elsewhere.
-    pub fn read_folded<R: BufRead>(input: R, source: &str) -> Result<Self, SessionError> {
+    pub fn read_folded<R: BufRead>(input: R, source: &str) -> Result<Self, ProfileError> {
         let mut warnings = Vec::new();
         Self::read_folded_limited(input, source, usize::MAX, &mut warnings)
     }
@@ -457,7 +457,7 @@ impl StackTree {
         source: &str,
         max_stacks: usize,
         warnings: &mut Vec<String>,
-    ) -> Result<Self, SessionError> {
+    ) -> Result<Self, ProfileError> {
         let mut tree = StackTree::new();
         let mut ids = Vec::new();
         let mut stacks = 0usize;
@@ -469,18 +469,18 @@ impl StackTree {
             buf.clear();
             let read = input
                 .read_until(b'\n', &mut buf)
-                .map_err(|e| SessionError::io(source, e))?;
+                .map_err(|e| ProfileError::io(source, e))?;
             if read == 0 {
                 break;
             }
             n += 1;
             let line = std::str::from_utf8(&buf)
-                .map_err(|_| SessionError::corrupt_line(source, n, "not UTF-8"))?;
+                .map_err(|_| ProfileError::corrupt_line(source, n, "not UTF-8"))?;
             let line = line.trim_end();
             if line.is_empty() {
                 continue;
             }
-            let bad = |reason: &str| SessionError::corrupt_line(source, n, reason);
+            let bad = |reason: &str| ProfileError::corrupt_line(source, n, reason);
             let (stack, weight) = line
                 .rsplit_once(' ')
                 .ok_or_else(|| bad("no weight after the stack"))?;
@@ -648,7 +648,7 @@ mod tests {
     fn a_folded_line_that_is_not_utf8_is_corrupt_not_an_io_error() {
         let err = StackTree::read_folded(&b"a 1\n\xff\xfe 2\n"[..], "cpu.folded").unwrap_err();
         assert!(
-            matches!(&err, SessionError::Corrupt { reason, .. } if reason.starts_with("line 2")),
+            matches!(&err, ProfileError::Corrupt { reason, .. } if reason.starts_with("line 2")),
             "{err}"
         );
     }

@@ -9,11 +9,11 @@
 //! was dropped. docs/session-format.md lists the numbers.
 //!
 //! ```
-//! use benchtop_sessions::limits::{LoadOptions, MAX_PARAMS};
+//! use benchtop_profile::limits::{LoadOptions, MAX_PARAMS};
 //!
 //! let opts = LoadOptions::default();
 //! assert_eq!(opts.max_params, MAX_PARAMS);
-//! assert_eq!(opts.file_limit(benchtop_sessions::limits::FileKind::SessionJson), 16 << 20);
+//! assert_eq!(opts.file_limit(benchtop_profile::limits::FileKind::SessionJson), 16 << 20);
 //! ```
 
 use std::fs::File;
@@ -22,7 +22,7 @@ use std::path::Path;
 
 use rustix::fs::{FileType, Mode, OFlags};
 
-use crate::SessionError;
+use crate::ProfileError;
 
 /// Intervals read from timeseries.jsonl (rows) and from latency.hlog (interval lines), each:
 /// ten times what one hour at `--interval 100ms` produces.
@@ -126,14 +126,14 @@ impl Default for LoadOptions {
 
 impl LoadOptions {
     /// The defaults, with the size limit of [`MAX_FILE_BYTES_ENV`] when it is set: a whole
-    /// number of bytes, else [`SessionError::BadLimit`].
-    pub fn from_env() -> Result<Self, SessionError> {
+    /// number of bytes, else [`ProfileError::BadLimit`].
+    pub fn from_env() -> Result<Self, ProfileError> {
         let mut opts = LoadOptions::default();
         if let Some(value) = std::env::var_os(MAX_FILE_BYTES_ENV) {
             let bytes = value
                 .to_str()
                 .and_then(|v| v.trim().parse::<u64>().ok())
-                .ok_or_else(|| SessionError::BadLimit {
+                .ok_or_else(|| ProfileError::BadLimit {
                     name: MAX_FILE_BYTES_ENV,
                     value: value.to_string_lossy().into_owned(),
                 })?;
@@ -148,7 +148,7 @@ impl LoadOptions {
     }
 }
 
-/// What is at a path, for [`SessionError::NotAFile`].
+/// What is at a path, for [`ProfileError::NotAFile`].
 fn describe(file_type: FileType) -> &'static str {
     match file_type {
         FileType::Directory => "a directory",
@@ -165,14 +165,14 @@ fn describe(file_type: FileType) -> &'static str {
 ///
 /// Opened with `O_NOFOLLOW | O_NONBLOCK` (a link is refused, not followed; a FIFO does not
 /// block the open) and checked with `fstat` to be a regular file, else
-/// [`SessionError::NotAFile`] naming it. A file larger than `limit` is
-/// [`SessionError::TooLarge`]: its size is checked before reading, and reading stops one byte
+/// [`ProfileError::NotAFile`] naming it. A file larger than `limit` is
+/// [`ProfileError::TooLarge`]: its size is checked before reading, and reading stops one byte
 /// past the limit whatever the size said, so memory never exceeds it.
 pub fn read_bounded(
     path: &Path,
     kind: FileKind,
     limit: u64,
-) -> Result<Option<Vec<u8>>, SessionError> {
+) -> Result<Option<Vec<u8>>, ProfileError> {
     let fd = match rustix::fs::open(
         path,
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
@@ -181,22 +181,22 @@ pub fn read_bounded(
         Ok(fd) => fd,
         Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => return Ok(None),
         Err(rustix::io::Errno::LOOP) => {
-            return Err(SessionError::NotAFile {
+            return Err(ProfileError::NotAFile {
                 path: path.into(),
                 what: "a symbolic link",
             });
         }
-        Err(e) => return Err(SessionError::io(path, e.into())),
+        Err(e) => return Err(ProfileError::io(path, e.into())),
     };
-    let stat = rustix::fs::fstat(&fd).map_err(|e| SessionError::io(path, e.into()))?;
+    let stat = rustix::fs::fstat(&fd).map_err(|e| ProfileError::io(path, e.into()))?;
     let file_type = FileType::from_raw_mode(stat.st_mode);
     if file_type != FileType::RegularFile {
-        return Err(SessionError::NotAFile {
+        return Err(ProfileError::NotAFile {
             path: path.into(),
             what: describe(file_type),
         });
     }
-    let too_large = || SessionError::TooLarge {
+    let too_large = || ProfileError::TooLarge {
         path: path.into(),
         limit,
         kind: kind.name(),
@@ -209,7 +209,7 @@ pub fn read_bounded(
     File::from(fd)
         .take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
-        .map_err(|e| SessionError::io(path, e))?;
+        .map_err(|e| ProfileError::io(path, e))?;
     if bytes.len() as u64 > limit {
         return Err(too_large());
     }
@@ -228,7 +228,7 @@ mod tests {
         assert!(
             matches!(
                 err,
-                SessionError::NotAFile {
+                ProfileError::NotAFile {
                     what: "a symbolic link",
                     ..
                 }
@@ -253,7 +253,7 @@ mod tests {
         );
         let err = read_bounded(&path, FileKind::Folded, 9).unwrap_err();
         assert!(
-            matches!(err, SessionError::TooLarge { limit: 9, .. }),
+            matches!(err, ProfileError::TooLarge { limit: 9, .. }),
             "{err}"
         );
         assert!(err.to_string().contains(MAX_FILE_BYTES_ENV), "{err}");
@@ -265,7 +265,7 @@ mod tests {
         assert!(
             matches!(
                 err,
-                SessionError::NotAFile {
+                ProfileError::NotAFile {
                     what: "a character device",
                     ..
                 }
