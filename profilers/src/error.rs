@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use benchtop_sessions::escape::EscapedPath;
+use benchtop_profile::escape::EscapedPath;
 
 /// What can go wrong sampling or monitoring a process.
 #[derive(Debug, thiserror::Error)]
