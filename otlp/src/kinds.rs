@@ -226,7 +226,12 @@ mod tests {
         assert_eq!(batch.weights[alloc], [(0, 3, 4_096)]);
         assert_eq!(batch.weights[live], [(0, 3, 1_024), (0, 5, 8)]);
         for (k, w) in batch.weights.iter().enumerate() {
-            assert_eq!(w.is_empty(), k != alloc && k != live, "{}", KINDS[k].spec().name);
+            assert_eq!(
+                w.is_empty(),
+                k != alloc && k != live,
+                "{}",
+                KINDS[k].spec().name
+            );
         }
         assert!(KINDS[live].snapshot && !KINDS[alloc].snapshot);
         assert!(!KINDS[live].threads && KINDS[0].threads);
