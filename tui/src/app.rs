@@ -234,16 +234,18 @@ pub fn open(args: &OpenArgs) -> Result<ExitCode> {
 /// The screen of `benchtop open A [B]`: a session (or a series) as its run ended, or two
 /// side by side, judged with `threshold`.
 fn opened_state(a: &Path, b: Option<&Path>, threshold: f64, color: bool) -> Result<State> {
-    let load = |dir: &Path, which: &str| {
-        benchtop_sessions::series::Recorded::load(dir).with_context(|| {
+    // B gets what A left of the latency budget: the two hold at most the budget.
+    let load = |dir: &Path, which: &str, held: usize| {
+        benchtop_sessions::series::Recorded::load_after(dir, held).with_context(|| {
             format!(
                 "cannot open session {which}({})",
                 benchtop_sessions::escape::EscapedPath(dir)
             )
         })
     };
-    let a = load(a, if b.is_some() { "A " } else { "" })?;
-    let b = b.map(|b| load(b, "B ")).transpose()?;
+    let a = load(a, if b.is_some() { "A " } else { "" }, 0)?;
+    let held = a.latency_held_bytes();
+    let b = b.map(|b| load(b, "B ", held)).transpose()?;
     Ok(match b {
         Some(b) => {
             let mut opts = benchtop_sessions::compare::CompareOptions::default();
