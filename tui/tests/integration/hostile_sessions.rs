@@ -550,8 +550,10 @@ fn a_10_mb_folded_file_of_500_000_stacks_exports_within_bounded_memory() {
     let dir = tmp.path().join("s");
     session(&dir, "tell", 1e6, "hot", 10);
     let mut folded = String::new();
+    // 500,000 distinct stacks of 1,500 functions: within the folded budgets (a leaf
+    // function of its own per stack would pass the 200,000 distinct frames).
     for i in 0..500_000 {
-        let _ = writeln!(folded, "bt;main;f{};g{i} 1", i % 1000);
+        let _ = writeln!(folded, "bt;main;f{};g{} 1", i % 1000, i / 1000);
     }
     assert!(folded.len() > 9 << 20);
     fs::write(dir.join("cpu.folded"), folded).unwrap();
