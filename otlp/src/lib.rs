@@ -35,7 +35,7 @@ pub mod transport;
 
 pub use exporter::{Exporter, NamedStacks, RunContext, StackNamer};
 pub use kinds::{BatchInterval, KINDS, OtlpKind, Sampling};
-pub use options::{OtlpOptions, Protocol, parse_headers, redact_headers};
+pub use options::{OtlpOptions, Protocol, parse_headers, protocol_for_endpoint, redact_headers};
 pub use profiles::StackSource;
 pub use replay::{replay, unix_now_ns};
 pub use resource::resource;

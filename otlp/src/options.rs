@@ -111,8 +111,8 @@ impl OtlpOptions {
     }
 }
 
-/// `http://` added to a bare `host:port`; anything but http and https refused; a
-/// trailing `/` dropped.
+/// `http://` added to a bare `host:port`; anything but http and https refused; the
+/// authority checked ([`check_authority`]); a trailing `/` dropped.
 fn normalize_endpoint(endpoint: &str) -> Result<String, OtlpError> {
     let endpoint = endpoint.trim();
     if endpoint.is_empty() {
@@ -131,17 +131,97 @@ fn normalize_endpoint(endpoint: &str) -> Result<String, OtlpError> {
                 "OTLP endpoint {endpoint:?}: only http:// and https:// are spoken"
             ))
         })?;
-    let authority = rest.split('/').next().unwrap_or("");
-    if authority.is_empty()
-        || authority
-            .chars()
-            .any(|c| c.is_whitespace() || c.is_control())
-    {
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    check_authority(authority)
+        .map_err(|why| OtlpError::Options(format!("OTLP endpoint {endpoint:?}: {why}")))?;
+    let path = &rest[authority.len()..];
+    if path.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(OtlpError::Options(format!(
-            "OTLP endpoint {endpoint:?} names no host"
+            "OTLP endpoint {endpoint:?}: its path holds a space or a control character"
         )));
     }
     Ok(full.trim_end_matches('/').to_owned())
+}
+
+/// An endpoint's `host[:port]`: a name (letters, digits, `-`, `.`, `_`), an IPv4 address
+/// or an IPv6 address in brackets, and a port from 1 to 65535 when one is given.
+/// Credentials (`user@`) are refused: they would not be sent, a header carries them.
+fn check_authority(authority: &str) -> Result<(), String> {
+    if authority.is_empty() {
+        return Err("names no host".into());
+    }
+    if authority.contains('@') {
+        return Err(
+            "credentials in the endpoint are not sent; give them as a header \
+                    (--otlp-headers authorization=…)"
+                .into(),
+        );
+    }
+    let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
+        let Some((address, after)) = bracketed.split_once(']') else {
+            return Err("an IPv6 address opened with `[` is not closed with `]`".into());
+        };
+        if address.parse::<std::net::Ipv6Addr>().is_err() {
+            return Err(format!("[{address}] is not an IPv6 address"));
+        }
+        let port = match after {
+            "" => None,
+            _ => Some(
+                after
+                    .strip_prefix(':')
+                    .ok_or_else(|| format!("{after:?} after the IPv6 address is not `:PORT`"))?,
+            ),
+        };
+        (None, port)
+    } else if authority.matches(':').count() > 1 {
+        return Err(format!(
+            "{authority:?}: an IPv6 address goes in brackets ([::1]:4317)"
+        ));
+    } else {
+        match authority.split_once(':') {
+            Some((host, port)) => (Some(host), Some(port)),
+            None => (Some(authority), None),
+        }
+    };
+    if let Some(host) = host {
+        let name_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
+        if host.is_empty() {
+            return Err("names no host".into());
+        }
+        if !host.chars().all(name_char) {
+            return Err(format!(
+                "host {host:?} is neither a name nor an address (an IPv6 address goes in \
+                 brackets: [::1]:4317)"
+            ));
+        }
+    }
+    if let Some(port) = port {
+        match port.parse::<u32>() {
+            Ok(1..=65535) if port.bytes().all(|b| b.is_ascii_digit()) => {}
+            _ => return Err(format!("port {port:?} is not a port (1 to 65535)")),
+        }
+    }
+    Ok(())
+}
+
+/// The port an endpoint names, when it names one (`None` for the scheme's default).
+fn endpoint_port(endpoint: &str) -> Option<u16> {
+    let rest = endpoint.split_once("://").map_or(endpoint, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let after_host = match authority.rfind(']') {
+        Some(at) => &authority[at + 1..],
+        None => authority,
+    };
+    after_host.rsplit_once(':')?.1.parse().ok()
+}
+
+/// The protocol the OTLP specification's ports imply: 4318 is OTLP/HTTP's, anything
+/// else (4317 first) gRPC, the specification's default.
+pub fn protocol_for_endpoint(endpoint: &str) -> Protocol {
+    match endpoint_port(endpoint) {
+        Some(4318) => Protocol::HttpProtobuf,
+        _ => Protocol::Grpc,
+    }
 }
 
 /// `key=value` pairs separated by commas; keys are lowercased (HTTP/2 and gRPC metadata
@@ -226,6 +306,56 @@ mod tests {
             OtlpOptions::new("https://otel.example:4318/", Protocol::HttpProtobuf).expect("valid");
         assert_eq!(o.endpoint, "https://otel.example:4318");
         assert!(o.tls());
+    }
+
+    #[test]
+    fn malformed_authorities_are_refused_naming_what_is_wrong() {
+        for (endpoint, words) in [
+            ("127.0.0.1:99999", "port \"99999\""),
+            ("127.0.0.1:0", "port \"0\""),
+            ("http://host:", "port \"\""),
+            ("http://host:+80", "port \"+80\""),
+            ("http://[::1", "not closed"),
+            ("http://[::g]:4317", "not an IPv6 address"),
+            ("http://[::1]x", "is not `:PORT`"),
+            ("http://::1:4317", "in brackets"),
+            ("http://user:pw@host:4317", "credentials"),
+            ("http://ho st:4317", "neither a name"),
+            ("http://:4317", "names no host"),
+            ("http://host:4317/v 1", "its path"),
+        ] {
+            let e = OtlpOptions::new(endpoint, Protocol::Grpc)
+                .expect_err(endpoint)
+                .to_string();
+            assert!(e.contains(words), "{endpoint}: {e}");
+        }
+        for endpoint in [
+            "http://[::1]:4317",
+            "http://[::1]",
+            "https://otel-collector.example.com",
+            "localhost:1",
+            "otel_1.internal:65535/prefix",
+        ] {
+            assert!(
+                OtlpOptions::new(endpoint, Protocol::Grpc).is_ok(),
+                "{endpoint}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_specifications_ports_choose_the_default_protocol() {
+        assert_eq!(
+            protocol_for_endpoint("http://h:4318"),
+            Protocol::HttpProtobuf
+        );
+        assert_eq!(
+            protocol_for_endpoint("http://[::1]:4318/"),
+            Protocol::HttpProtobuf
+        );
+        assert_eq!(protocol_for_endpoint("http://h:4317"), Protocol::Grpc);
+        assert_eq!(protocol_for_endpoint("https://h"), Protocol::Grpc);
+        assert_eq!(protocol_for_endpoint("http://h:14318"), Protocol::Grpc);
     }
 
     #[test]

@@ -165,12 +165,62 @@ impl Transport {
                     // A fresh channel next time: a collector that came back is reached anew.
                     *channel = None;
                 }
-                result?
+                result.map_err(|e| with_protocol_hint(e, &self.opts))?
             }
-            Kind::Http { agent } => http_send(agent, &self.opts, payload)?,
+            Kind::Http { agent } => http_send(agent, &self.opts, payload)
+                .map_err(|e| with_protocol_hint(e, &self.opts))?,
         };
         Ok(Accepted { bytes, rejected })
     }
+}
+
+/// `error`, with the likely fix when it is what speaking the other protocol to a port
+/// gives: gRPC to an OTLP/HTTP port breaks HTTP/2's framing (`h2 protocol error`, a
+/// frame of invalid size, an HTTP/1 answer); HTTP/1.1 to a gRPC port gets no HTTP/1
+/// answer (the connection closed, an HTTP/2 frame where a status line should be).
+pub(crate) fn with_protocol_hint(error: String, opts: &OtlpOptions) -> String {
+    let lower = error.to_ascii_lowercase();
+    let (smells, other) = match opts.protocol {
+        Protocol::Grpc => (
+            [
+                "h2 protocol error",
+                "frame with invalid size",
+                "invalid http version",
+                "http/1",
+                "protocol error",
+            ]
+            .iter()
+            .any(|w| lower.contains(w)),
+            Protocol::HttpProtobuf,
+        ),
+        Protocol::HttpProtobuf => (
+            !lower.contains("refused")
+                && [
+                    "connection closed",
+                    "closed before",
+                    "unexpected eof",
+                    "status line",
+                    "http/2",
+                    "pri * http",
+                    "http parse",
+                    "bad header",
+                    "protocol",
+                ]
+                .iter()
+                .any(|w| lower.contains(w)),
+            Protocol::Grpc,
+        ),
+    };
+    if !smells {
+        return error;
+    }
+    format!(
+        "{error} ({} may not speak {}: try --otlp-protocol {}; 4317 is gRPC's port, 4318 \
+         OTLP/HTTP's)",
+        opts.endpoint,
+        opts.protocol.name(),
+        other.name()
+    )
 }
 
 fn request<T>(message: T, headers: &[(String, String)]) -> Result<tonic::Request<T>, String> {
@@ -189,10 +239,18 @@ fn status_text(status: &tonic::Status) -> String {
     let message = status.message();
     let detail = if message.is_empty() {
         // The transport's own error (connection refused, reset) is in the source chain.
+        // Every cause, outermost first, each said once ("transport error: … h2 protocol
+        // error: …"): the innermost alone can be as vague as the outermost.
         let mut source = std::error::Error::source(status);
         let mut text = String::new();
         while let Some(s) = source {
-            text = s.to_string();
+            let cause = s.to_string();
+            if !text.contains(&cause) {
+                if !text.is_empty() {
+                    text.push_str(": ");
+                }
+                text.push_str(&cause);
+            }
             source = s.source();
         }
         text
@@ -292,5 +350,72 @@ pub(crate) fn backoff(base: Duration, n: u32) -> Duration {
         Duration::ZERO
     } else {
         base.saturating_mul(1 << (n - 1).min(16))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    use super::*;
+
+    /// A server on loopback that answers each connection with `answer` once it has read
+    /// what the client sent first, then closes it.
+    fn answering(answer: &'static [u8]) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf);
+                let _ = stream.write_all(answer);
+            }
+        });
+        format!("http://127.0.0.1:{port}")
+    }
+
+    fn sent(endpoint: &str, protocol: Protocol) -> String {
+        let mut opts = OtlpOptions::new(endpoint, protocol).unwrap();
+        opts.timeout = Duration::from_secs(10);
+        let mut transport = Transport::new(&opts).unwrap();
+        transport
+            .send(&Payload::Metrics(ExportMetricsServiceRequest::default()))
+            .expect_err("no collector there")
+    }
+
+    #[test]
+    fn grpc_to_an_http_1_port_names_the_http_protocol_as_the_likely_fix() {
+        let endpoint = answering(
+            b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        );
+        let e = sent(&endpoint, Protocol::Grpc);
+        assert!(e.contains("try --otlp-protocol http/protobuf"), "{e}");
+    }
+
+    #[test]
+    fn http_to_an_http_2_only_port_names_grpc_as_the_likely_fix() {
+        // What an HTTP/2-only server sends first: an empty SETTINGS frame, then a GOAWAY
+        // (PROTOCOL_ERROR) for a connection that did not open with HTTP/2's preface.
+        let endpoint = answering(&[
+            0, 0, 0, 4, 0, 0, 0, 0, 0, // SETTINGS, empty
+            0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, // GOAWAY, PROTOCOL_ERROR
+        ]);
+        let e = sent(&endpoint, Protocol::HttpProtobuf);
+        assert!(e.contains("try --otlp-protocol grpc"), "{e}");
+    }
+
+    #[test]
+    fn a_refused_connection_gets_no_protocol_hint() {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        for protocol in [Protocol::Grpc, Protocol::HttpProtobuf] {
+            let e = sent(&format!("http://127.0.0.1:{port}"), protocol);
+            assert!(!e.contains("--otlp-protocol"), "{e}");
+        }
     }
 }

@@ -2,12 +2,14 @@
 
 use std::path::PathBuf;
 
+use crate::escape::EscapedPath;
+
 /// What can go wrong reading the profile model's files or decoding its histograms.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProfileError {
     /// Reading or writing a file failed.
-    #[error("{path}: {source}")]
+    #[error("{}: {source}", EscapedPath(.path))]
     Io {
         /// The file or directory.
         path: PathBuf,
@@ -16,7 +18,7 @@ pub enum ProfileError {
         source: std::io::Error,
     },
     /// A file exists but its content is not what the format says.
-    #[error("{path}: corrupt: {reason}")]
+    #[error("{}: corrupt: {reason}", EscapedPath(.path))]
     Corrupt {
         /// The file.
         path: PathBuf,
@@ -25,7 +27,7 @@ pub enum ProfileError {
     },
     /// A file is not a regular file (a symbolic link, a FIFO, a device, a directory…): it
     /// is not read.
-    #[error("{path}: not a regular file ({what}); refused")]
+    #[error("{}: not a regular file ({what}); refused", EscapedPath(.path))]
     NotAFile {
         /// The file.
         path: PathBuf,
@@ -34,7 +36,8 @@ pub enum ProfileError {
     },
     /// A file is larger than the loader reads for its kind.
     #[error(
-        "{path}: larger than {limit} bytes, the limit for {kind}; set BENCHTOP_MAX_FILE_BYTES to read larger files"
+        "{}: larger than {limit} bytes, the limit for {kind}; set BENCHTOP_MAX_FILE_BYTES to read larger files",
+        EscapedPath(.path)
     )]
     TooLarge {
         /// The file.

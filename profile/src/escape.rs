@@ -17,6 +17,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::path::Path;
 
 /// `text` with every control character escaped: C0 controls and DEL as `\n`, `\r`, `\t`
 /// or `\xHH`; C1 controls (which some terminals read as escape sequences) and the Unicode
@@ -50,6 +51,19 @@ impl fmt::Display for Escaped<'_> {
             rest = chars.as_str();
         }
         f.write_str(rest)
+    }
+}
+
+/// Displays a path as [`Escaped`] displays text: a directory or file name is chosen by
+/// whoever made it, and an error message that names it must not carry its escape
+/// sequences to the terminal. Bytes that are not UTF-8 show as `\u{fffd}`, as
+/// [`Path::display`] shows them.
+#[derive(Debug, Clone, Copy)]
+pub struct EscapedPath<'a>(pub &'a Path);
+
+impl fmt::Display for EscapedPath<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        Escaped(&self.0.to_string_lossy()).fmt(f)
     }
 }
 
@@ -104,6 +118,16 @@ mod tests {
         assert_eq!(markdown_cell("a|b\n| x |"), "a\\|b\\n\\| x \\|");
         assert_eq!(markdown_code("id`**bold**"), "id\\x60**bold**");
         assert!(matches!(markdown_cell("plain"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn paths_show_their_control_characters_escaped() {
+        let dir = Path::new("e\x1b[2Jdir/cpu.folded");
+        assert_eq!(EscapedPath(dir).to_string(), "e\\x1b[2Jdir/cpu.folded");
+        assert_eq!(
+            EscapedPath(Path::new("/tmp/plain")).to_string(),
+            "/tmp/plain"
+        );
     }
 
     #[test]

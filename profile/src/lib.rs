@@ -41,7 +41,7 @@ pub mod units;
 
 pub use error::ProfileError;
 pub use kinds::{Kind, KindSet, KindSpec};
-pub use stacks::{Children, FrameId, NodeId, StackTree};
+pub use stacks::{Children, FoldedLimits, FrameId, NodeId, StackTree};
 pub use timeseries::{
     ContextSwitches, IoCounters, Percentiles, Resources, ThreadCpu, ThreadSummary, TimeseriesRow,
 };

@@ -29,16 +29,26 @@ use crate::ProfileError;
 pub const MAX_INTERVALS: usize = 1_000_000;
 /// Distinct stacks read from one folded file.
 pub const MAX_STACKS: usize = 1_000_000;
+/// Nodes (distinct call paths) of the tree read from one folded file: above the 1.1
+/// million of a real profile of 100,000 distinct stacks (benches/data/manystacks.c). A
+/// crafted file of 70,000 stacks of 40 random frames makes 2.8 million.
+pub const MAX_STACK_NODES: usize = 1_500_000;
+/// Distinct frame names read from one folded file: real profiles have thousands (each
+/// function once, whatever the stacks it is in); the crafted file above has 2.8 million,
+/// and each costs its name twice (the table and its index).
+pub const MAX_FRAMES: usize = 200_000;
 /// Workload parameters read from session.json.
 pub const MAX_PARAMS: usize = 10_000;
 /// Distinct histogram tags (metrics) read from latency.hlog.
 pub const MAX_TAGS: usize = 1_000;
-/// Bytes of latency buckets a load holds for latency.hlog's intervals (each held sparse,
-/// a few bytes a non-empty bucket): 256 MiB, about ten times what an hour at 100 ms
-/// intervals of a real workload takes. An interval of a crafted log can hold 65,536
-/// buckets in a line of a few hundred bytes; past the budget, intervals are dropped
-/// with a warning.
-pub const MAX_INTERVAL_BYTES: usize = 256 << 20;
+/// Bytes a command holds for latency.hlog's intervals (each held sparse, a few bytes a
+/// non-empty bucket, with its tag and fixed fields), shared by the sessions it loads
+/// (`compare A B`, `open A B`: the second gets what the first left): 160 MiB, three
+/// hours at 100 ms intervals of 1,000 values each (the synthetic hour of
+/// benches/session_load.py holds 52 MiB), so two such sessions fit side by side. An
+/// interval of a crafted log can hold 55,296 buckets in a line of 152 bytes; past the
+/// budget the rest of the log is counted, not decoded, and dropped with a warning.
+pub const MAX_INTERVAL_BYTES: usize = 160 << 20;
 
 /// The environment variable that overrides the size limit of every file kind, in bytes.
 pub const MAX_FILE_BYTES_ENV: &str = "BENCHTOP_MAX_FILE_BYTES";
@@ -103,6 +113,10 @@ pub struct LoadOptions {
     pub max_intervals: usize,
     /// See [`MAX_STACKS`].
     pub max_stacks: usize,
+    /// See [`MAX_STACK_NODES`].
+    pub max_stack_nodes: usize,
+    /// See [`MAX_FRAMES`].
+    pub max_frames: usize,
     /// See [`MAX_PARAMS`].
     pub max_params: usize,
     /// See [`MAX_TAGS`].
@@ -117,6 +131,8 @@ impl Default for LoadOptions {
             max_file_bytes: None,
             max_intervals: MAX_INTERVALS,
             max_stacks: MAX_STACKS,
+            max_stack_nodes: MAX_STACK_NODES,
+            max_frames: MAX_FRAMES,
             max_params: MAX_PARAMS,
             max_tags: MAX_TAGS,
             max_interval_bytes: MAX_INTERVAL_BYTES,
@@ -140,6 +156,15 @@ impl LoadOptions {
             opts.max_file_bytes = Some(bytes);
         }
         Ok(opts)
+    }
+
+    /// What a folded file is read within.
+    pub fn folded(&self) -> crate::stacks::FoldedLimits {
+        crate::stacks::FoldedLimits {
+            max_stacks: self.max_stacks,
+            max_nodes: self.max_stack_nodes,
+            max_frames: self.max_frames,
+        }
     }
 
     /// The size limit of `kind`, bytes.

@@ -136,6 +136,26 @@ pub struct StackTree {
     adds: u64,
 }
 
+/// What [`StackTree::read_folded_within`] keeps of a folded file at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FoldedLimits {
+    /// Distinct stacks ([`crate::limits::MAX_STACKS`]).
+    pub max_stacks: usize,
+    /// Nodes of the tree: distinct call paths ([`crate::limits::MAX_STACK_NODES`]).
+    pub max_nodes: usize,
+    /// Distinct frame names ([`crate::limits::MAX_FRAMES`]).
+    pub max_frames: usize,
+}
+
+impl FoldedLimits {
+    /// No limit at all: for files benchtop wrote itself.
+    pub const UNLIMITED: FoldedLimits = FoldedLimits {
+        max_stacks: usize::MAX,
+        max_nodes: usize::MAX,
+        max_frames: usize::MAX,
+    };
+}
+
 impl Default for StackTree {
     fn default() -> Self {
         StackTree {
@@ -453,11 +473,31 @@ impl StackTree {
     /// says how many lines and how much weight. Weights that add up past `u64::MAX`
     /// saturate, with a warning too (the shares of such a file mean little).
     pub fn read_folded_limited<R: BufRead>(
-        mut input: R,
+        input: R,
         source: &str,
         max_stacks: usize,
         warnings: &mut Vec<String>,
     ) -> Result<Self, ProfileError> {
+        let limits = FoldedLimits {
+            max_stacks,
+            ..FoldedLimits::UNLIMITED
+        };
+        Self::read_folded_within(input, source, limits, warnings)
+    }
+
+    /// Reads folded lines as [`StackTree::read_folded_limited`] does, within `limits`:
+    /// besides distinct stacks, the tree's nodes (distinct call paths) and distinct frame
+    /// names, what the tree's memory grows with. A line that would pass any of them is
+    /// dropped, and one warning says which budget cut and how many lines and how much
+    /// weight were dropped.
+    pub fn read_folded_within<R: BufRead>(
+        mut input: R,
+        source: &str,
+        limits: FoldedLimits,
+        warnings: &mut Vec<String>,
+    ) -> Result<Self, ProfileError> {
+        let max_stacks = limits.max_stacks;
+        let mut cut_by: Option<&'static str> = None;
         let mut tree = StackTree::new();
         let mut ids = Vec::new();
         let mut stacks = 0usize;
@@ -490,9 +530,22 @@ impl StackTree {
             if weight == 0 {
                 continue;
             }
-            if stacks >= max_stacks && !tree.has_stack(stack.split(';')) {
+            let over = if stacks >= max_stacks && !tree.has_stack(stack.split(';')) {
+                Some("distinct stacks")
+            } else {
+                let (frames, nodes) = tree.new_parts(stack.split(';'));
+                if tree.names.len().saturating_add(frames) > limits.max_frames {
+                    Some("distinct frames")
+                } else if tree.nodes.len().saturating_add(nodes) > limits.max_nodes {
+                    Some("call-path nodes")
+                } else {
+                    None
+                }
+            };
+            if let Some(what) = over {
                 if dropped_lines == 0 {
                     first_dropped = n;
+                    cut_by = Some(what);
                 }
                 dropped_lines += 1;
                 dropped_weight = dropped_weight.saturating_add(weight);
@@ -508,9 +561,15 @@ impl StackTree {
             }
         }
         if dropped_lines > 0 {
+            let limit = match cut_by {
+                Some("distinct frames") => limits.max_frames,
+                Some("call-path nodes") => limits.max_nodes,
+                _ => max_stacks,
+            };
+            let what = cut_by.unwrap_or("distinct stacks");
             warnings.push(format!(
-                "{source}: more than {max_stacks} distinct stacks; {dropped_lines} lines from \
-                 line {first_dropped} on, of total weight {dropped_weight}, were dropped"
+                "{source}: more than {limit} {what}; {dropped_lines} lines from line \
+                 {first_dropped} on, of total weight {dropped_weight}, were dropped"
             ));
         }
         if saturated {
@@ -521,6 +580,33 @@ impl StackTree {
             ));
         }
         Ok(tree)
+    }
+
+    /// How many frame names and nodes adding the stack `frames` (root first) would make:
+    /// the names not interned yet, the nodes past the longest path already in the tree.
+    fn new_parts<'a>(&self, frames: impl Iterator<Item = &'a str>) -> (usize, usize) {
+        let (mut names, mut nodes) = (0usize, 0usize);
+        let mut node = Some(NodeId::ROOT);
+        let mut fresh: Vec<&str> = Vec::new();
+        for frame in frames {
+            let id = self.name_index.get(frame);
+            if id.is_none() && !fresh.contains(&frame) {
+                names += 1;
+                // A stack repeating a new frame interns it once; a deep stack of new
+                // frames compares against the few of this line only.
+                if fresh.len() < 64 {
+                    fresh.push(frame);
+                }
+            }
+            node = match (node, id) {
+                (Some(parent), Some(&id)) => self.child_index.get(&(parent, id)).copied(),
+                _ => None,
+            };
+            if node.is_none() {
+                nodes += 1;
+            }
+        }
+        (names, nodes)
     }
 
     /// Whether the stack named by `frames` (root first) is in the tree with a self weight.
@@ -631,6 +717,36 @@ mod tests {
         let mut t = StackTree::new();
         t.add_names(["<[u8; 4] as Debug>::fmt"], 1);
         assert_eq!(t.to_folded(), "<[u8: 4] as Debug>::fmt 1\n");
+    }
+
+    #[test]
+    fn folded_files_are_cut_at_their_node_and_frame_budgets_exactly() {
+        // The root, a, b, c: four nodes; a, b, c: three frames. `a;b` again adds none.
+        let text = &b"a;b 1\na;c 2\na;b 4\n"[..];
+        let read = |max_nodes, max_frames| {
+            let mut warnings = Vec::new();
+            let limits = FoldedLimits {
+                max_nodes,
+                max_frames,
+                ..FoldedLimits::UNLIMITED
+            };
+            let t =
+                StackTree::read_folded_within(text, "cpu.folded", limits, &mut warnings).unwrap();
+            (t.total_weight(), warnings.join("\n"))
+        };
+        assert_eq!(read(4, 3), (7, String::new()));
+        let (weight, warning) = read(3, 3);
+        assert_eq!(weight, 5, "the line past the budget alone is dropped");
+        assert!(
+            warning.contains(
+                "more than 3 call-path nodes; 1 lines from line 2 on, of total \
+                              weight 2, were dropped"
+            ),
+            "{warning}"
+        );
+        let (weight, warning) = read(4, 2);
+        assert_eq!(weight, 5);
+        assert!(warning.contains("more than 2 distinct frames"), "{warning}");
     }
 
     #[test]

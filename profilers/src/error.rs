@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use benchtop_profile::escape::EscapedPath;
+
 /// What can go wrong sampling or monitoring a process.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -76,7 +78,7 @@ pub enum ProfilerError {
         source: std::io::Error,
     },
     /// Reading a file (under /proc or /sys, usually) failed.
-    #[error("{path}: {source}")]
+    #[error("{}: {source}", EscapedPath(.path))]
     Io {
         /// The file.
         path: PathBuf,
@@ -85,7 +87,7 @@ pub enum ProfilerError {
         source: std::io::Error,
     },
     /// A file was read but its content was not in the expected format.
-    #[error("{path}: unexpected content: {reason}")]
+    #[error("{}: unexpected content: {reason}", EscapedPath(.path))]
     Parse {
         /// The file.
         path: PathBuf,

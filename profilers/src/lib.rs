@@ -41,7 +41,7 @@ pub use host::host_info;
 pub use monitor::{
     Discovery, ProcessSample, ThreadSample, TreeMonitor, TreeMonitorOptions, TreeSample,
 };
-pub use procfs::process_start_ticks;
+pub use procfs::{process_exited_unreaped, process_start_ticks};
 pub use sampler::{
     DEFAULT_MEM_PERIOD, Profile, SampleEvent, Sampler, SamplerOptions, SamplerStats, Snapshot,
     probe_access,

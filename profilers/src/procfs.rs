@@ -368,6 +368,26 @@ pub fn process_start_ticks(pid: u32) -> Option<u64> {
     parse_stat_start_ticks(&text)
 }
 
+/// Whether process `pid` has exited and only its entry is left, waiting for its parent
+/// to collect its status (state `Z`, zombie, or `X`, dead): `Some(parent pid)` then.
+/// `None` for a live process, and when there is no such process.
+pub fn process_exited_unreaped(pid: u32) -> Option<u32> {
+    if pid == 0 {
+        return None;
+    }
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat_exited(&text)
+}
+
+/// The parent pid (field 4) from `/proc/<pid>/stat` text whose state (field 3) is `Z`
+/// or `X`; `None` for any other state or text that is not a stat line.
+pub(crate) fn parse_stat_exited(text: &str) -> Option<u32> {
+    let mut fields = stat_fields(text)?;
+    let state = fields.next()?;
+    let parent = fields.next()?.parse().ok()?;
+    matches!(state, "Z" | "X").then_some(parent)
+}
+
 /// CPU numbers from a /sys/devices/system/cpu/online list such as `0-3,6,8-9`.
 pub(crate) fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
     let mut cpus = Vec::new();
@@ -508,6 +528,15 @@ mod tests {
         assert_eq!(parse_stat_start_ticks(ODD_STAT), Some(12345));
         assert_eq!(parse_stat_start_ticks("4242 (x) S 1 2 3"), None);
         assert_eq!(parse_stat_start_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn a_zombie_is_told_from_a_live_process_with_its_parent() {
+        assert_eq!(parse_stat_exited("77 (a) b) Z 12 77 77 0"), Some(12));
+        assert_eq!(parse_stat_exited("77 (x) X 1 77 77 0"), Some(1));
+        assert_eq!(parse_stat_exited("77 (x) S 1 77 77 0"), None);
+        assert_eq!(parse_stat_exited("77 (x) Z"), None);
+        assert_eq!(parse_stat_exited("garbage"), None);
     }
 
     #[test]

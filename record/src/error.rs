@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use benchtop_profilers::ProfilerError;
 use benchtop_sessions::SessionError;
+use benchtop_sessions::escape::EscapedPath;
 
 /// What can keep a recording from starting, or end it early. A run that started always
 /// finishes its session: errors after that point become the session's warnings and a
@@ -15,7 +16,7 @@ pub enum RecordError {
     #[error("cannot sample as asked")]
     Sampling(#[source] ProfilerError),
     /// The session directory cannot be created.
-    #[error("cannot create the session in {}", path.display())]
+    #[error("cannot create the session in {}", EscapedPath(path))]
     CreateSession {
         /// The directory asked for.
         path: PathBuf,
@@ -24,7 +25,7 @@ pub enum RecordError {
         source: SessionError,
     },
     /// No new session directory can be made under the default root.
-    #[error("cannot create a session under ./{}", root.display())]
+    #[error("cannot create a session under ./{}", EscapedPath(root))]
     CreateSessionUnder {
         /// The root, relative to the working directory.
         root: PathBuf,
@@ -33,7 +34,7 @@ pub enum RecordError {
         source: SessionError,
     },
     /// The worker cannot be started; the session was finished as crashed, saying why.
-    #[error("cannot start the worker {}: {source}", program.display())]
+    #[error("cannot start the worker {}: {source}", EscapedPath(program))]
     Spawn {
         /// The program.
         program: PathBuf,

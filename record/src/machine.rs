@@ -167,7 +167,7 @@ pub enum Event {
     Started,
     /// The profilers or the release failed; the run cannot go on.
     StartFailed(Failure),
-    /// Ctrl-C (or SIGTERM, SIGHUP) reached the conductor.
+    /// Ctrl-C (or SIGTERM, SIGHUP, SIGQUIT) reached the conductor.
     Interrupt,
     /// The live view asked the run to stop.
     StopAsked,

@@ -25,7 +25,7 @@ impl ReportIssue {
 /// Why the conductor asked the worker to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopCause {
-    /// Ctrl-C, or SIGTERM or SIGHUP, reached the conductor.
+    /// Ctrl-C, or SIGTERM, SIGHUP or SIGQUIT, reached the conductor.
     Interrupt,
     /// The live view asked.
     User,

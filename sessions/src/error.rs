@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::escape::EscapedPath;
 use crate::meta::{Failure, FailureKind};
 
 /// What can go wrong reading or writing a session.
@@ -9,7 +10,7 @@ use crate::meta::{Failure, FailureKind};
 #[non_exhaustive]
 pub enum SessionError {
     /// Reading or writing a file failed.
-    #[error("{path}: {source}")]
+    #[error("{}: {source}", EscapedPath(.path))]
     Io {
         /// The file or directory.
         path: PathBuf,
@@ -18,7 +19,7 @@ pub enum SessionError {
         source: std::io::Error,
     },
     /// A file exists but its content is not what the format says.
-    #[error("{path}: corrupt: {reason}")]
+    #[error("{}: corrupt: {reason}", EscapedPath(.path))]
     Corrupt {
         /// The file.
         path: PathBuf,
@@ -26,15 +27,14 @@ pub enum SessionError {
         reason: String,
     },
     /// The directory is not a benchtop session.
-    #[error("{path}: not a benchtop session (no session.json)")]
+    #[error("{}: not a benchtop session (no session.json)", EscapedPath(.path))]
     NotASession {
         /// The directory.
         path: PathBuf,
     },
     /// The session was written by a newer schema than this build reads.
     #[error(
-        "{path}: session schema version {found}; this benchtop reads up to version {supported}"
-    )]
+        "{}: session schema version {found}; this benchtop reads up to version {supported}", EscapedPath(.path))]
     UnsupportedSchema {
         /// session.json.
         path: PathBuf,
@@ -44,15 +44,14 @@ pub enum SessionError {
         supported: u32,
     },
     /// A session already exists where a new one was to be created.
-    #[error("{path}: a session is already recorded there; choose another directory")]
+    #[error("{}: a session is already recorded there; choose another directory", EscapedPath(.path))]
     AlreadyExists {
         /// The directory.
         path: PathBuf,
     },
     /// A directory a session or an export was to be written into holds files already.
     #[error(
-        "{path}: not empty (it holds {entry:?}); benchtop writes a new session only into a new or empty directory"
-    )]
+        "{}: not empty (it holds {entry:?}); benchtop writes a new session only into a new or empty directory", EscapedPath(.path))]
     NotEmpty {
         /// The directory.
         path: PathBuf,
@@ -61,7 +60,7 @@ pub enum SessionError {
     },
     /// A directory benchtop was to write into is not safe to write into: a symbolic link,
     /// not a directory, or another user's.
-    #[error("{path}: refused as a directory to write into: {reason}")]
+    #[error("{}: refused as a directory to write into: {reason}", EscapedPath(.path))]
     UnsafeDirectory {
         /// The directory.
         path: PathBuf,
@@ -70,7 +69,7 @@ pub enum SessionError {
     },
     /// A file of a session is not a regular file (a symbolic link, a FIFO, a device, a
     /// directory…): it is not read.
-    #[error("{path}: not a regular file ({what}); refused")]
+    #[error("{}: not a regular file ({what}); refused", EscapedPath(.path))]
     NotAFile {
         /// The file.
         path: PathBuf,
@@ -79,8 +78,7 @@ pub enum SessionError {
     },
     /// A file of a session is larger than the loader reads for its kind.
     #[error(
-        "{path}: larger than {limit} bytes, the limit for {kind}; set BENCHTOP_MAX_FILE_BYTES to read larger files"
-    )]
+        "{}: larger than {limit} bytes, the limit for {kind}; set BENCHTOP_MAX_FILE_BYTES to read larger files", EscapedPath(.path))]
     TooLarge {
         /// The file.
         path: PathBuf,
@@ -98,7 +96,7 @@ pub enum SessionError {
         value: String,
     },
     /// The metadata handed to a [`crate::SessionWriter`] cannot be recorded.
-    #[error("{path}: invalid session metadata: {reason}")]
+    #[error("{}: invalid session metadata: {reason}", EscapedPath(.path))]
     InvalidMeta {
         /// session.json of the session being written.
         path: PathBuf,
@@ -114,7 +112,7 @@ pub enum SessionError {
     },
     /// [`crate::SessionWriter::write_stacks`] wrote the folded stacks, but their flamegraph
     /// SVG could not be rendered or written.
-    #[error("{source}; the folded stacks were written to {folded}")]
+    #[error("{source}; the folded stacks were written to {}", EscapedPath(.folded))]
     FlamegraphNotWritten {
         /// The folded file, written and complete.
         folded: PathBuf,

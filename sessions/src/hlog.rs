@@ -15,6 +15,7 @@
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, Write as _};
+use std::ops::ControlFlow;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -200,6 +201,16 @@ pub struct HlogInterval {
     pub histogram: SparseHistogram,
 }
 
+impl HlogInterval {
+    /// The memory this interval holds, bytes: its buckets, its tag and the fixed fields.
+    /// What a load's latency budget ([`crate::limits::MAX_INTERVAL_BYTES`]) counts.
+    pub fn held_bytes(&self) -> usize {
+        std::mem::size_of::<HlogInterval>()
+            .saturating_add(self.tag.capacity())
+            .saturating_add(self.histogram.heap_bytes())
+    }
+}
+
 /// The content of an interval log.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
@@ -272,6 +283,25 @@ pub fn parse_hlog_each(
     max_tags: usize,
     mut sink: impl FnMut(HlogInterval),
 ) -> Result<Hlog, SessionError> {
+    let (log, _) = parse_hlog_until(input, source, max_intervals, max_tags, |interval| {
+        sink(interval);
+        ControlFlow::Continue(())
+    })?;
+    Ok(log)
+}
+
+/// [`parse_hlog_each`], until `sink` breaks: the interval lines after that are counted,
+/// not decoded (a budget spent, the rest of a crafted log costs no time), and their
+/// number is returned beside the log.
+pub fn parse_hlog_until(
+    input: &[u8],
+    source: &Path,
+    max_intervals: usize,
+    max_tags: usize,
+    mut sink: impl FnMut(HlogInterval) -> ControlFlow<()>,
+) -> Result<(Hlog, u64), SessionError> {
+    let mut stopped = false;
+    let mut not_decoded = 0u64;
     let mut log = Hlog::default();
     let mut kept = 0usize;
     let mut tags: std::collections::HashSet<String> = std::collections::HashSet::new();
@@ -300,6 +330,13 @@ pub fn parse_hlog_each(
             }
         };
         if line.trim_ascii().is_empty() {
+            continue;
+        }
+        if stopped {
+            // Comments and the legend are not intervals.
+            if !line.starts_with(b"#") && !line.starts_with(b"\"") {
+                not_decoded += 1;
+            }
             continue;
         }
         match reader.parse(line) {
@@ -331,7 +368,7 @@ pub fn parse_hlog_each(
                         tags.insert(interval.tag.clone());
                     }
                     kept += 1;
-                    sink(interval);
+                    stopped = sink(interval).is_break();
                 }
             }
             Err(reason) if !complete => log.warnings.push(format!(
@@ -356,7 +393,7 @@ pub fn parse_hlog_each(
             source.display()
         ));
     }
-    Ok(log)
+    Ok((log, not_decoded))
 }
 
 enum Entry {

@@ -256,12 +256,37 @@ pub enum Recorded {
 impl Recorded {
     /// Loads `dir` as a series when it holds series.json, else as a session.
     pub fn load(dir: &Path) -> Result<Recorded, SessionError> {
+        Recorded::load_with(dir, &crate::limits::LoadOptions::from_env()?)
+    }
+
+    /// [`Recorded::load`], a session within the limits of `opts` (a series' runs each
+    /// within the defaults).
+    pub fn load_with(
+        dir: &Path,
+        opts: &crate::limits::LoadOptions,
+    ) -> Result<Recorded, SessionError> {
         if read_optional(&dir.join(SERIES_FILE))?.is_some()
             && read_optional(&dir.join(SESSION_FILE))?.is_none()
         {
             return Series::load(dir).map(Recorded::Series);
         }
-        Session::load(dir).map(|s| Recorded::Session(Box::new(s)))
+        Session::load_with(dir, opts).map(|s| Recorded::Session(Box::new(s)))
+    }
+
+    /// Loads `dir` as [`Recorded::load`] does, with what a first session, loaded before
+    /// it by the same command (`compare A B`, `open A B`) and holding `held` bytes of
+    /// latency ([`Recorded::latency_held_bytes`]), left of the latency budget
+    /// ([`crate::limits::MAX_INTERVAL_BYTES`]): the two hold at most the budget between
+    /// them.
+    pub fn load_after(dir: &Path, held: usize) -> Result<Recorded, SessionError> {
+        let mut opts = crate::limits::LoadOptions::from_env()?;
+        opts.max_interval_bytes = opts.max_interval_bytes.saturating_sub(held);
+        Recorded::load_with(dir, &opts)
+    }
+
+    /// The bytes its sessions' latency intervals hold ([`Session::latency_held_bytes`]).
+    pub fn latency_held_bytes(&self) -> usize {
+        self.runs().iter().map(|s| s.latency_held_bytes()).sum()
     }
 
     /// The sessions to judge: the session, or the series' measured runs.

@@ -686,30 +686,36 @@ impl Session {
         };
         let latency = match &files.latency {
             Some(bytes) if keep_rows => {
-                // Held sparse, within a budget of bucket bytes (a crafted interval's
-                // buckets can be a thousand times its line).
-                let (mut intervals, mut held, mut dropped) = (Vec::new(), 0usize, None);
-                let log = hlog::parse_hlog_each(
+                // Held sparse, within a budget of bytes (a crafted interval's buckets can
+                // be a thousand times its line): past it, the rest of the log is counted,
+                // not decoded.
+                let (mut intervals, mut held, mut dropped_from) = (Vec::new(), 0usize, None);
+                let (log, not_decoded) = hlog::parse_hlog_until(
                     bytes,
                     &dir.join(LATENCY_FILE),
                     opts.max_intervals,
                     opts.max_tags,
                     |interval| {
-                        held = held.saturating_add(interval.histogram.heap_bytes());
-                        if held > opts.max_interval_bytes {
-                            let (n, _) = dropped.get_or_insert((0usize, interval.start_offset_s));
-                            *n += 1;
-                        } else {
-                            intervals.push(interval);
+                        let cost = interval.held_bytes();
+                        if held.saturating_add(cost) > opts.max_interval_bytes {
+                            dropped_from = Some(interval.start_offset_s);
+                            return std::ops::ControlFlow::Break(());
                         }
+                        held += cost;
+                        intervals.push(interval);
+                        std::ops::ControlFlow::Continue(())
                     },
                 )?;
                 warnings.extend(log.warnings);
-                if let Some((n, from_s)) = dropped {
+                if let Some(from_s) = dropped_from {
+                    let buckets: usize = intervals.iter().map(|i| i.histogram.iter().count()).sum();
                     warnings.push(format!(
-                        "{LATENCY_FILE}: its intervals' buckets pass {} bytes; {n} intervals \
-                         from {from_s:.3} s on were dropped",
-                        opts.max_interval_bytes
+                        "{LATENCY_FILE}: its intervals pass the latency budget of {} MiB \
+                         (held: {} intervals, {buckets} buckets); {} intervals from {from_s:.3} \
+                         s on were dropped",
+                        opts.max_interval_bytes >> 20,
+                        intervals.len(),
+                        not_decoded + 1
                     ));
                 }
                 intervals
@@ -722,10 +728,10 @@ impl Session {
             bytes
                 .as_ref()
                 .map(|bytes| {
-                    StackTree::read_folded_limited(
+                    StackTree::read_folded_within(
                         &bytes[..],
                         &path.display().to_string(),
-                        opts.max_stacks,
+                        opts.folded(),
                         &mut warnings,
                     )
                 })
@@ -770,6 +776,13 @@ impl Session {
             threads,
             warnings,
         })
+    }
+
+    /// The memory its latency intervals hold, bytes, as the latency budget counts it
+    /// ([`crate::limits::MAX_INTERVAL_BYTES`]): what a second session loaded by the same
+    /// command (`compare A B`, `open A B`) has left of the budget is the budget less this.
+    pub fn latency_held_bytes(&self) -> usize {
+        self.latency.iter().map(HlogInterval::held_bytes).sum()
     }
 
     /// From started_at to ended_at, or to the end of the last row when the run never ended.

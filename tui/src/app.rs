@@ -231,12 +231,18 @@ pub fn open(args: &OpenArgs) -> Result<ExitCode> {
 /// The screen of `benchtop open A [B]`: a session (or a series) as its run ended, or two
 /// side by side, judged with `threshold`.
 fn opened_state(a: &Path, b: Option<&Path>, threshold: f64, color: bool) -> Result<State> {
-    let load = |dir: &Path, which: &str| {
-        benchtop_sessions::series::Recorded::load(dir)
-            .with_context(|| format!("cannot open session {which}({})", dir.display()))
+    // B gets what A left of the latency budget: the two hold at most the budget.
+    let load = |dir: &Path, which: &str, held: usize| {
+        benchtop_sessions::series::Recorded::load_after(dir, held).with_context(|| {
+            format!(
+                "cannot open session {which}({})",
+                benchtop_sessions::escape::EscapedPath(dir)
+            )
+        })
     };
-    let a = load(a, if b.is_some() { "A " } else { "" })?;
-    let b = b.map(|b| load(b, "B ")).transpose()?;
+    let a = load(a, if b.is_some() { "A " } else { "" }, 0)?;
+    let held = a.latency_held_bytes();
+    let b = b.map(|b| load(b, "B ", held)).transpose()?;
     Ok(match b {
         Some(b) => {
             let mut opts = benchtop_sessions::compare::CompareOptions::default();
@@ -617,19 +623,23 @@ fn carry_out(
         Effect::ListSessions => background(tx, "bt-sessions", || {
             AppEvent::Sessions(recent_sessions(Path::new(record::DEFAULT_SESSIONS_DIR)))
         }),
-        Effect::OpenSessions(dirs) => background(tx, "bt-open", move || {
-            let threshold = benchtop_sessions::compare::CompareOptions::default().threshold;
-            let opened = match dirs.as_slice() {
-                [a] => opened_state(a, None, threshold, true),
-                [a, b, ..] => opened_state(a, Some(b), threshold, true),
-                [] => Err(anyhow::anyhow!("no session to open")),
-            };
-            let opened = opened.map(|mut state| {
-                state.set_flame_options(&flame_options());
-                Box::new(state)
-            });
-            AppEvent::Opened(opened.map_err(|e| format!("{e:#}")))
-        }),
+        Effect::OpenSessions(dirs) => {
+            background(tx, "bt-open", move || {
+                let threshold = benchtop_sessions::compare::CompareOptions::default().threshold;
+                let opened = match dirs.as_slice() {
+                    [a] => opened_state(a, None, threshold, true),
+                    [a, b, ..] => opened_state(a, Some(b), threshold, true),
+                    [] => Err(anyhow::anyhow!("no session to open")),
+                };
+                let opened = opened.map(|mut state| {
+                    state.set_flame_options(&flame_options());
+                    Box::new(state)
+                });
+                AppEvent::Opened(opened.map_err(|e| {
+                    benchtop_sessions::escape::escaped(&format!("{e:#}")).into_owned()
+                }))
+            })
+        }
         Effect::StopExperiment => {
             record::interrupts()?.raise();
         }

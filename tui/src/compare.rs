@@ -54,8 +54,10 @@ struct Movers {
 /// drawn is a note, never a failure: the table and the JSON are written whatever happens
 /// to a flamegraph.
 pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
-    let load = |dir: &Path, which: &str| {
-        let recorded = Recorded::load(dir).with_context(|| {
+    // B gets what A left of the latency budget: the two hold at most the budget.
+    let load = |dir: &Path, which: &str, held: usize| {
+        let recorded = Recorded::load_after(dir, held);
+        let recorded = recorded.with_context(|| {
             format!(
                 "cannot open session {which} ({})",
                 Escaped(&dir.display().to_string())
@@ -200,14 +202,16 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
 /// `--range-b`, `--slow`), each made a session of its own from the per-interval stacks.
 fn parts(
     args: &CompareArgs,
-    load: impl Fn(&Path, &str) -> Result<Recorded>,
+    load: impl Fn(&Path, &str, usize) -> Result<Recorded>,
 ) -> Result<(Recorded, Recorded)> {
     let b_dir = args.b.as_deref().unwrap_or(&args.a);
     if !args.slow && args.range_a.is_none() && args.range_b.is_none() {
-        return Ok((load(&args.a, "A")?, load(b_dir, "B")?));
+        let a = load(&args.a, "A", 0)?;
+        let b = load(b_dir, "B", a.latency_held_bytes())?;
+        return Ok((a, b));
     }
-    let session = |dir: &Path, which: &str| -> Result<(Session, Option<IntervalStacks>)> {
-        let Recorded::Session(session) = load(dir, which)? else {
+    let session = |dir: &Path, which: &str, held| -> Result<(Session, Option<IntervalStacks>)> {
+        let Recorded::Session(session) = load(dir, which, held)? else {
             anyhow::bail!(
                 "{which} ({}) is a series: ranges and --slow take one session",
                 Escaped(&dir.display().to_string())
@@ -223,7 +227,7 @@ fn parts(
         }
         Ok((*session, stacks))
     };
-    let (a, stacks_a) = session(&args.a, "A")?;
+    let (a, stacks_a) = session(&args.a, "A", 0)?;
     if args.slow {
         let threshold = args.above.unwrap_or(SlowThreshold::RunP99);
         let (slow, metric, limit) = SlowRows::split(&a, args.metric.as_deref(), threshold)
@@ -248,7 +252,7 @@ fn parts(
     let other = if same {
         None
     } else {
-        Some(session(b_dir, "B")?)
+        Some(session(b_dir, "B", a.latency_held_bytes())?)
     };
     let (b, stacks_b) = match &other {
         Some((b, stacks)) => (b, stacks.as_ref()),

@@ -27,6 +27,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use benchtop_sessions::escape::EscapedPath;
+
 /// The largest config file read: a config is a few lines; more is not one.
 pub const MAX_BYTES: u64 = 64 * 1024;
 
@@ -157,7 +159,7 @@ impl TuiConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// It could not be opened or read.
-    #[error("config file {path}: {source}")]
+    #[error("config file {}: {source}", EscapedPath(.path))]
     Io {
         /// The file.
         path: PathBuf,
@@ -165,13 +167,13 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// Something other than a regular file (a FIFO would hang, a directory is a mistake).
-    #[error("config file {path}: not a regular file")]
+    #[error("config file {}: not a regular file", EscapedPath(.path))]
     NotAFile {
         /// The file.
         path: PathBuf,
     },
     /// Larger than [`MAX_BYTES`].
-    #[error("config file {path}: {size} bytes, more than the {MAX_BYTES} a config may have")]
+    #[error("config file {}: {size} bytes, more than the {MAX_BYTES} a config may have", EscapedPath(.path))]
     TooLarge {
         /// The file.
         path: PathBuf,
@@ -179,7 +181,7 @@ pub enum ConfigError {
         size: u64,
     },
     /// Not UTF-8, not TOML, or a key or value it cannot have.
-    #[error("config file {path}: {message}")]
+    #[error("config file {}: {message}", EscapedPath(.path))]
     Invalid {
         /// The file.
         path: PathBuf,

@@ -71,6 +71,10 @@ pub fn export(args: &ExportArgs) -> Result<ExitCode> {
         // intervals: the summary load keeps memory independent of the number of intervals.
         let session = Session::load_summary(&args.dir)
             .with_context(|| format!("cannot open the session {}", shown()))?;
+        // What the load cut or could read past, as show and compare say it.
+        for w in &session.warnings {
+            eprintln!("benchtop: warning: {}", Escaped(w));
+        }
         let out = DirHandle::create_or_open(&out_path)?;
         let formats = formats(args, false);
         if formats.contains(&ExportFormat::Curves) {

@@ -91,14 +91,20 @@ pub fn attach(pid: u32, record: RecordArgs) -> Result<ExitCode> {
     report(&record::headless(&opts, record.quiet)?)
 }
 
-/// What attaching to `pid` takes, checked (the process exists, is not benchtop itself,
-/// and may be profiled by this user) before a session exists.
+/// What attaching to `pid` takes, checked (the process exists, has not exited, is not
+/// benchtop itself, and may be profiled by this user) before a session exists.
 pub(crate) fn attach_options(pid: u32, record: &RecordArgs) -> Result<RecordOptions> {
     if pid == std::process::id() {
         anyhow::bail!("benchtop cannot attach to itself (pid {pid})");
     }
     let start_ticks = process_start_ticks(pid)
         .with_context(|| format!("no process with pid {pid} (or /proc/{pid} is unreadable)"))?;
+    if let Some(parent) = benchtop_profilers::process_exited_unreaped(pid) {
+        anyhow::bail!(
+            "pid {pid} is a zombie: it has exited and only waits for its parent (pid \
+             {parent}) to collect its exit status; there is nothing left to profile"
+        );
+    }
     may_trace(pid)?;
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|c| c.trim_end().to_owned())

@@ -35,11 +35,13 @@ fn main() -> ExitCode {
 }
 
 /// The error and its causes, `: `-separated, skipping a cause whose text its parent
-/// already includes (library errors carry their source in their own message).
+/// already includes (library errors carry their source in their own message). Each
+/// cause is escaped as it is added: a path or a line read from a file, printed raw by a
+/// cause that did not escape it, must not reach the terminal as an escape sequence.
 fn message(e: &anyhow::Error) -> String {
     let mut out = String::new();
     for cause in e.chain() {
-        let text = cause.to_string();
+        let text = benchtop_sessions::escape::escaped(&cause.to_string()).into_owned();
         if out.contains(&text) {
             continue;
         }

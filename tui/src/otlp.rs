@@ -25,6 +25,9 @@ const FINISH_WAIT: Duration = Duration::from_secs(10);
 /// The environment variable of OTLP headers every OpenTelemetry exporter reads.
 pub const HEADERS_ENV: &str = "OTEL_EXPORTER_OTLP_HEADERS";
 
+/// The environment variable of the OTLP transport every OpenTelemetry exporter reads.
+pub const PROTOCOL_ENV: &str = "OTEL_EXPORTER_OTLP_PROTOCOL";
+
 /// The OTLP options of `run` and `attach` (and of the config file's `[record]`).
 #[derive(Debug, Clone, Default, Args, PartialEq, Eq)]
 #[command(next_help_heading = "OTLP export")]
@@ -36,10 +39,11 @@ pub struct OtlpArgs {
     /// away costs dropped batches (counted in the session's warnings), never the run.
     #[arg(long, global = true, value_name = "ENDPOINT", value_parser = parse_endpoint)]
     pub otlp: Option<String>,
-    /// The OTLP transport: `grpc` or `http/protobuf`.
-    #[arg(long, global = true, value_name = "PROTOCOL", default_value = "grpc",
+    /// The OTLP transport: `grpc` or `http/protobuf` [default: OTEL_EXPORTER_OTLP_PROTOCOL,
+    /// else `http/protobuf` for an endpoint on port 4318 and `grpc` for any other]
+    #[arg(long, global = true, value_name = "PROTOCOL",
           value_parser = ["grpc", "http/protobuf"])]
-    pub otlp_protocol: String,
+    pub otlp_protocol: Option<String>,
     /// Headers sent with every OTLP request, `key=value,key2=value2` (a token:
     /// `authorization=Bearer%20…`); also read from OTEL_EXPORTER_OTLP_HEADERS. Their values
     /// are never printed nor recorded in the session.
@@ -64,13 +68,22 @@ fn parse_headers(text: &str) -> Result<String, String> {
 }
 
 impl OtlpArgs {
-    /// The exporter's options, when `--otlp` was given: the headers of
-    /// OTEL_EXPORTER_OTLP_HEADERS first, then `--otlp-headers`.
+    /// The exporter's options, when `--otlp` was given: the protocol of `--otlp-protocol`,
+    /// else of OTEL_EXPORTER_OTLP_PROTOCOL, else the one the endpoint's port implies
+    /// (4318: http/protobuf; else gRPC); the headers of OTEL_EXPORTER_OTLP_HEADERS first,
+    /// then `--otlp-headers`.
     pub fn options(&self) -> anyhow::Result<Option<OtlpOptions>> {
         let Some(endpoint) = &self.otlp else {
             return Ok(None);
         };
-        let protocol = Protocol::parse(&self.otlp_protocol)?;
+        let env = std::env::var_os(PROTOCOL_ENV);
+        let protocol = chosen_protocol(
+            self.otlp_protocol.as_deref(),
+            env.as_deref()
+                .map(std::ffi::OsStr::to_string_lossy)
+                .as_deref(),
+            endpoint,
+        )?;
         let mut opts = OtlpOptions::new(endpoint, protocol)?;
         if let Some(env) = std::env::var_os(HEADERS_ENV) {
             let env = env.to_string_lossy();
@@ -95,6 +108,21 @@ impl OtlpArgs {
             std::sync::Arc::new(OtlpStream::new(opts)) as std::sync::Arc<dyn IntervalStream>
         }))
     }
+}
+
+/// The protocol named by `--otlp-protocol` (`flag`), else by OTEL_EXPORTER_OTLP_PROTOCOL
+/// (`env`; empty counts as unset), else the one `endpoint`'s port implies.
+fn chosen_protocol(
+    flag: Option<&str>,
+    env: Option<&str>,
+    endpoint: &str,
+) -> anyhow::Result<Protocol> {
+    Ok(match (flag, env) {
+        (Some(name), _) => Protocol::parse(name)?,
+        (None, Some(env)) if !env.trim().is_empty() => Protocol::parse(env.trim())
+            .map_err(|e| anyhow::anyhow!("{PROTOCOL_ENV}={env:?}: {e}"))?,
+        (None, _) => benchtop_otlp::protocol_for_endpoint(endpoint),
+    })
 }
 
 /// `benchtop export DIR --otlp ENDPOINT`: the session in `dir` (or every run of the
@@ -379,5 +407,37 @@ mod tests {
         assert!(recorded.contains("authorization=<redacted>"), "{recorded}");
         assert!(recorded.contains("--otlp-headers=x-tenant=<redacted>,x-token=<redacted>"));
         assert!(recorded.contains("http://127.0.0.1:4317"));
+    }
+
+    #[test]
+    fn the_protocol_comes_from_the_flag_the_environment_then_the_port() {
+        let chosen = |flag, env, endpoint| chosen_protocol(flag, env, endpoint).unwrap();
+        let http = "http://collector:4318";
+        assert_eq!(chosen(None, None, http), Protocol::HttpProtobuf);
+        assert_eq!(chosen(None, None, "collector:4317"), Protocol::Grpc);
+        assert_eq!(chosen(None, None, "https://otel.example"), Protocol::Grpc);
+        assert_eq!(chosen(None, Some(""), http), Protocol::HttpProtobuf);
+        assert_eq!(chosen(None, Some("grpc"), http), Protocol::Grpc);
+        assert_eq!(
+            chosen(Some("http/protobuf"), Some("grpc"), "h:4317"),
+            Protocol::HttpProtobuf
+        );
+        let e = chosen_protocol(None, Some("http/json"), http)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(PROTOCOL_ENV) && e.contains("http/json"), "{e}");
+    }
+
+    #[test]
+    fn malformed_endpoints_are_refused_before_the_run() {
+        for (endpoint, words) in [
+            ("127.0.0.1:99999", "not a port"),
+            ("http://[::1", "not closed"),
+        ] {
+            let e = crate::Cli::parse_from_os(["benchtop", "run", "--otlp", endpoint, "ring"])
+                .expect_err(endpoint)
+                .to_string();
+            assert!(e.contains(words), "{endpoint}: {e}");
+        }
     }
 }

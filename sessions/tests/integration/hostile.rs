@@ -384,15 +384,53 @@ fn interval_buckets_past_the_byte_budget_are_dropped_with_a_warning() {
         .unwrap();
     let whole = Session::load(&dir).unwrap();
     assert_eq!(whole.latency.len(), 6);
-    let per_interval = whole.latency[0].histogram.heap_bytes();
+    let per_interval = whole.latency[0].held_bytes();
+    assert_eq!(whole.latency_held_bytes(), per_interval * 6);
+    // At the edge: four intervals' worth holds four; a byte less, three.
     let mut opts = LoadOptions::default();
     opts.max_interval_bytes = per_interval * 4;
     let s = Session::load_with(&dir, &opts).unwrap();
     assert_eq!(s.latency.len(), 4);
     let text = s.warnings.join("\n");
     assert!(
-        text.contains("2 intervals from 4.000 s on were dropped"),
+        text.contains("(held: 4 intervals, ") && text.contains("2 intervals from 4.000 s on"),
         "{text}"
+    );
+    opts.max_interval_bytes = per_interval * 4 - 1;
+    let s = Session::load_with(&dir, &opts).unwrap();
+    assert_eq!(s.latency.len(), 3);
+    assert!(
+        s.warnings
+            .join("\n")
+            .contains("3 intervals from 3.000 s on"),
+        "{:?}",
+        s.warnings
+    );
+    // What one session held, a second loaded by the same command does not get.
+    let mut opts = LoadOptions::default();
+    opts.max_interval_bytes = per_interval * 8;
+    let first = Session::load_with(&dir, &opts).unwrap();
+    opts.max_interval_bytes -= first.latency_held_bytes();
+    let second = Session::load_with(&dir, &opts).unwrap();
+    assert_eq!((first.latency.len(), second.latency.len()), (6, 2));
+}
+
+#[test]
+fn two_hours_of_real_latency_fit_the_budget_with_room() {
+    // Intervals of the synthetic hour (sessions/examples/synthetic_session.rs, the
+    // session_load bench's): 1,000 values around 50 µs at 100 ms.
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    let mut synthetic = benchtop_sessions::synthetic::SyntheticSession::default();
+    synthetic.intervals = 360;
+    synthetic.write(&dir).unwrap();
+    let s = Session::load(&dir).unwrap();
+    assert_eq!(s.latency.len(), 360);
+    let hour = s.latency_held_bytes() * 100;
+    // compare A B and open A B of two hours, and a third besides.
+    assert!(
+        hour * 3 <= benchtop_sessions::limits::MAX_INTERVAL_BYTES,
+        "an hour holds {hour} bytes"
     );
 }
 

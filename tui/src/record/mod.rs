@@ -59,8 +59,11 @@ fn sampler_options(record: &RecordArgs) -> SamplerOptions {
     opts
 }
 
-/// The signals that interrupt a headless recording: Ctrl-C (SIGINT), SIGTERM and SIGHUP.
-pub const INTERRUPT_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+/// The signals that interrupt a headless recording: Ctrl-C (SIGINT), SIGTERM, SIGHUP and
+/// SIGQUIT (Ctrl-\\). Each is heard even when it was inherited ignored, as `cmd &` in a
+/// script leaves SIGINT and SIGQUIT: a run stopped by one keeps its session.
+pub const INTERRUPT_SIGNALS: [libc::c_int; 4] =
+    [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
 /// The interrupts of this process's headless recordings, heard from the first call on.
 ///
@@ -100,7 +103,7 @@ pub fn interrupts() -> Result<Interrupts> {
 }
 
 /// Records `opts` headless, with a progress line on stderr unless `quiet`; SIGINT,
-/// SIGTERM and SIGHUP stop it ([`interrupts`]).
+/// SIGTERM, SIGHUP and SIGQUIT stop it ([`interrupts`]).
 pub fn headless(opts: &RecordOptions, quiet: bool) -> Result<RecordOutcome> {
     let progress = std::sync::Arc::new(Progress::new(&opts.workload, quiet));
     let mut opts = opts.clone();

@@ -267,6 +267,41 @@ fn attach_to_a_missing_process_is_refused_before_any_session() {
 }
 
 #[test]
+fn attach_to_a_zombie_is_refused_in_its_own_words_before_any_session() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("zombie");
+    // A child this test never waits for until the end: once it exits, it is a zombie.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    crate::support::wait_until(
+        "the child a zombie",
+        std::time::Duration::from_secs(30),
+        || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+            })
+        },
+    );
+    let output = benchtop()
+        .args(["attach", &pid.to_string(), "--record"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    child.wait().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(&format!("pid {pid} is a zombie"))
+            && stderr.contains(&format!("parent (pid {})", std::process::id())),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("no process with pid"), "{stderr}");
+    assert!(!dir.exists());
+}
+
+#[test]
 fn run_without_a_workload_or_command_says_what_to_give() {
     let output = benchtop().arg("run").output().unwrap();
     assert_eq!(output.status.code(), Some(1));

@@ -19,7 +19,7 @@ use crate::compare::session;
 use crate::support::benchtop;
 
 /// Each hostile case runs under this peak RSS.
-const RSS_LIMIT_BYTES: u64 = 256 << 20;
+pub(crate) const RSS_LIMIT_BYTES: u64 = 256 << 20;
 
 /// What a run of the binary gave.
 pub(crate) struct Run {
@@ -35,8 +35,13 @@ pub(crate) struct Run {
 /// peak RSS (KiB) to the file named by `BENCHTOP_RSS_FILE`, exiting as it did. The peak
 /// is benchtop's alone: were benchtop the test process's direct child, the kernel would
 /// carry the forked copy's high-water mark (the test's own pages) across exec.
+/// With `BENCHTOP_TEST_AS` set (bytes), benchtop runs under that RLIMIT_AS, so a load
+/// that would take gigabytes fails instead of pressing on the machine.
 const MEASURE: &str = r#"
-import os, sys
+import os, resource, sys
+limit = os.environ.pop("BENCHTOP_TEST_AS", None)
+if limit:
+    resource.setrlimit(resource.RLIMIT_AS, (int(limit), int(limit)))
 pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ)
 _, status, usage = os.wait4(pid, 0)
 with open(os.environ["BENCHTOP_RSS_FILE"], "w") as f:
@@ -117,7 +122,7 @@ pub(crate) fn compare(a: &Path, b: &Path, out: &Path, extra: &[&str]) -> Command
     c
 }
 
-fn export(dir: &Path, out: &Path, formats: &str) -> Command {
+pub(crate) fn export(dir: &Path, out: &Path, formats: &str) -> Command {
     let mut c = benchtop();
     c.arg("export")
         .arg(dir)
@@ -494,7 +499,7 @@ fn session_with_params(dir: &Path, params: usize) {
     fs::write(dir.join("session.json"), serde_json::to_vec(&json).unwrap()).unwrap();
 }
 
-fn assert_bounded(what: &str, r: &Run) {
+pub(crate) fn assert_bounded(what: &str, r: &Run) {
     eprintln!(
         "{what}: peak RSS {:.1} MiB in {:.2} s",
         r.max_rss as f64 / f64::from(1 << 20),
@@ -556,8 +561,10 @@ fn a_10_mb_folded_file_of_500_000_stacks_exports_within_bounded_memory() {
     let dir = tmp.path().join("s");
     session(&dir, "tell", 1e6, "hot", 10);
     let mut folded = String::new();
+    // 500,000 distinct stacks of 1,500 functions: within the folded budgets (a leaf
+    // function of its own per stack would pass the 200,000 distinct frames).
     for i in 0..500_000 {
-        let _ = writeln!(folded, "bt;main;f{};g{i} 1", i % 1000);
+        let _ = writeln!(folded, "bt;main;f{};g{} 1", i % 1000, i / 1000);
     }
     assert!(folded.len() > 9 << 20);
     fs::write(dir.join("cpu.folded"), folded).unwrap();
@@ -675,4 +682,54 @@ fn show_of_fifty_thousand_one_second_intervals_merges_them_as_it_reads() {
         .unwrap_or_default();
     assert!(line.contains("50000"), "{}", r.stdout);
     assert_bounded("show, 50,000 one-second intervals", &r);
+}
+
+/// A directory name that would clear the screen if printed raw.
+const ESCAPE_DIR: &str = "e\x1b[2Jdir";
+
+#[test]
+fn a_session_directorys_escape_sequence_is_shown_escaped_in_every_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = tmp.path().join("good");
+    full_session(&good);
+    // A session whose cpu.folded is a FIFO, and a directory with no session.json.
+    let fifo = tmp.path().join(ESCAPE_DIR);
+    full_session(&fifo);
+    fs::remove_file(fifo.join("cpu.folded")).unwrap();
+    let c = std::ffi::CString::new(fifo.join("cpu.folded").as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: c is a NUL-terminated path that lives across the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let empty = tmp.path().join(format!("{ESCAPE_DIR}-empty"));
+    fs::create_dir(&empty).unwrap();
+    let out = tmp.path().join("out");
+    for dir in [&fifo, &empty] {
+        let mut open = benchtop();
+        open.arg("open").arg(&good).arg(dir);
+        for (what, command) in [
+            ("show", show(dir)),
+            ("compare", compare(&good, dir, &out, &[])),
+            ("export", export(dir, &out, "speedscope")),
+            ("open", open),
+        ] {
+            let r = run(command, Duration::from_secs(60));
+            assert_eq!(r.code, Some(1), "{what}: {}{}", r.stdout, r.stderr);
+            assert!(
+                !r.stderr.contains('\x1b'),
+                "{what}: a raw escape in {:?}",
+                r.stderr
+            );
+            // Both the context and the cause name the directory, each escaped.
+            assert!(
+                r.stderr.matches("e\\x1b[2Jdir").count() >= 2,
+                "{what}: {}",
+                r.stderr
+            );
+            let why = if dir == &empty {
+                "no session.json"
+            } else {
+                "a FIFO"
+            };
+            assert!(r.stderr.contains(why), "{what}: {}", r.stderr);
+        }
+    }
 }

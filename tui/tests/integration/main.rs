@@ -5,6 +5,7 @@
 mod ab;
 mod alloc;
 mod alloc_stacks;
+mod bounded;
 mod compare;
 mod conventions;
 mod defs;

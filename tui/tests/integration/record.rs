@@ -247,7 +247,17 @@ fn without_perf_permission_the_run_goes_on_without_stacks() {
 /// Starts `benchtop run ring` that would run for hours, recording into `dir`, and waits
 /// for `ticks` rows in its timeseries.
 pub(crate) fn start_endless_ring(dir: &Path, ticks: usize) -> std::process::Child {
-    let conductor = benchtop()
+    start_endless_ring_with(dir, ticks, |_| {})
+}
+
+/// [`start_endless_ring`], with `adjust` applied to the command before it starts.
+pub(crate) fn start_endless_ring_with(
+    dir: &Path,
+    ticks: usize,
+    adjust: impl FnOnce(&mut std::process::Command),
+) -> std::process::Child {
+    let mut command = benchtop();
+    command
         .args([
             "run",
             "ring",
@@ -266,9 +276,9 @@ pub(crate) fn start_endless_ring(dir: &Path, ticks: usize) -> std::process::Chil
         ])
         .arg(dir)
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    adjust(&mut command);
+    let conductor = command.spawn().unwrap();
     let rows = dir.join("timeseries.jsonl");
     wait_until("ticks", Duration::from_secs(60), || {
         complete_lines(&rows) >= ticks

@@ -1,5 +1,5 @@
-//! The headless recorder's signals, sent to a real benchtop: SIGINT, SIGTERM and SIGHUP
-//! each stop the run and keep its session; in a series the signal reaches whichever
+//! The headless recorder's signals, sent to a real benchtop: SIGINT, SIGTERM, SIGHUP and
+//! SIGQUIT each stop the run and keep its session; in a series the signal reaches whichever
 //! recording of the process is running (the second here), and ends the series there; a
 //! second signal kills the worker at once, a third ends benchtop.
 
@@ -10,7 +10,7 @@ use benchtop_sessions::Status;
 use benchtop_sessions::series::Series;
 use benchtop_sessions::store::Session;
 
-use crate::record::start_endless_ring;
+use crate::record::{start_endless_ring, start_endless_ring_with};
 use crate::support::{benchtop, complete_lines, wait_until};
 
 fn signal(pid: u32, signal: libc::c_int) {
@@ -37,21 +37,55 @@ fn sigterm_and_sighup_stop_a_headless_run_and_keep_a_stopped_session() {
         let dir = tmp.path().join(name);
         let conductor = start_endless_ring(&dir, 2);
         signal(conductor.id(), number);
-        let output = conductor.wait_with_output().unwrap();
-        assert!(
-            output.status.success(),
-            "{name}: {:?}\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let session = Session::load(&dir).unwrap();
-        assert_eq!(session.meta.status, Status::Stopped, "{name}");
-        assert!(session.rows.len() >= 2, "{name}: the ticks so far are kept");
-        assert!(
-            !session.meta.summary.is_empty(),
-            "{name}: the summary is kept"
-        );
+        assert_stopped(conductor, &dir, name);
     }
+}
+
+#[test]
+fn sigquit_stops_a_headless_run_as_sigint_does_even_when_inherited_ignored() {
+    use std::os::unix::process::CommandExt as _;
+    let tmp = tempfile::tempdir().unwrap();
+    for ignored in [false, true] {
+        let name = if ignored {
+            "SIGQUIT, inherited ignored"
+        } else {
+            "SIGQUIT"
+        };
+        let dir = tmp.path().join(if ignored { "ignored" } else { "default" });
+        let conductor = start_endless_ring_with(&dir, 2, |command| {
+            if ignored {
+                // As `cmd &` in a script leaves it: SIGQUIT ignored before exec.
+                // SAFETY: signal(2) is async-signal-safe, as a pre_exec hook requires.
+                unsafe {
+                    command.pre_exec(|| {
+                        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+                        Ok(())
+                    });
+                }
+            }
+        });
+        signal(conductor.id(), libc::SIGQUIT);
+        assert_stopped(conductor, &dir, name);
+    }
+}
+
+/// The run of `conductor` ended with success after a signal and left a stopped session
+/// holding its ticks and its summary.
+fn assert_stopped(conductor: std::process::Child, dir: &std::path::Path, name: &str) {
+    let output = conductor.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{name}: {:?}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let session = Session::load(dir).unwrap();
+    assert_eq!(session.meta.status, Status::Stopped, "{name}");
+    assert!(session.rows.len() >= 2, "{name}: the ticks so far are kept");
+    assert!(
+        !session.meta.summary.is_empty(),
+        "{name}: the summary is kept"
+    );
 }
 
 #[test]

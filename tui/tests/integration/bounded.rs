@@ -1,0 +1,166 @@
+//! Loads that stay bounded in the memory parsing makes, not only in the bytes read: small
+//! hostile files that parse into gigabytes (full-range latency histograms, rows of
+//! millions of values, folded files of millions of distinct frames) cut at their budget
+//! with a warning, through the binary under an RLIMIT_AS, each within a 256 MiB peak RSS
+//! and keeping everything else the session recorded.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use crate::compare::session;
+use crate::hostile_sessions::{Run, assert_bounded, compare, export, run, show};
+use crate::support::benchtop;
+
+/// The address space benchtop runs in: today's gigabyte failures stop there instead of
+/// pressing on the machine, while a bounded load fits with room.
+const ADDRESS_SPACE: u64 = 1536 << 20;
+
+/// How long a cut command may take, on a loaded machine and a debug build (what it kept,
+/// compared, takes most of it).
+const CUT_WITHIN: Duration = Duration::from_secs(400);
+
+/// Runs `command` under [`ADDRESS_SPACE`], as [`run`] measures it.
+fn limited(mut command: Command) -> Run {
+    command.env("BENCHTOP_TEST_AS", ADDRESS_SPACE.to_string());
+    run(command, CUT_WITHIN * 2)
+}
+
+fn open(dirs: &[&Path]) -> Command {
+    let mut c = benchtop();
+    c.arg("open").args(dirs);
+    c
+}
+
+/// A latency.hlog of `intervals` one-second intervals, each histogram spanning 1 to 2⁶³
+/// with every one of its buckets counted once: a line of a few hundred bytes that holds
+/// 55,296 buckets.
+fn full_range_hlog(path: &Path, intervals: usize) {
+    let mut h = Histogram::<u64>::new_with_bounds(1, u64::MAX / 2, 3).unwrap();
+    let values: Vec<u64> = h.iter_all().map(|v| v.value_iterated_to()).collect();
+    for v in values {
+        h.record(v.min(h.high())).unwrap();
+    }
+    let one = path.with_extension("one");
+    let mut w = benchtop_sessions::HlogWriter::create(
+        &one,
+        std::time::UNIX_EPOCH + Duration::from_secs(1_795_000_000),
+    )
+    .unwrap();
+    w.append("lap", 0.0, 1.0, &h).unwrap();
+    drop(w);
+    // The header as written, then the interval line again at each start.
+    let text = fs::read_to_string(&one).unwrap();
+    fs::remove_file(&one).unwrap();
+    let (header, line): (Vec<&str>, Vec<&str>) = text
+        .lines()
+        .partition(|l| l.starts_with('#') || l.starts_with('"'));
+    let line = line.first().expect("an interval line");
+    let (tag, rest) = line.split_once(',').unwrap();
+    let (_, rest) = rest.split_once(',').unwrap();
+    let mut out = header.join("\n");
+    out.push('\n');
+    for i in 0..intervals {
+        let _ = writeln!(out, "{tag},{i}.000,{rest}");
+    }
+    fs::write(path, out).unwrap();
+}
+
+/// Asserts the run was cut, not failed: it succeeded (or, for `open` without a terminal,
+/// got as far as asking for one), and said what `file` lost.
+fn assert_cut(what: &str, r: &Run, file: &str) {
+    assert_bounded(what, r);
+    assert!(r.took < CUT_WITHIN, "{what}: {:?}", r.took);
+    if what.starts_with("open") {
+        assert!(
+            r.stderr.contains("the TUI needs a terminal"),
+            "{what}: {}",
+            r.stderr
+        );
+    } else {
+        assert_eq!(r.code, Some(0), "{what}: {}{}", r.stdout, r.stderr);
+        let told = format!("{}{}", r.stdout, r.stderr);
+        assert!(
+            told.contains(file) && told.contains("dropped"),
+            "{what}: {told}"
+        );
+    }
+}
+
+#[test]
+fn full_range_latency_histograms_are_cut_at_a_budget_shared_by_both_sessions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (h1, h2) = (tmp.path().join("h3000"), tmp.path().join("h3000b"));
+    for dir in [&h1, &h2] {
+        session(dir, "tell", 1e6, "hot", 10);
+        full_range_hlog(&dir.join("latency.hlog"), 3_000);
+    }
+    assert!(fs::metadata(h1.join("latency.hlog")).unwrap().len() < 4 << 20);
+    let out = tmp.path().join("out");
+    // The two sessions of one command share the budget: the worst cases.
+    for (what, command) in [
+        ("compare h3000 h3000b", compare(&h1, &h2, &out, &[])),
+        ("open h3000 h3000b", open(&[&h1, &h2])),
+    ] {
+        let r = limited(command);
+        assert_cut(what, &r, "latency.hlog");
+        if what.starts_with("compare") {
+            // What was recorded beside the latency is all there: the stacks' hot frame.
+            let diff = fs::read_to_string(out.join("diff-cpu.folded")).unwrap();
+            assert!(diff.contains("hot"), "{what}: {diff}");
+            fs::remove_dir_all(&out).unwrap();
+        }
+    }
+}
+
+/// A cpu.folded of `stacks` lines of `depth` frames, each frame a name of its own: every
+/// line adds `depth` nodes and `depth` names to the tree.
+fn distinct_frames_folded(path: &Path, stacks: usize, depth: usize) {
+    let mut text = String::with_capacity(stacks * depth * 8);
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..stacks {
+        for d in 0..depth {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let _ = write!(text, "{}f{:x}", if d > 0 { ";" } else { "" }, x >> 36);
+        }
+        text.push_str(" 1\n");
+    }
+    fs::write(path, text).unwrap();
+}
+
+#[test]
+fn folded_files_of_millions_of_distinct_frames_are_cut_at_their_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("base");
+    session(&base, "tell", 1e6, "hot", 10);
+    let wide = tmp.path().join("wide");
+    session(&wide, "tell", 1e6, "hot", 10);
+    // 70,000 stacks of 40 random frames (2.8 million nodes and names), the recorded
+    // stacks first: they are kept.
+    let recorded = fs::read_to_string(wide.join("cpu.folded")).unwrap();
+    distinct_frames_folded(&wide.join("cpu.folded"), 70_000, 40);
+    let hostile = fs::read(wide.join("cpu.folded")).unwrap();
+    let mut text = recorded.into_bytes();
+    text.extend_from_slice(&hostile);
+    fs::write(wide.join("cpu.folded"), text).unwrap();
+    let out = tmp.path().join("out");
+    for (what, command) in [
+        ("show wide", show(&wide)),
+        ("export wide", export(&wide, &out, "speedscope")),
+        ("compare base wide", compare(&base, &wide, &out, &[])),
+        ("open wide", open(&[&wide])),
+    ] {
+        let r = limited(command);
+        assert_cut(what, &r, "cpu.folded");
+        if what.starts_with("compare") {
+            let diff = fs::read_to_string(out.join("diff-cpu.folded")).unwrap();
+            assert!(diff.contains("hot"), "{what}: the recorded stacks are kept");
+        }
+    }
+}
