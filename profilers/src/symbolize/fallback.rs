@@ -15,6 +15,7 @@
 //! whole file, nothing mapped); every section read is capped, so a corrupt or hostile
 //! file costs at most that and yields fewer names, never a panic.
 
+use crate::unwind::tables::search_table_starts;
 use std::collections::HashMap;
 use std::fs::File;
 use std::ops::Range;
@@ -203,34 +204,6 @@ impl FallbackName {
             FallbackName::Function(start) => format!("{file}+{start:#x}"),
         }
     }
-}
-
-/// The function starts (addresses) listed by an `.eh_frame_hdr` search table at
-/// `svma`, in the encoding every linker here writes (sdata4 relative to the header);
-/// `None` for another.
-fn search_table_starts(svma: u64, d: &[u8]) -> Option<Vec<u64>> {
-    const DW_EH_PE_UDATA4: u8 = 0x03;
-    const DW_EH_PE_DATAREL_SDATA4: u8 = 0x3b;
-    let (&version, rest) = d.split_first()?;
-    let [_ptr_enc, count_enc, table_enc] = *rest.first_chunk::<3>()?;
-    if version != 1 || count_enc != DW_EH_PE_UDATA4 || table_enc != DW_EH_PE_DATAREL_SDATA4 {
-        return None;
-    }
-    let word = |at: usize| -> Option<u32> {
-        d.get(at..at.checked_add(4)?)
-            .and_then(|b| b.try_into().ok())
-            .map(u32::from_le_bytes)
-    };
-    // version and encodings (4 bytes), eh_frame_ptr (4), fde_count (4), then pairs. The
-    // count is checked against the bytes there are, never trusted for an allocation.
-    let count = usize::try_from(word(8)?).ok()?;
-    let count = count.min(d.len().saturating_sub(12) / 8);
-    let mut starts = Vec::with_capacity(count);
-    for i in 0..count {
-        let rel = word(12 + i * 8)? as i32;
-        starts.push(svma.checked_add_signed(i64::from(rel))?);
-    }
-    Some(starts)
 }
 
 #[cfg(test)]

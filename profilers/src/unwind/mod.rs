@@ -15,7 +15,7 @@
 //! Unwinding runs on the collector's thread as records are read, beside the batched
 //! symbolization, and allocates nothing per sample.
 
-mod tables;
+pub(crate) mod tables;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
