@@ -29,11 +29,11 @@ mod inner {
 }
 const UNIT: u64 = 300_000;
 #[inline(never)]
-fn f1() -> u64 { let mut a = inner::Acc(1); for i in 0..6 * UNIT { a.step(i) } a.0 }
+fn f1(u: u64) -> u64 { let mut a = inner::Acc(1); for i in 0..6 * u { a.step(i) } a.0 }
 #[inline(never)]
-fn f2() -> u64 { let mut a = inner::Acc(2); for i in 0..3 * UNIT { a.step(i) } a.0 }
+fn f2(u: u64) -> u64 { let mut a = inner::Acc(2); for i in 0..3 * u { a.step(i) } a.0 }
 #[inline(never)]
-fn f3() -> u64 { let mut a = inner::Acc(3); for i in 0..UNIT { a.step(i) } a.0 }
+fn f3(u: u64) -> u64 { let mut a = inner::Acc(3); for i in 0..u { a.step(i) } a.0 }
 fn cpu_seconds() -> f64 {
     let mut t = std::mem::MaybeUninit::<[i64; 2]>::uninit();
     // CLOCK_PROCESS_CPUTIME_ID is 2 on Linux.
@@ -43,11 +43,16 @@ fn cpu_seconds() -> f64 {
 fn main() {
     let seconds: f64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1.0);
     // Called through a pointer the optimizer cannot see through: never inlined.
-    let round: &dyn Fn(&mut u64) =
-        &|s: &mut u64| *s = s.wrapping_add(f1()).wrapping_add(f2()).wrapping_add(f3());
+    let round: &dyn Fn(&mut u64, u64) = &|s: &mut u64, u: u64| {
+        *s = s.wrapping_add(f1(u)).wrapping_add(f2(u)).wrapping_add(f3(u))
+    };
     let mut sum = 0;
+    // Each round's unit is drawn between half and one and a half UNIT (xorshift64):
+    // rounds of one fixed length let the sampling clock fall in step with them.
+    let mut x: u64 = 88172645463325252;
     while cpu_seconds() < seconds {
-        black_box(round)(&mut sum);
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        black_box(round)(&mut sum, black_box(UNIT / 2 + x % UNIT));
     }
     println!("{sum}");
 }

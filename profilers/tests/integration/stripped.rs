@@ -12,32 +12,35 @@ use object::{Object as _, ObjectSymbol as _};
 use crate::unwind::{NO_FP, assert_split, build_c, one_at_a_time, record, user_stacks};
 
 /// Three internal functions (not exported) with 60/30/10 % of the work, called by the
-/// exported `work`.
+/// exported `work` with a unit of work its caller draws each round (rounds of one fixed
+/// length let the sampling clock fall in step with them: see `crate::rounds`).
 const LIB_C: &str = r#"
 static volatile unsigned long sink;
-#define UNIT 100000UL
-__attribute__((noinline)) static void hot_a(void) {
-    for (unsigned long i = 0; i < 6 * UNIT; i++) sink += i ^ (sink >> 3);
+__attribute__((noinline)) static void hot_a(unsigned long u) {
+    for (unsigned long i = 0; i < 6 * u; i++) sink += i ^ (sink >> 3);
 }
-__attribute__((noinline)) static void hot_b(void) {
-    for (unsigned long i = 0; i < 3 * UNIT; i++) sink += i ^ (sink >> 5);
+__attribute__((noinline)) static void hot_b(unsigned long u) {
+    for (unsigned long i = 0; i < 3 * u; i++) sink += i ^ (sink >> 5);
 }
-__attribute__((noinline)) static void hot_c(void) {
-    for (unsigned long i = 0; i < UNIT; i++) sink += i ^ (sink >> 7);
+__attribute__((noinline)) static void hot_c(unsigned long u) {
+    for (unsigned long i = 0; i < u; i++) sink += i ^ (sink >> 7);
 }
-void work(void) { hot_a(); hot_b(); hot_c(); }
+void work(unsigned long u) { hot_a(u); hot_b(u); hot_c(u); }
 "#;
 
-/// Calls the library's `work` for argv[1] seconds of CPU time.
+/// Calls the library's `work` for argv[1] seconds of CPU time, each round with a unit
+/// drawn between 50,000 and 150,000 iterations (xorshift64).
 const MAIN_C: &str = r#"
 #include <stdlib.h>
 #include <time.h>
-void work(void);
+void work(unsigned long u);
 int main(int argc, char **argv) {
     double seconds = atof(argv[1]);
     struct timespec t;
+    unsigned long x = 88172645463325252UL;
     do {
-        work();
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        work(50000UL + x % 100000UL);
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     } while (t.tv_sec + t.tv_nsec / 1e9 < seconds);
     return 0;
