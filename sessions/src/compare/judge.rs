@@ -240,7 +240,7 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// How far from the median of its side's other runs a run must be to be set aside: more
-/// than 2.5 times or less than 1/2.5 of it (and [`FAR_SPREADS`] of their spread).
+/// than 2.5 times or less than 1/2.5 of it (and five of their spreads away).
 pub const FAR_RATIO: f64 = 2.5;
 
 /// How many of the other runs' spreads (1.4826 × their median absolute deviation of the
