@@ -227,6 +227,9 @@ pub(crate) struct RunData {
     /// CLOCK_MONOTONIC when `start` was sent (or the command's gate opened), ns: the
     /// sampler's clock, against which a row's `t_ns` ends its interval of stacks.
     pub(crate) start_monotonic_ns: u64,
+    /// For a command: CLOCK_MONOTONIC at its `t_ns` 0, estimated from its ticks (see
+    /// [`Run::align_command_clock`]); `None` until its first tick.
+    pub(crate) command_origin_ns: Option<u64>,
     /// Decodes tick histograms with every size bounded (worker input is untrusted).
     pub(crate) histograms: HistogramDecoder,
     /// The whole run's latency per metric, for latency.svg.
@@ -262,6 +265,7 @@ impl RunData {
             started_at: None,
             start_offset_s: 0.0,
             start_monotonic_ns: 0,
+            command_origin_ns: None,
             histograms: HistogramDecoder::new(),
             latency_totals: BTreeMap::new(),
             last_t_ns: 0,
@@ -438,7 +442,7 @@ impl Run<'_> {
 
     fn on_input(&mut self, input: Input) -> Result<(), RecordError> {
         match input {
-            Input::Report(message, line) => self.on_report(message, line),
+            Input::Report(message, line, read_ns) => self.on_report(message, line, read_ns),
             Input::Output(bytes) => self.append_worker_log(&bytes),
             Input::Closed => {
                 self.closed_streams += 1;
@@ -474,6 +478,7 @@ impl Run<'_> {
         &mut self,
         message: Result<WorkerMessage, ProtocolError>,
         line: u64,
+        read_ns: u64,
     ) -> Result<(), RecordError> {
         let message = match message {
             Ok(m) => m,
@@ -529,6 +534,9 @@ impl Run<'_> {
                         from_ns: self.data.last_tick_ns,
                         to_ns: tick.t_ns,
                     });
+                }
+                if matches!(self.opts.target, Target::Command) {
+                    self.align_command_clock(tick.t_ns, read_ns);
                 }
                 self.alloc_tick(&tick);
                 self.on_tick(&tick)

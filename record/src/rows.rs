@@ -190,6 +190,31 @@ impl Run<'_> {
         }
     }
 
+    /// Where a command's clock starts, on the sampler's: a command counts `t_ns` from the
+    /// moment it began its own work, which the recorder does not see. It is later than
+    /// the gate's opening by the command's exec and start-up (hundreds of milliseconds
+    /// for a large binary on a busy machine), and a tick read at `read_ns` says it was at
+    /// most `read_ns - t_ns` (the line took some time to arrive and be read). The
+    /// earliest such bound over the ticks is the estimate, never before the gate opened.
+    /// The first one also moves the start of the sampler's first interval, so that
+    /// interval *i* of stacks spans the same `t_ns` as row *i* (the sampler takes a new
+    /// start only until the first interval ends).
+    pub(crate) fn align_command_clock(&mut self, t_ns: u64, read_ns: u64) {
+        let bound = read_ns
+            .saturating_sub(t_ns)
+            .max(self.data.start_monotonic_ns);
+        match self.data.command_origin_ns {
+            None => {
+                self.data.command_origin_ns = Some(bound);
+                if let Some(sampler) = &self.sampler {
+                    sampler.mark_start(bound);
+                }
+            }
+            Some(origin) if bound < origin => self.data.command_origin_ns = Some(bound),
+            Some(_) => {}
+        }
+    }
+
     /// A row ended its interval `t_ns` after the start: the sampler attributes stacks up
     /// to that moment to it, and what it has attributed so far goes to stacks.jsonl, so
     /// that a recorder killed mid-run keeps the stacks of every interval but the last few.
@@ -197,7 +222,11 @@ impl Run<'_> {
         let Some(sampler) = &self.sampler else {
             return Ok(());
         };
-        sampler.mark_interval_end(self.data.start_monotonic_ns.saturating_add(t_ns));
+        let origin = self
+            .data
+            .command_origin_ns
+            .unwrap_or(self.data.start_monotonic_ns);
+        sampler.mark_interval_end(origin.saturating_add(t_ns));
         let chunk = sampler.take_stacks();
         self.writer.append_stacks(&chunk)?;
         if let Some(stream) = &self.opts.stream {

@@ -4,6 +4,7 @@
 use std::io::{BufReader, Read};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 
+use benchtop_profilers::sampler::monotonic_ns;
 use benchtop_protocol::{ProtocolError, ReportReader, WorkerMessage};
 
 use crate::RecordError;
@@ -15,8 +16,9 @@ const EVENT_QUEUE: usize = 256;
 /// What the reader threads send.
 #[derive(Debug)]
 pub(crate) enum Input {
-    /// A report message (or what was wrong with its line) and the line's number.
-    Report(Result<WorkerMessage, ProtocolError>, u64),
+    /// A report message (or what was wrong with its line), the line's number, and when
+    /// it was read (CLOCK_MONOTONIC, ns: the sampler's clock).
+    Report(Result<WorkerMessage, ProtocolError>, u64, u64),
     Output(Vec<u8>),
     /// One of the worker's three streams reached its end.
     Closed,
@@ -35,7 +37,11 @@ pub(crate) fn spawn_readers(
             let mut reader = ReportReader::new(BufReader::new(reports));
             while let Some(message) = reader.next_message() {
                 let line = reader.lines_read();
-                if report_tx.send(Input::Report(message, line)).is_err() {
+                let read_ns = monotonic_ns();
+                if report_tx
+                    .send(Input::Report(message, line, read_ns))
+                    .is_err()
+                {
                     return;
                 }
             }

@@ -38,6 +38,11 @@ fn build_fixture(dir: &Path, name: &str) -> PathBuf {
 }
 
 fn record(dir: &Path, exe: &Path, ms: &str) -> Output {
+    record_with(dir, exe, &[ms])
+}
+
+/// Records `exe ARGS…` at 200 ms intervals, on-CPU stacks only.
+fn record_with(dir: &Path, exe: &Path, args: &[&str]) -> Output {
     succeeded(
         benchtop()
             .args([
@@ -52,7 +57,7 @@ fn record(dir: &Path, exe: &Path, ms: &str) -> Output {
             .arg(dir)
             .arg("--")
             .arg(exe)
-            .arg(ms),
+            .args(args),
     )
 }
 
@@ -290,7 +295,50 @@ fn the_slow_intervals_against_the_rest_put_slow_path_at_the_top_of_the_movers() 
     let dir = tmp.path().join("session");
     // Every fourth 200 ms interval of the program runs slow_path, and its latency spikes.
     record(&dir, &exe, "4000");
-    let session = Session::load(&dir).unwrap();
+    slow_path_tops_the_movers(tmp.path(), &dir);
+}
+
+/// A command counts `t_ns` from when its own work began, not from its exec: here 600 ms
+/// later (three intervals), as a program that sets up after `hello` does, or any
+/// program whose exec and start-up a busy machine delays. Its per-interval stacks must
+/// still be those of its rows, or the slow intervals hold other intervals' stacks
+/// (seen beside a CPU hog: slow_path 12.6 % of the slow intervals' samples and 30.7 % of
+/// the rest's, every slow interval's slow_path one interval late).
+#[test]
+fn a_command_whose_clock_starts_late_keeps_its_stacks_in_register_with_its_rows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_fixture(tmp.path(), "spiky");
+    let dir = tmp.path().join("session");
+    record_with(&dir, &exe, &["3200", "200", "600"]);
+    slow_path_tops_the_movers(tmp.path(), &dir);
+    // And the slow intervals hold (nearly) all of slow_path: a shift of even one
+    // interval leaves them most of theirs in the rest.
+    let out = benchtop()
+        .arg("compare")
+        .arg(&dir)
+        .arg("--slow")
+        .arg("--out")
+        .arg(tmp.path().join("slow-again"))
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    let line = text
+        .lines()
+        .skip_while(|l| !l.starts_with("moved most (cpu;"))
+        .find(|l| l.ends_with(" slow_path"))
+        .unwrap_or_else(|| panic!("no slow_path row\n{text}"));
+    let rest_total: f64 = line
+        .split_whitespace()
+        .nth(3)
+        .and_then(|v| v.trim_end_matches('%').parse().ok())
+        .unwrap_or_else(|| panic!("cannot read the rest's total share: {line}"));
+    assert!(rest_total < 5.0, "{line}\n{text}");
+}
+
+/// `compare --slow` of `dir` (the spiky fixture), by the run's own p99 and by the same
+/// threshold given explicitly: slow_path first among the movers.
+fn slow_path_tops_the_movers(tmp: &Path, dir: &Path) {
+    let session = Session::load(dir).unwrap();
     assert!(
         session.rows.iter().any(|r| r.latency.contains_key("op")),
         "the fixture's latency reached the session: {:?}",
@@ -312,11 +360,11 @@ fn the_slow_intervals_against_the_rest_put_slow_path_at_the_top_of_the_movers() 
     for extra in [&[][..], &["--metric", "op", "--above", above.as_str()][..]] {
         let out = benchtop()
             .arg("compare")
-            .arg(&dir)
+            .arg(dir)
             .arg("--slow")
             .args(extra)
             .arg("--out")
-            .arg(tmp.path().join("slow"))
+            .arg(tmp.join("slow"))
             .output()
             .unwrap();
         let text = stdout(&out);
@@ -326,6 +374,6 @@ fn the_slow_intervals_against_the_rest_put_slow_path_at_the_top_of_the_movers() 
             Some("slow_path"),
             "{extra:?}\n{text}"
         );
-        assert!(tmp.path().join("slow/diff-cpu.svg").is_file());
+        assert!(tmp.join("slow/diff-cpu.svg").is_file());
     }
 }

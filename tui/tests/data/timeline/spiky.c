@@ -2,7 +2,9 @@
  * spikes while slow_path runs: every operation does some bookkeeping and then fast_path,
  * except in every fourth report interval, where it runs slow_path (25 ms) instead.
  * It reports the latency of each operation (histogram `op`, ns) every interval.
- * Usage: spiky MILLISECONDS INTERVAL_MS (BENCHTOP_REPORT_FD names the report descriptor).
+ * Usage: spiky MILLISECONDS [INTERVAL_MS [SETUP_MS]] (BENCHTOP_REPORT_FD names the report
+ * descriptor). SETUP_MS is a sleep after `hello` and before the program's clock starts:
+ * a program whose `t_ns` begins well after its exec.
  * The fixture of `compare --slow` (tui/tests/integration/timeline.rs). */
 #include <stdint.h>
 #include <stdio.h>
@@ -118,10 +120,13 @@ int main(int argc, char **argv) {
     if (!report) { perror("spiky: fdopen"); return 2; }
     uint64_t total = (uint64_t)(argc > 1 ? atof(argv[1]) : 4000.0) * 1000000u;
     uint64_t interval = (uint64_t)(argc > 2 ? atof(argv[2]) : 200.0) * 1000000u;
+    uint64_t setup = (uint64_t)(argc > 3 ? atof(argv[3]) : 0.0) * 1000000u;
     fprintf(report, "{\"type\":\"hello\",\"protocol\":1,\"workload\":\"spiky\",\"params\":{},"
             "\"metrics\":[{\"name\":\"ops\",\"kind\":\"counter\",\"unit\":\"ops\"},"
             "{\"name\":\"op\",\"kind\":\"histogram\",\"unit\":\"ns\"}]}\n");
     fflush(report);
+    struct timespec nap = {(time_t)(setup / 1000000000u), (long)(setup % 1000000000u)};
+    while (nanosleep(&nap, &nap) != 0) {}
     static char text[COUNTS * 16];
     uint64_t start = now_ns(), next = start + interval, ops = 0;
     int k = 0;
