@@ -333,17 +333,7 @@ pub fn curves_svg(title: &str, sweep: &[String], points: &[PointFigures]) -> Opt
     let rows = panels.div_ceil(COLUMNS);
     let width = COLUMNS as f64 * PANEL_W + 20.0;
     let height = top + rows as f64 * PANEL_H + 10.0;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = writeln!(
-        out,
-        r#"<rect width="{width}" height="{height}" fill="white"/><text x="{:.1}" y="24" text-anchor="middle" font-size="16">{}</text>"#,
-        width / 2.0,
-        xml(title)
-    );
+    let mut out = crate::plot::prologue(width, height, 11, &xml(title));
     // The legend: a colour per line.
     for (i, line) in lines.iter().enumerate() {
         let (lx, ly) = (

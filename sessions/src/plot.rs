@@ -59,17 +59,7 @@ pub fn percentile_svg(title: &str, series: &[(&str, &Histogram<u64>)]) -> String
     };
     let y = |ns: f64| TOP + plot_h - ns / y_max * plot_h;
 
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(
-        out,
-        r#"<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/><text x="{}" y="24" text-anchor="middle" font-size="16">{}</text>"#,
-        WIDTH / 2.0,
-        escape(title)
-    );
+    let mut out = prologue(WIDTH, HEIGHT, 12, &escape(title));
     // Grid and axes.
     for decade in 0..=decades as u32 {
         let q = 1.0 - 10f64.powi(-(decade as i32));
@@ -188,17 +178,7 @@ pub fn phases_svg(title: &str, phases: &[crate::meta::PhaseInfo]) -> Option<Stri
     let (cols, panel_w, panel_h) = (2usize, 440.0, 230.0);
     let rows = names.len().div_ceil(cols);
     let (width, height) = (cols as f64 * panel_w + 20.0, rows as f64 * panel_h + 50.0);
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = writeln!(
-        out,
-        r#"<rect width="{width}" height="{height}" fill="white"/><text x="{:.1}" y="24" text-anchor="middle" font-size="16">{}</text>"#,
-        width / 2.0,
-        escape(title)
-    );
+    let mut out = prologue(width, height, 11, &escape(title));
     for (i, (name, unit)) in names.iter().enumerate() {
         let (ox, oy) = (
             10.0 + (i % cols) as f64 * panel_w,
@@ -306,6 +286,23 @@ pub(crate) fn nice_axis(max: f64) -> (f64, f64) {
 }
 
 /// Text made safe inside SVG elements and attributes.
+/// The opening of every chart benchtop draws (latency percentiles, phases, a sweep's
+/// curves): the `<svg>` element of that size and base font size, a white ground, and the
+/// title (already escaped) centred at the top. The caller closes it with `</svg>`.
+pub(crate) fn prologue(width: f64, height: f64, font_size: u32, title_xml: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="{font_size}">"#
+    );
+    let _ = writeln!(
+        out,
+        r#"<rect width="{width}" height="{height}" fill="white"/><text x="{:.1}" y="24" text-anchor="middle" font-size="16">{title_xml}</text>"#,
+        width / 2.0,
+    );
+    out
+}
+
 pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
