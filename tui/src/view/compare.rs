@@ -157,7 +157,7 @@ fn table(state: &State, area: Rect, buf: &mut Buffer) {
     widths[0] = widths[0].min(usize::from(area.width).saturating_sub(others).max(14));
     let row = |cells: [&str; 6]| {
         let [name, a, b, change, ci, verdict] = cells;
-        let name = elide_middle(name, widths[0]);
+        let name = super::fit::fit(name, widths[0]);
         format!(
             "{name:<w0$} {change:>w3$} {verdict:<w5$} {a:>w1$} {b:>w2$} {ci}",
             w0 = widths[0],
@@ -205,21 +205,6 @@ fn table(state: &State, area: Rect, buf: &mut Buffer) {
         Style::new().add_modifier(Modifier::DIM),
     )));
     Paragraph::new(lines).render(area, buf);
-}
-
-/// `name` in at most `width` characters: its start and its longer end, with `…` between.
-fn elide_middle(name: &str, width: usize) -> String {
-    let chars: Vec<char> = name.chars().collect();
-    if chars.len() <= width {
-        return name.to_owned();
-    }
-    let keep = width.saturating_sub(1);
-    let head = keep / 3;
-    let tail = keep - head;
-    let mut out: String = chars[..head].iter().collect();
-    out.push('…');
-    out.extend(&chars[chars.len() - tail..]);
-    out
 }
 
 /// Columns of the percentile table beside the latency bars.

@@ -5,6 +5,7 @@
 mod ab;
 mod chart;
 mod compare;
+pub mod fit;
 pub mod flame;
 mod keys;
 mod launcher;
@@ -365,6 +366,33 @@ pub(crate) mod tests {
 
     /// A ring run twelve seconds in: three intervals, stacks, resources.
     pub(super) fn running(base: Instant) -> State {
+        let cpu = tree(&[
+            ("bt-ring;main;run;ring::actors::hop;mailbox::send", 600),
+            ("bt-ring;main;run;ring::actors::hop;mailbox::recv", 250),
+            ("bt-ring;main;run;tokio::park", 100),
+            ("bt-ring;benchtop-ticker;sleep", 50),
+        ]);
+        running_with(base, &cpu)
+    }
+
+    /// The ring's on-CPU profile as recorded (`benchtop run ring --record`, a debug
+    /// build: 2,057 samples, 570 stacks up to 150 frames deep).
+    pub(crate) fn recorded_ring() -> StackTree {
+        use std::io::Read as _;
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/flame/ring-cpu.folded.gz"
+        );
+        let file = std::fs::File::open(path).expect("the recorded ring");
+        let mut folded = Vec::new();
+        flate2::read::GzDecoder::new(file)
+            .read_to_end(&mut folded)
+            .expect("gzip");
+        StackTree::read_folded(&folded[..], "ring-cpu.folded").expect("folded stacks")
+    }
+
+    /// The ring run of [`running`] with `cpu` as its on-CPU profile.
+    pub(super) fn running_with(base: Instant, cpu: &StackTree) -> State {
         let mut s = State::new(
             "ring",
             "mode=tell num-nodes=5000 num-rounds=2000 runtime-threads=1",
@@ -419,13 +447,7 @@ pub(crate) mod tests {
                 u64::from(i),
             );
         }
-        let cpu = tree(&[
-            ("bt-ring;main;run;ring::actors::hop;mailbox::send", 600),
-            ("bt-ring;main;run;ring::actors::hop;mailbox::recv", 250),
-            ("bt-ring;main;run;tokio::park", 100),
-            ("bt-ring;benchtop-ticker;sleep", 50),
-        ]);
-        let chunk = TreeChunks::default().cpu(&cpu);
+        let chunk = TreeChunks::default().cpu(cpu);
         ev(&mut s, LiveEvent::IntervalStacks(Box::new(chunk)), 3);
         s
     }
@@ -439,6 +461,48 @@ pub(crate) mod tests {
         let base = Instant::now();
         let s = running(base);
         insta::assert_snapshot!(render(&s, at(base, 12), 80, 24));
+    }
+
+    /// The first row of the flamegraph where a box forks into two callees of at least a
+    /// tenth of the profile each: the row and the two callees' last name segments.
+    fn first_fork(s: &State) -> Option<(usize, [String; 2])> {
+        let flame = s.flame();
+        flame.rows().iter().enumerate().find_map(|(r, row)| {
+            let wide: Vec<_> = row.iter().filter(|b| b.width >= 0.1).collect();
+            wide.windows(2).find_map(|pair| {
+                let [a, b] = [pair[0], pair[1]];
+                (flame.parent(a.node) == flame.parent(b.node)).then(|| {
+                    let end = |n| {
+                        let name = flame.name(n);
+                        name.rsplit("::").next().unwrap_or(name).to_owned()
+                    };
+                    (r, [end(a.node), end(b.node)])
+                })
+            })
+        })
+    }
+
+    #[test]
+    fn the_recorded_ring_shows_its_first_fork_on_the_first_screen_at_every_size() {
+        let base = Instant::now();
+        let s = running_with(base, &recorded_ring());
+        let (row, [a, b]) = first_fork(&s).expect("the ring forks");
+        assert!(row <= 8, "the fork is laid out on row {row}");
+        for (w, h) in [(80, 24), (100, 30), (160, 48)] {
+            let text = render(&s, at(base, 12), w, h);
+            // Both callees on one line: their names may lose their middles, not their
+            // last few letters.
+            let tail = |n: &str| n.chars().rev().take(4).collect::<String>();
+            let (ta, tb) = (tail(&a), tail(&b));
+            assert!(
+                text.lines().any(|l| {
+                    let rev: String = l.chars().rev().collect();
+                    rev.contains(&ta) && rev.contains(&tb)
+                }),
+                "{w}x{h}: {a} and {b} not side by side:\n{text}"
+            );
+            insta::assert_snapshot!(format!("the_recorded_ring_{w}x{h}"), text);
+        }
     }
 
     #[test]
