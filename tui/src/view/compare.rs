@@ -10,9 +10,10 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
-use super::accent;
 use super::panes::PERCENTILES;
+use super::{accent, fit, scale};
 use crate::state::compare::{ComparePane, LatencyOverlay};
+use crate::state::live::LatencyBin;
 use crate::state::{FlameKind, State};
 
 /// Draws the compare screen into `area` (the screen above the footer).
@@ -157,7 +158,7 @@ fn table(state: &State, area: Rect, buf: &mut Buffer) {
     widths[0] = widths[0].min(usize::from(area.width).saturating_sub(others).max(14));
     let row = |cells: [&str; 6]| {
         let [name, a, b, change, ci, verdict] = cells;
-        let name = elide_middle(name, widths[0]);
+        let name = fit::fit(name, widths[0]);
         format!(
             "{name:<w0$} {change:>w3$} {verdict:<w5$} {a:>w1$} {b:>w2$} {ci}",
             w0 = widths[0],
@@ -207,21 +208,6 @@ fn table(state: &State, area: Rect, buf: &mut Buffer) {
     Paragraph::new(lines).render(area, buf);
 }
 
-/// `name` in at most `width` characters: its start and its longer end, with `…` between.
-fn elide_middle(name: &str, width: usize) -> String {
-    let chars: Vec<char> = name.chars().collect();
-    if chars.len() <= width {
-        return name.to_owned();
-    }
-    let keep = width.saturating_sub(1);
-    let head = keep / 3;
-    let tail = keep - head;
-    let mut out: String = chars[..head].iter().collect();
-    out.push('…');
-    out.extend(&chars[chars.len() - tail..]);
-    out
-}
-
 /// Columns of the percentile table beside the latency bars.
 const NUMBERS_WIDTH: u16 = 30;
 /// The narrowest the latency bars are drawn beside the table: a label and a few cells.
@@ -232,7 +218,14 @@ fn latency(state: &State, overlay: &LatencyOverlay, area: Rect, buf: &mut Buffer
     // Side by side when the bars have room beside the percentiles; otherwise the
     // percentiles first and the bars in the rows left under them.
     let [bars, numbers] = if area.width >= NUMBERS_WIDTH + BARS_MIN_WIDTH {
-        Layout::horizontal([Constraint::Min(0), Constraint::Length(NUMBERS_WIDTH)]).areas(area)
+        // A column apart, so a full bar never runs into the table.
+        let [bars, _, numbers] = Layout::horizontal([
+            Constraint::Min(0),
+            Constraint::Length(1),
+            Constraint::Length(NUMBERS_WIDTH),
+        ])
+        .areas(area);
+        [bars, numbers]
     } else {
         let [numbers, bars] = Layout::vertical([
             Constraint::Length(PERCENTILES.len() as u16 + 2),
@@ -244,15 +237,28 @@ fn latency(state: &State, overlay: &LatencyOverlay, area: Rect, buf: &mut Buffer
     let bins = &overlay.bins;
     let per_bin = 2;
     let rows = usize::from(bars.height.saturating_sub(1)) / per_bin;
-    let start = if bins.len() > rows {
-        // The window of bins holding the most values of either.
-        (0..=bins.len() - rows)
-            .max_by_key(|&i| bins[i..i + rows].iter().map(|b| b.a + b.b).sum::<u64>())
-            .unwrap_or(0)
-    } else {
-        0
-    };
-    let shown = &bins[start..(start + rows).min(bins.len())];
+    // The bins of either side's p50, max, p99.9 and p99 first: the tail is always on
+    // screen; a `⋮` says bins were left out before a bin.
+    let edges: Vec<LatencyBin> = bins
+        .iter()
+        .enumerate()
+        .map(|(i, b)| LatencyBin {
+            low: b.low,
+            // A bin ends where the next starts; the last holds everything above.
+            high: bins.get(i + 1).map_or(u64::MAX, |next| next.low),
+            count: b.a + b.b,
+        })
+        .collect();
+    let (a, b) = (&overlay.a, &overlay.b);
+    let must: Vec<usize> = [a.p50, b.p50, a.max, b.max, a.p999, b.p999, a.p99, b.p99]
+        .into_iter()
+        .filter_map(|v| scale::bin_of(&edges, v))
+        .collect();
+    let counts: Vec<u64> = edges.iter().map(|e| e.count).collect();
+    let drawn = scale::bins_to_draw(&counts, &must, rows);
+    let gaps = scale::left_out_before(&drawn);
+    let left_out = bins.len() - drawn.len();
+    let shown: Vec<_> = drawn.iter().map(|&i| &bins[i]).collect();
     // Each side's share of its own values, so sessions of different lengths compare.
     let total_a = bins.iter().map(|b| b.a).sum::<u64>().max(1) as f64;
     let total_b = bins.iter().map(|b| b.b).sum::<u64>().max(1) as f64;
@@ -272,18 +278,26 @@ fn latency(state: &State, overlay: &LatencyOverlay, area: Rect, buf: &mut Buffer
             0
         })
     };
+    let title = format!("{}, share per bin  ", overlay.metric);
+    let note = format!("  ⋮ {left_out} bins left out");
+    let show_note = left_out > 0 && fit::width(&title) + 3 + fit::width(&note) <= bars.width.into();
     let mut lines = vec![Line::from(vec![
-        Span::styled(
-            format!("{}, share per bin  ", overlay.metric),
-            Style::new().add_modifier(Modifier::BOLD),
-        ),
+        Span::styled(title, Style::new().add_modifier(Modifier::BOLD)),
         Span::styled("A", accent(state, Color::Blue)),
         Span::raw(" "),
         Span::styled("B", accent(state, Color::Magenta)),
+        Span::styled(
+            if show_note { note } else { String::new() },
+            Style::new().add_modifier(Modifier::DIM),
+        ),
     ])];
-    for b in shown {
+    for (b, &gap) in shown.iter().zip(&gaps) {
         lines.push(Line::from(vec![
-            Span::raw(format!("{:>8} ", human_ns(b.low as f64))),
+            Span::raw(format!("{:>8}", human_ns(b.low as f64))),
+            Span::styled(
+                if gap > 0 { "⋮" } else { " " },
+                Style::new().add_modifier(Modifier::DIM),
+            ),
             Span::styled(bar(b.a as f64 / total_a), accent(state, Color::Blue)),
         ]));
         lines.push(Line::from(vec![

@@ -18,9 +18,10 @@ use ratatui::widgets::{Clear, Widget};
 
 mod colors;
 
+use super::fit::{self, fit};
 use crate::state::flame::diff::NOISE_FLOOR;
-use crate::state::flame::{FlameBox, FlameState};
-use colors::{FOLD_BG, category_color, diff_color, draw_legend, shade, text_on};
+use crate::state::flame::{Category, FlameBox, FlameState};
+use colors::{FOLD_BG, category_color, diff_color, draw_legend, has_legend, shade, text_on};
 
 /// Background of boxes that match the search (flamegraph.pl's search color).
 const MATCH_BG: Color = Color::Rgb(230, 0, 230);
@@ -69,17 +70,18 @@ pub fn render_flame(state: &FlameState, area: Rect, buf: &mut Buffer, focused: b
         };
         draw_selection(state, line, buf);
     }
-    if area.height >= LEGEND_FROM {
-        let line = Rect {
-            y: icicle.bottom() - 1,
+    let legend = (area.height >= LEGEND_FROM && has_legend(state, color)).then(|| {
+        icicle.height -= 1;
+        Rect {
+            y: icicle.bottom(),
             height: 1,
             ..area
-        };
-        if draw_legend(state, line, buf, color) {
-            icicle.height -= 1;
         }
+    });
+    let present = draw_icicle(state, icicle, buf, focused, color);
+    if let Some(line) = legend {
+        draw_legend(state, line, buf, color, &present);
     }
-    draw_icicle(state, icicle, buf, focused, color);
 }
 
 /// The title line: the zoom path on the left, cut from the left to fit; the search's
@@ -173,8 +175,7 @@ fn breadcrumb(state: &FlameState, room: usize) -> String {
 }
 
 /// The selected frame: its name, total, share of the zoomed total and change. The
-/// figures always show whole; the name gives up its start (or a folded chain's label its
-/// end) to make room for them.
+/// figures always show whole; the name gives up its middle to make room for them.
 fn draw_selection(state: &FlameState, line: Rect, buf: &mut Buffer) {
     let Some(b) = state.selected_box() else {
         return;
@@ -192,14 +193,10 @@ fn draw_selection(state: &FlameState, line: Rect, buf: &mut Buffer) {
     let width = usize::from(line.width);
     let figures_width = Span::raw(figures.as_str()).width();
     let room = width.saturating_sub(figures_width);
-    let name = if Span::raw(&*label).width() <= room {
-        label.into_owned()
-    } else if room < 2 {
+    let name = if room < 2 {
         String::new()
-    } else if b.is_fold() {
-        elide_end(&label, room)
     } else {
-        elide_start(&label, room)
+        fit(&label, room).into_owned()
     };
     let text = if name.is_empty() {
         figures.trim_start_matches(" · ").to_owned()
@@ -207,41 +204,6 @@ fn draw_selection(state: &FlameState, line: Rect, buf: &mut Buffer) {
         name + &figures
     };
     buf.set_stringn(line.x, line.y, &text, width, Style::new());
-}
-
-/// `text` in `room` columns, its start replaced by `…` when it does not fit.
-fn elide_start(text: &str, room: usize) -> String {
-    let mut kept = Vec::new();
-    let mut used = 1;
-    for c in text.chars().rev() {
-        let w = char_width(c);
-        if used + w > room {
-            break;
-        }
-        used += w;
-        kept.push(c);
-    }
-    std::iter::once('…').chain(kept.into_iter().rev()).collect()
-}
-
-/// `text` in `room` columns, its end replaced by `…` when it does not fit.
-fn elide_end(text: &str, room: usize) -> String {
-    let mut out = String::new();
-    let mut used = 1;
-    for c in text.chars() {
-        let w = char_width(c);
-        if used + w > room {
-            break;
-        }
-        used += w;
-        out.push(c);
-    }
-    out.push('…');
-    out
-}
-
-fn char_width(c: char) -> usize {
-    Span::raw(c.encode_utf8(&mut [0; 4]).to_owned()).width()
 }
 
 /// Secondary text: dim with color, plain without.
@@ -253,8 +215,16 @@ pub(super) fn dim(color: bool) -> Style {
     }
 }
 
-/// The rows of the layout that fit in `area`, scrolled so the selection shows.
-fn draw_icicle(state: &FlameState, area: Rect, buf: &mut Buffer, focused: bool, color: bool) {
+/// The rows of the layout that fit in `area`, scrolled so the selection shows. Returns
+/// the categories of the boxes drawn in their category's color, for the legend.
+fn draw_icicle(
+    state: &FlameState,
+    area: Rect,
+    buf: &mut Buffer,
+    focused: bool,
+    color: bool,
+) -> Vec<Category> {
+    let mut present = Vec::new();
     let height = usize::from(area.height);
     let selected = state.selected_position();
     let first = match selected {
@@ -263,8 +233,9 @@ fn draw_icicle(state: &FlameState, area: Rect, buf: &mut Buffer, focused: bool, 
     };
     let columns = f64::from(area.width);
     for (y, (r, row)) in (area.y..).zip(state.rows().iter().enumerate().skip(first).take(height)) {
-        // Where the last box drawn ended, and its background.
-        let mut left: Option<(u16, Color)> = None;
+        // Where the last box drawn ended, its background, and whether it was the darker
+        // of two neighbours.
+        let mut left: Option<(u16, Color, bool)> = None;
         for (i, b) in row.iter().enumerate() {
             let x0 = (b.start * columns).round().clamp(0.0, columns) as u16;
             let x1 = ((b.start + b.width) * columns).round().clamp(0.0, columns) as u16;
@@ -272,17 +243,26 @@ fn draw_icicle(state: &FlameState, area: Rect, buf: &mut Buffer, focused: bool, 
                 continue;
             }
             let cell = Rect::new(area.x + x0, y, x1 - x0, 1);
+            let touching = left.filter(|&(end, ..)| end == x0);
             let look = Look {
                 state,
                 selected: selected == Some((r, i)),
                 focused,
                 at_right_edge: x1 == area.width,
                 color,
-                touching: left.filter(|&(end, _)| end == x0).map(|(_, bg)| bg),
+                touching: touching.map(|(_, bg, _)| bg),
+                darker: touching.is_some_and(|(.., darker)| !darker),
             };
-            left = look.draw(b, cell, buf).map(|bg| (x1, bg));
+            if color && b.delta.is_none() && !b.matched && !b.is_fold() {
+                let category = state.category(b.node);
+                if !present.contains(&category) {
+                    present.push(category);
+                }
+            }
+            left = look.draw(b, cell, buf).map(|bg| (x1, bg, look.darker));
         }
     }
+    present
 }
 
 /// How one box is drawn.
@@ -294,6 +274,8 @@ struct Look<'a> {
     color: bool,
     /// The background of the box that ends where this one starts.
     touching: Option<Color>,
+    /// The box touches a lighter neighbour on its left: it is drawn darker.
+    darker: bool,
 }
 
 impl Look<'_> {
@@ -303,12 +285,15 @@ impl Look<'_> {
         buf.set_style(cell, style);
         let mut x = cell.x;
         let mut width = cell.width;
-        if !self.color {
-            // Without backgrounds, a bar ends each box so neighbours stay apart.
-            if !self.at_right_edge {
-                width -= 1;
+        // A box's last column separates its label from the next box's: a bar without
+        // backgrounds, blank with them, so two labels never run together.
+        if !self.at_right_edge {
+            width -= 1;
+            if !self.color {
                 buf.set_stringn(x + width, cell.y, "│", 1, style);
             }
+        }
+        if !self.color {
             let marker = match b.delta {
                 Some(_) if b.new_frame => "+",
                 Some(d) if d >= NOISE_FLOOR => "+",
@@ -337,11 +322,12 @@ impl Look<'_> {
             } else if b.is_fold() {
                 FOLD_BG
             } else {
+                // Neighbours alternate in lightness, whatever their names.
                 let name = self.state.name(b.node);
-                category_color(self.state.category(b.node), name)
+                category_color(self.state.category(b.node), name, self.darker)
             };
             // Two neighbours of one color would read as one box (the same name under two
-            // parents, two matches): the second is shaded.
+            // parents, two matches, two unchanged frames): the second is shaded.
             let bg = if self.touching == Some(bg) {
                 shade(bg)
             } else {
@@ -362,21 +348,16 @@ impl Look<'_> {
     }
 }
 
-/// Writes `name` in `width` columns from `x`, cut with an ellipsis when it does not fit.
+/// Writes `name` in `width` columns from `x`, its middle elided when it does not fit.
 /// One column is too few to say anything: it stays blank.
 fn put_name(buf: &mut Buffer, x: u16, y: u16, width: u16, name: &str, style: Style) {
     // A recorded name may hold control characters: shown escaped, measured as shown.
     let name = &*escaped(name);
     let width = usize::from(width);
-    if width < 2 && Span::raw(name).width() > width {
+    if width < 2 && fit::width(name) > width {
         return;
     }
-    if Span::raw(name).width() <= width {
-        buf.set_stringn(x, y, name, width, style);
-    } else {
-        let (end, _) = buf.set_stringn(x, y, name, width - 1, style);
-        buf.set_stringn(end, y, "…", 1, style);
-    }
+    buf.set_stringn(x, y, fit(name, width), width, style);
 }
 
 #[cfg(test)]
@@ -385,7 +366,7 @@ mod tests {
 
     use benchtop_sessions::StackTree;
 
-    use super::colors::{NEUTRAL, category_base};
+    use super::colors::{HUE_SPREAD, NEUTRAL, category_base, hue};
     use super::*;
     use crate::state::flame::diff::FULL_SCALE;
     use crate::state::flame::{Category, FlameUnit};
@@ -541,8 +522,52 @@ mod tests {
             recv.modifier.contains(Modifier::REVERSED),
             "mpsc::recv is selected"
         );
-        assert_eq!(cell_of(&buf, "socket:").bg, MATCH_BG);
+        assert_eq!(cell_of(&buf, "cv_from").bg, MATCH_BG);
         assert_ne!(cell_of(&buf, "mpsc::send").bg, MATCH_BG);
+    }
+
+    #[test]
+    fn touching_siblings_of_one_module_alternate_in_lightness() {
+        let mut s = FlameState::default();
+        s.set_folding(false);
+        s.set_tree(tree(&[
+            ("p;std::sync::Mutex::lock", 3),
+            ("p;std::sync::Mutex::unlock", 3),
+            ("p;std::sync::Mutex::try_lock", 3),
+        ]));
+        let buf = render(&s, 60, 5, true);
+        let [lock, try_lock, unlock] = ["Mutex::lock", "try_lock", "unlock"].map(|n| {
+            let Color::Rgb(r, g, b) = cell_of(&buf, n).bg else {
+                panic!("{n} has no color")
+            };
+            u32::from(r) + u32::from(g) + u32::from(b)
+        });
+        // Sorted by name: lock, try_lock, unlock; the middle one darker than both.
+        assert!(
+            try_lock + 60 < lock && try_lock + 60 < unlock,
+            "{lock} {try_lock} {unlock}"
+        );
+    }
+
+    #[test]
+    fn the_legend_names_only_the_categories_on_screen() {
+        let mut s = FlameState::default();
+        s.set_tree(tree(&[
+            ("md5sum;main;md5_block", 8),
+            ("md5sum;main;__memcpy", 2),
+        ]));
+        let text = text(&render(&s, 60, 8, true));
+        let legend = text.lines().nth(6).unwrap_or_default();
+        assert!(
+            legend.contains("■ ours") && legend.contains("■ libc"),
+            "{text}"
+        );
+        for absent in ["tokio", "crates", "std", "kernel"] {
+            assert!(
+                !legend.contains(absent),
+                "{absent} is not on screen:\n{text}"
+            );
+        }
     }
 
     #[test]
@@ -582,7 +607,7 @@ mod tests {
             panic!("no color")
         };
         assert!(b == 255 && r < 255, "recv halved: blue");
-        let Color::Rgb(r, _, _) = cell_of(&buf, "Vec<…").bg else {
+        let Color::Rgb(r, _, _) = cell_of(&buf, "V…").bg else {
             panic!("no color")
         };
         assert_eq!(r, 255, "push is new: red");
@@ -600,7 +625,7 @@ mod tests {
         insta::assert_snapshot!("without_color_styles", styles(&buf));
         assert!(buf.content.iter().all(|c| c.bg == Color::Reset));
         assert!(
-            cell_of(&buf, "socket:")
+            cell_of(&buf, "cv_from")
                 .modifier
                 .contains(Modifier::UNDERLINED)
         );
@@ -820,9 +845,10 @@ mod tests {
         s.set_hiding(false);
         // The flame pane's inside on the live screen at 80x24.
         let text = text(&render(&s, 42, 18, true));
-        // recv and send side by side under hop (recv's name cut at this width).
+        // recv and send side by side under hop (recv's name cut in its middle).
         assert!(
-            text.lines().any(|l| l.matches("Mailbox<…").count() == 2),
+            text.lines()
+                .any(|l| l.contains("::recv") && l.contains("::send")),
             "no fork on screen:\n{text}"
         );
         assert!(
@@ -876,7 +902,10 @@ mod tests {
         }
         let buf = render(&s, 42, 10, true);
         let line = text(&buf).lines().last().unwrap().to_owned();
-        assert!(line.starts_with('…'), "the name gives up its start: {line}");
+        assert!(
+            line.starts_with('V') && line.contains("…push ·"),
+            "the name gives up its middle: {line}"
+        );
     }
 
     #[test]
@@ -885,18 +914,16 @@ mod tests {
         s.set_folding(false);
         let buf = render(&s, 160, 48, true);
         let bg = |needle: &str| cell_of(&buf, needle).bg;
+        // A box's hue is its category's, turned by its module by at most HUE_SPREAD
+        // (and a degree of rounding).
         let near = |c: Color, base: Category| {
-            let (Color::Rgb(a, b, c), Color::Rgb(x, y, z)) = (c, category_base(base)) else {
-                return false;
-            };
-            [(a, x), (b, y), (c, z)]
-                .iter()
-                .all(|&(p, q)| p.abs_diff(q) <= 12)
+            let turn = (hue(c) - hue(category_base(base)) + 540.0).rem_euclid(360.0) - 180.0;
+            turn.abs() <= HUE_SPREAD + 1.0
         };
         assert!(near(bg("Vec<…>::push"), Category::Std));
-        assert!(near(bg("__memcpy"), Category::Libc));
+        assert!(near(bg("__me"), Category::Libc));
         assert!(near(bg("futex_wait_[k]"), Category::Kernel));
         assert!(near(bg("Inner::park"), Category::Tokio));
-        assert!(near(bg("h1::encode"), Category::Crates));
+        assert!(near(bg("encode"), Category::Crates));
     }
 }

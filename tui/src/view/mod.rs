@@ -5,6 +5,7 @@
 mod ab;
 mod chart;
 mod compare;
+pub mod fit;
 pub mod flame;
 mod keys;
 mod launcher;
@@ -365,6 +366,50 @@ pub(crate) mod tests {
 
     /// A ring run twelve seconds in: three intervals, stacks, resources.
     pub(super) fn running(base: Instant) -> State {
+        let cpu = tree(&[
+            ("bt-ring;main;run;ring::actors::hop;mailbox::send", 600),
+            ("bt-ring;main;run;ring::actors::hop;mailbox::recv", 250),
+            ("bt-ring;main;run;tokio::park", 100),
+            ("bt-ring;benchtop-ticker;sleep", 50),
+        ]);
+        let lap = [480_000, 500_000, 510_000, 620_000, 1_900_000].map(|v| (v, 100));
+        running_with(base, &cpu, &lap)
+    }
+
+    /// A ring run whose latency has a long tail: p50 400 µs, p99 4.6 ms, p99.9 10.4 ms,
+    /// max 28.7 ms.
+    pub(super) fn long_tail(base: Instant) -> State {
+        let cpu = tree(&[("bt-ring;main;run;ring::actors::hop", 10)]);
+        let lap = [
+            (400_000, 9000),
+            (1_000_000, 700),
+            (2_000_000, 190),
+            (4_600_000, 95),
+            (10_400_000, 14),
+            (28_700_000, 1),
+        ];
+        running_with(base, &cpu, &lap)
+    }
+
+    /// The ring's on-CPU profile as recorded (`benchtop run ring --record`, a debug
+    /// build: 2,057 samples, 570 stacks up to 150 frames deep).
+    pub(crate) fn recorded_ring() -> StackTree {
+        use std::io::Read as _;
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/flame/ring-cpu.folded.gz"
+        );
+        let file = std::fs::File::open(path).expect("the recorded ring");
+        let mut folded = Vec::new();
+        flate2::read::GzDecoder::new(file)
+            .read_to_end(&mut folded)
+            .expect("gzip");
+        StackTree::read_folded(&folded[..], "ring-cpu.folded").expect("folded stacks")
+    }
+
+    /// The ring run of [`running`] with `cpu` as its on-CPU profile and the values `lap`
+    /// (value in ns, count) in each interval's latency, the `i`th interval `i` times.
+    pub(super) fn running_with(base: Instant, cpu: &StackTree, lap: &[(u64, u64)]) -> State {
         let mut s = State::new(
             "ring",
             "mode=tell num-nodes=5000 num-rounds=2000 runtime-threads=1",
@@ -407,8 +452,8 @@ pub(crate) mod tests {
             row.cpu_percent_per_core = vec![97.0, 12.5];
             row.top_threads = vec![ThreadCpu::new(4242, 4242, "bt-ring", "bt-ring", 98.5)];
             let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
-            for v in [480_000u64, 500_000, 510_000, 620_000, 1_900_000] {
-                h.record_n(v, u64::from(i) * 100).unwrap();
+            for &(v, n) in lap {
+                h.record_n(v, u64::from(i) * n).unwrap();
             }
             ev(
                 &mut s,
@@ -419,13 +464,7 @@ pub(crate) mod tests {
                 u64::from(i),
             );
         }
-        let cpu = tree(&[
-            ("bt-ring;main;run;ring::actors::hop;mailbox::send", 600),
-            ("bt-ring;main;run;ring::actors::hop;mailbox::recv", 250),
-            ("bt-ring;main;run;tokio::park", 100),
-            ("bt-ring;benchtop-ticker;sleep", 50),
-        ]);
-        let chunk = TreeChunks::default().cpu(&cpu);
+        let chunk = TreeChunks::default().cpu(cpu);
         ev(&mut s, LiveEvent::IntervalStacks(Box::new(chunk)), 3);
         s
     }
@@ -439,6 +478,79 @@ pub(crate) mod tests {
         let base = Instant::now();
         let s = running(base);
         insta::assert_snapshot!(render(&s, at(base, 12), 80, 24));
+    }
+
+    /// The first row of the flamegraph where a box forks into two callees of at least a
+    /// tenth of the profile each: the row and the two callees' last name segments.
+    fn first_fork(s: &State) -> Option<(usize, [String; 2])> {
+        let flame = s.flame();
+        flame.rows().iter().enumerate().find_map(|(r, row)| {
+            let wide: Vec<_> = row.iter().filter(|b| b.width >= 0.1).collect();
+            wide.windows(2).find_map(|pair| {
+                let [a, b] = [pair[0], pair[1]];
+                (flame.parent(a.node) == flame.parent(b.node)).then(|| {
+                    let end = |n| {
+                        let name = flame.name(n);
+                        name.rsplit("::").next().unwrap_or(name).to_owned()
+                    };
+                    (r, [end(a.node), end(b.node)])
+                })
+            })
+        })
+    }
+
+    #[test]
+    fn the_recorded_ring_shows_its_first_fork_on_the_first_screen_at_every_size() {
+        let base = Instant::now();
+        let lap = [(500_000, 100)];
+        let s = running_with(base, &recorded_ring(), &lap);
+        let (row, [a, b]) = first_fork(&s).expect("the ring forks");
+        assert!(row <= 8, "the fork is laid out on row {row}");
+        for (w, h) in [(80, 24), (100, 30), (160, 48)] {
+            let text = render(&s, at(base, 12), w, h);
+            // Both callees on one line: their names may lose their middles, not their
+            // last few letters.
+            let tail = |n: &str| n.chars().rev().take(4).collect::<String>();
+            let (ta, tb) = (tail(&a), tail(&b));
+            assert!(
+                text.lines().any(|l| {
+                    let rev: String = l.chars().rev().collect();
+                    rev.contains(&ta) && rev.contains(&tb)
+                }),
+                "{w}x{h}: {a} and {b} not side by side:\n{text}"
+            );
+            insta::assert_snapshot!(format!("the_recorded_ring_{w}x{h}"), text);
+        }
+    }
+
+    #[test]
+    fn a_long_tail_keeps_its_p99_9_and_max_bins_on_screen_at_every_size() {
+        let base = Instant::now();
+        let s = long_tail(base);
+        let run = &s.live.run.latency.run;
+        assert_eq!(
+            (run.p50 / 100_000, run.p999 / 100_000, run.max / 100_000),
+            (4, 104, 287),
+            "{run:?}"
+        );
+        for (w, h) in [(80, 24), (100, 30), (160, 48)] {
+            let text = render(&s, at(base, 12), w, h);
+            for bin in ["10.0–17.8ms", "17.8–31.6ms", "3.16–5.62ms", "316–562µs"] {
+                assert!(
+                    text.contains(bin),
+                    "{w}x{h}: the bin {bin} is not drawn:\n{text}"
+                );
+            }
+            assert!(text.contains("◂max"), "{w}x{h}: max unmarked:\n{text}");
+            insta::assert_snapshot!(format!("a_long_tail_{w}x{h}"), text);
+        }
+        // Maximized at 80x24 every bin fits: none is left out.
+        let mut s = s;
+        s.update(AppEvent::Key(Key::Char('2')), at(base, 12));
+        s.update(AppEvent::Key(Key::Char('e')), at(base, 12));
+        let text = render(&s, at(base, 12), 80, 24);
+        assert!(!text.contains("left out"), "{text}");
+        insta::assert_snapshot!("a_long_tail_maximized_80x24", text);
     }
 
     #[test]
@@ -559,6 +671,19 @@ pub(crate) mod tests {
     /// of 1e11 / `rate` ns each) and on-CPU stacks where `hot` takes `hot_share` of 100
     /// samples.
     fn recorded(dir: &std::path::Path, mode: &str, rate: f64, hot: &str, hot_share: u64) {
+        recorded_with_tail(dir, mode, rate, hot, hot_share, 0.0);
+    }
+
+    /// [`recorded`], and when `tail` is not zero a long tail: in the eighth interval a few
+    /// values `tail` times and one value 10 times `tail` times the usual lap.
+    fn recorded_with_tail(
+        dir: &std::path::Path,
+        mode: &str,
+        rate: f64,
+        hot: &str,
+        hot_share: u64,
+        tail: f64,
+    ) {
         use benchtop_sessions::meta::{HostInfo, WorkloadInfo};
         use benchtop_sessions::{Kind, SessionMeta, SessionWriter, Status};
         let params =
@@ -580,6 +705,10 @@ pub(crate) mod tests {
             let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
             h.record_n((1e11 / rate * wobble) as u64, 95).unwrap();
             h.record_n((4e11 / rate * wobble) as u64, 5).unwrap();
+            if tail > 0.0 && i == 7 {
+                h.record_n((1e11 / rate * tail) as u64, 3).unwrap();
+                h.record((1e12 / rate * tail) as u64).unwrap();
+            }
             w.append_latency("lap", f64::from(i) * 0.2, 0.2, &h)
                 .unwrap();
         }
@@ -608,6 +737,40 @@ pub(crate) mod tests {
         opts.parts = true;
         let comparison = benchtop_sessions::compare::compare(&a, &b, &opts);
         State::with_comparison(a, b, comparison, true)
+    }
+
+    #[test]
+    fn open_a_b_keeps_both_sides_tails_on_screen() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        recorded_with_tail(&a, "tell", 1.2e6, "AskActor::poll", 10, 60.0);
+        recorded_with_tail(&b, "ask", 0.8e6, "AskActor::poll", 60, 90.0);
+        let (a, b) = (
+            benchtop_sessions::Session::load(&a).unwrap(),
+            benchtop_sessions::Session::load(&b).unwrap(),
+        );
+        let comparison = benchtop_sessions::compare::compare(&a, &b, &Default::default());
+        let mut s = State::with_comparison(a, b, comparison, true);
+        let now = Instant::now();
+        // At 160x48 the bars show under the figures; smaller, only the percentiles do
+        // until `2` and `e` give the latency the screen.
+        let mut screens = vec![(160, 48, render(&s, now, 160, 48))];
+        s.update(AppEvent::Key(Key::Char('2')), now);
+        s.update(AppEvent::Key(Key::Char('e')), now);
+        screens.push((80, 24, render(&s, now, 80, 24)));
+        screens.push((100, 30, render(&s, now, 100, 30)));
+        for (w, h, text) in screens {
+            // A's p99.9 is 5.00 ms and max 50.0 ms, B's 11.3 ms and 113 ms: the bins
+            // from 3.16, 10.0, 31.6 and 100 ms.
+            for bin in ["3.16 ms", "10.0 ms", "31.6 ms", "100 ms"] {
+                assert!(
+                    text.contains(bin),
+                    "{w}x{h}: the bin {bin} is not drawn:\n{text}"
+                );
+            }
+            assert!(text.contains("⋮"), "{w}x{h}: no elision said:\n{text}");
+            insta::assert_snapshot!(format!("open_a_b_with_long_tails_{w}x{h}"), text);
+        }
     }
 
     #[test]

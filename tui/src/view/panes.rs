@@ -12,9 +12,10 @@ use ratatui::widgets::{Paragraph, Widget};
 
 use super::accent;
 use super::chart::{Unit, render_series};
-use super::scale;
+use super::{fit, scale};
 use crate::state::State;
 use crate::state::live::{Latency, LatencySummary};
+use crate::state::timeline::Part;
 
 /// Throughput over the time window: a chart from zero with its axes (a program that
 /// names no throughput: its process tree's CPU).
@@ -90,8 +91,10 @@ pub fn latency(state: &State, area: Rect, buf: &mut Buffer) {
     // The percentile table beside the bars when both fit; else the bars alone, their
     // markers saying where the percentiles fall (`e` maximizes the pane for the table).
     let with_table = area.width >= table_width + MIN_BARS_WIDTH;
-    let [bars, table] = Layout::horizontal([
+    // A column apart, so a bar's markers never run into the table.
+    let [bars, _, table] = Layout::horizontal([
         Constraint::Min(0),
+        Constraint::Length(u16::from(with_table)),
         Constraint::Length(if with_table { table_width } else { 0 }),
     ])
     .areas(area);
@@ -101,9 +104,17 @@ pub fn latency(state: &State, area: Rect, buf: &mut Buffer) {
     }
     let baseline = state.live.baseline.as_ref().map(|b| b.latency);
     let mut lines = vec![Line::from(Span::styled(
-        match baseline {
-            Some(_) => "      run     last    base",
-            None => "      run     last",
+        {
+            // The first column is what the pane shows: the run, or the part of it picked
+            // on the timeline.
+            let shown = match state.live.timeline.selected {
+                None => "run",
+                Some(Part::Range(..)) => "range",
+                Some(Part::Slow) => "slow",
+                Some(Part::Rest) => "others",
+            };
+            let base = if baseline.is_some() { "    base" } else { "" };
+            format!("{shown:>9}     last{base}")
         },
         Style::new().add_modifier(Modifier::BOLD),
     ))];
@@ -124,7 +135,7 @@ pub fn latency(state: &State, area: Rect, buf: &mut Buffer) {
         human_count(latency.last.count as f64)
     )));
     lines.push(Line::from(Span::styled(
-        "as recorded (closed loop)",
+        "closed-loop figures",
         Style::new().add_modifier(Modifier::DIM),
     )));
     Paragraph::new(lines).render(table, buf);
@@ -135,27 +146,30 @@ const MIN_BARS_WIDTH: u16 = 30;
 
 /// The latency histogram's bars: one line per bin, labelled by the bin's range, its
 /// length on a log scale of count (so that the tail shows), the percentiles that fall in
-/// it marked after it; as many consecutive bins as fit, those holding the most values.
+/// it marked after it. When the bins do not all fit, those holding p50, max, p99.9 and
+/// p99 are drawn first ([`scale::bins_to_draw`]), so the tail is always on screen; a `⋮`
+/// before a bin's bar says bins were left out before it, and the title says how many.
 fn latency_bars(state: &State, latency: &Latency, area: Rect, buf: &mut Buffer) {
     let rows = usize::from(area.height.saturating_sub(1));
     let bins = &latency.bins;
-    let start = if bins.len() > rows {
-        // The window of `rows` bins with the most values.
-        (0..=bins.len() - rows)
-            .max_by_key(|&i| bins[i..i + rows].iter().map(|b| b.count).sum::<u64>())
-            .unwrap_or(0)
-    } else {
-        0
-    };
-    let end = (start + rows).min(bins.len());
+    let run = &latency.run;
+    let must: Vec<usize> = [run.p50, run.max, run.p999, run.p99]
+        .into_iter()
+        .filter_map(|v| scale::bin_of(bins, v))
+        .collect();
+    let counts: Vec<u64> = bins.iter().map(|b| b.count).collect();
+    let drawn = scale::bins_to_draw(&counts, &must, rows);
+    let gaps = scale::left_out_before(&drawn);
+    let left_out = bins.len() - drawn.len();
     let percentiles: Vec<(&str, u64)> = PERCENTILES
         .iter()
-        .map(|&(name, get)| (name, get(&latency.run)))
+        .map(|&(name, get)| (name, get(run)))
         .collect();
-    let marks = scale::markers(bins, &percentiles);
-    let marks: Vec<String> = marks[start..end]
+    let all_marks = scale::markers(bins, &percentiles);
+    let marks: Vec<String> = drawn
         .iter()
-        .map(|m| {
+        .map(|&i| {
+            let m = &all_marks[i];
             if m.is_empty() {
                 String::new()
             } else {
@@ -163,53 +177,64 @@ fn latency_bars(state: &State, latency: &Latency, area: Rect, buf: &mut Buffer) 
             }
         })
         .collect();
-    let shown = &bins[start..end];
-    let most = shown.iter().map(|b| b.count).max().unwrap_or(1).max(1);
-    // The markers take at most half of what the labels leave, cut with `…` beyond it.
+    let most = drawn
+        .iter()
+        .map(|&i| bins[i].count)
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    // The markers take at most half of what the labels leave; past it they lose their
+    // middle, keeping the last percentile named.
     let room = usize::from(area.width).saturating_sub(scale::RANGE_LABEL_WIDTH + 1);
     let mark_width = marks
         .iter()
-        .map(|m| m.chars().count())
+        .map(|m| fit::width(m))
         .max()
         .unwrap_or(0)
         .min(room / 2);
-    let marks: Vec<String> = marks
-        .into_iter()
-        .map(|m| {
-            if m.chars().count() <= mark_width {
-                m
-            } else {
-                let cut: String = m.chars().take(mark_width.saturating_sub(1)).collect();
-                format!("{cut}…")
-            }
-        })
-        .collect();
     let bar_room = room.saturating_sub(mark_width).max(1);
     let dim = Style::new().add_modifier(Modifier::DIM);
-    let mut lines = vec![Line::from(vec![
-        Span::styled(
-            match state.live.timeline.selected {
-                Some(part) => format!(
-                    "{}, {}",
-                    Escaped(&latency.metric),
-                    state.live.timeline.label(part)
-                ),
-                None => format!("{}, whole run", Escaped(&latency.metric)),
-            },
-            Style::new().add_modifier(Modifier::BOLD),
+    let title = match state.live.timeline.selected {
+        Some(part) => format!(
+            "{}, {}",
+            Escaped(&latency.metric),
+            state.live.timeline.label(part)
         ),
-        Span::styled("  count, log scale", dim),
+        None => format!("{}, whole run", Escaped(&latency.metric)),
+    };
+    let notes = if left_out > 0 {
+        [
+            format!("  ⋮ {left_out} bins left out"),
+            format!("  ⋮ {left_out} left out"),
+        ]
+    } else {
+        ["  count, log scale".to_owned(), String::new()]
+    };
+    // The note that fits beside the title, else none: never one cut in a word.
+    let room_for_note = usize::from(area.width).saturating_sub(fit::width(&title));
+    let note = notes
+        .into_iter()
+        .find(|n| fit::width(n) <= room_for_note)
+        .unwrap_or_default();
+    let mut lines = vec![Line::from(vec![
+        Span::styled(title, Style::new().add_modifier(Modifier::BOLD)),
+        Span::styled(note, dim),
     ])];
-    for (bin, mark) in shown.iter().zip(&marks) {
+    for ((&i, mark), &gap) in drawn.iter().zip(&marks).zip(&gaps) {
+        let bin = bins[i];
         let len = scale::log_bar_len(bin.count, most, bar_room);
         lines.push(Line::from(vec![
             Span::raw(format!(
-                "{:>width$} ",
+                "{:>width$}",
                 scale::range_label(bin.low, bin.high),
                 width = scale::RANGE_LABEL_WIDTH
             )),
+            Span::styled(if gap > 0 { "⋮" } else { " " }, dim),
             Span::styled("█".repeat(len), accent(state, Color::Blue)),
-            Span::styled(mark.clone(), accent(state, Color::Yellow)),
+            Span::styled(
+                fit::fit(mark, mark_width).into_owned(),
+                accent(state, Color::Yellow),
+            ),
         ]));
     }
     Paragraph::new(lines).render(area, buf);

@@ -81,6 +81,61 @@ pub fn markers<'a>(bins: &[LatencyBin], percentiles: &[(&'a str, u64)]) -> Vec<V
     marks
 }
 
+/// The bins of a histogram to draw in `rows` rows: every bin when they fit; else the
+/// bins of `must` (indices, the most important first: the ones that hold the
+/// percentiles a reader looks for), as many as fit, and in the rows left the non-empty
+/// bins that close gaps of one bin between them, then the fullest. In ascending order; a bin
+/// whose predecessor is not drawn is where bins were left out (see [`left_out_before`]).
+pub fn bins_to_draw(counts: &[u64], must: &[usize], rows: usize) -> Vec<usize> {
+    let n = counts.len();
+    if n <= rows {
+        return (0..n).collect();
+    }
+    let mut shown = vec![false; n];
+    let mut left = rows;
+    for &i in must {
+        if left == 0 {
+            break;
+        }
+        if i < n && !shown[i] {
+            shown[i] = true;
+            left -= 1;
+        }
+    }
+    // Close gaps of one bin first (an elision costs as much to read as the bin), then
+    // add the fullest bins; an empty bin is not worth a row.
+    while left > 0 {
+        let gap = (1..n.saturating_sub(1))
+            .find(|&i| !shown[i] && counts[i] > 0 && shown[i - 1] && shown[i + 1]);
+        let next = gap.or_else(|| {
+            (0..n)
+                .filter(|&i| !shown[i] && counts[i] > 0)
+                .max_by_key(|&i| (counts[i], std::cmp::Reverse(i)))
+        });
+        let Some(i) = next else { break };
+        shown[i] = true;
+        left -= 1;
+    }
+    (0..n).filter(|&i| shown[i]).collect()
+}
+
+/// How many bins were left out just before each of `drawn` (ascending indices), so a row
+/// can say so.
+pub fn left_out_before(drawn: &[usize]) -> Vec<usize> {
+    let mut prev = None;
+    drawn
+        .iter()
+        .map(|&i| {
+            let gap = match prev {
+                Some(p) => i - p - 1,
+                None => i,
+            };
+            prev = Some(i);
+            gap
+        })
+        .collect()
+}
+
 /// The top of a y axis from zero that holds `max`: 1, 2, 2.5 or 5 times a power of ten, the
 /// smallest at or above it (1 for nothing to show).
 pub fn nice_ceiling(max: f64) -> f64 {
@@ -165,6 +220,41 @@ fn seconds(s: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn all_bins_are_drawn_when_they_fit() {
+        assert_eq!(bins_to_draw(&[1, 2, 3], &[2], 3), [0, 1, 2]);
+        // Short of rows, an empty bin is left out rather than drawn.
+        assert_eq!(bins_to_draw(&[5, 0, 3, 1], &[0, 3], 3), [0, 2, 3]);
+        assert_eq!(bins_to_draw(&[5, 0, 0, 1], &[0, 3], 3), [0, 3]);
+        assert_eq!(left_out_before(&[0, 1, 2]), [0, 0, 0]);
+    }
+
+    #[test]
+    fn a_long_tail_keeps_the_bins_of_its_percentiles_and_says_what_it_left_out() {
+        // p50 in bin 1, p99 in 5, p99.9 in 8, max in 9; four rows.
+        let counts = [10, 500, 300, 90, 20, 8, 3, 1, 1, 1];
+        let drawn = bins_to_draw(&counts, &[1, 9, 8, 5], 4);
+        assert_eq!(drawn, [1, 5, 8, 9]);
+        assert_eq!(left_out_before(&drawn), [1, 3, 2, 0]);
+        // Six rows: no gap of one bin to close; the fullest bins next.
+        let drawn = bins_to_draw(&counts, &[1, 9, 8, 5], 6);
+        assert_eq!(drawn, [1, 2, 3, 5, 8, 9]);
+        // A gap of one bin closes first.
+        let drawn = bins_to_draw(&counts, &[1, 9, 8, 6], 5);
+        assert_eq!(drawn, [1, 6, 7, 8, 9]);
+        let drawn = bins_to_draw(&counts, &[1, 9, 7, 5], 5);
+        assert_eq!(drawn, [1, 5, 6, 7, 9]);
+    }
+
+    #[test]
+    fn fewer_rows_than_percentiles_keep_the_most_important_first() {
+        let counts = [10, 500, 300, 90, 20, 8, 3, 1, 1, 1];
+        assert_eq!(bins_to_draw(&counts, &[1, 9, 8, 5], 2), [1, 9]);
+        assert_eq!(bins_to_draw(&counts, &[1, 9, 8, 5], 0), Vec::<usize>::new());
+        // The same bin named twice takes one row.
+        assert_eq!(bins_to_draw(&counts, &[9, 9, 8], 2), [8, 9]);
+    }
 
     fn bin(low: u64, high: u64, count: u64) -> LatencyBin {
         LatencyBin { low, high, count }

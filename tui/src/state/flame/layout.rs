@@ -1,11 +1,15 @@
 //! Laying the zoomed subtree out as rows of boxes, folding chains of single-child frames
 //! into one box each.
 //!
-//! A frame is a link of a chain when it calls one frame wide enough to draw and
-//! everything else under it (its self weight, its other callees) is too narrow to draw:
-//! the icicle would show it as a column of boxes of one width. [`MIN_FOLD`] or more links
-//! in a row become one box (`… 37 frames: lang_start → block_on`), whose callee is drawn
-//! on the next row; Enter unfolds it.
+//! A frame is a link of a chain when one callee carries it on and what it does on the
+//! side is too little to read at a glance: the callee holds at least half of it, and its
+//! self weight and each other callee weigh less than [`FOLD_SIDE`] of the zoomed node
+//! (and less than a quarter of that callee). The icicle would show such frames as a
+//! column of boxes of nearly one width, pushing the first fork of a real profile (whose
+//! plumbing calls allocators, timers and the scheduler a little at every level) below
+//! the pane. [`MIN_FOLD`] or more links in a row become one box (`… 37 frames:
+//! lang_start → block_on`), whose callees are the last link's, drawn on the next row;
+//! Enter unfolds it, and with it what the links did on the side.
 
 use benchtop_sessions::{NodeId, StackTree};
 
@@ -29,6 +33,17 @@ pub const MAX_DEPTH: usize = 128;
 
 /// The fewest links of a chain that fold into one box: two rows would save only one.
 pub const MIN_FOLD: u32 = 3;
+
+/// What a link of a chain may do on the side, as a fraction of the zoomed node's total:
+/// each part of it (its self weight, each callee but the one that carries it on) must
+/// weigh less.
+///
+/// A 20th is two columns of the flame pane at 80×24, too narrow for a name. Chosen with
+/// the ring as recorded (`tests/data/flame/ring-cpu.folded.gz`): its runtime's plumbing
+/// spends up to 2.3 % beside the hot path at a level, and at a 20th the first fork
+/// (the actor's `handle` and its mailbox's `poll_recv`, about a quarter each) is on the
+/// third row instead of the fourteenth.
+pub const FOLD_SIDE: f64 = 1.0 / 20.0;
 
 /// One laid-out box: a node of the tree on one row of the icicle, or a folded chain of
 /// nodes from `node` down to `last`.
@@ -68,6 +83,17 @@ impl FlameState {
         self.zoom_total() as f64 * MIN_BOX_WIDTH
     }
 
+    /// The weight a link's side work stays under ([`FOLD_SIDE`]).
+    pub(super) fn fold_side(&self) -> f64 {
+        self.zoom_total() as f64 * FOLD_SIDE
+    }
+
+    /// The callee that carries `node` on, when `node` is a link of a chain.
+    pub(super) fn chain_child(&self, node: NodeId) -> Option<NodeId> {
+        self.view
+            .chain_child(node, self.min_weight(), self.fold_side())
+    }
+
     /// Marks the links of the unfolded chains, from their first nodes.
     pub(super) fn mark_unfolded(&mut self) {
         self.unfolded.clear();
@@ -75,10 +101,9 @@ impl FlameState {
             return;
         }
         self.unfolded.resize(self.view.node_count(), false);
-        let min_weight = self.min_weight();
-        for &first in &self.expanded {
-            let mut n = first;
-            while let Some(next) = self.view.only_child(n, min_weight) {
+        for i in 0..self.expanded.len() {
+            let mut n = self.expanded[i];
+            while let Some(next) = self.chain_child(n) {
                 if std::mem::replace(&mut self.unfolded[n.0 as usize], true) {
                     break;
                 }
@@ -122,6 +147,7 @@ impl FlameState {
                 tree_total: view.total_weight(),
                 zoom_total: zoom_total as f64,
                 min_weight: zoom_total as f64 * MIN_BOX_WIDTH,
+                side: zoom_total as f64 * FOLD_SIDE,
                 fold: *fold,
                 unfolded,
                 max_abs_delta: 0.0,
@@ -204,6 +230,7 @@ struct Lay<'a> {
     tree_total: u64,
     zoom_total: f64,
     min_weight: f64,
+    side: f64,
     fold: bool,
     unfolded: &'a [bool],
     max_abs_delta: f64,
@@ -281,7 +308,7 @@ impl Lay<'_> {
         let mut links = 0u32;
         let mut n = first;
         while !self.unfolded.get(n.0 as usize).copied().unwrap_or(false) {
-            let Some(next) = self.view.only_child(n, self.min_weight) else {
+            let Some(next) = self.view.chain_child(n, self.min_weight, self.side) else {
                 break;
             };
             links += 1;

@@ -42,7 +42,7 @@ use benchtop_sessions::{FrameId, NodeId, StackTree};
 
 pub use category::Category;
 use diff::Baseline;
-pub use layout::{FlameBox, MAX_DEPTH, MIN_BOX_WIDTH, MIN_FOLD};
+pub use layout::{FOLD_SIDE, FlameBox, MAX_DEPTH, MIN_BOX_WIDTH, MIN_FOLD};
 use search::Search;
 use tree::{HidePatterns, Named, ViewTree, path_to, resolve};
 pub use unit::FlameUnit;

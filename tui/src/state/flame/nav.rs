@@ -328,9 +328,8 @@ impl FlameState {
             }
             best.map(|(i, _)| (0, i))
         });
-        let min_weight = self.min_weight();
         while let Some(b) = self.selected_box() {
-            let link = b.is_fold() || self.view.only_child(b.last, min_weight).is_some();
+            let link = b.is_fold() || self.chain_child(b.last).is_some();
             if !link || !self.select_child() {
                 break;
             }

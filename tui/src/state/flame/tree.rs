@@ -473,26 +473,28 @@ impl ViewTree {
         self.merged
     }
 
-    /// The one child of `id` at least `min_weight` heavy, when everything else under it
-    /// (its self weight and its other children) weighs less than `min_weight`: `id` is
-    /// then a link of a chain that a flamegraph draws as boxes of one width.
-    pub fn only_child(&self, id: NodeId, min_weight: f64) -> Option<NodeId> {
-        let mut found = None;
-        for &c in self.children(id) {
-            if self.node(c).total_weight as f64 >= min_weight {
-                if found.is_some() {
-                    return None;
-                }
-                found = Some(c);
-            }
-        }
-        let child = found?;
-        let rest = self.node(id).total_weight
-            - self
-                .node(child)
-                .total_weight
-                .min(self.node(id).total_weight);
-        ((rest as f64) < min_weight).then_some(child)
+    /// The callee that carries `id` on when `id` is a link of a chain: its widest child,
+    /// when that child is at least `min_weight` heavy (wide enough to lay out) and holds
+    /// at least half of `id`, and each other part of `id` (its self weight, each other
+    /// child) weighs less than `side` and less than a quarter of that child. A chain of
+    /// links is plumbing on the way to the work: what it does on the side is too little
+    /// to read at a glance, and Enter unfolds it.
+    pub fn chain_child(&self, id: NodeId, min_weight: f64, side: f64) -> Option<NodeId> {
+        let node = self.node(id);
+        let children = self.children(id);
+        let &child = children
+            .iter()
+            .max_by_key(|&&c| (self.node(c).total_weight, std::cmp::Reverse(c.0)))?;
+        let weight = self.node(child).total_weight;
+        let limit = side.min(weight as f64 / 4.0);
+        let carries = weight as f64 >= min_weight && weight.saturating_mul(2) >= node.total_weight;
+        let small = |w: u64| (w as f64) < limit;
+        let side_small = small(node.self_weight)
+            && children
+                .iter()
+                .filter(|&&c| c != child)
+                .all(|&c| small(self.node(c).total_weight));
+        (carries && side_small).then_some(child)
     }
 }
 

@@ -16,10 +16,20 @@ pub(super) const NEUTRAL: Color = Color::Rgb(225, 225, 225);
 /// Background of a folded chain of frames.
 pub(super) const FOLD_BG: Color = Color::Rgb(200, 200, 200);
 
-/// The legend: the colors of the categories, or in differential mode the scale of the
-/// changes and the noise floor. False when there is none to draw (no color and no
-/// differences).
-pub(super) fn draw_legend(state: &FlameState, line: Rect, buf: &mut Buffer, color: bool) -> bool {
+/// Whether a legend line is drawn: with color, or without it in differential mode.
+pub(super) fn has_legend(state: &FlameState, color: bool) -> bool {
+    color || state.differential_active()
+}
+
+/// The legend: the colors of the categories `present` on screen, or in differential mode
+/// the scale of the changes and the noise floor.
+pub(super) fn draw_legend(
+    state: &FlameState,
+    line: Rect,
+    buf: &mut Buffer,
+    color: bool,
+    present: &[Category],
+) {
     // Groups of parts drawn whole or not at all: a legend cut in a word says less than a
     // shorter one.
     let mut groups: Vec<Vec<(String, Style)>> = Vec::new();
@@ -47,7 +57,8 @@ pub(super) fn draw_legend(state: &FlameState, line: Rect, buf: &mut Buffer, colo
             )]);
         }
         (false, true) => {
-            for (i, category) in Category::LEGEND.into_iter().enumerate() {
+            let shown = Category::LEGEND.into_iter().filter(|c| present.contains(c));
+            for (i, category) in shown.enumerate() {
                 let gap = if i == 0 { "" } else { " " };
                 groups.push(vec![
                     (format!("{gap}■"), Style::new().fg(category_base(category))),
@@ -55,7 +66,7 @@ pub(super) fn draw_legend(state: &FlameState, line: Rect, buf: &mut Buffer, colo
                 ]);
             }
         }
-        (false, false) => return false,
+        (false, false) => return,
     }
     let mut x = line.x;
     for group in groups {
@@ -72,34 +83,99 @@ pub(super) fn draw_legend(state: &FlameState, line: Rect, buf: &mut Buffer, colo
             x += w as u16;
         }
     }
-    true
 }
+
+/// A category's hue (degrees), saturation and lightness (0 to 1).
+fn category_hsl(category: Category) -> (f64, f64, f64) {
+    match category {
+        Category::Ours => (18.0, 0.80, 0.60),
+        Category::Crates => (44.0, 0.75, 0.58),
+        Category::Std => (213.0, 0.62, 0.66),
+        Category::Tokio => (267.0, 0.55, 0.68),
+        Category::Libc => (128.0, 0.38, 0.60),
+        Category::Kernel => (177.0, 0.38, 0.54),
+        Category::Process => (0.0, 0.0, 0.69),
+        Category::Unknown => (0.0, 0.0, 0.59),
+    }
+}
+
+/// How far a module's hue may stray from its category's, either way (degrees): less
+/// than half the 26° between the nearest two categories (ours and crates), so a box's
+/// category still reads from its color.
+pub(super) const HUE_SPREAD: f64 = 10.0;
+
+/// How much darker every other box of a run of touching boxes is drawn.
+pub(super) const NEIGHBOUR_DARKER: f64 = 0.12;
 
 /// The color of a category, as the legend shows it.
 pub(super) fn category_base(category: Category) -> Color {
-    let (r, g, b) = match category {
-        Category::Ours => (236, 112, 60),
-        Category::Crates => (226, 180, 70),
-        Category::Std => (110, 160, 220),
-        Category::Tokio => (165, 125, 215),
-        Category::Libc => (110, 185, 120),
-        Category::Kernel => (90, 180, 175),
-        Category::Process => (175, 175, 175),
-        Category::Unknown => (150, 150, 150),
-    };
-    Color::Rgb(r, g, b)
+    let (h, s, l) = category_hsl(category);
+    hsl(h, s, l)
 }
 
-/// A box's color: its category's, a little lighter or darker by a stable hash of its
-/// name, so that neighbours of one category stay apart and a frame keeps its color across
-/// refreshes and runs.
-pub(super) fn category_color(category: Category, name: &str) -> Color {
-    let Color::Rgb(r, g, b) = category_base(category) else {
-        return Color::Reset;
+/// A box's color: its category's hue turned a little by its module (the crate and the
+/// module after it: `tokio::runtime`, `core::ptr`; a C or kernel function by its name),
+/// so that frames of one package share a hue and frames of two packages differ; darker
+/// when `darker` (every other one of touching boxes), so that neighbours stay apart. A
+/// frame keeps its color across refreshes and runs.
+pub(super) fn category_color(category: Category, name: &str, darker: bool) -> Color {
+    let (h, s, l) = category_hsl(category);
+    let spread = 2 * HUE_SPREAD as u64 + 1;
+    let turn = (fnv1a(module(name).as_bytes()) % spread) as f64 - HUE_SPREAD;
+    let l = if darker { l - NEIGHBOUR_DARKER } else { l };
+    hsl(h + turn, s, l)
+}
+
+/// The package a frame's name is from: its first two `::` segments (after a `<` or `&`
+/// that opens a trait method's name), or the whole name when it has no path.
+fn module(name: &str) -> &str {
+    let name = name.trim_start_matches(['<', '&']);
+    let mut ends = name.match_indices("::").map(|(i, _)| i);
+    match (ends.next(), ends.next()) {
+        (Some(_), Some(second)) => &name[..second],
+        (Some(first), None) => &name[..first],
+        _ => name,
+    }
+}
+
+/// The RGB color of hue `h` (degrees, any), saturation `s` and lightness `l` (0 to 1).
+fn hsl(h: f64, s: f64, l: f64) -> Color {
+    let h = h.rem_euclid(360.0) / 60.0;
+    let c = (1.0 - (2.0 * l - 1.0).abs()) * s;
+    let x = c * (1.0 - (h % 2.0 - 1.0).abs());
+    let (r, g, b) = match h as u8 {
+        0 => (c, x, 0.0),
+        1 => (x, c, 0.0),
+        2 => (0.0, c, x),
+        3 => (0.0, x, c),
+        4 => (x, 0.0, c),
+        _ => (c, 0.0, x),
     };
-    let shift = (fnv1a(name.as_bytes()) % 25) as i16 - 12;
-    let at = |c: u8| (i16::from(c) + shift).clamp(0, 255) as u8;
+    let m = l - c / 2.0;
+    let at = |v: f64| ((v + m) * 255.0).round().clamp(0.0, 255.0) as u8;
     Color::Rgb(at(r), at(g), at(b))
+}
+
+/// The hue of `color` in degrees, for tests.
+#[cfg(test)]
+pub(super) fn hue(color: Color) -> f64 {
+    let Color::Rgb(r, g, b) = color else {
+        return 0.0;
+    };
+    let (r, g, b) = (f64::from(r), f64::from(g), f64::from(b));
+    let max = r.max(g).max(b);
+    let d = max - r.min(g).min(b);
+    if d == 0.0 {
+        return 0.0;
+    }
+    let h = if max == r {
+        ((g - b) / d).rem_euclid(6.0)
+    } else if max == g {
+        (b - r) / d + 2.0
+    } else {
+        (r - g) / d + 4.0
+    };
+    h * 60.0
 }
 
 /// Red for a grown share, blue for a shrunk one, as deep as [`saturation`] says (in
