@@ -49,6 +49,7 @@ fuzz_target!(|data: &[u8]| {
                 opts.max_stack_nodes = 6;
                 opts.max_frames = 4;
                 opts.max_interval_bytes = 4096;
+                opts.max_row_bytes = 4096;
             }
             let limit = u16::from_le_bytes([data[7], data[8]]);
             if limit != u16::MAX {

@@ -49,6 +49,46 @@ pub const MAX_TAGS: usize = 1_000;
 /// interval of a crafted log can hold 55,296 buckets in a line of 152 bytes; past the
 /// budget the rest of the log is counted, not decoded, and dropped with a warning.
 pub const MAX_INTERVAL_BYTES: usize = 160 << 20;
+/// Bytes a command holds for timeseries.jsonl's rows, counted value by value as they are
+/// parsed (`timeseries::row_held_bytes`: a per-core figure 8 bytes, a counter, rate or
+/// latency metric its entry and name, a top thread its names), shared as
+/// [`MAX_INTERVAL_BYTES`] is: 96 MiB. The synthetic hour of benches/session_load.py
+/// (36,000 rows of 100 ms) holds 31 MiB, so three fit; an hour at 100 ms on a 64-core
+/// machine (64 per-core figures, five top threads a row) 68 MiB, and at the default 1 s
+/// a tenth of it. A crafted row of 4 million per-core zeros holds 32 MB in a line of 8
+/// MB. A row past what is left of the budget and the rows after it are counted, not
+/// decoded, and dropped with a warning; the file's own bytes are read beside them.
+pub const MAX_ROW_BYTES: usize = 96 << 20;
+
+/// What a loaded session holds of the budgets a command's sessions share, bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Held {
+    /// latency.hlog's intervals ([`MAX_INTERVAL_BYTES`]).
+    pub interval_bytes: usize,
+    /// timeseries.jsonl's rows ([`MAX_ROW_BYTES`]).
+    pub row_bytes: usize,
+}
+
+impl Held {
+    /// `interval_bytes` of latency intervals and `row_bytes` of rows.
+    pub fn new(interval_bytes: usize, row_bytes: usize) -> Self {
+        Held {
+            interval_bytes,
+            row_bytes,
+        }
+    }
+}
+
+impl std::ops::Add for Held {
+    type Output = Held;
+    fn add(self, other: Held) -> Held {
+        Held::new(
+            self.interval_bytes.saturating_add(other.interval_bytes),
+            self.row_bytes.saturating_add(other.row_bytes),
+        )
+    }
+}
 
 /// The environment variable that overrides the size limit of every file kind, in bytes.
 pub const MAX_FILE_BYTES_ENV: &str = "BENCHTOP_MAX_FILE_BYTES";
@@ -123,6 +163,8 @@ pub struct LoadOptions {
     pub max_tags: usize,
     /// See [`MAX_INTERVAL_BYTES`].
     pub max_interval_bytes: usize,
+    /// See [`MAX_ROW_BYTES`].
+    pub max_row_bytes: usize,
 }
 
 impl Default for LoadOptions {
@@ -136,6 +178,7 @@ impl Default for LoadOptions {
             max_params: MAX_PARAMS,
             max_tags: MAX_TAGS,
             max_interval_bytes: MAX_INTERVAL_BYTES,
+            max_row_bytes: MAX_ROW_BYTES,
         }
     }
 }
@@ -164,6 +207,17 @@ impl LoadOptions {
             max_stacks: self.max_stacks,
             max_nodes: self.max_stack_nodes,
             max_frames: self.max_frames,
+        }
+    }
+
+    /// These limits less what a session loaded before by the same command holds
+    /// (`compare A B`, `open A B`): the budgets shared by a command's sessions
+    /// ([`MAX_INTERVAL_BYTES`], [`MAX_ROW_BYTES`]) are what the first left.
+    pub fn after(&self, held: Held) -> LoadOptions {
+        LoadOptions {
+            max_interval_bytes: self.max_interval_bytes.saturating_sub(held.interval_bytes),
+            max_row_bytes: self.max_row_bytes.saturating_sub(held.row_bytes),
+            ..self.clone()
         }
     }
 

@@ -2,8 +2,12 @@
 //! monitors saw ([`ThreadSummary`]; its file, threads.csv, is the session store's): the
 //! data the resource monitors record.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
 
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// One interval of a run: the workload's counters and latencies, and the monitors.
@@ -17,13 +21,13 @@ pub struct TimeseriesRow {
     #[serde(deserialize_with = "f64_or_nan")]
     pub interval_s: f64,
     /// Cumulative workload counters.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "counted_map")]
     pub counters: BTreeMap<String, u64>,
     /// Counter rates over the interval, per second.
     #[serde(default, deserialize_with = "f64_map_or_nan")]
     pub rates: BTreeMap<String, f64>,
     /// Latency percentiles of the interval, per histogram metric.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "counted_map")]
     pub latency: BTreeMap<String, Percentiles>,
     /// Resource monitors of the worker's process tree at the end of the interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -40,7 +44,11 @@ pub struct TimeseriesRow {
     /// The threads of the worker's tree that used the most CPU in the interval, busiest
     /// first (a few at most; every thread of the run is in threads.csv). Empty when not
     /// recorded.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "counted_threads"
+    )]
     pub top_threads: Vec<ThreadCpu>,
 }
 
@@ -262,19 +270,196 @@ pub fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
-/// [`f64_or_nan`] for the items of a list.
-fn f64_vec_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
-    let list = Vec::<Option<f64>>::deserialize(d)?;
-    Ok(list.into_iter().map(|v| v.unwrap_or(f64::NAN)).collect())
+/// What a loader holds of a row, bytes, as [`parse_row_within`] counts it value by value:
+/// the row itself, 8 bytes a per-core figure, each entry of its maps (a B-tree node holds
+/// its entries about half full after in-order inserts: twice the entry, and the name's
+/// allocation) and each top thread with its names.
+pub fn row_held_bytes(row: &TimeseriesRow) -> usize {
+    let names = |map_entry: usize, keys: &mut dyn Iterator<Item = &String>| {
+        keys.map(|k| map_entry.saturating_add(heap_bytes(k.capacity())))
+            .fold(0usize, usize::saturating_add)
+    };
+    ROW_BYTES
+        .saturating_add(
+            row.cpu_percent_per_core
+                .len()
+                .saturating_mul(PER_CORE_BYTES),
+        )
+        .saturating_add(names(entry_bytes::<u64>(), &mut row.counters.keys()))
+        .saturating_add(names(entry_bytes::<f64>(), &mut row.rates.keys()))
+        .saturating_add(names(entry_bytes::<Percentiles>(), &mut row.latency.keys()))
+        .saturating_add(
+            row.top_threads
+                .iter()
+                .map(thread_bytes)
+                .fold(0usize, usize::saturating_add),
+        )
 }
 
-/// [`f64_or_nan`] for the values of a map.
+/// A row's fixed part.
+const ROW_BYTES: usize = std::mem::size_of::<TimeseriesRow>();
+/// One per-core figure.
+const PER_CORE_BYTES: usize = std::mem::size_of::<f64>();
+
+/// A map entry of value `V`, besides its name's allocation.
+const fn entry_bytes<V>() -> usize {
+    2 * std::mem::size_of::<(String, V)>()
+}
+
+/// What an allocation of `len` bytes takes from the allocator: rounded to 16, with its
+/// header; nothing for an empty string.
+fn heap_bytes(len: usize) -> usize {
+    if len == 0 {
+        0
+    } else {
+        len.saturating_add(15) / 16 * 16 + 16
+    }
+}
+
+fn thread_bytes(t: &ThreadCpu) -> usize {
+    std::mem::size_of::<ThreadCpu>()
+        .saturating_add(heap_bytes(t.process.capacity()))
+        .saturating_add(heap_bytes(t.thread.capacity()))
+}
+
+/// One row of timeseries.jsonl parsed within a budget of held bytes.
+#[derive(Debug)]
+pub enum RowWithin {
+    /// The row, and what it holds ([`row_held_bytes`]).
+    Row(Box<TimeseriesRow>, usize),
+    /// The row holds more than the budget: parsing stopped there, and nothing of it is
+    /// kept.
+    OverBudget,
+}
+
+/// Parses one JSON row, counting what it holds ([`row_held_bytes`]) value by value as the
+/// values are read, and stops at the first value past `budget` bytes: a crafted row of
+/// millions of figures costs at most the budget, however long its line. The errors are
+/// serde_json's for a line that is not a row.
+pub fn parse_row_within(line: &[u8], budget: usize) -> Result<RowWithin, serde_json::Error> {
+    let outer = LEFT.replace(Left::Bytes(budget));
+    let parsed = charge(ROW_BYTES).and_then(|()| serde_json::from_slice::<TimeseriesRow>(line));
+    let left = LEFT.replace(outer);
+    match (parsed, left) {
+        (_, Left::Spent) => Ok(RowWithin::OverBudget),
+        (Ok(row), Left::Bytes(left)) => Ok(RowWithin::Row(Box::new(row), budget - left)),
+        (Ok(row), Left::Unbounded) => {
+            let held = row_held_bytes(&row);
+            Ok(RowWithin::Row(Box::new(row), held))
+        }
+        (Err(e), _) => Err(e),
+    }
+}
+
+/// What the row being parsed on this thread may still hold ([`parse_row_within`]); rows
+/// parsed otherwise (the recorder's own, the protocol's) are not counted.
+#[derive(Debug, Clone, Copy)]
+enum Left {
+    Unbounded,
+    Bytes(usize),
+    Spent,
+}
+
+thread_local! {
+    static LEFT: Cell<Left> = const { Cell::new(Left::Unbounded) };
+}
+
+/// Takes `bytes` from the budget of the row being parsed; past it, an error that ends the
+/// parse (told apart from a malformed row by [`Left::Spent`]).
+fn charge<E: de::Error>(bytes: usize) -> Result<(), E> {
+    match LEFT.get() {
+        Left::Unbounded => Ok(()),
+        Left::Bytes(left) if bytes <= left => {
+            LEFT.set(Left::Bytes(left - bytes));
+            Ok(())
+        }
+        Left::Bytes(_) | Left::Spent => {
+            LEFT.set(Left::Spent);
+            Err(E::custom("the row holds more than the loader's budget"))
+        }
+    }
+}
+
+/// [`f64_or_nan`] for the items of a list, each counted as it is read.
+fn f64_vec_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    struct Figures;
+    impl<'de> Visitor<'de> for Figures {
+        type Value = Vec<f64>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a list of numbers")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<f64>, A::Error> {
+            let mut list = Vec::new();
+            while let Some(v) = seq.next_element::<Option<f64>>()? {
+                charge(PER_CORE_BYTES)?;
+                list.push(v.unwrap_or(f64::NAN));
+            }
+            // What was counted is what is held.
+            list.shrink_to_fit();
+            Ok(list)
+        }
+    }
+    d.deserialize_seq(Figures)
+}
+
+/// A map of names, each entry counted as it is read.
+fn counted_map<'de, D, V>(d: D) -> Result<BTreeMap<String, V>, D::Error>
+where
+    D: Deserializer<'de>,
+    V: Deserialize<'de>,
+{
+    d.deserialize_map(CountedMap(PhantomData, |v| v))
+}
+
+/// [`f64_or_nan`] for the values of a map, each entry counted as it is read.
 fn f64_map_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, f64>, D::Error> {
-    let map = BTreeMap::<String, Option<f64>>::deserialize(d)?;
-    Ok(map
-        .into_iter()
-        .map(|(k, v)| (k, v.unwrap_or(f64::NAN)))
-        .collect())
+    d.deserialize_map(CountedMap(PhantomData, |v: Option<f64>| {
+        v.unwrap_or(f64::NAN)
+    }))
+}
+
+/// Reads a map of `W` into one of `V` through its function, counting each entry.
+struct CountedMap<W, F>(PhantomData<W>, F);
+
+impl<'de, W, V, F> Visitor<'de> for CountedMap<W, F>
+where
+    W: Deserialize<'de>,
+    F: Fn(W) -> V,
+{
+    type Value = BTreeMap<String, V>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a map of names")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = BTreeMap::new();
+        while let Some(name) = map.next_key::<String>()? {
+            charge(entry_bytes::<V>().saturating_add(heap_bytes(name.capacity())))?;
+            let value = map.next_value::<W>()?;
+            out.insert(name, (self.1)(value));
+        }
+        Ok(out)
+    }
+}
+
+/// The top threads, each counted with its names as it is read.
+fn counted_threads<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ThreadCpu>, D::Error> {
+    struct Threads;
+    impl<'de> Visitor<'de> for Threads {
+        type Value = Vec<ThreadCpu>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a list of threads")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<ThreadCpu>, A::Error> {
+            let mut list = Vec::new();
+            while let Some(t) = seq.next_element::<ThreadCpu>()? {
+                charge(thread_bytes(&t))?;
+                list.push(t);
+            }
+            list.shrink_to_fit();
+            Ok(list)
+        }
+    }
+    d.deserialize_seq(Threads)
 }
 
 /// The counters a built-in worker's counting allocator adds to every tick, as the report
@@ -306,6 +491,80 @@ mod tests {
         assert_eq!(back.t_s, 1.0);
         assert!(back.interval_s.is_nan());
         assert!(back.rates["ops"].is_nan());
+    }
+
+    /// A row with a value of every kind a row holds.
+    fn full_row() -> TimeseriesRow {
+        let mut row = TimeseriesRow {
+            t_s: 1.0,
+            interval_s: 1.0,
+            cpu_percent_per_core: vec![12.5, f64::NAN, 3.0],
+            top_threads: vec![
+                ThreadCpu::new(1, 2, "kvstore", "kvstore-worker-1", 99.0),
+                ThreadCpu::new(1, 3, "kvstore", "", 9.0),
+            ],
+            resources: Some(Resources::default()),
+            ..TimeseriesRow::default()
+        };
+        row.counters.insert("ops".into(), 10);
+        row.counters.insert("a-much-longer-counter-name".into(), 1);
+        row.rates.insert("ops".into(), 10.0);
+        row.latency.insert("rtt".into(), Percentiles::default());
+        row
+    }
+
+    #[test]
+    fn a_row_is_counted_as_parsed_what_it_holds_once_parsed() {
+        let json = serde_json::to_vec(&full_row()).unwrap();
+        let RowWithin::Row(row, held) = parse_row_within(&json, usize::MAX).unwrap() else {
+            panic!("over an unbounded budget");
+        };
+        assert_eq!(held, row_held_bytes(&row));
+        assert_eq!(row.counters, full_row().counters);
+        assert!(row.cpu_percent_per_core[1].is_nan());
+        // At the edge: exactly what it holds is enough, a byte less is not.
+        assert!(matches!(
+            parse_row_within(&json, held).unwrap(),
+            RowWithin::Row(_, h) if h == held
+        ));
+        assert!(matches!(
+            parse_row_within(&json, held - 1).unwrap(),
+            RowWithin::OverBudget
+        ));
+        // Outside a budgeted parse, nothing is counted, and nothing is left over from one.
+        let back: TimeseriesRow = serde_json::from_slice(&json).unwrap();
+        assert_eq!(back.top_threads, row.top_threads);
+    }
+
+    #[test]
+    fn a_row_of_millions_of_figures_stops_at_the_budget_and_bad_rows_stay_errors() {
+        let mut line = br#"{"t_s":1,"interval_s":1,"cpu_percent_per_core":["#.to_vec();
+        line.extend(std::iter::repeat_n(&b"0,"[..], 1_000_000).flatten());
+        line.extend_from_slice(b"0]}");
+        assert!(matches!(
+            parse_row_within(&line, 1 << 20).unwrap(),
+            RowWithin::OverBudget
+        ));
+        assert!(matches!(
+            parse_row_within(&line, 16 << 20).unwrap(),
+            RowWithin::Row(row, _) if row.cpu_percent_per_core.len() == 1_000_001
+        ));
+        // Thousands of counters, each costing its entry and name.
+        let counters: Vec<String> = (0..20_000).map(|i| format!("\"c{i}\":{i}")).collect();
+        let line = format!(
+            r#"{{"t_s":1,"interval_s":1,"counters":{{{}}}}}"#,
+            counters.join(",")
+        );
+        let RowWithin::Row(_, held) = parse_row_within(line.as_bytes(), usize::MAX).unwrap() else {
+            panic!("over an unbounded budget");
+        };
+        assert!(held > 20_000 * 64, "{held}");
+        assert!(matches!(
+            parse_row_within(line.as_bytes(), held / 2).unwrap(),
+            RowWithin::OverBudget
+        ));
+        assert!(parse_row_within(b"{oops}", 1 << 20).is_err());
+        assert!(parse_row_within(br#"{"t_s":"x","interval_s":1}"#, 1 << 20).is_err());
     }
 
     #[test]

@@ -66,6 +66,7 @@ pub mod meta;
 pub mod plot;
 pub mod pprof;
 pub mod range;
+mod rows;
 pub mod series;
 pub mod store;
 pub mod summary;

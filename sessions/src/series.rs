@@ -274,19 +274,21 @@ impl Recorded {
     }
 
     /// Loads `dir` as [`Recorded::load`] does, with what a first session, loaded before
-    /// it by the same command (`compare A B`, `open A B`) and holding `held` bytes of
-    /// latency ([`Recorded::latency_held_bytes`]), left of the latency budget
-    /// ([`crate::limits::MAX_INTERVAL_BYTES`]): the two hold at most the budget between
-    /// them.
-    pub fn load_after(dir: &Path, held: usize) -> Result<Recorded, SessionError> {
-        let mut opts = crate::limits::LoadOptions::from_env()?;
-        opts.max_interval_bytes = opts.max_interval_bytes.saturating_sub(held);
+    /// it by the same command (`compare A B`, `open A B`) and holding `held`
+    /// ([`Recorded::held`]), left of the budgets a command's sessions share
+    /// ([`crate::limits::MAX_INTERVAL_BYTES`], [`crate::limits::MAX_ROW_BYTES`]): the two
+    /// hold at most each budget between them.
+    pub fn load_after(dir: &Path, held: crate::limits::Held) -> Result<Recorded, SessionError> {
+        let opts = crate::limits::LoadOptions::from_env()?.after(held);
         Recorded::load_with(dir, &opts)
     }
 
-    /// The bytes its sessions' latency intervals hold ([`Session::latency_held_bytes`]).
-    pub fn latency_held_bytes(&self) -> usize {
-        self.runs().iter().map(|s| s.latency_held_bytes()).sum()
+    /// What its sessions hold of the shared budgets ([`Session::held`]).
+    pub fn held(&self) -> crate::limits::Held {
+        self.runs()
+            .iter()
+            .map(|s| s.held())
+            .fold(crate::limits::Held::default(), |a, b| a + b)
     }
 
     /// The sessions to judge: the session, or the series' measured runs.

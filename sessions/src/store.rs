@@ -14,6 +14,8 @@ use crate::hlog::{self, HlogInterval, HlogWriter};
 use crate::intervals::{STACKS_FILE, StacksChunk};
 use crate::limits::{FileKind, LoadOptions, read_bounded};
 use crate::meta::Failure;
+pub use crate::rows::{AllocTotals, RowSummary};
+use crate::rows::{parse_rows, rows_held_bytes};
 use crate::sparse::SparseHistogram;
 use crate::threads_csv::{parse_threads_csv, threads_to_csv};
 use crate::{
@@ -678,7 +680,7 @@ impl Session {
             Some(bytes) => parse_rows(
                 bytes,
                 &dir.join(TIMESERIES_FILE),
-                opts.max_intervals,
+                opts,
                 keep_rows,
                 &mut warnings,
             )?,
@@ -783,6 +785,18 @@ impl Session {
     /// command (`compare A B`, `open A B`) has left of the budget is the budget less this.
     pub fn latency_held_bytes(&self) -> usize {
         self.latency.iter().map(HlogInterval::held_bytes).sum()
+    }
+
+    /// The memory its rows hold, bytes, as the rows' budget counts it
+    /// ([`crate::limits::MAX_ROW_BYTES`]).
+    pub fn rows_held_bytes(&self) -> usize {
+        rows_held_bytes(&self.rows, self.rows.capacity())
+    }
+
+    /// What it holds of the budgets a command's sessions share: a second session loaded
+    /// by the same command is loaded with [`LoadOptions::after`] this.
+    pub fn held(&self) -> crate::limits::Held {
+        crate::limits::Held::new(self.latency_held_bytes(), self.rows_held_bytes())
     }
 
     /// From started_at to ended_at, or to the end of the last row when the run never ended.
@@ -925,8 +939,6 @@ fn parse_meta(bytes: &[u8], path: &Path) -> Result<SessionMeta, SessionError> {
     }
 }
 
-/// timeseries.jsonl. Blank lines are skipped; an unterminated last line that does not parse
-/// is what a killed recorder leaves: dropped with a warning.
 /// latency.hlog as one interval per tag, each the total of the tag's intervals, merged as
 /// they are read ([`Session::load_summary`]): memory holds one total per tag, however many
 /// intervals the log has. What cannot be merged is said in `warnings`, as
@@ -984,154 +996,9 @@ fn merge_hlog(
         .collect())
 }
 
-/// With `keep` false, each row is folded into the summary and dropped.
-fn parse_rows(
-    bytes: &[u8],
-    path: &Path,
-    max_rows: usize,
-    keep: bool,
-    warnings: &mut Vec<String>,
-) -> Result<(Vec<TimeseriesRow>, RowSummary), SessionError> {
-    let mut rows = Vec::new();
-    let mut summary = RowSummary::default();
-    for (i, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
-        if line.trim_ascii().is_empty() {
-            continue;
-        }
-        if summary.rows >= max_rows {
-            let left = bytes[..]
-                .split_inclusive(|&b| b == b'\n')
-                .skip(i)
-                .filter(|l| !l.trim_ascii().is_empty())
-                .count();
-            warnings.push(format!(
-                "{}: more than {max_rows} intervals; {left} rows from line {} on were dropped",
-                path.display(),
-                i + 1
-            ));
-            break;
-        }
-        match serde_json::from_slice::<TimeseriesRow>(line) {
-            Ok(row) => {
-                summary.add(&row);
-                if keep {
-                    rows.push(row);
-                }
-            }
-            Err(e) if !line.ends_with(b"\n") => warnings.push(format!(
-                "{}: line {} is incomplete ({}); the recorder was cut off while writing it, \
-                 so it was dropped",
-                path.display(),
-                i + 1,
-                json_reason(&e, 0)
-            )),
-            Err(e) => {
-                return Err(SessionError::Corrupt {
-                    path: path.into(),
-                    reason: json_reason(&e, i + 1),
-                });
-            }
-        }
-    }
-    Ok((rows, summary))
-}
-
-/// What `show` prints of timeseries.jsonl: the peaks over its rows and the totals of the
-/// last row that has them ([`Session::row_summary`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-#[non_exhaustive]
-pub struct RowSummary {
-    /// Rows read.
-    pub rows: usize,
-    /// The largest `peak_rss_bytes` or `rss_bytes` of any row.
-    pub peak_rss_bytes: Option<u64>,
-    /// The most threads of any row.
-    pub max_threads: Option<u32>,
-    /// The most processes of any row.
-    pub max_processes: Option<u32>,
-    /// The context switches of the last row that has them.
-    pub ctx_switches_total: Option<crate::ContextSwitches>,
-    /// The I/O of the last row that has it.
-    pub io_total: Option<crate::IoCounters>,
-    /// The CPU time of the last row that has a finite one, seconds.
-    pub cpu_time_s: Option<f64>,
-    /// `t_s` of the last row.
-    pub last_t_s: Option<f64>,
-    /// The largest `live_bytes` counter of any row (a built-in worker's counting
-    /// allocator; docs/protocol.md, "Allocation counters").
-    pub peak_live_bytes: Option<u64>,
-    /// The allocation counters of the last row that has them.
-    pub alloc_total: Option<AllocTotals>,
-}
-
-/// A built-in worker's allocation counters at one row: cumulative since it began
-/// counting, and its live bytes then.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
-#[non_exhaustive]
-pub struct AllocTotals {
-    /// Bytes allocated.
-    pub alloc_bytes: u64,
-    /// Allocation calls.
-    pub allocs: u64,
-    /// Bytes live at that row.
-    pub live_bytes: u64,
-    /// `t_s` of that row.
-    pub t_s: f64,
-}
-
-impl RowSummary {
-    /// The summary of `rows`, in file order.
-    pub fn of(rows: &[TimeseriesRow]) -> Self {
-        let mut summary = RowSummary::default();
-        for row in rows {
-            summary.add(row);
-        }
-        summary
-    }
-
-    /// Folds `row` in, as the next row of the file.
-    pub fn add(&mut self, row: &TimeseriesRow) {
-        self.rows += 1;
-        self.last_t_s = Some(row.t_s);
-        let counter = |name: &str| row.counters.get(name).copied();
-        if let (Some(alloc_bytes), Some(allocs), Some(live_bytes)) = (
-            counter("alloc_bytes"),
-            counter("allocs"),
-            counter("live_bytes"),
-        ) {
-            self.peak_live_bytes = Some(self.peak_live_bytes.unwrap_or(0).max(live_bytes));
-            self.alloc_total = Some(AllocTotals {
-                alloc_bytes,
-                allocs,
-                live_bytes,
-                t_s: row.t_s,
-            });
-        }
-        let Some(r) = &row.resources else {
-            return;
-        };
-        let peak = r.peak_rss_bytes.max(r.rss_bytes);
-        self.peak_rss_bytes = Some(self.peak_rss_bytes.map_or(peak, |p| p.max(peak)));
-        self.max_threads = Some(self.max_threads.map_or(r.threads, |t| t.max(r.threads)));
-        self.max_processes = Some(
-            self.max_processes
-                .map_or(r.processes, |p| p.max(r.processes)),
-        );
-        if r.ctx_switches_total.is_some() {
-            self.ctx_switches_total = r.ctx_switches_total;
-        }
-        if r.io_total.is_some() {
-            self.io_total = r.io_total;
-        }
-        if r.cpu_time_s.is_finite() {
-            self.cpu_time_s = Some(r.cpu_time_s);
-        }
-    }
-}
-
 /// serde_json's message with the position as `line N, column C: …`, the line being `line`
 /// (0 leaves it out).
-fn json_reason(e: &serde_json::Error, line: usize) -> String {
+pub(crate) fn json_reason(e: &serde_json::Error, line: usize) -> String {
     let text = e.to_string();
     let message = text
         .rsplit_once(" at line ")
@@ -1262,21 +1129,6 @@ mod tests {
         m.started_at = "yesterday".into();
         let err = SessionWriter::create(dir.path(), m).unwrap_err();
         assert!(matches!(err, SessionError::InvalidMeta { .. }), "{err}");
-    }
-
-    #[test]
-    fn json_errors_name_the_line_of_the_file() {
-        let mut warnings = Vec::new();
-        let err = parse_rows(
-            b"{\"t_s\":1,\"interval_s\":1}\n{oops}\n",
-            Path::new("ts"),
-            10,
-            true,
-            &mut warnings,
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(err.starts_with("ts: corrupt: line 2, column 2: "), "{err}");
     }
 
     #[test]

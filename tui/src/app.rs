@@ -231,8 +231,8 @@ pub fn open(args: &OpenArgs) -> Result<ExitCode> {
 /// The screen of `benchtop open A [B]`: a session (or a series) as its run ended, or two
 /// side by side, judged with `threshold`.
 fn opened_state(a: &Path, b: Option<&Path>, threshold: f64, color: bool) -> Result<State> {
-    // B gets what A left of the latency budget: the two hold at most the budget.
-    let load = |dir: &Path, which: &str, held: usize| {
+    // B gets what A left of the latency and rows budgets: the two hold at most each.
+    let load = |dir: &Path, which: &str, held: benchtop_sessions::limits::Held| {
         benchtop_sessions::series::Recorded::load_after(dir, held).with_context(|| {
             format!(
                 "cannot open session {which}({})",
@@ -240,8 +240,8 @@ fn opened_state(a: &Path, b: Option<&Path>, threshold: f64, color: bool) -> Resu
             )
         })
     };
-    let a = load(a, if b.is_some() { "A " } else { "" }, 0)?;
-    let held = a.latency_held_bytes();
+    let a = load(a, if b.is_some() { "A " } else { "" }, Default::default())?;
+    let held = a.held();
     let b = b.map(|b| load(b, "B ", held)).transpose()?;
     Ok(match b {
         Some(b) => {

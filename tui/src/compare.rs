@@ -10,7 +10,7 @@ use benchtop_sessions::dir::DirHandle;
 use benchtop_sessions::escape::Escaped;
 use benchtop_sessions::flame::write_differential_svg;
 use benchtop_sessions::intervals::IntervalStacks;
-use benchtop_sessions::limits::LoadOptions;
+use benchtop_sessions::limits::{Held, LoadOptions};
 use benchtop_sessions::names::short_names;
 use benchtop_sessions::range::{
     Between, RangeSpec, SlowRows, SlowThreshold, restrict, run_length_ns,
@@ -54,8 +54,8 @@ struct Movers {
 /// drawn is a note, never a failure: the table and the JSON are written whatever happens
 /// to a flamegraph.
 pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
-    // B gets what A left of the latency budget: the two hold at most the budget.
-    let load = |dir: &Path, which: &str, held: usize| {
+    // B gets what A left of the latency and rows budgets: the two hold at most each.
+    let load = |dir: &Path, which: &str, held: Held| {
         let recorded = Recorded::load_after(dir, held);
         let recorded = recorded.with_context(|| {
             format!(
@@ -202,12 +202,12 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
 /// `--range-b`, `--slow`), each made a session of its own from the per-interval stacks.
 fn parts(
     args: &CompareArgs,
-    load: impl Fn(&Path, &str, usize) -> Result<Recorded>,
+    load: impl Fn(&Path, &str, Held) -> Result<Recorded>,
 ) -> Result<(Recorded, Recorded)> {
     let b_dir = args.b.as_deref().unwrap_or(&args.a);
     if !args.slow && args.range_a.is_none() && args.range_b.is_none() {
-        let a = load(&args.a, "A", 0)?;
-        let b = load(b_dir, "B", a.latency_held_bytes())?;
+        let a = load(&args.a, "A", Held::default())?;
+        let b = load(b_dir, "B", a.held())?;
         return Ok((a, b));
     }
     let session = |dir: &Path, which: &str, held| -> Result<(Session, Option<IntervalStacks>)> {
@@ -227,7 +227,7 @@ fn parts(
         }
         Ok((*session, stacks))
     };
-    let (a, stacks_a) = session(&args.a, "A", 0)?;
+    let (a, stacks_a) = session(&args.a, "A", Held::default())?;
     if args.slow {
         let threshold = args.above.unwrap_or(SlowThreshold::RunP99);
         let (slow, metric, limit) = SlowRows::split(&a, args.metric.as_deref(), threshold)
@@ -252,7 +252,7 @@ fn parts(
     let other = if same {
         None
     } else {
-        Some(session(b_dir, "B", a.latency_held_bytes())?)
+        Some(session(b_dir, "B", a.held())?)
     };
     let (b, stacks_b) = match &other {
         Some((b, stacks)) => (b, stacks.as_ref()),

@@ -8,9 +8,10 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use benchtop_sessions::limits::{LoadOptions, MAX_PARAMS, MAX_TAGS};
+use benchtop_sessions::limits::{LoadOptions, MAX_PARAMS, MAX_ROW_BYTES, MAX_TAGS};
 use benchtop_sessions::meta::FailureKind;
-use benchtop_sessions::{Kind, Session, SessionError, SessionWriter, StackTree, Status};
+use benchtop_sessions::timeseries::row_held_bytes;
+use benchtop_sessions::{Kind, Session, SessionError, SessionWriter, StackTree, Status, ThreadCpu};
 
 use crate::{histogram, meta, row};
 
@@ -410,7 +411,7 @@ fn interval_buckets_past_the_byte_budget_are_dropped_with_a_warning() {
     let mut opts = LoadOptions::default();
     opts.max_interval_bytes = per_interval * 8;
     let first = Session::load_with(&dir, &opts).unwrap();
-    opts.max_interval_bytes -= first.latency_held_bytes();
+    opts = opts.after(first.held());
     let second = Session::load_with(&dir, &opts).unwrap();
     assert_eq!((first.latency.len(), second.latency.len()), (6, 2));
 }
@@ -431,6 +432,86 @@ fn two_hours_of_real_latency_fit_the_budget_with_room() {
     assert!(
         hour * 3 <= benchtop_sessions::limits::MAX_INTERVAL_BYTES,
         "an hour holds {hour} bytes"
+    );
+}
+
+#[test]
+fn rows_past_their_budget_are_dropped_with_a_warning_and_the_budget_is_shared() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    let mut w = SessionWriter::create(&dir, meta("x")).unwrap();
+    let h = histogram(&[1_000]);
+    for i in 0..6 {
+        // Rows of one shape: 64 per-core figures besides the counters of `row`.
+        let mut r = row(f64::from(i) + 1.0, 1, 1, 1);
+        r.cpu_percent_per_core = vec![50.0; 64];
+        w.append_row(&r).unwrap();
+        w.append_latency("rtt", f64::from(i), 1.0, &h).unwrap();
+    }
+    w.finish(Status::Complete, "2024-05-01T12:00:06Z".into())
+        .unwrap();
+    let whole = Session::load(&dir).unwrap();
+    assert_eq!(whole.rows.len(), 6);
+    assert!(whole.warnings.is_empty(), "{:?}", whole.warnings);
+    let per_row = row_held_bytes(&whole.rows[0]);
+    assert!(per_row > 64 * 8, "{per_row}");
+    // At the edge: four rows' worth holds four (and their list no more); a byte less,
+    // three. What else the session recorded is all there.
+    let mut opts = LoadOptions::default();
+    opts.max_row_bytes = per_row * 4;
+    let s = Session::load_with(&dir, &opts).unwrap();
+    assert_eq!((s.rows.len(), s.latency.len()), (4, 6));
+    assert_eq!(s.rows_held_bytes(), per_row * 4);
+    let text = s.warnings.join("\n");
+    assert!(
+        text.contains(&format!(
+            "timeseries.jsonl: its rows pass the budget of {} bytes (held: 4 rows, 268 \
+             figures); 2 rows from line 5 on were dropped",
+            per_row * 4
+        )),
+        "{text}"
+    );
+    opts.max_row_bytes = per_row * 4 - 1;
+    let s = Session::load_with(&dir, &opts).unwrap();
+    assert_eq!(s.rows.len(), 3);
+    assert!(s.rows_held_bytes() <= opts.max_row_bytes);
+    assert!(
+        s.warnings.join("\n").contains("3 rows from line 4 on"),
+        "{:?}",
+        s.warnings
+    );
+    // What one session held, a second loaded by the same command does not get; the
+    // summary load holds no row, so each row on its own meets the budget.
+    opts.max_row_bytes = per_row * 8;
+    let first = Session::load_with(&dir, &opts).unwrap();
+    let second = Session::load_with(&dir, &opts.after(first.held())).unwrap();
+    assert_eq!((first.rows.len(), second.rows.len()), (6, 1));
+    assert!(first.rows_held_bytes() + second.rows_held_bytes() <= opts.max_row_bytes);
+    let show = Session::load_summary(&dir).unwrap();
+    assert_eq!(show.row_summary.rows, 6);
+}
+
+#[test]
+fn three_synthetic_hours_of_rows_fit_the_budget_and_one_of_a_64_core_machine() {
+    // The synthetic hour's rows (the session_load bench's: 36,000 rows of 100 ms), and
+    // the same with the per-core figures and top threads of a 64-core machine.
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    let mut synthetic = benchtop_sessions::synthetic::SyntheticSession::default();
+    synthetic.intervals = 360;
+    synthetic.write(&dir).unwrap();
+    let s = Session::load(&dir).unwrap();
+    assert_eq!(s.rows.len(), 360);
+    let hour = s.rows_held_bytes() * 100;
+    let mut wide = s.rows[0].clone();
+    wide.cpu_percent_per_core = vec![12.5; 64];
+    wide.top_threads = (0..5)
+        .map(|i| ThreadCpu::new(7, 7 + i, "kvstore", format!("kvstore-w{i}"), 99.0))
+        .collect();
+    let wide_hour = row_held_bytes(&wide) * 36_000;
+    assert!(
+        hour * 3 <= MAX_ROW_BYTES && wide_hour * 5 / 4 <= MAX_ROW_BYTES,
+        "an hour holds {hour} bytes; on 64 cores {wide_hour}"
     );
 }
 

@@ -164,3 +164,115 @@ fn folded_files_of_millions_of_distinct_frames_are_cut_at_their_budget() {
         }
     }
 }
+
+/// Replaces the rows of the session in `dir` by what it recorded followed by `rows`
+/// rows, each a JSON object of `t_s`, `interval_s` and `field` set to `value(i)`.
+fn hostile_rows(dir: &Path, rows: usize, field: &str, value: impl Fn(usize) -> String) {
+    use std::io::Write as _;
+    let path = dir.join("timeseries.jsonl");
+    let recorded = fs::read(&path).unwrap();
+    let mut out = std::io::BufWriter::new(fs::File::create(&path).unwrap());
+    out.write_all(&recorded).unwrap();
+    for i in 0..rows {
+        let t = 10.0 + i as f64;
+        write!(out, r#"{{"t_s":{t},"interval_s":1.0,"{field}":"#).unwrap();
+        out.write_all(value(i).as_bytes()).unwrap();
+        out.write_all(b"}\n").unwrap();
+    }
+    out.flush().unwrap();
+}
+
+/// A list of `n` zeros.
+fn zeros(n: usize) -> String {
+    let mut list = String::with_capacity(2 * n + 2);
+    list.push('[');
+    for i in 0..n {
+        list.push_str(if i == 0 { "0" } else { ",0" });
+    }
+    list.push(']');
+    list
+}
+
+/// A map of `n` counters, `counter_number_00000` on, each at `row`.
+fn counters(n: usize, row: usize) -> String {
+    let mut map = String::with_capacity(28 * n + 2);
+    map.push('{');
+    for i in 0..n {
+        let _ = write!(
+            map,
+            "{}\"counter_number_{i:05}\":{row}",
+            if i == 0 { "" } else { "," }
+        );
+    }
+    map.push('}');
+    map
+}
+
+/// Asserts what a cut `compare` kept of what the sessions recorded beside their rows:
+/// the stacks' hot frame and the latency's metric.
+fn assert_recorded_kept(what: &str, out: &Path, r: &Run) {
+    let diff = fs::read_to_string(out.join("diff-cpu.folded")).unwrap();
+    assert!(diff.contains("hot"), "{what}: {diff}");
+    assert!(r.stdout.contains("lap"), "{what}: {}", r.stdout);
+    fs::remove_dir_all(out).unwrap();
+}
+
+#[test]
+fn rows_of_millions_of_values_are_cut_at_a_budget_shared_by_both_sessions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("base");
+    session(&base, "tell", 1e6, "hot", 10);
+    // 12 rows of 4 million per-core zeros (96 MB), and 200 rows of 20,000 counters
+    // (about 100 MB), after the rows each session recorded.
+    let (cores, cores_b) = (tmp.path().join("tscores"), tmp.path().join("tscores-b"));
+    for dir in [&cores, &cores_b] {
+        session(dir, "tell", 1e6, "hot", 10);
+        let row = zeros(4_000_000);
+        hostile_rows(dir, 12, "cpu_percent_per_core", |_| row.clone());
+    }
+    let (wide, wide_b) = (
+        tmp.path().join("tscounters"),
+        tmp.path().join("tscounters-b"),
+    );
+    for dir in [&wide, &wide_b] {
+        session(dir, "tell", 1e6, "hot", 10);
+        hostile_rows(dir, 200, "counters", |i| counters(20_000, i));
+    }
+    assert!(fs::metadata(cores.join("timeseries.jsonl")).unwrap().len() > 90 << 20);
+    assert!(fs::metadata(wide.join("timeseries.jsonl")).unwrap().len() > 90 << 20);
+    let out = tmp.path().join("out");
+    // `show` holds no row: each on its own is within the budget, nothing is cut.
+    for dir in [&cores, &wide] {
+        let r = limited(show(dir));
+        assert_bounded("show", &r);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        assert!(r.stdout.contains("hot"), "{}", r.stdout);
+    }
+    for (what, command) in [
+        ("compare base tscores", compare(&base, &cores, &out, &[])),
+        (
+            "compare tscores tscores-b",
+            compare(&cores, &cores_b, &out, &[]),
+        ),
+        ("open tscores tscores-b", open(&[&cores, &cores_b])),
+        ("compare base tscounters", compare(&base, &wide, &out, &[])),
+        (
+            "compare tscounters tscounters-b",
+            compare(&wide, &wide_b, &out, &[]),
+        ),
+        ("open tscounters tscounters-b", open(&[&wide, &wide_b])),
+    ] {
+        let r = limited(command);
+        assert_cut(what, &r, "timeseries.jsonl");
+        if what.starts_with("compare") {
+            // The rows past the budget are said: from which line, how many.
+            assert!(
+                r.stderr.contains("its rows pass the budget of ")
+                    && r.stderr.contains("rows from line"),
+                "{what}: {}",
+                r.stderr
+            );
+            assert_recorded_kept(what, &out, &r);
+        }
+    }
+}
