@@ -45,4 +45,5 @@ pub use kinds::{Kind, KindSet, KindSpec};
 pub use stacks::{Children, FoldedLimits, FrameId, NodeId, StackTree};
 pub use timeseries::{
     ContextSwitches, IoCounters, Percentiles, Resources, ThreadCpu, ThreadSummary, TimeseriesRow,
+    TreeCounts,
 };

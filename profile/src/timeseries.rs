@@ -141,6 +141,54 @@ pub struct Resources {
     /// the permission to trace the process) and are left out of `io_total`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub io_unreadable_processes: u32,
+    /// What the kernel counted for the whole tree so far, every thread and process the
+    /// run started included, however short it lived (perf counting events inherited by
+    /// each new thread and folded into the total as each exits); `None` where the kernel
+    /// refused them (the polled figures above stand alone) and in older sessions. With it,
+    /// `cpu_time_s` is its `cpu_time_s` and `cpu_percent` its interval's share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted_total: Option<TreeCounts>,
+    /// What the kernel counted within the interval (the growth of `counted_total`): the
+    /// rows' intervals add up to the last row's total.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted_interval: Option<TreeCounts>,
+}
+
+/// Figures of a whole process tree counted by the kernel rather than polled: what `perf
+/// stat` counts for a command and its descendants.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TreeCounts {
+    /// CPU time, user and system together, seconds (perf's `task-clock`).
+    #[serde(deserialize_with = "f64_or_nan")]
+    pub cpu_time_s: f64,
+    /// Context switches, voluntary and involuntary together (perf's `context-switches`);
+    /// `None` when they could not be counted (they need kernel events: root,
+    /// CAP_PERFMON or perf_event_paranoid <= 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_switches: Option<u64>,
+    /// Minor page faults (perf's `minor-faults`, `time -v`'s "Minor … page faults");
+    /// `None` when not counted, as for `context_switches`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minor_faults: Option<u64>,
+    /// Major page faults, those that read from storage (perf's `major-faults`); `None`
+    /// when not counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub major_faults: Option<u64>,
+}
+
+impl TreeCounts {
+    /// The growth from `before` to `self` (counts never go down; a figure missing from
+    /// either is missing from the growth).
+    pub fn since(&self, before: &TreeCounts) -> TreeCounts {
+        let diff = |a: Option<u64>, b: Option<u64>| Some(a?.saturating_sub(b?));
+        TreeCounts {
+            cpu_time_s: (self.cpu_time_s - before.cpu_time_s).max(0.0),
+            context_switches: diff(self.context_switches, before.context_switches),
+            minor_faults: diff(self.minor_faults, before.minor_faults),
+            major_faults: diff(self.major_faults, before.major_faults),
+        }
+    }
 }
 
 fn is_zero(n: &u32) -> bool {

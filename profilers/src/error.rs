@@ -47,6 +47,18 @@ pub enum ProfilerError {
         #[source]
         source: std::io::Error,
     },
+    /// A counting event of [`crate::counting::TreeCounters`] could not be opened for a
+    /// reason other than permissions or a thread that has exited.
+    #[error("perf_event_open of a `{event}` counter on thread {tid} failed: {source}")]
+    CountOpen {
+        /// The thread.
+        tid: u32,
+        /// The event or events.
+        event: &'static str,
+        /// The error; its `raw_os_error` is the errno.
+        #[source]
+        source: std::io::Error,
+    },
     /// [`crate::Sampler::check`]'s probe, a counting event on the calling thread, was
     /// refused for a reason other than permissions or a missing event.
     #[error("perf_event_open of a `{event}` counter on this thread failed: {source}")]

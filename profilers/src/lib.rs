@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 pub mod allocations;
+pub mod counting;
 mod error;
 pub mod host;
 mod ksyms;

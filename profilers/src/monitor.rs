@@ -540,6 +540,11 @@ impl TreeMonitor {
         all.into_iter().map(|(_, s)| s).collect()
     }
 
+    /// The thread ids of the tree's live threads at the last sample, in no order.
+    pub fn live_tids(&self) -> Vec<u32> {
+        self.threads.keys().copied().collect()
+    }
+
     /// Exited threads left out of [`TreeMonitor::threads_summary`] because it was full.
     pub fn threads_dropped(&self) -> u64 {
         self.exited_dropped

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant, SystemTime};
 
+use benchtop_profilers::counting::TreeCounters;
 use benchtop_profilers::monitor::TreeMonitor;
 use benchtop_profilers::sampler::{Sampler, monotonic_ns};
 use benchtop_profilers::{ProfilerError, host};
@@ -114,6 +115,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         sampler: None,
         allocs: None,
         monitor: None,
+        counters: None,
         save_pending: false,
         write_failure: None,
     };
@@ -256,6 +258,15 @@ pub(crate) struct RunData {
     pub(crate) next_row_at: Option<Instant>,
     /// The stream's drops last told, and when.
     pub(crate) stream_drops_told: (u64, Option<Instant>),
+    /// Rows written to timeseries.jsonl.
+    pub(crate) rows: u64,
+    /// The kernel's counts of the tree at the last row, and when they were read.
+    pub(crate) last_counts: Option<(benchtop_sessions::TreeCounts, Instant)>,
+    /// Why the tree's figures are polled rather than all counted; `None` when all are
+    /// counted (or nothing was monitored).
+    pub(crate) polled_reason: Option<String>,
+    /// The peak RSS of the last row with resources, for rows after the tree is gone.
+    pub(crate) last_peak_rss: u64,
 }
 
 impl RunData {
@@ -281,6 +292,10 @@ impl RunData {
             rows_since_threads: 0,
             next_row_at: None,
             stream_drops_told: (0, None),
+            rows: 0,
+            last_counts: None,
+            polled_reason: None,
+            last_peak_rss: 0,
         }
     }
 }
@@ -313,6 +328,9 @@ pub(crate) struct Run<'a> {
     /// The worker's sampled allocations, once it sent any.
     pub(crate) allocs: Option<benchtop_profilers::allocations::AllocProfile>,
     pub(crate) monitor: Option<TreeMonitor>,
+    /// The kernel's counts of the whole tree (CPU time, switches, faults), when it
+    /// allows them.
+    pub(crate) counters: Option<TreeCounters>,
     /// The live view asked for a save; it happens when the sampler's copy comes.
     pub(crate) save_pending: bool,
     /// The first write to the session that failed, for session.json's `failure`.
@@ -638,7 +656,9 @@ impl Run<'_> {
                 m.sampling.reason = Some("stack sampling off (--profile none)".into());
             });
         }
-        self.monitor = Some(TreeMonitor::new(pid));
+        let monitor = TreeMonitor::new(pid);
+        self.start_counting(pid, &monitor);
+        self.monitor = Some(monitor);
         // The worker counts its `t_ns` from the moment it reads `start`, a fraction of a
         // millisecond after this: the start of the sampler's report intervals.
         self.data.start_monotonic_ns = monotonic_ns();
@@ -684,6 +704,37 @@ impl Run<'_> {
             });
         }
         self.feed(Event::Started)
+    }
+
+    /// Counting events on the whole tree: on a command from its exec (the gate is not
+    /// counted), on a worker or an attached process on every thread it has now. Refused,
+    /// the monitors' polls stand alone and the session says why.
+    fn start_counting(&mut self, pid: u32, monitor: &TreeMonitor) {
+        let opened = match self.opts.target {
+            Target::Command => TreeCounters::open(&[pid], true),
+            Target::Worker | Target::Attach { .. } => {
+                let mut tids = monitor.live_tids();
+                if tids.is_empty() {
+                    tids.push(pid);
+                }
+                TreeCounters::open(&tids, false)
+            }
+        };
+        match opened {
+            Ok(mut counters) => {
+                self.data.polled_reason = counters.not_counted().map(str::to_owned);
+                // A command's events wait for its exec: they read 0 until then.
+                self.data.last_counts = counters.read().ok().map(|c| (c, Instant::now()));
+                self.counters = Some(counters);
+            }
+            Err(e) => {
+                self.data.polled_reason = Some(format!(
+                    "the tree's CPU time and context switches are polled every interval \
+                     (what starts and ends between two polls is missed) and page faults are \
+                     not recorded: {e}"
+                ));
+            }
+        }
     }
 
     /// A notice, to the live consumer (a progress line, the TUI).

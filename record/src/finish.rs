@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use benchtop_profilers::monitor::TreeMonitorOptions;
 use benchtop_protocol as protocol;
 use benchtop_sessions::Kind;
-use benchtop_sessions::meta::{Better, Figure};
+use benchtop_sessions::meta::{Better, Figure, ResourcesInfo};
 use benchtop_sessions::store::rfc3339;
 use benchtop_sessions::{SessionError, Status};
 use hdrhistogram::Histogram;
@@ -40,6 +40,12 @@ impl Run<'_> {
                 warnings.push(crate::leftover::Warning(&leftovers).to_string());
             }
         }
+        // After the reap: the exited tree's counts are final.
+        if let Err(e) = self.write_closing_row() {
+            warnings.push(format!(
+                "the row of the run's last moments was not written: {e}"
+            ));
+        }
         self.write_profile(&mut warnings);
         // After the sampler's: `sampling` is whole by then.
         self.write_allocs(&mut warnings);
@@ -56,6 +62,7 @@ impl Run<'_> {
         let lines = summary.as_ref().map(summary_lines).unwrap_or_default();
         let mut figures: Vec<Figure> = summary.map(|s| s.figures).unwrap_or_default();
         figures.extend(self.command_figures(status));
+        let resources = self.resources_info();
         // session.json is written once, by finish (or fail) below.
         self.writer.set_meta(|m| {
             m.worker.exit = exit.map(|e| e.to_string());
@@ -63,6 +70,7 @@ impl Run<'_> {
             m.worker.cpu_time_s = exit.filter(|_| !attached).map(|e| e.cpu_time_s);
             m.worker.peak_rss_bytes = exit.filter(|_| !attached).map(|e| e.peak_rss_bytes);
             m.summary = figures;
+            m.resources = resources;
             m.warnings.extend(warnings);
         });
         let mut all_warnings = self.writer.meta().warnings.clone();
@@ -119,8 +127,31 @@ impl Run<'_> {
                 "wall_time_s",
                 exited.saturating_duration_since(started).as_secs_f64(),
             ),
-            figure("cpu_time_s", exit.cpu_time_s),
+            // The kernel's count of the whole tree where it gave one, as the resources
+            // say; else wait4's (the command and the children it waited for).
+            figure(
+                "cpu_time_s",
+                self.data
+                    .last_counts
+                    .filter(|_| self.counters.is_some())
+                    .map_or(exit.cpu_time_s, |(c, _)| c.cpu_time_s),
+            ),
         ]
+    }
+
+    /// session.json's `resources`: whether the tree's figures were counted or polled,
+    /// and the kernel's counts of the whole run (the last row's totals).
+    fn resources_info(&self) -> Option<ResourcesInfo> {
+        self.monitor.as_ref()?;
+        let mut info = ResourcesInfo::default();
+        info.counted = self
+            .data
+            .last_counts
+            .filter(|_| self.counters.is_some())
+            .map(|(c, _)| c);
+        info.exact = info.counted.is_some() && self.data.polled_reason.is_none();
+        info.reason.clone_from(&self.data.polled_reason);
+        Some(info)
     }
 
     /// Why the run ended: the machine's ending, or the loop's failure (said as the

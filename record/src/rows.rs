@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use benchtop_sessions::Kind;
 use benchtop_sessions::intervals::StacksChunk;
-use benchtop_sessions::{Percentiles, TimeseriesRow};
+use benchtop_sessions::{Percentiles, Resources, TimeseriesRow};
 use hdrhistogram::Histogram;
 
 use crate::RecordError;
@@ -123,6 +123,7 @@ impl Run<'_> {
         }
         self.monitor_row(&mut row)?;
         self.writer.append_row(&row)?;
+        self.data.rows += 1;
         if let Some(stream) = &self.opts.stream {
             stream.row(&row, &streamed);
         }
@@ -160,6 +161,7 @@ impl Run<'_> {
         row.interval_s = t_s - self.data.last_t_ns as f64 / 1e9;
         self.monitor_row(&mut row)?;
         self.writer.append_row(&row)?;
+        self.data.rows += 1;
         if let Some(stream) = &self.opts.stream {
             stream.row(&row, &[]);
         }
@@ -325,17 +327,96 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// One last row once the target has exited, with what the kernel counted since the
+    /// row before (the target's last moments, its children's exits): the rows' intervals
+    /// then add up to the run's total. Written only when the counts moved, or when no row
+    /// was written at all (a command shorter than one interval).
+    pub(crate) fn write_closing_row(&mut self) -> Result<(), RecordError> {
+        let (Some(started), Some(counters)) = (self.data.started_at, &mut self.counters) else {
+            return Ok(());
+        };
+        let moved = match (counters.read(), &self.data.last_counts) {
+            (Ok(now), Some((before, _))) => now != *before,
+            _ => true,
+        };
+        if !moved && self.data.rows > 0 {
+            return Ok(());
+        }
+        let end = self.exited_at.unwrap_or_else(std::time::Instant::now);
+        let end_ns = u64::try_from(end.saturating_duration_since(started).as_nanos())
+            .unwrap_or(u64::MAX)
+            .max(self.data.last_t_ns);
+        let mut row = TimeseriesRow::default();
+        row.t_s = end_ns as f64 / 1e9;
+        row.interval_s = end_ns.saturating_sub(self.data.last_t_ns) as f64 / 1e9;
+        self.monitor_row(&mut row)?;
+        self.writer.append_row(&row)?;
+        self.data.rows += 1;
+        if let Some(stream) = &self.opts.stream {
+            stream.row(&row, &[]);
+        }
+        self.end_stacks_interval(end_ns)?;
+        self.publish(&row, Vec::new());
+        self.data.last_t_ns = end_ns;
+        Ok(())
+    }
+
+    /// The kernel's counts of the tree into the row's resources: the totals, the growth
+    /// since the last row, and the CPU figures taken from them. A row whose tree is gone
+    /// gets resources of its own (no process, no thread, the peak so far).
+    fn count_row(&mut self, row: &mut TimeseriesRow) {
+        let Some(counters) = &mut self.counters else {
+            return;
+        };
+        let now = std::time::Instant::now();
+        let total = match counters.read() {
+            Ok(total) => total,
+            Err(e) => {
+                // Not seen to happen: the figures from here on are the polls'.
+                self.counters = None;
+                self.data.polled_reason = Some(format!(
+                    "the kernel's counts of the tree could not be read, so CPU time and \
+                     context switches are polled from then on: {e}"
+                ));
+                return;
+            }
+        };
+        let (before, at) = self.data.last_counts.unwrap_or((
+            benchtop_sessions::TreeCounts::default(),
+            self.data.started_at.unwrap_or(now),
+        ));
+        let interval = total.since(&before);
+        self.data.last_counts = Some((total, now));
+        let peak = self.data.last_peak_rss;
+        let res = row.resources.get_or_insert_with(|| {
+            let mut r = Resources::default();
+            r.peak_rss_bytes = peak;
+            r
+        });
+        let wall = now.saturating_duration_since(at).as_secs_f64();
+        res.cpu_time_s = total.cpu_time_s;
+        res.cpu_percent = if wall > 0.0 {
+            100.0 * interval.cpu_time_s / wall
+        } else {
+            0.0
+        };
+        res.counted_total = Some(total);
+        res.counted_interval = Some(interval);
+    }
+
     /// The monitors' part of a row: the tree's resources, per-core CPU and busiest
-    /// threads. threads.csv is rewritten every [`THREADS_EVERY_ROWS`] rows, so a run cut
-    /// off keeps a recent table.
+    /// threads, with the kernel's counts where it gives them. threads.csv is rewritten
+    /// every [`THREADS_EVERY_ROWS`] rows, so a run cut off keeps a recent table.
     fn monitor_row(&mut self, row: &mut TimeseriesRow) -> Result<(), RecordError> {
         let Some(monitor) = &mut self.monitor else {
             return Ok(());
         };
-        // The tree is gone (the worker exited): the row goes without resources.
+        // The tree is gone (the worker exited): the row goes without the polled figures.
         if let Ok(sample) = monitor.sample() {
             sample.fill_row(row, TOP_THREADS);
+            self.data.last_peak_rss = sample.resources.peak_rss_bytes;
         }
+        self.count_row(row);
         self.data.rows_since_threads += 1;
         if self.data.rows_since_threads >= THREADS_EVERY_ROWS {
             self.data.rows_since_threads = 0;

@@ -87,6 +87,7 @@ pub use store::{
 };
 pub use timeseries::{
     ContextSwitches, IoCounters, Percentiles, Resources, ThreadCpu, ThreadSummary, TimeseriesRow,
+    TreeCounts,
 };
 
 /// Version of the session directory format this build writes and the newest it reads.

@@ -57,6 +57,26 @@ pub struct SessionMeta {
     /// arrived; absent when they were not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub otlp: Option<OtlpInfo>,
+    /// How the process tree's resources were measured, and what the kernel counted for
+    /// the whole run; absent in sessions recorded before they were counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourcesInfo>,
+}
+
+/// session.json's `resources`: whether the tree's CPU time, context switches and page
+/// faults were counted by the kernel for every thread and process the run started (at
+/// their exit, however short they lived) or only polled from /proc each interval.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ResourcesInfo {
+    /// Every one of them counted: CPU time, context switches and page faults.
+    pub exact: bool,
+    /// What the kernel counted over the whole run; `None` when nothing was (polled only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted: Option<crate::TreeCounts>,
+    /// Why some or all figures are polled; `None` when `exact`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// A run's OTLP stream as session.json records it: the options without the values of
@@ -109,6 +129,7 @@ impl SessionMeta {
             warnings: Vec::new(),
             phases: Vec::new(),
             otlp: None,
+            resources: None,
         }
     }
 }

@@ -164,6 +164,8 @@ pub struct RowSummary {
     pub io_total: Option<crate::IoCounters>,
     /// The CPU time of the last row that has a finite one, seconds.
     pub cpu_time_s: Option<f64>,
+    /// The kernel's counts of the tree at the last row that has them.
+    pub counted_total: Option<crate::TreeCounts>,
     /// `t_s` of the last row.
     pub last_t_s: Option<f64>,
     /// The largest `live_bytes` counter of any row (a built-in worker's counting
@@ -234,6 +236,9 @@ impl RowSummary {
         }
         if r.cpu_time_s.is_finite() {
             self.cpu_time_s = Some(r.cpu_time_s);
+        }
+        if r.counted_total.is_some() {
+            self.counted_total = r.counted_total;
         }
     }
 }

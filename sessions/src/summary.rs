@@ -78,16 +78,42 @@ pub struct Resources {
     pub max_threads: Option<u32>,
     /// Most processes at once.
     pub max_processes: Option<u32>,
-    /// CPU time of the process tree, seconds.
+    /// CPU time of the process tree, seconds: the kernel's count where `measured` says
+    /// so, else the polls'.
     pub cpu_time_s: Option<f64>,
-    /// Context switches of the process tree.
+    /// How CPU time, context switches and page faults were measured.
+    pub measured: Measured,
+    /// Context switches of the process tree, as the polls split them.
     pub ctx_switches: Option<ContextSwitches>,
+    /// Context switches of the whole tree, counted by the kernel.
+    pub context_switches: Option<u64>,
+    /// Minor page faults of the whole tree, counted by the kernel.
+    pub minor_faults: Option<u64>,
+    /// Major page faults of the whole tree, counted by the kernel.
+    pub major_faults: Option<u64>,
     /// I/O of the process tree.
     pub io: Option<IoCounters>,
     /// The largest live bytes of a built-in worker's counting allocator.
     pub peak_live_bytes: Option<u64>,
     /// The worker's allocation counters at its last row.
     pub alloc: Option<crate::AllocTotals>,
+}
+
+/// How a session's CPU time, context switches and page faults were measured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Measured {
+    /// Counted by the kernel for every thread and process of the tree, however short
+    /// it lived (session.json's `resources.exact`).
+    Counted,
+    /// CPU time counted by the kernel; context switches polled, page faults not
+    /// recorded (kernel events were refused).
+    CpuCounted,
+    /// Polled from /proc every interval: what lived between two polls is missed. Older
+    /// sessions, and where the kernel refused counting.
+    #[default]
+    Polled,
 }
 
 /// A thread of threads.csv and its CPU time.
@@ -173,12 +199,31 @@ impl Session {
         let r = &self.row_summary;
         // The monitor's VmHWM counts from exec; wait4's figure (for runs too short to be
         // sampled) also holds pages inherited from the conductor at fork.
+        // The kernel's counts of the whole run, else those of the last row that has them.
+        let counted = self
+            .meta
+            .resources
+            .as_ref()
+            .and_then(|i| i.counted)
+            .or(r.counted_total);
+        let measured = match (&self.meta.resources, counted) {
+            (Some(info), Some(_)) if info.exact => Measured::Counted,
+            (_, Some(_)) => Measured::CpuCounted,
+            (_, None) => Measured::Polled,
+        };
         let resources = Resources {
             peak_rss_bytes: r.peak_rss_bytes.or(self.meta.worker.peak_rss_bytes),
             max_threads: r.max_threads,
             max_processes: r.max_processes.filter(|&p| p > 0),
-            cpu_time_s: r.cpu_time_s.filter(|&t| t > 0.0),
+            cpu_time_s: counted
+                .map(|c| c.cpu_time_s)
+                .or(r.cpu_time_s)
+                .filter(|&t| t > 0.0),
+            measured,
             ctx_switches: r.ctx_switches_total,
+            context_switches: counted.and_then(|c| c.context_switches),
+            minor_faults: counted.and_then(|c| c.minor_faults),
+            major_faults: counted.and_then(|c| c.major_faults),
             io: r.io_total,
             peak_live_bytes: r.peak_live_bytes,
             alloc: r.alloc_total,
@@ -367,13 +412,20 @@ impl Session {
 
         if !m.summary.is_empty() {
             writeln!(out, "\nsummary")?;
+            // A command's CPU time is the kernel's count of its whole tree where it gave
+            // one (the resources' figure); else, and in older sessions, wait4's.
+            let counted = m.resources.as_ref().is_some_and(|i| i.counted.is_some());
             for f in &m.summary {
-                writeln!(
+                write!(
                     out,
                     "  {}: {}",
                     Escaped(&f.name),
                     Escaped(&human_figure(f.value, &f.unit))
                 )?;
+                if f.name == "cpu_time_s" && !counted {
+                    write!(out, " (wait4: the command and the children it waited for)")?;
+                }
+                writeln!(out)?;
             }
         }
 
@@ -428,7 +480,8 @@ impl Session {
             }
         }
 
-        write_resources(&overview.resources, out)?;
+        let polled_reason = m.resources.as_ref().and_then(|i| i.reason.as_deref());
+        write_resources(&overview.resources, polled_reason, out)?;
         write_busiest_threads(&overview, out)?;
         crate::memory::write_memory_tops(&overview.memory, out)?;
 
@@ -491,11 +544,19 @@ impl Session {
 }
 
 /// The resources section: peaks over the rows, and the totals of the last row that has them.
-fn write_resources(r: &Resources, out: &mut String) -> fmt::Result {
+fn write_resources(r: &Resources, polled_reason: Option<&str>, out: &mut String) -> fmt::Result {
     if r.peak_rss_bytes.is_none() && r.max_threads.is_none() {
         return Ok(());
     }
-    writeln!(out, "\nresources")?;
+    writeln!(
+        out,
+        "\nresources ({})",
+        match r.measured {
+            Measured::Counted => "CPU time, switches and faults counted by the kernel, whole tree",
+            Measured::CpuCounted => "CPU time counted by the kernel, whole tree; the rest polled",
+            Measured::Polled => "polled: what lived between two polls is missed",
+        }
+    )?;
     if let Some(rss) = r.peak_rss_bytes {
         writeln!(out, "  peak RSS     {}", human_bytes(rss))?;
     }
@@ -508,12 +569,22 @@ fn write_resources(r: &Resources, out: &mut String) -> fmt::Result {
     if let Some(cpu) = r.cpu_time_s {
         writeln!(out, "  CPU time     {cpu:.2} s")?;
     }
-    if let Some(s) = r.ctx_switches {
-        writeln!(
+    match (r.context_switches, r.ctx_switches) {
+        (Some(n), Some(s)) => writeln!(
+            out,
+            "  ctx switches {n} (polled: {} voluntary, {} involuntary)",
+            s.voluntary, s.involuntary
+        )?,
+        (Some(n), None) => writeln!(out, "  ctx switches {n}")?,
+        (None, Some(s)) => writeln!(
             out,
             "  ctx switches {} voluntary, {} involuntary",
             s.voluntary, s.involuntary
-        )?;
+        )?,
+        (None, None) => {}
+    }
+    if let (Some(minor), Some(major)) = (r.minor_faults, r.major_faults) {
+        writeln!(out, "  page faults  {minor} minor, {major} major")?;
     }
     if let Some(io) = r.io {
         writeln!(
@@ -526,6 +597,9 @@ fn write_resources(r: &Resources, out: &mut String) -> fmt::Result {
             human_bytes(io.read_bytes),
             human_bytes(io.write_bytes)
         )?;
+    }
+    if let Some(reason) = polled_reason {
+        writeln!(out, "  polled       {}", Escaped(reason))?;
     }
     if let (Some(peak), Some(alloc)) = (r.peak_live_bytes, r.alloc) {
         writeln!(
@@ -717,6 +791,43 @@ fn or_unknown(s: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_resources_say_how_they_were_measured() {
+        let mut r = Resources {
+            peak_rss_bytes: Some(1 << 20),
+            cpu_time_s: Some(2.5),
+            measured: Measured::Counted,
+            ctx_switches: Some(ContextSwitches::new(70, 30)),
+            context_switches: Some(120),
+            minor_faults: Some(900),
+            major_faults: Some(2),
+            ..Resources::default()
+        };
+        let mut out = String::new();
+        write_resources(&r, None, &mut out).unwrap();
+        assert!(out.contains("resources (CPU time, switches and faults counted by the kernel"));
+        assert!(out.contains("ctx switches 120 (polled: 70 voluntary, 30 involuntary)"));
+        assert!(out.contains("page faults  900 minor, 2 major"));
+        assert!(!out.contains("polled   "), "{out}");
+
+        r.measured = Measured::CpuCounted;
+        (r.context_switches, r.minor_faults, r.major_faults) = (None, None, None);
+        let mut out = String::new();
+        write_resources(&r, Some("kernel events refused\x1b[2J"), &mut out).unwrap();
+        assert!(out.contains("CPU time counted by the kernel, whole tree; the rest polled"));
+        assert!(out.contains("ctx switches 70 voluntary, 30 involuntary"));
+        assert!(!out.contains("page faults"));
+        assert!(
+            out.contains("  polled       kernel events refused\\x1b[2J"),
+            "{out}"
+        );
+
+        r.measured = Measured::Polled;
+        let mut out = String::new();
+        write_resources(&r, None, &mut out).unwrap();
+        assert!(out.contains("resources (polled: what lived between two polls is missed)"));
+    }
 
     #[test]
     fn files_without_symbols_are_summed_from_their_functions_and_boxes() {

@@ -12,6 +12,7 @@ mod defs;
 mod deps;
 mod disk_full;
 mod echo;
+mod exact;
 mod export;
 mod external;
 mod hostile_args;

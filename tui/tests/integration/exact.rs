@@ -1,0 +1,241 @@
+//! The whole tree's figures counted by the kernel, not polled: a tree of short-lived
+//! processes and threads, measured against `perf stat` in the same run, and the polls
+//! that stand in where the kernel refuses counting.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use benchtop_sessions::Status;
+use benchtop_sessions::store::Session;
+
+use crate::support::{benchtop, deny_perf_events};
+
+/// Spins on its own CPU clock for `argv[1]` milliseconds; with `threads N MS`, starts N
+/// threads one after the other that each spin MS milliseconds and end.
+const SPIN_C: &str = r#"
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void spin(clockid_t clock, long ms) {
+    struct timespec t0, t;
+    clock_gettime(clock, &t0);
+    do {
+        clock_gettime(clock, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000L + (t.tv_nsec - t0.tv_nsec) / 1000000L < ms);
+}
+
+static void *thread_main(void *arg) {
+    spin(CLOCK_THREAD_CPUTIME_ID, (long)arg);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "threads") == 0) {
+        long n = atol(argv[2]), ms = atol(argv[3]);
+        for (long i = 0; i < n; i++) {
+            pthread_t t;
+            if (pthread_create(&t, NULL, thread_main, (void *)ms) != 0) return 1;
+            pthread_join(t, NULL);
+        }
+        return 0;
+    }
+    if (argc != 2) return 2;
+    spin(CLOCK_PROCESS_CPUTIME_ID, atol(argv[1]));
+    return 0;
+}
+"#;
+
+/// 200 children of 5 to 20 ms of CPU each, in 20 waves of 10, then 20 threads of 2 ms
+/// each in one more process.
+const FIXTURE_SH: &str = r#"
+spin="$1"
+w=0
+while [ $w -lt 20 ]; do
+  k=0
+  while [ $k -lt 10 ]; do
+    "$spin" $(( 5 + (w * 7 + k * 3) % 16 )) &
+    k=$((k + 1))
+  done
+  wait
+  w=$((w + 1))
+done
+"$spin" threads 20 2
+"#;
+
+/// Builds the spinner into `dir`.
+fn build_spin(dir: &Path) -> PathBuf {
+    let src = dir.join("spin.c");
+    std::fs::write(&src, SPIN_C).unwrap();
+    let out = dir.join("spin");
+    let status = Command::new("cc")
+        .args(["-O2", "-pthread", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("this test builds a C fixture with `cc`: install gcc");
+    assert!(status.success());
+    out
+}
+
+fn run(dir: &Path, command: &[&str], deny: bool) -> Output {
+    let mut benchtop = benchtop();
+    benchtop
+        .args(["run", "--quiet", "--interval", "100ms", "--record"])
+        .arg(dir)
+        .arg("--")
+        .args(command);
+    if deny {
+        deny_perf_events(&mut benchtop);
+    }
+    let output = benchtop.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn show(dir: &Path) -> String {
+    let output = benchtop().arg("show").arg(dir).output().unwrap();
+    assert!(output.status.success());
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// `perf stat -x,`'s task-clock, seconds.
+fn perf_task_clock_s(path: &Path) -> f64 {
+    let text = std::fs::read_to_string(path).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("task-clock"))
+        .unwrap_or_else(|| panic!("no task-clock in perf's output:\n{text}"));
+    let ms: f64 = line.split(',').next().unwrap().parse().unwrap();
+    ms / 1e3
+}
+
+#[test]
+fn a_tree_of_short_lived_processes_and_threads_is_counted_as_perf_stat_counts_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spin = build_spin(tmp.path());
+    let script = tmp.path().join("fixture.sh");
+    std::fs::write(&script, FIXTURE_SH).unwrap();
+    let perf_out = tmp.path().join("perf.csv");
+    let dir = tmp.path().join("tree");
+    run(
+        &dir,
+        &[
+            "perf",
+            "stat",
+            "-e",
+            "task-clock",
+            "-x,",
+            "-o",
+            perf_out.to_str().unwrap(),
+            "--",
+            "sh",
+            script.to_str().unwrap(),
+            spin.to_str().unwrap(),
+        ],
+        false,
+    );
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Complete);
+    let perf_s = perf_task_clock_s(&perf_out);
+    // 200 children of 12.5 ms on average and 20 threads of 2 ms: about 2.5 s.
+    assert!(perf_s > 2.0, "perf counted {perf_s} s");
+
+    let info = session
+        .meta
+        .resources
+        .as_ref()
+        .expect("session.json's resources");
+    assert!(info.exact, "{info:?}");
+    let counted = info.counted.expect("the kernel's counts");
+    // benchtop counts perf itself as well as perf's command, and nothing is missed.
+    assert!(
+        counted.cpu_time_s >= perf_s && counted.cpu_time_s <= perf_s * 1.02 + 0.05,
+        "benchtop counted {} s of CPU, perf {perf_s} s",
+        counted.cpu_time_s
+    );
+    // Each child at least started a process and faulted its pages in.
+    assert!(counted.context_switches.unwrap() >= 200, "{counted:?}");
+    assert!(counted.minor_faults.unwrap() >= 200 * 10, "{counted:?}");
+
+    // The rows' intervals add up to the total, which the last row holds.
+    let rows = &session.rows;
+    let counted_rows: Vec<_> = rows
+        .iter()
+        .filter_map(|r| r.resources.and_then(|r| r.counted_interval))
+        .collect();
+    assert!(counted_rows.len() >= 5, "{} rows", counted_rows.len());
+    let sum: f64 = counted_rows.iter().map(|c| c.cpu_time_s).sum();
+    assert!(
+        (sum - counted.cpu_time_s).abs() < 1e-6,
+        "rows sum to {sum} s, total {} s",
+        counted.cpu_time_s
+    );
+    let switches: u64 = counted_rows.iter().filter_map(|c| c.context_switches).sum();
+    assert_eq!(Some(switches), counted.context_switches);
+    let last = rows.iter().rev().find_map(|r| r.resources).unwrap();
+    assert_eq!(last.counted_total, Some(counted));
+    assert_eq!(last.cpu_time_s, counted.cpu_time_s);
+
+    // One CPU figure: the command's, the resources' and show's agree.
+    let figure = session
+        .meta
+        .summary
+        .iter()
+        .find(|f| f.name == "cpu_time_s")
+        .unwrap();
+    assert_eq!(figure.value, counted.cpu_time_s);
+    let text = show(&dir);
+    assert!(text.contains("counted by the kernel, whole tree"), "{text}");
+    let shown = format!("CPU time     {:.2} s", counted.cpu_time_s);
+    let summary = format!("cpu_time_s: {}", human(counted.cpu_time_s));
+    assert!(text.contains(&shown), "{shown} in\n{text}");
+    assert!(text.contains(&summary), "{summary} in\n{text}");
+    assert!(!text.contains("(wait4:"), "{text}");
+}
+
+/// How `show` prints a figure in seconds.
+fn human(s: f64) -> String {
+    benchtop_sessions::units::human_figure(s, "s")
+}
+
+#[test]
+fn where_perf_events_are_refused_the_figures_are_polled_and_said_to_be() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("polled");
+    run(
+        &dir,
+        &[
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done",
+        ],
+        true,
+    );
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Complete);
+    let info = session.meta.resources.as_ref().unwrap();
+    assert!(!info.exact && info.counted.is_none(), "{info:?}");
+    let reason = info.reason.as_deref().unwrap();
+    assert!(
+        reason.contains("polled") && reason.contains("perf"),
+        "{reason}"
+    );
+    assert!(
+        session
+            .rows
+            .iter()
+            .all(|r| r.resources.is_none_or(|r| r.counted_total.is_none()))
+    );
+    let text = show(&dir);
+    assert!(text.contains("resources (polled"), "{text}");
+    assert!(
+        text.contains("cpu_time_s: ") && text.contains("(wait4: the command"),
+        "{text}"
+    );
+}
