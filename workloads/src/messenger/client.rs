@@ -24,10 +24,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 
+use super::NAME;
 use super::cpuset::{CpuSet, affinity, current_tid, last_cpu, pin_current_thread};
 use super::frame::{self, HEADER_LEN, Header, Messages};
 use super::reactor::{self, ReactorClock, ReactorTimes};
-use super::{NAME, Tally};
+use super::tally::Tally;
 use crate::WorkloadError;
 use crate::protocol::new_latency_histogram;
 use crate::report::StopSignal;
