@@ -153,7 +153,7 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Parameters of the echo experiments, with Demikernel's names where it has them.
-/// Its serde form is the `hello` parameters sessions record ([`crate::builtin::json_of`]);
+/// Its serde form is the `hello` parameters sessions record ([`crate::params::json_of`]);
 /// the conductor's listening socket (`--listen-fd`) is passed on the command line only.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -187,7 +187,7 @@ pub struct EchoParams {
     /// evenly among its points); a server serves this long [default: until stopped]
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     #[serde(
-        serialize_with = "crate::builtin::as_humantime_opt",
+        serialize_with = "crate::params::as_humantime_opt",
         skip_serializing_if = "Option::is_none"
     )]
     pub duration: Option<Duration>,
@@ -206,7 +206,7 @@ pub struct EchoParams {
     /// How long a message may take to come back before it counts as a timeout; a peer
     /// silent for five timeouts in a row is an error
     #[arg(long, value_name = "D", default_value = "1s", value_parser = parse_duration)]
-    #[serde(serialize_with = "crate::builtin::as_humantime")]
+    #[serde(serialize_with = "crate::params::as_humantime")]
     pub timeout: Duration,
     /// Messages in flight per client in throughput mode (and the cap with --rate)
     /// [default: 1 MiB / --buffer-size, between 1 and 32; 1024 with --rate]
@@ -259,10 +259,10 @@ impl EchoParams {
     pub const DEFAULT_NUM_ITERS: u64 = 100_000;
 
     /// The command-line arguments that parse back into these parameters, derived from
-    /// the clap definition and the serde form ([`crate::builtin::args_of`]), and the
+    /// the clap definition and the serde form ([`crate::params::args_of`]), and the
     /// conductor's listening socket, which sessions do not record.
     pub fn to_args(&self) -> Vec<String> {
-        let mut args = crate::builtin::args_of(self);
+        let mut args = crate::params::args_of(self);
         if let Some(fd) = self.listen_fd {
             args.extend(["--listen-fd".to_owned(), fd.to_string()]);
         }
@@ -272,7 +272,7 @@ impl EchoParams {
     /// The parameters for `hello`, keyed by their command-line names (the phase sweep
     /// as `sweep`): the serde form.
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
-        crate::builtin::json_of(self)
+        crate::params::json_of(self)
     }
 
     /// Checks what clap cannot: sizes and counts against their limits, and which

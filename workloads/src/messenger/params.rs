@@ -149,14 +149,14 @@ impl Default for MsgrParams {
 
 impl MsgrParams {
     /// The arguments that parse back into these parameters, derived from the clap
-    /// definition and the serde form ([`crate::builtin::args_of`]).
+    /// definition and the serde form ([`crate::params::args_of`]).
     pub fn to_args(&self) -> Vec<String> {
-        crate::builtin::args_of(self)
+        crate::params::args_of(self)
     }
 
     /// The parameters for `hello`, keyed by their command-line names: the serde form.
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
-        crate::builtin::json_of(self)
+        crate::params::json_of(self)
     }
 
     /// Checks what clap cannot: combinations, ranges for parameters built in code, and
