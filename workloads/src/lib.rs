@@ -44,6 +44,7 @@ pub mod ipc;
 #[cfg(feature = "kvstore")]
 pub mod kvstore;
 pub mod messenger;
+pub mod params;
 pub mod protocol;
 pub mod report;
 pub mod ring;

@@ -14,6 +14,7 @@ use crate::WorkloadError;
 pub use crate::builtin::BuiltIn;
 use crate::defs::DefsParams;
 use crate::echo::EchoParams;
+pub use crate::ipc::set_process_name;
 use crate::ipc::{self, NodeParams};
 #[cfg(feature = "kvstore")]
 use crate::kvstore::KvParams;
@@ -104,17 +105,6 @@ impl Workload {
     /// The parameters for `hello`, keyed by their command-line names.
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
         self.builtin().params_json()
-    }
-}
-
-/// Names the calling thread — the process, when called from its main thread — as `ps`,
-/// `top` and perf's comm show it (at most 15 bytes are kept): `bt-ring`, `bt-ring-node`.
-pub fn set_process_name(name: &str) {
-    let mut bytes: Vec<u8> = name.bytes().filter(|&b| b != 0).take(15).collect();
-    bytes.push(0);
-    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
-    unsafe {
-        libc::prctl(libc::PR_SET_NAME, bytes.as_ptr() as libc::c_ulong);
     }
 }
 

@@ -151,12 +151,45 @@ const VARIABLE_NAMES: [&str; 12] = [
 pub fn generate(scale: f64, seed: u64) -> Defs {
     let shape = shape(scale);
     let mut rng = Rng::new(seed);
-    let mut slots: Vec<Slot> = Vec::with_capacity(shape.nodes() as usize);
     let mut interner = Interner::new();
+    let slots = tree(&shape, &mut rng, &mut interner);
+    let paths = full_paths(&slots, &interner);
+    let mut defs = Defs::new();
+    defs.version = Some(super::DEFAULT_VERSION.to_owned());
+    let n = slots.len() as u64;
+    let mut draft = Draft {
+        shape,
+        rng,
+        slots,
+        interner,
+        order: (0..n as u32).collect(),
+        paths,
+    };
 
+    // Attributes in the order ecFlow writes them: defstatus, late, complete, trigger,
+    // repeat, edit, limit, inlimit, label, meter, event, time (each step draws from the
+    // one random source in turn, so their order is the definition's).
+    draft.defstatus_and_late();
+    draft.complete_and_trigger();
+    draft.repeats();
+    draft.variables();
+    draft.limits();
+    draft.labels_and_meters();
+    draft.events();
+    draft.times();
+
+    defs.suites = build(&mut draft.slots);
+    draft.interner.finish(&mut defs);
+    defs
+}
+
+/// The suites, then the families (nested up to [`MAX_FAMILY_DEPTH`]), then the tasks, as
+/// slots without attributes.
+fn tree(shape: &Counts, rng: &mut Rng, interner: &mut Interner) -> Vec<Slot> {
+    let mut slots: Vec<Slot> = Vec::with_capacity(shape.nodes() as usize);
     for s in 0..shape.suites {
         slots.push(Slot {
-            node: Node::new(NodeKind::Suite, sym(&mut interner, &format!("s{s}"))),
+            node: Node::new(NodeKind::Suite, sym(interner, &format!("s{s}"))),
             parent: NO_PARENT,
             depth: 0,
             suite: s as u32,
@@ -178,7 +211,7 @@ pub fn generate(scale: f64, seed: u64) -> Defs {
             .map(|l| last_at_depth[suite as usize][l])
             .find(|&p| p != NO_PARENT)
             .unwrap_or(suite);
-        let id = add(&mut slots, &mut interner, parent, NodeKind::Family);
+        let id = add(&mut slots, interner, parent, NodeKind::Family);
         let depth = slots[id as usize].depth as usize;
         last_at_depth[suite as usize][depth - 1] = id;
         families.push(id);
@@ -189,211 +222,261 @@ pub fn generate(scale: f64, seed: u64) -> Defs {
         } else {
             families[rng.below(families.len() as u64) as usize]
         };
-        add(&mut slots, &mut interner, parent, NodeKind::Task);
+        add(&mut slots, interner, parent, NodeKind::Task);
     }
+    slots
+}
 
-    let paths = full_paths(&slots, &interner);
-    let mut defs = Defs::new();
-    defs.version = Some(super::DEFAULT_VERSION.to_owned());
-    let n = slots.len() as u64;
-    let mut order: Vec<u32> = (0..n as u32).collect();
-    // ecFlow allows no trigger or complete expression on a suite.
-    let mut below_suites: Vec<u32> = (shape.suites as u32..n as u32).collect();
+/// A definition being generated: its nodes, strings and random source, and the node order
+/// its attributes are picked from.
+struct Draft {
+    shape: Counts,
+    rng: Rng,
+    slots: Vec<Slot>,
+    interner: Interner,
+    order: Vec<u32>,
+    paths: Vec<String>,
+}
 
-    // Attributes in the order ecFlow writes them: defstatus, late, complete, trigger,
-    // repeat, edit, limit, inlimit, label, meter, event, time.
-    for i in pick(&mut rng, &mut order, shape.defstatus) {
-        // Not `queued`: that is every node's default, which ecFlow does not write.
-        let state = if rng.chance(70) {
-            State::Complete
-        } else {
-            State::Suspended
-        };
-        slots[i].node.attrs.push(Attr::Defstatus(state));
-    }
-    for i in pick(&mut rng, &mut order, shape.lates) {
-        let late = match rng.below(3) {
-            0 => Late {
-                submitted: Some(clock(true, 0, 15)),
-                active: Some(clock(false, 20, 0)),
-                complete: Some(clock(true, 2, 0)),
-            },
-            1 => Late {
-                submitted: None,
-                active: None,
-                complete: Some(clock(true, rng.below(6) as u8, 30)),
-            },
-            _ => Late {
-                submitted: Some(clock(true, 0, 5 + rng.below(50) as u8)),
-                active: None,
-                complete: None,
-            },
-        };
-        slots[i].node.attrs.push(Attr::Late(late));
-    }
-    for (kind, count) in [("complete", shape.completes), ("trigger", shape.triggers)] {
-        for i in pick(&mut rng, &mut below_suites, count) {
-            let expr = expression(&mut rng, &slots, &paths, i, &mut interner);
-            let id = interner.expr(expr);
-            let e = ExprAttr {
-                part: Part::First,
-                expr: id,
-            };
-            slots[i].node.attrs.push(if kind == "trigger" {
-                Attr::Trigger(e)
+impl Draft {
+    /// Defstatus on some nodes, then late on some.
+    fn defstatus_and_late(&mut self) {
+        for i in pick(&mut self.rng, &mut self.order, self.shape.defstatus) {
+            // Not `queued`: that is every node's default, which ecFlow does not write.
+            let state = if self.rng.chance(70) {
+                State::Complete
             } else {
-                Attr::Complete(e)
-            });
+                State::Suspended
+            };
+            self.slots[i].node.attrs.push(Attr::Defstatus(state));
+        }
+        for i in pick(&mut self.rng, &mut self.order, self.shape.lates) {
+            let late = match self.rng.below(3) {
+                0 => Late {
+                    submitted: Some(clock(true, 0, 15)),
+                    active: Some(clock(false, 20, 0)),
+                    complete: Some(clock(true, 2, 0)),
+                },
+                1 => Late {
+                    submitted: None,
+                    active: None,
+                    complete: Some(clock(true, self.rng.below(6) as u8, 30)),
+                },
+                _ => Late {
+                    submitted: Some(clock(true, 0, 5 + self.rng.below(50) as u8)),
+                    active: None,
+                    complete: None,
+                },
+            };
+            self.slots[i].node.attrs.push(Attr::Late(late));
         }
     }
-    for i in pick(&mut rng, &mut order, shape.repeats) {
-        let repeat = match rng.below(5) {
-            0 => Repeat::Date {
-                var: "YMD".into(),
-                start: 20200101,
-                end: 20201231,
-                step: 1,
-            },
-            1 => Repeat::Integer {
-                var: "MEMBER".into(),
-                start: 0,
-                end: 50,
-                step: 1 + rng.below(3) as i64,
-            },
-            2 => Repeat::Enumerated {
-                var: "PARAM".into(),
-                items: vec!["2t".into(), "msl".into(), "10u".into()],
-            },
-            3 => Repeat::String {
-                var: "STREAM".into(),
-                items: vec!["oper".into(), "enfo".into()],
-            },
-            _ => Repeat::Day { step: 1 },
-        };
-        slots[i].node.attrs.push(Attr::Repeat(Box::new(repeat)));
-    }
-    let mut per_node = vec![0u32; n as usize];
-    for _ in 0..shape.variables {
-        let i = rng.below(n) as usize;
-        let k = per_node[i] as usize;
-        per_node[i] += 1;
-        let base = VARIABLE_NAMES[k % VARIABLE_NAMES.len()];
-        let name = match k / VARIABLE_NAMES.len() {
-            0 => base.to_owned(),
-            round => format!("{base}_{round}"),
-        };
-        let value = match rng.below(4) {
-            0 => format!("/hpc/perm/ecf/{}", paths[i]),
-            1 => format!("%ECF_HOME%/include/{k}"),
-            2 => (rng.below(1000)).to_string(),
-            _ => "%ECF_JOB% 1> %ECF_JOBOUT% 2>&1".to_owned(),
-        };
-        slots[i].node.attrs.push(Attr::Edit(Variable {
-            name: sym(&mut interner, &name),
-            value: sym(&mut interner, &value),
-            double_quoted: false,
-        }));
-    }
-    // Limits on the suites, in turn; inlimits name one of their own suite's limits, or
-    // another suite's by path when theirs has none.
-    let suites = shape.suites;
-    for l in 0..shape.limits {
-        let suite = (l % suites) as usize;
-        slots[suite].node.attrs.push(Attr::Limit(Limit {
-            name: sym(&mut interner, &format!("lim{}", l / suites)),
-            max: 1 + rng.below(20) as i64,
-        }));
-    }
-    let limits_in = |suite: u64| shape.limits / suites + u64::from(suite < shape.limits % suites);
-    for i in pick(&mut rng, &mut order, shape.inlimits) {
-        let own = u64::from(slots[i].suite);
-        let (suite, by_path) = if limits_in(own) > 0 {
-            (own, rng.chance(30))
-        } else {
-            (rng.below(shape.limits.min(suites)), true)
-        };
-        let name = format!("lim{}", rng.below(limits_in(suite)));
-        let path = by_path.then(|| sym(&mut interner, &format!("/s{suite}")));
-        slots[i].node.attrs.push(Attr::Inlimit(Inlimit {
-            flag: None,
-            path,
-            name: sym(&mut interner, &name),
-            tokens: None,
-        }));
-    }
-    per_node.iter_mut().for_each(|c| *c = 0);
-    for _ in 0..shape.labels {
-        let i = rng.below(n) as usize;
-        let k = per_node[i];
-        per_node[i] += 1;
-        let text = match rng.below(3) {
-            0 => String::new(),
-            1 => format!("step {}", rng.below(240)),
-            _ => "waiting for data".to_owned(),
-        };
-        slots[i].node.attrs.push(Attr::Label(Label {
-            name: sym(&mut interner, &suffixed("info", k)),
-            text: sym(&mut interner, &text),
-        }));
-    }
-    per_node.iter_mut().for_each(|c| *c = 0);
-    for _ in 0..shape.meters {
-        let i = rng.below(n) as usize;
-        let k = per_node[i];
-        per_node[i] += 1;
-        slots[i].node.attrs.push(Attr::Meter(Box::new(Meter {
-            name: sym(&mut interner, &suffixed("step", k)),
-            min: 0,
-            max: 240,
-            // ecFlow writes the threshold even when it is not set (it is the maximum).
-            threshold: Some(240),
-        })));
-    }
-    per_node.iter_mut().for_each(|c| *c = 0);
-    for _ in 0..shape.events {
-        let i = rng.below(n) as usize;
-        let k = per_node[i];
-        per_node[i] += 1;
-        let event = match rng.below(3) {
-            0 => Event {
-                number: Some(k + 1),
-                name: None,
-                initial: None,
-            },
-            1 => Event {
-                number: None,
-                name: Some(sym(&mut interner, &suffixed("ev", k))),
-                initial: None,
-            },
-            _ => Event {
-                number: Some(k + 1),
-                name: Some(sym(&mut interner, &suffixed("done", k))),
-                initial: None,
-            },
-        };
-        slots[i].node.attrs.push(Attr::Event(event));
-    }
-    for i in pick(&mut rng, &mut order, shape.times) {
-        let time = match rng.below(3) {
-            0 => TimeAttr {
-                start: clock(false, rng.below(24) as u8, 0),
-                series: None,
-            },
-            1 => TimeAttr {
-                start: clock(true, 0, 30),
-                series: None,
-            },
-            _ => TimeAttr {
-                start: clock(false, 0, 0),
-                series: Some((clock(false, 23, 0), clock(false, 1, 0))),
-            },
-        };
-        slots[i].node.attrs.push(Attr::Time(time));
+
+    /// Complete, then trigger expressions, on nodes below the suites (ecFlow allows
+    /// none on a suite).
+    fn complete_and_trigger(&mut self) {
+        let n = self.slots.len() as u32;
+        let mut below_suites: Vec<u32> = (self.shape.suites as u32..n).collect();
+        for (kind, count) in [
+            ("complete", self.shape.completes),
+            ("trigger", self.shape.triggers),
+        ] {
+            for i in pick(&mut self.rng, &mut below_suites, count) {
+                let expr = expression(
+                    &mut self.rng,
+                    &self.slots,
+                    &self.paths,
+                    i,
+                    &mut self.interner,
+                );
+                let id = self.interner.expr(expr);
+                let e = ExprAttr {
+                    part: Part::First,
+                    expr: id,
+                };
+                self.slots[i].node.attrs.push(if kind == "trigger" {
+                    Attr::Trigger(e)
+                } else {
+                    Attr::Complete(e)
+                });
+            }
+        }
     }
 
-    defs.suites = build(&mut slots);
-    interner.finish(&mut defs);
-    defs
+    /// Repeats on some nodes.
+    fn repeats(&mut self) {
+        for i in pick(&mut self.rng, &mut self.order, self.shape.repeats) {
+            let repeat = match self.rng.below(5) {
+                0 => Repeat::Date {
+                    var: "YMD".into(),
+                    start: 20200101,
+                    end: 20201231,
+                    step: 1,
+                },
+                1 => Repeat::Integer {
+                    var: "MEMBER".into(),
+                    start: 0,
+                    end: 50,
+                    step: 1 + self.rng.below(3) as i64,
+                },
+                2 => Repeat::Enumerated {
+                    var: "PARAM".into(),
+                    items: vec!["2t".into(), "msl".into(), "10u".into()],
+                },
+                3 => Repeat::String {
+                    var: "STREAM".into(),
+                    items: vec!["oper".into(), "enfo".into()],
+                },
+                _ => Repeat::Day { step: 1 },
+            };
+            self.slots[i]
+                .node
+                .attrs
+                .push(Attr::Repeat(Box::new(repeat)));
+        }
+    }
+
+    /// Variables (`edit`), numbered per node after the usual names.
+    fn variables(&mut self) {
+        let n = self.slots.len() as u64;
+        let mut per_node = vec![0u32; n as usize];
+        for _ in 0..self.shape.variables {
+            let i = self.rng.below(n) as usize;
+            let k = per_node[i] as usize;
+            per_node[i] += 1;
+            let base = VARIABLE_NAMES[k % VARIABLE_NAMES.len()];
+            let name = match k / VARIABLE_NAMES.len() {
+                0 => base.to_owned(),
+                round => format!("{base}_{round}"),
+            };
+            let value = match self.rng.below(4) {
+                0 => format!("/hpc/perm/ecf/{}", self.paths[i]),
+                1 => format!("%ECF_HOME%/include/{k}"),
+                2 => (self.rng.below(1000)).to_string(),
+                _ => "%ECF_JOB% 1> %ECF_JOBOUT% 2>&1".to_owned(),
+            };
+            self.slots[i].node.attrs.push(Attr::Edit(Variable {
+                name: sym(&mut self.interner, &name),
+                value: sym(&mut self.interner, &value),
+                double_quoted: false,
+            }));
+        }
+    }
+
+    /// Limits on the suites, in turn, then inlimits on some nodes.
+    fn limits(&mut self) {
+        // Limits on the suites, in turn; inlimits name one of their own suite's limits, or
+        // another suite's by path when theirs has none.
+        let suites = self.shape.suites;
+        for l in 0..self.shape.limits {
+            let suite = (l % suites) as usize;
+            self.slots[suite].node.attrs.push(Attr::Limit(Limit {
+                name: sym(&mut self.interner, &format!("lim{}", l / suites)),
+                max: 1 + self.rng.below(20) as i64,
+            }));
+        }
+        let limits_in =
+            |suite: u64| self.shape.limits / suites + u64::from(suite < self.shape.limits % suites);
+        for i in pick(&mut self.rng, &mut self.order, self.shape.inlimits) {
+            let own = u64::from(self.slots[i].suite);
+            let (suite, by_path) = if limits_in(own) > 0 {
+                (own, self.rng.chance(30))
+            } else {
+                (self.rng.below(self.shape.limits.min(suites)), true)
+            };
+            let name = format!("lim{}", self.rng.below(limits_in(suite)));
+            let path = by_path.then(|| sym(&mut self.interner, &format!("/s{suite}")));
+            self.slots[i].node.attrs.push(Attr::Inlimit(Inlimit {
+                flag: None,
+                path,
+                name: sym(&mut self.interner, &name),
+                tokens: None,
+            }));
+        }
+    }
+
+    /// Labels, then meters, numbered per node.
+    fn labels_and_meters(&mut self) {
+        let n = self.slots.len() as u64;
+        let mut per_node = vec![0u32; n as usize];
+        for _ in 0..self.shape.labels {
+            let i = self.rng.below(n) as usize;
+            let k = per_node[i];
+            per_node[i] += 1;
+            let text = match self.rng.below(3) {
+                0 => String::new(),
+                1 => format!("step {}", self.rng.below(240)),
+                _ => "waiting for data".to_owned(),
+            };
+            self.slots[i].node.attrs.push(Attr::Label(Label {
+                name: sym(&mut self.interner, &suffixed("info", k)),
+                text: sym(&mut self.interner, &text),
+            }));
+        }
+        per_node.iter_mut().for_each(|c| *c = 0);
+        for _ in 0..self.shape.meters {
+            let i = self.rng.below(n) as usize;
+            let k = per_node[i];
+            per_node[i] += 1;
+            self.slots[i].node.attrs.push(Attr::Meter(Box::new(Meter {
+                name: sym(&mut self.interner, &suffixed("step", k)),
+                min: 0,
+                max: 240,
+                // ecFlow writes the threshold even when it is not set (it is the maximum).
+                threshold: Some(240),
+            })));
+        }
+    }
+
+    /// Events, numbered per node.
+    fn events(&mut self) {
+        let n = self.slots.len() as u64;
+        let mut per_node = vec![0u32; n as usize];
+        for _ in 0..self.shape.events {
+            let i = self.rng.below(n) as usize;
+            let k = per_node[i];
+            per_node[i] += 1;
+            let event = match self.rng.below(3) {
+                0 => Event {
+                    number: Some(k + 1),
+                    name: None,
+                    initial: None,
+                },
+                1 => Event {
+                    number: None,
+                    name: Some(sym(&mut self.interner, &suffixed("ev", k))),
+                    initial: None,
+                },
+                _ => Event {
+                    number: Some(k + 1),
+                    name: Some(sym(&mut self.interner, &suffixed("done", k))),
+                    initial: None,
+                },
+            };
+            self.slots[i].node.attrs.push(Attr::Event(event));
+        }
+    }
+
+    /// Times on some nodes.
+    fn times(&mut self) {
+        for i in pick(&mut self.rng, &mut self.order, self.shape.times) {
+            let time = match self.rng.below(3) {
+                0 => TimeAttr {
+                    start: clock(false, self.rng.below(24) as u8, 0),
+                    series: None,
+                },
+                1 => TimeAttr {
+                    start: clock(true, 0, 30),
+                    series: None,
+                },
+                _ => TimeAttr {
+                    start: clock(false, 0, 0),
+                    series: Some((clock(false, 23, 0), clock(false, 1, 0))),
+                },
+            };
+            self.slots[i].node.attrs.push(Attr::Time(time));
+        }
+    }
 }
 
 /// The symbol of `s`: a generated definition's strings are far below the table's 4 GiB

@@ -187,16 +187,16 @@ fn joined_formats<S: serde::Serializer>(formats: &[Format], s: S) -> Result<S::O
 
 impl DefsParams {
     /// The command-line arguments that parse back into these parameters, derived from
-    /// the clap definition and the serde form ([`crate::builtin::args_of`]).
+    /// the clap definition and the serde form ([`crate::params::args_of`]).
     pub fn to_args(&self) -> Vec<String> {
-        crate::builtin::args_of(self)
+        crate::params::args_of(self)
     }
 
     /// The parameters for `hello`, keyed by their command-line names: the serde form,
     /// without `generate` (the default whenever no `input` is named) and, unless the
     /// server simulation runs, without its parameters.
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
-        let mut json = crate::builtin::json_of(self);
+        let mut json = crate::params::json_of(self);
         json.remove("generate");
         if !self.server_sim {
             for key in SERVER_SIM_PARAMS {

@@ -489,6 +489,7 @@ impl Reader {
         keyword: &str,
         tokens: &mut Tokens<'_>,
     ) -> Result<Attr, ParseError> {
+        // Over 150 lines by design: the attribute grammar, one arm per keyword.
         let attr = match keyword {
             "edit" => {
                 let (name_at, name) = at.need(tokens, "a variable name")?;

@@ -30,6 +30,8 @@ use std::path::Path;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
+use hdrhistogram::Histogram;
+
 use super::checkpoint::{self, Format};
 use super::generate::Rng;
 use super::model::{Defs, Node};
@@ -236,6 +238,53 @@ const STATES: [&str; 4] = ["queued", "submitted", "active", "complete"];
 
 type Written = (Result<u64, WorkloadError>, Instant, Duration, Duration);
 
+/// The request log at `path`, flushed as `flush` says.
+fn open_log(path: &Path, flush: LogFlush) -> Result<Box<dyn Write>, WorkloadError> {
+    let file = File::create(path).map_err(|source| WorkloadError::File {
+        action: "creating request log",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(match flush {
+        LogFlush::EveryWrite => Box::new(file),
+        LogFlush::Buffered => Box::new(BufWriter::with_capacity(64 << 10, file)),
+    })
+}
+
+impl ServerOutcome {
+    /// A run of `params` before its first request.
+    fn nothing_yet(params: &DefsParams) -> ServerOutcome {
+        ServerOutcome {
+            requests: 0,
+            elapsed: Duration::ZERO,
+            checkpoints: 0,
+            skipped: 0,
+            max_stall: Duration::ZERO,
+            latency_ns: [0; 4],
+            write_syscalls: None,
+            log_bytes: 0,
+            mode: params.checkpoint_mode,
+            log_flush: params.log_flush,
+            stopped: false,
+        }
+    }
+
+    /// The run's figures completed at its end: the write system calls since
+    /// `syscw_before` (when /proc tells them) and the quantiles of its latencies `total`.
+    fn ended(mut self, syscw_before: Option<u64>, total: &Histogram<u64>) -> ServerOutcome {
+        self.write_syscalls = syscw_before
+            .zip(write_syscalls())
+            .map(|(before, after)| after.saturating_sub(before));
+        self.latency_ns = [
+            total.value_at_quantile(0.5),
+            total.value_at_quantile(0.99),
+            total.value_at_quantile(0.999),
+            total.max(),
+        ];
+        self
+    }
+}
+
 /// Runs the request loop on `defs` (see the module's documentation).
 pub(crate) fn run(
     params: &DefsParams,
@@ -248,15 +297,7 @@ pub(crate) fn run(
     let format = params.formats.first().copied().unwrap_or(Format::Binary);
     let path = dir.join(format.file_name());
     let log_path = dir.join("server.log");
-    let file = File::create(&log_path).map_err(|source| WorkloadError::File {
-        action: "creating request log",
-        path: log_path.clone(),
-        source,
-    })?;
-    let mut log: Box<dyn Write> = match params.log_flush {
-        LogFlush::EveryWrite => Box::new(file),
-        LogFlush::Buffered => Box::new(BufWriter::with_capacity(64 << 10, file)),
-    };
+    let mut log = open_log(&log_path, params.log_flush)?;
     let log_err = |source| WorkloadError::File {
         action: "writing request log",
         path: log_path.clone(),
@@ -275,19 +316,7 @@ pub(crate) fn run(
     let length = Duration::from_secs_f64(params.sim_seconds);
     let mut total = new_latency_histogram();
     let mut line = String::with_capacity(64);
-    let mut outcome = ServerOutcome {
-        requests: 0,
-        elapsed: Duration::ZERO,
-        checkpoints: 0,
-        skipped: 0,
-        max_stall: Duration::ZERO,
-        latency_ns: [0; 4],
-        write_syscalls: None,
-        log_bytes: 0,
-        mode: params.checkpoint_mode,
-        log_flush: params.log_flush,
-        stopped: false,
-    };
+    let mut outcome = ServerOutcome::nothing_yet(params);
     let syscw_before = write_syscalls();
 
     std::thread::scope(|scope| -> Result<(), WorkloadError> {
@@ -401,14 +430,5 @@ pub(crate) fn run(
         Ok(())
     })?;
 
-    outcome.write_syscalls = syscw_before
-        .zip(write_syscalls())
-        .map(|(before, after)| after.saturating_sub(before));
-    outcome.latency_ns = [
-        total.value_at_quantile(0.5),
-        total.value_at_quantile(0.99),
-        total.value_at_quantile(0.999),
-        total.max(),
-    ];
-    Ok(outcome)
+    Ok(outcome.ended(syscw_before, &total))
 }

@@ -539,6 +539,17 @@ pub(crate) fn pollin(fd: RawFd) -> libc::pollfd {
     }
 }
 
+/// Names the calling thread — the process, when called from its main thread — as `ps`,
+/// `top` and perf's comm show it (at most 15 bytes are kept): `bt-ring`, `bt-ring-node`.
+pub fn set_process_name(name: &str) {
+    let mut bytes: Vec<u8> = name.bytes().filter(|&b| b != 0).take(15).collect();
+    bytes.push(0);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, bytes.as_ptr() as libc::c_ulong);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -71,14 +71,14 @@ pub struct NodeParams {
 
 impl NodeParams {
     /// The command-line arguments that parse back into these parameters, derived from
-    /// the clap definition and the serde form ([`crate::builtin::args_of`]).
+    /// the clap definition and the serde form ([`crate::params::args_of`]).
     pub fn to_args(&self) -> Vec<String> {
-        crate::builtin::args_of(self)
+        crate::params::args_of(self)
     }
 
     /// The parameters by their command-line names: the serde form.
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
-        crate::builtin::json_of(self)
+        crate::params::json_of(self)
     }
 }
 
@@ -87,7 +87,7 @@ pub(crate) fn run(params: &NodeParams) -> Result<(), WorkloadError> {
     let workload = params.role.workload();
     match params.role {
         NodeRole::Ring => {
-            crate::worker::set_process_name("bt-ring-node");
+            super::set_process_name("bt-ring-node");
             let (prev, next) = match (params.prev_fd, params.next_fd) {
                 (Some(prev), Some(next)) if prev != next => (prev, next),
                 _ => {
@@ -104,7 +104,7 @@ pub(crate) fn run(params: &NodeParams) -> Result<(), WorkloadError> {
             RingNode::new(params.node_id, prev, next).run(params.linger)
         }
         NodeRole::Storm => {
-            crate::worker::set_process_name("bt-storm-node");
+            super::set_process_name("bt-storm-node");
             let Some(main) = params.main_fd else {
                 return Err(WorkloadError::BadParam {
                     name: "main-fd",

@@ -26,6 +26,7 @@ use tokio::sync::Semaphore;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 
+use super::operation::Operation;
 use super::picks::{Mix, Picks, Pool, Rng, longest};
 use super::proto::key_value_service_client::KeyValueServiceClient;
 use super::proto::{CreateRequest, DeleteRequest, RetrieveRequest, UpdateRequest};
@@ -36,43 +37,6 @@ use crate::report::StopSignal;
 
 /// How long a client tries to connect before the run fails.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The four operations of the service.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Operation {
-    /// Store a new key.
-    Create,
-    /// Read a key.
-    Retrieve,
-    /// Replace a key's value.
-    Update,
-    /// Remove a key.
-    Delete,
-}
-
-impl Operation {
-    /// Every operation, in the order of their histograms.
-    pub const ALL: [Operation; 4] = [
-        Operation::Create,
-        Operation::Retrieve,
-        Operation::Update,
-        Operation::Delete,
-    ];
-
-    /// The operation's name, as its latency histogram is named.
-    pub fn name(self) -> &'static str {
-        match self {
-            Operation::Create => "create",
-            Operation::Retrieve => "retrieve",
-            Operation::Update => "update",
-            Operation::Delete => "delete",
-        }
-    }
-
-    pub(super) fn index(self) -> usize {
-        self as usize
-    }
-}
 
 /// What the clients did.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -21,6 +21,7 @@
 
 mod client;
 mod codec;
+mod operation;
 mod picks;
 pub mod schedule;
 mod server;
@@ -36,8 +37,9 @@ use crate::WorkloadError;
 use crate::protocol::{Better, Figure, Summary};
 use crate::report::{Counter, IntervalHistogram, Metrics, StopSignal};
 
+pub use client::ClientOutcome;
 pub use client::connect;
-pub use client::{ClientOutcome, Operation};
+pub use operation::Operation;
 pub use server::{KvServer, KvService, serve};
 
 /// The service's messages and its client and server, generated from proto/kvstore.proto.
@@ -113,7 +115,7 @@ impl fmt::Display for Rate {
 /// Parameters of the kvstore benchmark, with the original's names where it has them.
 /// Its serde form is the `hello` parameters sessions record: durations as numbers of
 /// milliseconds (`write-delay-ms`) or seconds (`duration-s`), which
-/// [`crate::builtin::args_of`] turns back into `--write-delay`, `--duration`.
+/// [`crate::params::args_of`] turns back into `--write-delay`, `--duration`.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct KvParams {
@@ -122,11 +124,11 @@ pub struct KvParams {
     pub disable_work_simulation: bool,
     /// Simulated work of a create, update or delete
     #[arg(long, default_value = "50ms", value_parser = parse_duration, value_name = "DURATION")]
-    #[serde(rename = "write-delay-ms", serialize_with = "crate::builtin::as_ms")]
+    #[serde(rename = "write-delay-ms", serialize_with = "crate::params::as_ms")]
     pub write_delay: Duration,
     /// Simulated work of a retrieve
     #[arg(long, default_value = "10ms", value_parser = parse_duration, value_name = "DURATION")]
-    #[serde(rename = "read-delay-ms", serialize_with = "crate::builtin::as_ms")]
+    #[serde(rename = "read-delay-ms", serialize_with = "crate::params::as_ms")]
     pub read_delay: Duration,
     /// Share of operations that are retrieves; the rest are creates, updates and deletes
     #[arg(long, default_value = "0.25", value_name = "FRACTION")]
@@ -141,7 +143,7 @@ pub struct KvParams {
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     #[serde(
         rename = "duration-s",
-        serialize_with = "crate::builtin::as_s",
+        serialize_with = "crate::params::as_s",
         skip_serializing_if = "Option::is_none"
     )]
     pub duration: Option<Duration>,
@@ -173,7 +175,7 @@ pub struct KvParams {
     /// Deadline of every RPC, kept by the client (no grpc-timeout header: the original
     /// sets none); one that passes it counts as a DEADLINE_EXCEEDED failure
     #[arg(long, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
-    #[serde(rename = "rpc-timeout-ms", serialize_with = "crate::builtin::as_ms")]
+    #[serde(rename = "rpc-timeout-ms", serialize_with = "crate::params::as_ms")]
     pub rpc_timeout: Duration,
     /// Worker threads of the server's runtime [default: the machine's cores, at most 8,
     /// less the client threads with --role both; at least 1]
@@ -254,14 +256,14 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
 impl KvParams {
     /// The arguments that parse back into these parameters, derived from the clap
-    /// definition and the serde form ([`crate::builtin::args_of`]).
+    /// definition and the serde form ([`crate::params::args_of`]).
     pub fn to_args(&self) -> Vec<String> {
-        crate::builtin::args_of(self)
+        crate::params::args_of(self)
     }
 
     /// The parameters for `hello`, keyed by their command-line names: the serde form.
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
-        crate::builtin::json_of(self)
+        crate::params::json_of(self)
     }
 
     /// Checks what clap cannot: combinations, and ranges for parameters built in code.

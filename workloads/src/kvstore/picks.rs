@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use prost::bytes::Bytes;
 
 use super::KvParams;
-use super::client::Operation;
+use super::operation::Operation;
 
 /// Sizes are capped at this multiple of their mean (the exponential tail is unbounded;
 /// gRPC's messages are not).

@@ -23,13 +23,14 @@ use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
 
+use super::operation::Operation;
 use super::proto::key_value_service_server::{KeyValueService, KeyValueServiceServer};
 use super::proto::{
     CreateRequest, CreateResponse, DeleteRequest, DeleteResponse, RetrieveRequest,
     RetrieveResponse, UpdateRequest, UpdateResponse,
 };
 use super::schedule::{self, COST_HEADER, WORK_HEADER};
-use super::{KvMetrics, KvParams, NAME, Operation};
+use super::{KvMetrics, KvParams, NAME};
 use crate::WorkloadError;
 
 /// How long a shutdown waits for RPCs in flight.

@@ -22,12 +22,14 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::Semaphore;
 
+use super::NAME;
 use super::cpuset::{CpuSet, affinity, current_tid, last_cpu, pin_current_thread};
 use super::frame::{self, HEADER_LEN, Header, Messages};
 use super::reactor::{self, ReactorClock, ReactorTimes};
-use super::{NAME, Tally};
+use super::tally::Tally;
 use crate::WorkloadError;
 use crate::protocol::new_latency_histogram;
 use crate::report::StopSignal;
@@ -377,153 +379,26 @@ async fn connect(target: SocketAddr) -> Result<TcpStream, WorkloadError> {
 /// One connection: a sender and a receiver over its halves, `depth` messages in flight.
 async fn connection(
     stream: TcpStream,
-    mut messages: Messages,
+    messages: Messages,
     depth: usize,
     deadline: Instant,
     tally: Arc<Tally>,
     stop: StopSignal,
 ) -> Result<ConnResult, String> {
-    let (read, mut write) = stream.into_split();
+    let (read, write) = stream.into_split();
     let room = Arc::new(Semaphore::new(depth));
-    let in_flight: Arc<Mutex<VecDeque<(Header, Instant)>>> =
-        Arc::new(Mutex::new(VecDeque::with_capacity(depth)));
+    let in_flight: InFlight = Arc::new(Mutex::new(VecDeque::with_capacity(depth)));
     let frame_len = HEADER_LEN + messages.size();
-
-    let sender = {
-        let (room, in_flight) = (room.clone(), in_flight.clone());
-        async move {
-            let max_batch = (MAX_BATCH_BYTES / frame_len).clamp(1, MAX_BATCH);
-            let mut batch = Vec::with_capacity(max_batch * frame_len);
-            let mut bytes_out = 0u64;
-            let mut sent = 0u64;
-            loop {
-                if stop.is_set() || Instant::now() >= deadline {
-                    break;
-                }
-                let permit = tokio::time::timeout_at(deadline.into(), room.acquire()).await;
-                let Ok(Ok(permit)) = permit else { break };
-                permit.forget();
-                let mut n = 1;
-                while n < max_batch {
-                    match room.try_acquire() {
-                        Ok(p) => {
-                            p.forget();
-                            n += 1;
-                        }
-                        Err(_) => break,
-                    }
-                }
-                batch.clear();
-                let now = Instant::now();
-                {
-                    let mut q = in_flight.lock().unwrap_or_else(PoisonError::into_inner);
-                    for _ in 0..n {
-                        q.push_back((messages.append_next(&mut batch), now));
-                    }
-                }
-                write
-                    .write_all(&batch)
-                    .await
-                    .map_err(|e| format!("sending: {e}"))?;
-                reactor::note_work();
-                bytes_out += batch.len() as u64;
-                sent += n as u64;
-            }
-            // Half-close: the server answers what it has, then closes its side.
-            write
-                .shutdown()
-                .await
-                .map_err(|e| format!("closing the sending side: {e}"))?;
-            Ok::<_, String>((sent, bytes_out))
-        }
-    };
-
-    let receiver = async move {
-        let mut reader = BufReader::with_capacity(READ_BUF, read);
-        let mut frame = vec![0u8; frame_len];
-        let mut latency = new_latency_histogram();
-        let mut pending = new_latency_histogram();
-        let (mut received, mut latency_sum_ns) = (0u64, 0u128);
-        let (mut pending_n, mut pending_sum) = (0u64, 0u64);
-        let mut last_flush = Instant::now();
-        let mut last_answer = Instant::now();
-        loop {
-            match reader.read_exact(&mut frame[..HEADER_LEN]).await {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
-                Err(e) => return Err(format!("receiving: {e}")),
-            }
-            let len = Header::decode(&frame).map_or(0, |h| h.len as usize);
-            if HEADER_LEN + len != frame.len() {
-                let seq = Header::decode(&frame).map_or(0, |h| h.seq);
-                return Err(frame::FrameError::WrongLength {
-                    seq,
-                    expected: frame.len() - HEADER_LEN,
-                    found: len as u32,
-                }
-                .to_string());
-            }
-            reader
-                .read_exact(&mut frame[HEADER_LEN..])
-                .await
-                .map_err(|e| format!("receiving a payload: {e}"))?;
-            let now = Instant::now();
-            let sent = in_flight
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .pop_front();
-            let Some((header, at)) = sent else {
-                let seq = Header::decode(&frame).map_or(0, |h| h.seq);
-                return Err(format!(
-                    "message {seq} came back but none is outstanding (duplicated)"
-                ));
-            };
-            frame::check_answer(&frame, &header).map_err(|e| e.to_string())?;
-            reactor::note_work();
-            room.add_permits(1);
-            let ns = u64::try_from((now - at).as_nanos()).unwrap_or(u64::MAX);
-            if pending.record(ns).is_err() {
-                pending.saturating_record(ns);
-            }
-            pending_n += 1;
-            pending_sum += ns;
-            last_answer = now;
-            if now - last_flush >= FLUSH_EVERY {
-                tally.add(
-                    pending_n,
-                    pending_n * frame.len() as u64,
-                    pending_sum,
-                    &pending,
-                );
-                received += pending_n;
-                latency_sum_ns += u128::from(pending_sum);
-                let _ = latency.add(&pending);
-                pending.reset();
-                (pending_n, pending_sum) = (0, 0);
-                last_flush = now;
-            }
-        }
-        tally.add(
-            pending_n,
-            pending_n * frame.len() as u64,
-            pending_sum,
-            &pending,
-        );
-        received += pending_n;
-        latency_sum_ns += u128::from(pending_sum);
-        let _ = latency.add(&pending);
-        let left = in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len();
-        if left > 0 {
-            return Err(format!(
-                "the server closed the connection with {left} messages unanswered (lost)"
-            ));
-        }
-        Ok((received, latency, latency_sum_ns, last_answer))
-    };
-
+    let sender = send(
+        write,
+        messages,
+        frame_len,
+        room.clone(),
+        in_flight.clone(),
+        deadline,
+        stop,
+    );
+    let receiver = receive(read, frame_len, room, in_flight, tally);
     let receiver = async move {
         // The run ends with the drain: answers still outstanding have this long.
         tokio::time::timeout_at((deadline + DRAIN_TIMEOUT).into(), receiver)
@@ -541,4 +416,160 @@ async fn connection(
         latency_sum_ns,
         last_answer,
     })
+}
+
+/// The messages sent and not yet answered, oldest first, with when each was sent.
+type InFlight = Arc<Mutex<VecDeque<(Header, Instant)>>>;
+
+/// A connection's sending half: batches of messages while `room` has permits (one per
+/// message outstanding), until `deadline` or `stop`; then it half-closes. Its messages
+/// sent and bytes out.
+async fn send(
+    mut write: OwnedWriteHalf,
+    mut messages: Messages,
+    frame_len: usize,
+    room: Arc<Semaphore>,
+    in_flight: InFlight,
+    deadline: Instant,
+    stop: StopSignal,
+) -> Result<(u64, u64), String> {
+    let max_batch = (MAX_BATCH_BYTES / frame_len).clamp(1, MAX_BATCH);
+    let mut batch = Vec::with_capacity(max_batch * frame_len);
+    let mut bytes_out = 0u64;
+    let mut sent = 0u64;
+    loop {
+        if stop.is_set() || Instant::now() >= deadline {
+            break;
+        }
+        let permit = tokio::time::timeout_at(deadline.into(), room.acquire()).await;
+        let Ok(Ok(permit)) = permit else { break };
+        permit.forget();
+        let mut n = 1;
+        while n < max_batch {
+            match room.try_acquire() {
+                Ok(p) => {
+                    p.forget();
+                    n += 1;
+                }
+                Err(_) => break,
+            }
+        }
+        batch.clear();
+        let now = Instant::now();
+        {
+            let mut q = in_flight.lock().unwrap_or_else(PoisonError::into_inner);
+            for _ in 0..n {
+                q.push_back((messages.append_next(&mut batch), now));
+            }
+        }
+        write
+            .write_all(&batch)
+            .await
+            .map_err(|e| format!("sending: {e}"))?;
+        reactor::note_work();
+        bytes_out += batch.len() as u64;
+        sent += n as u64;
+    }
+    // Half-close: the server answers what it has, then closes its side.
+    write
+        .shutdown()
+        .await
+        .map_err(|e| format!("closing the sending side: {e}"))?;
+    Ok((sent, bytes_out))
+}
+
+/// A connection's receiving half: each answer checked against the oldest message
+/// outstanding and timed, its permit given back, the tally fed every [`FLUSH_EVERY`];
+/// until the server closes its side. Its answers, their latencies and sum, and when the
+/// last one came.
+async fn receive(
+    read: OwnedReadHalf,
+    frame_len: usize,
+    room: Arc<Semaphore>,
+    in_flight: InFlight,
+    tally: Arc<Tally>,
+) -> Result<(u64, Histogram<u64>, u128, Instant), String> {
+    let mut reader = BufReader::with_capacity(READ_BUF, read);
+    let mut frame = vec![0u8; frame_len];
+    let mut latency = new_latency_histogram();
+    let mut pending = new_latency_histogram();
+    let (mut received, mut latency_sum_ns) = (0u64, 0u128);
+    let (mut pending_n, mut pending_sum) = (0u64, 0u64);
+    let mut last_flush = Instant::now();
+    let mut last_answer = Instant::now();
+    loop {
+        match reader.read_exact(&mut frame[..HEADER_LEN]).await {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+            Err(e) => return Err(format!("receiving: {e}")),
+        }
+        let len = Header::decode(&frame).map_or(0, |h| h.len as usize);
+        if HEADER_LEN + len != frame.len() {
+            let seq = Header::decode(&frame).map_or(0, |h| h.seq);
+            return Err(frame::FrameError::WrongLength {
+                seq,
+                expected: frame.len() - HEADER_LEN,
+                found: len as u32,
+            }
+            .to_string());
+        }
+        reader
+            .read_exact(&mut frame[HEADER_LEN..])
+            .await
+            .map_err(|e| format!("receiving a payload: {e}"))?;
+        let now = Instant::now();
+        let sent = in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front();
+        let Some((header, at)) = sent else {
+            let seq = Header::decode(&frame).map_or(0, |h| h.seq);
+            return Err(format!(
+                "message {seq} came back but none is outstanding (duplicated)"
+            ));
+        };
+        frame::check_answer(&frame, &header).map_err(|e| e.to_string())?;
+        reactor::note_work();
+        room.add_permits(1);
+        let ns = u64::try_from((now - at).as_nanos()).unwrap_or(u64::MAX);
+        if pending.record(ns).is_err() {
+            pending.saturating_record(ns);
+        }
+        pending_n += 1;
+        pending_sum += ns;
+        last_answer = now;
+        if now - last_flush >= FLUSH_EVERY {
+            tally.add(
+                pending_n,
+                pending_n * frame.len() as u64,
+                pending_sum,
+                &pending,
+            );
+            received += pending_n;
+            latency_sum_ns += u128::from(pending_sum);
+            let _ = latency.add(&pending);
+            pending.reset();
+            (pending_n, pending_sum) = (0, 0);
+            last_flush = now;
+        }
+    }
+    tally.add(
+        pending_n,
+        pending_n * frame.len() as u64,
+        pending_sum,
+        &pending,
+    );
+    received += pending_n;
+    latency_sum_ns += u128::from(pending_sum);
+    let _ = latency.add(&pending);
+    let left = in_flight
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .len();
+    if left > 0 {
+        return Err(format!(
+            "the server closed the connection with {left} messages unanswered (lost)"
+        ));
+    }
+    Ok((received, latency, latency_sum_ns, last_answer))
 }

@@ -22,11 +22,32 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::watch;
 
+use super::NAME;
 use super::cpuset::{CpuSet, current_tid, pin_current_thread, thread_cpu_time, thread_switches};
 use super::frame::{self, MAX_PAYLOAD};
 use super::reactor::{self, ReactorClock, ReactorTimes};
-use super::{NAME, ServerMode};
 use crate::WorkloadError;
+
+/// How the server serves its connections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerMode {
+    /// Shard per core: a pinned thread, runtime and listener per CPU; nothing shared.
+    #[default]
+    Crimson,
+    /// One multi-threaded runtime whose worker pool serves every connection.
+    Async,
+}
+
+impl ServerMode {
+    /// The name on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerMode::Crimson => "crimson",
+            ServerMode::Async => "async",
+        }
+    }
+}
 
 /// Bytes a connection reads at once (it grows for a frame larger than this).
 const READ_BUF: usize = 256 << 10;

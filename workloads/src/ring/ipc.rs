@@ -165,6 +165,7 @@ pub(super) fn run(
     metrics: &RingMetrics,
     stop: &StopSignal,
 ) -> Result<Outcome, WorkloadError> {
+    // Over 150 lines by design: the main node's state machine, one match on side, kind, mode.
     let members = u64::from(params.num_nodes);
     let rounds = params.num_rounds;
     let total = members * u64::from(rounds);

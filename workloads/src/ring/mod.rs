@@ -213,16 +213,16 @@ impl std::fmt::Display for RingMode {
 
 impl RingParams {
     /// The command-line arguments that parse back into these parameters, derived from
-    /// the clap definition and the serde form ([`crate::builtin::args_of`]).
+    /// the clap definition and the serde form ([`crate::params::args_of`]).
     pub fn to_args(&self) -> Vec<String> {
-        crate::builtin::args_of(self)
+        crate::params::args_of(self)
     }
 
     /// The parameters for `hello`, keyed by their command-line names: the serde form. The in-process
     /// default leaves `transport` out (serde skips it), so its `hello` reads as it always
     /// has.
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
-        crate::builtin::json_of(self)
+        crate::params::json_of(self)
     }
 
     /// Hops of a complete run: `num_nodes × num_rounds`, the expected final sum.

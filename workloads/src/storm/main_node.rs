@@ -82,60 +82,7 @@ pub(super) fn run(
     ensure_open_files(count)?;
 
     let linger = params.crash_after.is_some();
-    let mut nodes = Nodes::new(NAME, linger)?;
-    let mut conns = Vec::with_capacity(count as usize);
-    let spawning = Instant::now();
-    for id in 1..=count {
-        let (ours, theirs) = socket_pair(NAME)?;
-        let node = NodeParams {
-            role: NodeRole::Storm,
-            node_id: id,
-            prev_fd: None,
-            next_fd: None,
-            main_fd: Some(theirs.as_raw_fd()),
-            linger,
-        };
-        nodes.spawn(&node, [theirs.as_raw_fd(), -1])?;
-        drop(theirs);
-        conns.push(Conn {
-            id,
-            link: Link::new(ours, format!("node {id}"), READ_FRAMES),
-            hello: false,
-            sum: 0,
-            done: false,
-        });
-    }
-
-    // Every node says hello: it runs and its socket works.
-    let mut fds: Vec<libc::pollfd> = conns.iter().map(|c| pollin(c.link.fd())).collect();
-    let until = spawning + deadlines.start;
-    let mut starting = count;
-    while starting > 0 {
-        wait_readable(
-            &mut fds,
-            until.saturating_duration_since(Instant::now()),
-            &|| format!("{starting} of {count} node process(es) to start and say hello"),
-            &mut nodes,
-            None,
-            NAME,
-        )?;
-        for (fd, conn) in fds.iter_mut().zip(conns.iter_mut()) {
-            if fd.revents == 0 {
-                continue;
-            }
-            conn.link.fill(&mut nodes, NAME)?;
-            while let Some(frame) = conn.link.next_frame(NAME)? {
-                if frame.kind != Kind::Hello || frame.node != conn.id || conn.hello {
-                    return Err(unexpected(conn, &frame, "instead of its hello"));
-                }
-                conn.hello = true;
-                starting -= 1;
-                // Nothing more is expected from it until it is told to begin.
-                fd.fd = -1;
-            }
-        }
-    }
-    let spawn = spawning.elapsed();
+    let (mut nodes, mut conns, mut fds, spawn) = start_nodes(count, linger, &deadlines)?;
 
     let scheduling = Instant::now();
     let go = Frame::new(Kind::Go, 0, per_node, u64::from(ask));
@@ -247,19 +194,7 @@ pub(super) fn run(
     metrics.arrival.add(&arrivals);
 
     if !stopped {
-        let expected = params.total_messages();
-        if received != expected {
-            return Err(WorkloadError::Broken {
-                workload: NAME,
-                reason: format!("the storm ended with {received} messages, not {expected}"),
-            });
-        }
-        let bye = Frame::new(Kind::Bye, 0, 0, 0);
-        for conn in &mut conns {
-            conn.link.send(bye, &mut nodes, NAME)?;
-        }
-        drop(conns);
-        nodes.finish(deadlines.exit)?;
+        finish(params, received, nodes, conns, &deadlines)?;
     }
     // A stopped run drops `nodes` here: its nodes are killed and reaped.
     Ok(Outcome {
@@ -271,6 +206,96 @@ pub(super) fn run(
         final_sum: received,
         stopped,
     })
+}
+
+/// Starts `count` node processes, each with a socket pair to the main node, and waits
+/// for every one's hello: the nodes, their connections, the poll set over them (each
+/// closed until the storm) and the time it took.
+fn start_nodes(
+    count: u32,
+    linger: bool,
+    deadlines: &Deadlines,
+) -> Result<(Nodes, Vec<Conn>, Vec<libc::pollfd>, Duration), WorkloadError> {
+    let mut nodes = Nodes::new(NAME, linger)?;
+    let mut conns = Vec::with_capacity(count as usize);
+    let spawning = Instant::now();
+    for id in 1..=count {
+        let (ours, theirs) = socket_pair(NAME)?;
+        let node = NodeParams {
+            role: NodeRole::Storm,
+            node_id: id,
+            prev_fd: None,
+            next_fd: None,
+            main_fd: Some(theirs.as_raw_fd()),
+            linger,
+        };
+        nodes.spawn(&node, [theirs.as_raw_fd(), -1])?;
+        drop(theirs);
+        conns.push(Conn {
+            id,
+            link: Link::new(ours, format!("node {id}"), READ_FRAMES),
+            hello: false,
+            sum: 0,
+            done: false,
+        });
+    }
+
+    // Every node says hello: it runs and its socket works.
+    let mut fds: Vec<libc::pollfd> = conns.iter().map(|c| pollin(c.link.fd())).collect();
+    let until = spawning + deadlines.start;
+    let mut starting = count;
+    while starting > 0 {
+        wait_readable(
+            &mut fds,
+            until.saturating_duration_since(Instant::now()),
+            &|| format!("{starting} of {count} node process(es) to start and say hello"),
+            &mut nodes,
+            None,
+            NAME,
+        )?;
+        for (fd, conn) in fds.iter_mut().zip(conns.iter_mut()) {
+            if fd.revents == 0 {
+                continue;
+            }
+            conn.link.fill(&mut nodes, NAME)?;
+            while let Some(frame) = conn.link.next_frame(NAME)? {
+                if frame.kind != Kind::Hello || frame.node != conn.id || conn.hello {
+                    return Err(unexpected(conn, &frame, "instead of its hello"));
+                }
+                conn.hello = true;
+                starting -= 1;
+                // Nothing more is expected from it until it is told to begin.
+                fd.fd = -1;
+            }
+        }
+    }
+    let spawn = spawning.elapsed();
+    Ok((nodes, conns, fds, spawn))
+}
+
+/// A storm that was not stopped: every message counted, then each node told `bye` and
+/// waited for (its connections closed before the nodes are).
+fn finish(
+    params: &StormParams,
+    received: u64,
+    mut nodes: Nodes,
+    mut conns: Vec<Conn>,
+    deadlines: &Deadlines,
+) -> Result<(), WorkloadError> {
+    let expected = params.total_messages();
+    if received != expected {
+        return Err(WorkloadError::Broken {
+            workload: NAME,
+            reason: format!("the storm ended with {received} messages, not {expected}"),
+        });
+    }
+    let bye = Frame::new(Kind::Bye, 0, 0, 0);
+    for conn in &mut conns {
+        conn.link.send(bye, &mut nodes, NAME)?;
+    }
+    drop(conns);
+    nodes.finish(deadlines.exit)?;
+    Ok(())
 }
 
 fn unexpected(conn: &Conn, frame: &Frame, state: &str) -> WorkloadError {

@@ -76,14 +76,14 @@ impl Default for StormParams {
 
 impl StormParams {
     /// The command-line arguments that parse back into these parameters, derived from
-    /// the clap definition and the serde form ([`crate::builtin::args_of`]).
+    /// the clap definition and the serde form ([`crate::params::args_of`]).
     pub fn to_args(&self) -> Vec<String> {
-        crate::builtin::args_of(self)
+        crate::params::args_of(self)
     }
 
     /// The parameters for `hello`, keyed by their command-line names: the serde form.
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
-        crate::builtin::json_of(self)
+        crate::params::json_of(self)
     }
 
     /// Messages of a complete run, `num_nodes × num_msgs`: the expected total sum.
