@@ -53,8 +53,9 @@ pub const MAX_INTERVAL_BYTES: usize = 160 << 20;
 /// parsed (`timeseries::row_held_bytes`: a per-core figure 8 bytes, a counter, rate or
 /// latency metric its entry and name, a top thread its names), shared as
 /// [`MAX_INTERVAL_BYTES`] is: 96 MiB. The synthetic hour of benches/session_load.py
-/// (36,000 rows of 100 ms) holds 31 MiB, so three fit; an hour at 100 ms on a 64-core
-/// machine (64 per-core figures, five top threads a row) 68 MiB, and at the default 1 s
+/// (36,000 rows of 100 ms) holds 36 MiB, so the two of `open A B` fit with a quarter to
+/// spare; an hour at 100 ms on a 64-core machine (64 per-core figures, five top threads
+/// a row) 72 MiB, and at the default 1 s
 /// a tenth of it. A crafted row of 4 million per-core zeros holds 32 MB in a line of 8
 /// MB. A row past what is left of the budget and the rows after it are counted, not
 /// decoded, and dropped with a warning; the file's own bytes are read beside them.

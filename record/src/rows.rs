@@ -329,9 +329,17 @@ impl Run<'_> {
 
     /// One last row once the target has exited, with what the kernel counted since the
     /// row before (the target's last moments, its children's exits): the rows' intervals
-    /// then add up to the run's total. Written only when the counts moved, or when no row
-    /// was written at all (a command shorter than one interval).
+    /// then add up to the run's total. Written only for a target whose rows are the
+    /// monitors' (a command that does not speak the protocol, an attached process), and
+    /// only when the counts moved or no row was written at all (a command shorter than
+    /// one interval).
     pub(crate) fn write_closing_row(&mut self) -> Result<(), RecordError> {
+        // A target whose ticks make the rows (a worker, a program that said `hello`) ends
+        // on its last tick: a row of monitors after it would be one without its counters,
+        // rates and latency. Its counted total is the session's (resources.counted).
+        if self.conductor.said.hello && self.data.rows > 0 {
+            return Ok(());
+        }
         let (Some(started), Some(counters)) = (self.data.started_at, &mut self.counters) else {
             return Ok(());
         };

@@ -492,9 +492,12 @@ fn rows_past_their_budget_are_dropped_with_a_warning_and_the_budget_is_shared() 
 }
 
 #[test]
-fn three_synthetic_hours_of_rows_fit_the_budget_and_one_of_a_64_core_machine() {
+fn two_synthetic_hours_of_rows_fit_the_budget_with_room_and_one_of_a_64_core_machine() {
     // The synthetic hour's rows (the session_load bench's: 36,000 rows of 100 ms), and
-    // the same with the per-core figures and top threads of a 64-core machine.
+    // the same with the per-core figures and top threads of a 64-core machine. `open A B`
+    // of two such hours shares the budget: it holds both with a quarter to spare (rows
+    // grow a little as the recorder learns to say more of a run: the kernel's counts of
+    // the tree took the hour from 31 to 36 MiB).
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("s");
     let mut synthetic = benchtop_sessions::synthetic::SyntheticSession::default();
@@ -510,7 +513,7 @@ fn three_synthetic_hours_of_rows_fit_the_budget_and_one_of_a_64_core_machine() {
         .collect();
     let wide_hour = row_held_bytes(&wide) * 36_000;
     assert!(
-        hour * 3 <= MAX_ROW_BYTES && wide_hour * 5 / 4 <= MAX_ROW_BYTES,
+        hour * 2 * 5 / 4 <= MAX_ROW_BYTES && wide_hour * 5 / 4 <= MAX_ROW_BYTES,
         "an hour holds {hour} bytes; on 64 cores {wide_hour}"
     );
 }
