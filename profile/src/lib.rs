@@ -4,7 +4,7 @@
 //! The one table of profile kinds ([`kinds::KINDS`]: name, units per file, collector,
 //! files, exports); stacks as an interned tree with their folded format ([`StackTree`]);
 //! stacks over time, stacks.jsonl ([`intervals`]); sparse histograms ([`sparse`]) and the
-//! workers' histogram wire format ([`histogram`]); result figures ([`figures`]); frame names for display ([`names`]),
+//! workers' histogram wire format ([`histogram`]); frame names for display ([`names`]),
 //! source lines ([`lines`]), units ([`units`]), escaping ([`escape`]); the monitors' rows
 //! ([`timeseries`]); the loaders' limits ([`limits`]); and how a run was sampled
 //! ([`sampling`]). It reads and writes only its own formats: the session directory is
@@ -27,7 +27,6 @@
 
 mod error;
 pub mod escape;
-pub mod figures;
 pub mod histogram;
 pub mod intervals;
 pub mod kinds;

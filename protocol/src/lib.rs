@@ -30,24 +30,17 @@
 //!
 //! docs/protocol.md is the specification; [`PROTOCOL_VERSION`] versions both. This crate
 //! holds the messages, the bounded [`ReportReader`] a conductor reads untrusted report
-//! lines with, and [`write_message`]. What the messages carry that a session keeps too
-//! comes from the profile model, `benchtop-profile`, its only benchtop dependency: result
-//! [`Figure`]s, and the histograms inside a [`Tick`], which workers encode with
-//! [`encode_histogram`] (or a reused [`HistogramEncoder`]) and a conductor decodes with
-//! the bounded [`HistogramDecoder`] (the same decoder that loads latency.hlog).
+//! lines with, and [`write_message`]; it depends on serde alone. The histograms inside a
+//! [`Tick`] are opaque text here: workers encode them with
+//! `benchtop_workloads::protocol::encode_histogram`, and a conductor decodes them with the
+//! bounded `benchtop_sessions::histogram::HistogramDecoder` (the same decoder that loads
+//! latency.hlog).
 #![deny(missing_docs)]
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 
 use serde::{Deserialize, Serialize};
-
-pub use benchtop_profile::figures::{Better, Figure};
-/// The tick histograms' wire format (docs/protocol.md, "Histograms"): workers encode
-/// with these, the conductor decodes with the bounded decoder.
-pub use benchtop_profile::histogram::{
-    HistogramDecoder, HistogramEncoder, decode_histogram, encode_histogram,
-};
 
 /// The protocol version this build speaks, and that its workers announce. Version 2 adds
 /// the `alloc_samples` message ([`AllocSamples`]); everything of version 1 is unchanged.
@@ -225,6 +218,51 @@ pub struct Summary {
     pub lines: Vec<String>,
 }
 
+/// One named result figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Figure {
+    /// The original benchmark's name for it, e.g. `time_taken_for_ring_messaging`.
+    pub name: String,
+    /// The value, in `unit`.
+    pub value: f64,
+    /// Unit, e.g. `s`, `bytes`, `messages/s`; empty for plain numbers.
+    #[serde(default)]
+    pub unit: String,
+    /// Which direction is better, when one is (used by comparisons).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub better: Option<Better>,
+}
+
+/// Which direction of change is an improvement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Better {
+    /// Higher is better (throughput).
+    Higher,
+    /// Lower is better (time, memory).
+    Lower,
+}
+
+impl Figure {
+    /// A figure with no preferred direction.
+    pub fn new(name: impl Into<String>, value: f64, unit: impl Into<String>) -> Self {
+        Figure {
+            name: name.into(),
+            value,
+            unit: unit.into(),
+            better: None,
+        }
+    }
+
+    /// The same figure, saying which direction is better.
+    #[must_use]
+    pub fn better(mut self, better: Better) -> Self {
+        self.better = Some(better);
+        self
+    }
+}
+
 /// Frames a sampled allocation stack may carry on the wire; a stack with more is
 /// refused by [`AllocSamples::check`].
 pub const MAX_ALLOC_FRAMES: usize = 128;
@@ -323,14 +361,6 @@ pub enum ProtocolError {
         /// What the JSON decoder said.
         #[source]
         source: serde_json::Error,
-    },
-    /// A figure of a `summary` or `phase` has `null` for its value.
-    #[error("report line {line}: figure {name:?} has no value (null); the message was ignored")]
-    FigureWithoutValue {
-        /// 1-based line number on the report channel.
-        line: u64,
-        /// The figure's name.
-        name: String,
     },
     /// A line is longer than [`MAX_LINE_BYTES`]; it was skipped.
     #[error("report line {line}: {len} bytes, longer than the {max}-byte limit; skipped")]
@@ -495,17 +525,6 @@ pub fn decode_line(text: &str, line: u64) -> Result<WorkerMessage, ProtocolError
             supported: PROTOCOL_VERSION,
         });
     }
-    let figures = match &message {
-        WorkerMessage::Summary(summary) => summary.figures.as_slice(),
-        WorkerMessage::Phase(phase) => phase.figures.as_slice(),
-        _ => &[],
-    };
-    if let Some(f) = figures.iter().find(|f| f.value.is_nan()) {
-        return Err(ProtocolError::FigureWithoutValue {
-            line,
-            name: f.name.clone(),
-        });
-    }
     Ok(message)
 }
 
@@ -531,26 +550,6 @@ mod tests {
         std::iter::from_fn(|| reader.next_message())
             .map(|r| r.map_err(|e| e.to_string()))
             .collect()
-    }
-
-    #[test]
-    fn a_figure_without_a_value_is_refused_naming_it() {
-        let line = r#"{"type":"summary","figures":[{"name":"ok","value":1.0},{"name":"rate","value":null}]}"#;
-        let err = decode_line(line, 7).unwrap_err().to_string();
-        assert!(
-            err.contains("line 7") && err.contains("\"rate\" has no value"),
-            "{err}"
-        );
-        let phase = r#"{"type":"phase","name":"p","t_ns":0,"duration_ns":1,"figures":[{"name":"mb","value":null}]}"#;
-        assert!(decode_line(phase, 1).is_err());
-        let fine = r#"{"type":"summary","figures":[{"name":"n","value":2.0,"better":"higher"}]}"#;
-        match decode_line(fine, 1).unwrap() {
-            WorkerMessage::Summary(s) => assert_eq!(
-                s.figures,
-                [Figure::new("n", 2.0, "").better(Better::Higher)]
-            ),
-            other => panic!("{other:?}"),
-        }
     }
 
     #[test]

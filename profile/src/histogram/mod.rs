@@ -7,8 +7,7 @@
 //! counts array (about 50 MB for 5 significant digits up to `u64::MAX`). [`decode_histogram`]
 //! checks every size first and hands hdrhistogram only input that stays within the limits
 //! below, so a hostile histogram costs at most about [`MAX_ENCODED_BYTES`] of buffers and a
-//! [`MAX_COUNTS_LEN`]-entry counts array. [`HistogramEncoder`] writes the same format
-//! (the workers' side), so one module owns the wire format both ways.
+//! [`MAX_COUNTS_LEN`]-entry counts array.
 //!
 //! ```
 //! use base64::Engine as _;
@@ -25,10 +24,6 @@
 //! assert!(benchtop_profile::histogram::decode_histogram("HISTFAAAAA==").is_err());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
-
-mod encode;
-
-pub use encode::{HistogramEncoder, encode_histogram};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
