@@ -121,7 +121,7 @@ impl Run<'_> {
                 live_histograms.push((name, histogram));
             }
         }
-        self.monitor_row(&mut row)?;
+        self.monitor_row(&mut row, false)?;
         self.writer.append_row(&row)?;
         self.data.rows += 1;
         if let Some(stream) = &self.opts.stream {
@@ -159,7 +159,7 @@ impl Run<'_> {
         let mut row = TimeseriesRow::default();
         row.t_s = t_s;
         row.interval_s = t_s - self.data.last_t_ns as f64 / 1e9;
-        self.monitor_row(&mut row)?;
+        self.monitor_row(&mut row, false)?;
         self.writer.append_row(&row)?;
         self.data.rows += 1;
         if let Some(stream) = &self.opts.stream {
@@ -357,7 +357,7 @@ impl Run<'_> {
         let mut row = TimeseriesRow::default();
         row.t_s = end_ns as f64 / 1e9;
         row.interval_s = end_ns.saturating_sub(self.data.last_t_ns) as f64 / 1e9;
-        self.monitor_row(&mut row)?;
+        self.monitor_row(&mut row, true)?;
         self.writer.append_row(&row)?;
         self.data.rows += 1;
         if let Some(stream) = &self.opts.stream {
@@ -415,16 +415,25 @@ impl Run<'_> {
     /// The monitors' part of a row: the tree's resources, per-core CPU and busiest
     /// threads, with the kernel's counts where it gives them. threads.csv is rewritten
     /// every [`THREADS_EVERY_ROWS`] rows, so a run cut off keeps a recent table.
-    fn monitor_row(&mut self, row: &mut TimeseriesRow) -> Result<(), RecordError> {
+    /// The monitors' figures into `row`. When the tree is gone (the worker exited before
+    /// its last tick was read) the row goes without resources, as a row read after the
+    /// end always has; only the `closing` row (after the reap) carries the kernel's
+    /// counts of a gone tree.
+    fn monitor_row(&mut self, row: &mut TimeseriesRow, closing: bool) -> Result<(), RecordError> {
         let Some(monitor) = &mut self.monitor else {
             return Ok(());
         };
-        // The tree is gone (the worker exited): the row goes without the polled figures.
-        if let Ok(sample) = monitor.sample() {
-            sample.fill_row(row, TOP_THREADS);
-            self.data.last_peak_rss = sample.resources.peak_rss_bytes;
+        let polled = match monitor.sample() {
+            Ok(sample) => {
+                sample.fill_row(row, TOP_THREADS);
+                self.data.last_peak_rss = sample.resources.peak_rss_bytes;
+                true
+            }
+            Err(_) => false,
+        };
+        if polled || closing {
+            self.count_row(row);
         }
-        self.count_row(row);
         self.data.rows_since_threads += 1;
         if self.data.rows_since_threads >= THREADS_EVERY_ROWS {
             self.data.rows_since_threads = 0;
