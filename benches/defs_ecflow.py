@@ -24,6 +24,7 @@ at least 4x faster, RSS after the parse at most half of ecFlow's. The load avera
 printed before and after (the machine may be shared: read the ratios, not the seconds).
 
 Usage: benches/defs_ecflow.py [--rounds N] [--scale F] [--dir DIR] [--python PATH]
+                              [--settle SECONDS]
 Needs: cargo (a release build, made on first use) and python3-ecflow.
 """
 
@@ -53,9 +54,11 @@ def status(key):
     return 0
 
 path, checkpoint = sys.argv[1], sys.argv[2]
+c0 = time.process_time()
 t0 = time.perf_counter()
 defs = ecflow.Defs(path)
 t1 = time.perf_counter()
+c1 = time.process_time()
 rss = status("VmRSS:")
 peak = status("VmHWM:")
 t2 = time.perf_counter()
@@ -66,6 +69,7 @@ back.restore_from_checkpt(checkpoint)
 t4 = time.perf_counter()
 nodes = sum(len(list(s.get_all_nodes())) for s in back.suites)
 print(json.dumps({"parse_s": t1 - t0, "read_parse_s": t1 - t0, "rss": rss, "peak_rss": peak,
+                  "parse_cpu_s": c1 - c0, "read_parse_cpu_s": c1 - c0,
                   "checkpoint_s": t3 - t2, "reload_s": t4 - t3,
                   "checkpoint_bytes": os.path.getsize(checkpoint), "nodes": nodes}))
 """
@@ -74,6 +78,20 @@ print(json.dumps({"parse_s": t1 - t0, "read_parse_s": t1 - t0, "rss": rss, "peak
 def load():
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
+
+
+def settle(most):
+    """Waits up to `most` seconds for the 1-minute load average to fall below 0.5 (the
+    definition's generation raises it), then returns the load averages."""
+    waited = 0
+    while waited < most and float(load().split()[0]) >= 0.5:
+        time.sleep(5)
+        waited += 5
+    now = load()
+    if float(now.split()[0]) >= 0.5:
+        print(f"warning: the load average is {now} after {most} s: something else runs",
+              file=sys.stderr)
+    return now
 
 
 def worker(args):
@@ -105,6 +123,8 @@ def run_benchtop(definition, directory):
     return {
         "read_parse_s": phases["read"]["seconds"] + phases["parse"]["seconds"],
         "parse_s": phases["parse"]["seconds"],
+        "parse_cpu_s": phases["parse"]["cpu_s"],
+        "read_parse_cpu_s": phases["read"]["cpu_s"] + phases["parse"]["cpu_s"],
         "rss": phases["parse"]["rss_bytes"],
         "peak_rss": phases["parse"]["peak_rss_bytes"],
         "checkpoint_s": phases["checkpoint-binary"]["seconds"],
@@ -128,6 +148,9 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--scale", default="1.0")
+    ap.add_argument("--settle", type=int, default=180,
+                    help="seconds to wait at most for the load average to fall below 0.5 "
+                         "before the rounds (0: start at once)")
     ap.add_argument("--dir", help="where the definition and the checkpoints go")
     ap.add_argument("--python", default="/usr/bin/python3",
                     help="a Python with ecFlow's module (Debian's python3-ecflow)")
@@ -146,7 +169,7 @@ def main():
         shutil.rmtree(made)
         size = os.path.getsize(definition)
 
-        before = load()
+        before = settle(args.settle)
         results = {"benchtop": [], "ecflow": []}
         for r in range(args.rounds):
             order = ("benchtop", "ecflow") if r % 2 == 0 else ("ecflow", "benchtop")
@@ -169,26 +192,37 @@ def main():
     print(f"{'measure':<26} {'benchtop med':>12} {'min':>8} {'max':>8} "
           f"{'ecFlow med':>11} {'min':>8} {'max':>8} {'ratio':>7} {'bar':>7}  ok")
 
+    margins = []
+
     def row(name, key, scale, unit, bar, lower_better=True):
+        """One line of the table; `bar` None for a figure shown without a bar."""
         bv = [x[key] * scale for x in b]
         ev = [x[key] * scale for x in e]
         mb, me = statistics.median(bv), statistics.median(ev)
-        if lower_better and bar >= 1:
+        if bar is None:
+            ratio, ok = me / mb, None
+            shown, want = f"{ratio:.2f}x", "-"
+        elif lower_better and bar >= 1:
             ratio, ok = me / mb, me / mb >= bar
             shown = f"{ratio:.2f}x"
             want = f">={bar:g}x"
+            margins.append((name, ratio / bar - 1, shown, want))
         else:
             ratio, ok = mb / me, mb / me <= bar
             shown = f"{ratio:.2f}"
             want = f"<={bar:g}"
+            margins.append((name, bar / ratio - 1, shown, want))
+        verdict = "" if ok is None else ("yes" if ok else "NO")
         print(f"{name:<26} {mb:>10.3f}{unit:>2} {min(bv):>8.3f} {max(bv):>8.3f} "
               f"{me:>9.3f}{unit:>2} {min(ev):>8.3f} {max(ev):>8.3f} {shown:>7} {want:>7}  "
-              f"{'yes' if ok else 'NO'}")
+              f"{verdict}")
 
     for x in b + e:
         x["both_s"] = x["checkpoint_s"] + x["reload_s"]
     row("parse (s)", "parse_s", 1, "s", 7)
     row("read + parse (s)", "read_parse_s", 1, "s", 7)
+    row("parse CPU (s)", "parse_cpu_s", 1, "s", None)
+    row("read + parse CPU (s)", "read_parse_cpu_s", 1, "s", None)
     row("checkpoint (s)", "checkpoint_s", 1, "s", 1)
     row("reload (s)", "reload_s", 1, "s", 1)
     row("checkpoint + reload (s)", "both_s", 1, "s", 4)
@@ -196,6 +230,8 @@ def main():
     row("peak RSS at parse (MiB)", "peak_rss", 1 / 1048576, "M", 1, lower_better=False)
     print("ratio: ecFlow / benchtop for times (higher is better), benchtop / ecFlow for "
           "memory (lower is better)")
+    for name, margin, shown, want in margins:
+        print(f"margin: {name} {shown} against {want}: {margin * 100:+.0f} %")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@ two settings:
   --one-core-only).
 
 Each round runs every configuration back to back (interleaved, the order alternating from
-round to round) on a release build, recorded without profiling. The tables give medians
+round to round) on a release build, recorded without profiling (`--profiled`: with the
+default profiling on, as `benchtop run messenger` records it, so the recorder's threads
+share the two CPUs with the server and the clients). The tables give medians
 over the rounds of IOPS, mean and p99 latency, the server's CPU% (its cores, anything that
 ran there) and its threads' own CPU time per message, and the crimson/async
 ratio of each to async (goal: crimson ahead, as in the published study), with the range
@@ -21,8 +23,12 @@ machine here, so anything else running shows as spread. In poll mode the server'
 100 by design; its busy share (the rest is polling idle), busy µs per message and its
 threads' voluntary context switches (waits; near zero when it polls) say what it did.
 
-Usage: benches/messenger.py [--rounds N] [--seconds S] [--one-core-only]
+Usage: benches/messenger.py [--rounds N] [--seconds S] [--one-core-only] [--profiled]
                             [--designs crimson,crimson-poll,crimson-poll-all,async]
+                            [--settle SECONDS]
+
+The last lines give each design's IOPS against async's with its margin over the bar
+(crimson ahead by at least 5 %).
 Needs: cargo; a machine with at least two CPUs.
 """
 
@@ -35,6 +41,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
@@ -49,6 +56,8 @@ DESIGNS = {
     "async": ["--server", "async"],
 }
 BASELINE = "async"
+# The bar: a crimson design's median IOPS over async's.
+BAR = 1.05
 FIGURES = (
     ("iops", "IOPS", "{:.0f}"),
     ("latency_ms", "mean latency (ms)", "{:.2f}"),
@@ -74,7 +83,9 @@ def once(design, setting, args, tmp):
     cmd = [BENCHTOP, "run", "messenger", *DESIGNS[design], "--msg-size", "4096",
            "--depth", "512", "--conns-per-client", "2", *setting,
            "--msgtime", str(args.seconds), "--listen", "127.0.0.1:0",
-           "--profile", "none", "--quiet", "--record", os.path.join(d, "s")]
+           "--quiet", "--record", os.path.join(d, "s")]
+    if not args.profiled:
+        cmd[-3:-3] = ["--profile", "none"]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(os.path.join(d, "s", "session.json")) as f:
         figures = {fig["name"]: fig["value"] for fig in json.load(f)["summary"]}
@@ -88,6 +99,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--one-core-only", action="store_true")
+    ap.add_argument("--profiled", action="store_true",
+                    help="record with benchtop's default profiling on (as users run it)")
+    ap.add_argument("--settle", type=int, default=180,
+                    help="seconds to wait at most for the load average to fall below 0.5 "
+                         "before the rounds (0: start at once)")
     ap.add_argument("--designs", default="crimson,crimson-poll,crimson-poll-all,async",
                     help="comma-separated, from " + ", ".join(DESIGNS))
     args = ap.parse_args()
@@ -100,6 +116,10 @@ def main():
     settings = SETTINGS[:1] if args.one_core_only else SETTINGS
     runs = [(label, setting, design) for label, setting in settings for design in designs]
     results = {(label, d): {name: [] for name, _, _ in FIGURES} for label, _, d in runs}
+    waited = 0
+    while waited < args.settle and os.getloadavg()[0] >= 0.5:
+        time.sleep(5)
+        waited += 5
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
@@ -111,8 +131,9 @@ def main():
                       f"{figures['iops']:.0f} IOPS, {figures['latency_ms']:.2f} ms mean",
                       file=sys.stderr)
     load_after = os.getloadavg()[0]
-    print(f"\n4 KiB, depth 512; medians of {args.rounds} rounds of {args.seconds} s; "
-          f"load average {load_before:.1f} before, {load_after:.1f} after")
+    print(f"\n4 KiB, depth 512; medians of {args.rounds} rounds of {args.seconds} s, "
+          f"{'profiled (default --profile)' if args.profiled else '--profile none'}; "
+          f"load average {load_before:.2f} before, {load_after:.2f} after")
     others = [d for d in designs if d != BASELINE]
     for label, _ in settings:
         base = results[(label, BASELINE)]
@@ -134,6 +155,14 @@ def main():
         for d in others:
             wins = sum(c > a for c, a in zip(results[(label, d)]["iops"], base["iops"]))
             print(f"rounds where {d} had more IOPS than {BASELINE}: {wins} of {args.rounds}")
+    print()
+    for label, _ in settings:
+        base = median(results[(label, BASELINE)]["iops"])
+        for d in others:
+            ratio = median(results[(label, d)]["iops"]) / base
+            print(f"margin: {label.split(':')[0]}: {d}/{BASELINE} IOPS {ratio:.2f}x against "
+                  f">={BAR:g}x: {(ratio / BAR - 1) * 100:+.0f} % "
+                  f"({'met' if ratio >= BAR else 'NOT met'})")
 
 
 def median(values):

@@ -339,6 +339,8 @@ pub struct Phases<'a> {
     reporter: &'a Reporter,
     start: Instant,
     done: Vec<Phase>,
+    /// The process's CPU time when the last phase ended (or the phases began).
+    cpu_mark: Option<Duration>,
 }
 
 impl<'a> Phases<'a> {
@@ -348,11 +350,13 @@ impl<'a> Phases<'a> {
             reporter,
             start: start.at,
             done: Vec::new(),
+            cpu_mark: process_cpu(),
         }
     }
 
     /// Reports the phase `name` that began at `began` and ends now, with `bytes` moved
-    /// (0 for none) and `more` figures; bytes, seconds, MB/s and RSS are added.
+    /// (0 for none) and `more` figures; bytes, seconds, MB/s, RSS and `cpu_s` (the
+    /// process's CPU time since the previous phase ended) are added.
     pub fn finish(
         &mut self,
         name: impl Into<String>,
@@ -374,6 +378,14 @@ impl<'a> Phases<'a> {
         more: Vec<Figure>,
     ) -> Result<(), WorkloadError> {
         let at = began.saturating_duration_since(self.start);
+        let mut more = more;
+        let cpu = process_cpu();
+        if let (Some(then), Some(now)) = (self.cpu_mark, cpu) {
+            // Every thread's, so a parallel phase shows what its threads cost together.
+            let spent = now.saturating_sub(then).as_secs_f64();
+            more.push(Figure::new("cpu_s", spent, "s").better(Better::Lower));
+        }
+        self.cpu_mark = cpu;
         let phase = phase(name.into(), at, took, bytes, more);
         self.reporter.send(&WorkerMessage::Phase(phase.clone()))?;
         self.done.push(phase);
@@ -412,6 +424,23 @@ fn phase(name: String, at: Duration, took: Duration, bytes: u64, more: Vec<Figur
         duration_ns: u64::try_from(took.as_nanos()).unwrap_or(u64::MAX),
         figures,
     }
+}
+
+/// The CPU time of the whole process so far (every thread's, user and system), or
+/// `None` when the clock cannot be read.
+fn process_cpu() -> Option<Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through the valid pointer it is given.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| {
+        Duration::new(
+            u64::try_from(ts.tv_sec).unwrap_or(0),
+            u32::try_from(ts.tv_nsec).unwrap_or(0),
+        )
+    })
 }
 
 /// Resident set size now and at its peak, from /proc/self/status.

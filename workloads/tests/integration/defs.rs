@@ -128,6 +128,15 @@ mod workload {
         for phase in phases(&messages) {
             let has = |n: &str| phase.figures.iter().any(|f| f.name == n);
             assert!(has("seconds") && has("peak_rss_bytes"), "{phase:?}");
+            // The process's CPU time over the phase: at most what its threads could take
+            // in its wall time on every CPU (and what ran since the previous phase ended).
+            let value = |n: &str| phase.figures.iter().find(|f| f.name == n).unwrap().value;
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+            let cpu = value("cpu_s");
+            assert!(
+                (0.0..=value("seconds") * cpus + 0.05).contains(&cpu),
+                "{phase:?}"
+            );
             if !phase.name.starts_with("compare") {
                 assert!(has("bytes") && has("mb_per_s"), "{phase:?}");
             } else {
