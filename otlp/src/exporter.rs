@@ -14,8 +14,14 @@
 //! symbols (tens of milliseconds for a release build, seconds for a debug one at that
 //! priority on a busy machine), which must hold up neither the recorder nor the sending of
 //! the other batches.
+//!
+//! At the end of a run ([`Exporter::finish`]) the workload is over: both threads are given
+//! the finishing thread's priority back where the system allows it, the naming thread gets
+//! up to [`NAMING_WAIT`] for the names it is still reading (local work, not the
+//! collector's), then the queue gets the caller's wait. Every batch accepted into a queue
+//! is accounted for in the report: sent, dropped, or still queued when the wait ran out.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -51,6 +57,12 @@ pub struct RunContext {
 /// nice 10). Chosen by benches/otlp_overhead.py (ring throughput with and without
 /// `--otlp`).
 pub const SENDER_NICE: i32 = 10;
+
+/// How long the end of a run waits at most for the naming thread to finish the
+/// allocation batches it holds: reading a debug build's symbols at [`SENDER_NICE`] on a
+/// busy machine can take tens of seconds; a batch still unnamed then is counted as
+/// dropped at the end.
+pub const NAMING_WAIT: Duration = Duration::from_secs(60);
 
 /// Stacks whose names are made on the sending thread, not the recorder's: a worker's
 /// allocation stacks, symbolized there so that the recorder never waits on debug
@@ -95,6 +107,11 @@ pub(crate) struct Counts {
     pub(crate) failed: AtomicU64,
     pub(crate) at_end: AtomicU64,
     pub(crate) rejected: AtomicU64,
+    /// Batches taken into a queue (a worker's allocations count once, though they pass
+    /// through both threads).
+    pub(crate) queued: AtomicU64,
+    /// Of them, those that were sent, failed, or were dropped.
+    pub(crate) settled: AtomicU64,
     pub(crate) last_error: Mutex<Option<String>>,
     pub(crate) last_rejection: Mutex<Option<String>>,
     /// The last batch failed every attempt: the next gets one attempt, not the retries,
@@ -103,6 +120,17 @@ pub(crate) struct Counts {
 }
 
 impl Counts {
+    /// One queued batch is done with, whatever became of it.
+    fn settle(&self) {
+        self.settled.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Batches taken into a queue and not done with yet.
+    fn unsettled(&self) -> u64 {
+        let settled = self.settled.load(Ordering::Relaxed);
+        self.queued.load(Ordering::Relaxed).saturating_sub(settled)
+    }
+
     pub(crate) fn report(&self, opts: &OtlpOptions) -> Report {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let text =
@@ -192,6 +220,9 @@ pub struct Exporter {
     done: Receiver<()>,
     thread: Option<JoinHandle<()>>,
     alloc_thread: Option<JoinHandle<()>>,
+    /// The thread ids of the sending and the naming thread, once they have lowered their
+    /// priority (0 before).
+    tids: Arc<[AtomicI32; 2]>,
 }
 
 impl std::fmt::Debug for Exporter {
@@ -213,14 +244,26 @@ impl Exporter {
         let counts = Arc::new(Counts::default());
         let hurry = Arc::new(AtomicBool::new(false));
         let (alloc_tx, alloc_rx) = mpsc::sync_channel::<AllocJob>(opts.queue.max(1));
-        let alloc_thread = spawn_namer(alloc_rx, tx.clone(), counts.clone(), hurry.clone())?;
+        let tids = Arc::new([AtomicI32::new(0), AtomicI32::new(0)]);
+        let alloc_thread = spawn_namer(
+            alloc_rx,
+            tx.clone(),
+            counts.clone(),
+            hurry.clone(),
+            tids.clone(),
+        )?;
         let thread = {
-            let (opts, pending, counts, hurry) =
-                (opts.clone(), pending.clone(), counts.clone(), hurry.clone());
+            let (opts, pending, counts, hurry, tids) = (
+                opts.clone(),
+                pending.clone(),
+                counts.clone(),
+                hurry.clone(),
+                tids.clone(),
+            );
             std::thread::Builder::new()
                 .name("bt-otlp".into())
                 .spawn(move || {
-                    lower_priority();
+                    tids[0].store(lower_priority(), Ordering::SeqCst);
                     let mut context: Option<RunContext> = None;
                     // Every definition learnt so far: never dropped, so every later
                     // request resolves.
@@ -229,9 +272,11 @@ impl Exporter {
                         if hurry.load(Ordering::SeqCst) {
                             if !matches!(job, Job::Begin(_)) {
                                 counts.at_end.fetch_add(1, Ordering::Relaxed);
+                                counts.settle();
                             }
                             continue;
                         }
+                        let batch = !matches!(job, Job::Begin(_));
                         let payload = match (job, &context) {
                             (Job::Begin(c), _) => {
                                 context = Some(*c);
@@ -270,6 +315,9 @@ impl Exporter {
                         if let Some(payload) = payload {
                             counts.send(&mut transport, &opts, &payload, &hurry);
                         }
+                        if batch {
+                            counts.settle();
+                        }
                     }
                     let _ = done_tx.send(());
                 })
@@ -285,6 +333,7 @@ impl Exporter {
             done,
             thread: Some(thread),
             alloc_thread: Some(alloc_thread),
+            tids,
         })
     }
 
@@ -296,7 +345,9 @@ impl Exporter {
     fn enqueue(&self, job: Job) {
         let Some(tx) = &self.tx else { return };
         match tx.try_send(job) {
-            Ok(()) => {}
+            Ok(()) => {
+                self.counts.queued.fetch_add(1, Ordering::Relaxed);
+            }
             Err(TrySendError::Full(_)) => {
                 self.counts.queue_full.fetch_add(1, Ordering::Relaxed);
             }
@@ -347,7 +398,9 @@ impl Exporter {
             return;
         }
         match tx.try_send(AllocJob::Allocs(namer.clone(), interval, rate)) {
-            Ok(()) => {}
+            Ok(()) => {
+                self.counts.queued.fetch_add(1, Ordering::Relaxed);
+            }
             Err(TrySendError::Full(_)) => {
                 self.counts.queue_full.fetch_add(1, Ordering::Relaxed);
             }
@@ -371,13 +424,21 @@ impl Exporter {
         self.counts.report(&self.opts)
     }
 
-    /// Sends what is queued, waiting at most `wait`; what is still queued then is dropped
-    /// and counted. The report says what was sent and dropped.
+    /// Sends what is queued, waiting at most `wait` (after up to the options'
+    /// `naming_wait`, [`NAMING_WAIT`] by default, for allocation stacks still being named); what is still queued then is dropped and
+    /// counted. The report says what was sent and dropped: every batch taken is in it.
     pub fn finish(mut self, wait: Duration) -> Report {
         // The naming thread hands what it has built to the sending thread and ends; the
         // sending thread ends once both are done.
         self.alloc_tx = None;
         self.tx = None;
+        self.restore_priority();
+        if let Some(namer) = &self.alloc_thread {
+            let named_by = Instant::now() + self.opts.naming_wait;
+            while !namer.is_finished() && Instant::now() < named_by {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         let deadline = Instant::now() + wait;
         if self.done.recv_timeout(wait).is_err() {
             self.hurry.store(true, Ordering::SeqCst);
@@ -395,7 +456,40 @@ impl Exporter {
                 let _ = thread.join();
             }
         }
-        self.counts.report(&self.opts)
+        let mut report = self.counts.report(&self.opts);
+        // Batches the threads still hold (a request outlasting its timeout, names still
+        // being read) are dropped with the process.
+        report.dropped_at_end += self.counts.unsettled();
+        report
+    }
+
+    /// Gives the sending and the naming thread the calling thread's priority again: the
+    /// run they yielded to is over. Where the system refuses (raising a priority needs
+    /// CAP_SYS_NICE or an RLIMIT_NICE), they keep theirs.
+    fn restore_priority(&self) {
+        // SAFETY: getpriority(2) on the calling thread (who 0) reads its niceness; it
+        // takes no pointer. errno is cleared first, as -1 is also a valid niceness.
+        let nice = unsafe {
+            *libc::__errno_location() = 0;
+            libc::getpriority(libc::PRIO_PROCESS, 0)
+        };
+        // SAFETY: reads the calling thread's errno.
+        if nice == -1 && unsafe { *libc::__errno_location() } != 0 {
+            return;
+        }
+        for tid in self.tids.iter() {
+            let Ok(tid) = libc::id_t::try_from(tid.load(Ordering::SeqCst)) else {
+                continue;
+            };
+            if tid == 0 {
+                continue;
+            }
+            // SAFETY: setpriority(2) on one of this exporter's own threads (a thread id
+            // with PRIO_PROCESS applies to that thread only); a refusal changes nothing.
+            unsafe {
+                libc::setpriority(libc::PRIO_PROCESS, tid, nice);
+            }
+        }
     }
 }
 
@@ -408,11 +502,12 @@ fn spawn_namer(
     sending: SyncSender<Job>,
     counts: Arc<Counts>,
     hurry: Arc<AtomicBool>,
+    tids: Arc<[AtomicI32; 2]>,
 ) -> Result<JoinHandle<()>, OtlpError> {
     std::thread::Builder::new()
         .name("bt-otlp-names".into())
         .spawn(move || {
-            lower_priority();
+            tids[1].store(lower_priority(), Ordering::SeqCst);
             let mut context: Option<RunContext> = None;
             let mut names: Option<Box<dyn NamedStacks>> = None;
             for job in rx {
@@ -420,11 +515,15 @@ fn spawn_namer(
                     AllocJob::Begin(c) => context = Some(*c),
                     AllocJob::Allocs(..) if hurry.load(Ordering::SeqCst) => {
                         counts.at_end.fetch_add(1, Ordering::Relaxed);
+                        counts.settle();
                     }
                     // Allocations before the run began have no times: not sent.
-                    AllocJob::Allocs(..) if context.is_none() => {}
+                    AllocJob::Allocs(..) if context.is_none() => counts.settle(),
                     AllocJob::Allocs(namer, interval, rate) => {
-                        let Some(c) = &context else { continue };
+                        let Some(c) = &context else {
+                            counts.settle();
+                            continue;
+                        };
                         let names = names.get_or_insert_with(|| namer.names());
                         names.update();
                         let sampling = Sampling {
@@ -438,12 +537,18 @@ fn spawn_namer(
                             c.start_unix_ns,
                             sampling,
                         );
-                        if let Some(request) = request
-                            && sending
-                                .send(Job::Built(Payload::Profiles(request)))
-                                .is_err()
-                        {
-                            counts.failed.fetch_add(1, Ordering::Relaxed);
+                        // A built request is settled by the sending thread.
+                        match request {
+                            None => counts.settle(),
+                            Some(request) => {
+                                if sending
+                                    .send(Job::Built(Payload::Profiles(request)))
+                                    .is_err()
+                                {
+                                    counts.failed.fetch_add(1, Ordering::Relaxed);
+                                    counts.settle();
+                                }
+                            }
                         }
                     }
                 }
@@ -453,12 +558,13 @@ fn spawn_namer(
 }
 
 /// Lowers the calling thread's priority to [`SENDER_NICE`] (threads it starts inherit
-/// it). A refusal leaves it as it was: sending still works.
-fn lower_priority() {
+/// it) and returns its thread id (0 when it could not be read). A refusal leaves the
+/// priority as it was: sending still works.
+fn lower_priority() -> i32 {
     // SAFETY: gettid(2) takes no arguments and cannot fail.
     let tid = unsafe { libc::syscall(libc::SYS_gettid) };
     let Ok(tid) = libc::id_t::try_from(tid) else {
-        return;
+        return 0;
     };
     // SAFETY: setpriority(2) on this thread's own id (Linux applies PRIO_PROCESS with a
     // thread id to that thread only); raising one's own niceness is always allowed, and
@@ -466,6 +572,7 @@ fn lower_priority() {
     unsafe {
         libc::setpriority(libc::PRIO_PROCESS, tid, SENDER_NICE);
     }
+    i32::try_from(tid).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -578,6 +685,60 @@ mod tests {
         // Then the allocations' request is tried too.
         assert_eq!(report.dropped_failed, 4, "{report:?}");
         assert_eq!(report.dropped(), 4, "{report:?}");
+    }
+
+    #[test]
+    fn allocations_still_being_named_when_the_wait_runs_out_are_counted_dropped() {
+        let exporter = refused(|opts| opts.naming_wait = Duration::from_millis(200));
+        // The test never says go: the names are still being read at the end.
+        let (_go, wait) = mpsc::channel::<()>();
+        let namer: Arc<dyn StackNamer> = Arc::new(SlowNamer(Mutex::new(Some(wait))));
+        for t in 0..3 {
+            exporter.allocs(
+                &namer,
+                BatchInterval::from_allocs(t, t + 10, &[(1, 4_096)], &[]),
+                4_096,
+            );
+        }
+        let report = exporter.finish(Duration::from_millis(200));
+        // None was sent; all three are in the report, none lost without a word.
+        assert_eq!(report.requests, 0, "{report:?}");
+        assert_eq!(report.dropped(), 3, "{report:?}");
+        assert_eq!(report.dropped_at_end, 3, "{report:?}");
+    }
+
+    #[test]
+    fn the_end_of_a_run_gives_the_threads_the_caller_s_priority_back() {
+        let exporter = refused(|_| {});
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while niceness("bt-otlp") != Some(i64::from(SENDER_NICE))
+            || niceness("bt-otlp-names") != Some(i64::from(SENDER_NICE))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the threads never lowered their priority"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        exporter.restore_priority();
+        // The caller's niceness (the test may run under `nice`); raising a priority
+        // needs CAP_SYS_NICE (or an RLIMIT_NICE): without it the threads keep theirs.
+        // SAFETY: getpriority(2) on the calling thread and geteuid(2) take no pointers;
+        // the test's niceness is never -1, so -1 needs no errno check here.
+        let (caller, root) = unsafe {
+            (
+                i64::from(libc::getpriority(libc::PRIO_PROCESS, 0)),
+                libc::geteuid() == 0,
+            )
+        };
+        let want = if root || caller >= i64::from(SENDER_NICE) {
+            caller
+        } else {
+            i64::from(SENDER_NICE)
+        };
+        assert_eq!(niceness("bt-otlp"), Some(want));
+        assert_eq!(niceness("bt-otlp-names"), Some(want));
+        let _ = exporter.finish(Duration::from_secs(1));
     }
 
     #[test]

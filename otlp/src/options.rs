@@ -60,6 +60,9 @@ pub struct OtlpOptions {
     pub attempts: u32,
     /// The first retry's wait; each later one doubles it.
     pub backoff: Duration,
+    /// How long the end of a run waits at most for allocation stacks still being named
+    /// ([`crate::exporter::NAMING_WAIT`] by default).
+    pub naming_wait: Duration,
 }
 
 impl std::fmt::Debug for OtlpOptions {
@@ -90,6 +93,7 @@ impl OtlpOptions {
             queue: 128,
             attempts: 3,
             backoff: Duration::from_millis(250),
+            naming_wait: crate::exporter::NAMING_WAIT,
         })
     }
 

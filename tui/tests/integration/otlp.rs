@@ -717,12 +717,14 @@ fn a_worker_s_allocation_profiles_reach_the_collector_live_and_replayed() {
     let collector = Collector::start(tmp.path(), &sink);
     let dir = tmp.path().join("s");
     // The ring's asks pile up in their actors' slabs, then unwind: live bytes rise to a
-    // peak and fall. 4 KiB between samples: thousands of samples.
+    // peak and fall. 4 KiB between samples: thousands of samples. Intervals of 250 ms:
+    // the naming thread's queue (128 batches) then holds half a minute of them while it
+    // reads a debug build's symbols at nice 10 beside CPU hogs.
     succeeded(
         benchtop()
             .args(["run", "ring", "--mode", "ask", "--num-nodes", "1000"])
             .args(["--num-rounds", "1000", "--alloc-sample", "4096"])
-            .args(["--profile", "none", "--interval", "100ms", "--quiet"])
+            .args(["--profile", "none", "--interval", "250ms", "--quiet"])
             .arg("--record")
             .arg(&dir)
             .arg("--otlp")
@@ -738,13 +740,34 @@ fn a_worker_s_allocation_profiles_reach_the_collector_live_and_replayed() {
     assert!(!live_end.is_empty());
     let alloc = |r: &Received| profile_totals(r, "alloc_space", "bytes");
     let live = |r: &Received| snapshots(r, "inuse_space", "bytes");
-    let wait_for_all = |what: &str| {
-        wait_until(what, Duration::from_secs(60), || {
-            sink.with(|r| {
-                alloc(r).values().sum::<u64>() >= bytes
-                    && live(r).values().next_back() == Some(&live_end)
-            })
+    let otlp_report = std::fs::read_to_string(dir.join("session.json"))
+        .map(|text| {
+            let meta: serde_json::Value = serde_json::from_str(&text).unwrap();
+            format!("otlp {} warnings {}", meta["otlp"], meta["warnings"])
         })
+        .unwrap_or_default();
+    let wait_for_all = |what: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let (got, snapshots, last_is_end) = sink.with(|r| {
+                let l = live(r);
+                (
+                    alloc(r).values().sum::<u64>(),
+                    l.len(),
+                    l.values().next_back() == Some(&live_end),
+                )
+            });
+            if got >= bytes && last_is_end {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {what}: {got} of {bytes} bytes allocated, {snapshots} \
+                 snapshots of live bytes (the last {}the run's end); {otlp_report}",
+                if last_is_end { "" } else { "not " }
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
     };
     wait_for_all("the allocation profiles through the collector");
     let got = sink.take();

@@ -40,7 +40,7 @@ use crate::report::{Counter, IntervalHistogram, Metrics, StopSignal};
 pub use client::ClientOutcome;
 pub use client::connect;
 pub use operation::Operation;
-pub use server::{KvServer, KvService, serve};
+pub use server::{KvServer, KvService, Served, serve};
 
 /// The service's messages and its client and server, generated from proto/kvstore.proto.
 #[allow(missing_docs, clippy::all, clippy::pedantic, clippy::unwrap_used)]
@@ -462,8 +462,11 @@ pub struct Outcome {
     pub params: KvParams,
     /// The clients' results, when clients ran.
     pub client: Option<ClientOutcome>,
-    /// RPCs the server answered, when it ran here.
+    /// RPCs the server answered, when it ran here as a server alone.
     pub served: Option<u64>,
+    /// The time the server's simulated work slept, when the server ran here and
+    /// simulated work.
+    pub work_slept: Option<Duration>,
     /// The server's address, when it ran here.
     pub listened: Option<SocketAddr>,
     /// Ended by a stop before the duration.
@@ -505,14 +508,21 @@ pub fn run(
             (Some(outcome), stopped)
         }
     };
-    let served = match server {
-        Some(server) => Some(server.shutdown()?).filter(|_| params.role == Role::Server),
+    let totals = match server {
+        Some(server) => Some(server.shutdown()?),
         None => None,
     };
+    let served = totals
+        .map(|t| t.rpcs)
+        .filter(|_| params.role == Role::Server);
+    let work_slept = totals
+        .map(|t| t.work_slept)
+        .filter(|_| params.theoretical_max().is_some());
     Ok(Outcome {
         params: params.clone(),
         client,
         served,
+        work_slept,
         listened,
         stopped,
     })
@@ -530,6 +540,14 @@ pub fn summary(outcome: &Outcome) -> Summary {
     if let Some(served) = outcome.served {
         figures.push(Figure::new("rpcs_served", served as f64, "RPCs"));
         lines.push(format!("rpcs_served: {served}"));
+    }
+    if let Some(slept) = outcome.work_slept {
+        let s = slept.as_secs_f64();
+        figures.push(Figure::new("work_slept_s", s, "s"));
+        lines.push(format!(
+            "work_slept_s: {s:.3} (the server's threads asleep in the simulated work, \
+             all of them together)"
+        ));
     }
     if let Some(c) = &outcome.client {
         let rate = c.rpcs_per_second();

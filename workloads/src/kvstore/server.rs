@@ -13,6 +13,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
@@ -72,6 +73,8 @@ pub struct KvService {
     read_delay: Duration,
     /// RPCs answered, when the server reports its own (`--role server`).
     served: Option<KvMetrics>,
+    /// Nanoseconds the blocking pool's threads spent in the simulated work's sleeps.
+    slept: Arc<AtomicU64>,
 }
 
 impl KvService {
@@ -82,7 +85,14 @@ impl KvService {
             write_delay: params.work(Operation::Create),
             read_delay: params.work(Operation::Retrieve),
             served,
+            slept: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    /// The time the simulated work's sleeps took so far, each from its start to the
+    /// moment its thread ran again.
+    pub fn work_slept(&self) -> Duration {
+        Duration::from_nanos(self.slept.load(Ordering::Relaxed))
     }
 
     /// Keys in the map.
@@ -146,20 +156,37 @@ fn arrival<T>(request: &Request<T>) -> Instant {
 /// executor thread did. The sleeping thread is off-CPU with this function on its stack,
 /// which is what an off-CPU profile shows.
 #[inline(never)]
-async fn simulate_work(work: Duration, since: Instant) -> Result<(), Status> {
+async fn simulate_work(
+    work: Duration,
+    since: Instant,
+    slept: &Arc<AtomicU64>,
+) -> Result<(), Status> {
     if work.is_zero() {
         return Ok(());
     }
     let until = since + work;
-    tokio::task::spawn_blocking(move || sleep_for_work(until))
-        .await
-        .map_err(|e| Status::internal(format!("simulated work failed: {e}")))
+    let slept = Arc::clone(slept);
+    tokio::task::spawn_blocking(move || {
+        let took = sleep_for_work(until);
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        slept.fetch_add(ns, Ordering::Relaxed);
+    })
+    .await
+    .map_err(|e| Status::internal(format!("simulated work failed: {e}")))
 }
 
-/// The sleep itself, named so that off-CPU stacks say what the time went to.
+/// The sleep itself, named so that off-CPU stacks say what the time went to; returns
+/// how long it took, to the moment the thread ran again. A request that waited past
+/// its work's end (a loaded machine) sleeps less, or not at all.
 #[inline(never)]
-fn sleep_for_work(until: Instant) {
-    std::thread::sleep(until.saturating_duration_since(Instant::now()));
+fn sleep_for_work(until: Instant) -> Duration {
+    let start = Instant::now();
+    let rest = until.saturating_duration_since(start);
+    if rest.is_zero() {
+        return rest;
+    }
+    std::thread::sleep(rest);
+    start.elapsed()
 }
 
 /// Makes the calling thread's timed sleeps end when asked: Linux lets a sleep overrun by
@@ -180,7 +207,7 @@ impl KeyValueService for KvService {
         request: Request<CreateRequest>,
     ) -> Result<Response<CreateResponse>, Status> {
         let work = work_of(self.write_delay, &request);
-        simulate_work(work, arrival(&request)).await?;
+        simulate_work(work, arrival(&request), &self.slept).await?;
         let CreateRequest { key, value } = request.into_inner();
         let answer = match self.store.entry(owned(key)) {
             Entry::Occupied(_) => Err(Status::already_exists("key already exists")),
@@ -198,7 +225,7 @@ impl KeyValueService for KvService {
         request: Request<RetrieveRequest>,
     ) -> Result<Response<RetrieveResponse>, Status> {
         let work = work_of(self.read_delay, &request);
-        simulate_work(work, arrival(&request)).await?;
+        simulate_work(work, arrival(&request), &self.slept).await?;
         let key = request.into_inner().key;
         let answer = match self.store.get(&key[..]) {
             Some(value) => Ok(Response::new(RetrieveResponse {
@@ -215,7 +242,7 @@ impl KeyValueService for KvService {
         request: Request<UpdateRequest>,
     ) -> Result<Response<UpdateResponse>, Status> {
         let work = work_of(self.write_delay, &request);
-        simulate_work(work, arrival(&request)).await?;
+        simulate_work(work, arrival(&request), &self.slept).await?;
         let UpdateRequest { key, value } = request.into_inner();
         let answer = match self.store.get_mut(&key[..]) {
             Some(mut slot) => {
@@ -233,7 +260,7 @@ impl KeyValueService for KvService {
         request: Request<DeleteRequest>,
     ) -> Result<Response<DeleteResponse>, Status> {
         let work = work_of(self.write_delay, &request);
-        simulate_work(work, arrival(&request)).await?;
+        simulate_work(work, arrival(&request), &self.slept).await?;
         self.store.remove(&request.into_inner().key[..]);
         self.answered();
         with_work(Ok(Response::new(DeleteResponse {})), self.write_delay, work)
@@ -274,6 +301,17 @@ pub struct KvServer {
     task: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
     served: Arc<crate::report::Counter>,
     count_served: bool,
+    slept: Arc<AtomicU64>,
+}
+
+/// What a server did, read when it shut down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Served {
+    /// RPCs it answered (counted only for a server alone; 0 otherwise).
+    pub rpcs: u64,
+    /// The time its simulated work's sleeps took ([`KvService::work_slept`]).
+    pub work_slept: Duration,
 }
 
 impl KvServer {
@@ -334,6 +372,7 @@ impl KvServer {
         let count_served = params.role == super::Role::Server;
         let served = metrics.rpcs.clone();
         let service = KvService::new(params, count_served.then_some(metrics));
+        let slept = Arc::clone(&service.slept);
         let (stop, stopped) = oneshot::channel::<()>();
         let task = runtime.spawn(serve(service, listener, async move {
             let _ = stopped.await;
@@ -345,6 +384,7 @@ impl KvServer {
             task,
             served,
             count_served,
+            slept,
         })
     }
 
@@ -354,8 +394,8 @@ impl KvServer {
     }
 
     /// Stops accepting, lets RPCs in flight finish (for a few seconds at most), and returns
-    /// the RPCs it answered (counted only for a server alone; 0 otherwise).
-    pub fn shutdown(mut self) -> Result<u64, WorkloadError> {
+    /// what it did.
+    pub fn shutdown(mut self) -> Result<Served, WorkloadError> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -379,10 +419,13 @@ impl KvServer {
                 });
             }
         }
-        Ok(if self.count_served {
-            self.served.get()
-        } else {
-            0
+        Ok(Served {
+            rpcs: if self.count_served {
+                self.served.get()
+            } else {
+                0
+            },
+            work_slept: Duration::from_nanos(self.slept.load(Ordering::Relaxed)),
         })
     }
 }
