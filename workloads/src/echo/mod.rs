@@ -27,7 +27,10 @@
 //!   a core (the server to the last allowed CPU, the clients to the first), never
 //!   blocking: DPDK's poll-mode shape on a kernel socket;
 //! - `mmsg`: batches — `recvmmsg`/`sendmmsg` up to 32 datagrams a call (UDP), whole
-//!   buffers of frames a call (TCP) — after a `ppoll` wait.
+//!   buffers of frames a call (TCP) — after a `ppoll` wait;
+//! - `dpdk`: no sockets — DPDK's poll-mode drivers, the two sides separate processes with
+//!   an EAL each, joined by a `net_memif` link, Ethernet/IPv4/UDP frames in rx/tx bursts
+//!   (the `dpdk` module; the `dpdk` cargo feature).
 //!
 //! **Messages.** `--buffer-size` bytes of payload behind a 16-byte header (sequence
 //! number, offset, length). Over UDP a message longer than 64,512 bytes goes as several
