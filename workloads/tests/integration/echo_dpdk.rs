@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use benchtop_workloads::protocol::WorkerMessage;
 
-use crate::fixture::{FixtureWorker, Reports, assert_all_gone};
+use crate::fixture::{FixtureWorker, Reports, assert_all_gone, marked};
 use crate::support::{decode_trusted, figure};
 
 /// Waits until a socket file exists at `path` (a memif server is listening).
@@ -149,4 +149,21 @@ fn a_server_whose_client_is_killed_ends_and_leaves_nothing_behind() {
     );
     assert_all_gone(&server_session, Duration::from_secs(5));
     assert_all_gone(&client_session, Duration::from_secs(5));
+}
+
+#[test]
+fn both_dpdk_processes_carry_the_owner_marker_and_end_with_a_killed_worker() {
+    let worker = FixtureWorker::start(
+        &["udp-echo", "--backend", "dpdk", "--duration", "60s"],
+        Reports::Fd3,
+    );
+    let session = worker.session.clone();
+    worker.wait_for_progress("messages", Duration::from_secs(30));
+    // The worker (the clients' EAL) and its server process (the server's EAL).
+    let processes = marked(&session);
+    assert_eq!(processes.len(), 2, "{processes:?}");
+    // SAFETY (test): a process this test started.
+    assert_eq!(unsafe { libc::kill(worker.pid() as i32, libc::SIGKILL) }, 0);
+    assert!(!worker.wait(Duration::from_secs(10)).status.success());
+    assert_all_gone(&session, Duration::from_secs(5));
 }
