@@ -7,20 +7,28 @@ against `sockperf server` in the same rounds, as the reference for kernel UDP so
 Throughput: 1 KiB UDP messages, `--mode throughput`, with 1, 4 and 16 clients per back
 end (one run per back end, `--sweep num-clients=1,4,16`; the figures of each point).
 
+DPDK mode (`--dpdk`): `--backend dpdk` (two processes over DPDK's net_memif, each side
+busy-polling its own core) joins the back ends, sockperf's server and client are pinned to
+the last and first CPU as the poll and dpdk sides are, and the tables end with dpdk's p50
+and 1-client messages/s against poll's (the goal: a lower p50 and more messages/s).
+
 Each round runs every configuration back to back (interleaved); the table gives medians
-over rounds. The machine is shared and noisy: compare within a run, not across runs.
+over rounds. Each latency row also gives the CPU its run cost, in cores (user + system
+time of the whole process tree over the run's wall time: a busy-polling side is a core). The machine is shared and noisy: compare within a run, not across runs.
 Every benchtop run is `benchtop run udp-echo … --profile none` (no sampling): the
 workload's own figures, as session.json records them.
 
-Usage: benches/udp_echo.py [--rounds N] [--seconds S]
+Usage: benches/udp_echo.py [--rounds N] [--seconds S] [--dpdk]
 Needs: a release build (built on first use) and sockperf (installed with apt-get when
-missing, which needs root).
+missing, which needs root); with --dpdk, a build with DPDK (the default `dpdk` feature:
+libdpdk-dev and pkg-config, as scripts/test installs them).
 """
 
 import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import socket
 import statistics
@@ -36,14 +44,28 @@ BACKENDS = ["tokio", "poll", "mmsg"]
 CLIENTS = [1, 4, 16]
 
 
+def run_timed(cmd, **kw):
+    """Runs cmd to its end; returns its output and the cores its process tree kept busy
+    (CPU seconds of it and its reaped descendants over wall seconds)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    began = time.monotonic()
+    out = subprocess.run(cmd, check=True, **kw)
+    wall = time.monotonic() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return out, cpu / wall
+
+
 def benchtop(args, tmp, tag):
     d = os.path.join(tmp, tag)
     cmd = [BENCHTOP, "run", "udp-echo", *args, "--profile", "none", "--quiet", "--record", d]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, cores = run_timed(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(os.path.join(d, "session.json")) as f:
         meta = json.load(f)
     shutil.rmtree(d, ignore_errors=True)
-    return {fig["name"]: fig["value"] for fig in meta["summary"]}
+    figures = {fig["name"]: fig["value"] for fig in meta["summary"]}
+    figures["cores"] = cores
+    return figures
 
 
 def free_port():
@@ -52,30 +74,45 @@ def free_port():
         return s.getsockname()[1]
 
 
-def sockperf(seconds):
-    """p50 and p99 round trip (µs) of sockperf ping-pong, 64 B UDP on loopback."""
+def pinned(cpu, cmd, pin):
+    return ["taskset", "-c", str(cpu), *cmd] if pin else cmd
+
+
+def sockperf(seconds, pin):
+    """p50 and p99 round trip (µs) of sockperf ping-pong, 64 B UDP on loopback, and the
+    cores the client and server kept busy; with `pin`, the server on the last CPU and the
+    client on the first."""
     port = str(free_port())
-    server = subprocess.Popen(["sockperf", "server", "-i", "127.0.0.1", "-p", port],
+    cpus = sorted(os.sched_getaffinity(0))
+    server = subprocess.Popen(pinned(cpus[-1], ["sockperf", "server", "-i", "127.0.0.1", "-p", port], pin),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    began = time.monotonic()
     try:
         time.sleep(0.3)
         out = subprocess.run(
-            ["sockperf", "ping-pong", "-i", "127.0.0.1", "-p", port, "-m", "64",
-             "-t", str(seconds), "--full-rtt"],
+            pinned(cpus[0], ["sockperf", "ping-pong", "-i", "127.0.0.1", "-p", port, "-m", "64",
+                             "-t", str(seconds), "--full-rtt"], pin),
             check=True, capture_output=True, text=True).stdout
     finally:
         server.terminate()
         server.wait()
+    wall = time.monotonic() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cores = ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) / wall
     pct = {float(p): float(v) for p, v in
            re.findall(r"percentile\s+([\d.]+)\s+=\s+([\d.]+)", out)}
-    return pct[50.0], pct[99.0]
+    return pct[50.0], pct[99.0], cores
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=3, help="length of each latency run and each throughput point")
+    ap.add_argument("--dpdk", action="store_true",
+                    help="add --backend dpdk (net_memif between two processes) and pin sockperf's sides")
     args = ap.parse_args()
+    backends = BACKENDS + (["dpdk"] if args.dpdk else [])
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "benchtop"], cwd=ROOT, check=True)
     if shutil.which("sockperf") is None:
         print("sockperf is missing: installing it (apt-get install -y sockperf)", file=sys.stderr)
@@ -83,19 +120,22 @@ def main():
                        stdout=subprocess.DEVNULL)
     s = f"{args.seconds}s"
     tmp = tempfile.mkdtemp(prefix="benchtop-udp-echo-bench-")
-    p50 = {k: [] for k in BACKENDS + ["sockperf"]}
-    p99 = {k: [] for k in BACKENDS + ["sockperf"]}
-    mps = {(b, n): [] for b in BACKENDS for n in CLIENTS}
-    mbs = {(b, n): [] for b in BACKENDS for n in CLIENTS}
+    p50 = {k: [] for k in backends + ["sockperf"]}
+    p99 = {k: [] for k in backends + ["sockperf"]}
+    cores = {k: [] for k in backends + ["sockperf"]}
+    mps = {(b, n): [] for b in backends for n in CLIENTS}
+    mbs = {(b, n): [] for b in backends for n in CLIENTS}
     for r in range(args.rounds):
-        for backend in BACKENDS:
+        for backend in backends:
             fig = benchtop(["--backend", backend, "--duration", s], tmp, f"lat-{backend}-{r}")
             p50[backend].append(fig["rtt_p50_us"])
             p99[backend].append(fig["rtt_p99_us"])
-        a, b = sockperf(args.seconds)
+            cores[backend].append(fig["cores"])
+        a, b, c = sockperf(args.seconds, args.dpdk)
         p50["sockperf"].append(a)
         p99["sockperf"].append(b)
-        for backend in BACKENDS:
+        cores["sockperf"].append(c)
+        for backend in backends:
             fig = benchtop(["--backend", backend, "--mode", "throughput", "--buffer-size", "1024",
                             "--sweep", "num-clients=" + ",".join(map(str, CLIENTS)),
                             "--duration", f"{args.seconds * len(CLIENTS)}s"],
@@ -110,19 +150,25 @@ def main():
     ref = med(p50["sockperf"])
     print(f"\n64 B UDP closed loop on loopback, one client: round trip in µs "
           f"(medians of {args.rounds} interleaved rounds of {s})\n")
-    print(f"{'configuration':<28}{'p50':>10}{'p99':>10}{'p50 / sockperf':>16}")
-    for key in BACKENDS + ["sockperf"]:
+    print(f"{'configuration':<28}{'p50':>10}{'p99':>10}{'p50 / sockperf':>16}{'CPU (cores)':>13}")
+    for key in backends + ["sockperf"]:
         label = "sockperf ping-pong" if key == "sockperf" else f"udp-echo --backend {key}"
-        print(f"{label:<28}{med(p50[key]):>10.1f}{med(p99[key]):>10.1f}{med(p50[key]) / ref:>15.2f}x")
-    best = min(BACKENDS, key=lambda k: med(p50[k]))
+        print(f"{label:<28}{med(p50[key]):>10.1f}{med(p99[key]):>10.1f}{med(p50[key]) / ref:>15.2f}x"
+              f"{med(cores[key]):>13.2f}")
+    best = min(backends, key=lambda k: med(p50[k]))
     print(f"\nbest back end: {best}, p50 {med(p50[best]) / ref:.2f}x sockperf's (goal: at most 1.2x)")
 
     print(f"\n1 KiB UDP, --mode throughput: messages/s (MB/s), medians of {args.rounds} rounds\n")
     print(f"{'back end':<12}" + "".join(f"{f'{n} client' + ('s' if n > 1 else ''):>22}" for n in CLIENTS))
-    for backend in BACKENDS:
+    for backend in backends:
         cells = "".join(f"{f'{med(mps[(backend, n)]):,.0f} ({med(mbs[(backend, n)]):.1f})':>22}"
                         for n in CLIENTS)
         print(f"{backend:<12}{cells}")
+    if args.dpdk:
+        lat = med(p50["dpdk"]) / med(p50["poll"])
+        rate = med(mps[("dpdk", 1)]) / med(mps[("poll", 1)])
+        print(f"\ndpdk against poll: p50 {lat:.2f}x (goal: below 1), 1-client messages/s {rate:.2f}x "
+              f"(goal: above 1)")
 
 
 if __name__ == "__main__":

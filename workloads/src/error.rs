@@ -218,6 +218,15 @@ pub enum WorkloadError {
         #[source]
         source: io::Error,
     },
+    /// DPDK (udp-echo `--backend dpdk`) could not be set up or failed: the EAL, its
+    /// memory, the memif port or its socket.
+    #[error("udp-echo --backend dpdk: {step}: {reason}")]
+    Dpdk {
+        /// What was being done, e.g. `starting DPDK's EAL`.
+        step: &'static str,
+        /// What went wrong, and what to do about it where there is something.
+        reason: String,
+    },
     /// The workload ended in a way it should not have.
     #[error("{workload}: {reason}")]
     Broken {

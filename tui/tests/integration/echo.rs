@@ -110,3 +110,36 @@ fn a_timed_sweep_shares_the_recordings_duration_among_its_points() {
         assert!(took > 0.0, "{point}");
     }
 }
+
+#[test]
+fn a_dpdk_echo_records_every_round_trip_between_two_processes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("dpdk");
+    let (_, session) = record_run(
+        &dir,
+        &[
+            "udp-echo",
+            "--backend",
+            "dpdk",
+            "--num-iters",
+            "10000",
+            "--interval",
+            "200ms",
+        ],
+    );
+    assert_eq!(session.meta.status, Status::Complete);
+    assert_eq!(figure(&session, "messages"), 10_000.0);
+    assert_eq!(figure(&session, "payload_errors"), 0.0);
+    assert_eq!(figure(&session, "timeouts"), 0.0);
+    // Every round trip is in the latency log, interval by interval.
+    let timed: u64 = session
+        .latency
+        .iter()
+        .filter(|i| i.tag == "rtt")
+        .map(|i| i.histogram.len())
+        .sum();
+    assert_eq!(timed, 10_000);
+    let log = std::fs::read_to_string(dir.join("worker.log")).unwrap();
+    assert!(log.contains("dpdk back end (memif, --no-huge)"), "{log}");
+    assert!(log.contains("server_messages_echoed: 10000"), "{log}");
+}

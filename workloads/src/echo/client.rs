@@ -42,7 +42,7 @@ pub(crate) struct ClientSetup {
 }
 
 impl ClientSetup {
-    fn flight(&self, client: u32, now_ns: u64) -> Flight {
+    pub(crate) fn flight(&self, client: u32, now_ns: u64) -> Flight {
         Flight::new(
             self.size,
             self.pacing,
@@ -54,7 +54,7 @@ impl ClientSetup {
         )
     }
 
-    fn end_ns(&self, began_ns: u64) -> Option<u64> {
+    pub(crate) fn end_ns(&self, began_ns: u64) -> Option<u64> {
         self.duration
             .map(|d| began_ns.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
     }
@@ -64,7 +64,7 @@ impl ClientSetup {
         HEADER + self.size.min(FRAGMENT)
     }
 
-    fn silence_error(&self, flight: &Flight) -> WorkloadError {
+    pub(crate) fn silence_error(&self, flight: &Flight) -> WorkloadError {
         let reason = if flight.answered {
             format!(
                 "the server at {} stopped answering: nothing back for {:?} ({} timeouts)",
@@ -112,6 +112,10 @@ pub(crate) fn run(
     match setup.backend {
         Backend::Tokio => run_tokio(setup, metrics, halt),
         Backend::Poll | Backend::Mmsg => run_sync(setup, metrics, halt),
+        #[cfg(feature = "dpdk")]
+        Backend::Dpdk => super::dpdk::run_clients(setup, metrics, halt),
+        #[cfg(not(feature = "dpdk"))]
+        Backend::Dpdk => Err(super::dpdk::refused()),
     }
 }
 
@@ -145,7 +149,7 @@ fn connect_tcp(setup: &ClientSetup) -> Result<TcpStream, WorkloadError> {
 }
 
 /// Books a piece that came back.
-fn take(flight: &mut Flight, piece: &[u8], now_ns: u64, metrics: &EchoMetrics) {
+pub(crate) fn take(flight: &mut Flight, piece: &[u8], now_ns: u64, metrics: &EchoMetrics) {
     let Some(header) = Header::decode(piece) else {
         return;
     };

@@ -27,7 +27,10 @@
 //!   a core (the server to the last allowed CPU, the clients to the first), never
 //!   blocking: DPDK's poll-mode shape on a kernel socket;
 //! - `mmsg`: batches — `recvmmsg`/`sendmmsg` up to 32 datagrams a call (UDP), whole
-//!   buffers of frames a call (TCP) — after a `ppoll` wait.
+//!   buffers of frames a call (TCP) — after a `ppoll` wait;
+//! - `dpdk`: no sockets — DPDK's poll-mode drivers, the two sides separate processes with
+//!   an EAL each, joined by a `net_memif` link, Ethernet/IPv4/UDP frames in rx/tx bursts
+//!   (the `dpdk` module; the `dpdk` cargo feature).
 //!
 //! **Messages.** `--buffer-size` bytes of payload behind a 16-byte header (sequence
 //! number, offset, length). Over UDP a message longer than 64,512 bytes goes as several
@@ -49,6 +52,7 @@
 //! mmsg 107 k, 101 k, 105 k (up to 32 datagrams a `recvmmsg`/`sendmmsg` call).
 
 mod client;
+mod dpdk;
 mod outcome;
 mod params;
 mod server;
@@ -133,6 +137,19 @@ pub fn run(
     start: Start,
 ) -> Result<Outcome, WorkloadError> {
     params.validate()?;
+    #[cfg(feature = "dpdk")]
+    if params.backend == Backend::Dpdk {
+        return match params.role {
+            Role::Server => Ok(Outcome {
+                params: params.clone(),
+                points: Vec::new(),
+                server: Some(dpdk::serve(params, metrics, stop)?),
+                stopped: false,
+            }),
+            Role::Client => dpdk::run_client(params, metrics, stop, reporter, start),
+            Role::Both => dpdk::run_both(params, metrics, stop, reporter, start),
+        };
+    }
     match params.role {
         Role::Server => {
             let listener = match params.listen_fd {
@@ -202,7 +219,6 @@ struct ServerProcess {
 
 impl ServerProcess {
     fn start(params: &EchoParams, listener: &Listener) -> Result<ServerProcess, WorkloadError> {
-        let mut nodes = Nodes::new(NAME, false)?;
         let fd = listener.as_raw_fd();
         let server = EchoParams {
             role: Role::Server,
@@ -216,6 +232,13 @@ impl ServerProcess {
             listen_fd: Some(fd),
             ..params.clone()
         };
+        ServerProcess::spawn(&server, fd)
+    }
+
+    /// Starts `worker udp-echo` with the `server` parameters, inheriting `fd` (-1: none),
+    /// and tells it to start.
+    fn spawn(server: &EchoParams, fd: i32) -> Result<ServerProcess, WorkloadError> {
+        let mut nodes = Nodes::new(NAME, false)?;
         let mut args: Vec<OsString> = vec!["worker".into(), NAME.into()];
         args.extend(server.to_args().into_iter().map(OsString::from));
         let child = nodes.spawn_args(0, &args, [fd, -1], Stdio::piped())?;
@@ -317,7 +340,12 @@ fn wait_for_server(
 ) -> Result<(), WorkloadError> {
     let patience = (params.timeout * SILENT_TIMEOUTS).max(Duration::from_secs(2));
     let probe = EchoParams {
-        backend: Backend::Mmsg,
+        // The probe goes the way the messages will: over DPDK, through the port.
+        backend: if params.backend == Backend::Dpdk {
+            Backend::Dpdk
+        } else {
+            Backend::Mmsg
+        },
         buffer_size: 64,
         num_clients: 1,
         num_iters: Some(1),

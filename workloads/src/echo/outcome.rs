@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use super::params::{EchoParams, NAME, Role, value_name};
+use super::params::{Backend, EchoParams, NAME, Role, value_name};
 use super::server::ServerTally;
 use super::wire::Tally;
 use crate::protocol::{Better, Figure, Summary};
@@ -173,7 +173,7 @@ fn fmt_us(us: f64) -> String {
 pub fn summary_lines(outcome: &Outcome) -> Vec<String> {
     let p = &outcome.params;
     let what = format!(
-        "{}: {} over {}, {} back end",
+        "{}: {} over {}, {} back end{}",
         NAME,
         match p.role {
             Role::Server => "server",
@@ -181,7 +181,12 @@ pub fn summary_lines(outcome: &Outcome) -> Vec<String> {
             Role::Both => "server and clients",
         },
         value_name(p.protocol),
-        value_name(p.backend)
+        value_name(p.backend),
+        match (p.backend, p.hugepages) {
+            (Backend::Dpdk, None) => " (memif, --no-huge)".to_owned(),
+            (Backend::Dpdk, Some(n)) => format!(" (memif, {n} huge pages reserved)"),
+            _ => String::new(),
+        }
     );
     if let Some(server) = &outcome.server {
         return vec![

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::client::ClientSetup;
@@ -26,7 +27,7 @@ pub const MAX_WINDOW: u32 = 4096;
 pub const DEFAULT_SERVER_PORT: u16 = 7777;
 
 /// Timeouts in a row without an answer after which the peer is declared silent.
-pub(super) const SILENT_TIMEOUTS: u32 = 5;
+pub(crate) const SILENT_TIMEOUTS: u32 = 5;
 
 /// What the clients measure.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -61,6 +62,9 @@ pub enum Backend {
     Poll,
     /// Batched recvmmsg/sendmmsg after a ppoll wait.
     Mmsg,
+    /// DPDK: each side its own process and EAL, joined by a net_memif link, busy-polling
+    /// rx/tx bursts of Ethernet/IPv4/UDP frames (needs the `dpdk` cargo feature).
+    Dpdk,
 }
 
 /// The workload's own sweep option: its points run as phases of one run. The recorder's
@@ -170,8 +174,9 @@ pub struct EchoParams {
     #[arg(long, value_name = "ADDR")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connect: Option<SocketAddr>,
-    /// Bytes of payload per message (fragmented into datagrams above 64,512 over UDP)
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Bytes of payload per message (fragmented into datagrams above 64,512 over UDP; at
+    /// most 1456, one frame, with --backend dpdk)
+    #[arg(long, visible_alias = "msg-size", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
     pub buffer_size: u64,
     /// Messages each client sends [default: 100000, or as many as fit in --duration]
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
@@ -200,9 +205,20 @@ pub struct EchoParams {
     #[arg(long, value_enum, default_value_t = Protocol::Udp)]
     pub protocol: Protocol,
     /// How sockets are driven: tokio (async), poll (busy polling, pinned), mmsg (batched
-    /// recvmmsg/sendmmsg)
+    /// recvmmsg/sendmmsg); dpdk (DPDK poll-mode drivers over a memif link, no sockets)
     #[arg(long, value_enum, default_value_t = Backend::Tokio)]
     pub backend: Backend,
+    /// --backend dpdk: the memif socket where the server listens and the clients connect
+    /// (needed with --role server or client) [default with --role both: memif.sock in a
+    /// directory of the run's own]
+    #[arg(long, value_name = "PATH")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memif: Option<PathBuf>,
+    /// --backend dpdk: reserve N more 2 MiB huge pages (root) for each side's EAL, given
+    /// back at the end [default: none, the EAL runs with --no-huge]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hugepages: Option<u32>,
     /// How long a message may take to come back before it counts as a timeout; a peer
     /// silent for five timeouts in a row is an error
     #[arg(long, value_name = "D", default_value = "1s", value_parser = parse_duration)]
@@ -239,6 +255,8 @@ impl Default for EchoParams {
             rate: None,
             protocol: Protocol::Udp,
             backend: Backend::Tokio,
+            memif: None,
+            hugepages: None,
             timeout: Duration::from_secs(1),
             window: None,
             sweep: None,
@@ -308,8 +326,9 @@ impl EchoParams {
         if self.duration.is_some_and(|d| d.is_zero()) {
             return bad("duration", "0s".to_owned(), "must be longer than zero");
         }
+        super::dpdk::check(self)?;
         match self.role {
-            Role::Client if self.connect.is_none() => {
+            Role::Client if self.connect.is_none() && self.backend != Backend::Dpdk => {
                 return bad(
                     "connect",
                     "(none)".to_owned(),
@@ -577,12 +596,56 @@ mod tests {
             (&["--buffer-size", "0"][..], "--buffer-size"),
             (&["--num-clients", "0"][..], "--num-clients"),
             (&["--timeout", "0s"][..], "longer than zero"),
-            (&["--backend", "dpdk"][..], "possible values"),
+            (&["--backend", "xdp"][..], "possible values"),
             (&["--listen", "nowhere"][..], "--listen"),
         ] {
             let err = parse(args).unwrap_err();
             assert!(err.contains(says), "{args:?}: {err}");
         }
+    }
+
+    #[test]
+    fn dpdk_parameters_parse_and_go_back_to_the_same_arguments() {
+        let params = parse(&[
+            "--backend",
+            "dpdk",
+            "--role",
+            "server",
+            "--memif",
+            "/tmp/run/memif.sock",
+            "--hugepages",
+            "8",
+            "--msg-size",
+            "128",
+        ])
+        .unwrap();
+        assert_eq!(params.buffer_size, 128);
+        assert_eq!(params.hugepages, Some(8));
+        let again = parse(
+            &params
+                .to_args()
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        assert_eq!(again, params);
+        let err = parse(&[
+            "--backend",
+            "dpdk",
+            "--role",
+            "client",
+            "--connect",
+            "10.0.0.1:7",
+        ])
+        .unwrap()
+        .validate()
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("--memif PATH") || err.contains("feature"),
+            "{err}"
+        );
     }
 
     #[test]

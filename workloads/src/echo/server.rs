@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::sockets::{self, BATCH, Core, Mmsg, grow_buffers, net_error, ppoll};
 use super::wire::{HEADER, Header, MAX_DATAGRAM, PROBE_SEQ, StreamBuf};
-use super::{Backend, EchoMetrics, Protocol};
+use super::{Backend, EchoMetrics, NAME, Protocol};
 use crate::WorkloadError;
 use crate::report::StopSignal;
 
@@ -132,7 +132,7 @@ impl Until<'_> {
 }
 
 /// Counts one datagram or frame echoed (not the clients' start-up probes).
-fn count(piece: &[u8], metrics: &EchoMetrics) {
+pub(crate) fn count(piece: &[u8], metrics: &EchoMetrics) {
     if let Some(h) = Header::decode(piece)
         && h.seq < PROBE_SEQ
     {
@@ -171,6 +171,11 @@ pub(crate) fn serve(
                     (Listener::Udp(s), Backend::Poll) => udp_poll(&s, metrics, &until),
                     (Listener::Udp(s), Backend::Mmsg) => udp_mmsg(&s, metrics, &until),
                     (Listener::Tcp(l), backend) => tcp_sync(&l, backend, metrics, &until),
+                    // The DPDK server serves no kernel socket (`dpdk::serve`).
+                    (Listener::Udp(_), Backend::Dpdk) => Err(WorkloadError::Broken {
+                        workload: NAME,
+                        reason: "--backend dpdk serves a memif port, not a socket".to_owned(),
+                    }),
                 }
             })
             .map_err(|source| WorkloadError::Thread {

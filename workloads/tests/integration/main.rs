@@ -8,6 +8,8 @@
 mod defs;
 mod ecflow;
 mod echo;
+#[cfg(feature = "dpdk")]
+mod echo_dpdk;
 mod fixture;
 mod ipc;
 #[cfg(feature = "kvstore")]

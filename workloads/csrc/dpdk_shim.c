@@ -1,0 +1,82 @@
+/*
+ * DPDK's fast-path functions are static inline in its headers, so Rust cannot link to
+ * them: this file gives each one the workload uses a symbol of its own (bt_*), and does the
+ * port set-up whose structures (rte_eth_conf, rte_eth_link) are too large or too
+ * bitfield-laden to declare by hand. Compiled by build.rs with pkg-config's flags for
+ * libdpdk. Every other DPDK function is declared in Rust (echo/dpdk/ffi.rs).
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+int bt_errno(void) { return rte_errno; }
+
+uint16_t bt_rx_burst(uint16_t port, struct rte_mbuf **pkts, uint16_t n) {
+    return rte_eth_rx_burst(port, 0, pkts, n);
+}
+
+uint16_t bt_tx_burst(uint16_t port, struct rte_mbuf **pkts, uint16_t n) {
+    return rte_eth_tx_burst(port, 0, pkts, n);
+}
+
+struct rte_mbuf *bt_mbuf_alloc(struct rte_mempool *mp) { return rte_pktmbuf_alloc(mp); }
+
+void bt_mbuf_free(struct rte_mbuf *m) { rte_pktmbuf_free(m); }
+
+/* The first segment's data and its length. */
+uint8_t *bt_mbuf_data(struct rte_mbuf *m) { return rte_pktmbuf_mtod(m, uint8_t *); }
+
+uint16_t bt_mbuf_data_len(const struct rte_mbuf *m) { return rte_pktmbuf_data_len(m); }
+
+uint16_t bt_mbuf_segs(const struct rte_mbuf *m) { return m->nb_segs; }
+
+/* Room for len more bytes at the end of the data, or NULL. */
+uint8_t *bt_mbuf_append(struct rte_mbuf *m, uint16_t len) {
+    return (uint8_t *)rte_pktmbuf_append(m, len);
+}
+
+/*
+ * Configures port with one receive and one transmit queue of desc descriptors, receiving
+ * into mp, and starts it: 0, or a negative errno from the step that failed (its number in
+ * *step: 1 configure, 2 rx queue, 3 tx queue, 4 start).
+ */
+int bt_port_start(uint16_t port, struct rte_mempool *mp, uint16_t desc, int *step) {
+    struct rte_eth_conf conf;
+    memset(&conf, 0, sizeof conf);
+    int socket = rte_eth_dev_socket_id(port);
+    int rc;
+    *step = 1;
+    if ((rc = rte_eth_dev_configure(port, 1, 1, &conf)) < 0)
+        return rc;
+    *step = 2;
+    if ((rc = rte_eth_rx_queue_setup(port, 0, desc, socket, NULL, mp)) < 0)
+        return rc;
+    *step = 3;
+    if ((rc = rte_eth_tx_queue_setup(port, 0, desc, socket, NULL)) < 0)
+        return rc;
+    *step = 4;
+    return rte_eth_dev_start(port);
+}
+
+/* 1 when the port's link is up, 0 when down, a negative errno when it cannot be read. */
+int bt_link_up(uint16_t port) {
+    struct rte_eth_link link;
+    memset(&link, 0, sizeof link);
+    int rc = rte_eth_link_get_nowait(port, &link);
+    if (rc < 0)
+        return rc;
+    return link.link_status == RTE_ETH_LINK_UP;
+}
+
+/* The port's MAC address into out[0..6]: 0 or a negative errno. */
+int bt_mac(uint16_t port, uint8_t *out) {
+    struct rte_ether_addr addr;
+    int rc = rte_eth_macaddr_get(port, &addr);
+    if (rc == 0)
+        memcpy(out, addr.addr_bytes, RTE_ETHER_ADDR_LEN);
+    return rc;
+}

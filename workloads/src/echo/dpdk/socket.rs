@@ -1,0 +1,196 @@
+//! The memif socket, before either side's EAL starts: a clear error for a socket in use,
+//! a directory without permission or a path too long, rather than a failed or hanging
+//! EAL; and the run's directory that holds the socket under `--role both`.
+
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::WorkloadError;
+
+/// The longest path of a Unix socket.
+pub(crate) const MAX_PATH: usize = 107;
+
+/// What is at a socket's path.
+#[derive(Debug)]
+enum Found {
+    Nothing,
+    /// A server listens (memif's sockets are SOCK_SEQPACKET: a stream connect is refused
+    /// with EPROTOTYPE by a live one).
+    Listening,
+    /// A socket no one listens on: left by a server that crashed.
+    Stale,
+    NotASocket,
+    Denied(io::Error),
+}
+
+fn probe(path: &Path) -> Found {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Found::Nothing,
+        Err(e) => return Found::Denied(e),
+        Ok(meta) if !meta.file_type().is_socket() => return Found::NotASocket,
+        Ok(_) => {}
+    }
+    match UnixStream::connect(path) {
+        Ok(_) => Found::Listening,
+        Err(e) => match e.raw_os_error() {
+            Some(libc::EPROTOTYPE) => Found::Listening,
+            Some(libc::ECONNREFUSED) => Found::Stale,
+            Some(libc::ENOENT) => Found::Nothing,
+            _ => Found::Denied(e),
+        },
+    }
+}
+
+fn failed(reason: String) -> WorkloadError {
+    WorkloadError::Dpdk {
+        step: "preparing the memif socket",
+        reason,
+    }
+}
+
+/// Makes `path` the server's: refused when another server listens there, when it is not
+/// a socket, or when its directory cannot be written; a stale socket left by a crashed
+/// server is removed.
+pub(crate) fn claim(path: &Path) -> Result<(), WorkloadError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let c_dir = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+        .map_err(|_| failed(format!("a NUL byte in {dir:?}")))?;
+    // SAFETY: a NUL-terminated path; access only reads it.
+    if unsafe { libc::access(c_dir.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        let e = io::Error::last_os_error();
+        return Err(failed(format!(
+            "no permission to create the socket in {dir:?}: {e} (give --memif a path in a \
+             directory this user may write)"
+        )));
+    }
+    match probe(path) {
+        Found::Nothing => Ok(()),
+        Found::Listening => Err(failed(format!(
+            "{path:?} is in use: another memif server listens there (end it, or give \
+             another --memif PATH)"
+        ))),
+        Found::Stale => std::fs::remove_file(path)
+            .map_err(|e| failed(format!("removing the stale socket {path:?}: {e}"))),
+        Found::NotASocket => Err(failed(format!(
+            "{path:?} exists and is not a socket: give --memif a path that is free"
+        ))),
+        Found::Denied(e) => Err(failed(format!("{path:?}: {e}"))),
+    }
+}
+
+/// Waits until a server listens at `path`, checking `abort` every few milliseconds (an
+/// error from it ends the wait, `true` ends it quietly); gives up after `patience`.
+pub(crate) fn await_server(
+    path: &Path,
+    patience: Duration,
+    mut abort: impl FnMut() -> Result<bool, WorkloadError>,
+) -> Result<bool, WorkloadError> {
+    let until = Instant::now() + patience;
+    loop {
+        match probe(path) {
+            Found::Listening => return Ok(true),
+            Found::NotASocket => {
+                return Err(failed(format!("{path:?} is not a socket")));
+            }
+            Found::Denied(e) => return Err(failed(format!("{path:?}: {e}"))),
+            Found::Nothing | Found::Stale => {}
+        }
+        if abort()? {
+            return Ok(false);
+        }
+        if Instant::now() >= until {
+            return Err(failed(format!(
+                "no memif server listens at {path:?} after {patience:?}: start one there \
+                 (udp-echo --role server --backend dpdk --memif PATH)"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A directory of the run's own under the temporary directory (mode 0700), removed with
+/// what it holds when dropped.
+#[derive(Debug)]
+pub(crate) struct RunDir {
+    path: PathBuf,
+}
+
+impl RunDir {
+    pub(crate) fn create() -> Result<RunDir, WorkloadError> {
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let path = std::env::temp_dir().join(format!(
+            "benchtop-udp-echo-{}-{stamp:08x}",
+            std::process::id()
+        ));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .map_err(|e| failed(format!("creating the run's directory {path:?}: {e}")))?;
+        Ok(RunDir { path })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_seqpacket_listener_is_in_use_and_a_dead_one_is_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memif.sock");
+        assert!(matches!(probe(&path), Found::Nothing));
+        claim(&path).unwrap();
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY (test): a SOCK_SEQPACKET listener as memif makes, closed at the end.
+        let fd = unsafe {
+            let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET, 0);
+            let mut addr: libc::sockaddr_un = std::mem::zeroed();
+            addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+            for (i, b) in c_path.as_bytes().iter().enumerate() {
+                addr.sun_path[i] = *b as libc::c_char;
+            }
+            let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+            assert_eq!(libc::bind(fd, (&raw const addr).cast(), len), 0);
+            assert_eq!(libc::listen(fd, 1), 0);
+            fd
+        };
+        let err = claim(&path).unwrap_err().to_string();
+        assert!(err.contains("in use"), "{err}");
+        assert!(await_server(&path, Duration::from_millis(10), || Ok(false)).unwrap());
+        // SAFETY (test): our own descriptor.
+        unsafe { libc::close(fd) };
+        assert!(matches!(probe(&path), Found::Stale));
+        claim(&path).unwrap();
+        assert!(matches!(probe(&path), Found::Nothing));
+        let err = await_server(&path, Duration::from_millis(10), || Ok(false)).unwrap_err();
+        assert!(err.to_string().contains("no memif server"), "{err}");
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_socket_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plain");
+        std::fs::write(&path, b"x").unwrap();
+        let err = claim(&path).unwrap_err().to_string();
+        assert!(err.contains("not a socket"), "{err}");
+    }
+}
