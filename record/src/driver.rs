@@ -149,6 +149,8 @@ fn create_session(opts: &RecordOptions) -> Result<SessionWriter, RecordError> {
     );
     meta.command_line = opts.command_line.clone();
     meta.benchtop_version = env!("CARGO_PKG_VERSION").to_owned();
+    meta.labels = opts.labels.clone();
+    meta.git = opts.git.clone();
     // What is asked for; the sampler says what it got once it runs.
     meta.sampling.event = opts.sampler.event.name().into();
     meta.sampling.frequency_hz = opts.sampler.frequency_hz;

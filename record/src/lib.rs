@@ -48,6 +48,7 @@ mod driver;
 mod ending;
 mod error;
 mod finish;
+pub mod git;
 mod interrupts;
 pub mod leftover;
 pub mod live;

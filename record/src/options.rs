@@ -71,6 +71,11 @@ pub struct RecordOptions {
     /// asked for (`BENCHTOP_ALLOC_SAMPLE` in its environment; 0: no stacks); `None`
     /// leaves the worker's default (512 KiB).
     pub alloc_sample_bytes: Option<u64>,
+    /// The user's labels (`--label key=value`), kept in session.json.
+    pub labels: BTreeMap<String, String>,
+    /// The git commit checked out where the run started ([`crate::git::checkout`]), kept
+    /// in session.json; `None`: not in a checkout.
+    pub git: Option<benchtop_sessions::meta::GitInfo>,
 }
 
 impl Default for RecordOptions {
@@ -93,6 +98,8 @@ impl Default for RecordOptions {
             interrupts: None,
             stream: None,
             alloc_sample_bytes: None,
+            labels: BTreeMap::new(),
+            git: None,
         }
     }
 }

@@ -67,6 +67,12 @@ pub enum SessionError {
         /// Why.
         reason: String,
     },
+    /// A directory to read recordings under (`history DIR`) is not a directory.
+    #[error("{}: not a directory", EscapedPath(.path))]
+    NotADirectory {
+        /// The path given.
+        path: PathBuf,
+    },
     /// A file of a session is not a regular file (a symbolic link, a FIFO, a device, a
     /// directory…): it is not read.
     #[error("{}: not a regular file ({what}); refused", EscapedPath(.path))]
@@ -180,6 +186,7 @@ impl SessionError {
             | SessionError::NotEmpty { path, .. }
             | SessionError::UnsafeDirectory { path, .. }
             | SessionError::NotAFile { path, .. }
+            | SessionError::NotADirectory { path }
             | SessionError::TooLarge { path, .. }
             | SessionError::InvalidMeta { path, .. } => Some(path),
             SessionError::FlamegraphNotWritten { source, .. } => source.path(),

@@ -60,6 +60,7 @@ mod error;
 pub mod export;
 pub mod firefox;
 pub mod flame;
+pub mod history;
 pub mod hlog;
 pub mod memory;
 pub mod meta;

@@ -60,6 +60,34 @@ pub struct SessionMeta {
     /// the whole run; absent in sessions recorded before they were counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourcesInfo>,
+    /// The user's labels (`--label key=value`), by key; empty when none were given.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// The git commit checked out where the run was started; absent outside a checkout,
+    /// without git, and in sessions recorded before it was picked up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitInfo>,
+}
+
+/// The git commit checked out in the directory a run was started from: what a history
+/// orders its points by when no `--order-by` label is given.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct GitInfo {
+    /// The commit's full hash.
+    pub commit: String,
+    /// Its committer date, RFC 3339 UTC.
+    pub committed_at: String,
+}
+
+impl GitInfo {
+    /// The commit `commit` committed at `committed_at` (RFC 3339).
+    pub fn new(commit: impl Into<String>, committed_at: impl Into<String>) -> Self {
+        GitInfo {
+            commit: commit.into(),
+            committed_at: committed_at.into(),
+        }
+    }
 }
 
 /// session.json's `resources`: whether the tree's CPU time, context switches and page
@@ -129,6 +157,8 @@ impl SessionMeta {
             phases: Vec::new(),
             otlp: None,
             resources: None,
+            labels: BTreeMap::new(),
+            git: None,
         }
     }
 }

@@ -84,6 +84,13 @@ pub struct SeriesMeta {
     pub sweep: Vec<String>,
     /// Its runs, in the order they ran.
     pub runs: Vec<SeriesRun>,
+    /// The user's labels (`--label key=value`), by key; empty when none were given.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// The git commit checked out where the series was started; absent outside a
+    /// checkout, without git, and in series recorded before it was picked up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<crate::meta::GitInfo>,
 }
 
 impl SeriesMeta {
@@ -95,6 +102,8 @@ impl SeriesMeta {
             started_at: started_at.into(),
             sweep: Vec::new(),
             runs: Vec::new(),
+            labels: BTreeMap::new(),
+            git: None,
         }
     }
 
@@ -250,7 +259,7 @@ pub enum Recorded {
     /// A session directory.
     Session(Box<Session>),
     /// A series directory.
-    Series(Series),
+    Series(Box<Series>),
 }
 
 impl Recorded {
@@ -268,7 +277,7 @@ impl Recorded {
         if read_optional(&dir.join(SERIES_FILE))?.is_some()
             && read_optional(&dir.join(SESSION_FILE))?.is_none()
         {
-            return Series::load(dir).map(Recorded::Series);
+            return Series::load(dir).map(|s| Recorded::Series(Box::new(s)));
         }
         Session::load_with(dir, opts).map(|s| Recorded::Session(Box::new(s)))
     }

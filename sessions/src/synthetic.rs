@@ -33,6 +33,13 @@ pub struct SyntheticSession {
     pub body_ns: u64,
     /// Seed of the generator.
     pub seed: u64,
+    /// The run's laps/s: its summary figure, and the level its intervals' rates wobble
+    /// around (by up to 1 %).
+    pub laps_per_s: f64,
+    /// When it started (RFC 3339).
+    pub started_at: String,
+    /// Its labels (session.json's `labels`).
+    pub labels: BTreeMap<String, String>,
 }
 
 impl Default for SyntheticSession {
@@ -44,6 +51,9 @@ impl Default for SyntheticSession {
             values_per_interval: 1_000,
             body_ns: 50_000,
             seed: 1,
+            laps_per_s: 20_000.0,
+            started_at: "2026-11-24T12:00:00Z".into(),
+            labels: BTreeMap::new(),
         }
     }
 }
@@ -62,9 +72,10 @@ impl SyntheticSession {
                 BTreeMap::from([("num-nodes".to_owned(), serde_json::json!(1000))]),
             ),
             HostInfo::default(),
-            "2026-11-24T12:00:00Z",
+            self.started_at.clone(),
         );
-        meta.summary = vec![Figure::new("laps/s", 20_000.0, "/s")];
+        meta.summary = vec![Figure::new("laps/s", self.laps_per_s, "/s")];
+        meta.labels = self.labels.clone();
         let mut writer = SessionWriter::create(dir, meta)?;
         let mut rng = self.seed.max(1);
         let mut next = move || {
@@ -105,7 +116,7 @@ impl SyntheticSession {
             row.counters.insert("laps".into(), laps);
             row.rates.insert(
                 "laps".into(),
-                20_000.0 * (1.0 + (next() % 100) as f64 / 10_000.0),
+                self.laps_per_s * (1.0 + (next() % 100) as f64 / 10_000.0),
             );
             row.latency.insert("lap".into(), Percentiles::of(&h));
             let mut resources = Resources::default();
@@ -118,6 +129,97 @@ impl SyntheticSession {
         }
         let ended_at = "2026-11-24T13:00:00Z".to_owned();
         writer.finish(Status::Complete, ended_at)
+    }
+}
+
+/// A history of runs, one a point, for the tests and benchmarks of histories: the
+/// points' laps/s around 20,000 with a coefficient of variation `cv` between points
+/// (log-normal), stepping by a fraction at given points. Deterministic in its seed.
+///
+/// ```
+/// use benchtop_sessions::synthetic::SyntheticHistory;
+///
+/// let mut history = SyntheticHistory::new(100, 0.02, 1);
+/// history.steps = vec![(50, 0.10)];
+/// let values = history.values();
+/// let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+/// assert!(mean(&values[50..]) > 1.05 * mean(&values[..50]));
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SyntheticHistory {
+    /// Points.
+    pub points: usize,
+    /// Coefficient of variation between points.
+    pub cv: f64,
+    /// Steps: from this point on (an index), the level is multiplied by 1 + the fraction.
+    pub steps: Vec<(usize, f64)>,
+    /// Seed of the generator.
+    pub seed: u64,
+}
+
+impl SyntheticHistory {
+    /// A history of `points` points with `cv` between them and no steps.
+    pub fn new(points: usize, cv: f64, seed: u64) -> Self {
+        SyntheticHistory {
+            points,
+            cv,
+            steps: Vec::new(),
+            seed,
+        }
+    }
+
+    /// Each point's laps/s.
+    pub fn values(&self) -> Vec<f64> {
+        let mut rng = self.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut uniform = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            ((rng >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        };
+        (0..self.points)
+            .map(|i| {
+                let level: f64 = self
+                    .steps
+                    .iter()
+                    .filter(|(at, _)| i >= *at)
+                    .map(|(_, f)| 1.0 + f)
+                    .product();
+                // Box–Muller: one standard normal from two uniforms.
+                let (u, v) = (uniform(), uniform());
+                let z = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
+                20_000.0 * level * (self.cv * z).exp()
+            })
+            .collect()
+    }
+
+    /// Writes each point as a short session (three intervals of 100 ms) in `root`:
+    /// `point-000`, `point-001` …, a minute apart, each labelled `commit=c000` … and
+    /// holding its laps/s; returns their directories.
+    pub fn write(&self, root: &Path) -> Result<Vec<PathBuf>, SessionError> {
+        self.values()
+            .into_iter()
+            .enumerate()
+            .map(|(i, laps)| {
+                let minutes = i as u64;
+                let session = SyntheticSession {
+                    intervals: 3,
+                    values_per_interval: 100,
+                    seed: self.seed.wrapping_add(i as u64),
+                    laps_per_s: laps,
+                    started_at: format!(
+                        "2026-11-{:02}T{:02}:{:02}:00Z",
+                        1 + minutes / 1440,
+                        minutes / 60 % 24,
+                        minutes % 60
+                    ),
+                    labels: BTreeMap::from([("commit".to_owned(), format!("c{i:03}"))]),
+                    ..SyntheticSession::default()
+                };
+                session.write(&root.join(format!("point-{i:03}")))
+            })
+            .collect()
     }
 }
 

@@ -337,8 +337,10 @@ impl Experiment {
             opts.figures = Some(args.figure.clone());
         }
         let dir = experiment_dir(args.record.as_deref())?;
-        let mut rec_a = SeriesRecorder::create(Some(&dir.join("a")), &a_name, Vec::new(), quiet)?;
-        let mut rec_b = SeriesRecorder::create(Some(&dir.join("b")), &b_name, Vec::new(), quiet)?;
+        let mut rec_a =
+            SeriesRecorder::create(Some(&dir.join("a")), &a_name, Vec::new(), quiet, &[])?;
+        let mut rec_b =
+            SeriesRecorder::create(Some(&dir.join("b")), &b_name, Vec::new(), quiet, &[])?;
         // -q drops the runs' own lines (the headless loop still prints their warnings).
         if silent || args.quiet {
             rec_a.silence();

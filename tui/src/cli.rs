@@ -9,7 +9,9 @@ use benchtop_workloads::worker::Workload;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod errors;
+mod history;
 use errors::{config_error, workload_first, workload_hint};
+pub use history::HistoryArgs;
 
 /// benchtop: launch a benchmark workload, sample it with perf events, watch its
 /// resources, and record everything into a session directory.
@@ -116,7 +118,7 @@ Ctrl-C or --duration sends it SIGINT (SIGTERM, then SIGKILL if it does not exit)
 program that speaks the report protocol on the descriptor in BENCHTOP_REPORT_FD adds its \
 counters and latency histograms to the session (docs/protocol.md)."
     )]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Profile a running process (and the threads and children it creates) until it
     /// exits, the duration elapses, or Ctrl-C; the process itself is never signalled.
     #[command(after_help = "Examples:\n  benchtop attach 4242 --duration 30s\n  \
@@ -174,6 +176,27 @@ benchtop compare A --range-a 0s..10s --range-b 10s..20s\n  \
 benchtop compare A --slow --metric lap --above 5ms"
     )]
     Compare(CompareArgs),
+    /// Follow figures across many recorded sessions and series (one a commit, say): each
+    /// figure's value at each point, its spread across runs, and the change points in it.
+    ///
+    /// Every session and series under the directories is read (recursively; symbolic
+    /// links are not followed; at most 10,000 recordings); one that fails to load is
+    /// named and skipped. One history per workload and parameters, host and sampling
+    /// settings. Points are ordered by --order-by LABEL (a `--label` given at record
+    /// time), else by the git commit's date picked up at record time, else by start
+    /// time; recordings with the same order value pool into one point, and a series is
+    /// one point (its runs give the spread). Change points: E-divisive means on the log
+    /// of each point's value, each kept by a permutation test at α = 1 % (one noisy
+    /// point is set aside, not taken for a change), with the size and interval of the
+    /// change between the segments. Exit status: 1 when a --fail-on figure's newest
+    /// point regressed against the segment since the last change point, 2 on an error.
+    #[command(after_help = "Examples:\n  benchtop history results/\n  \
+benchtop history results/ --order-by build --figure laps/s\n  \
+benchtop history results/ --markdown --fail-on 'messages/s' >> \"$GITHUB_STEP_SUMMARY\"\n  \
+benchtop history results/ --json | jq '.histories[].figures[] | {name, changes}'\n\n\
+Record each commit's run into the shared directory, e.g. in CI:\n  \
+benchtop run ring --runs 3 --record results/$(git rev-parse --short HEAD) --label branch=main")]
+    History(HistoryArgs),
     /// Browse a recorded session in the TUI, or two side by side.
     ///
     /// One session opens on the live screen as its run ended: throughput, latency,
@@ -554,6 +577,12 @@ pub struct RecordArgs {
     /// Session directory to create [default: ./sessions/DATE-TIME-WORKLOAD].
     #[arg(long, short = 'o', global = true, value_name = "DIR")]
     pub record: Option<PathBuf>,
+    /// A label kept in session.json (series.json for a series), KEY=VALUE, repeatable:
+    /// `history --order-by KEY` orders the points of a history by it (e.g. `--label
+    /// commit=$(git rev-parse HEAD) --label branch=main`). The git commit checked out
+    /// where benchtop runs, and its date, are kept without asking.
+    #[arg(long = "label", global = true, value_name = "KEY=VALUE", value_parser = parse_label)]
+    pub labels: Vec<(String, String)>,
     /// Stop the workload after this long (e.g. 10s, 2m) [default: until it finishes].
     #[arg(long, global = true, value_name = "D", value_parser = parse_duration)]
     pub duration: Option<Duration>,
@@ -738,6 +767,33 @@ pub const MAX_DURATION: Duration = Duration::from_secs(31_557_600);
 /// [`MIN_INTERVAL`]; longer than a day is no interval a run could show.
 pub const MAX_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 
+/// The most characters of a label's key and of its value.
+const LABEL_KEY_CHARS: usize = 64;
+const LABEL_VALUE_CHARS: usize = 1024;
+
+/// `--label KEY=VALUE`: a key of letters, digits, `.`, `_`, `-` and `/`, and any value
+/// without control characters.
+fn parse_label(text: &str) -> Result<(String, String), String> {
+    let Some((key, value)) = text.split_once('=') else {
+        return Err("expected KEY=VALUE (e.g. branch=main)".into());
+    };
+    let key_ok = key
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/'));
+    if key.is_empty() || !key_ok || key.chars().count() > LABEL_KEY_CHARS {
+        return Err(format!(
+            "a label's key is 1 to {LABEL_KEY_CHARS} letters, digits, '.', '_', '-' or '/'"
+        ));
+    }
+    if value.chars().any(char::is_control) || value.chars().count() > LABEL_VALUE_CHARS {
+        return Err(format!(
+            "a label's value is at most {LABEL_VALUE_CHARS} characters, none a control \
+             character"
+        ));
+    }
+    Ok((key.to_owned(), value.to_owned()))
+}
+
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(text).map_err(|e| format!("{e} (try 10s, 500ms, 2m)"))?;
     if d.is_zero() {
@@ -801,6 +857,39 @@ mod tests {
         assert_eq!(run.record.record.as_deref(), Some("/tmp/x".as_ref()));
         assert_eq!(run.record.duration, Some(Duration::from_secs(2)));
         assert_eq!(run.record.frequency, 99);
+    }
+
+    #[test]
+    fn labels_are_key_value_pairs_and_odd_ones_are_refused() {
+        let parse = |args: &[&str]| {
+            Cli::parse_with_config(args.iter().copied(), &crate::config::Config::default())
+        };
+        let cli = parse(&[
+            "benchtop",
+            "run",
+            "ring",
+            "--label",
+            "branch=main",
+            "--label",
+            "note=a=b c",
+        ])
+        .unwrap();
+        let Some(Command::Run(run)) = cli.command else {
+            panic!("not a run")
+        };
+        assert_eq!(
+            run.record.labels,
+            vec![
+                ("branch".to_owned(), "main".to_owned()),
+                ("note".to_owned(), "a=b c".to_owned())
+            ]
+        );
+        for bad in ["novalue", "=x", "a b=c", "k=\u{1b}[31m"] {
+            assert!(
+                parse(&["benchtop", "run", "ring", "--label", bad]).is_err(),
+                "{bad:?} was taken"
+            );
+        }
     }
 
     #[test]

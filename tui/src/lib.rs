@@ -10,6 +10,7 @@ mod compare;
 pub mod config;
 mod export;
 mod external;
+mod history;
 mod manual;
 pub mod otlp;
 mod processes;
@@ -89,7 +90,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Some(Command::Run(args)) if args.series.is_series() => {
             warn_of_orphans();
-            series::run(args)
+            series::run(*args)
         }
         Some(Command::Run(args)) => {
             warn_of_orphans();
@@ -147,6 +148,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             None => show::show(&dir, json),
         },
         Some(Command::Compare(args)) => compare::compare(&args).map_err(judging_failed),
+        Some(Command::History(args)) => history::history(&args).map_err(judging_failed),
         Some(Command::Open(args)) => app::open(&args),
         Some(Command::Export(args)) => export::export(&args),
         Some(Command::Worker { workload }) => worker(&workload),

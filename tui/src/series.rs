@@ -119,8 +119,13 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     } else {
         Vec::new()
     };
-    let mut recorder =
-        SeriesRecorder::create(record.record.as_deref(), &name, swept, record.quiet)?;
+    let mut recorder = SeriesRecorder::create(
+        record.record.as_deref(),
+        &name,
+        swept,
+        record.quiet,
+        &record.labels,
+    )?;
     let total = series.warmup as usize + runs as usize * points.len();
     let mut tally = Tally::new()?;
     let plan = (0..series.warmup)
@@ -258,13 +263,19 @@ impl SeriesRecorder {
         name: &str,
         sweep: Vec<String>,
         quiet: bool,
+        labels: &[(String, String)],
     ) -> Result<Self> {
         let now = SystemTime::now();
         let dir = match requested {
             Some(dir) => dir.to_path_buf(),
             None => unique_dir(Path::new(DEFAULT_SESSIONS_DIR), &new_session_id(name, now))?,
         };
-        let meta = SeriesMeta::new(name, rfc3339(now)).with_sweep(sweep);
+        let mut meta = SeriesMeta::new(name, rfc3339(now)).with_sweep(sweep);
+        // Its labels, and the git commit checked out here, as each run's session keeps them.
+        meta.labels = labels.iter().cloned().collect();
+        meta.git = std::env::current_dir()
+            .ok()
+            .and_then(|dir| benchtop_record::git::checkout(&dir));
         let writer = SeriesWriter::create(&dir, meta)
             .with_context(|| format!("cannot create the series directory {}", dir.display()))?;
         Ok(SeriesRecorder {

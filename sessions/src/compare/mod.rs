@@ -38,9 +38,9 @@
 //! assert!((change.change + 0.10).abs() < 1e-9);
 //! ```
 
-mod judge;
-mod samples;
-mod table;
+pub(crate) mod judge;
+pub(crate) mod samples;
+pub(crate) mod table;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;

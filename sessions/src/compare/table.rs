@@ -7,7 +7,7 @@ use crate::escape::{Escaped, escaped, markdown_cell, markdown_code};
 use crate::units::human_count;
 
 /// A value in its unit, for the table: `1.23 ms`, `8.20 M/s`, `21.4 MiB`.
-fn show(value: f64, unit: &str) -> String {
+pub(crate) fn show(value: f64, unit: &str) -> String {
     if !value.is_finite() {
         return "-".into();
     }
@@ -21,7 +21,7 @@ fn show(value: f64, unit: &str) -> String {
     }
 }
 
-fn percent(c: f64) -> String {
+pub(crate) fn percent(c: f64) -> String {
     if c.is_finite() {
         format!("{:+.1}%", c * 100.0)
     } else {

@@ -15,6 +15,7 @@ mod echo;
 mod exact;
 mod export;
 mod external;
+mod history;
 mod hostile_args;
 mod hostile_sessions;
 mod hostile_terminal;

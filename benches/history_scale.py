@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""How long `benchtop history` takes, and how much memory, over many sessions.
+
+Writes synthetic histories (one short session a point, laps/s with 2 % CV between points,
++8 % at 40 % of the way and -6 % at 75 %) of 100 and 1,000 sessions with the sessions
+crate's `synthetic_history` example, then times `benchtop history DIR --json` on each
+(wall time and peak RSS from /usr/bin/time), and checks the change points it prints
+against the steps written. Goals: 1,000 sessions within 10 s and 500 MB, 100 within 1 s.
+
+Figures must be taken on a quiet machine: the script refuses to start when the 1-minute
+load average is above the core count unless `--force`.
+
+Usage: benches/history_scale.py [--benchtop target/release/benchtop]
+                                [--example target/release/examples/synthetic_history]
+                                [--sizes 100,1000] [--force]
+Needs: cargo build --release -p benchtop -p benchtop-sessions --examples; GNU time.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--benchtop", default="target/release/benchtop")
+    p.add_argument("--example", default="target/release/examples/synthetic_history")
+    p.add_argument("--sizes", default="100,1000")
+    p.add_argument("--force", action="store_true")
+    args = p.parse_args()
+    if os.getloadavg()[0] > os.cpu_count() and not args.force:
+        sys.exit("the machine is busy (load above the core count); --force to run anyway")
+    for n in [int(s) for s in args.sizes.split(",")]:
+        with tempfile.TemporaryDirectory() as root:
+            steps = [f"{int(n * 0.4)}:0.08", f"{int(n * 0.75)}:-0.06"]
+            subprocess.run([args.example, root, str(n), "0.02", "1", *steps], check=True,
+                           stdout=subprocess.DEVNULL)
+            start = time.monotonic()
+            out = subprocess.run(
+                ["/usr/bin/time", "-f", "%M", args.benchtop, "history", root, "--json"],
+                check=True, capture_output=True, text=True)
+            wall = time.monotonic() - start
+            rss_mb = int(out.stderr.strip().splitlines()[-1]) / 1024
+            report = json.loads(out.stdout)
+            laps = next(f for f in report["histories"][0]["figures"] if f["name"] == "laps/s")
+            found = [laps["points"][c["at"]]["point"] for c in laps["changes"]]
+            print(f"{n} sessions: {wall:.2f} s, peak RSS {rss_mb:.0f} MB, "
+                  f"laps/s change points at {found} (written at {steps})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+//! The history model on synthetic sessions and series written to disk.
+
+use std::collections::BTreeMap;
+use std::fs;
+
+use super::*;
+use crate::series::{RunRole, SeriesMeta, SeriesWriter};
+use crate::synthetic::{SyntheticHistory, SyntheticSession};
+
+fn load_all(root: &std::path::Path, opts: &HistoryOptions) -> Histories {
+    load(&[root.to_path_buf()], opts).unwrap()
+}
+
+#[test]
+fn a_step_in_written_sessions_is_found_with_its_points_and_interval() {
+    let root = tempfile::tempdir().unwrap();
+    let mut spec = SyntheticHistory::new(40, 0.01, 2);
+    spec.steps = vec![(20, -0.10)];
+    spec.write(root.path()).unwrap();
+    let found = load_all(root.path(), &HistoryOptions::default());
+    assert!(found.warnings.is_empty(), "{:?}", found.warnings);
+    assert_eq!(found.histories.len(), 1);
+    let h = &found.histories[0];
+    assert_eq!(h.ordered_by, "started_at");
+    assert_eq!(h.points.len(), 40);
+    let laps = h.figure("laps/s").unwrap();
+    assert_eq!(laps.better, Some(Better::Higher));
+    assert_eq!(laps.changes.len(), 1, "{:?}", laps.changes);
+    let c = &laps.changes[0];
+    assert!(c.at.abs_diff(20) <= 1, "{}", c.at);
+    assert_eq!(c.change.verdict, crate::compare::Verdict::Regressed);
+    let (lo, hi) = c.change.ci.unwrap();
+    assert!(lo < -0.05 && hi > -0.15 && lo < c.change.change && c.change.change < hi);
+    assert!(c.change.change > -0.15 && c.change.change < -0.05);
+    assert_eq!(c.before, format!("point {} (c{:03})", c.at - 1, c.at - 1));
+    let newest = laps.newest.as_ref().unwrap();
+    assert_ne!(newest.verdict, crate::compare::Verdict::Regressed);
+}
+
+#[test]
+fn a_label_orders_the_points_numerically_and_equal_labels_pool() {
+    let root = tempfile::tempdir().unwrap();
+    for (i, (build, laps)) in [("10", 100.0), ("9", 90.0), ("10", 110.0), ("100", 50.0)]
+        .into_iter()
+        .enumerate()
+    {
+        let s = SyntheticSession {
+            intervals: 2,
+            values_per_interval: 10,
+            laps_per_s: laps,
+            labels: BTreeMap::from([("build".to_owned(), build.to_owned())]),
+            ..SyntheticSession::default()
+        };
+        s.write(&root.path().join(format!("s{i}"))).unwrap();
+    }
+    let opts = HistoryOptions {
+        order_by: Some("build".into()),
+        ..HistoryOptions::default()
+    };
+    let h = &load_all(root.path(), &opts).histories[0];
+    let orders: Vec<&str> = h.points.iter().map(|p| p.order.as_str()).collect();
+    assert_eq!(orders, ["9", "10", "100"]);
+    assert_eq!(h.points[1].dirs.len(), 2);
+    let laps = h.figure("laps/s").unwrap();
+    assert_eq!(laps.points[1].runs.len(), 2);
+    assert!(
+        laps.points[1].low < laps.points[1].value && laps.points[1].value < laps.points[1].high
+    );
+}
+
+#[test]
+fn a_recording_without_the_order_label_is_left_out_saying_so() {
+    let root = tempfile::tempdir().unwrap();
+    SyntheticHistory::new(3, 0.01, 1)
+        .write(root.path())
+        .unwrap();
+    let opts = HistoryOptions {
+        order_by: Some("branch".into()),
+        ..HistoryOptions::default()
+    };
+    let found = load_all(root.path(), &opts);
+    assert!(found.histories.is_empty());
+    assert_eq!(found.warnings.len(), 3);
+    assert!(
+        found.warnings[0].contains("no label branch"),
+        "{:?}",
+        found.warnings
+    );
+}
+
+#[test]
+fn a_series_is_one_point_and_its_runs_are_not_points_of_their_own() {
+    let root = tempfile::tempdir().unwrap();
+    SyntheticHistory::new(5, 0.01, 1)
+        .write(root.path())
+        .unwrap();
+    let mut meta = SeriesMeta::new("ring", "2026-12-01T00:00:00Z");
+    meta.labels.insert("commit".into(), "s".into());
+    let mut series = SeriesWriter::create(&root.path().join("zseries"), meta).unwrap();
+    for laps in [100.0, 104.0, 102.0] {
+        let dir = series.next_run_dir(RunRole::Run, BTreeMap::new()).unwrap();
+        let s = SyntheticSession {
+            intervals: 2,
+            values_per_interval: 10,
+            laps_per_s: laps,
+            started_at: "2026-12-01T00:00:00Z".into(),
+            ..SyntheticSession::default()
+        };
+        s.write(&dir).unwrap();
+    }
+    let found = load_all(root.path(), &HistoryOptions::default());
+    let h = &found.histories[0];
+    assert_eq!(h.points.len(), 6);
+    let last = h.figure("laps/s").unwrap().points.last().unwrap();
+    assert_eq!(last.runs.len(), 3);
+    assert_eq!(h.points[5].name, "point 5 (s)");
+}
+
+#[test]
+fn different_parameters_make_different_histories() {
+    let root = tempfile::tempdir().unwrap();
+    SyntheticHistory::new(3, 0.01, 1)
+        .write(root.path())
+        .unwrap();
+    let dir = root.path().join("other");
+    SyntheticSession {
+        intervals: 2,
+        values_per_interval: 10,
+        ..SyntheticSession::default()
+    }
+    .write(&dir)
+    .unwrap();
+    let path = dir.join("session.json");
+    let text = fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"num-nodes\": 1000", "\"num-nodes\": 2000");
+    fs::write(&path, text).unwrap();
+    let found = load_all(root.path(), &HistoryOptions::default());
+    assert_eq!(found.histories.len(), 2);
+    assert_eq!(found.histories[0].points.len(), 3);
+    assert_eq!(found.histories[1].key.params, "num-nodes=2000");
+}
+
+#[test]
+fn a_broken_or_unfinished_session_is_named_and_the_rest_are_judged() {
+    let root = tempfile::tempdir().unwrap();
+    SyntheticHistory::new(6, 0.01, 1)
+        .write(root.path())
+        .unwrap();
+    fs::create_dir(root.path().join("broken")).unwrap();
+    fs::write(root.path().join("broken/session.json"), "{ not json").unwrap();
+    let running = root.path().join("point-003/session.json");
+    let text = fs::read_to_string(&running)
+        .unwrap()
+        .replace("\"complete\"", "\"crashed\"");
+    fs::write(&running, text).unwrap();
+    let found = load_all(root.path(), &HistoryOptions::default());
+    assert_eq!(found.warnings.len(), 2, "{:?}", found.warnings);
+    assert!(found.warnings.iter().any(|w| w.contains("broken")));
+    assert!(found.warnings.iter().any(|w| w.contains("point-003")));
+    assert_eq!(found.histories[0].points.len(), 5);
+}
+
+#[test]
+fn the_text_and_markdown_name_the_change_point_and_escape_labels() {
+    let root = tempfile::tempdir().unwrap();
+    let mut spec = SyntheticHistory::new(20, 0.005, 4);
+    spec.steps = vec![(10, 0.3)];
+    let dirs = spec.write(root.path()).unwrap();
+    let path = dirs[19].join("session.json");
+    let text = fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"c019\"", "\"c\\u001b[31m|x\"");
+    fs::write(&path, text).unwrap();
+    let found = load_all(root.path(), &HistoryOptions::default());
+    let text = found.to_text();
+    assert!(
+        text.contains("from point 10 (c010) (after point 9 (c009))"),
+        "{text}"
+    );
+    assert!(!text.contains('\u{1b}'), "{text}");
+    let md = found.to_markdown();
+    assert!(md.contains("| laps/s |"), "{md}");
+    assert!(!md.contains('\u{1b}'), "{md}");
+    assert!(md.contains("from point 10 (c010)"), "{md}");
+}
