@@ -23,7 +23,13 @@ fn echo_in_process(params: &EchoParams) -> Tally {
         stop.set();
         let served = server.join().unwrap().unwrap();
         let (tally, _) = result.unwrap();
-        assert_eq!(served.messages, tally.messages, "{params:?}");
+        if params.duration.is_some() {
+            // A timed run ends with messages in flight: the server may have echoed some
+            // whose replies came after the client stopped counting.
+            assert!(served.messages >= tally.messages, "{params:?}");
+        } else {
+            assert_eq!(served.messages, tally.messages, "{params:?}");
+        }
         tally
     })
 }
