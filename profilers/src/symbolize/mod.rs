@@ -440,7 +440,7 @@ impl Resolver {
 
     /// A new executable mapping of `pid` (PERF_RECORD_MMAP2 at perf time `time`).
     pub fn on_mmap(&mut self, pid: u32, m: &Mmap2<'_>, time: u64) {
-        if !m.filename.starts_with(b"/") {
+        if !m.is_file() {
             return;
         }
         use std::os::unix::ffi::OsStrExt as _;

@@ -388,6 +388,39 @@ mod tests {
     }
 
     #[test]
+    fn a_100_mb_map_is_refused_past_the_cap_without_being_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("perf-9.map");
+        let file = std::fs::File::create(&path).expect("create");
+        // Sparse: 100 MB of size, no disk.
+        file.set_len(100 << 20).expect("set_len");
+        let err = read(&path, uid(), MAX_MAP_BYTES, None).unwrap_err();
+        assert!(
+            matches!(&err, Refused::Unsafe(m) if m.contains("104857600 bytes, more than")),
+            "{err:?}"
+        );
+        // Through a process's map: one warning, and the map is not tried again.
+        let mut m = ProcessMap {
+            path,
+            uid: uid(),
+            stamp: None,
+            map: PerfMap::default(),
+            fresh: false,
+            refused: false,
+        };
+        let mut warnings = Vec::new();
+        m.refresh(9, &mut warnings);
+        m.end_batch();
+        m.refresh(9, &mut warnings);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("perf map of process 9: "),
+            "{warnings:?}"
+        );
+        assert_eq!(m.lookup(0x1000), Err(false));
+    }
+
+    #[test]
     fn a_large_map_of_garbage_costs_bounded_memory() {
         // 8 MiB of one long line and of short garbage lines: parsed without panic, to
         // no entry.
