@@ -268,6 +268,13 @@ pub(crate) struct Mmap2<'a> {
 }
 
 impl<'a> Mmap2<'a> {
+    /// The mapping is of a file: its name is a path. The kernel names anonymous memory
+    /// `//anon` (generated code, named by perf maps instead), and other memory in
+    /// brackets (`[vdso]`).
+    pub fn is_file(&self) -> bool {
+        self.filename.starts_with(b"/") && !self.filename.starts_with(b"//")
+    }
+
     pub fn parse(body: &'a [u8]) -> Option<Self> {
         let mut c = Cursor { buf: body };
         let pid = c.u32()?;
@@ -440,6 +447,24 @@ impl SplitChain {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_mappings_named_by_a_path_are_files() {
+        let m = |filename: &'static [u8]| Mmap2 {
+            pid: 1,
+            addr: 0,
+            len: 1,
+            pgoff: 0,
+            ino: 0,
+            prot: 0,
+            filename,
+        };
+        assert!(m(b"/usr/lib/libc.so.6").is_file());
+        assert!(m(b"/tmp/jit-42.dump").is_file());
+        assert!(!m(b"//anon").is_file());
+        assert!(!m(b"[vdso]").is_file());
+        assert!(!m(b"").is_file());
+    }
 
     fn bytes(words: &[u64]) -> Vec<u8> {
         words.iter().flat_map(|w| w.to_ne_bytes()).collect()

@@ -268,6 +268,9 @@ benchtop man --out /usr/local/share/man/man1 && man benchtop-run")]
     /// conductor, which attaches the sampler in between).
     #[command(name = "exec-gate", hide = true)]
     ExecGate {
+        /// Set the JIT runtimes' environment (`run --jit`) before the exec.
+        #[arg(long)]
+        jit: bool,
         /// The command and its arguments, after `--`.
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<std::ffi::OsString>,
@@ -574,6 +577,14 @@ pub enum ReapSignalArg {
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Recording options")]
 pub struct RecordArgs {
+    /// For a command after `--`: set the environment that makes JIT runtimes name their
+    /// generated code (and keep frame pointers through it), so that their frames are
+    /// read: `PYTHONPERFSUPPORT=1` (CPython 3.12+), `--perf-basic-prof
+    /// --interpreted-frames-native-stack` appended to `NODE_OPTIONS`, and
+    /// `-XX:+PreserveFramePointer -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit`
+    /// appended to `JAVA_TOOL_OPTIONS`. Only the command's environment changes.
+    #[arg(long, global = true)]
+    pub jit: bool,
     /// Session directory to create [default: ./sessions/DATE-TIME-WORKLOAD].
     #[arg(long, short = 'o', global = true, value_name = "DIR")]
     pub record: Option<PathBuf>,

@@ -44,7 +44,12 @@ pub(crate) fn command_options(command: &[OsString], record: &RecordArgs) -> Resu
         "command".to_owned(),
         serde_json::json!(command_text(command)),
     );
-    let mut args: Vec<OsString> = vec!["exec-gate".into(), "--".into()];
+    let mut args: Vec<OsString> = vec!["exec-gate".into()];
+    if record.jit {
+        params.insert("jit".to_owned(), serde_json::json!(true));
+        args.push("--jit".into());
+    }
+    args.push("--".into());
     args.extend(command.iter().cloned());
     let opts = RecordOptions {
         target: Target::Command,
@@ -88,6 +93,10 @@ fn runnable(program: &std::ffi::OsStr) -> Result<()> {
 /// duration elapses or the user presses Ctrl-C. The process is never signalled.
 pub fn attach(pid: u32, record: RecordArgs) -> Result<ExitCode> {
     let opts = attach_options(pid, &record)?;
+    if let Some(advice) = crate::jit::advice_for(pid) {
+        // Said before recording starts; a closed stderr is no reason to stop.
+        let _ = writeln!(std::io::stderr(), "benchtop: {advice}");
+    }
     report(&record::headless(&opts, record.quiet)?)
 }
 
@@ -96,6 +105,12 @@ pub fn attach(pid: u32, record: RecordArgs) -> Result<ExitCode> {
 pub(crate) fn attach_options(pid: u32, record: &RecordArgs) -> Result<RecordOptions> {
     if pid == std::process::id() {
         anyhow::bail!("benchtop cannot attach to itself (pid {pid})");
+    }
+    if record.jit {
+        anyhow::bail!(
+            "--jit sets the environment of a command benchtop starts (`run --jit -- CMD`); \
+             a running process keeps the one it was started with"
+        );
     }
     let start_ticks = process_start_ticks(pid)
         .with_context(|| format!("no process with pid {pid} (or /proc/{pid} is unreadable)"))?;
@@ -195,14 +210,18 @@ fn command_text(command: &[OsString]) -> String {
 /// replaces itself with the command. Sampling events opened on this process with
 /// enable-on-exec begin at that exec. When the exec fails, says why on the report channel
 /// (the conductor shows it) and on standard error.
-pub fn exec_gate(command: &[OsString]) -> ExitCode {
+pub fn exec_gate(jit: bool, command: &[OsString]) -> ExitCode {
     if !wait_at_gate() {
         return ExitCode::from(GATE_CLOSED);
     }
     let Some((program, args)) = command.split_first() else {
         return ExitCode::from(EXEC_FAILED);
     };
-    let err = std::process::Command::new(program).args(args).exec();
+    let mut cmd = std::process::Command::new(program);
+    if jit {
+        cmd.envs(crate::jit::environment_here());
+    }
+    let err = cmd.args(args).exec();
     let message = format!("cannot run `{}`: {err}", program.to_string_lossy());
     if fd_is_open(REPORT_FD) {
         // SAFETY: the conductor opened REPORT_FD for this process; nothing else owns it.

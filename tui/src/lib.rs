@@ -11,6 +11,7 @@ pub mod config;
 mod export;
 mod external;
 mod history;
+mod jit;
 mod manual;
 pub mod otlp;
 mod processes;
@@ -136,7 +137,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             warn_of_orphans();
             ab::ab(&args).map_err(judging_failed)
         }
-        Some(Command::ExecGate { command }) => Ok(external::exec_gate(&command)),
+        Some(Command::ExecGate { jit, command }) => Ok(external::exec_gate(jit, &command)),
         Some(Command::Reap(args)) => reap::reap(&args),
         Some(Command::Show {
             dir,
@@ -183,6 +184,12 @@ fn record_workload(workload: Workload, record: RecordArgs) -> Result<ExitCode> {
 
 /// What recording `workload` takes, its parameters checked.
 pub(crate) fn workload_options(workload: Workload, record: &RecordArgs) -> Result<RecordOptions> {
+    if record.jit {
+        anyhow::bail!(
+            "--jit sets the environment of a command run after `--` \
+             (`benchtop run --jit -- node app.js`), not of a built-in workload"
+        );
+    }
     if workload.is_node() {
         anyhow::bail!(
             "`{}` is a node process that a workload's main node starts, not a workload to run",

@@ -508,7 +508,7 @@ impl Collector {
                     let time = records::sample_id_time(body).unwrap_or(0);
                     self.resolver.on_mmap(m.pid, &m, time);
                     if let Some(u) = &mut self.unwinder
-                        && m.filename.starts_with(b"/")
+                        && m.is_file()
                     {
                         use std::os::unix::ffi::OsStrExt as _;
                         let ino = (misc & records::MISC_MMAP_BUILD_ID == 0).then_some(m.ino);

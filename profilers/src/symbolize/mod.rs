@@ -19,7 +19,8 @@
 //! `{{closure}}`.
 //! Code the symbol tables do not cover is named from the file ([`fallback`]: PLT stubs
 //! `target@plt`, functions of stripped code `FILE+0xSTART`), and generated code in
-//! anonymous memory from the process's perf map ([`perf_map`]).
+//! anonymous memory from the process's perf map ([`perf_map`]) and jitdump
+//! ([`jitdump`]).
 //!
 //! Every result is cached: (pid, address) → frames, (file, offset) → frames, kernel
 //! address → frames. Frames are interned into the caller's [`StackTree`] once and held
@@ -42,6 +43,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 mod fallback;
+mod jitdump;
 mod naming;
 mod perf_map;
 
@@ -440,7 +442,18 @@ impl Resolver {
 
     /// A new executable mapping of `pid` (PERF_RECORD_MMAP2 at perf time `time`).
     pub fn on_mmap(&mut self, pid: u32, m: &Mmap2<'_>, time: u64) {
-        if !m.filename.starts_with(b"/") {
+        if !m.is_file() {
+            return;
+        }
+        // JIT frames: a runtime announces its jitdump by mapping it (see `jitdump`).
+        if jitdump::is_marker(m.filename) {
+            let proc = self.procs.entry(pid).or_default();
+            if proc.perf_map.is_none() {
+                proc.perf_map = ProcessMap::locate(pid);
+            }
+            if let Some(map) = &mut proc.perf_map {
+                map.see_dump(pid, m.filename);
+            }
             return;
         }
         use std::os::unix::ffi::OsStrExt as _;

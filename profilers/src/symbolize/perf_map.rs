@@ -14,6 +14,8 @@ use std::io::Read as _;
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
+use super::jitdump::DumpFile;
+
 /// Largest map read (bytes): a long node run writes some tens of MB.
 pub(crate) const MAX_MAP_BYTES: u64 = 64 << 20;
 
@@ -62,6 +64,29 @@ impl PerfMap {
             map.names.push(name.into());
             raw.push((start, end, id));
         }
+        map.resolve(&raw);
+        map
+    }
+
+    /// A map of `functions` ((start, size, name), later ones winning where they
+    /// overlap), as a jitdump gives them.
+    pub fn from_functions<'a>(functions: impl IntoIterator<Item = (u64, u64, &'a str)>) -> PerfMap {
+        let mut map = PerfMap::default();
+        let mut raw: Vec<(u64, u64, u32)> = Vec::new();
+        for (start, size, name) in functions {
+            let Some(end) = start.checked_add(size).filter(|_| size > 0) else {
+                continue;
+            };
+            let id = map.names.len() as u32;
+            map.names.push(name.into());
+            raw.push((start, end, id));
+        }
+        map.resolve(&raw);
+        map
+    }
+
+    /// Keeps of `raw` ((start, end, name id), in order) what no later entry covers.
+    fn resolve(&mut self, raw: &[(u64, u64, u32)]) {
         // Later lines win: insert in reverse order, keeping only what no later entry
         // already covers.
         let mut kept: std::collections::BTreeMap<u64, (u64, u32)> = Default::default();
@@ -93,8 +118,7 @@ impl PerfMap {
                 kept.insert(a, (b, id));
             }
         }
-        map.entries = kept.into_iter().map(|(s, (e, id))| (s, e, id)).collect();
-        map
+        self.entries = kept.into_iter().map(|(s, (e, id))| (s, e, id)).collect();
     }
 
     /// The name of the function of generated code at `addr`.
@@ -155,6 +179,23 @@ pub(crate) fn read(
     max: u64,
     seen: Option<Stamp>,
 ) -> Result<Option<(PerfMap, Stamp)>, Refused> {
+    let Some((bytes, stamp)) = read_bytes(path, uid, max, seen, 0)? else {
+        return Ok(None);
+    };
+    Ok(Some((
+        PerfMap::parse(&String::from_utf8_lossy(&bytes)),
+        stamp,
+    )))
+}
+
+/// The bytes from `offset` on of the file at `path`, by the rules of [`read`].
+pub(crate) fn read_bytes(
+    path: &Path,
+    uid: u32,
+    max: u64,
+    seen: Option<Stamp>,
+    offset: u64,
+) -> Result<Option<(Vec<u8>, Stamp)>, Refused> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -193,15 +234,19 @@ pub(crate) fn read(
     if seen == Some(stamp) {
         return Ok(None);
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    let mut file = file;
+    if offset > 0 {
+        use std::io::Seek as _;
+        file.seek(std::io::SeekFrom::Start(offset))
+            .map_err(|e| Refused::Unsafe(format!("{}: {e}", path.display())))?;
+    }
+    let want = max.saturating_sub(offset);
+    let mut bytes = Vec::with_capacity(meta.len().saturating_sub(offset).min(want) as usize);
     // It may grow while read: never past the cap.
-    file.take(max)
+    file.take(want)
         .read_to_end(&mut bytes)
         .map_err(|e| Refused::Unsafe(format!("{}: {e}", path.display())))?;
-    Ok(Some((
-        PerfMap::parse(&String::from_utf8_lossy(&bytes)),
-        stamp,
-    )))
+    Ok(Some((bytes, stamp)))
 }
 
 /// A process's perf map and where reading it stands.
@@ -215,6 +260,8 @@ pub(crate) struct ProcessMap {
     fresh: bool,
     /// Refused once: not tried again.
     refused: bool,
+    /// Its jitdump, once the runtime announced one.
+    dump: Option<DumpFile>,
 }
 
 impl ProcessMap {
@@ -228,16 +275,39 @@ impl ProcessMap {
             map: PerfMap::default(),
             fresh: false,
             refused: false,
+            dump: None,
         })
+    }
+
+    /// The process mapped `file` (a path in its own mount namespace), a jitdump's
+    /// marker: read it too, through the process's root. The first marker stays.
+    pub fn see_dump(&mut self, pid: u32, file: &[u8]) {
+        if self.dump.is_some() {
+            return;
+        }
+        use std::os::unix::ffi::OsStrExt as _;
+        let mut path = PathBuf::from(format!("/proc/{pid}/root"));
+        path.push(
+            Path::new(std::ffi::OsStr::from_bytes(file))
+                .strip_prefix("/")
+                .unwrap_or(Path::new("")),
+        );
+        self.dump = Some(DumpFile::new(path, self.uid));
     }
 
     /// Reads the map when it changed, at most once a batch; a refusal is said once, in
     /// `warnings`, and the map is not tried again.
     pub fn refresh(&mut self, pid: u32, warnings: &mut Vec<String>) {
-        if self.fresh || self.refused {
+        if self.fresh {
             return;
         }
         self.fresh = true;
+        if let Some(dump) = &mut self.dump {
+            dump.refresh(pid, warnings);
+        }
+        if self.refused {
+            return;
+        }
         match read(&self.path, self.uid, MAX_MAP_BYTES, self.stamp) {
             Ok(Some((map, stamp))) => {
                 if map.skipped > 0 && self.stamp.is_none() {
@@ -258,12 +328,16 @@ impl ProcessMap {
         }
     }
 
-    /// The name of the generated code at `addr`; else whether a map was read that may
-    /// name it later (`true`), or there is none (`false`).
+    /// The name of the generated code at `addr`, from the perf map, else the jitdump;
+    /// else whether one may name it later (`true`: a map that grows, or one not written
+    /// yet, as a JVM's after `jcmd PID Compiler.perfmap`), or never will (`false`: both
+    /// were refused).
     pub fn lookup(&self, addr: u64) -> Result<&str, bool> {
+        let dump = self.dump.as_ref();
         self.map
             .lookup(addr)
-            .ok_or(self.stamp.is_some() && !self.refused)
+            .or_else(|| dump?.lookup(addr))
+            .ok_or(!self.refused || dump.is_some_and(|d| !d.refused()))
     }
 
     /// A batch ended: the next one reads the map again if it changed.
@@ -385,6 +459,73 @@ mod tests {
         // Missing.
         let err = read(&dir.path().join("none"), uid(), MAX_MAP_BYTES, None).unwrap_err();
         assert_eq!(err, Refused::Missing);
+    }
+
+    #[test]
+    fn a_100_mb_map_is_refused_past_the_cap_without_being_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("perf-9.map");
+        let file = std::fs::File::create(&path).expect("create");
+        // Sparse: 100 MB of size, no disk.
+        file.set_len(100 << 20).expect("set_len");
+        let err = read(&path, uid(), MAX_MAP_BYTES, None).unwrap_err();
+        assert!(
+            matches!(&err, Refused::Unsafe(m) if m.contains("104857600 bytes, more than")),
+            "{err:?}"
+        );
+        // Through a process's map: one warning, and the map is not tried again.
+        let mut m = ProcessMap {
+            path,
+            uid: uid(),
+            stamp: None,
+            map: PerfMap::default(),
+            fresh: false,
+            refused: false,
+            dump: None,
+        };
+        let mut warnings = Vec::new();
+        m.refresh(9, &mut warnings);
+        m.end_batch();
+        m.refresh(9, &mut warnings);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("perf map of process 9: "),
+            "{warnings:?}"
+        );
+        assert_eq!(m.lookup(0x1000), Err(false));
+    }
+
+    #[test]
+    fn a_map_written_late_or_grown_names_code_from_the_next_batch_on() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("perf-11.map");
+        let mut m = ProcessMap {
+            path: path.clone(),
+            uid: uid(),
+            stamp: None,
+            map: PerfMap::default(),
+            fresh: false,
+            refused: false,
+            dump: None,
+        };
+        let mut warnings = Vec::new();
+        // Not written yet (a JVM before `jcmd PID Compiler.perfmap`): may come.
+        m.refresh(11, &mut warnings);
+        assert_eq!(m.lookup(0x1000), Err(true));
+        std::fs::write(&path, "1000 10 first\n").expect("write");
+        // Read at most once a batch.
+        m.refresh(11, &mut warnings);
+        assert_eq!(m.lookup(0x1000), Err(true));
+        m.end_batch();
+        m.refresh(11, &mut warnings);
+        assert_eq!(m.lookup(0x1000), Ok("first"));
+        assert_eq!(m.lookup(0x2000), Err(true));
+        // It grows: read again.
+        std::fs::write(&path, "1000 10 first\n2000 10 second\n").expect("write");
+        m.end_batch();
+        m.refresh(11, &mut warnings);
+        assert_eq!(m.lookup(0x2000), Ok("second"));
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
 
     #[test]

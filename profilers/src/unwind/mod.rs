@@ -8,13 +8,16 @@
 //! tables are read once per file (keyed by device and inode) and shared by every
 //! process that maps it. With [`UnwindMode::Auto`] a module that keeps frame pointers
 //! (every function sets one up) is given to framehop without tables, so it is walked by
-//! frame pointer; the others by their CFI.
+//! frame pointer; the others by their CFI. Generated code in anonymous memory (JIT
+//! functions, interpreter trampolines) is walked by the shape its runtime gives it
+//! ([`jit`]).
 //!
 //! A stack that does not reach its root ends in a `[truncated: …]` frame saying why,
 //! counted in [`UnwindCounts`]: never a silently shortened stack.
 //! Unwinding runs on the collector's thread as records are read, beside the batched
 //! symbolization, and allocates nothing per sample.
 
+mod jit;
 pub(crate) mod tables;
 
 use std::collections::{BTreeMap, HashMap};
@@ -188,6 +191,7 @@ pub struct Unwinder {
     file_ids: HashMap<PathBuf, u32>,
     tables: TableCache,
     cache: CacheX86_64,
+    jit: jit::JitCode,
     pub(crate) counts: UnwindCounts,
     /// Files whose tables could not be read, with why (reported once each).
     pub(crate) warnings: Vec<String>,
@@ -263,6 +267,7 @@ impl Unwinder {
             file_ids: HashMap::new(),
             tables: TableCache::default(),
             cache: CacheX86_64::new(),
+            jit: jit::JitCode::default(),
             counts: UnwindCounts::default(),
             warnings: Vec::new(),
             line: String::new(),
@@ -461,6 +466,7 @@ impl Unwinder {
     /// have been read before this one), and the MMAP2 records that follow add to them.
     pub(crate) fn on_exec(&mut self, pid: u32) {
         self.procs.insert(pid, Proc::default());
+        self.jit.forget(pid);
     }
 
     /// `pid` exited during batch `batch`.
@@ -472,8 +478,14 @@ impl Unwinder {
 
     /// Forgets processes that exited before batch `before`.
     pub(crate) fn end_batch(&mut self, before: u64) {
-        self.procs
-            .retain(|_, p| p.exited_at.is_none_or(|at| at >= before));
+        let jit = &mut self.jit;
+        self.procs.retain(|&pid, p| {
+            let keep = p.exited_at.is_none_or(|at| at >= before);
+            if !keep {
+                jit.forget(pid);
+            }
+            keep
+        });
     }
 
     /// Unwinds the user stack of a sample of `pid` into `out`, leaf first: the sampled
@@ -493,7 +505,10 @@ impl Unwinder {
         self.see_process(pid);
         self.counts.unwound += 1;
         let ending = match self.procs.get(&pid) {
-            Some(proc) => walk(proc, &mut self.cache, &mut self.files, u, out),
+            Some(proc) => {
+                let (cache, files, jit) = (&mut self.cache, &mut self.files, &mut self.jit);
+                walk((pid, proc), cache, files, jit, u, out)
+            }
             None => Ending::NoUnwindInfo(None),
         };
         match ending {
@@ -565,9 +580,10 @@ impl Unwinder {
 
 /// Walks one stack (see [`Unwinder::unwind`]).
 fn walk(
-    proc: &Proc,
+    (pid, proc): (u32, &Proc),
     cache: &mut CacheX86_64,
     files: &mut [FileEntry],
+    jit: &mut jit::JitCode,
     u: &UserStack<'_>,
     out: &mut Vec<u64>,
 ) -> Ending {
@@ -599,12 +615,22 @@ fn walk(
         if let Some(f) = here.and_then(|m| files.get_mut(m.file as usize)) {
             f.used = true;
         }
-        if here.is_none() && address.is_return_address() {
-            // The CFI returned into code in no file (a JIT region, or a return address
-            // that is not one): whatever a frame-pointer walk finds beyond is a guess.
-            return Ending::NoUnwindInfo(None);
-        }
         beyond.set(false);
+        if here.is_none() {
+            // Code in no file: generated code, walked by its shape, when there is code
+            // there to read; else a return address that is not one.
+            let Some(shape) = jit.shape(pid, address.address()) else {
+                return Ending::NoUnwindInfo(None);
+            };
+            match jit::step(shape, &mut regs, &mut read).map(FrameAddress::from_return_address) {
+                Some(Some(next)) => {
+                    address = next;
+                    continue;
+                }
+                _ if beyond.get() && u.full => return Ending::StackCopyTooSmall,
+                _ => return Ending::NoUnwindInfo(None),
+            }
+        }
         let before = regs;
         let result = proc
             .unwinder
@@ -614,7 +640,8 @@ fn walk(
                 // A return address outside every module, reached from a module without
                 // CFI, is a frame-pointer walk gone astray: stop there.
                 let astray = proc.lookup(ra.saturating_sub(1)).is_none()
-                    && here.is_none_or(|m| m.how != ModuleUnwind::Dwarf);
+                    && here.is_none_or(|m| m.how != ModuleUnwind::Dwarf)
+                    && jit.shape(pid, ra).is_none();
                 if astray {
                     return Ending::NoUnwindInfo(here.map(|m| m.file));
                 }

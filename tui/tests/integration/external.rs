@@ -311,3 +311,90 @@ fn run_without_a_workload_or_command_says_what_to_give() {
         "{stderr}"
     );
 }
+
+/// pyenv's CPython 3.12 (under `$PYENV_ROOT` or `~/.pyenv`): the `python3.12` on PATH
+/// is a pyenv shim that fails while another version is global. scripts/test checks that
+/// it is there.
+fn python312() -> std::path::PathBuf {
+    let root = std::env::var("PYENV_ROOT")
+        .unwrap_or_else(|_| format!("{}/.pyenv", std::env::var("HOME").unwrap_or_default()));
+    let versions = Path::new(&root).join("versions");
+    let mut found: Vec<_> = std::fs::read_dir(&versions)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("3.12"))
+        .map(|e| e.path().join("bin/python3.12"))
+        .filter(|p| p.is_file())
+        .collect();
+    found.sort();
+    found.pop().unwrap_or_else(|| {
+        panic!(
+            "no CPython 3.12 under {}: install it with `pyenv install 3.12`",
+            versions.display()
+        )
+    })
+}
+
+#[test]
+fn jit_sets_the_runtimes_environment_and_python_frames_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The environment the command gets: the user's own node options kept.
+    let dir = tmp.path().join("env");
+    let output = benchtop()
+        .env("NODE_OPTIONS", "--max-old-space-size=512")
+        .env_remove("JAVA_TOOL_OPTIONS")
+        .args(["run", "--quiet", "--jit", "--profile", "none", "--record"])
+        .arg(&dir)
+        .args(["--", "sh", "-c"])
+        .arg("echo \"$PYTHONPERFSUPPORT|$NODE_OPTIONS|$JAVA_TOOL_OPTIONS\" >&2")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let log = std::fs::read_to_string(dir.join("worker.log")).unwrap();
+    assert!(
+        log.contains(
+            "1|--max-old-space-size=512 --perf-basic-prof --interpreted-frames-native-stack|\
+             -XX:+PreserveFramePointer -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit"
+        ),
+        "{log}"
+    );
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.workload.params["jit"], true);
+
+    // CPython with nothing but --jit: its functions are named from its perf map.
+    let script = tmp.path().join("loop.py");
+    std::fs::write(
+        &script,
+        "import time\n\
+         def spin_here(n):\n    s = 0\n    for i in range(n):\n        s = (s + i) % 7919\n    return s\n\
+         t = time.process_time()\n\
+         while time.process_time() - t < 1.0:\n    spin_here(100000)\n\
+         # Alive a while longer: generated code is named and walked only while its\n\
+         # process lives, and a loaded machine reads the last samples late.\n\
+         time.sleep(1.5)\n",
+    )
+    .unwrap();
+    let dir = tmp.path().join("py");
+    let python = python312();
+    let output = run_command(
+        &dir,
+        &["--jit", "--profile", "cpu"],
+        &[python.to_str().unwrap(), script.to_str().unwrap()],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let folded = std::fs::read_to_string(dir.join("cpu.folded")).unwrap();
+    let total: u64 = folded
+        .lines()
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+        .sum();
+    let named: u64 = folded
+        .lines()
+        .filter(|l| l.contains(";py::spin_here:"))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+        .sum();
+    assert!(
+        named * 10 >= total * 7,
+        "py::spin_here in {named} of {total} samples:\n{folded}"
+    );
+}
