@@ -707,19 +707,28 @@ mod tests {
         assert_eq!(report.dropped_at_end, 3, "{report:?}");
     }
 
+    /// The niceness of this process's thread `tid`.
+    fn niceness_of(tid: i32) -> Option<i64> {
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+        let rest = &stat[stat.rfind(')')? + 2..];
+        rest.split_whitespace().nth(16)?.parse().ok()
+    }
+
     #[test]
     fn the_end_of_a_run_gives_the_threads_the_caller_s_priority_back() {
         let exporter = refused(|_| {});
+        // This exporter's own two threads, by id: other tests' exporters run beside it
+        // with threads of the same names. An id is set once its thread has lowered its
+        // priority.
+        let tid = |i: usize| exporter.tids[i].load(Ordering::SeqCst);
         let deadline = Instant::now() + Duration::from_secs(10);
-        while niceness("bt-otlp") != Some(i64::from(SENDER_NICE))
-            || niceness("bt-otlp-names") != Some(i64::from(SENDER_NICE))
-        {
-            assert!(
-                Instant::now() < deadline,
-                "the threads never lowered their priority"
-            );
+        while tid(0) == 0 || tid(1) == 0 {
+            assert!(Instant::now() < deadline, "the threads never started");
             std::thread::sleep(Duration::from_millis(10));
         }
+        let (sending, naming) = (tid(0), tid(1));
+        assert_eq!(niceness_of(sending), Some(i64::from(SENDER_NICE)));
+        assert_eq!(niceness_of(naming), Some(i64::from(SENDER_NICE)));
         exporter.restore_priority();
         // The caller's niceness (the test may run under `nice`); raising a priority
         // needs CAP_SYS_NICE (or an RLIMIT_NICE): without it the threads keep theirs.
@@ -736,8 +745,8 @@ mod tests {
         } else {
             i64::from(SENDER_NICE)
         };
-        assert_eq!(niceness("bt-otlp"), Some(want));
-        assert_eq!(niceness("bt-otlp-names"), Some(want));
+        assert_eq!(niceness_of(sending), Some(want));
+        assert_eq!(niceness_of(naming), Some(want));
         let _ = exporter.finish(Duration::from_secs(1));
     }
 
