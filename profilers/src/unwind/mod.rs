@@ -10,7 +10,7 @@
 //! (every function sets one up) is given to framehop without tables, so it is walked by
 //! frame pointer; the others by their CFI. Generated code in anonymous memory (JIT
 //! functions, interpreter trampolines) is walked by the shape its runtime gives it
-//! ([`jit`]).
+//! (the `jit` module).
 //!
 //! A stack that does not reach its root ends in a `[truncated: …]` frame saying why,
 //! counted in [`UnwindCounts`]: never a silently shortened stack.
