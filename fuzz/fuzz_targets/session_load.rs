@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use benchtop_sessions::compare::{CompareOptions, compare, movers};
 use benchtop_sessions::intervals::{IntervalStacks, STACKS_FILE};
 use benchtop_sessions::limits::LoadOptions;
-use benchtop_sessions::{Session, SessionFiles, export, pprof};
+use benchtop_sessions::{Kind, Session, SessionFiles, export, pprof};
 use libfuzzer_sys::fuzz_target;
 use rustix::fs::{FileType, Mode};
 
@@ -75,8 +75,8 @@ fuzz_target!(|data: &[u8]| {
     files.session_json = parts[0].clone().unwrap_or_default();
     files.timeseries = parts[1].clone();
     files.latency = parts[2].clone();
-    files.cpu_folded = parts[3].clone();
-    files.offcpu_folded = parts[4].clone();
+    files.folded[Kind::Cpu] = parts[3].clone();
+    files.folded[Kind::OffCpu] = parts[4].clone();
     files.threads = parts[5].clone();
     if let Ok(session) = Session::from_files_with(Path::new("fuzz"), files, &opts) {
         exercise(&session);
@@ -101,7 +101,7 @@ fn exercise(session: &Session) {
     let _ = export::summary_markdown(session);
     let _ = pprof::encode_session_to(session, std::io::sink());
     let _ = compare(session, session, &CompareOptions::default());
-    if let Some(cpu) = &session.cpu {
+    if let Some(cpu) = session.profile(Kind::Cpu) {
         let _ = export::write_speedscope(cpu, "fuzz", "none", std::io::sink());
         let _ = movers(cpu, cpu, 10);
     }
@@ -111,8 +111,8 @@ fn exercise(session: &Session) {
 fn exercise_stacks(stacks: &IntervalStacks) {
     let (from, to) = stacks.span_ns().unwrap_or((0, u64::MAX));
     let half = from + (to - from) / 2;
-    let _ = stacks.cpu_tree(from, half).to_folded();
-    let _ = stacks.offcpu_tree(half, u64::MAX).to_folded();
+    let _ = stacks.tree_in(Kind::Cpu, from, half).to_folded();
+    let _ = stacks.tree_in(Kind::OffCpu, half, u64::MAX).to_folded();
     let _ = stacks.cpu_samples();
 }
 

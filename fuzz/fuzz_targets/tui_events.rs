@@ -16,7 +16,7 @@ use benchtop_profilers::reaper::{Orphan, Owner, OwnerState, ReapOutcome};
 use benchtop_record::{LiveEvent, Notice, RecordOutcome, StreamDrops};
 use benchtop_sessions::intervals::{IntervalWeights, LineEntry, StackEntry, StacksChunk, Weight};
 use benchtop_sessions::timeseries::ThreadCpu;
-use benchtop_sessions::{Resources, StackTree, Status, TimeseriesRow};
+use benchtop_sessions::{Kind, Resources, StackTree, Status, TimeseriesRow};
 use hdrhistogram::Histogram;
 use libfuzzer_sys::fuzz_target;
 use ratatui::buffer::Buffer;
@@ -162,9 +162,7 @@ fn chunk(b: &mut Bytes) -> StacksChunk {
             index: u32::from(b.byte() % 16),
             t0_ns,
             t1_ns: t0_ns.saturating_add(b.u64() % (1 << 40)),
-            cpu: weights(b),
-            offcpu: weights(b),
-            mem: weights(b),
+            weights: [(Kind::Cpu, weights(b)), (Kind::OffCpu, weights(b)), (Kind::Mem, weights(b))].into_iter().collect(),
         });
     }
     for _ in 0..b.byte() % 3 {
@@ -203,9 +201,7 @@ fn live(b: &mut Bytes) -> LiveEvent {
             let (cpu, offcpu, mem) = (b.tree(), b.tree(), b.tree());
             LiveEvent::IntervalStacks(Box::new(TreeChunks::default().chunk(
                 (t0_ns, t0_ns.saturating_add(b.u64() % (1 << 40))),
-                &cpu,
-                &offcpu,
-                &mem,
+                &[(Kind::Cpu, &cpu), (Kind::OffCpu, &offcpu), (Kind::Mem, &mem)],
             )))
         }
         5 => LiveEvent::IntervalStacks(Box::new(chunk(b))),

@@ -106,7 +106,7 @@ impl BatchInterval {
             t0_ns: i.t0_ns,
             t1_ns: i.t1_ns,
             weights: KINDS.map(|k| {
-                i.weights(k.kind)
+                i.weights[k.kind]
                     .iter()
                     .map(|w| (w.tid, w.stack, w.weight))
                     .collect()
@@ -119,7 +119,7 @@ impl BatchInterval {
         BatchInterval {
             t0_ns: i.t0_ns,
             t1_ns: i.t1_ns,
-            weights: KINDS.map(|k| i.weights(k.kind).to_vec()),
+            weights: KINDS.map(|k| i.weights[k.kind].clone()),
         }
     }
 
@@ -196,17 +196,25 @@ mod tests {
         let live = IntervalWeights {
             t0_ns: 5,
             t1_ns: 9,
-            cpu: vec![w(1, 2, 3)],
-            offcpu: vec![w(1, 3, 40)],
-            mem: vec![w(2, 4, 4_096)],
+            weights: [
+                (Kind::Cpu, vec![w(1, 2, 3)]),
+                (Kind::OffCpu, vec![w(1, 3, 40)]),
+                (Kind::Mem, vec![w(2, 4, 4_096)]),
+            ]
+            .into_iter()
+            .collect(),
             ..IntervalWeights::default()
         };
         let saved = LoadedInterval {
             t0_ns: 5,
             t1_ns: 9,
-            cpu: vec![(1, 2, 3)],
-            offcpu: vec![(1, 3, 40)],
-            mem: vec![(2, 4, 4_096)],
+            weights: [
+                (Kind::Cpu, vec![(1, 2, 3)]),
+                (Kind::OffCpu, vec![(1, 3, 40)]),
+                (Kind::Mem, vec![(2, 4, 4_096)]),
+            ]
+            .into_iter()
+            .collect(),
         };
         let batch = BatchInterval::from_live(&live);
         assert_eq!(batch, BatchInterval::from_saved(&saved));

@@ -14,8 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use benchtop_sessions::intervals::IntervalStacks;
 use benchtop_sessions::limits::LoadOptions;
-use benchtop_sessions::store::MemoryStacks;
-use benchtop_sessions::{Session, SessionMeta, StackTree};
+use benchtop_sessions::{ByKind, Kind, Session, SessionMeta, StackTree};
 use hdrhistogram::Histogram;
 use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
 use opentelemetry_proto::tonic::resource::v1::Resource;
@@ -168,7 +167,7 @@ fn session_allocations(
         end_ns: (end_s.min(1e9) * 1e9) as u64,
         peak_ns,
     };
-    allocations_request(&session.memory, resource, times, sampling)
+    allocations_request(&session.profiles, resource, times, sampling)
 }
 
 /// When a saved run began (wall clock), ended and peaked (ns from its start).
@@ -181,7 +180,7 @@ struct RunTimes {
 
 /// The allocation profiles of `memory` as one request (see [`session_allocations`]).
 fn allocations_request(
-    memory: &MemoryStacks,
+    memory: &ByKind<Option<StackTree>>,
     resource: &Resource,
     times: RunTimes,
     sampling: Sampling,
@@ -194,7 +193,7 @@ fn allocations_request(
     } = times;
     let mut stacks = FoldedStacks::default();
     let mut intervals = Vec::new();
-    if let Some(tree) = &memory.alloc {
+    if let Some(tree) = &memory[Kind::Alloc] {
         let mut whole = BatchInterval {
             t0_ns: 0,
             t1_ns: end_ns.max(1),
@@ -212,10 +211,10 @@ fn allocations_request(
         at.weights[live] = stacks.add(tree);
         intervals.push(at);
     };
-    if let (Some(tree), Some(peak)) = (&memory.live, peak_ns.filter(|&p| p < end_ns)) {
+    if let (Some(tree), Some(peak)) = (&memory[Kind::Live], peak_ns.filter(|&p| p < end_ns)) {
         snapshot(tree, peak);
     }
-    if let Some(tree) = &memory.live_end {
+    if let Some(tree) = &memory[Kind::LiveEnd] {
         snapshot(tree, end_ns);
     }
     profiles_request(resource, &stacks, &intervals, start_unix_ns, sampling)
@@ -264,10 +263,10 @@ mod tests {
 
     #[test]
     fn a_saved_run_s_allocations_go_out_whole_with_live_bytes_at_the_peak_and_the_end() {
-        let mut memory = MemoryStacks::default();
-        memory.alloc = Some(tree(&[("ring;grow", 8_192), ("ring;tick", 1_024)]));
-        memory.live = Some(tree(&[("ring;grow", 4_096)]));
-        memory.live_end = Some(tree(&[("ring;tick", 512)]));
+        let mut memory = ByKind::<Option<StackTree>>::default();
+        memory[Kind::Alloc] = Some(tree(&[("ring;grow", 8_192), ("ring;tick", 1_024)]));
+        memory[Kind::Live] = Some(tree(&[("ring;grow", 4_096)]));
+        memory[Kind::LiveEnd] = Some(tree(&[("ring;tick", 512)]));
         let times = RunTimes {
             start_unix_ns: 1_000_000,
             end_ns: 10_000,
@@ -304,7 +303,7 @@ mod tests {
             );
         }
         // A session without allocation profiles sends none.
-        let none = MemoryStacks::default();
+        let none = ByKind::<Option<StackTree>>::default();
         assert!(allocations_request(&none, &Resource::default(), times, sampling).is_none());
     }
 }

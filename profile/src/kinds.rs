@@ -105,6 +105,8 @@ pub struct Exports {
     pub pprof: bool,
     /// The Firefox Profiler's processed format.
     pub firefox: bool,
+    /// speedscope's file format, one file per kind (`NAME.speedscope.json`).
+    pub speedscope: bool,
     /// OTLP profiles, as a live run streams them and `otlp` replays a session.
     pub otlp: bool,
 }
@@ -122,6 +124,11 @@ pub struct KindSpec {
     pub collector: Collector,
     /// The unit of the weights in its folded file (`NAME.folded`).
     pub folded_unit: WeightUnit,
+    /// What its flamegraph shows, after the workload's name in the SVG's title.
+    pub flame_title: &'static str,
+    /// What a weight of its folded file counts, as a heading says it: `samples`,
+    /// `µs blocked`, `bytes`.
+    pub weight_label: &'static str,
     /// The unit of its weights in stacks.jsonl's intervals, when it has weights there.
     pub interval_unit: Option<WeightUnit>,
     /// Its field in a stacks.jsonl interval line, when it has one.
@@ -146,6 +153,8 @@ pub const KINDS: [KindSpec; 6] = [
         title: "on-CPU",
         collector: Collector::Sampler,
         folded_unit: WeightUnit::Samples,
+        flame_title: "on-CPU",
+        weight_label: "samples",
         interval_unit: Some(WeightUnit::Samples),
         interval_field: Some("cpu"),
         memory: false,
@@ -156,6 +165,7 @@ pub const KINDS: [KindSpec; 6] = [
         exports: Exports {
             pprof: true,
             firefox: true,
+            speedscope: true,
             otlp: true,
         },
         folded_file: "cpu.folded",
@@ -167,6 +177,8 @@ pub const KINDS: [KindSpec; 6] = [
         title: "off-CPU",
         collector: Collector::Sampler,
         folded_unit: WeightUnit::Microseconds,
+        flame_title: "off-CPU (time blocked)",
+        weight_label: "µs blocked",
         interval_unit: Some(WeightUnit::Nanoseconds),
         interval_field: Some("offcpu"),
         memory: false,
@@ -177,6 +189,7 @@ pub const KINDS: [KindSpec; 6] = [
         exports: Exports {
             pprof: true,
             firefox: true,
+            speedscope: true,
             otlp: true,
         },
         folded_file: "offcpu.folded",
@@ -188,6 +201,8 @@ pub const KINDS: [KindSpec; 6] = [
         title: "resident growth (page faults)",
         collector: Collector::Sampler,
         folded_unit: WeightUnit::Bytes,
+        flame_title: "where resident memory grew (page faults)",
+        weight_label: "bytes",
         interval_unit: Some(WeightUnit::Bytes),
         interval_field: Some("mem"),
         memory: true,
@@ -198,6 +213,7 @@ pub const KINDS: [KindSpec; 6] = [
         exports: Exports {
             pprof: false,
             firefox: false,
+            speedscope: false,
             otlp: true,
         },
         folded_file: "mem.folded",
@@ -210,6 +226,8 @@ pub const KINDS: [KindSpec; 6] = [
         title: "allocated",
         collector: Collector::Worker,
         folded_unit: WeightUnit::Bytes,
+        flame_title: "bytes allocated (sampled)",
+        weight_label: "bytes",
         interval_unit: None,
         interval_field: None,
         memory: true,
@@ -220,6 +238,7 @@ pub const KINDS: [KindSpec; 6] = [
         exports: Exports {
             pprof: false,
             firefox: false,
+            speedscope: false,
             otlp: true,
         },
         folded_file: "alloc.folded",
@@ -231,6 +250,8 @@ pub const KINDS: [KindSpec; 6] = [
         title: "live at peak",
         collector: Collector::Worker,
         folded_unit: WeightUnit::Bytes,
+        flame_title: "bytes live at the peak (sampled)",
+        weight_label: "bytes",
         interval_unit: None,
         interval_field: None,
         memory: true,
@@ -241,6 +262,7 @@ pub const KINDS: [KindSpec; 6] = [
         exports: Exports {
             pprof: false,
             firefox: false,
+            speedscope: false,
             otlp: true,
         },
         folded_file: "live.folded",
@@ -254,6 +276,8 @@ pub const KINDS: [KindSpec; 6] = [
         title: "live at end",
         collector: Collector::Worker,
         folded_unit: WeightUnit::Bytes,
+        flame_title: "bytes live at the end (sampled)",
+        weight_label: "bytes",
         interval_unit: None,
         interval_field: None,
         memory: true,
@@ -264,6 +288,7 @@ pub const KINDS: [KindSpec; 6] = [
         exports: Exports {
             pprof: false,
             firefox: false,
+            speedscope: false,
             otlp: false,
         },
         folded_file: "live-end.folded",

@@ -25,6 +25,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod by_kind;
 mod error;
 pub mod escape;
 pub mod histogram;
@@ -39,6 +40,7 @@ pub mod stacks;
 pub mod timeseries;
 pub mod units;
 
+pub use by_kind::ByKind;
 pub use error::ProfileError;
 pub use kinds::{Kind, KindSet, KindSpec};
 pub use stacks::{Children, FoldedLimits, FrameId, NodeId, StackTree};

@@ -12,6 +12,7 @@ use std::io::Write;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
+use benchtop_profile::Kind;
 use benchtop_profilers::{Sampler, SamplerOptions};
 
 fn main() -> ExitCode {
@@ -83,7 +84,7 @@ fn main() -> ExitCode {
     };
     let finish = t.elapsed();
     let t = Instant::now();
-    if let Err(e) = std::fs::write(out, profile.cpu.to_folded()) {
+    if let Err(e) = std::fs::write(out, profile.profiles[Kind::Cpu].to_folded()) {
         eprintln!("{out}: {e}");
         return ExitCode::FAILURE;
     }
@@ -105,8 +106,8 @@ fn main() -> ExitCode {
     eprintln!(
         "finish: {finish:.3?} (final batch {:.3?}); folded write: {write:.3?}; {} stacks, {} frames, {} unresolved addresses",
         profile.final_batch_time,
-        profile.cpu.node_count(),
-        profile.cpu.frame_count(),
+        profile.profiles[Kind::Cpu].node_count(),
+        profile.profiles[Kind::Cpu].frame_count(),
         profile.unresolved_addresses
     );
     // SAFETY: rusage is plain data that getrusage fills.

@@ -17,7 +17,7 @@
 //! # let _ = (resources, progress);
 //! // … at the end:
 //! let profile = sampler.finish()?;
-//! let folded = profile.cpu.to_folded();
+//! let folded = profile.profiles[Kind::Cpu].to_folded();
 //! # let _ = folded;
 //! # Ok(())
 //! # }

@@ -99,15 +99,13 @@ impl Run<'_> {
             live_end,
         } = profile.trees();
         let workload = &self.opts.workload;
-        for (kind, tree, what) in [
-            (Kind::Alloc, &alloc, "bytes allocated (sampled)"),
-            (Kind::Live, &live, "bytes live at the peak (sampled)"),
-            (Kind::LiveEnd, &live_end, "bytes live at the end (sampled)"),
+        for (kind, tree) in [
+            (Kind::Alloc, &alloc),
+            (Kind::Live, &live),
+            (Kind::LiveEnd, &live_end),
         ] {
-            if let Err(e) = self
-                .writer
-                .write_stacks(kind, tree, &format!("{workload} — {what}"))
-            {
+            let title = format!("{workload} — {}", kind.spec().flame_title);
+            if let Err(e) = self.writer.write_stacks(kind, tree, &title) {
                 warnings.push(format!("{}: {e}", kind.folded_file()));
             }
         }

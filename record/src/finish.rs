@@ -6,7 +6,6 @@ use std::time::{Duration, SystemTime};
 
 use benchtop_profilers::monitor::TreeMonitorOptions;
 use benchtop_protocol as protocol;
-use benchtop_sessions::Kind;
 use benchtop_sessions::meta::{Better, Figure, ResourcesInfo};
 use benchtop_sessions::store::rfc3339;
 use benchtop_sessions::{SessionError, Status};
@@ -219,26 +218,13 @@ impl Run<'_> {
                             .cloned(),
                     );
                     let workload = &self.opts.workload;
-                    if profile.kind.contains(Kind::Cpu) {
-                        let title = format!("{workload} — on-CPU");
-                        if let Err(e) = self.writer.write_stacks(Kind::Cpu, &profile.cpu, &title) {
-                            warnings.push(format!("on-CPU stacks: {e}"));
+                    for (kind, tree) in profile.profiles.iter() {
+                        if !profile.kind.contains(kind) {
+                            continue;
                         }
-                    }
-                    if profile.kind.contains(Kind::OffCpu) {
-                        let title = format!("{workload} — off-CPU (time blocked)");
-                        if let Err(e) =
-                            self.writer
-                                .write_stacks(Kind::OffCpu, &profile.offcpu, &title)
-                        {
-                            warnings.push(format!("off-CPU stacks: {e}"));
-                        }
-                    }
-                    if profile.kind.contains(Kind::Mem) {
-                        let title =
-                            format!("{workload} — where resident memory grew (page faults)");
-                        if let Err(e) = self.writer.write_stacks(Kind::Mem, &profile.mem, &title) {
-                            warnings.push(format!("memory stacks: {e}"));
+                        let title = format!("{workload} — {}", kind.spec().flame_title);
+                        if let Err(e) = self.writer.write_stacks(kind, tree, &title) {
+                            warnings.push(format!("{}: {e}", kind.folded_file()));
                         }
                     }
                     let mut sampling = profile.sampling_info();
@@ -250,12 +236,10 @@ impl Run<'_> {
                         .data
                         .started_at
                         .map_or(0.0, |t| t.elapsed().as_secs_f64());
-                    let cpu = profile.kind.contains(Kind::Cpu).then_some(&profile.cpu);
-                    let offcpu = profile
-                        .kind
-                        .contains(Kind::OffCpu)
-                        .then_some(&profile.offcpu);
-                    if let Err(e) = self.writer.write_pprof(cpu, offcpu, elapsed) {
+                    let asked = profile
+                        .profiles
+                        .map_ref(|kind, tree| profile.kind.contains(kind).then_some(tree));
+                    if let Err(e) = self.writer.write_pprof(&asked, elapsed) {
                         warnings.push(format!("profile.pb.gz: {e}"));
                     }
                 }

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use benchtop_sessions::Kind;
 use benchtop_sessions::intervals::StacksChunk;
 use benchtop_sessions::{Percentiles, Resources, TimeseriesRow};
 use hdrhistogram::Histogram;
@@ -299,17 +298,10 @@ impl Run<'_> {
         if std::mem::take(&mut self.save_pending) {
             let workload = &self.opts.workload;
             let mut saved = Vec::new();
-            for (kind, tree, title) in [
-                (Kind::Cpu, &snapshot.cpu, "on-CPU"),
-                (Kind::OffCpu, &snapshot.offcpu, "off-CPU (time blocked)"),
-                (Kind::Mem, &snapshot.mem, "resident growth"),
-            ] {
+            for (kind, tree) in snapshot.profiles.iter() {
                 if self.opts.sampler.kind.contains(kind) {
-                    self.writer.write_stacks(
-                        kind,
-                        tree,
-                        &format!("{workload} — {title} (so far)"),
-                    )?;
+                    let title = format!("{workload} — {} (so far)", kind.spec().flame_title);
+                    self.writer.write_stacks(kind, tree, &title)?;
                     saved.push(kind.folded_file());
                 }
             }

@@ -31,6 +31,7 @@ use fxprof_processed_profile::{
 
 use crate::Session;
 use crate::intervals::IntervalStacks;
+use crate::kinds::{Kind, WeightUnit};
 
 /// The version of `fxprof-processed-profile` the profile is written with (pinned in
 /// Cargo.toml; the processed format's `meta.version` follows it).
@@ -89,16 +90,22 @@ pub fn firefox_profile(
             }
             for interval in stacks.intervals.values() {
                 let span = interval.t1_ns.saturating_sub(interval.t0_ns);
-                let cpu_rows: &[(u32, u32, u64)] = if own_times { &[] } else { &interval.cpu };
-                for (rows, off) in [(cpu_rows, false), (&interval.offcpu[..], true)] {
+                for (kind, rows) in interval.weights.iter() {
+                    let spec = kind.spec();
+                    // On-CPU samples kept with their own times were placed above.
+                    let on_cpu = kind == Kind::Cpu;
+                    if !spec.exports.firefox || (on_cpu && own_times) {
+                        continue;
+                    }
                     let n = rows.len() as u64;
                     for (k, &(tid, stack, weight)) in rows.iter().enumerate() {
                         let name = names.get(&tid).map_or("", String::as_str);
-                        let thread = tracks.thread(&mut profile, tid, name, off);
+                        let thread = tracks.thread(&mut profile, tid, name, !on_cpu);
                         let handle = tracks.stack(&mut profile, thread, stacks, stack);
                         let at = interval.t0_ns + span * (2 * k as u64 + 1) / (2 * n.max(1));
-                        // Off-CPU weights are nanoseconds; the track counts milliseconds.
-                        let weight = if off {
+                        // Times are nanoseconds in stacks.jsonl; the track counts
+                        // milliseconds.
+                        let weight = if spec.interval_unit == Some(WeightUnit::Nanoseconds) {
                             weight.div_ceil(1_000_000)
                         } else {
                             weight
@@ -114,7 +121,7 @@ pub fn firefox_profile(
                  is placed at the run's middle"
                     .to_owned(),
             );
-            if let Some(cpu) = &session.cpu {
+            if let Some(cpu) = session.profile(Kind::Cpu) {
                 let at = end_ns / 2;
                 cpu.for_each_stack(|frames, weight| {
                     let names = frames.iter().map(|&f| cpu.name(f));

@@ -75,16 +75,15 @@ pub mod synthetic;
 pub mod threads_csv;
 
 pub use benchtop_profile::{
-    Kind, KindSet, ProfileError, escape, histogram, intervals, kinds, limits, lines, names, sparse,
-    stacks, timeseries, units,
+    ByKind, Kind, KindSet, ProfileError, escape, histogram, intervals, kinds, limits, lines, names,
+    sparse, stacks, timeseries, units,
 };
 pub use error::SessionError;
 pub use hlog::{Hlog, HlogInterval, HlogWriter, read_hlog};
 pub use meta::{Failure, FailureKind, SessionMeta, Status};
 pub use stacks::{Children, FrameId, NodeId, StackTree};
 pub use store::{
-    AllocTotals, MemoryStacks, RowSummary, Session, SessionFiles, SessionWriter, new_session_id,
-    rfc3339,
+    AllocTotals, RowSummary, Session, SessionFiles, SessionWriter, new_session_id, rfc3339,
 };
 pub use timeseries::{
     ContextSwitches, IoCounters, Percentiles, Resources, ThreadCpu, ThreadSummary, TimeseriesRow,

@@ -228,7 +228,7 @@ pub fn memory_tops(session: &Session, n: usize) -> Vec<MemoryTop> {
     Kind::MEMORY
         .into_iter()
         .filter_map(|kind| {
-            let tree = session.memory.get(kind).filter(|t| !t.is_empty())?;
+            let tree = session.profile(kind).filter(|t| !t.is_empty())?;
             Some(MemoryTop {
                 kind: kind.name(),
                 total_bytes: tree.total_weight(),

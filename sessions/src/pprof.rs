@@ -3,9 +3,9 @@
 //! <https://github.com/google/pprof/blob/main/proto/profile.proto>, which `go tool pprof`,
 //! Pyroscope and Parca read. This is how a session reaches fleet-scale tools.
 //!
-//! One profile holds both stack files, as three sample types: `samples/count` and
-//! `cpu/nanoseconds` (from cpu.folded; the default type) and `off_cpu/nanoseconds` (from
-//! offcpu.folded). The leading process frame of every stack — and the thread frame, when
+//! One profile holds every stack file the kind table marks as carried by pprof, each as
+//! its sample types: today `samples/count` and `cpu/nanoseconds` (from cpu.folded; the
+//! default type) and `off_cpu/nanoseconds` (from offcpu.folded). The leading process frame of every stack — and the thread frame, when
 //! the session was recorded with `--per-thread` or the stack is a `[blocked: …]` one —
 //! becomes the sample's `process` and `thread` labels rather than a frame, as profilers
 //! that label samples do; `go tool pprof -tagroot=process,thread` puts them back on top.
@@ -14,12 +14,13 @@
 //!
 //! ```
 //! use benchtop_sessions::pprof::{Profile, decode};
-//! # use benchtop_sessions::{StackTree, meta::{HostInfo, WorkloadInfo}, SessionMeta};
+//! # use benchtop_sessions::{ByKind, Kind, StackTree, meta::{HostInfo, WorkloadInfo}, SessionMeta};
 //! # let meta = SessionMeta::new("s", WorkloadInfo::new("ring", Default::default()),
 //! #     HostInfo::default(), "2026-11-01T10:00:00Z");
 //! let mut cpu = StackTree::new();
 //! cpu.add_names(["bt-ring", "main", "ring::hop"], 30);
-//! let bytes = benchtop_sessions::pprof::encode(&meta, Some(&cpu), None, 1.5);
+//! let profiles: ByKind<Option<&StackTree>> = [(Kind::Cpu, Some(&cpu))].into_iter().collect();
+//! let bytes = benchtop_sessions::pprof::encode(&meta, &profiles, 1.5);
 //! let profile: Profile = decode(&bytes)?;
 //! assert_eq!(profile.sample.len(), 1);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -33,7 +34,8 @@ use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use prost::Message;
 
-use crate::{SessionMeta, StackTree};
+use crate::kinds::{KINDS, Kind, WeightUnit};
+use crate::{ByKind, SessionMeta, StackTree};
 
 /// The frame that stands for off-CPU time without a sampled stack starts with this.
 const BLOCKED_PREFIX: &str = "[blocked:";
@@ -322,7 +324,7 @@ impl Builder {
         &mut self,
         tree: &StackTree,
         per_thread: bool,
-        values: impl Fn(u64) -> [i64; 3],
+        values: impl Fn(u64) -> Vec<i64>,
         other: Option<(&StackTree, &[u64])>,
         out: &mut impl Write,
     ) -> std::io::Result<Vec<u64>> {
@@ -382,7 +384,7 @@ impl Builder {
             one.sample.clear();
             one.sample.push(Sample {
                 location_id,
-                value: values(weight).to_vec(),
+                value: values(weight),
                 label,
             });
             buf.clear();
@@ -394,19 +396,30 @@ impl Builder {
     }
 }
 
-/// The session's stacks as a gzip-compressed pprof profile. `cpu` weights are samples
-/// (taken at `meta.sampling.frequency_hz`), `offcpu` weights microseconds;
-/// `duration_s` is how long the run lasted.
+/// The session's stacks as a gzip-compressed pprof profile: each kind the table marks as
+/// carried by pprof ([`Exports::pprof`](crate::kinds::Exports::pprof)) with its sample
+/// type, weights converted from its folded file's unit (samples taken at
+/// `meta.sampling.frequency_hz` also as CPU time); `duration_s` is how long the run lasted.
 pub fn encode(
     meta: &SessionMeta,
-    cpu: Option<&StackTree>,
-    offcpu: Option<&StackTree>,
+    profiles: &ByKind<Option<&StackTree>>,
     duration_s: f64,
 ) -> Vec<u8> {
     let mut out = Vec::new();
     // Writing into a Vec cannot fail.
-    let _ = encode_to(meta, cpu, offcpu, duration_s, &mut out);
+    let _ = encode_to(meta, profiles, duration_s, &mut out);
     out
+}
+
+/// The unit a pprof value type names, as the kind table's units.
+fn unit_of(name: &str) -> Option<WeightUnit> {
+    match name {
+        "count" => Some(WeightUnit::Samples),
+        "nanoseconds" => Some(WeightUnit::Nanoseconds),
+        "microseconds" => Some(WeightUnit::Microseconds),
+        "bytes" => Some(WeightUnit::Bytes),
+        _ => None,
+    }
 }
 
 /// [`encode`], written to `out` as it is made: memory holds the string, function and
@@ -414,25 +427,44 @@ pub fn encode(
 /// number of stacks.
 pub fn encode_to(
     meta: &SessionMeta,
-    cpu: Option<&StackTree>,
-    offcpu: Option<&StackTree>,
+    profiles: &ByKind<Option<&StackTree>>,
     duration_s: f64,
     out: impl Write,
 ) -> std::io::Result<()> {
     let mut gz = GzEncoder::new(out, Compression::default());
     let mut b = Builder::new();
-    let sample_types = [
-        b.value_type("samples", "count"),
-        b.value_type("cpu", "nanoseconds"),
-        b.value_type("off_cpu", "nanoseconds"),
-    ];
-    b.profile.sample_type = sample_types.to_vec();
-    b.profile.default_sample_type = sample_types[1].r#type;
     let period_ns = match meta.sampling.frequency_hz {
         0 => 0,
         hz => 1_000_000_000 / hz as i64,
     };
-    b.profile.period_type = Some(b.value_type("cpu", "nanoseconds"));
+    // The value columns: each exported kind's sample type, weighed from its folded unit;
+    // a kind counted in samples also as its period type (samples × the period).
+    let mut columns: Vec<(Kind, i64)> = Vec::new();
+    let mut period_type = None;
+    for spec in KINDS.iter().filter(|k| k.exports.pprof) {
+        let (name, unit) = spec.sample_types.sample;
+        let scale = unit_of(unit)
+            .and_then(|u| u.per(spec.folded_unit))
+            .map_or(1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        let sample = b.value_type(name, unit);
+        b.profile.sample_type.push(sample);
+        columns.push((spec.kind, scale));
+        if spec.folded_unit == WeightUnit::Samples {
+            let (name, unit) = spec.sample_types.period;
+            let period = b.value_type(name, unit);
+            if period_type.is_none() {
+                period_type = Some(period.clone());
+            }
+            b.profile.sample_type.push(period);
+            columns.push((spec.kind, period_ns));
+        }
+    }
+    let default = period_type
+        .as_ref()
+        .or(b.profile.sample_type.first())
+        .map_or(0, |t| t.r#type);
+    b.profile.default_sample_type = default;
+    b.profile.period_type = period_type;
     b.profile.period = period_ns;
     b.profile.time_nanos = humantime::parse_rfc3339_weak(&meta.started_at)
         .ok()
@@ -469,24 +501,25 @@ pub fn encode_to(
     let per_thread = meta.sampling.per_thread;
     // Weights past i64::MAX (hostile files) saturate rather than wrap.
     let signed = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-    let mut cpu_locations = Vec::new();
-    if let Some(cpu) = cpu {
-        cpu_locations = b.add_tree(
-            cpu,
-            per_thread,
-            |n| [signed(n), signed(n).saturating_mul(period_ns), 0],
-            None,
-            &mut gz,
-        )?;
-    }
-    if let Some(offcpu) = offcpu {
-        b.add_tree(
-            offcpu,
-            per_thread,
-            |us| [0, 0, signed(us).saturating_mul(1000)],
-            cpu.map(|t| (t, &cpu_locations[..])),
-            &mut gz,
-        )?;
+    // Later kinds' frames share the first tree's locations where their names match.
+    let mut first: Option<(&StackTree, Vec<u64>)> = None;
+    for (kind, tree) in profiles.iter() {
+        let Some(tree) = *tree else { continue };
+        if !kind.spec().exports.pprof {
+            continue;
+        }
+        let values = |n: u64| {
+            columns
+                .iter()
+                .map(|&(k, scale)| match k == kind {
+                    true => signed(n).saturating_mul(scale),
+                    false => 0,
+                })
+                .collect()
+        };
+        let shared = first.as_ref().map(|(t, l)| (*t, &l[..]));
+        let locations = b.add_tree(tree, per_thread, values, shared, &mut gz)?;
+        first.get_or_insert((tree, locations));
     }
     // What is left of the tables, then the fixed fields.
     let mut buf = Vec::new();
@@ -495,7 +528,7 @@ pub fn encode_to(
     gz.finish()?.flush()
 }
 
-/// [`encode`] for a loaded session: its on- and off-CPU stacks over its duration.
+/// [`encode`] for a loaded session: its stacks over its duration.
 pub fn encode_session(session: &crate::Session) -> Vec<u8> {
     let mut out = Vec::new();
     // Writing into a Vec cannot fail.
@@ -507,8 +540,7 @@ pub fn encode_session(session: &crate::Session) -> Vec<u8> {
 pub fn encode_session_to(session: &crate::Session, out: impl Write) -> std::io::Result<()> {
     encode_to(
         &session.meta,
-        session.cpu.as_ref(),
-        session.offcpu.as_ref(),
+        &session.profiles.map_ref(|_, p| p.as_ref()),
         session.duration().map_or(0.0, |d| d.as_secs_f64()),
         out,
     )
@@ -542,6 +574,15 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    fn both<'a>(
+        cpu: Option<&'a StackTree>,
+        off: Option<&'a StackTree>,
+    ) -> ByKind<Option<&'a StackTree>> {
+        [(Kind::Cpu, cpu), (Kind::OffCpu, off)]
+            .into_iter()
+            .collect()
+    }
     use crate::meta::{HostInfo, WorkloadInfo};
 
     fn meta(per_thread: bool) -> SessionMeta {
@@ -568,7 +609,7 @@ mod tests {
         cpu.add_names(["bt-ring", "main"], 10);
         let mut off = StackTree::new();
         off.add_names(["bt-ring", "main", "futex_wait_[k]"], 2_000);
-        let p = decode(&encode(&meta(false), Some(&cpu), Some(&off), 2.0)).unwrap();
+        let p = decode(&encode(&meta(false), &both(Some(&cpu), Some(&off)), 2.0)).unwrap();
 
         let types: Vec<(&str, &str)> = p
             .sample_type
@@ -618,14 +659,14 @@ mod tests {
     fn the_thread_frame_is_a_label_per_thread_and_for_blocked_time_without_stacks() {
         let mut cpu = StackTree::new();
         cpu.add_names(["bt-ring", "worker-1", "ring::hop"], 5);
-        let p = decode(&encode(&meta(true), Some(&cpu), None, 1.0)).unwrap();
+        let p = decode(&encode(&meta(true), &both(Some(&cpu), None), 1.0)).unwrap();
         assert_eq!(p.label(&p.sample[0], "thread"), Some("worker-1"));
         assert_eq!(p.frames(&p.sample[0]), ["ring::hop"]);
 
         let mut off = StackTree::new();
         let blocked = "[blocked: no stack — kernel sampling not permitted]";
         off.add_names(["bt-ring", "worker-2", blocked], 7);
-        let p = decode(&encode(&meta(false), None, Some(&off), 1.0)).unwrap();
+        let p = decode(&encode(&meta(false), &both(None, Some(&off)), 1.0)).unwrap();
         assert_eq!(p.label(&p.sample[0], "thread"), Some("worker-2"));
         assert_eq!(p.frames(&p.sample[0]), [blocked]);
     }

@@ -317,7 +317,12 @@ fn write_range(
             h.len()
         )?;
     }
-    let (cpu, offcpu) = match stacks {
+    // The kinds weighed per interval that are not memory profiles: on- and off-CPU.
+    let kinds: Vec<Kind> = Kind::ALL
+        .into_iter()
+        .filter(|k| k.spec().interval_field.is_some() && !k.spec().memory)
+        .collect();
+    let trees: Vec<StackTree> = match stacks {
         Some(s) => {
             let n = s
                 .intervals
@@ -329,7 +334,7 @@ fn write_range(
                 "stacks    {n} of {} intervals (stacks.jsonl)",
                 s.intervals.len()
             )?;
-            (s.cpu_tree(from, to), s.offcpu_tree(from, to))
+            kinds.iter().map(|&k| s.tree_in(k, from, to)).collect()
         }
         None => {
             writeln!(
@@ -337,16 +342,14 @@ fn write_range(
                 "stacks    this session has no per-interval stacks (recorded before schema 2, \
                  or without sampling): the functions below are the whole run's"
             )?;
-            (
-                session.cpu.clone().unwrap_or_default(),
-                session.offcpu.clone().unwrap_or_default(),
-            )
+            kinds
+                .iter()
+                .map(|&k| session.profile(k).cloned().unwrap_or_default())
+                .collect()
         }
     };
-    for (title, unit, tree) in [
-        ("on-CPU", "samples", &cpu),
-        ("off-CPU", "µs blocked", &offcpu),
-    ] {
+    for (kind, tree) in kinds.iter().zip(&trees) {
+        let (title, unit) = (kind.title(), kind.spec().weight_label);
         let total = tree.total_weight();
         if total == 0 {
             continue;
@@ -593,23 +596,22 @@ pub fn restrict(
         row_summary: crate::RowSummary::of(&rows),
         rows,
         latency,
-        cpu: None,
-        offcpu: None,
+        profiles: crate::ByKind::default(),
         threads: session.threads.clone(),
         warnings: session.warnings.clone(),
-        memory: crate::store::MemoryStacks::default(),
     };
     match stacks {
         Some(s) => {
             let keep = |i: &crate::intervals::LoadedInterval| part.keep(i.t0_ns, i.t1_ns);
-            out.cpu = session.cpu.as_ref().map(|_| s.tree(Kind::Cpu, keep));
-            out.offcpu = session.offcpu.as_ref().map(|_| s.tree(Kind::OffCpu, keep));
-            // Page-fault bytes are kept per interval; allocation profiles are not.
-            out.memory.mem = session.memory.mem.as_ref().map(|_| s.tree(Kind::Mem, keep));
+            // Kinds weighed per interval (on-, off-CPU, page faults) are split; the
+            // allocation profiles, whole-run only, are not.
+            for kind in Kind::ALL {
+                if kind.spec().interval_field.is_some() && session.profile(kind).is_some() {
+                    out.profiles[kind] = Some(s.tree(kind, keep));
+                }
+            }
         }
         None => {
-            out.cpu = None;
-            out.offcpu = None;
             out.warnings.push(
                 "no per-interval stacks (recorded before schema 2): the part is compared \
                  on its figures only, without stacks"
@@ -693,7 +695,6 @@ mod tests {
         );
         let mut chunks = crate::synthetic::TreeChunks::default();
         let mut bytes = crate::intervals::StacksChunk::header();
-        let empty = crate::StackTree::new();
         let (mut rows, mut latency) = (Vec::new(), Vec::new());
         for i in 0..20u32 {
             let slow = i % 5 == 4;
@@ -723,9 +724,7 @@ mod tests {
             chunks
                 .chunk(
                     (u64::from(i) * S, u64::from(i + 1) * S),
-                    &cpu,
-                    &empty,
-                    &empty,
+                    &[(Kind::Cpu, &cpu)],
                 )
                 .write_jsonl(&mut bytes);
         }
@@ -741,9 +740,9 @@ mod tests {
             row_summary: crate::RowSummary::of(&rows),
             rows,
             latency,
-            cpu: Some(stacks.cpu_tree(0, u64::MAX)),
-            offcpu: None,
-            memory: Default::default(),
+            profiles: [(Kind::Cpu, Some(stacks.tree_in(Kind::Cpu, 0, u64::MAX)))]
+                .into_iter()
+                .collect(),
             threads: Vec::new(),
             warnings: Vec::new(),
         };
@@ -761,7 +760,10 @@ mod tests {
         let a = restrict(&session, Some(&stacks), &slow.others(), "rest");
         assert_eq!((a.rows.len(), b.rows.len()), (16, 4));
         assert_eq!((a.latency.len(), b.latency.len()), (16, 4));
-        let (ta, tb) = (a.cpu.unwrap(), b.cpu.unwrap());
+        let (ta, tb) = (
+            a.profiles[Kind::Cpu].clone().unwrap(),
+            b.profiles[Kind::Cpu].clone().unwrap(),
+        );
         assert_eq!(tb.total_weight(), 4 * 160);
         let movers = crate::compare::movers(&ta, &tb, 3);
         assert_eq!(movers[0].name, "slow_path", "{movers:?}");
@@ -793,13 +795,13 @@ mod tests {
         assert_eq!(part.rows.len(), 4);
         assert_eq!(part.latency.len(), 4);
         assert_eq!(
-            part.cpu.unwrap().to_folded(),
+            part.profiles[Kind::Cpu].clone().unwrap().to_folded(),
             "fixture;fast_path 200\nfixture;main_loop 200\n"
         );
         assert!(part.meta.summary.is_empty());
         let without = restrict(&session, None, &Between(0, 4 * S), "old");
         assert!(
-            without.cpu.is_none(),
+            without.profile(Kind::Cpu).is_none(),
             "never the whole run's stacks for a part"
         );
     }

@@ -246,8 +246,8 @@ impl Session {
                 pid: t.pid,
             })
             .collect();
-        let cpu = self.cpu.as_ref().filter(|t| !t.is_empty());
-        let off = self.offcpu.as_ref().filter(|t| !t.is_empty());
+        let cpu = self.profile(Kind::Cpu).filter(|t| !t.is_empty());
+        let off = self.profile(Kind::OffCpu).filter(|t| !t.is_empty());
         Overview {
             duration_s: self.duration().map(|d| d.as_secs_f64()),
             latency,

@@ -395,7 +395,7 @@ impl SyntheticStacks {
                 frame: node.frame.0,
             });
             if node.self_weight > 0 {
-                interval.cpu.push(Weight {
+                interval.weights[crate::Kind::Cpu].push(Weight {
                     tid: 1,
                     stack: i as u32,
                     weight: node.self_weight,
@@ -485,19 +485,23 @@ impl TreeChunks {
         std::mem::take(&mut self.pending)
     }
 
-    /// The next interval, `[t0_ns, t1_ns)`, with the weights of `cpu` (samples),
-    /// `offcpu` (µs, as offcpu.folded counts them: the chunk carries nanoseconds) and
-    /// `mem` (bytes), all of thread `1`.
+    /// The next interval, `[t0_ns, t1_ns)`, with the weights of each `(kind, tree)`, all
+    /// of thread `1`; each tree weighs in its kind's folded unit (off-CPU µs, as
+    /// offcpu.folded counts them: the chunk carries nanoseconds, as the table says).
     pub fn chunk(
         &mut self,
         (t0_ns, t1_ns): (u64, u64),
-        cpu: &crate::StackTree,
-        offcpu: &crate::StackTree,
-        mem: &crate::StackTree,
+        trees: &[(crate::Kind, &crate::StackTree)],
     ) -> crate::intervals::StacksChunk {
         use crate::intervals::{IntervalWeights, Weight};
-        let mut weights = |tree: &crate::StackTree, scale: u64| {
-            let mut out = Vec::new();
+        let mut weights = crate::ByKind::<Vec<Weight>>::default();
+        for &(kind, tree) in trees {
+            let spec = kind.spec();
+            let scale = spec
+                .interval_unit
+                .and_then(|u| u.per(spec.folded_unit))
+                .unwrap_or(1);
+            let out = &mut weights[kind];
             tree.for_each_stack(|frames, weight| {
                 if let Some(stack) = self.define(frames.iter().map(|&f| tree.name(f))) {
                     out.push(Weight {
@@ -507,17 +511,13 @@ impl TreeChunks {
                     });
                 }
             });
-            out
-        };
-        let (cpu, offcpu, mem) = (weights(cpu, 1), weights(offcpu, 1000), weights(mem, 1));
+        }
         let mut chunk = self.definitions();
         chunk.intervals.push(IntervalWeights {
             index: self.intervals,
             t0_ns,
             t1_ns,
-            cpu,
-            offcpu,
-            mem,
+            weights,
         });
         self.intervals += 1;
         chunk
@@ -526,18 +526,17 @@ impl TreeChunks {
     /// The next interval, one second long, with the on-CPU weights of `cpu` alone.
     pub fn cpu(&mut self, cpu: &crate::StackTree) -> crate::intervals::StacksChunk {
         let t0 = u64::from(self.intervals) * 1_000_000_000;
-        let empty = crate::StackTree::new();
-        self.chunk((t0, t0 + 1_000_000_000), cpu, &empty, &empty)
+        self.chunk((t0, t0 + 1_000_000_000), &[(crate::Kind::Cpu, cpu)])
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::StackTree;
     use crate::intervals::{IntervalStacks, StacksChunk};
     use crate::limits::LoadOptions;
     use crate::lines::FrameLines;
+    use crate::{Kind, StackTree};
 
     fn tree(stacks: &[(&str, u64)]) -> StackTree {
         let mut t = StackTree::new();
@@ -553,10 +552,9 @@ mod tests {
         let first = tree(&[("main;a", 3), ("main;b;c", 2)]);
         let off = tree(&[("main;wait", 7)]);
         let second = tree(&[("main;b;c", 4), ("main;d", 1)]);
-        let empty = StackTree::new();
         let mut bytes = StacksChunk::header();
         chunks
-            .chunk((0, 10), &first, &off, &empty)
+            .chunk((0, 10), &[(Kind::Cpu, &first), (Kind::OffCpu, &off)])
             .write_jsonl(&mut bytes);
         let again = chunks.cpu(&second);
         // Only what the first did not define.
@@ -565,11 +563,20 @@ mod tests {
         let loaded =
             IntervalStacks::parse(&bytes, Path::new("stacks.jsonl"), &LoadOptions::default())
                 .unwrap();
-        assert_eq!(loaded.cpu_tree(0, 10).to_folded(), first.to_folded());
-        assert_eq!(loaded.offcpu_tree(0, 10).to_folded(), off.to_folded());
+        assert_eq!(
+            loaded.tree_in(Kind::Cpu, 0, 10).to_folded(),
+            first.to_folded()
+        );
+        assert_eq!(
+            loaded.tree_in(Kind::OffCpu, 0, 10).to_folded(),
+            off.to_folded()
+        );
         let mut both = first.clone();
         both.merge(&second);
-        assert_eq!(loaded.cpu_tree(0, u64::MAX).to_folded(), both.to_folded());
+        assert_eq!(
+            loaded.tree_in(Kind::Cpu, 0, u64::MAX).to_folded(),
+            both.to_folded()
+        );
     }
 
     #[test]
@@ -585,20 +592,23 @@ mod tests {
             index: 0,
             t0_ns: 0,
             t1_ns: 10,
-            cpu: vec![
-                Weight {
-                    tid: 1,
-                    stack: fast,
-                    weight: 3,
-                },
-                Weight {
-                    tid: 1,
-                    stack: slow,
-                    weight: 1,
-                },
-            ],
-            offcpu: vec![],
-            mem: vec![],
+            weights: [(
+                Kind::Cpu,
+                vec![
+                    Weight {
+                        tid: 1,
+                        stack: fast,
+                        weight: 3,
+                    },
+                    Weight {
+                        tid: 1,
+                        stack: slow,
+                        weight: 1,
+                    },
+                ],
+            )]
+            .into_iter()
+            .collect(),
         });
         let mut bytes = StacksChunk::header();
         chunk.write_jsonl(&mut bytes);
@@ -606,7 +616,7 @@ mod tests {
             IntervalStacks::parse(&bytes, Path::new("stacks.jsonl"), &LoadOptions::default())
                 .unwrap();
         assert_eq!(
-            loaded.cpu_tree(0, 10).to_folded(),
+            loaded.tree_in(Kind::Cpu, 0, 10).to_folded(),
             "fixture;fast 3\nfixture;slow 1\n"
         );
     }
@@ -623,7 +633,10 @@ mod tests {
         let s = IntervalStacks::load(&dir, &LoadOptions::default())
             .unwrap()
             .unwrap();
-        assert_eq!(s.cpu_tree(0, u64::MAX).to_folded(), tree.to_folded());
+        assert_eq!(
+            s.tree_in(Kind::Cpu, 0, u64::MAX).to_folded(),
+            tree.to_folded()
+        );
         assert_eq!(s.lines.len(), lines.len());
         let f = SyntheticStacks::function(3);
         let total = |l: &FrameLines| l.lines(&f).iter().map(|l| l.weight).sum::<u64>();

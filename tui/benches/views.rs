@@ -23,9 +23,9 @@ use std::hint::black_box;
 use benchtop::state::flame_panes::FlamePanes;
 use benchtop::state::profile_views::{ViewKind, ViewsAction};
 use benchtop::view::profile_views::render_views;
-use benchtop_sessions::StackTree;
 use benchtop_sessions::lines::FrameLines;
 use benchtop_sessions::synthetic::SyntheticStacks;
+use benchtop_sessions::{Kind, StackTree};
 use criterion::{Criterion, criterion_group, criterion_main};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -270,7 +270,6 @@ fn live_second(tree: &StackTree) {
     tree.for_each_stack(|frames, _| {
         stacks.push(frames.iter().map(|&f| tree.name(f).to_owned()).collect());
     });
-    let empty = StackTree::new();
     let per_second = 10_000;
     for (name, keys) in [
         ("flamegraph", ""),
@@ -289,7 +288,7 @@ fn live_second(tree: &StackTree) {
             start,
         );
         let mut chunks = TreeChunks::default();
-        let first = chunks.chunk((0, 1_000_000_000), tree, &empty, &empty);
+        let first = chunks.chunk((0, 1_000_000_000), &[(Kind::Cpu, tree)]);
         state.update(
             AppEvent::Live(LiveEvent::IntervalStacks(Box::new(first))),
             start,
@@ -320,7 +319,7 @@ fn live_second(tree: &StackTree) {
                 }
             }
             let t0_ns = second * 1_000_000_000;
-            let chunk = chunks.chunk((t0_ns, t0_ns + 1_000_000_000), &interval, &empty, &empty);
+            let chunk = chunks.chunk((t0_ns, t0_ns + 1_000_000_000), &[(Kind::Cpu, &interval)]);
             let mut row = TimeseriesRow::default();
             row.t_s = second as f64;
             row.interval_s = 1.0;

@@ -339,15 +339,14 @@ fn representative(recorded: benchtop_sessions::series::Recorded) -> Result<Sessi
     };
     let mut shown = (*first).clone();
     if runs.len() > 1 {
-        for (mine, pick) in [
-            (
-                &mut shown.cpu,
-                (|s: &Session| &s.cpu) as fn(&Session) -> &Option<StackTree>,
-            ),
-            (&mut shown.offcpu, |s: &Session| &s.offcpu),
-        ] {
+        // Stacks of time (on- and off-CPU) add up over the runs; memory profiles are
+        // the first run's.
+        for (kind, mine) in shown.profiles.iter_mut() {
+            if kind.spec().memory {
+                continue;
+            }
             for run in &runs[1..] {
-                if let (Some(sum), Some(tree)) = (mine.as_mut(), pick(run)) {
+                if let (Some(sum), Some(tree)) = (mine.as_mut(), run.profile(kind)) {
                     sum.merge(tree);
                 }
             }

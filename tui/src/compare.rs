@@ -332,9 +332,9 @@ fn merged(runs: &[&Session]) -> Stacks {
         })
     };
     Stacks {
-        cpu: add(&|s| s.cpu.as_ref()),
-        offcpu: add(&|s| s.offcpu.as_ref()),
-        memory: Kind::MEMORY.map(|kind| add(&|s: &Session| s.memory.get(kind))),
+        cpu: add(&|s| s.profile(Kind::Cpu)),
+        offcpu: add(&|s| s.profile(Kind::OffCpu)),
+        memory: Kind::MEMORY.map(|kind| add(&|s: &Session| s.profile(kind))),
     }
 }
 

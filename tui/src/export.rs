@@ -24,13 +24,14 @@ use benchtop_sessions::export::{
 };
 use benchtop_sessions::histogram::Total;
 use benchtop_sessions::intervals::IntervalStacks;
+use benchtop_sessions::kinds::WeightUnit;
 use benchtop_sessions::limits::LoadOptions;
 use benchtop_sessions::plot::{self, percentile_svg};
 use benchtop_sessions::pprof::{encode_session_to, encode_to};
 use benchtop_sessions::range::{Between, RangeSpec, restrict, run_length_ns};
 use benchtop_sessions::series::{RunRole, SERIES_FILE, Series};
 use benchtop_sessions::store::{SESSION_FILE, Session};
-use benchtop_sessions::{SessionMeta, StackTree};
+use benchtop_sessions::{ByKind, Kind, SessionMeta, StackTree};
 use hdrhistogram::Histogram;
 
 use crate::cli::{ExportArgs, ExportFormat};
@@ -127,6 +128,21 @@ fn formats(args: &ExportArgs, series: bool) -> Vec<ExportFormat> {
     all
 }
 
+/// The unit speedscope names for `kind`'s weights, when the kind table marks it as
+/// carried by speedscope files.
+fn speedscope_unit(kind: Kind) -> Option<&'static str> {
+    let spec = kind.spec();
+    if !spec.exports.speedscope {
+        return None;
+    }
+    Some(match spec.folded_unit {
+        WeightUnit::Microseconds => "microseconds",
+        WeightUnit::Nanoseconds => "nanoseconds",
+        WeightUnit::Bytes => "bytes",
+        _ => "none",
+    })
+}
+
 /// What the latency and stack formats are made from: one session, or the runs of a
 /// series' point added together.
 struct Material<'a> {
@@ -136,8 +152,8 @@ struct Material<'a> {
     meta: &'a SessionMeta,
     /// The whole-run latency per metric (`""` for an untagged log).
     latency: BTreeMap<String, Histogram<u64>>,
-    cpu: Option<Cow<'a, StackTree>>,
-    offcpu: Option<Cow<'a, StackTree>>,
+    /// The whole-run stacks of each kind.
+    profiles: ByKind<Option<Cow<'a, StackTree>>>,
     /// Seconds the runs took together.
     duration_s: f64,
     /// `session` or `point`, for the notes on what was not written.
@@ -159,8 +175,9 @@ impl<'a> Material<'a> {
             name: &session.meta.workload.name,
             meta: &session.meta,
             latency,
-            cpu: session.cpu.as_ref().map(Cow::Borrowed),
-            offcpu: session.offcpu.as_ref().map(Cow::Borrowed),
+            profiles: session
+                .profiles
+                .map_ref(|_, t| t.as_ref().map(Cow::Borrowed)),
             duration_s: session.duration().map_or(0.0, |d| d.as_secs_f64()),
             what: "session",
         }
@@ -185,9 +202,9 @@ impl<'a> Material<'a> {
         for note in notes.iter().chain(&left_out) {
             eprintln!("benchtop: warning: {}", Escaped(note));
         }
-        let add = |pick: fn(&Session) -> &Option<StackTree>| {
+        let add = |kind: Kind| {
             runs.iter()
-                .filter_map(|s| pick(s).as_ref())
+                .filter_map(|s| s.profile(kind))
                 .fold(None, |sum: Option<StackTree>, tree| {
                     let mut sum = sum.unwrap_or_default();
                     sum.merge(tree);
@@ -202,8 +219,7 @@ impl<'a> Material<'a> {
                 .into_iter()
                 .filter_map(|(tag, t)| Some((tag, t.into_histogram()?)))
                 .collect(),
-            cpu: add(|s| &s.cpu),
-            offcpu: add(|s| &s.offcpu),
+            profiles: ByKind::from_fn(add),
             duration_s: runs
                 .iter()
                 .filter_map(|s| s.duration())
@@ -238,12 +254,13 @@ fn write_material(
                 }
             }
             ExportFormat::Speedscope => {
-                for (file, tree, unit) in [
-                    ("cpu.speedscope.json", &m.cpu, "none"),
-                    ("offcpu.speedscope.json", &m.offcpu, "microseconds"),
-                ] {
+                for (kind, tree) in m.profiles.iter() {
+                    let Some(unit) = speedscope_unit(kind) else {
+                        continue;
+                    };
                     if let Some(tree) = tree.as_ref().filter(|t| !t.is_empty()) {
-                        written.push(write_with(out, file, |w| {
+                        let file = format!("{}.speedscope.json", kind.name());
+                        written.push(write_with(out, &file, |w| {
                             write_speedscope(tree, m.name, unit, w)
                         })?);
                     }
@@ -266,18 +283,15 @@ fn write_material(
                 }
             }
             ExportFormat::Pprof => {
-                let empty = |t: &Option<Cow<StackTree>>| t.as_ref().is_none_or(|t| t.is_empty());
-                if empty(&m.cpu) && empty(&m.offcpu) {
+                let exported = m.profiles.map_ref(|kind, t| {
+                    t.as_deref()
+                        .filter(|t| kind.spec().exports.pprof && !t.is_empty())
+                });
+                if exported.values().all(Option::is_none) {
                     eprintln!("benchtop: no stacks in this {what}: no profile.pb.gz written");
                 } else {
                     written.push(write_with(out, "profile.pb.gz", |w| {
-                        encode_to(
-                            m.meta,
-                            m.cpu.as_deref(),
-                            m.offcpu.as_deref(),
-                            m.duration_s,
-                            w,
-                        )
+                        encode_to(m.meta, &exported, m.duration_s, w)
                     })?);
                 }
             }
@@ -488,10 +502,10 @@ fn export_range(args: &ExportArgs, range: &RangeSpec) -> Result<ExitCode> {
         match format {
             ExportFormat::Speedscope => {
                 let name = format!("{} {label}", session.meta.workload.name);
-                for (kind, tree, unit) in [
-                    ("cpu", &part.cpu, "none"),
-                    ("offcpu", &part.offcpu, "microseconds"),
-                ] {
+                for (kind, tree) in part.profiles.iter() {
+                    let Some(unit) = speedscope_unit(kind) else {
+                        continue;
+                    };
                     if let Some(tree) = tree.as_ref().filter(|t| !t.is_empty()) {
                         let file = format!("{kind}.{label}.speedscope.json");
                         written.push(write_with(&out, &file, |w| {
@@ -501,8 +515,10 @@ fn export_range(args: &ExportArgs, range: &RangeSpec) -> Result<ExitCode> {
                 }
             }
             _ => {
-                let empty = |t: &Option<StackTree>| t.as_ref().is_none_or(StackTree::is_empty);
-                if empty(&part.cpu) && empty(&part.offcpu) {
+                let exported = |(kind, t): (Kind, &Option<StackTree>)| {
+                    kind.spec().exports.pprof && t.as_ref().is_some_and(|t| !t.is_empty())
+                };
+                if !part.profiles.iter().any(exported) {
                     eprintln!("benchtop: no stacks in this range: no pprof profile written");
                 } else {
                     let file = format!("profile.{label}.pb.gz");

@@ -10,7 +10,7 @@ use std::sync::mpsc::{self, SyncSender};
 use std::time::{Duration, Instant};
 
 use benchtop_profile::intervals::StacksChunk;
-use benchtop_profile::{FrameId, StackTree};
+use benchtop_profile::{ByKind, FrameId, Kind, StackTree};
 use perf_event::Counter;
 
 use super::drain::{Drained, Drainer, Follow, RECORD_HEAD, drainer_thread_name};
@@ -54,9 +54,7 @@ type SlotCount = (u32, u64);
 /// What the thread hands back to [`crate::Sampler::finish`].
 #[derive(Debug)]
 pub(crate) struct Collected {
-    pub cpu: StackTree,
-    pub offcpu: StackTree,
-    pub mem: StackTree,
+    pub profiles: ByKind<StackTree>,
     pub blocked_ns: u64,
     pub preempted_ns: u64,
     pub warnings: Vec<String>,
@@ -183,6 +181,18 @@ pub(crate) struct Collector {
 }
 
 impl Collector {
+    /// The folded stacks of each kind this collector folds, made by `f` (a copy, or the
+    /// trees taken).
+    fn profiles(&mut self, mut f: impl FnMut(&mut StackTree) -> StackTree) -> ByKind<StackTree> {
+        [
+            (Kind::Cpu, f(&mut self.cpu)),
+            (Kind::OffCpu, f(&mut self.off)),
+            (Kind::Mem, f(&mut self.mem)),
+        ]
+        .into_iter()
+        .collect()
+    }
+
     /// A collector for events on `pid`. Runs on the sampler thread before the events are
     /// enabled: it reads the target's name and mappings now, while it surely lives
     /// (unless the events start at its exec, which replaces both).
@@ -424,9 +434,7 @@ impl Collector {
             ));
         }
         Ok(Collected {
-            cpu: std::mem::take(&mut self.cpu),
-            offcpu: std::mem::take(&mut self.off),
-            mem: std::mem::take(&mut self.mem),
+            profiles: self.profiles(std::mem::take),
             blocked_ns: self.offcpu.blocked_ns,
             preempted_ns: self.offcpu.preempted_ns,
             warnings,
@@ -957,9 +965,7 @@ impl Collector {
 
         if self.shared.snapshot_wanted.swap(false, Ordering::Relaxed) {
             let snapshot = Snapshot {
-                cpu: self.cpu.clone(),
-                offcpu: self.off.clone(),
-                mem: self.mem.clone(),
+                profiles: self.profiles(|t| t.clone()),
                 lines: self.lines.all.clone(),
                 batches: self.batches,
             };

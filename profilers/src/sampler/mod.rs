@@ -53,8 +53,11 @@
 //! let sampler = Sampler::start(pid, &SamplerOptions::default())?;
 //! // … tell the worker to start, wait for the run to end …
 //! let profile = sampler.finish()?;
-//! std::fs::write("cpu.folded", profile.cpu.to_folded()).ok();
-//! std::fs::write("offcpu.folded", profile.offcpu.to_folded()).ok();
+//! for (kind, stacks) in profile.profiles.iter() {
+//!     if profile.kind.contains(kind) {
+//!         std::fs::write(kind.folded_file(), stacks.to_folded()).ok();
+//!     }
+//! }
 //! # Ok(())
 //! # }
 //! ```
@@ -73,10 +76,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use benchtop_profile::StackTree;
 use benchtop_profile::intervals::StacksChunk;
 use benchtop_profile::kinds::{Kind, KindSet};
 use benchtop_profile::sampling::{MemSamplingInfo, SamplingInfo, UnwindingInfo};
+use benchtop_profile::{ByKind, StackTree};
 
 use self::collect::{Collected, Collector, Setup};
 use self::drain::Follow;
@@ -177,21 +180,18 @@ pub struct SamplerStats {
 pub struct Profile {
     /// The profiles asked for.
     pub kind: KindSet,
-    /// On-CPU stacks, root first: process name, [thread name,] user frames from the
-    /// outermost caller, then kernel frames (suffixed `_[k]`). Weights are samples.
-    /// Empty when only [`Kind::OffCpu`] was asked for.
-    pub cpu: StackTree,
-    /// Off-CPU stacks, laid out as `cpu`; weights are microseconds blocked (the
-    /// `offcpu.folded` of a session). Without kernel sampling ([`Profile::offcpu_stacks`]
-    /// false) each thread has one stack, `process;thread;[blocked: no stack — kernel
-    /// sampling not permitted]`. Blocked intervals whose sample was lost or throttled end
-    /// in `[blocked: stack not sampled]`. Empty when only [`Kind::Cpu`] was asked for.
-    pub offcpu: StackTree,
-    /// Where resident memory grew, laid out as `cpu`: the stacks of sampled page
-    /// faults, weighted in bytes (each sample [`Profile::mem_period`] faults ×
-    /// [`Profile::page_size`]; the `mem.folded` of a session). Empty unless
-    /// [`Kind::Mem`].
-    pub mem: StackTree,
+    /// The folded stacks of each kind asked for, in the unit of the kind's folded file
+    /// (the kind table's `folded_unit`); empty for a kind not asked for.
+    ///
+    /// Each stack is root first: process name, [thread name,] user frames from the
+    /// outermost caller, then kernel frames (suffixed `_[k]`). On-CPU weights are
+    /// samples. Off-CPU weights are microseconds blocked; without kernel sampling
+    /// ([`Profile::offcpu_stacks`] false) each thread has one stack,
+    /// `process;thread;[blocked: no stack — kernel sampling not permitted]`, and blocked
+    /// intervals whose sample was lost or throttled end in `[blocked: stack not sampled]`.
+    /// Memory (`Kind::Mem`) weights are bytes of sampled page faults (each sample
+    /// [`Profile::mem_period`] faults × [`Profile::page_size`]).
+    pub profiles: ByKind<StackTree>,
     /// Page-fault samples taken.
     pub mem_samples: u64,
     /// One page fault in this many was sampled.
@@ -302,7 +302,7 @@ impl Profile {
             mem.period = self.mem_period;
             mem.page_size = self.page_size;
             mem.samples = self.mem_samples;
-            mem.bytes = self.mem.total_weight();
+            mem.bytes = self.profiles[Kind::Mem].total_weight();
             mem.kernel_faults = self.kernel_frames;
             info.mem = Some(mem);
         }
@@ -872,9 +872,7 @@ impl Sampler {
         }
         Ok(Profile {
             kind: self.kind,
-            cpu: collected.cpu,
-            offcpu: collected.offcpu,
-            mem: collected.mem,
+            profiles: collected.profiles,
             mem_samples: stats.mem_samples,
             mem_period: self.mem_period,
             page_size: page_size() as u64,
@@ -1087,9 +1085,7 @@ mod tests {
         warnings.extend(other.iter().map(|&w| w.to_owned()));
         Profile {
             kind: KindSet::BOTH,
-            cpu: StackTree::new(),
-            offcpu: StackTree::new(),
-            mem: StackTree::new(),
+            profiles: ByKind::default(),
             mem_samples: 0,
             mem_period: 0,
             page_size: 4096,

@@ -5,8 +5,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
-use benchtop_profile::StackTree;
 use benchtop_profile::intervals::StacksChunk;
+use benchtop_profile::{ByKind, StackTree};
 
 use super::timeline::Feed;
 
@@ -47,12 +47,8 @@ pub(crate) struct Shared {
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct Snapshot {
-    /// On-CPU stacks so far, as in [`Profile::cpu`](super::Profile::cpu).
-    pub cpu: StackTree,
-    /// Off-CPU stacks so far (µs blocked), as in [`Profile::offcpu`](super::Profile::offcpu).
-    pub offcpu: StackTree,
-    /// Memory stacks so far (bytes of page faults), as in [`Profile::mem`](super::Profile::mem).
-    pub mem: StackTree,
+    /// The stacks of each kind so far, as in [`Profile::profiles`](super::Profile::profiles).
+    pub profiles: ByKind<StackTree>,
     /// Source lines of the on-CPU stacks so far, per frame.
     pub lines: benchtop_profile::lines::FrameLines,
     /// Batches folded when the copy was taken.

@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use benchtop_profile::intervals::{
     IntervalWeights, KeptSample, MAX_KEPT_SAMPLES, StackEntry, StacksChunk, Weight,
 };
-use benchtop_profile::{FrameId, StackTree};
+use benchtop_profile::{ByKind, FrameId, Kind, StackTree};
 
 /// CLOCK_MONOTONIC now, in nanoseconds: the clock of the sampler's events.
 pub fn monotonic_ns() -> u64 {
@@ -127,10 +127,8 @@ pub(super) struct Timeline {
     open_mem: Vec<(u64, u32, u32)>,
     /// Bytes one page-fault sample weighs.
     mem_bytes: u64,
-    /// Attributed weights per (interval, tid, stack), not handed out yet.
-    cpu: HashMap<(u32, u32, u32), u64>,
-    off: HashMap<(u32, u32, u32), u64>,
-    mem: HashMap<(u32, u32, u32), u64>,
+    /// Attributed weights of each kind per (interval, tid, stack), not handed out yet.
+    weights: ByKind<HashMap<(u32, u32, u32), u64>>,
     /// Whether each sample is also kept on its own, and those not handed out yet.
     keep: bool,
     kept: Vec<KeptSample>,
@@ -240,7 +238,7 @@ impl Timeline {
                 return true;
             }
             let key = (self.index(time), tid, stack);
-            *self.cpu.entry(key).or_insert(0) += 1;
+            *self.weights[Kind::Cpu].entry(key).or_insert(0) += 1;
             if self.keep {
                 if self.kept_count < MAX_KEPT_SAMPLES {
                     self.kept_count += 1;
@@ -262,7 +260,7 @@ impl Timeline {
                 return true;
             }
             let key = (self.index(time), tid, stack);
-            let w = self.mem.entry(key).or_insert(0);
+            let w = self.weights[Kind::Mem].entry(key).or_insert(0);
             *w = w.saturating_add(self.mem_bytes);
             false
         });
@@ -289,7 +287,9 @@ impl Timeline {
             let to = b.end.min(upper);
             let ns = to.saturating_sub(from).saturating_mul(scale);
             if ns > 0 {
-                let w = self.off.entry((i, b.tid, b.stack)).or_insert(0);
+                let w = self.weights[Kind::OffCpu]
+                    .entry((i, b.tid, b.stack))
+                    .or_insert(0);
                 *w = w.saturating_add(ns);
             }
             if to >= b.end {
@@ -334,31 +334,19 @@ impl Timeline {
                 ..IntervalWeights::default()
             }
         };
-        for ((i, tid, stack), weight) in std::mem::take(&mut self.cpu) {
-            by_interval
-                .entry(i)
-                .or_insert_with(|| slot(i, self))
-                .cpu
-                .push(Weight { tid, stack, weight });
-        }
-        for ((i, tid, stack), weight) in std::mem::take(&mut self.off) {
-            by_interval
-                .entry(i)
-                .or_insert_with(|| slot(i, self))
-                .offcpu
-                .push(Weight { tid, stack, weight });
-        }
-        for ((i, tid, stack), weight) in std::mem::take(&mut self.mem) {
-            by_interval
-                .entry(i)
-                .or_insert_with(|| slot(i, self))
-                .mem
-                .push(Weight { tid, stack, weight });
+        for kind in Kind::ALL {
+            for ((i, tid, stack), weight) in self.weights.take(kind) {
+                by_interval
+                    .entry(i)
+                    .or_insert_with(|| slot(i, self))
+                    .weights[kind]
+                    .push(Weight { tid, stack, weight });
+            }
         }
         for (_, mut w) in by_interval {
-            w.cpu.sort_unstable_by_key(|w| (w.tid, w.stack));
-            w.offcpu.sort_unstable_by_key(|w| (w.tid, w.stack));
-            w.mem.sort_unstable_by_key(|w| (w.tid, w.stack));
+            for (_, weights) in w.weights.iter_mut() {
+                weights.sort_unstable_by_key(|w| (w.tid, w.stack));
+            }
             out.push(w);
         }
     }
@@ -386,13 +374,13 @@ mod tests {
         t.sample(11 * S + 5, 1, 0);
         t.fold_samples(&[7]);
         t.attribute(false);
-        assert!(t.cpu.is_empty(), "no interval has ended");
+        assert!(t.weights[Kind::Cpu].is_empty(), "no interval has ended");
         feed(&mut t, None, &[11 * S]);
         t.attribute(false);
-        assert_eq!(t.cpu.get(&(0, 1, 7)), Some(&1));
+        assert_eq!(t.weights[Kind::Cpu].get(&(0, 1, 7)), Some(&1));
         assert_eq!(t.open_cpu.len(), 1, "the second waits for its end");
         t.attribute(true);
-        assert_eq!(t.cpu.get(&(1, 1, 7)), Some(&1));
+        assert_eq!(t.weights[Kind::Cpu].get(&(1, 1, 7)), Some(&1));
         let mut out = Vec::new();
         t.take_intervals(12 * S, &mut out);
         assert_eq!(out.len(), 2);
@@ -413,10 +401,10 @@ mod tests {
             scale: 2,
         });
         t.attribute(false);
-        assert_eq!(t.off.get(&(0, 3, 9)), Some(&S));
-        assert_eq!(t.off.get(&(1, 3, 9)), Some(&(2 * S)));
-        assert_eq!(t.off.get(&(2, 3, 9)), Some(&(S / 2)));
-        let total: u64 = t.off.values().sum();
+        assert_eq!(t.weights[Kind::OffCpu].get(&(0, 3, 9)), Some(&S));
+        assert_eq!(t.weights[Kind::OffCpu].get(&(1, 3, 9)), Some(&(2 * S)));
+        assert_eq!(t.weights[Kind::OffCpu].get(&(2, 3, 9)), Some(&(S / 2)));
+        let total: u64 = t.weights[Kind::OffCpu].values().sum();
         assert_eq!(total, 2 * (2 * S + S / 4 - S / 2));
     }
 
@@ -434,7 +422,7 @@ mod tests {
         t.take_intervals(2 * S, &mut out);
         assert_eq!(out.len(), 2);
         assert_eq!(
-            out[0].mem,
+            out[0].weights[Kind::Mem],
             [Weight {
                 tid: 4,
                 stack: 3,
@@ -442,14 +430,14 @@ mod tests {
             }]
         );
         assert_eq!(
-            out[1].mem,
+            out[1].weights[Kind::Mem],
             [Weight {
                 tid: 4,
                 stack: 5,
                 weight: 65_536
             }]
         );
-        assert!(out[0].cpu.is_empty() && out[0].offcpu.is_empty());
+        assert!(out[0].weights[Kind::Cpu].is_empty() && out[0].weights[Kind::OffCpu].is_empty());
     }
 
     #[test]
@@ -479,7 +467,10 @@ mod tests {
         t.attribute(true);
         t.take_samples(&mut kept);
         assert_eq!(kept.len(), 4);
-        assert_eq!(kept.len() as u64, t.cpu.values().sum::<u64>());
+        assert_eq!(
+            kept.len() as u64,
+            t.weights[Kind::Cpu].values().sum::<u64>()
+        );
     }
 
     #[test]
@@ -497,7 +488,11 @@ mod tests {
         t.take_samples(&mut kept);
         assert_eq!(kept.len(), 1);
         assert_eq!(t.samples_not_kept(), 2);
-        assert_eq!(t.cpu.get(&(0, 1, 0)), Some(&3), "the weights have them all");
+        assert_eq!(
+            t.weights[Kind::Cpu].get(&(0, 1, 0)),
+            Some(&3),
+            "the weights have them all"
+        );
     }
 
     #[test]
@@ -519,7 +514,7 @@ mod tests {
         t.sample(4 * S, 2, 0);
         t.fold_samples(&[1]);
         t.attribute(false);
-        assert_eq!(t.cpu.get(&(0, 2, 1)), Some(&1));
+        assert_eq!(t.weights[Kind::Cpu].get(&(0, 2, 1)), Some(&1));
     }
 
     #[test]

@@ -82,7 +82,7 @@ fn node_frames_are_named_from_its_perf_map_and_walked_by_frame_pointers() {
         let profile = sampler.finish().expect("finish");
         // The map node wrote (sh exec'd node, which kept the pid).
         let _ = std::fs::remove_file(format!("/tmp/perf-{pid}.map"));
-        let stacks = user_stacks(&profile.cpu.to_folded());
+        let stacks = user_stacks(&profile.profiles[Kind::Cpu].to_folded());
         let what = format!("node --unwind {}", unwind.name());
         assert_known_shares(
             &stacks,
@@ -192,7 +192,7 @@ fn python_frames_are_named_from_its_perf_map_and_unwound_through_its_trampolines
     held.run();
     let profile = sampler.finish().expect("finish");
     let _ = std::fs::remove_file(format!("/tmp/perf-{pid}.map"));
-    let stacks = user_stacks(&profile.cpu.to_folded());
+    let stacks = user_stacks(&profile.profiles[Kind::Cpu].to_folded());
     assert_known_shares(
         &stacks,
         py_function,

@@ -73,8 +73,8 @@ fn record(program: &Path, kind: KindSet, unwind: UnwindMode) -> Profile {
 /// big_a and big_b hold 75 % and 25 % of the bytes within 2 points, and the total is
 /// within 5 % of the 400 MB touched.
 fn assert_split(profile: &Profile, what: &str) {
-    let stacks = user_stacks(&profile.mem.to_folded());
-    let total = profile.mem.total_weight() as f64;
+    let stacks = user_stacks(&profile.profiles[Kind::Mem].to_folded());
+    let total = profile.profiles[Kind::Mem].total_weight() as f64;
     let (a, b) = (reaching(&stacks, "big_a"), reaching(&stacks, "big_b"));
     let report = format!(
         "{what}: big_a {:.1} %, big_b {:.1} %, {:.1} MB in all, {} samples, {} lost:\n{stacks:#?}",
@@ -91,7 +91,7 @@ fn assert_split(profile: &Profile, what: &str) {
     let mem = info
         .mem
         .expect("the sampling section says how faults were sampled");
-    assert_eq!(mem.bytes, profile.mem.total_weight());
+    assert_eq!(mem.bytes, profile.profiles[Kind::Mem].total_weight());
     assert_eq!(
         mem.bytes,
         mem.samples * mem.period * mem.page_size,
@@ -112,7 +112,7 @@ fn page_faults_split_between_the_callers_of_memset_with_frame_pointers() {
     );
     assert_eq!(profile.sampling_info().profile, "all");
     assert!(
-        !profile.mem.to_folded().contains("[blocked"),
+        !profile.profiles[Kind::Mem].to_folded().contains("[blocked"),
         "no off-CPU frame in the memory profile"
     );
 }
@@ -125,7 +125,7 @@ fn page_faults_split_between_the_callers_of_memset_without_frame_pointers() {
     let profile = record(&prog, KindSet::of(Kind::Mem), UnwindMode::Dwarf);
     assert_split(&profile, "no frame pointers, DWARF");
     assert_eq!(profile.event, "page-faults");
-    assert!(profile.cpu.is_empty() && profile.offcpu.is_empty());
+    assert!(profile.profiles[Kind::Cpu].is_empty() && profile.profiles[Kind::OffCpu].is_empty());
 }
 
 #[test]
@@ -136,9 +136,9 @@ fn frame_pointers_alone_lose_the_callers_of_memset() {
     let dir = tempfile::tempdir().expect("tempdir");
     let prog = build_c(dir.path(), "touch", TOUCH_C, WITH_FP);
     let profile = record(&prog, KindSet::of(Kind::Mem), UnwindMode::FramePointers);
-    let stacks = user_stacks(&profile.mem.to_folded());
+    let stacks = user_stacks(&profile.profiles[Kind::Mem].to_folded());
     let callers = reaching(&stacks, "big_a") + reaching(&stacks, "big_b");
-    let total = profile.mem.total_weight() as f64;
+    let total = profile.profiles[Kind::Mem].total_weight() as f64;
     assert!(
         (total / TOUCHED - 1.0).abs() <= 0.05,
         "{:.1} MB sampled",

@@ -153,8 +153,10 @@ fn default_release_and_line_tables_only_builds_give_the_same_labels() {
     // Cargo's release defaults: no debug info of our own, and std's stripped.
     let default = build_shares(dir.path(), "default", &["-C", "strip=debuginfo"]);
     let lines = build_shares(dir.path(), "lines", &["-C", "debuginfo=line-tables-only"]);
-    let a = user_stacks(&record(&default, &["1.5"], UnwindMode::Auto).cpu.to_folded());
-    let b = user_stacks(&record(&lines, &["1.5"], UnwindMode::Auto).cpu.to_folded());
+    let a =
+        user_stacks(&record(&default, &["1.5"], UnwindMode::Auto).profiles[Kind::Cpu].to_folded());
+    let b =
+        user_stacks(&record(&lines, &["1.5"], UnwindMode::Auto).profiles[Kind::Cpu].to_folded());
     let a_paths = assert_named_split(&a, "default release build");
     let b_paths = assert_named_split(&b, "line-tables-only build");
     assert_eq!(
@@ -168,12 +170,10 @@ fn symbols_names_and_symbols_inlined_name_outer_frames_alike() {
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().expect("tempdir");
     let prog = build_shares(dir.path(), "lines", &["-C", "debuginfo=line-tables-only"]);
-    let names = user_stacks(
-        &record_shares(&prog, SymbolDetail::NamesOnly)
-            .cpu
-            .to_folded(),
-    );
-    let inlined = user_stacks(&record_shares(&prog, SymbolDetail::Inlined).cpu.to_folded());
+    let names =
+        user_stacks(&record_shares(&prog, SymbolDetail::NamesOnly).profiles[Kind::Cpu].to_folded());
+    let inlined =
+        user_stacks(&record_shares(&prog, SymbolDetail::Inlined).profiles[Kind::Cpu].to_folded());
     assert_eq!(
         assert_named_split(&names, "--symbols names"),
         assert_named_split(&inlined, "--symbols inlined")
@@ -185,7 +185,8 @@ fn inlined_frames_get_their_path_from_limited_debug_info() {
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().expect("tempdir");
     let prog = build_shares(dir.path(), "limited", &["-C", "debuginfo=limited"]);
-    let stacks = user_stacks(&record(&prog, &["1"], UnwindMode::Auto).cpu.to_folded());
+    let stacks =
+        user_stacks(&record(&prog, &["1"], UnwindMode::Auto).profiles[Kind::Cpu].to_folded());
     let frames: BTreeSet<&str> = stacks.keys().flat_map(|s| s.split(';')).collect();
     assert!(
         frames.contains("shares::inner::Acc::step"),

@@ -19,8 +19,8 @@ fn off_cpu_time_of_a_sleep_loop_lands_on_the_sleeping_function() {
     child.go();
     child.wait_cpu_time();
     let profile = sampler.finish().expect("finish");
-    let folded = profile.offcpu.to_folded();
-    let total = profile.offcpu.total_weight();
+    let folded = profile.profiles[Kind::OffCpu].to_folded();
+    let total = profile.profiles[Kind::OffCpu].total_weight();
     let sleeping = weight_containing(&folded, SLEEP_FN);
     assert!(
         total > 0 && sleeping as f64 >= 0.9 * total as f64,
@@ -61,7 +61,7 @@ fn off_cpu_weights_add_up_to_the_time_each_thread_blocked() {
     let cpu = child.wait_cpu_time();
     let wall = started.elapsed();
     let profile = sampler.finish().expect("finish");
-    let folded = profile.offcpu.to_folded();
+    let folded = profile.profiles[Kind::OffCpu].to_folded();
     // Each sleeper blocks for most of its 800 ms (less its CPU time and wake-up
     // latency) and never longer than the run.
     for thread in ["sleeper-0", "sleeper-1"] {
@@ -73,7 +73,7 @@ fn off_cpu_weights_add_up_to_the_time_each_thread_blocked() {
         );
     }
     // And the whole: at most every thread (the main one waits in join) for the wall time.
-    let total = profile.offcpu.total_weight() as f64;
+    let total = profile.profiles[Kind::OffCpu].total_weight() as f64;
     assert!(
         total <= 3.0 * wall.as_micros() as f64,
         "{total} µs blocked over 3 threads in {wall:?}"
@@ -95,7 +95,7 @@ fn on_cpu_samples_of_a_busy_loop_land_on_the_loop_with_off_cpu_on_too() {
     let cpu = child.wait_cpu_time();
     let expected = cpu.as_secs_f64() * opts.frequency_hz as f64;
     let profile = sampler.finish().expect("finish");
-    let folded = profile.cpu.to_folded();
+    let folded = profile.profiles[Kind::Cpu].to_folded();
     let burning = weight_containing(&folded, BURN_FN);
     assert!(
         profile.samples >= 10
@@ -106,8 +106,8 @@ fn on_cpu_samples_of_a_busy_loop_land_on_the_loop_with_off_cpu_on_too() {
         profile.samples
     );
     // Off-CPU samples are kept apart from on-CPU ones.
-    assert_eq!(profile.cpu.total_weight(), profile.samples);
-    assert!(!profile.cpu.to_folded().contains("[blocked"));
+    assert_eq!(profile.profiles[Kind::Cpu].total_weight(), profile.samples);
+    assert!(!profile.profiles[Kind::Cpu].to_folded().contains("[blocked"));
 }
 
 #[test]
@@ -121,12 +121,17 @@ fn an_off_cpu_only_profile_takes_no_on_cpu_samples() {
     child.go();
     child.wait_cpu_time();
     let profile = sampler.finish().expect("finish");
-    assert!(profile.cpu.is_empty(), "{}", profile.cpu.to_folded());
+    assert!(
+        profile.profiles[Kind::Cpu].is_empty(),
+        "{}",
+        profile.profiles[Kind::Cpu].to_folded()
+    );
     assert_eq!(profile.samples, 0);
-    let folded = profile.offcpu.to_folded();
+    let folded = profile.profiles[Kind::OffCpu].to_folded();
     let sleeping = weight_containing(&folded, SLEEP_FN);
     assert!(
-        sleeping as f64 >= 0.9 * profile.offcpu.total_weight() as f64 && sleeping > 100_000,
+        sleeping as f64 >= 0.9 * profile.profiles[Kind::OffCpu].total_weight() as f64
+            && sleeping > 100_000,
         "{folded}"
     );
     assert_eq!(profile.sampling_info().event, "context-switches");
@@ -142,7 +147,11 @@ fn an_on_cpu_only_profile_records_no_switches() {
     child.go();
     child.wait_cpu_time();
     let profile = sampler.finish().expect("finish");
-    assert!(profile.offcpu.is_empty(), "{}", profile.offcpu.to_folded());
+    assert!(
+        profile.profiles[Kind::OffCpu].is_empty(),
+        "{}",
+        profile.profiles[Kind::OffCpu].to_folded()
+    );
     assert_eq!((profile.switches, profile.offcpu_samples), (0, 0));
 }
 
@@ -181,7 +190,7 @@ fn a_switch_storm_is_followed_switch_by_switch_and_losses_are_counted() {
         profile.switches,
         profile.offcpu_samples,
         profile.lost,
-        profile.offcpu.total_weight(),
+        profile.profiles[Kind::OffCpu].total_weight(),
         profile.preempted,
         profile.warnings,
     );
@@ -201,10 +210,10 @@ fn a_switch_storm_is_followed_switch_by_switch_and_losses_are_counted() {
     }
     assert!(
         weight_containing(
-            &profile.offcpu.to_folded(),
+            &profile.profiles[Kind::OffCpu].to_folded(),
             "profilers_fixture_switch_storm"
         ) > 0,
         "{}",
-        profile.offcpu.to_folded()
+        profile.profiles[Kind::OffCpu].to_folded()
     );
 }

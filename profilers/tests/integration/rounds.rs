@@ -12,6 +12,7 @@
 //! one and a half units), so that the sampled phases spread over the round.
 
 use crate::unwind::{NO_FP, assert_split, build_c, one_at_a_time, record, user_stacks};
+use benchtop_profile::Kind;
 use benchtop_profilers::{SamplerOptions, UnwindMode};
 
 /// Units of successive rounds as the split fixtures' `next_unit` draws them, `unit`
@@ -158,7 +159,7 @@ fn a_fixture_whose_rounds_last_twelve_sampling_periods_keeps_its_split() {
     let hz = SamplerOptions::default().frequency_hz;
     let round = format!("{:.9}", 12.0 / hz as f64);
     let profile = record(&prog, &["2", &round], UnwindMode::Dwarf);
-    let stacks = user_stacks(&profile.cpu.to_folded());
+    let stacks = user_stacks(&profile.profiles[Kind::Cpu].to_folded());
     assert!(profile.samples > 1000, "{} samples", profile.samples);
     let split = [
         ("main;mid_x;leaf_a;spin", 0.5),

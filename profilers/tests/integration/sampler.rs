@@ -1,3 +1,4 @@
+use benchtop_profile::Kind;
 use std::time::{Duration, Instant};
 
 use benchtop_profilers::{ProfilerError, SampleEvent, Sampler, SamplerOptions};
@@ -13,7 +14,7 @@ fn sampling_a_burning_child_finds_its_function_at_the_set_rate() {
     let finish_started = Instant::now();
     let profile = sampler.finish().expect("finish");
     let finish_time = finish_started.elapsed();
-    let folded = profile.cpu.to_folded();
+    let folded = profile.profiles[Kind::Cpu].to_folded();
 
     assert!(folded.contains(BURN_FN), "no {BURN_FN} frame in:\n{folded}");
     for line in folded.lines() {
@@ -30,7 +31,7 @@ fn sampling_a_burning_child_finds_its_function_at_the_set_rate() {
         profile.samples,
         profile.frequency_hz
     );
-    assert_eq!(profile.cpu.total_weight(), profile.samples);
+    assert_eq!(profile.profiles[Kind::Cpu].total_weight(), profile.samples);
     let burning = weight_containing(&folded, BURN_FN);
     assert!(
         burning as f64 >= 0.8 * profile.samples as f64,
@@ -63,7 +64,7 @@ fn a_child_that_exits_before_finish_still_symbolizes() {
     );
     assert_eq!(sampler.stats().batches, 0);
     let profile = sampler.finish().expect("finish");
-    let folded = profile.cpu.to_folded();
+    let folded = profile.profiles[Kind::Cpu].to_folded();
     let burning = weight_containing(&folded, BURN_FN);
     // The burn lasts a wall-clock time: on a loaded machine the child gets less of a CPU,
     // and the samples follow the CPU time it had, not the 300 ms.
@@ -91,7 +92,7 @@ fn per_thread_stacks_carry_the_thread_name_second() {
     let sampler = start_sampler(child.pid(), &opts);
     child.go();
     child.wait_cpu_time();
-    let folded = sampler.finish().expect("finish").cpu.to_folded();
+    let folded = sampler.finish().expect("finish").profiles[Kind::Cpu].to_folded();
     for thread in ["burner-0", "burner-1"] {
         let prefix = format!("{COMM};{thread};");
         assert!(
@@ -112,7 +113,7 @@ fn kernel_frames_are_suffixed_when_permitted_and_explained_when_not() {
     child.go();
     child.wait_cpu_time();
     let profile = sampler.finish().expect("finish");
-    let folded = profile.cpu.to_folded();
+    let folded = profile.profiles[Kind::Cpu].to_folded();
     assert!(
         folded.contains("profilers_fixture_syscalls"),
         "no syscall loop frame:\n{folded}"
@@ -221,7 +222,7 @@ fn live_stats_count_samples_and_batches_while_running() {
     assert!(mid.samples > 0, "no samples counted while running: {mid:?}");
     assert!(mid.batches >= 1, "no batch ran while running: {mid:?}");
     assert!(mid.samples <= profile.samples);
-    assert!(profile.cpu.to_folded().contains(BURN_FN));
+    assert!(profile.profiles[Kind::Cpu].to_folded().contains(BURN_FN));
 }
 
 #[test]
@@ -284,18 +285,18 @@ fn a_snapshot_taken_during_the_run_holds_the_stacks_folded_so_far() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(snapshot.batches > 0);
-    let live = snapshot.cpu.total_weight();
+    let live = snapshot.profiles[Kind::Cpu].total_weight();
     assert!(
-        weight_containing(&snapshot.cpu.to_folded(), BURN_FN) > 0,
+        weight_containing(&snapshot.profiles[Kind::Cpu].to_folded(), BURN_FN) > 0,
         "{}",
-        snapshot.cpu.to_folded()
+        snapshot.profiles[Kind::Cpu].to_folded()
     );
     assert!(sampler.take_snapshot().is_none(), "taken once");
     child.wait_cpu_time();
     let profile = sampler.finish().expect("finish");
     // A copy of part of the run: the whole profile holds at least as much.
     assert!(
-        profile.cpu.total_weight() >= live,
+        profile.profiles[Kind::Cpu].total_weight() >= live,
         "{live} > {}",
         profile.samples
     );

@@ -2,6 +2,7 @@
 //! tables (`FILE+0xSTART`), and PLT stubs are named for their targets (`labs@plt`).
 //! Fixtures built here with the system C compiler and binutils' `strip`.
 
+use benchtop_profile::Kind;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -123,7 +124,7 @@ fn a_stripped_library_is_split_into_its_functions() {
         .expect("cc");
     assert!(status.success(), "cc main.c -lhot");
     let profile = record(&prog, &["2"], UnwindMode::Auto);
-    let stacks = user_stacks(&profile.cpu.to_folded());
+    let stacks = user_stacks(&profile.profiles[Kind::Cpu].to_folded());
     let leaves = by_leaf(&stacks);
     let label = |f: &str| format!("libhot.so+{:#x}", addresses[f]);
     let split = [
@@ -153,7 +154,7 @@ fn a_call_through_the_plt_is_named_for_its_target() {
     flags.push("-fno-builtin");
     let prog = build_c(dir.path(), "plt", PLT_C, &flags);
     let profile = record(&prog, &["3"], UnwindMode::Auto);
-    let stacks = user_stacks(&profile.cpu.to_folded());
+    let stacks = user_stacks(&profile.profiles[Kind::Cpu].to_folded());
     let leaves = by_leaf(&stacks);
     // A stub is one jump: it holds some tenths of a percent of the samples, some ten of
     // 3,000 (none at all about once in 10,000 runs).

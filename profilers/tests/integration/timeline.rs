@@ -1,6 +1,7 @@
 //! Per-interval stacks: every sample and every blocked interval attributed to a report
 //! interval, adding up to the sampler's own counts.
 
+use benchtop_profile::Kind;
 use std::time::Duration;
 
 use benchtop_profile::intervals::StacksChunk;
@@ -47,7 +48,7 @@ fn per_interval_cpu_weights_add_up_to_the_samples_taken() {
     let intervals: Vec<_> = chunks.iter().flat_map(|c| &c.intervals).collect();
     let weights: u64 = intervals
         .iter()
-        .flat_map(|i| &i.cpu)
+        .flat_map(|i| &i.weights[Kind::Cpu])
         .map(|w| w.weight)
         .sum();
     assert!(profile.samples > 100, "{profile:?}");
@@ -75,7 +76,7 @@ fn per_interval_cpu_weights_add_up_to_the_samples_taken() {
             stacks.insert(s.id);
         }
         for i in &c.intervals {
-            for w in i.cpu.iter().chain(&i.offcpu) {
+            for w in i.weights[Kind::Cpu].iter().chain(&i.weights[Kind::OffCpu]) {
                 assert!(stacks.contains(&w.stack), "{w:?}");
             }
         }
@@ -91,7 +92,7 @@ fn per_interval_off_cpu_time_adds_up_to_the_time_blocked() {
     let ns: u64 = chunks
         .iter()
         .flat_map(|c| &c.intervals)
-        .flat_map(|i| &i.offcpu)
+        .flat_map(|i| &i.weights[Kind::OffCpu])
         .map(|w| w.weight)
         .sum();
     assert!(profile.blocked > Duration::from_millis(100), "{profile:?}");

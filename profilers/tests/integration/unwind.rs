@@ -241,7 +241,7 @@ fn dwarf_unwinding_gives_full_stacks_of_a_c_program_without_frame_pointers() {
     let dir = tempfile::tempdir().expect("tempdir");
     let prog = build_c(dir.path(), "split", SPLIT_C, NO_FP);
     let profile = record(&prog, &["2"], UnwindMode::Dwarf);
-    let stacks = user_stacks(&profile.cpu.to_folded());
+    let stacks = user_stacks(&profile.profiles[Kind::Cpu].to_folded());
     assert!(profile.samples > 1000, "{} samples", profile.samples);
     let main = reaching(&stacks, "main");
     assert!(
@@ -276,7 +276,7 @@ fn frame_pointers_alone_lose_the_callers_of_the_same_program() {
     let dir = tempfile::tempdir().expect("tempdir");
     let prog = build_c(dir.path(), "split", SPLIT_C, NO_FP);
     let profile = record(&prog, &["1"], UnwindMode::FramePointers);
-    let stacks = user_stacks(&profile.cpu.to_folded());
+    let stacks = user_stacks(&profile.profiles[Kind::Cpu].to_folded());
     let main = share_of(&stacks, "main;mid_x");
     assert!(
         main < 0.5,
@@ -301,7 +301,7 @@ fn a_stack_copy_too_small_ends_in_a_visible_truncated_frame() {
     let sampler = expect_sampler(Sampler::start_on_exec(held.pid(), &opts), "start");
     held.run();
     let profile = sampler.finish().expect("finish");
-    let stacks = user_stacks(&profile.cpu.to_folded());
+    let stacks = user_stacks(&profile.profiles[Kind::Cpu].to_folded());
     let truncated = reaching(&stacks, "[truncated: stack copy too small]");
     assert!(truncated > 0.5, "{:.2} %:\n{stacks:#?}", truncated * 100.0);
     let u = &profile.unwinding;
@@ -384,7 +384,8 @@ fn benchtop_and_perf_record_call_graph_dwarf_agree_on_the_same_program() {
     let dir = tempfile::tempdir().expect("tempdir");
     let prog = build_c(dir.path(), "split", SPLIT_C, NO_FP);
     let perf = perf_dwarf(dir.path(), &prog, &["2"]);
-    let ours = user_stacks(&record(&prog, &["2"], UnwindMode::Dwarf).cpu.to_folded());
+    let ours =
+        user_stacks(&record(&prog, &["2"], UnwindMode::Dwarf).profiles[Kind::Cpu].to_folded());
     assert!(perf.values().sum::<u64>() > 1000, "{perf:#?}");
     let (n_ours, n_perf) = (ours.values().sum(), perf.values().sum());
     for (path, want) in SPLIT {
@@ -474,7 +475,7 @@ fn a_library_loaded_after_the_start_is_unwound_through() {
     let times = dir.path().join("times");
     let times_arg = times.to_str().expect("utf-8 path");
     let profile = record(&prog, &["3", lib_arg, times_arg], UnwindMode::Auto);
-    let stacks = user_stacks(&profile.cpu.to_folded());
+    let stacks = user_stacks(&profile.profiles[Kind::Cpu].to_folded());
     let main = reaching(&stacks, "main");
     assert!(
         main >= 0.99,
@@ -531,7 +532,7 @@ fn a_forked_child_that_execs_a_program_without_frame_pointers_is_unwound() {
     );
     let prog_arg = prog.to_str().expect("utf-8 path");
     let profile = record(&launcher, &[prog_arg, "2"], UnwindMode::Auto);
-    let folded = profile.cpu.to_folded();
+    let folded = profile.profiles[Kind::Cpu].to_folded();
     // The child's samples only: its stacks are rooted at its name after the exec.
     let child: String = folded
         .lines()
@@ -620,7 +621,7 @@ fn a_rust_program_built_without_frame_pointers_gets_full_stacks_in_auto() {
         .unwrap_or_else(|e| panic!("this test builds a Rust fixture with `rustc`: {e}"));
     assert!(status.success(), "rustc {}", src.display());
     let profile = record(&prog, &["2"], UnwindMode::Auto);
-    let stacks = user_stacks(&profile.cpu.to_folded());
+    let stacks = user_stacks(&profile.profiles[Kind::Cpu].to_folded());
     assert!(profile.samples > 1000, "{} samples", profile.samples);
     let main = reaching(&stacks, "rsplit::main");
     assert!(
@@ -719,7 +720,10 @@ fn sleeping(
     let shares = [long / (long + short), short / (long + short)];
     // About 75/25: a wait for a CPU of the unit's size would mean a broken machine.
     assert!((0.6..0.8).contains(&shares[0]), "{measured}");
-    (user_stacks(&profile.offcpu.to_folded()), shares)
+    (
+        user_stacks(&profile.profiles[Kind::OffCpu].to_folded()),
+        shares,
+    )
 }
 
 /// The blocked time of [`SLEEP_C`] split as the program measured it (`shares`), every
@@ -800,7 +804,7 @@ fn attaching_to_a_running_program_without_frame_pointers_unwinds_its_stacks() {
     let status = child.wait().expect("wait");
     assert!(status.success(), "{status}");
     let profile = sampler.finish().expect("finish");
-    let stacks = user_stacks(&profile.cpu.to_folded());
+    let stacks = user_stacks(&profile.profiles[Kind::Cpu].to_folded());
     assert!(profile.samples > 500, "{} samples", profile.samples);
     let main = reaching(&stacks, "main");
     assert!(
@@ -841,7 +845,7 @@ fn a_program_whose_file_is_deleted_before_it_is_read_is_unwound_through_map_file
     let status = child.wait().expect("wait");
     assert!(status.success(), "{status}");
     let profile = sampler.finish().expect("finish");
-    let stacks = user_stacks(&profile.cpu.to_folded());
+    let stacks = user_stacks(&profile.profiles[Kind::Cpu].to_folded());
     assert!(profile.samples > 500, "{} samples", profile.samples);
     let u = &profile.unwinding;
     // The mapped file, through /proc/<pid>/map_files, needs CAP_SYS_ADMIN (or

@@ -933,9 +933,7 @@ mod tests {
             row_summary: crate::RowSummary::of(&rows),
             rows,
             latency,
-            cpu: None,
-            offcpu: None,
-            memory: Default::default(),
+            profiles: Default::default(),
             threads: Vec::new(),
             warnings: Vec::new(),
         }

@@ -19,7 +19,7 @@ use crate::rows::{parse_rows, rows_held_bytes};
 use crate::sparse::SparseHistogram;
 use crate::threads_csv::{parse_threads_csv, threads_to_csv};
 use crate::{
-    Kind, SCHEMA_VERSION, SessionError, SessionMeta, StackTree, Status, ThreadSummary,
+    ByKind, Kind, SCHEMA_VERSION, SessionError, SessionMeta, StackTree, Status, ThreadSummary,
     TimeseriesRow, flame,
 };
 
@@ -91,52 +91,11 @@ pub struct SessionFiles {
     pub timeseries: Option<Vec<u8>>,
     /// latency.hlog.
     pub latency: Option<Vec<u8>>,
-    /// cpu.folded.
-    pub cpu_folded: Option<Vec<u8>>,
-    /// offcpu.folded.
-    pub offcpu_folded: Option<Vec<u8>>,
-    /// mem.folded, alloc.folded, live.folded and live-end.folded, in the order of
-    /// [`Kind::MEMORY`].
-    pub memory_folded: [Option<Vec<u8>>; 4],
+    /// Each kind's folded file (`cpu.folded`, `offcpu.folded`, …, as the kind table
+    /// names them); `None` where the session has none.
+    pub folded: ByKind<Option<Vec<u8>>>,
     /// threads.csv.
     pub threads: Option<Vec<u8>>,
-}
-
-/// The memory profiles of a session, each `None` when the session has no such file.
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct MemoryStacks {
-    /// mem.folded: bytes of sampled page faults per stack.
-    pub mem: Option<StackTree>,
-    /// alloc.folded: bytes allocated per stack (sampled).
-    pub alloc: Option<StackTree>,
-    /// live.folded: bytes live per stack at the peak of live bytes.
-    pub live: Option<StackTree>,
-    /// live-end.folded: bytes live per stack at the end of the run.
-    pub live_end: Option<StackTree>,
-}
-
-impl MemoryStacks {
-    /// The stacks of a memory kind; `None` for a kind that is not one
-    /// ([`Kind::Cpu`], [`Kind::OffCpu`]) or a file the session lacks.
-    pub fn get(&self, kind: Kind) -> Option<&StackTree> {
-        match kind {
-            Kind::Mem => self.mem.as_ref(),
-            Kind::Alloc => self.alloc.as_ref(),
-            Kind::Live => self.live.as_ref(),
-            Kind::LiveEnd => self.live_end.as_ref(),
-            Kind::Cpu | Kind::OffCpu => None,
-        }
-    }
-
-    fn get_mut(&mut self, kind: Kind) -> &mut Option<StackTree> {
-        match kind {
-            Kind::Alloc => &mut self.alloc,
-            Kind::Live => &mut self.live,
-            Kind::LiveEnd => &mut self.live_end,
-            _ => &mut self.mem,
-        }
-    }
 }
 
 /// A recorded session, loaded and checked.
@@ -158,12 +117,9 @@ pub struct Session {
     /// non-empty buckets, a few bytes each, so an hour at `--interval 100ms` (36,000
     /// intervals) takes tens of MiB, not the 3 GiB its dense counts arrays would.
     pub latency: Vec<HlogInterval>,
-    /// cpu.folded.
-    pub cpu: Option<StackTree>,
-    /// offcpu.folded.
-    pub offcpu: Option<StackTree>,
-    /// The memory profiles: mem.folded, alloc.folded, live.folded, live-end.folded.
-    pub memory: MemoryStacks,
+    /// The whole-run stacks of each kind, from its folded file (`cpu.folded`,
+    /// `offcpu.folded`, `mem.folded`, …); `None` where the session has none.
+    pub profiles: ByKind<Option<StackTree>>,
     /// threads.csv, in file order; empty when the session has none.
     pub threads: Vec<ThreadSummary>,
     /// What loading found wrong but could read past: incomplete last lines, a recording cut
@@ -188,11 +144,7 @@ impl Session {
 
     /// The whole-run stacks of `kind` (its folded file); `None` when the session has none.
     pub fn profile(&self, kind: Kind) -> Option<&StackTree> {
-        match kind {
-            Kind::Cpu => self.cpu.as_ref(),
-            Kind::OffCpu => self.offcpu.as_ref(),
-            Kind::Mem | Kind::Alloc | Kind::Live | Kind::LiveEnd => self.memory.get(kind),
-        }
+        self.profiles[kind].as_ref()
     }
 
     /// Loads and checks the session in `dir` as [`Session::load`] does, within the limits
@@ -227,14 +179,13 @@ impl Session {
             session_json,
             timeseries: read(TIMESERIES_FILE, FileKind::Timeseries)?,
             latency: read(LATENCY_FILE, FileKind::Hlog)?,
-            cpu_folded: read(Kind::Cpu.folded_file(), FileKind::Folded)?,
-            offcpu_folded: read(Kind::OffCpu.folded_file(), FileKind::Folded)?,
-            memory_folded: [
-                read(Kind::Mem.folded_file(), FileKind::Folded)?,
-                read(Kind::Alloc.folded_file(), FileKind::Folded)?,
-                read(Kind::Live.folded_file(), FileKind::Folded)?,
-                read(Kind::LiveEnd.folded_file(), FileKind::Folded)?,
-            ],
+            folded: {
+                let mut folded = ByKind::default();
+                for kind in Kind::ALL {
+                    folded[kind] = read(kind.folded_file(), FileKind::Folded)?;
+                }
+                folded
+            },
             threads: read(THREADS_FILE, FileKind::Threads)?,
         };
         Session::parse_files(dir, files, opts, keep_rows)
@@ -351,18 +302,16 @@ impl Session {
                 })
                 .transpose()
         };
-        let cpu = stacks(Kind::Cpu, &files.cpu_folded)?;
-        let offcpu = stacks(Kind::OffCpu, &files.offcpu_folded)?;
-        let mut memory = MemoryStacks::default();
-        for (kind, bytes) in Kind::MEMORY.into_iter().zip(&files.memory_folded) {
-            *memory.get_mut(kind) = stacks(kind, bytes)?;
+        let mut profiles: ByKind<Option<StackTree>> = ByKind::default();
+        for (kind, bytes) in files.folded.iter() {
+            profiles[kind] = stacks(kind, bytes)?;
         }
         // The recorder writes the folded files before the session.json that counts them: a
         // recorder cut off between the two leaves a session.json that counts none. The
         // stacks on disk are the truth then.
         if cut_off
             && meta.sampling.samples == 0
-            && let Some(tree) = &cpu
+            && let Some(tree) = &profiles[Kind::Cpu]
             && tree.total_weight() > 0
         {
             warnings.push(format!(
@@ -384,9 +333,7 @@ impl Session {
             rows,
             row_summary,
             latency,
-            cpu,
-            offcpu,
-            memory,
+            profiles,
             threads,
             warnings,
         })

@@ -262,12 +262,11 @@ impl SessionWriter {
     /// atomically. Call it after the `sampling` section is final.
     pub fn write_pprof(
         &mut self,
-        cpu: Option<&StackTree>,
-        offcpu: Option<&StackTree>,
+        profiles: &ByKind<Option<&StackTree>>,
         duration_s: f64,
     ) -> Result<(), SessionError> {
         self.dir.write_atomically_then_with(PPROF_FILE, |w| {
-            crate::pprof::encode_to(&self.meta, cpu, offcpu, duration_s, w)
+            crate::pprof::encode_to(&self.meta, profiles, duration_s, w)
         })
     }
 

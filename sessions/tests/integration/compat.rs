@@ -68,12 +68,12 @@ fn the_checked_in_v1_session_keeps_loading() {
         assert_eq!(interval.length_s, 1.0);
         assert_eq!(interval.histogram, histogram(&[1_000, 1_500, 2_000_000]));
     }
-    let cpu = s.cpu.as_ref().unwrap();
+    let cpu = s.profile(Kind::Cpu).unwrap();
     assert_eq!(
         cpu.to_folded(),
         "main;ring::run 10\nmain;ring::run;memcpy 25\nmain;ring::run;ring::hop 65\n"
     );
-    assert!(s.offcpu.is_none());
+    assert!(s.profile(Kind::OffCpu).is_none());
 }
 
 /// Writes tests/data/v1-session, with `BENCHTOP_BLESS=1` only: once per schema version.
@@ -124,10 +124,10 @@ fn the_checked_in_v2_session_keeps_loading_with_its_per_interval_stacks() {
     assert_eq!(stacks.intervals.len(), 4);
     // Every sample taken is in an interval, and the intervals sum to cpu.folded.
     assert_eq!(stacks.cpu_samples(), 296);
-    let whole = stacks.cpu_tree(0, u64::MAX);
-    assert_eq!(whole.to_folded(), s.cpu.as_ref().unwrap().to_folded());
-    let first = stacks.cpu_tree(0, 300_000_000).to_folded();
-    let second = stacks.cpu_tree(600_000_000, u64::MAX).to_folded();
+    let whole = stacks.tree_in(Kind::Cpu, 0, u64::MAX);
+    assert_eq!(whole.to_folded(), s.profile(Kind::Cpu).unwrap().to_folded());
+    let first = stacks.tree_in(Kind::Cpu, 0, 300_000_000).to_folded();
+    let second = stacks.tree_in(Kind::Cpu, 600_000_000, u64::MAX).to_folded();
     assert!(
         first.contains("first_half") && !first.contains("second_half"),
         "{first}"

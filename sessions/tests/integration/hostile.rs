@@ -103,7 +103,7 @@ fn links_planted_while_recording_are_never_written_through() {
         fs::remove_file(dir.join(name)).unwrap();
     }
     let s = Session::load(&dir).unwrap();
-    assert_eq!(s.cpu.unwrap().total_weight(), 1);
+    assert_eq!(s.profiles[Kind::Cpu].clone().unwrap().total_weight(), 1);
     // The planted links are where they were; nothing was renamed from them.
     for name in ["session.json.tmp", "threads.csv.tmp", "cpu.folded.tmp"] {
         assert!(fs::symlink_metadata(dir.join(name)).unwrap().is_symlink());

@@ -56,7 +56,7 @@ fn session_json_round_trips_through_the_writer_and_the_loader() {
     assert_eq!(loaded.meta, expected);
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
     assert!(loaded.rows.is_empty() && loaded.latency.is_empty());
-    assert!(loaded.cpu.is_none() && loaded.offcpu.is_none());
+    assert!(loaded.profile(Kind::Cpu).is_none() && loaded.profile(Kind::OffCpu).is_none());
 }
 
 #[test]
@@ -81,8 +81,11 @@ fn a_finished_session_loads_with_everything_it_was_given() {
     assert_eq!(rtt[2].start_offset_s, 2.0);
     assert_eq!(rtt[2].length_s, 1.0);
     assert_eq!(rtt[2].histogram, histogram(&[1_000, 1_500, 2_000_000]));
-    assert_eq!(s.cpu.as_ref().unwrap().to_folded(), cpu_tree().to_folded());
-    assert_eq!(s.offcpu.as_ref().unwrap().total_weight(), 1_500);
+    assert_eq!(
+        s.profile(Kind::Cpu).unwrap().to_folded(),
+        cpu_tree().to_folded()
+    );
+    assert_eq!(s.profile(Kind::OffCpu).unwrap().total_weight(), 1_500);
     assert!(s.warnings.is_empty(), "{:?}", s.warnings);
 
     assert_eq!(
@@ -356,7 +359,10 @@ fn an_svg_that_cannot_be_written_still_leaves_the_folded_stacks_and_no_stale_svg
     w.finish(Status::Complete, "2024-05-01T12:00:02Z".into())
         .unwrap();
     let loaded = Session::load(&dir).unwrap();
-    assert_eq!(loaded.cpu.unwrap().total_weight(), 100);
+    assert_eq!(
+        loaded.profiles[Kind::Cpu].clone().unwrap().total_weight(),
+        100
+    );
 }
 
 #[test]

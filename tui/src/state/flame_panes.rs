@@ -1,7 +1,7 @@
 //! The flamegraph of a screen (live or compare): its on-CPU, off-CPU and memory panes,
 //! which one shows, whether against the baseline, and the search being typed.
 
-use benchtop_sessions::StackTree;
+use benchtop_sessions::{Kind, StackTree};
 
 use super::FlameKind;
 use super::flame::{FlameOptions, FlameState, FlameUnit};
@@ -26,6 +26,15 @@ impl MemoryKind {
         MemoryKind::Allocated,
         MemoryKind::Live,
     ];
+
+    /// The profile kind the pane shows.
+    pub fn kind(self) -> Kind {
+        match self {
+            MemoryKind::Resident => Kind::Mem,
+            MemoryKind::Allocated => Kind::Alloc,
+            MemoryKind::Live => Kind::Live,
+        }
+    }
 
     /// The pane's title: `resident growth`, `allocated`, `live`.
     pub fn title(self) -> &'static str {

@@ -2,6 +2,7 @@
 //! identity and status, the throughput series, the latency histogram of the whole run
 //! (binned when data arrives, not per frame), resources, and the stacks.
 
+use benchtop_sessions::Kind;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -309,11 +310,11 @@ pub fn session_baseline(mut session: benchtop_sessions::Session) -> super::Basel
     );
     let memory = super::MemoryKind::ALL
         .into_iter()
-        .filter_map(|kind| Some((kind, super::memory_tree(&mut session.memory, kind)?)))
+        .filter_map(|kind| Some((kind, super::memory_tree(&mut session.profiles, kind)?)))
         .collect();
     super::Baseline {
-        cpu: session.cpu,
-        offcpu: session.offcpu,
+        cpu: session.profiles.take(Kind::Cpu),
+        offcpu: session.profiles.take(Kind::OffCpu),
         memory,
         latency: latency.run,
         source: format!("from {}", session.dir.display()),

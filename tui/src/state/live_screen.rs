@@ -2,6 +2,7 @@
 //! chunks of stacks, allocation trees, notices), held while the display is paused, and
 //! the screen's own actions on it (a snapshot, a baseline, the difference against it).
 
+use benchtop_sessions::Kind;
 use std::time::Instant;
 
 use benchtop_sessions::StackTree;
@@ -69,7 +70,11 @@ impl State {
                 self.live.held_weights += chunk
                     .intervals
                     .iter()
-                    .map(|i| i.cpu.len() + i.offcpu.len() + i.mem.len())
+                    .map(|i| {
+                        i.weights[Kind::Cpu].len()
+                            + i.weights[Kind::OffCpu].len()
+                            + i.weights[Kind::Mem].len()
+                    })
                     .sum::<usize>();
             }
             held.push(event);
@@ -344,7 +349,7 @@ mod tests {
         let chunk = |n: usize| {
             let mut c = StacksChunk::default();
             let mut i = IntervalWeights::default();
-            i.cpu = vec![
+            i.weights[Kind::Cpu] = vec![
                 Weight {
                     tid: 1,
                     stack: 7,

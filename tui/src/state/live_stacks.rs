@@ -13,6 +13,7 @@
 //! — the same tree either way, so the node each stack of the table was given stays
 //! valid as the tree moves between them ([`WholeRun`] remembers it).
 
+use benchtop_sessions::Kind;
 use benchtop_sessions::intervals::{ChunkIds, IntervalStacks, StacksChunk};
 use benchtop_sessions::{FrameId, NodeId, StackTree};
 
@@ -159,9 +160,9 @@ impl State {
             let KindNodes { nodes, carry } = &mut grow.kinds[k];
             for interval in &chunk.intervals {
                 let weights = match kind {
-                    FlameKind::OnCpu => &interval.cpu,
-                    FlameKind::OffCpu => &interval.offcpu,
-                    FlameKind::Memory(_) => &interval.mem,
+                    FlameKind::OnCpu => &interval.weights[Kind::Cpu],
+                    FlameKind::OffCpu => &interval.weights[Kind::OffCpu],
+                    FlameKind::Memory(_) => &interval.weights[Kind::Mem],
                 };
                 for w in weights {
                     let Some(index) = ids.stack_index(w.stack) else {

@@ -31,6 +31,7 @@ pub use signals::{Ending, Signal};
 pub mod timeline;
 pub mod timeline_live;
 
+use benchtop_sessions::Kind;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -463,15 +464,14 @@ impl State {
             tag.as_deref(),
             &mut session.latency,
         );
-        if let Some(tree) = session.cpu {
+        if let Some(tree) = session.profiles.take(Kind::Cpu) {
             state.set_tree(FlameKind::OnCpu, tree);
         }
-        if let Some(tree) = session.offcpu {
+        if let Some(tree) = session.profiles.take(Kind::OffCpu) {
             state.set_tree(FlameKind::OffCpu, tree);
         }
-        let mut memory = std::mem::take(&mut session.memory);
         for kind in MemoryKind::ALL {
-            if let Some(tree) = memory_tree(&mut memory, kind) {
+            if let Some(tree) = memory_tree(&mut session.profiles, kind) {
                 state.set_tree(FlameKind::Memory(kind), tree);
             }
         }
@@ -483,8 +483,8 @@ impl State {
     /// The compare screen of sessions `a` and `b` (`benchtop open A B`): the table of
     /// `comparison`, both latencies, and B's stacks against A's, differential on.
     pub fn with_comparison(
-        a: benchtop_sessions::Session,
-        b: benchtop_sessions::Session,
+        mut a: benchtop_sessions::Session,
+        mut b: benchtop_sessions::Session,
         comparison: benchtop_sessions::compare::Comparison,
         color: bool,
     ) -> Self {
@@ -494,8 +494,16 @@ impl State {
         let flames = &mut state.compare.flames;
         flames.views.lines_dir = Some(b.dir.clone());
         for (flame, tree_b, tree_a) in [
-            (&mut flames.cpu, b.cpu, a.cpu),
-            (&mut flames.off, b.offcpu, a.offcpu),
+            (
+                &mut flames.cpu,
+                b.profiles.take(Kind::Cpu),
+                a.profiles.take(Kind::Cpu),
+            ),
+            (
+                &mut flames.off,
+                b.profiles.take(Kind::OffCpu),
+                a.profiles.take(Kind::OffCpu),
+            ),
         ] {
             if let Some(tree) = tree_b {
                 // A fresh pane hands back an empty tree.
@@ -503,10 +511,9 @@ impl State {
             }
             flame.set_baseline(tree_a);
         }
-        let (mut memory_a, mut memory_b) = (a.memory, b.memory);
         for kind in MemoryKind::ALL {
-            let tree_a = memory_tree(&mut memory_a, kind);
-            let tree_b = memory_tree(&mut memory_b, kind);
+            let tree_a = memory_tree(&mut a.profiles, kind);
+            let tree_b = memory_tree(&mut b.profiles, kind);
             flames.set_memory_pair(kind, tree_b, tree_a);
         }
         flames.set_differential(true);
@@ -962,14 +969,10 @@ impl State {
 /// A session's memory profile of `kind`, taken out of it: on the screens, `live` is the
 /// one at the peak of live bytes.
 pub(crate) fn memory_tree(
-    memory: &mut benchtop_sessions::MemoryStacks,
+    profiles: &mut benchtop_sessions::ByKind<Option<StackTree>>,
     kind: MemoryKind,
 ) -> Option<StackTree> {
-    match kind {
-        MemoryKind::Resident => memory.mem.take(),
-        MemoryKind::Allocated => memory.alloc.take(),
-        MemoryKind::Live => memory.live.take(),
-    }
+    profiles[kind.kind()].take()
 }
 
 #[cfg(test)]

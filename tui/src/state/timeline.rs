@@ -124,7 +124,9 @@ impl Timeline {
                 .activity
                 .samples_of_intervals(s.intervals.values().map(|i| {
                     let length_s = i.t1_ns.saturating_sub(i.t0_ns) as f64 / 1e9;
-                    let samples = i.cpu.iter().fold(0u64, |a, &(_, _, w)| a.saturating_add(w));
+                    let samples = i.weights[Kind::Cpu]
+                        .iter()
+                        .fold(0u64, |a, &(_, _, w)| a.saturating_add(w));
                     (i.t1_ns as f64 / 1e9, length_s, samples)
                 }));
         }
@@ -309,7 +311,6 @@ pub(crate) fn example_state() -> super::State {
     state.live.run.throughput_metric = Some("ops".into());
     let mut chunks = benchtop_sessions::synthetic::TreeChunks::default();
     let mut bytes = StacksChunk::header();
-    let empty = StackTree::new();
     for i in 0..8u32 {
         let second = i >= 4;
         let mut row = TimeseriesRow::default();
@@ -336,7 +337,7 @@ pub(crate) fn example_state() -> super::State {
             u64::from(i + 1) * 1_000_000_000,
         );
         chunks
-            .chunk(span, &cpu, &empty, &empty)
+            .chunk(span, &[(Kind::Cpu, &cpu)])
             .write_jsonl(&mut bytes);
     }
     state.live.run.latency.metric = "lap".into();
@@ -347,7 +348,7 @@ pub(crate) fn example_state() -> super::State {
         &benchtop_sessions::limits::LoadOptions::default(),
     )
     .unwrap();
-    let whole = stacks.cpu_tree(0, u64::MAX);
+    let whole = stacks.tree_in(Kind::Cpu, 0, u64::MAX);
     state.live.timeline.stacks = Some(stacks);
     state.set_tree(super::FlameKind::OnCpu, whole);
     state

@@ -128,6 +128,7 @@ mod tests {
     use crate::record::live::LiveEvent;
     use crate::state::timeline::tests::{flame_weights, press, row};
     use crate::state::{AppEvent, State};
+    use benchtop_sessions::Kind;
     use benchtop_sessions::intervals::{IntervalWeights, Weight};
 
     /// A live run of eight 1 s intervals: `first` runs in the first four, `second` in
@@ -166,13 +167,16 @@ mod tests {
                 index: i,
                 t0_ns: u64::from(i) * 1_000_000_000,
                 t1_ns: u64::from(i + 1) * 1_000_000_000,
-                cpu: vec![Weight {
-                    tid: 1,
-                    stack: if second { 2 } else { 1 },
-                    weight,
-                }],
-                offcpu: vec![],
-                mem: vec![],
+                weights: [(
+                    Kind::Cpu,
+                    vec![Weight {
+                        tid: 1,
+                        stack: if second { 2 } else { 1 },
+                        weight,
+                    }],
+                )]
+                .into_iter()
+                .collect(),
             });
             live(&mut state, LiveEvent::IntervalStacks(Box::new(chunk)));
             live(
@@ -211,13 +215,16 @@ mod tests {
             index: 8,
             t0_ns: 8_000_000_000,
             t1_ns: 9_000_000_000,
-            cpu: vec![Weight {
-                tid: 1,
-                stack: 2,
-                weight: 30,
-            }],
-            offcpu: vec![],
-            mem: vec![],
+            weights: [(
+                Kind::Cpu,
+                vec![Weight {
+                    tid: 1,
+                    stack: 2,
+                    weight: 30,
+                }],
+            )]
+            .into_iter()
+            .collect(),
         });
         state.update(
             AppEvent::Live(LiveEvent::IntervalStacks(Box::new(chunk))),

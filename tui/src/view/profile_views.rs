@@ -487,9 +487,9 @@ fn source(views: &ProfileViews, area: Rect, buf: &mut Buffer, pen: Pen) {
 mod tests {
     use std::time::Instant;
 
-    use benchtop_sessions::StackTree;
     use benchtop_sessions::lines::FrameLines;
     use benchtop_sessions::synthetic::TreeChunks;
+    use benchtop_sessions::{Kind, StackTree};
 
     use super::super::tests::render;
     use crate::record::live::LiveEvent;
@@ -600,7 +600,7 @@ mod tests {
         let dir = spec.write(&tmp.path().join("s")).unwrap();
         let session = benchtop_sessions::Session::load(&dir).unwrap();
         // The known answer, from the folded stacks: self weight per leaf function.
-        let tree = session.cpu.clone().unwrap();
+        let tree = session.profiles[Kind::Cpu].clone().unwrap();
         let mut self_of: std::collections::HashMap<String, u64> = Default::default();
         tree.for_each_stack(|frames, w| {
             let leaf = tree.name(*frames.last().unwrap()).to_owned();

@@ -266,7 +266,6 @@ mod tests {
         let mut chunks = TreeChunks::default();
         let mut hot = StackTree::new();
         hot.add_names(["calltree", "calltree_hot"], 990);
-        let empty = StackTree::new();
         for i in 1..=12u32 {
             let mut row = TimeseriesRow::default();
             row.t_s = f64::from(i);
@@ -283,7 +282,7 @@ mod tests {
                 u64::from(i - 1) * 1_000_000_000,
                 u64::from(i) * 1_000_000_000,
             );
-            w.append_stacks(&chunks.chunk(span, &hot, &empty, &empty))
+            w.append_stacks(&chunks.chunk(span, &[(Kind::Cpu, &hot)]))
                 .unwrap();
         }
         let mut tree = StackTree::new();

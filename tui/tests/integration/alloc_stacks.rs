@@ -2,6 +2,7 @@
 //! alloc.folded, live.folded and live-end.folded of a program with known allocations,
 //! and of the ring's ask mode, where the pending asks hold the live bytes.
 
+use benchtop_sessions::Kind;
 use std::path::Path;
 
 use benchtop_sessions::StackTree;
@@ -62,7 +63,7 @@ fn a_program_s_allocations_split_as_allocated_and_only_the_kept_ones_stay_live()
             session.meta.warnings
         );
     }
-    let alloc = session.memory.alloc.as_ref().expect("alloc.folded");
+    let alloc = session.profile(Kind::Alloc).expect("alloc.folded");
     let a = bytes_under(alloc, frame_is("keep_a")) as f64;
     let b = bytes_under(alloc, frame_is("make_b")) as f64;
     let (a_true, b_true) = (96.0 * 1048576.0, 32.0 * 1048576.0);
@@ -85,7 +86,7 @@ fn a_program_s_allocations_split_as_allocated_and_only_the_kept_ones_stay_live()
     }
 
     // Live at the peak: keep_a's blocks, and nothing of make_b's, which were freed.
-    let live = session.memory.live.as_ref().expect("live.folded");
+    let live = session.profile(Kind::Live).expect("live.folded");
     let live_a = bytes_under(live, frame_is("keep_a")) as f64;
     let live_b = bytes_under(live, frame_is("make_b"));
     let folded = live.to_folded();
@@ -146,7 +147,7 @@ fn ring_ask_s_live_bytes_are_the_pending_asks_in_their_actors_slabs() {
     let dir = tmp.path().join("ask");
     // 4 KiB between samples: some 4 000 samples of the slabs' 16 MiB.
     let session = ring_ask(&dir, "4096");
-    let live = session.memory.live.as_ref().expect("live.folded");
+    let live = session.profile(Kind::Live).expect("live.folded");
     let folded = live.to_folded();
     // The stack holding the most live bytes grows the continuation slab of an ask actor.
     let mut top: (u64, Vec<String>) = (0, Vec::new());
@@ -197,7 +198,7 @@ fn without_stacks_the_worker_sends_no_samples_and_the_session_has_no_allocation_
             "0",
         ],
     );
-    assert!(session.memory.alloc.is_none() && session.meta.sampling.alloc.is_none());
+    assert!(session.profile(Kind::Alloc).is_none() && session.meta.sampling.alloc.is_none());
     // The counters stay.
     assert!(
         session

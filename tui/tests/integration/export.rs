@@ -3,6 +3,7 @@
 
 use crate::compare::session;
 use crate::support::{benchtop, succeeded};
+use benchtop_sessions::Kind;
 
 #[test]
 fn export_writes_hgrm_speedscope_and_the_summary_into_the_session() {
@@ -199,7 +200,7 @@ fn a_firefox_profile_has_each_sampled_thread_over_the_run_and_every_sample() {
             .arg(&dir),
     );
     let session = benchtop_sessions::store::Session::load(&dir).unwrap();
-    let folded = session.cpu.as_ref().unwrap().total_weight();
+    let folded = session.profile(Kind::Cpu).unwrap().total_weight();
     assert!(folded > 0);
     let (profile, _) = firefox_export(&dir, &tmp.path().join("ff"));
     // The processed format as fxprof-processed-profile 0.8.1 writes it.
@@ -231,7 +232,7 @@ fn a_firefox_profile_has_each_sampled_thread_over_the_run_and_every_sample() {
     let sampled: std::collections::BTreeSet<u32> = stacks
         .intervals
         .values()
-        .flat_map(|i| i.cpu.iter().map(|&(tid, _, _)| tid))
+        .flat_map(|i| i.weights[Kind::Cpu].iter().map(|&(tid, _, _)| tid))
         .collect();
     let tracks = threads
         .iter()
@@ -319,7 +320,7 @@ fn kept_samples_put_each_firefox_sample_at_its_own_time() {
             .find(|i| (i.t0_ns..i.t1_ns.max(i.t0_ns + 1)).contains(&s.t_ns));
         if let Some(i) = holding {
             assert!(
-                i.cpu
+                i.weights[Kind::Cpu]
                     .iter()
                     .any(|&(tid, stack, _)| tid == s.tid && stack == s.stack),
                 "a sample at {} ns not counted in its interval",

@@ -2,6 +2,7 @@
 //! the work's sleep; without it the on-CPU profile is the RPC stack (tonic, hyper, h2,
 //! prost); the summary states the theoretical maximum beside the measured rate.
 
+use benchtop_sessions::Kind;
 use benchtop_sessions::StackTree;
 
 use crate::support::{figure, record_run};
@@ -55,7 +56,7 @@ fn with_work_the_off_cpu_profile_is_the_simulated_work_and_the_summary_states_th
     // sleeps less, and pool threads wait more for the next one, so the share of all
     // blocked time moves with the load; what was slept and what the profile shows must
     // agree whatever the load.
-    let offcpu = session.offcpu.as_ref().expect("off-CPU stacks");
+    let offcpu = session.profile(Kind::OffCpu).expect("off-CPU stacks");
     let mut work_us = 0u64;
     offcpu.for_each_stack(|stack, weight| {
         if stack
@@ -110,7 +111,7 @@ fn without_work_the_on_cpu_profile_is_the_rpc_stack() {
         stdout.contains("theoretical_max_rpcs_per_second: none"),
         "{stdout}"
     );
-    let cpu = session.cpu.as_ref().expect("on-CPU stacks");
+    let cpu = session.profile(Kind::Cpu).expect("on-CPU stacks");
     let rpc = share(cpu, &["tonic::", "hyper::", "h2::", "prost::"]);
     assert!(
         rpc > 0.3,

@@ -2,6 +2,7 @@
 //! `big_a` and 100 MB from `big_b` through memset, recorded with `benchtop run`, as root
 //! and as an unprivileged user.
 
+use benchtop_sessions::Kind;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -63,7 +64,7 @@ fn share(folded: &str, frame: &str) -> f64 {
 }
 
 fn assert_split(session: &Session, what: &str) {
-    let mem = session.memory.mem.as_ref().expect("mem.folded");
+    let mem = session.profile(Kind::Mem).expect("mem.folded");
     let folded = mem.to_folded();
     let total = mem.total_weight() as f64;
     let (a, b) = (share(&folded, "big_a"), share(&folded, "big_b"));
@@ -108,8 +109,8 @@ fn profile_all_records_where_memory_grew_beside_the_cpu_stacks_and_per_interval(
     let stacks = IntervalStacks::load(&dir, &LoadOptions::default())
         .unwrap()
         .expect("stacks.jsonl");
-    let per_interval = stacks.mem_tree(0, u64::MAX).total_weight();
-    let whole = session.memory.mem.as_ref().unwrap().total_weight();
+    let per_interval = stacks.tree_in(Kind::Mem, 0, u64::MAX).total_weight();
+    let whole = session.profile(Kind::Mem).unwrap().total_weight();
     assert_eq!(per_interval, whole);
     let show = benchtop().arg("show").arg(&dir).output().unwrap();
     let text = String::from_utf8_lossy(&show.stdout);

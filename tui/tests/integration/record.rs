@@ -1,6 +1,7 @@
 //! Recording sessions end to end: the real ring worker under the sampler, and scripted
 //! workers that misbehave.
 
+use benchtop_sessions::Kind;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Stdio;
@@ -100,7 +101,7 @@ fn a_recorded_ring_session_holds_symbolized_stacks_ticks_and_the_summary() {
     let pprof_samples: i64 = pprof.sample.iter().map(|s| s.value[0]).sum();
     assert_eq!(
         pprof_samples as u64,
-        session.cpu.as_ref().unwrap().total_weight()
+        session.profile(Kind::Cpu).unwrap().total_weight()
     );
     assert!(
         pprof

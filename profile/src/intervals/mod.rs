@@ -33,6 +33,7 @@
 //!
 //! ```
 //! use benchtop_profile::intervals::{IntervalStacks, IntervalWeights, StackEntry, StacksChunk, Weight};
+//! use benchtop_profile::kinds::Kind;
 //! use benchtop_profile::limits::LoadOptions;
 //!
 //! let mut chunk = StacksChunk::default();
@@ -42,14 +43,12 @@
 //!     index: 0,
 //!     t0_ns: 0,
 //!     t1_ns: 1_000_000_000,
-//!     cpu: vec![Weight { tid: 1, stack: 1, weight: 3 }],
-//!     offcpu: vec![],
-//!     mem: vec![],
+//!     weights: [(Kind::Cpu, vec![Weight { tid: 1, stack: 1, weight: 3 }])].into_iter().collect(),
 //! });
 //! let mut bytes = StacksChunk::header();
 //! chunk.write_jsonl(&mut bytes);
 //! let stacks = IntervalStacks::parse(&bytes, "stacks.jsonl".as_ref(), &LoadOptions::default())?;
-//! let tree = stacks.cpu_tree(0, u64::MAX);
+//! let tree = stacks.tree_in(Kind::Cpu, 0, u64::MAX);
 //! assert_eq!(tree.total_weight(), 3);
 //! # Ok::<(), benchtop_profile::ProfileError>(())
 //! ```
@@ -57,13 +56,15 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
 use crate::ProfileError;
+use crate::by_kind::ByKind;
 use crate::kinds::Kind;
 use crate::limits::{FileKind, LoadOptions, read_bounded};
 use crate::lines::FrameLines;
 use crate::stacks::StackTree;
+
+mod line;
+use line::{Line, push_line};
 
 /// The file of per-interval stacks in a session directory.
 pub const STACKS_FILE: &str = "stacks.jsonl";
@@ -118,24 +119,20 @@ pub struct IntervalWeights {
     pub t0_ns: u64,
     /// Where it ends, ns from the run's start.
     pub t1_ns: u64,
-    /// On-CPU samples.
-    pub cpu: Vec<Weight>,
-    /// Off-CPU nanoseconds.
-    pub offcpu: Vec<Weight>,
-    /// Bytes of sampled page faults (where resident memory grew).
-    pub mem: Vec<Weight>,
+    /// The weights of each kind, in the kind's unit in stacks.jsonl (the table's
+    /// `interval_unit`); empty for a kind without weights per interval.
+    pub weights: ByKind<Vec<Weight>>,
 }
 
 impl IntervalWeights {
-    /// The weights of `kind`, in its unit in stacks.jsonl; none for a kind without weights
-    /// per interval.
-    pub fn weights(&self, kind: Kind) -> &[Weight] {
-        match kind {
-            Kind::Cpu => &self.cpu,
-            Kind::OffCpu => &self.offcpu,
-            Kind::Mem => &self.mem,
-            Kind::Alloc | Kind::Live | Kind::LiveEnd => &[],
-        }
+    /// Weights held, over every kind.
+    pub fn len(&self) -> usize {
+        self.weights.values().map(Vec::len).sum()
+    }
+
+    /// Whether no kind has a weight.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -171,43 +168,6 @@ pub struct StacksChunk {
     pub lines: Vec<LineEntry>,
     /// Samples kept with their own times (`--keep-samples`), in time order.
     pub samples: Vec<KeptSample>,
-}
-
-/// One line of stacks.jsonl; exactly one group of fields is set.
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct Line {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    format: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    frames: Option<Vec<(u32, String)>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    stacks: Option<Vec<(u32, Option<u32>, u32)>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    threads: Option<Vec<(u32, String)>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    interval: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    t0_ns: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    t1_ns: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    cpu: Option<Vec<(u32, u32, u64)>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    offcpu: Option<Vec<(u32, u32, u64)>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    mem: Option<Vec<(u32, u32, u64)>>,
-    files: Option<Vec<(u32, String)>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    lines: Option<Vec<(u32, u32, u32, u64)>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    samples: Option<Vec<(u64, u32, u32)>>,
-}
-
-fn push_line(out: &mut Vec<u8>, line: &Line) {
-    // Serializing plain numbers and strings into a Vec cannot fail.
-    if serde_json::to_writer(&mut *out, line).is_ok() {
-        out.push(b'\n');
-    }
 }
 
 impl StacksChunk {
@@ -300,9 +260,7 @@ impl StacksChunk {
                     interval: Some(i.index),
                     t0_ns: Some(i.t0_ns),
                     t1_ns: Some(i.t1_ns),
-                    cpu: rows(&i.cpu),
-                    offcpu: rows(&i.offcpu),
-                    mem: rows(&i.mem),
+                    weights: i.weights.map_ref(|_, w| rows(w.as_slice())),
                     ..Line::default()
                 },
             );
@@ -341,24 +299,20 @@ pub struct LoadedInterval {
     pub t0_ns: u64,
     /// Where it ends, ns from the run's start.
     pub t1_ns: u64,
-    /// On-CPU samples per (tid, stack).
-    pub cpu: Vec<(u32, u32, u64)>,
-    /// Off-CPU nanoseconds per (tid, stack).
-    pub offcpu: Vec<(u32, u32, u64)>,
-    /// Page-fault bytes per (tid, stack).
-    pub mem: Vec<(u32, u32, u64)>,
+    /// The (tid, stack, weight) rows of each kind, in the kind's unit in stacks.jsonl;
+    /// empty for a kind without weights per interval.
+    pub weights: ByKind<Vec<(u32, u32, u64)>>,
 }
 
 impl LoadedInterval {
-    /// The (tid, stack, weight) rows of `kind`, in its unit in stacks.jsonl; none for a
-    /// kind without weights per interval.
-    pub fn weights(&self, kind: Kind) -> &[(u32, u32, u64)] {
-        match kind {
-            Kind::Cpu => &self.cpu,
-            Kind::OffCpu => &self.offcpu,
-            Kind::Mem => &self.mem,
-            Kind::Alloc | Kind::Live | Kind::LiveEnd => &[],
-        }
+    /// Rows held, over every kind.
+    pub fn len(&self) -> usize {
+        self.weights.values().map(Vec::len).sum()
+    }
+
+    /// Whether no kind has a row.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The middle of the interval, which decides whether a range holds it.
@@ -437,7 +391,7 @@ impl IntervalStacks {
             if raw.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let line: Line = match serde_json::from_slice(raw) {
+            let mut line: Line = match serde_json::from_slice(raw) {
                 Ok(line) => line,
                 Err(_) if last && !ends_whole => {
                     out.warnings.push(format!(
@@ -562,12 +516,9 @@ impl IntervalStacks {
                 });
             entry.t0_ns = entry.t0_ns.min(t0_ns);
             entry.t1_ns = entry.t1_ns.max(t1_ns);
-            for (rows, into) in [
-                (line.cpu, &mut entry.cpu),
-                (line.offcpu, &mut entry.offcpu),
-                (line.mem, &mut entry.mem),
-            ] {
-                for (tid, stack, weight) in rows.unwrap_or_default() {
+            for (kind, rows) in line.weights.iter_mut() {
+                let into = &mut entry.weights[kind];
+                for (tid, stack, weight) in rows.take().unwrap_or_default() {
                     match stack_ids.get(&stack) {
                         Some(&s) => into.push((tid, s, weight)),
                         None if dropped_stacks > 0 => unknown_refs += 1,
@@ -660,21 +611,10 @@ impl IntervalStacks {
         frames
     }
 
-    /// The on-CPU stacks of the intervals in `[from_ns, to_ns)`, in samples.
-    pub fn cpu_tree(&self, from_ns: u64, to_ns: u64) -> StackTree {
-        self.tree(Kind::Cpu, |i| Self::in_range(i, from_ns, to_ns))
-    }
-
-    /// The off-CPU stacks of the intervals in `[from_ns, to_ns)`, in microseconds (as
-    /// offcpu.folded).
-    pub fn offcpu_tree(&self, from_ns: u64, to_ns: u64) -> StackTree {
-        self.tree(Kind::OffCpu, |i| Self::in_range(i, from_ns, to_ns))
-    }
-
-    /// The memory stacks (page-fault bytes) of the intervals in `[from_ns, to_ns)`, as
-    /// mem.folded.
-    pub fn mem_tree(&self, from_ns: u64, to_ns: u64) -> StackTree {
-        self.tree(Kind::Mem, |i| Self::in_range(i, from_ns, to_ns))
+    /// The stacks of `kind` in the intervals in `[from_ns, to_ns)`, in the unit of the
+    /// kind's folded file (see [`IntervalStacks::tree`]).
+    pub fn tree_in(&self, kind: Kind, from_ns: u64, to_ns: u64) -> StackTree {
+        self.tree(kind, |i| Self::in_range(i, from_ns, to_ns))
     }
 
     /// The stacks of `kind` in the intervals `keep` selects, each stack's summed weight in
@@ -689,7 +629,7 @@ impl IntervalStacks {
             .unwrap_or(1);
         let mut by_stack: HashMap<u32, u64> = HashMap::new();
         for i in self.intervals.values().filter(|i| keep(i)) {
-            for &(_, stack, w) in i.weights(kind) {
+            for &(_, stack, w) in &i.weights[kind] {
                 let e = by_stack.entry(stack).or_insert(0);
                 *e = e.saturating_add(w);
             }
@@ -710,7 +650,7 @@ impl IntervalStacks {
     pub fn cpu_samples(&self) -> u64 {
         self.intervals
             .values()
-            .flat_map(|i| &i.cpu)
+            .flat_map(|i| &i.weights[Kind::Cpu])
             .fold(0u64, |a, &(_, _, w)| a.saturating_add(w))
     }
 
@@ -770,11 +710,8 @@ impl IntervalStacks {
                 });
             entry.t0_ns = entry.t0_ns.min(i.t0_ns);
             entry.t1_ns = entry.t1_ns.max(i.t1_ns);
-            for (rows, into) in [
-                (&i.cpu, &mut entry.cpu),
-                (&i.offcpu, &mut entry.offcpu),
-                (&i.mem, &mut entry.mem),
-            ] {
+            for (kind, rows) in i.weights.iter() {
+                let into = &mut entry.weights[kind];
                 for w in rows {
                     match ids.stacks.get(&w.stack) {
                         Some(&stack) => into.push((w.tid, stack, w.weight)),
@@ -826,10 +763,7 @@ impl IntervalStacks {
 
     /// Weights held over every interval (each 16 bytes).
     pub fn weights(&self) -> usize {
-        self.intervals
-            .values()
-            .map(|i| i.cpu.len() + i.offcpu.len() + i.mem.len())
-            .sum()
+        self.intervals.values().map(LoadedInterval::len).sum()
     }
 
     /// Drops the oldest intervals until at most `max_intervals` and `max_weights` weights
@@ -841,7 +775,7 @@ impl IntervalStacks {
             let Some((_, i)) = self.intervals.pop_first() else {
                 break;
             };
-            held -= i.cpu.len() + i.offcpu.len() + i.mem.len();
+            held -= i.len();
             dropped += 1;
         }
         dropped
@@ -892,13 +826,16 @@ mod tests {
             index,
             t0_ns: u64::from(index) * 1_000_000_000,
             t1_ns: u64::from(index + 1) * 1_000_000_000,
-            cpu: vec![Weight {
-                tid: 7,
-                stack,
-                weight,
-            }],
-            offcpu: vec![],
-            mem: vec![],
+            weights: [(
+                Kind::Cpu,
+                vec![Weight {
+                    tid: 7,
+                    stack,
+                    weight,
+                }],
+            )]
+            .into_iter()
+            .collect(),
         };
         first.intervals = vec![interval(0, 11, 4)];
         first.files = vec![(1, "/src/first.c".into())];
@@ -941,12 +878,12 @@ mod tests {
         let file = IntervalStacks::parse(&bytes, Path::new("stacks.jsonl"), &opts).unwrap();
         for (from, to) in [(0, u64::MAX), (0, 1_000_000_000), (1_000_000_000, u64::MAX)] {
             assert_eq!(
-                live.cpu_tree(from, to).to_folded(),
-                file.cpu_tree(from, to).to_folded()
+                live.tree_in(Kind::Cpu, from, to).to_folded(),
+                file.tree_in(Kind::Cpu, from, to).to_folded()
             );
         }
         assert_eq!(
-            live.cpu_tree(0, 1_000_000_000).to_folded(),
+            live.tree_in(Kind::Cpu, 0, 1_000_000_000).to_folded(),
             "main;first 5\n"
         );
         // Source lines add up over chunks, as the file's do.
@@ -962,7 +899,10 @@ mod tests {
         assert_eq!(live.weights(), 3);
         assert_eq!(live.drop_oldest(2, 1), 1, "interval 0 goes");
         assert_eq!(live.drop_oldest(1, 1), 0);
-        assert_eq!(live.cpu_tree(0, u64::MAX).to_folded(), "main;second 9\n");
+        assert_eq!(
+            live.tree_in(Kind::Cpu, 0, u64::MAX).to_folded(),
+            "main;second 9\n"
+        );
         // Defined twice: the second definition is dropped, the first stays.
         let mut again = StacksChunk::default();
         again.frames = vec![(3, "other".into())];
@@ -1006,21 +946,34 @@ mod tests {
                 index,
                 t0_ns: u64::from(index) * 1_000_000_000,
                 t1_ns: u64::from(index + 1) * 1_000_000_000,
-                cpu: vec![Weight {
-                    tid: 7,
-                    stack,
-                    weight: 10,
-                }],
-                offcpu: vec![Weight {
-                    tid: 7,
-                    stack: 10,
-                    weight: 2_500,
-                }],
-                mem: vec![Weight {
-                    tid: 7,
-                    stack,
-                    weight: 65_536,
-                }],
+                weights: [
+                    (
+                        Kind::Cpu,
+                        vec![Weight {
+                            tid: 7,
+                            stack,
+                            weight: 10,
+                        }],
+                    ),
+                    (
+                        Kind::OffCpu,
+                        vec![Weight {
+                            tid: 7,
+                            stack: 10,
+                            weight: 2_500,
+                        }],
+                    ),
+                    (
+                        Kind::Mem,
+                        vec![Weight {
+                            tid: 7,
+                            stack,
+                            weight: 65_536,
+                        }],
+                    ),
+                ]
+                .into_iter()
+                .collect(),
             });
         }
         let mut bytes = StacksChunk::header();
@@ -1079,14 +1032,17 @@ mod tests {
     fn a_range_holds_only_the_intervals_whose_middle_is_inside() {
         let s = parse(&chunk()).unwrap();
         assert_eq!(s.span_ns(), Some((0, 4_000_000_000)));
-        let first = s.cpu_tree(0, 2_000_000_000).to_folded();
+        let first = s.tree_in(Kind::Cpu, 0, 2_000_000_000).to_folded();
         assert_eq!(first, "main;first 20\n");
-        let second = s.cpu_tree(2_000_000_000, u64::MAX).to_folded();
+        let second = s.tree_in(Kind::Cpu, 2_000_000_000, u64::MAX).to_folded();
         assert_eq!(second, "main;second 20\n");
         assert_eq!(s.cpu_samples(), 40);
-        assert_eq!(s.offcpu_tree(0, u64::MAX).to_folded(), "main 10\n");
         assert_eq!(
-            s.mem_tree(0, u64::MAX).to_folded(),
+            s.tree_in(Kind::OffCpu, 0, u64::MAX).to_folded(),
+            "main 10\n"
+        );
+        assert_eq!(
+            s.tree_in(Kind::Mem, 0, u64::MAX).to_folded(),
             "main;first 131072\nmain;second 131072\n"
         );
     }
@@ -1099,18 +1055,21 @@ mod tests {
             index: 0,
             t0_ns: 0,
             t1_ns: 1_000_000_000,
-            cpu: vec![Weight {
-                tid: 7,
-                stack: 12,
-                weight: 1,
-            }],
-            offcpu: vec![],
-            mem: vec![],
+            weights: [(
+                Kind::Cpu,
+                vec![Weight {
+                    tid: 7,
+                    stack: 12,
+                    weight: 1,
+                }],
+            )]
+            .into_iter()
+            .collect(),
         });
         more.write_jsonl(&mut bytes);
         let s = parse(&bytes).unwrap();
         assert_eq!(
-            s.cpu_tree(0, 1_000_000_000).to_folded(),
+            s.tree_in(Kind::Cpu, 0, 1_000_000_000).to_folded(),
             "main;first 10\nmain;second 1\n"
         );
     }
