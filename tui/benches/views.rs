@@ -41,7 +41,7 @@ const VIEWS: [(ViewKind, &str); 4] = [
 /// source file's text held.
 fn panes(tree: &StackTree, lines: &FrameLines) -> FlamePanes {
     let mut p = FlamePanes::default();
-    drop(p.cpu.set_tree(tree.clone()));
+    drop(p.panes[Kind::Cpu].set_tree(tree.clone()));
     p.views.set_lines(lines.clone());
     let hottest = (0..tree.frame_count())
         .max_by_key(|&f| tree.frame_self(benchtop_sessions::FrameId(f as u32)))

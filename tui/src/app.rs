@@ -1040,7 +1040,7 @@ mod tests {
         let t = &state.live.timeline;
         assert_eq!(t.selected, Some(Part::Range(1, 3)));
         assert_eq!(
-            state.live.flames.cpu.tree().total_weight(),
+            state.live.flames.panes[Kind::Cpu].tree().total_weight(),
             30,
             "intervals 1 to 3"
         );

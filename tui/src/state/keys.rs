@@ -101,7 +101,7 @@ pub enum Action {
     /// Flamegraph: open the search line.
     Search,
     /// Flamegraph: on-CPU or off-CPU stacks.
-    FlameKind,
+    Kind,
     /// The flame pane's other views: which shows, and their own keys.
     Views(ViewsAction),
     /// Search line: type the character.
@@ -612,7 +612,7 @@ pub(super) const FLAME_ROWS: &[Row] = &[
         ],
     },
     Row {
-        keys: &[(Key::Char('o'), Action::FlameKind)],
+        keys: &[(Key::Char('o'), Action::Kind)],
         only: When::Flame,
         help: Some(("o", "flamegraph: on-CPU, off-CPU, then each memory profile")),
         hints: &[hint("o on/off", When::Flame, 6)],
@@ -702,7 +702,7 @@ pub(super) const VIEW_ROWS: &[Row] = &[
     Row {
         keys: &[
             (Key::Char('/'), Action::Search),
-            (Key::Char('o'), Action::FlameKind),
+            (Key::Char('o'), Action::Kind),
         ],
         only: When::Views,
         help: Some((

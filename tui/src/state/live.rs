@@ -2,7 +2,6 @@
 //! identity and status, the throughput series, the latency histogram of the whole run
 //! (binned when data arrives, not per frame), resources, and the stacks.
 
-use benchtop_sessions::Kind;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -308,14 +307,8 @@ pub fn session_baseline(mut session: benchtop_sessions::Session) -> super::Basel
             .filter(|i| Some(&i.tag) == tag.as_ref())
             .map(|i| &i.histogram),
     );
-    let memory = super::MemoryKind::ALL
-        .into_iter()
-        .filter_map(|kind| Some((kind, super::memory_tree(&mut session.profiles, kind)?)))
-        .collect();
     super::Baseline {
-        cpu: session.profiles.take(Kind::Cpu),
-        offcpu: session.profiles.take(Kind::OffCpu),
-        memory,
+        stacks: std::mem::take(&mut session.profiles),
         latency: latency.run,
         source: format!("from {}", session.dir.display()),
     }

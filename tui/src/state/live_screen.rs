@@ -2,10 +2,9 @@
 //! chunks of stacks, allocation trees, notices), held while the display is paused, and
 //! the screen's own actions on it (a snapshot, a baseline, the difference against it).
 
-use benchtop_sessions::Kind;
 use std::time::Instant;
 
-use benchtop_sessions::StackTree;
+use benchtop_sessions::{ByKind, Kind, StackTree};
 
 use super::flame::FlameState;
 use super::*;
@@ -122,8 +121,8 @@ impl State {
             }
             LiveEvent::Allocations(trees) => {
                 // While the run goes on, what the worker holds now.
-                self.set_tree(FlameKind::Memory(MemoryKind::Allocated), trees.alloc);
-                self.set_tree(FlameKind::Memory(MemoryKind::Live), trees.live_end);
+                self.set_tree(Kind::Alloc, trees.alloc);
+                self.set_tree(Kind::Live, trees.live_end);
             }
             LiveEvent::IntervalStacks(chunk) => self.live_interval_stacks(&chunk, now),
             LiveEvent::Notice(notice) => {
@@ -143,13 +142,13 @@ impl State {
         }
     }
 
-    pub(super) fn set_tree(&mut self, kind: FlameKind, tree: StackTree) {
+    pub(super) fn set_tree(&mut self, kind: Kind, tree: StackTree) {
         let old = self.replace_tree(kind, tree);
         self.retired.push(old);
     }
 
     /// Shows `tree` in the pane of `kind`; returns the tree it showed.
-    pub(super) fn replace_tree(&mut self, kind: FlameKind, tree: StackTree) -> StackTree {
+    pub(super) fn replace_tree(&mut self, kind: Kind, tree: StackTree) -> StackTree {
         let old = self.live.flames.pane_mut(kind).set_tree(tree);
         if kind == self.live.flames.kind {
             self.live.flames.refresh_views();
@@ -231,9 +230,9 @@ impl State {
 
     pub(super) fn take_baseline(&mut self, now: Instant) {
         let flames = &self.live.flames;
-        if flames.cpu.is_empty()
-            && flames.off.is_empty()
-            && !flames.memory.any()
+        if flames.panes[Kind::Cpu].is_empty()
+            && flames.panes[Kind::OffCpu].is_empty()
+            && !flames.any_memory()
             && self.live.run.latency.total.histogram().is_none()
         {
             self.flash("nothing to take as a baseline yet".into(), true, now);
@@ -244,11 +243,12 @@ impl State {
             .run
             .started_at
             .map_or(0.0, |s| now.duration_since(s).as_secs_f64());
-        let tree = |f: &FlameState| (!f.is_empty()).then(|| f.tree().clone());
+        // Memory panes take their own baselines below.
+        let tree = |(kind, f): (Kind, &FlameState)| {
+            (!f.is_empty() && !kind.spec().memory).then(|| f.tree().clone())
+        };
         let baseline = Baseline {
-            cpu: tree(&self.live.flames.cpu),
-            offcpu: tree(&self.live.flames.off),
-            memory: Vec::new(),
+            stacks: ByKind::from_fn(|k| tree((k, &self.live.flames.panes[k]))),
             latency: self.live.run.latency.run,
             source: format!("taken at {elapsed:.1} s"),
         };
@@ -258,7 +258,7 @@ impl State {
             now,
         );
         self.apply_baseline(baseline);
-        self.live.flames.memory.take_baseline();
+        self.live.flames.take_memory_baseline();
     }
 
     pub(super) fn toggle_differential(&mut self, now: Instant) {
@@ -287,10 +287,13 @@ mod tests {
         assert!(s.live.paused);
         s.update(stacks(&mut c, tree(&[("bt-ring;main;work", 3)])), now);
         assert_eq!(s.held(), 1);
-        assert!(s.flames().cpu.is_empty(), "the display is frozen");
+        assert!(
+            s.flames().panes[Kind::Cpu].is_empty(),
+            "the display is frozen"
+        );
         keys(&mut s, &[Key::Char(' ')], now);
         assert!(!s.live.paused && s.held() == 0);
-        assert_eq!(s.flames().cpu.tree().total_weight(), 3);
+        assert_eq!(s.flames().panes[Kind::Cpu].tree().total_weight(), 3);
     }
 
     #[test]
@@ -304,9 +307,9 @@ mod tests {
         s.update(stacks(&mut c, tree(&[("bt-ring;main;work", 3)])), now);
         keys(&mut s, &[Key::Char('b'), Key::Char('d')], now);
         assert!(s.live.baseline.is_some() && s.flames().differential);
-        assert!(s.flames().cpu.differential());
+        assert!(s.flames().panes[Kind::Cpu].differential());
         keys(&mut s, &[Key::Char('d')], now);
-        assert!(!s.flames().differential && !s.flames().cpu.differential());
+        assert!(!s.flames().differential && !s.flames().panes[Kind::Cpu].differential());
     }
 
     #[test]
@@ -324,7 +327,7 @@ mod tests {
         s.update(stacks(&mut c, tree(&[("bt-ring;main;work", 3)])), now);
         s.update(stacks(&mut c, tree(&[("bt-ring;main;work", 5)])), now);
         assert!(s.take_retired().is_empty(), "the profile grew in place");
-        assert_eq!(s.flames().cpu.tree().total_weight(), 8);
+        assert_eq!(s.flames().panes[Kind::Cpu].tree().total_weight(), 8);
         // The session's own stacks at the end replace it.
         s.update(
             AppEvent::FinalStacks(Box::new((
@@ -387,9 +390,12 @@ mod tests {
             s.update(stacks(&mut c, tree(&[("bt-ring;main;work", w)])), now);
         }
         assert_eq!(s.held(), 5, "each adds to the whole run");
-        assert!(s.flames().cpu.is_empty(), "the display is frozen");
+        assert!(
+            s.flames().panes[Kind::Cpu].is_empty(),
+            "the display is frozen"
+        );
         keys(&mut s, &[Key::Char(' ')], now);
-        assert_eq!(s.flames().cpu.tree().total_weight(), 15);
+        assert_eq!(s.flames().panes[Kind::Cpu].tree().total_weight(), 15);
     }
 
     #[test]
@@ -411,9 +417,9 @@ mod tests {
             )))
         };
         s.update(late("sessions/a"), now);
-        assert!(s.flames().cpu.is_empty());
+        assert!(s.flames().panes[Kind::Cpu].is_empty());
         s.update(late("sessions/b"), now);
-        assert_eq!(s.flames().cpu.tree().total_weight(), 9);
+        assert_eq!(s.flames().panes[Kind::Cpu].tree().total_weight(), 9);
     }
 
     #[test]

@@ -13,29 +13,26 @@
 //! — the same tree either way, so the node each stack of the table was given stays
 //! valid as the tree moves between them ([`WholeRun`] remembers it).
 
-use benchtop_sessions::Kind;
 use benchtop_sessions::intervals::{ChunkIds, IntervalStacks, StacksChunk};
+use benchtop_sessions::{ByKind, Kind};
 use benchtop_sessions::{FrameId, NodeId, StackTree};
 
+use super::State;
 use super::flame::FlameState;
-use super::flame_panes::MemoryKind;
-use super::{FlameKind, State};
 
 /// A stack of the table not given a node yet.
 const UNMAPPED: NodeId = NodeId(u32::MAX);
 
-/// The kinds grown from chunks, in the order of [`WholeRun::kinds`].
-const KINDS: [FlameKind; 3] = [
-    FlameKind::OnCpu,
-    FlameKind::OffCpu,
-    FlameKind::Memory(MemoryKind::Resident),
-];
+/// Whether `kind`'s whole-run profile grows from chunks: the kinds weighed per interval.
+fn grows(kind: Kind) -> bool {
+    kind.spec().interval_field.is_some()
+}
 
 /// What a live run's whole-run profiles were grown with: per kind, the node of each
 /// stack of the timeline's table in the tree that holds that kind.
 #[derive(Debug, Default)]
 pub struct WholeRun {
-    kinds: [KindNodes; 3],
+    kinds: ByKind<KindNodes>,
     /// On-CPU samples so far (the samples-per-second chart's count).
     pub samples: u64,
     /// Reused: the stacks of one interval and what they weigh, and a walk up the table.
@@ -49,13 +46,13 @@ pub struct WholeRun {
 #[derive(Debug, Default)]
 struct KindNodes {
     nodes: Vec<NodeId>,
-    carry: Vec<u16>,
+    carry: Vec<u64>,
 }
 
 impl WholeRun {
     /// Forgets the nodes given out: the trees that held them were replaced.
     pub fn forget(&mut self) {
-        for k in &mut self.kinds {
+        for (_, k) in self.kinds.iter_mut() {
             k.nodes.clear();
             k.carry.clear();
         }
@@ -147,41 +144,42 @@ impl State {
         };
         let ids: &ChunkIds = &t.live_ids;
         let grow = &mut t.grow;
-        for (k, kind) in KINDS.iter().enumerate() {
+        for kind in Kind::ALL.into_iter().filter(|&k| grows(k)) {
+            let spec = kind.spec();
+            // Interval weights in the unit of the kind's tree (off-CPU ns into µs), the
+            // rest carried per stack.
+            let per = spec
+                .interval_unit
+                .and_then(|u| u.per(spec.folded_unit))
+                .unwrap_or(1);
             let adds = &mut grow.adds;
             adds.clear();
             let mut holder = match (kind, t.whole.as_mut()) {
-                (FlameKind::OnCpu, Some((cpu, _))) => Holder::Aside(cpu),
-                (FlameKind::OffCpu, Some((_, off))) => {
+                (Kind::Cpu, Some((cpu, _))) => Holder::Aside(cpu),
+                (Kind::OffCpu, Some((_, off))) => {
                     Holder::Aside(off.get_or_insert_with(StackTree::new))
                 }
-                _ => Holder::Pane(live.flames.pane_mut(*kind)),
+                _ => Holder::Pane(live.flames.pane_mut(kind)),
             };
-            let KindNodes { nodes, carry } = &mut grow.kinds[k];
+            let KindNodes { nodes, carry } = &mut grow.kinds[kind];
             for interval in &chunk.intervals {
-                let weights = match kind {
-                    FlameKind::OnCpu => &interval.weights[Kind::Cpu],
-                    FlameKind::OffCpu => &interval.weights[Kind::OffCpu],
-                    FlameKind::Memory(_) => &interval.weights[Kind::Mem],
-                };
-                for w in weights {
+                for w in &interval.weights[kind] {
                     let Some(index) = ids.stack_index(w.stack) else {
                         continue;
                     };
                     let mut weight = w.weight;
-                    if *kind == FlameKind::OffCpu {
-                        // Nanoseconds into whole microseconds, the rest carried.
+                    if per > 1 {
                         if carry.len() <= index as usize {
                             carry.resize(index as usize + 1, 0);
                         }
-                        let ns = weight.saturating_add(u64::from(carry[index as usize]));
-                        carry[index as usize] = (ns % 1000) as u16;
-                        weight = ns / 1000;
+                        let fine = weight.saturating_add(carry[index as usize]);
+                        carry[index as usize] = fine % per;
+                        weight = fine / per;
                     }
                     if weight == 0 {
                         continue;
                     }
-                    if *kind == FlameKind::OnCpu {
+                    if kind == Kind::Cpu {
                         grow.samples = grow.samples.saturating_add(weight);
                     }
                     if let Some(node) = node_of(nodes, &mut grow.chain, table, &mut holder, index) {
@@ -196,7 +194,7 @@ impl State {
         let opts = super::timeline_live::live_limits(t.max_stacks);
         table.append_lines(chunk, &mut t.live_ids, &mut live.flames.views.lines, &opts);
         live.run.activity.add_samples(t.grow.samples);
-        if KINDS.contains(&live.flames.kind) {
+        if grows(live.flames.kind) {
             live.flames.refresh_views();
         }
     }

@@ -31,12 +31,11 @@ pub use signals::{Ending, Signal};
 pub mod timeline;
 pub mod timeline_live;
 
-use benchtop_sessions::Kind;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use benchtop_profilers::reaper::{Orphan, ReapOutcome, ReapSignal};
-use benchtop_sessions::StackTree;
+use benchtop_sessions::{ByKind, Kind, StackTree};
 use benchtop_workloads::worker::Workload;
 
 use crate::record::RecordOutcome;
@@ -45,7 +44,7 @@ use ab::AbState;
 use benchtop_record::NoticeKind;
 use compare::{ComparePane, CompareState};
 use flame::FlameState;
-use flame_panes::{FlamePanes, MemoryKind};
+use flame_panes::FlamePanes;
 use keys::Action;
 use launcher::{LauncherFocus, LauncherState, RecentSession};
 use live::{LatencySummary, LiveRun, RunStatus};
@@ -281,18 +280,6 @@ impl Pane {
     }
 }
 
-/// Which stacks the flame pane shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FlameKind {
-    /// Where threads run (samples).
-    #[default]
-    OnCpu,
-    /// Where threads block (µs blocked).
-    OffCpu,
-    /// A memory profile (bytes): resident growth, or a built-in worker's allocations.
-    Memory(flame_panes::MemoryKind),
-}
-
 /// A message in the footer for a few seconds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Flash {
@@ -307,13 +294,10 @@ pub struct Flash {
 /// What `b` took: the profile and latency at that moment.
 #[derive(Debug, Clone)]
 pub struct Baseline {
-    /// On-CPU stacks then.
-    pub cpu: Option<StackTree>,
-    /// Off-CPU stacks then.
-    pub offcpu: Option<StackTree>,
-    /// Memory profiles then, by kind (a saved session's; `b` takes the live ones in
-    /// their panes instead).
-    pub memory: Vec<(MemoryKind, StackTree)>,
+    /// The stacks of each kind then. Memory profiles are a saved session's (`b` takes
+    /// the live ones in their panes instead): a memory kind without stacks keeps the
+    /// pane's own baseline, any other kind's is cleared.
+    pub stacks: ByKind<Option<StackTree>>,
     /// The run's latency percentiles then.
     pub latency: LatencySummary,
     /// Where it came from: `taken at 12.3 s` or a session directory.
@@ -464,15 +448,9 @@ impl State {
             tag.as_deref(),
             &mut session.latency,
         );
-        if let Some(tree) = session.profiles.take(Kind::Cpu) {
-            state.set_tree(FlameKind::OnCpu, tree);
-        }
-        if let Some(tree) = session.profiles.take(Kind::OffCpu) {
-            state.set_tree(FlameKind::OffCpu, tree);
-        }
-        for kind in MemoryKind::ALL {
-            if let Some(tree) = memory_tree(&mut session.profiles, kind) {
-                state.set_tree(FlameKind::Memory(kind), tree);
+        for kind in flame_panes::pane_kinds() {
+            if let Some(tree) = session.profiles.take(kind) {
+                state.set_tree(kind, tree);
             }
         }
         state.live.flames.prefer_what_has_stacks();
@@ -493,28 +471,10 @@ impl State {
         state.compare = CompareState::new(&a, &b, comparison);
         let flames = &mut state.compare.flames;
         flames.views.lines_dir = Some(b.dir.clone());
-        for (flame, tree_b, tree_a) in [
-            (
-                &mut flames.cpu,
-                b.profiles.take(Kind::Cpu),
-                a.profiles.take(Kind::Cpu),
-            ),
-            (
-                &mut flames.off,
-                b.profiles.take(Kind::OffCpu),
-                a.profiles.take(Kind::OffCpu),
-            ),
-        ] {
-            if let Some(tree) = tree_b {
-                // A fresh pane hands back an empty tree.
-                drop(flame.set_tree(tree));
-            }
-            flame.set_baseline(tree_a);
-        }
-        for kind in MemoryKind::ALL {
-            let tree_a = memory_tree(&mut a.profiles, kind);
-            let tree_b = memory_tree(&mut b.profiles, kind);
-            flames.set_memory_pair(kind, tree_b, tree_a);
+        for kind in flame_panes::pane_kinds() {
+            let tree_a = a.profiles.take(kind);
+            let tree_b = b.profiles.take(kind);
+            flames.set_pair(kind, tree_b, tree_a);
         }
         flames.set_differential(true);
         flames.prefer_what_has_stacks();
@@ -560,14 +520,10 @@ impl State {
     /// Hands the baseline's stacks to the flame panes (which keep them) and keeps the
     /// rest.
     fn apply_baseline(&mut self, mut baseline: Baseline) {
-        self.live.flames.cpu.set_baseline(baseline.cpu.take());
-        self.live.flames.off.set_baseline(baseline.offcpu.take());
-        for (kind, tree) in std::mem::take(&mut baseline.memory) {
-            self.live
-                .flames
-                .memory
-                .get_mut(kind)
-                .set_baseline(Some(tree));
+        for (kind, tree) in baseline.stacks.iter_mut() {
+            if tree.is_some() || !kind.spec().memory {
+                self.live.flames.panes[kind].set_baseline(tree.take());
+            }
         }
         self.live.baseline = Some(baseline);
     }
@@ -830,7 +786,7 @@ impl State {
             Action::NextMatch => _ = self.flame_mut().next_match(),
             Action::PrevMatch => _ = self.flame_mut().prev_match(),
             Action::Search => self.flames_mut().search_input = Some(String::new()),
-            Action::FlameKind => {
+            Action::Kind => {
                 self.flames_mut().toggle_kind();
                 self.flames_mut().refresh_views();
             }
@@ -966,15 +922,6 @@ impl State {
     }
 }
 
-/// A session's memory profile of `kind`, taken out of it: on the screens, `live` is the
-/// one at the peak of live bytes.
-pub(crate) fn memory_tree(
-    profiles: &mut benchtop_sessions::ByKind<Option<StackTree>>,
-    kind: MemoryKind,
-) -> Option<StackTree> {
-    profiles[kind.kind()].take()
-}
-
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
@@ -1030,7 +977,7 @@ pub(super) mod tests {
         keys(&mut s, &[Key::Char('2')], now);
         assert_eq!(s.compare.focus, ComparePane::Latency);
         keys(&mut s, &[Key::Char('d')], now);
-        assert!(!s.flames().differential && !s.flames().cpu.differential());
+        assert!(!s.flames().differential && !s.flames().panes[Kind::Cpu].differential());
         keys(&mut s, &[Key::Char('e'), Key::Esc], now);
         assert!(!s.maximized);
         keys(&mut s, &[Key::Char('?')], now);
@@ -1108,9 +1055,13 @@ pub(super) mod tests {
             now,
         );
         assert!(s.flames().search_input.is_none());
-        assert_eq!(s.flames().cpu.matches(), 1);
+        assert_eq!(s.flames().panes[Kind::Cpu].matches(), 1);
         keys(&mut s, &[Key::Char('/'), Key::Char('x'), Key::Esc], now);
-        assert_eq!(s.flames().cpu.matches(), 0, "Esc drops the search");
+        assert_eq!(
+            s.flames().panes[Kind::Cpu].matches(),
+            0,
+            "Esc drops the search"
+        );
     }
 
     #[test]
@@ -1257,22 +1208,26 @@ pub(super) mod tests {
         let mut s = State::with_launcher(LauncherState::from_cli(), true);
         let now = Instant::now();
         s.set_initial_baseline(Baseline {
-            cpu: Some(tree(&[("bt-ring;main;work", 3)])),
-            offcpu: None,
-            memory: vec![(MemoryKind::Live, tree(&[("bt-ring;main;grow", 4096)]))],
+            stacks: [
+                (Kind::Cpu, Some(tree(&[("bt-ring;main;work", 3)]))),
+                (Kind::Live, Some(tree(&[("bt-ring;main;grow", 4096)]))),
+            ]
+            .into_iter()
+            .collect(),
             latency: LatencySummary::default(),
             source: "from sessions/x".into(),
         });
         keys(&mut s, &[Key::Enter], now);
         assert!(s.live.baseline.is_some());
-        let memory = &s.flames().memory;
+        let panes = &s.flames().panes;
         assert_eq!(
-            memory.live.baseline().map(StackTree::total_weight),
+            panes[Kind::Live].baseline().map(StackTree::total_weight),
             Some(4096)
         );
-        assert!(memory.allocated.baseline().is_none(), "none saved");
+        assert!(panes[Kind::Alloc].baseline().is_none(), "none saved");
         keys(&mut s, &[Key::Char('d')], now);
-        assert!(s.flames().cpu.differential() && s.flames().cpu.baseline().is_some());
+        let cpu = &s.flames().panes[Kind::Cpu];
+        assert!(cpu.differential() && cpu.baseline().is_some());
     }
 
     #[test]
@@ -1288,8 +1243,8 @@ pub(super) mod tests {
         let mut s = state();
         let now = Instant::now();
         keys(&mut s, &[Key::Char('o')], now);
-        assert_eq!(s.flames().kind, FlameKind::OffCpu);
+        assert_eq!(s.flames().kind, Kind::OffCpu);
         keys(&mut s, &[Key::Char('o')], now);
-        assert_eq!(s.flames().kind, FlameKind::OnCpu);
+        assert_eq!(s.flames().kind, Kind::Cpu);
     }
 }

@@ -350,7 +350,7 @@ pub(crate) fn example_state() -> super::State {
     .unwrap();
     let whole = stacks.tree_in(Kind::Cpu, 0, u64::MAX);
     state.live.timeline.stacks = Some(stacks);
-    state.set_tree(super::FlameKind::OnCpu, whole);
+    state.set_tree(Kind::Cpu, whole);
     state
 }
 
@@ -367,7 +367,7 @@ pub(super) mod tests {
     }
 
     pub(in crate::state) fn flame_weights(state: &State) -> (u64, Vec<String>) {
-        let tree = state.live.flames.cpu.tree();
+        let tree = state.live.flames.panes[Kind::Cpu].tree();
         let mut names = Vec::new();
         tree.for_each_stack(|frames, _| {
             names.push(
@@ -622,9 +622,9 @@ impl super::State {
                 .stacks_of(p)
                 .map_or((None, None), |(c, o)| (Some(c), Some(o)));
             super::Baseline {
-                cpu,
-                offcpu,
-                memory: Vec::new(),
+                stacks: [(Kind::Cpu, cpu), (Kind::OffCpu, offcpu)]
+                    .into_iter()
+                    .collect(),
                 latency: t.latency_of(p, &metric).run,
                 source: t.label(p),
             }
@@ -638,8 +638,8 @@ impl super::State {
         let no_stacks = t.stacks.is_none();
         self.live.timeline.latency_shown = shown_latency;
         if let Some((cpu, offcpu)) = trees {
-            let cpu = self.replace_tree(super::FlameKind::OnCpu, cpu);
-            let offcpu = self.replace_tree(super::FlameKind::OffCpu, offcpu);
+            let cpu = self.replace_tree(Kind::Cpu, cpu);
+            let offcpu = self.replace_tree(Kind::OffCpu, offcpu);
             if aside {
                 self.live.timeline.whole = Some((cpu, Some(offcpu)));
             } else {
@@ -655,8 +655,8 @@ impl super::State {
             None => {
                 if std::mem::take(&mut self.live.timeline.baseline_shown) {
                     self.live.baseline = None;
-                    self.live.flames.cpu.set_baseline(None);
-                    self.live.flames.off.set_baseline(None);
+                    self.live.flames.panes[Kind::Cpu].set_baseline(None);
+                    self.live.flames.panes[Kind::OffCpu].set_baseline(None);
                     self.live.flames.set_differential(false);
                 }
             }

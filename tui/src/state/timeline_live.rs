@@ -4,8 +4,8 @@
 //! and the mouse on the strip (a click moves the cursor, a drag selects a range). Apart
 //! from `timeline`, which holds what an opened session and a live run share.
 
-use benchtop_sessions::StackTree;
 use benchtop_sessions::intervals::{IntervalStacks, StacksChunk};
+use benchtop_sessions::{Kind, StackTree};
 
 use super::timeline::{MAX_INTERVALS, MAX_LIVE_STACKS, MAX_LIVE_WEIGHTS, Part};
 
@@ -76,10 +76,10 @@ impl super::State {
             return;
         }
         if let Some(tree) = cpu {
-            self.set_tree(super::FlameKind::OnCpu, tree);
+            self.set_tree(Kind::Cpu, tree);
         }
         if let Some(tree) = offcpu {
-            self.set_tree(super::FlameKind::OffCpu, tree);
+            self.set_tree(Kind::OffCpu, tree);
         }
     }
 
@@ -116,8 +116,8 @@ impl super::State {
             t.includes(part, t.points.partition_point(|p| p.t1_s <= mid_s))
         });
         if let (true, Some((cpu, offcpu))) = (adds_to_part, t.stacks_of(part)) {
-            self.set_tree(super::FlameKind::OnCpu, cpu);
-            self.set_tree(super::FlameKind::OffCpu, offcpu);
+            self.set_tree(Kind::Cpu, cpu);
+            self.set_tree(Kind::OffCpu, offcpu);
         }
     }
 }
@@ -202,7 +202,7 @@ mod tests {
         assert_eq!(flame_weights(&state), (20, vec!["main;first".to_owned()]));
         press(&mut state, "t");
         let top = &state.live.flames.views.top;
-        let tree = state.live.flames.cpu.tree();
+        let tree = state.live.flames.panes[Kind::Cpu].tree();
         let rows: Vec<(&str, u64)> = top
             .rows
             .iter()
@@ -235,7 +235,7 @@ mod tests {
         press(&mut state, "A");
         assert_eq!(flame_weights(&state).0, 190);
         assert_eq!(whole.total_weight() + 30, 190);
-        let shown = state.live.flames.cpu.tree();
+        let shown = state.live.flames.panes[Kind::Cpu].tree();
         let main = shown.find("second").unwrap();
         assert_eq!(
             shown.frame_total(main),

@@ -12,9 +12,9 @@ use ratatui::widgets::{Paragraph, Widget};
 
 use super::panes::PERCENTILES;
 use super::{accent, fit, scale};
+use crate::state::State;
 use crate::state::compare::{ComparePane, LatencyOverlay};
 use crate::state::live::LatencyBin;
-use crate::state::{FlameKind, State};
 
 /// Draws the compare screen into `area` (the screen above the footer).
 pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
@@ -95,7 +95,10 @@ fn draw_pane(state: &State, pane: ComparePane, area: Rect, buf: &mut Buffer) {
             pane.number(),
             state.compare.flames.views.kind.title()
         ))];
-        title.push(Span::raw(format!("{} ", state.compare.flames.kind.title())));
+        title.push(Span::raw(format!(
+            "{} ",
+            state.compare.flames.kind.spec().pane_title
+        )));
         if state.compare.flames.differential {
             title.push(Span::styled(
                 "diff: B against A ",
@@ -116,11 +119,12 @@ fn draw_pane(state: &State, pane: ComparePane, area: Rect, buf: &mut Buffer) {
         },
         ComparePane::Flame => {
             if state.flame().is_empty() {
-                Paragraph::new(match state.compare.flames.kind {
-                    FlameKind::OnCpu => "no on-CPU stacks in B (o: off-CPU)".to_owned(),
-                    FlameKind::OffCpu => "no off-CPU stacks in B (o: on-CPU)".to_owned(),
-                    kind => format!("no {} stacks in B (o: the next profile)", kind.title()),
-                })
+                let flames = &state.compare.flames;
+                Paragraph::new(format!(
+                    "no {} stacks in B (o: {})",
+                    flames.kind.spec().pane_title,
+                    flames.next_kind().spec().pane_title
+                ))
                 .render(inner, buf);
             } else {
                 super::draw_flame_pane(state.flames(), inner, buf, focused, state.color);

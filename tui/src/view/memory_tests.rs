@@ -9,8 +9,8 @@ use benchtop_sessions::{Resources, StackTree, TimeseriesRow};
 
 use super::tests::{at, render, running};
 use crate::record::live::LiveEvent;
-use crate::state::flame_panes::MemoryKind;
-use crate::state::{AppEvent, FlameKind, Key, State};
+use crate::state::{AppEvent, Key, State};
+use benchtop_sessions::Kind;
 
 fn tree(stacks: &[(&str, u64)]) -> StackTree {
     let mut t = StackTree::new();
@@ -96,7 +96,7 @@ fn memory_screen(base: Instant, presses: usize) -> State {
 fn o_reaches_the_allocated_bytes_and_resources_show_live_bytes_at_80x24() {
     let base = Instant::now();
     let s = memory_screen(base, 2);
-    assert_eq!(s.live.flames.kind, FlameKind::Memory(MemoryKind::Allocated));
+    assert_eq!(s.live.flames.kind, Kind::Alloc);
     let screen = render(&s, at(base, 12), 80, 24);
     assert!(screen.contains("allocated"), "{screen}");
     assert!(screen.contains("live 21.0 MiB"), "{screen}");
@@ -107,7 +107,7 @@ fn o_reaches_the_allocated_bytes_and_resources_show_live_bytes_at_80x24() {
 fn o_reaches_the_live_bytes_at_160x48() {
     let base = Instant::now();
     let s = memory_screen(base, 3);
-    assert_eq!(s.live.flames.kind, FlameKind::Memory(MemoryKind::Live));
+    assert_eq!(s.live.flames.kind, Kind::Live);
     let screen = render(&s, at(base, 12), 160, 48);
     assert!(screen.contains("AskActor::handle"), "{screen}");
     assert!(screen.contains("17.0 MiB"), "{screen}");
@@ -122,7 +122,7 @@ fn live_bytes_against_a_baseline_show_where_they_grew() {
     s.update(AppEvent::Key(Key::Char('b')), at(base, 4));
     with_allocations(&mut s, base, 5, 8 << 20);
     s.update(AppEvent::Key(Key::Char('d')), at(base, 5));
-    assert!(s.live.flames.memory.live.differential_active());
+    assert!(s.live.flames.panes[Kind::Live].differential_active());
     for (width, height) in [(80, 24), (160, 48)] {
         let screen = render(&s, at(base, 12), width, height);
         assert!(screen.contains("live diff"), "{screen}");

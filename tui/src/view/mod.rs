@@ -268,7 +268,10 @@ fn draw_pane(state: &State, pane: Pane, area: Rect, buf: &mut Buffer) {
             pane.number(),
             state.live.flames.views.kind.title()
         ))];
-        title.push(Span::raw(format!("{} ", state.live.flames.kind.title())));
+        title.push(Span::raw(format!(
+            "{} ",
+            state.live.flames.kind.spec().pane_title
+        )));
         if state.live.flames.differential {
             title.push(Span::styled("diff ", accent(state, Color::Red)));
         }

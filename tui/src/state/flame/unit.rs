@@ -1,6 +1,7 @@
 //! What the weights of a flamegraph count, and how they print.
 
 use benchtop_sessions::Kind;
+use benchtop_sessions::kinds::WeightUnit;
 use benchtop_sessions::units::{human_bytes, human_ns};
 
 /// What the weights of the tree count.
@@ -41,10 +42,11 @@ impl FlameUnit {
 
 impl From<Kind> for FlameUnit {
     fn from(kind: Kind) -> Self {
-        match kind {
-            Kind::OffCpu => FlameUnit::Micros,
-            Kind::Cpu => FlameUnit::Samples,
-            _ => FlameUnit::Bytes,
+        // The unit of the kind's folded file, as the kind table gives it.
+        match kind.spec().folded_unit {
+            WeightUnit::Samples => FlameUnit::Samples,
+            WeightUnit::Bytes => FlameUnit::Bytes,
+            _ => FlameUnit::Micros,
         }
     }
 }

@@ -18,10 +18,10 @@
 //! tree.add_names(["main", "parse", "lex"], 3);
 //! tree.add_names(["main", "eval"], 5);
 //! let mut panes = FlamePanes::default();
-//! drop(panes.cpu.set_tree(tree));
+//! drop(panes.panes[Kind::Cpu].set_tree(tree));
 //! panes.act_views(ViewsAction::Show(ViewKind::Top));
 //! let top = &panes.views.top;
-//! assert_eq!(panes.cpu.tree().name(top.rows[0].frame), "eval");
+//! assert_eq!(panes.panes[Kind::Cpu].tree().name(top.rows[0].frame), "eval");
 //! ```
 
 pub mod butterfly;
@@ -34,7 +34,7 @@ use std::path::PathBuf;
 
 use benchtop_sessions::lines::FrameLines;
 
-use super::FlameKind;
+use super::Kind;
 use super::flame::FlameState;
 use super::flame_panes::FlamePanes;
 use butterfly::Butterfly;
@@ -132,11 +132,7 @@ impl FlamePanes {
 
     /// Carries out a view's key.
     pub fn act_views(&mut self, action: ViewsAction) {
-        let (flame, views) = match self.kind {
-            FlameKind::OnCpu => (&mut self.cpu, &mut self.views),
-            FlameKind::OffCpu => (&mut self.off, &mut self.views),
-            FlameKind::Memory(m) => (self.memory.get_mut(m), &mut self.views),
-        };
+        let (flame, views) = (&mut self.panes[self.kind], &mut self.views);
         match action {
             ViewsAction::Show(kind) => {
                 if views.kind == ViewKind::Flame
@@ -217,17 +213,13 @@ impl FlamePanes {
     /// Builds the view shown from the tree shown.
     fn build_view(&mut self) {
         let kind = self.kind;
-        let (flame, views) = match kind {
-            FlameKind::OnCpu => (&self.cpu, &mut self.views),
-            FlameKind::OffCpu => (&self.off, &mut self.views),
-            FlameKind::Memory(m) => (self.memory.get(m), &mut self.views),
-        };
+        let (flame, views) = (&self.panes[kind], &mut self.views);
         views.build(flame, kind)
     }
 }
 
 impl ProfileViews {
-    fn build(&mut self, flame: &FlameState, kind: FlameKind) {
+    fn build(&mut self, flame: &FlameState, kind: Kind) {
         if self.kind == ViewKind::Flame {
             return;
         }
@@ -241,17 +233,14 @@ impl ProfileViews {
                 self.pending_lines = Some(dir.clone());
                 self.no_lines = Some("reading the session's source lines…".into());
             }
-            let no_lines = match kind {
-                FlameKind::OffCpu | FlameKind::Memory(_) => {
-                    Some("source lines are recorded for on-CPU samples only")
-                }
-                FlameKind::OnCpu => self.no_lines.as_deref(),
+            // Source lines are recorded for on-CPU samples only.
+            let on_cpu = kind == Kind::Cpu;
+            let no_lines = match on_cpu {
+                true => self.no_lines.as_deref(),
+                false => Some("source lines are recorded for on-CPU samples only"),
             };
             let empty = FrameLines::default();
-            let lines = match kind {
-                FlameKind::OnCpu => &self.lines,
-                FlameKind::OffCpu | FlameKind::Memory(_) => &empty,
-            };
+            let lines = if on_cpu { &self.lines } else { &empty };
             if let Some(file) = self.source.rebuild(&self.function, lines, no_lines) {
                 self.pending_read = Some(file);
             }
@@ -326,12 +315,12 @@ mod tests {
 
     fn panes() -> FlamePanes {
         let mut p = FlamePanes::default();
-        drop(p.cpu.set_tree(known()));
+        drop(p.panes[Kind::Cpu].set_tree(known()));
         p
     }
 
     fn name(p: &FlamePanes, f: benchtop_sessions::FrameId) -> &str {
-        p.cpu.tree().name(f)
+        p.panes[Kind::Cpu].tree().name(f)
     }
 
     #[test]
@@ -361,7 +350,7 @@ mod tests {
         p.act_views(ViewsAction::SortNext);
         let by_total: Vec<String> = rows(&p).into_iter().map(|r| r.0).collect();
         assert_eq!(by_total, ["main", "eval", "parse", "alloc", "lex", "idle"]);
-        p.cpu.search("A");
+        p.panes[Kind::Cpu].search("A");
         p.refresh_views();
         let matching: Vec<String> = rows(&p).into_iter().map(|r| r.0).collect();
         assert_eq!(matching, ["main", "eval", "parse", "alloc"]);
@@ -381,11 +370,13 @@ mod tests {
         p.act_views(ViewsAction::Up);
         p.act_views(ViewsAction::Enter);
         assert_eq!(p.views.function, "alloc");
-        let selected = p.cpu.selected_box().map(|b| p.cpu.name(b.node));
+        let selected = p.panes[Kind::Cpu]
+            .selected_box()
+            .map(|b| p.panes[Kind::Cpu].name(b.node));
         assert_eq!(selected, Some("alloc"));
         // Its heaviest place: under eval.
-        let b = p.cpu.selected_box().unwrap().node;
-        assert_eq!(p.cpu.total(b), 20);
+        let b = p.panes[Kind::Cpu].selected_box().unwrap().node;
+        assert_eq!(p.panes[Kind::Cpu].total(b), 20);
         p.act_views(ViewsAction::Show(ViewKind::Butterfly));
         assert_eq!(
             p.views.butterfly.function.map(|f| name(&p, f)),
@@ -448,7 +439,7 @@ mod tests {
     #[test]
     fn callers_and_callees_merge_every_place_a_function_occurs() {
         let mut p = panes();
-        assert!(p.cpu.select_frame("alloc"));
+        assert!(p.panes[Kind::Cpu].select_frame("alloc"));
         p.act_views(ViewsAction::Show(ViewKind::Butterfly));
         let b = &p.views.butterfly;
         let callers: Vec<(&str, u64)> = b.callers.iter().map(|&(f, w)| (name(&p, f), w)).collect();
@@ -470,7 +461,7 @@ mod tests {
     #[test]
     fn the_source_view_asks_for_the_file_once_and_says_why_without_lines() {
         let mut p = panes();
-        assert!(p.cpu.select_frame("lex"));
+        assert!(p.panes[Kind::Cpu].select_frame("lex"));
         p.act_views(ViewsAction::Show(ViewKind::Source));
         assert!(p.views.source.no_lines.is_some());
         assert_eq!(p.views.take_loads(), (None, None));
@@ -495,11 +486,11 @@ mod tests {
     #[test]
     fn a_new_tree_keeps_the_view_and_the_selected_function() {
         let mut p = panes();
-        assert!(p.cpu.select_frame("eval"));
+        assert!(p.panes[Kind::Cpu].select_frame("eval"));
         p.act_views(ViewsAction::Show(ViewKind::Butterfly));
         let mut t = known();
         t.add_names(["main", "eval", "lex"], 5);
-        drop(p.cpu.set_tree(t));
+        drop(p.panes[Kind::Cpu].set_tree(t));
         p.refresh_views();
         let b = &p.views.butterfly;
         assert_eq!(b.total_weight, 50);
