@@ -286,8 +286,12 @@ fn event(b: &mut Bytes) -> AppEvent {
         }),
         12 => AppEvent::FinalStacks(Box::new((
             PathBuf::from(b.text()),
-            Some(b.tree()),
-            (b.byte() % 2 == 0).then(|| b.tree()),
+            [
+                (Kind::Cpu, Some(b.tree())),
+                (Kind::OffCpu, (b.byte() % 2 == 0).then(|| b.tree())),
+            ]
+            .into_iter()
+            .collect(),
         ))),
         13 => AppEvent::Orphans(if b.byte() % 4 == 0 {
             Err(b.text())

@@ -49,6 +49,11 @@ impl<T> ByKind<T> {
         self.0.iter()
     }
 
+    /// The values, in the table's order, taken.
+    pub fn into_values(self) -> impl Iterator<Item = T> {
+        self.0.into_iter()
+    }
+
     /// A value for each kind, made from this one's.
     pub fn map<U>(self, mut f: impl FnMut(Kind, T) -> U) -> ByKind<U> {
         let mut kinds = Kind::ALL.into_iter();

@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use benchtop_sessions::{Kind, Session, StackTree};
+use benchtop_sessions::{ByKind, Kind, Session, StackTree};
 use ratatui::crossterm::event::{
     self, Event, KeyCode, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind,
 };
@@ -960,9 +960,14 @@ fn load_final_stacks(dir: std::path::PathBuf, tx: Sender<AppEvent>) {
     let spawned = std::thread::Builder::new()
         .name("bt-load".into())
         .spawn(move || {
-            let cpu = read_folded(&dir, Kind::Cpu);
-            let offcpu = read_folded(&dir, Kind::OffCpu);
-            let _ = tx.send(AppEvent::FinalStacks(Box::new((dir, cpu, offcpu))));
+            // The kinds a part of the run shows: the others stay as the live run grew
+            // them.
+            let trees = ByKind::from_fn(|kind| {
+                crate::state::timeline::is_part_kind(kind)
+                    .then(|| read_folded(&dir, kind))
+                    .flatten()
+            });
+            let _ = tx.send(AppEvent::FinalStacks(Box::new((dir, trees))));
         });
     // Without the thread the live stacks stay on screen: nothing is lost.
     drop(spawned);

@@ -18,7 +18,7 @@ use benchtop_sessions::range::{
 use benchtop_sessions::series::Recorded;
 use benchtop_sessions::store::Session;
 use benchtop_sessions::units::human_ns;
-use benchtop_sessions::{Kind, StackTree};
+use benchtop_sessions::{ByKind, Kind, StackTree};
 use serde::Serialize;
 
 use crate::cli::CompareArgs;
@@ -94,17 +94,8 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
     let mut files = Vec::new();
     let mut movers = Vec::new();
     let mut memory_tops = Vec::new();
-    let memory = Kind::MEMORY
-        .into_iter()
-        .zip(a.memory.iter().zip(&b.memory))
-        .map(|(kind, (ta, tb))| (kind, kind.name(), ta, tb));
-    for (kind, profile, ta, tb) in [
-        (Kind::Cpu, "cpu", &a.cpu, &b.cpu),
-        (Kind::OffCpu, "offcpu", &a.offcpu, &b.offcpu),
-    ]
-    .into_iter()
-    .chain(memory)
-    {
+    for kind in Kind::ALL {
+        let (profile, ta, tb) = (kind.name(), &a[kind], &b[kind]);
         let (Some(ta), Some(tb)) = (ta, tb) else {
             continue;
         };
@@ -123,7 +114,7 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
             profile,
             movers: compare::movers(ta, tb, MOVERS),
         });
-        if Kind::MEMORY.contains(&kind) {
+        if kind.spec().memory {
             memory_tops.push(benchtop_sessions::memory::top_pairs(
                 kind,
                 ta,
@@ -315,27 +306,17 @@ fn human_s(ns: u64) -> String {
     format!("{}s", ns as f64 / 1e9)
 }
 
-/// The on-CPU and off-CPU stacks of `runs` added together (one run: its own).
-struct Stacks {
-    cpu: Option<StackTree>,
-    offcpu: Option<StackTree>,
-    /// mem, alloc, live and live-end, in the order of [`Kind::MEMORY`].
-    memory: [Option<StackTree>; 4],
-}
-
-fn merged(runs: &[&Session]) -> Stacks {
-    let add = |pick: &dyn Fn(&Session) -> Option<&StackTree>| {
-        runs.iter().filter_map(|s| pick(s)).fold(None, |sum, tree| {
-            let mut sum: StackTree = sum.unwrap_or_default();
-            sum.merge(tree);
-            Some(sum)
-        })
-    };
-    Stacks {
-        cpu: add(&|s| s.profile(Kind::Cpu)),
-        offcpu: add(&|s| s.profile(Kind::OffCpu)),
-        memory: Kind::MEMORY.map(|kind| add(&|s: &Session| s.profile(kind))),
-    }
+/// The stacks of each kind of `runs` added together (one run: its own).
+fn merged(runs: &[&Session]) -> ByKind<Option<StackTree>> {
+    ByKind::from_fn(|kind| {
+        runs.iter()
+            .filter_map(|s| s.profile(kind))
+            .fold(None, |sum, tree| {
+                let mut sum: StackTree = sum.unwrap_or_default();
+                sum.merge(tree);
+                Some(sum)
+            })
+    })
 }
 
 /// The output directory, made or opened on first use: a fresh directory, or an existing

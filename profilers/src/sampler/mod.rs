@@ -65,6 +65,7 @@
 mod collect;
 mod drain;
 mod events;
+mod frames;
 mod lines;
 mod offcpu;
 mod options;

@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use benchtop_sessions::intervals::IntervalWeights;
 use benchtop_sessions::{ByKind, Kind, StackTree};
 
 use super::flame::FlameState;
@@ -69,11 +70,7 @@ impl State {
                 self.live.held_weights += chunk
                     .intervals
                     .iter()
-                    .map(|i| {
-                        i.weights[Kind::Cpu].len()
-                            + i.weights[Kind::OffCpu].len()
-                            + i.weights[Kind::Mem].len()
-                    })
+                    .map(IntervalWeights::len)
                     .sum::<usize>();
             }
             held.push(event);
@@ -230,9 +227,7 @@ impl State {
 
     pub(super) fn take_baseline(&mut self, now: Instant) {
         let flames = &self.live.flames;
-        if flames.panes[Kind::Cpu].is_empty()
-            && flames.panes[Kind::OffCpu].is_empty()
-            && !flames.any_memory()
+        if flames.panes.values().all(FlameState::is_empty)
             && self.live.run.latency.total.histogram().is_none()
         {
             self.flash("nothing to take as a baseline yet".into(), true, now);
@@ -332,8 +327,12 @@ mod tests {
         s.update(
             AppEvent::FinalStacks(Box::new((
                 "sessions/a".into(),
-                Some(tree(&[("bt-ring;main;work", 9)])),
-                Some(tree(&[("bt-ring;main;wait", 1)])),
+                [
+                    (Kind::Cpu, Some(tree(&[("bt-ring;main;work", 9)]))),
+                    (Kind::OffCpu, Some(tree(&[("bt-ring;main;wait", 1)]))),
+                ]
+                .into_iter()
+                .collect(),
             ))),
             now,
         );
@@ -412,8 +411,12 @@ mod tests {
         let late = |dir: &str| {
             AppEvent::FinalStacks(Box::new((
                 dir.into(),
-                Some(tree(&[("bt-ring;main;work", 9)])),
-                None,
+                [
+                    (Kind::Cpu, Some(tree(&[("bt-ring;main;work", 9)]))),
+                    (Kind::OffCpu, None),
+                ]
+                .into_iter()
+                .collect(),
             )))
         };
         s.update(late("sessions/a"), now);

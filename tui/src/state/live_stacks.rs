@@ -154,10 +154,9 @@ impl State {
                 .unwrap_or(1);
             let adds = &mut grow.adds;
             adds.clear();
-            let mut holder = match (kind, t.whole.as_mut()) {
-                (Kind::Cpu, Some((cpu, _))) => Holder::Aside(cpu),
-                (Kind::OffCpu, Some((_, off))) => {
-                    Holder::Aside(off.get_or_insert_with(StackTree::new))
+            let mut holder = match t.whole.as_mut() {
+                Some(whole) if super::timeline::is_part_kind(kind) => {
+                    Holder::Aside(whole[kind].get_or_insert_with(StackTree::new))
                 }
                 _ => Holder::Pane(live.flames.pane_mut(kind)),
             };

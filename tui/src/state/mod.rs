@@ -123,8 +123,9 @@ pub enum AppEvent {
     /// The recording is over (the recorder's result, or why it failed).
     Finished(Result<RecordOutcome, String>),
     /// The complete stacks of a finished session, read from its folded files: the
-    /// session's directory, then cpu.folded and offcpu.folded when there are.
-    FinalStacks(Box<(PathBuf, Option<StackTree>, Option<StackTree>)>),
+    /// session's directory, then the stacks of each kind a part of the run shows (on-
+    /// and off-CPU), where the session has them.
+    FinalStacks(Box<(PathBuf, ByKind<Option<StackTree>>)>),
     /// Something the loop could not do; said in the footer.
     Error(String),
     /// What a scan for orphans found, or why it failed.
@@ -666,12 +667,12 @@ impl State {
                 Vec::new()
             }
             AppEvent::FinalStacks(stacks) => {
-                let (dir, cpu, offcpu) = *stacks;
+                let (dir, trees) = *stacks;
                 if self.live.run.dir.as_ref() != Some(&dir) {
                     // An earlier run's, arriving after a new run began.
                     return Vec::new();
                 }
-                self.whole_run_stacks(cpu, offcpu);
+                self.whole_run_stacks(trees);
                 Vec::new()
             }
         }

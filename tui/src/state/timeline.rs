@@ -11,7 +11,7 @@
 
 use benchtop_sessions::intervals::{ChunkIds, IntervalStacks};
 use benchtop_sessions::sparse::SparseHistogram;
-use benchtop_sessions::{Kind, StackTree, TimeseriesRow};
+use benchtop_sessions::{ByKind, Kind, StackTree, TimeseriesRow};
 
 use super::live::Latency;
 
@@ -87,9 +87,10 @@ pub struct Timeline {
     pub(super) max_stacks: Option<usize>,
     /// Where a mouse drag on the strip began (the button is down).
     pub drag: Option<usize>,
-    /// The whole run's stacks (on-CPU, and off-CPU when there are), set aside while a
-    /// part of the run shows (a live run's growing there): `A` shows them again at once.
-    pub whole: Option<(StackTree, Option<StackTree>)>,
+    /// The whole run's stacks of the kinds a part shows ([`part_kinds`]), set aside
+    /// while a part of the run shows (a live run's growing there): `A` shows them again
+    /// at once.
+    pub whole: Option<ByKind<Option<StackTree>>>,
     /// How a live run's chunks grew the whole run's trees.
     pub(super) grow: super::live_stacks::WholeRun,
 }
@@ -284,9 +285,9 @@ impl Timeline {
         )
     }
 
-    /// The on- and off-CPU stacks of `part`, from the per-interval stacks; `None` when
-    /// the session has none.
-    pub fn stacks_of(&self, part: Part) -> Option<(StackTree, StackTree)> {
+    /// The stacks of `part` of each kind a part shows ([`part_kinds`]), from the
+    /// per-interval stacks; `None` when the session has none.
+    pub fn stacks_of(&self, part: Part) -> Option<ByKind<Option<StackTree>>> {
         let stacks = self.stacks.as_ref()?;
         let keep = |i: &benchtop_sessions::intervals::LoadedInterval| {
             let mid_s = i.mid_ns() as f64 / 1e9;
@@ -294,11 +295,22 @@ impl Timeline {
             let at = self.points.partition_point(|p| p.t1_s <= mid_s);
             self.includes(part, at)
         };
-        Some((
-            stacks.tree(Kind::Cpu, keep),
-            stacks.tree(Kind::OffCpu, keep),
-        ))
+        Some(ByKind::from_fn(|kind| {
+            is_part_kind(kind).then(|| stacks.tree(kind, keep))
+        }))
     }
+}
+
+/// The kinds a part of the run shows with its own stacks: those weighed per interval
+/// that are not memory profiles (on- and off-CPU).
+pub fn part_kinds() -> impl Iterator<Item = Kind> {
+    Kind::ALL.into_iter().filter(|&k| is_part_kind(k))
+}
+
+/// Whether a part of the run shows `kind` with its own stacks ([`part_kinds`]).
+pub fn is_part_kind(kind: Kind) -> bool {
+    let spec = kind.spec();
+    spec.interval_field.is_some() && !spec.memory
 }
 
 /// A saved session of eight 1 s intervals for the tests: `first` runs in the first four,
@@ -612,22 +624,15 @@ impl super::State {
                 t.whole = held;
                 (t.stacks_of(part), aside)
             }
-            (None, Some((cpu, offcpu))) => (Some((cpu, offcpu.unwrap_or_default())), false),
+            (None, Some(whole)) => (Some(whole), false),
             // The panes show the whole run already.
             (None, None) => (None, false),
         };
         let t = &self.live.timeline;
-        let baseline = t.baseline.map(|p| {
-            let (cpu, offcpu) = t
-                .stacks_of(p)
-                .map_or((None, None), |(c, o)| (Some(c), Some(o)));
-            super::Baseline {
-                stacks: [(Kind::Cpu, cpu), (Kind::OffCpu, offcpu)]
-                    .into_iter()
-                    .collect(),
-                latency: t.latency_of(p, &metric).run,
-                source: t.label(p),
-            }
+        let baseline = t.baseline.map(|p| super::Baseline {
+            stacks: t.stacks_of(p).unwrap_or_default(),
+            latency: t.latency_of(p, &metric).run,
+            source: t.label(p),
         });
         let text = match (t.selected, t.baseline) {
             (Some(s), Some(b)) => format!("{} against {}", t.label(s), t.label(b)),
@@ -637,13 +642,16 @@ impl super::State {
         };
         let no_stacks = t.stacks.is_none();
         self.live.timeline.latency_shown = shown_latency;
-        if let Some((cpu, offcpu)) = trees {
-            let cpu = self.replace_tree(Kind::Cpu, cpu);
-            let offcpu = self.replace_tree(Kind::OffCpu, offcpu);
+        if let Some(mut trees) = trees {
+            let mut replaced: ByKind<Option<StackTree>> = ByKind::default();
+            for kind in part_kinds() {
+                let tree = trees.take(kind).unwrap_or_default();
+                replaced[kind] = Some(self.replace_tree(kind, tree));
+            }
             if aside {
-                self.live.timeline.whole = Some((cpu, Some(offcpu)));
+                self.live.timeline.whole = Some(replaced);
             } else {
-                self.retired.extend([cpu, offcpu]);
+                self.retired.extend(replaced.into_values().flatten());
             }
         }
         match baseline {
@@ -655,8 +663,9 @@ impl super::State {
             None => {
                 if std::mem::take(&mut self.live.timeline.baseline_shown) {
                     self.live.baseline = None;
-                    self.live.flames.panes[Kind::Cpu].set_baseline(None);
-                    self.live.flames.panes[Kind::OffCpu].set_baseline(None);
+                    for kind in part_kinds() {
+                        self.live.flames.panes[kind].set_baseline(None);
+                    }
                     self.live.flames.set_differential(false);
                 }
             }

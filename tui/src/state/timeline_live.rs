@@ -5,7 +5,7 @@
 //! from `timeline`, which holds what an opened session and a live run share.
 
 use benchtop_sessions::intervals::{IntervalStacks, StacksChunk};
-use benchtop_sessions::{Kind, StackTree};
+use benchtop_sessions::{ByKind, Kind, StackTree};
 
 use super::timeline::{MAX_INTERVALS, MAX_LIVE_STACKS, MAX_LIVE_WEIGHTS, Part};
 
@@ -62,24 +62,22 @@ impl super::State {
 
     /// The whole run's stacks (a finished run's, read from its session): shown, or
     /// held while a part of the run shows with its own stacks.
-    pub(super) fn whole_run_stacks(&mut self, cpu: Option<StackTree>, offcpu: Option<StackTree>) {
+    pub(super) fn whole_run_stacks(&mut self, trees: ByKind<Option<StackTree>>) {
         let t = &mut self.live.timeline;
         // Trees of their own: the nodes grown from chunks were the replaced trees'.
         t.grow.forget();
         if t.selected.is_some() && t.stacks.is_some() {
-            if let Some(cpu) = cpu
-                && let Some((old, old_off)) = t.whole.replace((cpu, offcpu))
+            if trees.values().any(Option::is_some)
+                && let Some(old) = t.whole.replace(trees)
             {
-                self.retired.push(old);
-                self.retired.extend(old_off);
+                self.retired.extend(old.into_values().flatten());
             }
             return;
         }
-        if let Some(tree) = cpu {
-            self.set_tree(Kind::Cpu, tree);
-        }
-        if let Some(tree) = offcpu {
-            self.set_tree(Kind::OffCpu, tree);
+        for (kind, tree) in Kind::ALL.into_iter().zip(trees.into_values()) {
+            if let Some(tree) = tree {
+                self.set_tree(kind, tree);
+            }
         }
     }
 
@@ -115,9 +113,12 @@ impl super::State {
             let mid_s = (i.t0_ns + i.t1_ns.saturating_sub(i.t0_ns) / 2) as f64 / 1e9;
             t.includes(part, t.points.partition_point(|p| p.t1_s <= mid_s))
         });
-        if let (true, Some((cpu, offcpu))) = (adds_to_part, t.stacks_of(part)) {
-            self.set_tree(Kind::Cpu, cpu);
-            self.set_tree(Kind::OffCpu, offcpu);
+        if let (true, Some(trees)) = (adds_to_part, t.stacks_of(part)) {
+            for (kind, tree) in Kind::ALL.into_iter().zip(trees.into_values()) {
+                if let Some(tree) = tree {
+                    self.set_tree(kind, tree);
+                }
+            }
         }
     }
 }
