@@ -15,7 +15,10 @@ use perf_event::Counter;
 
 use super::drain::{Drained, Drainer, Follow, RECORD_HEAD, drainer_thread_name};
 use super::events::{EventIds, Ring, Role};
-use super::frames::{Fold, ending_frame, known_frames, resolved_frames, tally_lines};
+use super::frames::{
+    FRAME_TAG, Fold, NO_STACK_DENIED, NO_STACK_MISSING, NO_THREAD, ending_frame, known_frames,
+    resolved_frames, tally_lines,
+};
 use super::lines::LineTally;
 use super::offcpu::{Closed, NO_STACK, OffCpu};
 use super::options::SamplerOptions;
@@ -32,23 +35,6 @@ const MAX_PENDING: usize = 20_000;
 /// Distinct off-CPU stacks kept between batches; past it, those no open interval
 /// points to are dropped (they are already folded into the tree).
 const MAX_OFF_STACKS: usize = 20_000;
-/// No thread-name frame: the key slot holds this.
-pub(super) const NO_THREAD: u64 = u64::MAX;
-/// Key layout: [process name, thread name, pid, kernel frame count, kernel.., user..].
-pub(super) const KEY_HEADER: usize = 4;
-/// In the kernel-frame-count slot: an off-CPU stack of a thread whose switch-out came
-/// without a sample because kernel sampling is not permitted.
-pub(super) const NO_STACK_DENIED: u64 = u64::MAX;
-/// In the kernel-frame-count slot: an off-CPU stack whose sample was lost or throttled.
-pub(super) const NO_STACK_MISSING: u64 = u64::MAX - 1;
-/// The frame of [`NO_STACK_DENIED`] stacks.
-pub(super) const DENIED_FRAME: &str = "[blocked: no stack — kernel sampling not permitted]";
-/// The frame of [`NO_STACK_MISSING`] stacks.
-pub(super) const MISSING_FRAME: &str = "[blocked: stack not sampled]";
-/// A user "address" of a key that is an interned frame (a `[truncated: …]` frame),
-/// in its low 32 bits: no user or kernel address has these top bits on x86_64.
-pub(super) const FRAME_TAG: u64 = 0xfffe_0000_0000_0000;
-pub(super) const FRAME_TAG_MASK: u64 = 0xffff_0000_0000_0000;
 /// A pending stack's slot and its count of samples.
 type SlotCount = (u32, u64);
 
@@ -989,6 +975,7 @@ impl Collector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sampler::frames::{DENIED_FRAME, MISSING_FRAME};
 
     #[inline(never)]
     fn collect_test_root_fn() -> usize {

@@ -6,13 +6,27 @@ use std::collections::HashMap;
 
 use benchtop_profile::{FrameId, StackTree};
 
-use super::collect::{
-    DENIED_FRAME, FRAME_TAG, FRAME_TAG_MASK, KEY_HEADER, MISSING_FRAME, NO_STACK_DENIED,
-    NO_STACK_MISSING, NO_THREAD,
-};
 use super::lines::LineTally;
 use crate::symbolize::Resolver;
 use crate::unwind::{Ending, Unwinder};
+
+/// No thread-name frame: the key slot holds this.
+pub(super) const NO_THREAD: u64 = u64::MAX;
+/// Key layout: [process name, thread name, pid, kernel frame count, kernel.., user..].
+pub(super) const KEY_HEADER: usize = 4;
+/// In the kernel-frame-count slot: an off-CPU stack of a thread whose switch-out came
+/// without a sample because kernel sampling is not permitted.
+pub(super) const NO_STACK_DENIED: u64 = u64::MAX;
+/// In the kernel-frame-count slot: an off-CPU stack whose sample was lost or throttled.
+pub(super) const NO_STACK_MISSING: u64 = u64::MAX - 1;
+/// The frame of [`NO_STACK_DENIED`] stacks.
+pub(super) const DENIED_FRAME: &str = "[blocked: no stack — kernel sampling not permitted]";
+/// The frame of [`NO_STACK_MISSING`] stacks.
+pub(super) const MISSING_FRAME: &str = "[blocked: stack not sampled]";
+/// A user "address" of a key that is an interned frame (a `[truncated: …]` frame),
+/// in its low 32 bits: no user or kernel address has these top bits on x86_64.
+pub(super) const FRAME_TAG: u64 = 0xfffe_0000_0000_0000;
+const FRAME_TAG_MASK: u64 = 0xffff_0000_0000_0000;
 
 /// A tree that stacks of interned frames are folded into, with the translation of the
 /// interner's ids to its own.
