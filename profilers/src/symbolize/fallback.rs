@@ -15,6 +15,7 @@
 //! whole file, nothing mapped); every section read is capped, so a corrupt or hostile
 //! file costs at most that and yields fewer names, never a panic.
 
+use super::debug_files::DebugLink;
 use crate::unwind::tables::search_table_starts;
 use std::collections::HashMap;
 use std::fs::File;
@@ -58,6 +59,9 @@ pub(crate) struct Fallback {
     plt_relocs: Vec<Option<String>>,
     /// Function starts (addresses), sorted.
     starts: Vec<u64>,
+    /// Whether it has a symbol table of its own (`.symtab`), and what it says of its
+    /// separate debug file; `None` when it is not an ELF file that could be read.
+    elf: Option<(bool, DebugLink)>,
 }
 
 /// The name [`Fallback::name`] gives an address.
@@ -80,6 +84,14 @@ impl Fallback {
         let cache = ReadCache::new(file);
         let elf = ElfFile64::<object::Endianness, _>::parse(&cache).ok()?;
         let mut f = Fallback::default();
+        let link =
+            DebugLink {
+                build_id: elf.build_id().ok().flatten().map(<[u8]>::to_vec),
+                link: elf.gnu_debuglink().ok().flatten().and_then(|(name, crc)| {
+                    Some((std::str::from_utf8(name).ok()?.to_owned(), crc))
+                }),
+            };
+        f.elf = Some((elf.symbol_table().is_some(), link));
         for seg in elf.segments() {
             let (offset, size) = seg.file_range();
             if size > 0 {
@@ -148,6 +160,12 @@ impl Fallback {
             f.starts.dedup();
         }
         Some(f)
+    }
+
+    /// Whether the file has a symbol table of its own, and what it says of its debug
+    /// file; `None` when it is not an ELF file that could be read.
+    pub fn elf(&self) -> Option<(bool, &DebugLink)> {
+        self.elf.as_ref().map(|(symtab, link)| (*symtab, link))
     }
 
     /// The address in the file of file offset `offset`, by its loadable segment.
