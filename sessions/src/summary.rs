@@ -502,7 +502,8 @@ impl Session {
             writeln!(
                 out,
                 "\nfiles without symbols (self samples, {}; install their debug files, \
-                 e.g. the -dbg or -dbgsym package, into /usr/lib/debug)",
+                 e.g. the -dbg or -dbgsym package, or record with --debug-dir DIR; the \
+                 warnings say where they were looked for)",
                 Kind::Cpu.folded_file()
             )?;
             for f in &overview.without_symbols {

@@ -629,9 +629,16 @@ pub struct RecordArgs {
     pub event: PerfEvent,
     /// How frames are named: `inlined` reads DWARF and expands inlined functions into
     /// frames of their own; `names` reads ELF symbol tables only (cheaper on very large
-    /// binaries, no inlined frames). Compare sessions symbolized the same way.
+    /// binaries, no inlined frames). Either reads the symbol table of a stripped file's
+    /// separate debug file (see --debug-dir). Compare sessions symbolized the same way.
     #[arg(long, global = true, value_enum, default_value_t = Symbols::Inlined)]
     pub symbols: Symbols,
+    /// A directory of separate debug files, searched before /usr/lib/debug and
+    /// /lib/debug for files without a symbol table of their own: by build id
+    /// (DIR/.build-id/xx/yyyy.debug) and by debug link (DIR/NAME, DIR/<the file's
+    /// directory>/NAME), as perf's --symfs and samply's --symbol-dir. Repeatable.
+    #[arg(long = "debug-dir", global = true, value_name = "DIR")]
+    pub debug_dirs: Vec<PathBuf>,
     /// How user stacks are walked: `fp` follows frame pointers (cheapest; stacks cut
     /// short in code built without them), `dwarf` unwinds a copy of each sample's stack
     /// with each module's .eh_frame, `auto` picks per module (frame pointers where kept,

@@ -40,6 +40,7 @@ pub const RECORD_KEYS: &[&str] = &[
     "profile",
     "event",
     "symbols",
+    "debug-dir",
     "unwind",
     "stack-size",
     "offcpu-stack-every",

@@ -228,7 +228,7 @@ impl Collector {
             off_deferred: Vec::new(),
             last_pid: None,
             target: pid,
-            resolver: Resolver::new(opts.symbols),
+            resolver: Resolver::with_debug_dirs(opts.symbols, &opts.debug_dirs),
             unwinder: setup.unwind.map(Unwinder::new),
             endings: HashMap::new(),
             batches: 0,

@@ -39,6 +39,10 @@ pub struct SamplerOptions {
     pub per_thread: bool,
     /// Symbol lookup depth (default: DWARF names with inlined frames).
     pub symbols: SymbolDetail,
+    /// Directories searched for the separate debug files of files without a symbol
+    /// table of their own (by build id, `DIR/.build-id/xx/yyyy.debug`, and by debug
+    /// link), before `/usr/lib/debug` and `/lib/debug` (default: none).
+    pub debug_dirs: Vec<std::path::PathBuf>,
     /// How often the background thread symbolizes what it collected (default 200 ms).
     pub batch_interval: Duration,
     /// Which event drives on-CPU sampling (default: hardware cycles where the machine
@@ -108,6 +112,7 @@ impl Default for SamplerOptions {
             buffer_pages: None,
             per_thread: false,
             symbols: SymbolDetail::default(),
+            debug_dirs: Vec::new(),
             batch_interval: Duration::from_millis(200),
             event: SampleEvent::Auto,
             unwind: UnwindMode::Auto,

@@ -15,6 +15,7 @@
 //! whole file, nothing mapped); every section read is capped, so a corrupt or hostile
 //! file costs at most that and yields fewer names, never a panic.
 
+use super::debug_files::DebugLink;
 use crate::unwind::tables::search_table_starts;
 use std::collections::HashMap;
 use std::fs::File;
@@ -58,6 +59,9 @@ pub(crate) struct Fallback {
     plt_relocs: Vec<Option<String>>,
     /// Function starts (addresses), sorted.
     starts: Vec<u64>,
+    /// Whether it has a symbol table of its own (`.symtab`), and what it says of its
+    /// separate debug file; `None` when it is not an ELF file that could be read.
+    elf: Option<(bool, DebugLink)>,
 }
 
 /// The name [`Fallback::name`] gives an address.
@@ -80,6 +84,14 @@ impl Fallback {
         let cache = ReadCache::new(file);
         let elf = ElfFile64::<object::Endianness, _>::parse(&cache).ok()?;
         let mut f = Fallback::default();
+        let link =
+            DebugLink {
+                build_id: elf.build_id().ok().flatten().map(<[u8]>::to_vec),
+                link: elf.gnu_debuglink().ok().flatten().and_then(|(name, crc)| {
+                    Some((std::str::from_utf8(name).ok()?.to_owned(), crc))
+                }),
+            };
+        f.elf = Some((elf.symbol_table().is_some(), link));
         for seg in elf.segments() {
             let (offset, size) = seg.file_range();
             if size > 0 {
@@ -150,6 +162,12 @@ impl Fallback {
         Some(f)
     }
 
+    /// Whether the file has a symbol table of its own, and what it says of its debug
+    /// file; `None` when it is not an ELF file that could be read.
+    pub fn elf(&self) -> Option<(bool, &DebugLink)> {
+        self.elf.as_ref().map(|(symtab, link)| (*symtab, link))
+    }
+
     /// The address in the file of file offset `offset`, by its loadable segment.
     pub fn address(&self, offset: u64) -> Option<u64> {
         let (range, vaddr) = self.segments.iter().find(|(r, _)| r.contains(&offset))?;
@@ -177,8 +195,19 @@ impl Fallback {
                 return Some(name.clone());
             }
         }
-        // A lazy stub of an IBT `.plt`: `push imm32` (68) of its relocation's index.
-        let pos = code.iter().position(|&b| b == 0x68)?;
+        // A lazy stub of an IBT `.plt` (`endbr64; push imm32`) or of a plain one (`jmp
+        // *slot; push imm32`): the index of its relocation. Only there: a `68` byte
+        // elsewhere is part of another instruction (the first entry's displacements).
+        let pos = if code.starts_with(&[0xf3, 0x0f, 0x1e, 0xfa]) {
+            4
+        } else if code.starts_with(&[0xff, 0x25]) {
+            6
+        } else {
+            return None;
+        };
+        if code.get(pos) != Some(&0x68) {
+            return None;
+        }
         let index = u32::from_le_bytes(code.get(pos + 1..pos + 5)?.try_into().ok()?);
         self.plt_relocs.get(index as usize)?.clone()
     }
@@ -264,6 +293,110 @@ mod tests {
                 .iter()
                 .any(|n| n.starts_with("pthread_") || n.starts_with("mem")),
             "{named:?}"
+        );
+    }
+
+    /// Calls libc through the PLT, and takes `strlen`'s address through the GOT too,
+    /// which makes the linker call it through `.plt.got`.
+    const CALLS_C: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+size_t (*volatile taken)(const char *);
+int main(int argc, char **argv) {
+    char buf[64];
+    taken = strlen;
+    memcpy(buf, argv[0], 8);
+    buf[8] = 0;
+    printf("%zu %ld\n", strlen(buf) + taken(buf), labs(argc - 5));
+    return 0;
+}
+"#;
+
+    /// Each PLT stub objdump names `NAME@plt` in `path`, with the section it is in.
+    fn objdump_stubs(path: &Path) -> Vec<(u64, String, String)> {
+        let out = std::process::Command::new("objdump")
+            .args(["-d", "--no-show-raw-insn"])
+            .arg(path)
+            .output()
+            .unwrap_or_else(|e| panic!("this test reads stubs with objdump (binutils): {e}"));
+        assert!(out.status.success(), "objdump -d {}", path.display());
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut section = String::new();
+        let mut stubs = Vec::new();
+        for line in text.lines() {
+            if let Some(name) = line.strip_prefix("Disassembly of section ") {
+                section = name.trim_end_matches(':').to_owned();
+            } else if let Some((addr, rest)) = line.split_once(" <")
+                && let Some(name) = rest.strip_suffix("@plt>:")
+                && let Ok(addr) = u64::from_str_radix(addr, 16)
+            {
+                stubs.push((addr, name.to_owned(), section.clone()));
+            }
+        }
+        stubs
+    }
+
+    #[test]
+    fn every_stub_objdump_names_is_named_alike_in_every_plt_layout() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = dir.path().join("calls.c");
+        std::fs::write(&src, CALLS_C).expect("write calls.c");
+        let layouts: [(&str, &[&str]); 5] = [
+            ("lazy", &[]),
+            ("now", &["-Wl,-z,now"]),
+            ("ibt", &["-fcf-protection=full", "-Wl,-z,ibtplt"]),
+            ("nopie", &["-fno-pie", "-no-pie"]),
+            ("lib.so", &["-shared", "-fPIC"]),
+        ];
+        let mut sections = std::collections::BTreeSet::new();
+        for (name, flags) in layouts {
+            let out = dir.path().join(name);
+            let status = std::process::Command::new("cc")
+                .args(["-O1", "-fno-builtin"])
+                .args(flags)
+                .arg("-o")
+                .arg(&out)
+                .arg(&src)
+                .status()
+                .unwrap_or_else(|e| panic!("this test builds C with `cc`: {e}; install gcc"));
+            assert!(status.success(), "cc {flags:?}");
+            let f = Fallback::read(&out);
+            let offset = |addr: u64| {
+                let (range, vaddr) = f
+                    .segments
+                    .iter()
+                    .find(|(r, v)| (*v..*v + (r.end - r.start)).contains(&addr))
+                    .expect("a stub in a loadable segment");
+                range.start + (addr - vaddr)
+            };
+            let stubs = objdump_stubs(&out);
+            let names: Vec<&str> = stubs.iter().map(|(_, n, _)| n.as_str()).collect();
+            for want in ["memcpy", "strlen", "printf", "labs"] {
+                assert!(names.contains(&want), "{name}: no {want}@plt in {names:?}");
+            }
+            for (addr, stub, section) in &stubs {
+                assert_eq!(
+                    f.plt(offset(*addr)).as_deref(),
+                    Some(stub.as_str()),
+                    "{name}: the stub at {addr:#x} in {section}"
+                );
+                // Every byte of the stub, not only its first.
+                assert_eq!(f.plt(offset(*addr) + 5).as_deref(), Some(stub.as_str()));
+                sections.insert(section.clone());
+            }
+            // The first entry of a lazy `.plt` calls the dynamic linker: no function's.
+            if let Some(plt) = f.plts.iter().find(|p| p.entry == 16) {
+                let first = offset(plt.svma.start);
+                if !stubs.iter().any(|(a, _, _)| *a == plt.svma.start) {
+                    assert_eq!(f.plt(first), None, "{name}: the first .plt entry");
+                }
+            }
+        }
+        assert_eq!(
+            sections.into_iter().collect::<Vec<_>>(),
+            [".plt", ".plt.got", ".plt.sec"],
+            "the layouts cover every kind of PLT section"
         );
     }
 }

@@ -17,6 +17,9 @@
 //! Names follow one rule ([`naming`]): the qualified, demangled path of every function,
 //! the symbol table's name for the outermost function of an address, closures spelled
 //! `{{closure}}`.
+//! A file without a symbol table of its own is named from its separate debug file's,
+//! found by build id or debug link in the debug directories ([`debug_files`]: the
+//! default ones and `--debug-dir`'s), in either [`SymbolDetail`].
 //! Code the symbol tables do not cover is named from the file ([`fallback`]: PLT stubs
 //! `target@plt`, functions of stripped code `FILE+0xSTART`), and generated code in
 //! anonymous memory from the process's perf map ([`perf_map`]) and jitdump
@@ -42,18 +45,22 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+mod debug_files;
 mod fallback;
+mod files;
 mod jitdump;
 mod naming;
 mod perf_map;
 
 use benchtop_profile::{FrameId, StackTree};
 use blazesym::normalize::{NormalizeOpts, Normalizer, Reason as NormReason, UserMeta};
-use blazesym::symbolize::source::{Elf, Kernel, Source};
+use blazesym::symbolize::source::{Kernel, Source};
 use blazesym::symbolize::{Input, Sym, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};
 
-use self::fallback::{Fallback, FallbackName};
+use self::debug_files::DebugDirs;
+use self::fallback::FallbackName;
+use self::files::Files;
 use self::naming::{TableSym, outer_name};
 use self::perf_map::ProcessMap;
 use crate::ksyms::KernelTable;
@@ -218,54 +225,6 @@ impl ProcSyms {
     }
 }
 
-#[derive(Debug)]
-struct FileEntry {
-    path: PathBuf,
-    /// The file name, for the frame of addresses that do not resolve: `[libfoo.so]`.
-    short: String,
-    /// That frame in the arena, once needed.
-    unknown: Option<Span>,
-    /// Names for its code without symbols, read when first needed.
-    fallback: Option<std::sync::Arc<Fallback>>,
-}
-
-/// The files seen in mappings, interned to small ids.
-#[derive(Debug, Default)]
-struct Files {
-    entries: Vec<FileEntry>,
-    index: HashMap<PathBuf, u32>,
-}
-
-impl Files {
-    fn id(&mut self, path: &Path) -> u32 {
-        if let Some(&id) = self.index.get(path) {
-            return id;
-        }
-        let id = self.entries.len() as u32;
-        let short = path
-            .file_name()
-            .map_or_else(|| path.to_string_lossy(), |n| n.to_string_lossy())
-            .into_owned();
-        self.entries.push(FileEntry {
-            path: path.to_owned(),
-            short,
-            unknown: None,
-            fallback: None,
-        });
-        self.index.insert(path.to_owned(), id);
-        id
-    }
-
-    /// What file `id` offers to name code without symbols, read once.
-    fn fallback(&mut self, id: u32) -> std::sync::Arc<Fallback> {
-        let entry = &mut self.entries[id as usize];
-        entry
-            .fallback
-            .get_or_insert_with(|| std::sync::Arc::new(Fallback::read(&entry.path)))
-            .clone()
-    }
-}
-
 /// Counters describing the resolver's work, for stats.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct ResolverCounts {
@@ -278,6 +237,8 @@ pub(crate) struct Resolver {
     normalizer: Normalizer,
     symbolizer: Symbolizer,
     detail: SymbolDetail,
+    /// Where separate debug files are looked for.
+    debug_dirs: DebugDirs,
     kernel_source: Source<'static>,
     /// The kernel's symbol table being prepared ([`crate::ksyms`]), until first needed.
     kernel_table: Option<std::thread::JoinHandle<KernelTable>>,
@@ -298,6 +259,8 @@ pub(crate) struct Resolver {
     // Scratch reused across batches.
     to_symbolize: Vec<(u32, u64, u32, u64)>,
     offsets: Vec<u64>,
+    /// The addresses of `offsets` in a file, for its debug file.
+    addresses: Vec<u64>,
     line: String,
     /// Addresses of anonymous memory met in a batch, for the perf maps.
     jit: Vec<(u32, u64)>,
@@ -316,8 +279,8 @@ impl std::fmt::Debug for Resolver {
     }
 }
 
-/// A blazesym symbolizer for `detail`.
-fn new_symbolizer(detail: SymbolDetail) -> Symbolizer {
+/// A blazesym symbolizer for `detail`, following debug links into `dirs`.
+fn new_symbolizer(detail: SymbolDetail, dirs: &DebugDirs) -> Symbolizer {
     match detail {
         SymbolDetail::Inlined => Symbolizer::builder()
             .enable_code_info(true)
@@ -328,12 +291,14 @@ fn new_symbolizer(detail: SymbolDetail) -> Symbolizer {
             .enable_inlined_fns(false)
             .enable_demangling(true),
     }
+    .set_debug_dirs(Some(dirs.dirs()))
     .build()
 }
 
 impl Resolver {
     pub fn new(detail: SymbolDetail) -> Self {
-        let symbolizer = new_symbolizer(detail);
+        let debug_dirs = DebugDirs::default();
+        let symbolizer = new_symbolizer(detail, &debug_dirs);
         // kallsyms only: a vmlinux search (and its DWARF) costs far more than it adds.
         let kernel = Kernel {
             vmlinux: MaybeDefault::None,
@@ -346,6 +311,7 @@ impl Resolver {
             normalizer: Normalizer::builder().enable_build_ids(false).build(),
             symbolizer,
             detail,
+            debug_dirs,
             kernel_source: Source::Kernel(kernel),
             kernel_table: None,
             _kernel_file: None,
@@ -362,11 +328,21 @@ impl Resolver {
             caps: Caps::default(),
             to_symbolize: Vec::new(),
             offsets: Vec::new(),
+            addresses: Vec::new(),
             line: String::new(),
             warnings: Vec::new(),
             jit: Vec::new(),
             counts: ResolverCounts::default(),
         }
+    }
+
+    /// A resolver that looks for separate debug files in `dirs` first, then in the
+    /// default directories (see [`debug_files`]).
+    pub fn with_debug_dirs(detail: SymbolDetail, dirs: &[PathBuf]) -> Self {
+        let mut r = Self::new(detail);
+        r.debug_dirs = DebugDirs::new(dirs);
+        r.symbolizer = new_symbolizer(detail, &r.debug_dirs);
+        r
     }
 
     /// Frames (root first) of a user address of `pid`, when already resolved.
@@ -526,31 +502,15 @@ impl Resolver {
     /// first batch (30–65 ms), the test fixture's own DWARF a few ms. The result is
     /// dropped; a failure is met (and reported) again by the batches.
     pub fn preload_file(&mut self, file: u32, offset: u64) {
-        let src = self.elf_source(file);
-        let _ = self
-            .symbolizer
-            .symbolize(&src, Input::FileOffset(&[offset]));
-        if self.detail == SymbolDetail::Inlined {
-            let _ = self
-                .symbolizer
-                .symbolize(&self.table_source(file), Input::FileOffset(&[offset]));
+        let target = self.files.target(file, &self.debug_dirs);
+        let fallback = self.files.fallback(file);
+        let mut scratch = Vec::new();
+        let input = target.input(&fallback, std::slice::from_ref(&offset), &mut scratch);
+        let inlined = self.detail == SymbolDetail::Inlined;
+        let _ = self.symbolizer.symbolize(&target.source(inlined), input);
+        if inlined {
+            let _ = self.symbolizer.symbolize(&target.source(false), input);
         }
-        self.files.fallback(file);
-    }
-
-    /// The blazesym source of a file: the same for batches and preloading, so that
-    /// blazesym's cache of parsed files serves both.
-    fn elf_source(&self, file: u32) -> Source<'static> {
-        let mut elf = Elf::new(self.files.entries[file as usize].path.clone());
-        elf.debug_syms = self.detail == SymbolDetail::Inlined;
-        Source::Elf(elf)
-    }
-
-    /// The blazesym source of a file's symbol tables alone (no debug info).
-    fn table_source(&self, file: u32) -> Source<'static> {
-        let mut elf = Elf::new(self.files.entries[file as usize].path.clone());
-        elf.debug_syms = false;
-        Source::Elf(elf)
     }
 
     /// `child` was forked from `parent`: same address space until it execs.
@@ -619,7 +579,7 @@ impl Resolver {
     fn clear_caches(&mut self) {
         // blazesym keeps every parsed file (and kallsyms) mapped for the life of its
         // symbolizer: a new one lets them go too.
-        self.symbolizer = new_symbolizer(self.detail);
+        self.symbolizer = new_symbolizer(self.detail, &self.debug_dirs);
         for p in self.procs.values_mut() {
             p.addrs = HashMap::new();
         }
@@ -775,18 +735,20 @@ impl Resolver {
     }
 
     fn symbolize_file(&mut self, tree: &mut StackTree, file: u32, offsets: &[u64]) {
-        let src = self.elf_source(file);
+        // The file's own symbols, or its separate debug file's (see `debug_files`).
+        let target = self.files.target(file, &self.debug_dirs);
+        let fallback = self.files.fallback(file);
+        let mut addresses = std::mem::take(&mut self.addresses);
+        let input = target.input(&fallback, offsets, &mut addresses);
+        let inlined = self.detail == SymbolDetail::Inlined;
         // The symbol table's names for the outer frames (see `naming`): a second lookup
         // of the same file, whose parsed symbols blazesym shares with the first.
         let table = match self.detail {
-            SymbolDetail::Inlined => self
-                .symbolizer
-                .symbolize(&self.table_source(file), Input::FileOffset(offsets))
-                .ok(),
+            SymbolDetail::Inlined => self.symbolizer.symbolize(&target.source(false), input).ok(),
             SymbolDetail::NamesOnly => None,
         };
-        let fallback = self.files.fallback(file);
-        let results = self.symbolizer.symbolize(&src, Input::FileOffset(offsets));
+        let results = self.symbolizer.symbolize(&target.source(inlined), input);
+        self.addresses = addresses;
         if let Err(err) = &results
             && !self.warned_files.contains(&file)
         {
@@ -806,6 +768,8 @@ impl Resolver {
                     let named = plt.or_else(|| fallback.name(off));
                     if !matches!(named, Some(FallbackName::Plt(_))) {
                         self.counts.unresolved += 1;
+                        let (files, dirs) = (&mut self.files, &self.debug_dirs);
+                        files.warn_without_names(file, dirs, &mut self.warnings);
                     }
                     let span = match named {
                         Some(n) => {

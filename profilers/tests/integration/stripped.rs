@@ -1,16 +1,19 @@
-//! Code without symbols: a stripped library's functions are told apart by their unwind
-//! tables (`FILE+0xSTART`), and PLT stubs are named for their targets (`labs@plt`).
-//! Fixtures built here with the system C compiler and binutils' `strip`.
+//! Code without symbols: a stripped library is named from its separate debug file where
+//! there is one, else its functions are told apart by their unwind tables
+//! (`FILE+0xSTART`); PLT stubs are named for their targets (`labs@plt`). Fixtures built
+//! here with the system C compiler and binutils' `strip` and `objcopy`.
 
 use benchtop_profile::Kind;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use benchtop_profilers::UnwindMode;
+use benchtop_profile::kinds::{Kind, KindSet};
+use benchtop_profilers::{Profile, Sampler, SamplerOptions, SymbolDetail, UnwindMode};
 use object::{Object as _, ObjectSymbol as _};
 
-use crate::unwind::{NO_FP, assert_split, build_c, one_at_a_time, record, user_stacks};
+use crate::fixture::expect_sampler;
+use crate::unwind::{Held, NO_FP, assert_split, build_c, one_at_a_time, record, user_stacks};
 
 /// Three internal functions (not exported) with 60/30/10 % of the work, called by the
 /// exported `work` with a unit of work its caller draws each round (rounds of one fixed
@@ -86,34 +89,22 @@ fn by_leaf(stacks: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
     out
 }
 
-#[test]
-fn a_stripped_library_is_split_into_its_functions() {
-    let _one = one_at_a_time();
-    let dir = tempfile::tempdir().expect("tempdir");
+/// Builds `libhot.so` from [`LIB_C`] (with debug info, unstripped) and the program `hot`
+/// calling it from [`MAIN_C`], in `dir`.
+fn build_hot(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let mut lib_flags = NO_FP.to_vec();
-    lib_flags.extend(["-shared", "-fPIC"]);
-    let lib = build_c(dir.path(), "libhot.so", LIB_C, &lib_flags);
-    let addresses = symbol_addresses(&lib);
-    let status = Command::new("strip")
-        .arg("--strip-all")
-        .arg(&lib)
-        .status()
-        .unwrap_or_else(|e| panic!("this test strips a library with `strip` (binutils): {e}"));
-    assert!(status.success(), "strip: {status}");
-    assert!(
-        !symbol_addresses(&lib).contains_key("hot_a"),
-        "strip left the symbol table"
-    );
-    let dir_arg = dir.path().to_str().expect("utf-8 path");
+    lib_flags.extend(["-shared", "-fPIC", "-Wl,--build-id"]);
+    let lib = build_c(dir, "libhot.so", LIB_C, &lib_flags);
+    let dir_arg = dir.to_str().expect("utf-8 path");
     let main_flags: Vec<String> = NO_FP
         .iter()
         .map(|f| f.to_string())
         .chain([format!("-L{dir_arg}"), format!("-Wl,-rpath,{dir_arg}")])
         .collect();
     let main_flags: Vec<&str> = main_flags.iter().map(String::as_str).collect();
-    let main_src = dir.path().join("main.c");
+    let main_src = dir.join("main.c");
     std::fs::write(&main_src, MAIN_C).expect("write main.c");
-    let prog = dir.path().join("hot");
+    let prog = dir.join("hot");
     let status = Command::new("cc")
         .args(&main_flags)
         .arg("-o")
@@ -123,6 +114,34 @@ fn a_stripped_library_is_split_into_its_functions() {
         .status()
         .expect("cc");
     assert!(status.success(), "cc main.c -lhot");
+    (lib, prog)
+}
+
+/// Runs a binutils tool (`strip`, `objcopy`) on the fixture.
+fn binutils(tool: &str, args: &[&std::ffi::OsStr]) {
+    let status = Command::new(tool)
+        .args(args)
+        .status()
+        .unwrap_or_else(|e| panic!("this test runs `{tool}` (binutils): {e}; install binutils"));
+    assert!(status.success(), "{tool} {args:?}: {status}");
+}
+
+/// Strips every symbol of `lib`, checking that it did.
+fn strip_all(lib: &Path) {
+    binutils("strip", &["--strip-all".as_ref(), lib.as_os_str()]);
+    assert!(
+        !symbol_addresses(lib).contains_key("hot_a"),
+        "strip left the symbol table"
+    );
+}
+
+#[test]
+fn a_stripped_library_is_split_into_its_functions() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (lib, prog) = build_hot(dir.path());
+    let addresses = symbol_addresses(&lib);
+    strip_all(&lib);
     let profile = record(&prog, &["2"], UnwindMode::Auto);
     let stacks = user_stacks(&profile.profiles[Kind::Cpu].to_folded());
     let leaves = by_leaf(&stacks);
@@ -144,6 +163,92 @@ fn a_stripped_library_is_split_into_its_functions() {
         stacks.keys().any(|s| s.contains(";work;libhot.so+")),
         "{stacks:#?}"
     );
+    // And the session says the library had no symbols, and where its debug file was
+    // looked for: by its build id in the default directories.
+    let build_id = hex(&build_id_of(&lib));
+    let warning = profile
+        .warnings
+        .iter()
+        .find(|w| w.contains("libhot.so has no symbol table"))
+        .unwrap_or_else(|| panic!("no warning about libhot.so: {:#?}", profile.warnings));
+    assert!(
+        warning.contains(&format!(
+            "/usr/lib/debug/.build-id/{}/{}.debug",
+            &build_id[..2],
+            &build_id[2..]
+        )),
+        "{warning}"
+    );
+}
+
+/// The GNU build id of the ELF file at `path`.
+fn build_id_of(path: &Path) -> Vec<u8> {
+    let data = std::fs::read(path).expect("read the library");
+    let file = object::File::parse(&*data).expect("an ELF file");
+    file.build_id()
+        .expect("notes")
+        .expect("a build id")
+        .to_vec()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Records `prog 1.5` from its exec with `symbols`, looking for debug files in `dirs`.
+fn record_symbols(prog: &Path, symbols: SymbolDetail, dirs: &[&Path]) -> Profile {
+    let held = Held::spawn(prog, &["1.5"]);
+    let mut opts = SamplerOptions::default();
+    opts.kind = KindSet::of(Kind::Cpu);
+    opts.unwind = UnwindMode::Auto;
+    opts.symbols = symbols;
+    opts.debug_dirs = dirs.iter().map(|d| d.to_path_buf()).collect();
+    let sampler = expect_sampler(Sampler::start_on_exec(held.pid(), &opts), "start");
+    held.run();
+    sampler.finish().expect("finish")
+}
+
+#[test]
+fn a_stripped_library_is_named_from_its_debug_file_under_either_symbols_setting() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (lib, prog) = build_hot(dir.path());
+    // Its debug file where a debug package puts it, under a directory of our own:
+    // DIR/.build-id/xx/yyyy.debug. No debug link: found by build id alone.
+    let id = hex(&build_id_of(&lib));
+    let debug_dir = dir.path().join("debug");
+    let by_id = debug_dir.join(".build-id").join(&id[..2]);
+    std::fs::create_dir_all(&by_id).expect("mkdir");
+    let debug_file = by_id.join(format!("{}.debug", &id[2..]));
+    binutils(
+        "objcopy",
+        &[
+            "--only-keep-debug".as_ref(),
+            lib.as_os_str(),
+            debug_file.as_os_str(),
+        ],
+    );
+    strip_all(&lib);
+    let split = [
+        ("work;hot_a", 0.6),
+        ("work;hot_b", 0.3),
+        ("work;hot_c", 0.1),
+    ];
+    for symbols in [SymbolDetail::NamesOnly, SymbolDetail::Inlined] {
+        let profile = record_symbols(&prog, symbols, &[&debug_dir]);
+        let stacks = user_stacks(&profile.cpu.to_folded());
+        assert_split(&stacks, &split, 3.0, symbols.name());
+        assert!(
+            !stacks.keys().any(|s| s.contains("libhot.so+")),
+            "{}: code of libhot.so without a name: {stacks:#?}",
+            symbols.name()
+        );
+        assert!(
+            !profile.warnings.iter().any(|w| w.contains("libhot.so")),
+            "{:?}",
+            profile.warnings
+        );
+    }
 }
 
 #[test]

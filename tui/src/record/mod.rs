@@ -49,6 +49,7 @@ fn sampler_options(record: &RecordArgs) -> SamplerOptions {
         Symbols::Inlined => SymbolDetail::Inlined,
         Symbols::Names => SymbolDetail::NamesOnly,
     };
+    opts.debug_dirs = record.debug_dirs.clone();
     // A built-in worker keeps frame pointers and stays on them unless --unwind says
     // otherwise (`workload_options`); anything else is unwound per module.
     opts.unwind = match record.unwind {
@@ -138,6 +139,7 @@ mod tests {
             per_thread: true,
             event: PerfEvent::CpuClock,
             symbols: Symbols::Names,
+            debug_dirs: vec!["/srv/debug".into()],
             ..RecordArgs::default()
         };
         let opts = options_from(&args);
@@ -150,6 +152,10 @@ mod tests {
         assert!(opts.sampler.per_thread);
         assert_eq!(opts.sampler.event, SampleEvent::CpuClock);
         assert_eq!(opts.sampler.symbols, SymbolDetail::NamesOnly);
+        assert_eq!(
+            opts.sampler.debug_dirs,
+            [std::path::PathBuf::from("/srv/debug")]
+        );
         let none = options_from(&RecordArgs {
             profile: KindSet::NONE,
             ..RecordArgs::default()
