@@ -3,7 +3,6 @@
 //! (`FILE+0xSTART`); PLT stubs are named for their targets (`labs@plt`). Fixtures built
 //! here with the system C compiler and binutils' `strip` and `objcopy`.
 
-use benchtop_profile::Kind;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -236,7 +235,7 @@ fn a_stripped_library_is_named_from_its_debug_file_under_either_symbols_setting(
     ];
     for symbols in [SymbolDetail::NamesOnly, SymbolDetail::Inlined] {
         let profile = record_symbols(&prog, symbols, &[&debug_dir]);
-        let stacks = user_stacks(&profile.cpu.to_folded());
+        let stacks = user_stacks(&profile.profiles[Kind::Cpu].to_folded());
         assert_split(&stacks, &split, 3.0, symbols.name());
         assert!(
             !stacks.keys().any(|s| s.contains("libhot.so+")),
