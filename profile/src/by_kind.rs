@@ -1,6 +1,6 @@
 //! One value per profile kind ([`ByKind`]): how weights, stacks and counts are held
 //! wherever a struct would otherwise spell out a field per kind. A kind added to the
-//! table ([`KINDS`](crate::kinds::KINDS)) gets its slot in every such value without a
+//! table ([`crate::kinds::KINDS`]) gets its slot in every such value without a
 //! line changed here or where it is held.
 //!
 //! ```
