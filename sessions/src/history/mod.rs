@@ -51,7 +51,9 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-pub use self::changes::{ALPHA, ChangeOptions, MIN_SEGMENT, PERMUTATIONS};
+pub use self::changes::{
+    ALPHA, ChangeOptions, MIN_SEGMENT, PERMUTATIONS, SHORT_PERMUTATIONS, SHORT_SEGMENT,
+};
 use self::digest::Digest;
 pub use self::walk::{MAX_DEPTH, MAX_DIRS, MAX_RECORDED};
 use crate::SessionError;
@@ -269,12 +271,14 @@ fn build(digests: Vec<Digest>, mut warnings: Vec<String>, opts: &HistoryOptions)
 fn method(opts: &HistoryOptions) -> String {
     format!(
         "change points: E-divisive means on the log of each point's value, each split kept \
-         when at most α = {} of {} shuffles split as well (at least {} points a side), an \
-         outlier point (over {} spreads from its neighbours) set aside; sizes and intervals \
-         on the log ratio of the segments, points as runs, at {} % confidence, threshold \
-         {} %",
+         when at most α = {} of {} shuffles ({} in segments under {} points) split as well \
+         (at least {} points a side), an outlier point (over {} spreads from its neighbours) \
+         set aside; sizes and intervals on the log ratio of the segments, points as runs, at \
+         {} % confidence, threshold {} %",
         opts.changes.alpha,
         opts.changes.permutations,
+        opts.changes.short_permutations,
+        changes::SHORT_SEGMENT,
         opts.changes.min_segment,
         changes::OUTLIER_SPREADS,
         100.0 * (1.0 - opts.compare.alpha),
