@@ -40,6 +40,8 @@ pub struct SyntheticSession {
     pub started_at: String,
     /// Its labels (session.json's `labels`).
     pub labels: BTreeMap<String, String>,
+    /// Its on-CPU stacks (cpu.folded and cpu.svg), if any.
+    pub cpu: Option<crate::StackTree>,
 }
 
 impl Default for SyntheticSession {
@@ -54,6 +56,7 @@ impl Default for SyntheticSession {
             laps_per_s: 20_000.0,
             started_at: "2026-11-24T12:00:00Z".into(),
             labels: BTreeMap::new(),
+            cpu: None,
         }
     }
 }
@@ -127,6 +130,9 @@ impl SyntheticSession {
             row.resources = Some(resources);
             writer.append_row(&row)?;
         }
+        if let Some(tree) = &self.cpu {
+            writer.write_stacks(crate::Kind::Cpu, tree, "synthetic — on-CPU")?;
+        }
         let ended_at = "2026-11-24T13:00:00Z".to_owned();
         writer.finish(Status::Complete, ended_at)
     }
@@ -156,6 +162,11 @@ pub struct SyntheticHistory {
     pub steps: Vec<(usize, f64)>,
     /// Seed of the generator.
     pub seed: u64,
+    /// With a name, [`SyntheticHistory::write`] gives each point an on-CPU profile:
+    /// 400 samples each in `ring::hop` and `ring::send`, and under `ring::hop` this
+    /// function with 400 samples times the point's level (the product of the steps so
+    /// far): the function the steps moved.
+    pub moved_function: Option<String>,
 }
 
 impl SyntheticHistory {
@@ -166,7 +177,28 @@ impl SyntheticHistory {
             cv,
             steps: Vec::new(),
             seed,
+            moved_function: None,
         }
+    }
+
+    /// The level of point `i`: the product of 1 + each step's fraction up to it.
+    fn level(&self, i: usize) -> f64 {
+        self.steps
+            .iter()
+            .filter(|(at, _)| i >= *at)
+            .map(|(_, f)| 1.0 + f)
+            .product()
+    }
+
+    /// Point `i`'s on-CPU profile, when the history has a moved function.
+    fn profile(&self, i: usize) -> Option<crate::StackTree> {
+        let moved = self.moved_function.as_deref()?;
+        let mut tree = crate::StackTree::new();
+        tree.add_names(["ring", "ring::hop"], 400);
+        tree.add_names(["ring", "ring::send"], 400);
+        let weight = (400.0 * self.level(i)).round().max(1.0) as u64;
+        tree.add_names(["ring", "ring::hop", moved], weight);
+        Some(tree)
     }
 
     /// Each point's laps/s.
@@ -180,12 +212,7 @@ impl SyntheticHistory {
         };
         (0..self.points)
             .map(|i| {
-                let level: f64 = self
-                    .steps
-                    .iter()
-                    .filter(|(at, _)| i >= *at)
-                    .map(|(_, f)| 1.0 + f)
-                    .product();
+                let level = self.level(i);
                 // Box–Muller: one standard normal from two uniforms.
                 let (u, v) = (uniform(), uniform());
                 let z = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
@@ -196,7 +223,8 @@ impl SyntheticHistory {
 
     /// Writes each point as a short session (three intervals of 100 ms) in `root`:
     /// `point-000`, `point-001` …, a minute apart, each labelled `commit=c000` … and
-    /// holding its laps/s; returns their directories.
+    /// holding its laps/s (and its profile, with a moved function); returns their
+    /// directories.
     pub fn write(&self, root: &Path) -> Result<Vec<PathBuf>, SessionError> {
         self.values()
             .into_iter()
@@ -215,6 +243,7 @@ impl SyntheticHistory {
                         minutes % 60
                     ),
                     labels: BTreeMap::from([("commit".to_owned(), format!("c{i:03}"))]),
+                    cpu: self.profile(i),
                     ..SyntheticSession::default()
                 };
                 session.write(&root.join(format!("point-{i:03}")))

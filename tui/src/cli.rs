@@ -188,10 +188,14 @@ benchtop compare A --slow --metric lap --above 5ms"
     /// one point (its runs give the spread). Change points: E-divisive means on the log
     /// of each point's value, each kept by a permutation test at α = 1 % (one noisy
     /// point is set aside, not taken for a change), with the size and interval of the
-    /// change between the segments. Exit status: 1 when a --fail-on figure's newest
-    /// point regressed against the segment since the last change point, 2 on an error.
+    /// change between the segments. What moved at each change point: every figure
+    /// between the segments, and from the profiles of the 20 points nearest each side,
+    /// the functions whose share moved most and a differential flamegraph (written
+    /// under --out). Exit status: 1 when a --fail-on figure's newest point regressed
+    /// against the segment since the last change point, 2 on an error.
     #[command(after_help = "Examples:\n  benchtop history results/\n  \
 benchtop history results/ --order-by build --figure laps/s\n  \
+benchtop history results/ --out /tmp/moved   # the change points' flamegraphs there\n  \
 benchtop history results/ --markdown --fail-on 'messages/s' >> \"$GITHUB_STEP_SUMMARY\"\n  \
 benchtop history results/ --json | jq '.histories[].figures[] | {name, changes}'\n\n\
 Record each commit's run into the shared directory, e.g. in CI:\n  \

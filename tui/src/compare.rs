@@ -322,7 +322,7 @@ fn merged(runs: &[&Session]) -> ByKind<Option<StackTree>> {
 /// The output directory, made or opened on first use: a fresh directory, or an existing
 /// one of this user that is not a symbolic link ([`DirHandle::create_or_open`]). Files go
 /// into it atomically, through temporary files created with `O_EXCL`.
-fn open_out<'a>(slot: &'a mut Option<DirHandle>, path: &Path) -> Result<&'a DirHandle> {
+pub(crate) fn open_out<'a>(slot: &'a mut Option<DirHandle>, path: &Path) -> Result<&'a DirHandle> {
     if slot.is_none() {
         *slot = Some(DirHandle::create_or_open(path)?);
     }
@@ -388,16 +388,31 @@ fn write_diff(
     b: &StackTree,
     normalize: bool,
 ) -> Result<(Vec<PathBuf>, Option<String>)> {
-    let not_drawn = |e: &dyn std::fmt::Display| {
-        Some(format!(
-            "the {profile} differential flamegraphs were not drawn: {e}"
-        ))
-    };
     let diff = match compare::diff_folded(a, b, normalize) {
         Ok(diff) => diff,
-        Err(e) => return Ok((Vec::new(), not_drawn(&e))),
+        Err(e) => return Ok((Vec::new(), Some(not_drawn(profile, &e)))),
     };
-    let folded = format!("diff-{profile}.folded");
+    write_diff_files(dir, kind, &format!("diff-{profile}"), &diff, ("A", "B"))
+}
+
+/// The note for differential flamegraphs of `profile` that could not be drawn.
+fn not_drawn(profile: &str, e: &dyn std::fmt::Display) -> String {
+    format!("the {profile} differential flamegraphs were not drawn: {e}")
+}
+
+/// Writes `<stem>.folded`, the differential folded text `diff` of side `b` against side
+/// `a` (`sides`: their names in the titles), and its two flamegraphs: `<stem>.svg`
+/// (widths from `b`, red where it grew) and `<stem>-negated.svg` (widths from `a`: what
+/// `b` lost). Returns the files, and a note when the stacks could not be drawn (never a
+/// failure; a file that cannot be written is).
+pub(crate) fn write_diff_files(
+    dir: &DirHandle,
+    kind: Kind,
+    stem: &str,
+    diff: &str,
+    (a, b): (&str, &str),
+) -> Result<(Vec<PathBuf>, Option<String>)> {
+    let folded = format!("{stem}.folded");
     dir.write_atomically(&folded, diff.as_bytes())?;
     let mut files = vec![dir.join(&folded)];
     let what = kind.title();
@@ -405,18 +420,18 @@ fn write_diff(
         (
             false,
             "",
-            format!("{what}: B against A (red grew, blue shrank)"),
+            format!("{what}: {b} against {a} (red grew, blue shrank)"),
         ),
         (
             true,
             "-negated",
-            format!("{what}: A against B (negated: what B lost)"),
+            format!("{what}: {a} against {b} (negated: what {b} lost)"),
         ),
     ] {
-        let name = format!("diff-{profile}{suffix}.svg");
+        let name = format!("{stem}{suffix}.svg");
         let mut svg = Vec::new();
-        if let Err(e) = write_differential_svg(&diff, &title, kind.count_name(), negate, &mut svg) {
-            return Ok((files, not_drawn(&e)));
+        if let Err(e) = write_differential_svg(diff, &title, kind.count_name(), negate, &mut svg) {
+            return Ok((files, Some(not_drawn(kind.name(), &e))));
         }
         dir.write_atomically(&name, &svg)?;
         files.push(dir.join(&name));

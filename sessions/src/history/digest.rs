@@ -40,7 +40,7 @@ impl Digest {
 }
 
 /// The key of a session.
-fn key_of(s: &Session) -> HistoryKey {
+pub(crate) fn key_of(s: &Session) -> HistoryKey {
     let m = &s.meta;
     let params: Vec<String> = m
         .workload

@@ -25,6 +25,12 @@
 //! The newest point cannot be a change point: it is judged against the segment since the
 //! last change point, its runs against that segment's points ([`FigureHistory::newest`]).
 //!
+//! **What moved** ([`History::moved`], [`Moved`]): at each change point, every figure
+//! between the segments before and after it, and, from the profiles of the
+//! [`MOVED_POINTS`] points nearest each side (read only then, with
+//! [`HistoryOptions::profiles`]), the functions whose share moved most and the
+//! differential stacks of after against before, as `compare` makes them.
+//!
 //! ```
 //! use benchtop_sessions::history::{self, HistoryOptions};
 //! use benchtop_sessions::synthetic::SyntheticHistory;
@@ -43,6 +49,7 @@
 
 pub mod changes;
 mod digest;
+mod moved;
 mod render;
 mod walk;
 
@@ -51,15 +58,18 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-pub use self::changes::{ALPHA, ChangeOptions, MIN_SEGMENT, PERMUTATIONS};
+pub use self::changes::{
+    ALPHA, ChangeOptions, MIN_SEGMENT, PERMUTATIONS, SHORT_PERMUTATIONS, SHORT_SEGMENT,
+};
 use self::digest::Digest;
+pub use self::moved::{FigureMove, MOVED_POINTS, MOVERS, Moved, ProfileMove};
 pub use self::walk::{MAX_DEPTH, MAX_DIRS, MAX_RECORDED};
 use crate::SessionError;
 use crate::compare::{Change, CompareOptions, judge_runs};
 use crate::meta::Better;
 
 /// How histories are read and judged.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct HistoryOptions {
     /// Order the points by this label (`--order-by`); `None`: the git committer date,
@@ -71,6 +81,21 @@ pub struct HistoryOptions {
     pub changes: ChangeOptions,
     /// How a change point's segments, and the newest point, are judged (threshold, α).
     pub compare: CompareOptions,
+    /// Read the profiles of the points around each change point for [`Moved`] (true by
+    /// default); without, what moved holds the figures only.
+    pub profiles: bool,
+}
+
+impl Default for HistoryOptions {
+    fn default() -> Self {
+        HistoryOptions {
+            order_by: None,
+            figures: None,
+            changes: ChangeOptions::default(),
+            compare: CompareOptions::default(),
+            profiles: true,
+        }
+    }
 }
 
 /// What a history follows: one workload with its parameters, host and sampling settings.
@@ -187,6 +212,9 @@ pub struct History {
     pub points: Vec<Point>,
     /// Its figures, by name.
     pub figures: Vec<FigureHistory>,
+    /// What moved at each change point of its figures, oldest first ([`Moved`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub moved: Vec<Moved>,
 }
 
 impl History {
@@ -216,7 +244,16 @@ pub fn load(roots: &[PathBuf], opts: &HistoryOptions) -> Result<Histories, Sessi
     for found in &walked.found {
         digest::read(found, &mut digests, &mut warnings);
     }
-    Ok(build(digests, warnings, opts))
+    let mut histories = build(digests, warnings, opts);
+    let Histories {
+        histories: list,
+        warnings,
+        ..
+    } = &mut histories;
+    for h in list.iter_mut() {
+        h.moved = moved::moved(h, opts, warnings);
+    }
+    Ok(histories)
 }
 
 /// The histories of `digests`.
@@ -269,12 +306,14 @@ fn build(digests: Vec<Digest>, mut warnings: Vec<String>, opts: &HistoryOptions)
 fn method(opts: &HistoryOptions) -> String {
     format!(
         "change points: E-divisive means on the log of each point's value, each split kept \
-         when at most α = {} of {} shuffles split as well (at least {} points a side), an \
-         outlier point (over {} spreads from its neighbours) set aside; sizes and intervals \
-         on the log ratio of the segments, points as runs, at {} % confidence, threshold \
-         {} %",
+         when at most α = {} of {} shuffles ({} in segments under {} points) split as well \
+         (at least {} points a side), an outlier point (over {} spreads from its neighbours) \
+         set aside; sizes and intervals on the log ratio of the segments, points as runs, at \
+         {} % confidence, threshold {} %",
         opts.changes.alpha,
         opts.changes.permutations,
+        opts.changes.short_permutations,
+        changes::SHORT_SEGMENT,
         opts.changes.min_segment,
         changes::OUTLIER_SPREADS,
         100.0 * (1.0 - opts.compare.alpha),
@@ -373,6 +412,7 @@ fn history(
         ordered_by,
         points,
         figures,
+        moved: Vec::new(),
     }
 }
 

@@ -3,11 +3,19 @@
 
 use std::fmt::Write as _;
 
-use super::{ChangePoint, FigureHistory, Histories, History};
+use super::moved::span;
+use super::{ChangePoint, FigureHistory, Histories, History, Moved, ProfileMove};
+use crate::Kind;
 use crate::compare::Verdict;
 use crate::compare::table::{percent, show};
 use crate::escape::{Escaped, escaped, markdown_cell};
 use crate::meta::Better;
+use crate::names::short_names;
+
+/// The longest function name in the text's movers, in characters (as `compare`'s).
+const NAME_WIDTH: usize = 80;
+/// The functions a profile lists in Markdown, where a comment has less room.
+const MARKDOWN_MOVERS: usize = 5;
 
 /// The figure's unit and better direction, in words.
 fn kind(f: &FigureHistory) -> String {
@@ -56,6 +64,134 @@ fn newest_line(h: &History, f: &FigureHistory) -> Option<String> {
         f.points.len() - 1 - f.changes.last().map_or(0, |c| c.at),
         change.verdict_text()
     ))
+}
+
+/// A profile's title: `on-CPU`, `off-CPU` …
+fn title(p: &ProfileMove) -> &'static str {
+    Kind::from_name(p.profile).map_or(p.profile, Kind::title)
+}
+
+/// The differential flamegraph among a profile's files (not its negated twin).
+fn flamegraph(p: &ProfileMove) -> Option<&str> {
+    p.files
+        .iter()
+        .map(String::as_str)
+        .find(|f| f.ends_with(".svg") && !f.ends_with("-negated.svg"))
+}
+
+/// The heading of what moved at a change point: where, which figures, which segments.
+fn moved_heading(h: &History, m: &Moved) -> String {
+    let name = |i: Option<&usize>| i.and_then(|&i| h.points.get(i)).map(|p| p.name.as_str());
+    format!(
+        "what moved from {} (after {}): {} against {}, the change point of {}",
+        name(Some(&m.at)).unwrap_or("-"),
+        name(m.before.last()).unwrap_or("-"),
+        span(&m.after),
+        span(&m.before),
+        escaped(&m.changes.join(", "))
+    )
+}
+
+/// What moved at a change point, as text: every figure, then each profile's movers and
+/// its differential flamegraph.
+fn moved_text(h: &History, m: &Moved, out: &mut String) {
+    let _ = writeln!(out, "\n  {}", moved_heading(h, m));
+    let width = m
+        .figures
+        .iter()
+        .map(|f| escaped(&f.name).chars().count())
+        .max()
+        .unwrap_or(0);
+    for f in &m.figures {
+        let ci = f.change.ci.map_or(String::new(), |(lo, hi)| {
+            format!(" [{}, {}]", percent(lo), percent(hi))
+        });
+        let _ = writeln!(
+            out,
+            "    {:<width$}  {:>12} → {:>12}  {}{ci} {}",
+            escaped(&f.name),
+            escaped(&show(f.before, &f.unit)),
+            escaped(&show(f.after, &f.unit)),
+            percent(f.change.change),
+            f.change.verdict_text()
+        );
+    }
+    for p in &m.profiles {
+        let _ = writeln!(
+            out,
+            "    {} of {} against {} (share of the profile, before → after)",
+            title(p),
+            span(&m.profiled.1),
+            span(&m.profiled.0)
+        );
+        let _ = writeln!(out, "      {:>17}  {:>17}  function", "self", "total");
+        let names: Vec<&str> = p.movers.iter().map(|x| x.name.as_str()).collect();
+        for (x, label) in p.movers.iter().zip(short_names(&names, NAME_WIDTH)) {
+            let _ = writeln!(
+                out,
+                "      {:>6.1}% → {:>5.1}%  {:>6.1}% → {:>5.1}%  {}",
+                x.self_a * 100.0,
+                x.self_b * 100.0,
+                x.total_a * 100.0,
+                x.total_b * 100.0,
+                Escaped(&label)
+            );
+        }
+        if let Some(svg) = flamegraph(p) {
+            let _ = writeln!(out, "      differential flamegraph: {}", Escaped(svg));
+        }
+    }
+}
+
+/// What moved at a change point, as Markdown: a table of the figures, one of each
+/// profile's movers, and a link to its differential flamegraph.
+fn moved_markdown(h: &History, m: &Moved, out: &mut String) {
+    let _ = writeln!(out, "{}\n", markdown_cell(&moved_heading(h, m)));
+    out.push_str("| figure | before | after | change |\n|---|---:|---:|---|\n");
+    for f in &m.figures {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} {} |",
+            markdown_cell(&f.name),
+            markdown_cell(&show(f.before, &f.unit)),
+            markdown_cell(&show(f.after, &f.unit)),
+            percent(f.change.change),
+            markdown_cell(&f.change.verdict_text())
+        );
+    }
+    out.push('\n');
+    for p in &m.profiles {
+        let _ = writeln!(
+            out,
+            "| {} function | self, before → after | total, before → after |\n|---|---:|---:|",
+            title(p)
+        );
+        let names: Vec<&str> = p.movers.iter().map(|x| x.name.as_str()).collect();
+        let labels = short_names(&names, NAME_WIDTH);
+        for (x, label) in p.movers.iter().zip(&labels).take(MARKDOWN_MOVERS) {
+            let _ = writeln!(
+                out,
+                "| {} | {:.1}% → {:.1}% | {:.1}% → {:.1}% |",
+                markdown_cell(label),
+                x.self_a * 100.0,
+                x.self_b * 100.0,
+                x.total_a * 100.0,
+                x.total_b * 100.0
+            );
+        }
+        out.push('\n');
+        if let Some(svg) = flamegraph(p) {
+            let _ = writeln!(
+                out,
+                "[{} differential flamegraph]({})\n",
+                title(p),
+                escaped(svg)
+                    .replace(' ', "%20")
+                    .replace('(', "%28")
+                    .replace(')', "%29")
+            );
+        }
+    }
 }
 
 /// A point's spread: half its runs' range, relative to its value, and its runs.
@@ -131,6 +267,9 @@ impl Histories {
                     );
                 }
             }
+            for m in &h.moved {
+                moved_text(h, m, &mut out);
+            }
             out.push('\n');
         }
         let _ = writeln!(out, "{}", self.method);
@@ -193,6 +332,9 @@ impl Histories {
                 );
             }
             out.push('\n');
+            for m in &h.moved {
+                moved_markdown(h, m, &mut out);
+            }
         }
         let _ = writeln!(out, "{}", self.method);
         out

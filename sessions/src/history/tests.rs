@@ -184,3 +184,68 @@ fn the_text_and_markdown_name_the_change_point_and_escape_labels() {
     assert!(!md.contains('\u{1b}'), "{md}");
     assert!(md.contains("from point 10 (c010)"), "{md}");
 }
+
+#[test]
+fn what_moved_at_a_step_names_the_function_it_moved_from_the_nearest_points() {
+    let root = tempfile::tempdir().unwrap();
+    let mut spec = SyntheticHistory::new(50, 0.01, 4);
+    spec.steps = vec![(25, 0.5)];
+    spec.moved_function = Some("ring::grown".into());
+    spec.write(root.path()).unwrap();
+    let found = load_all(root.path(), &HistoryOptions::default());
+    assert!(found.warnings.is_empty(), "{:?}", found.warnings);
+    let h = &found.histories[0];
+    assert_eq!(h.moved.len(), 1, "{:?}", h.moved);
+    let m = &h.moved[0];
+    assert!(m.at.abs_diff(25) <= 1, "{}", m.at);
+    assert!(m.changes.contains(&"laps/s".to_owned()), "{:?}", m.changes);
+    assert_eq!(m.before.len() + m.after.len(), 50);
+    // Every figure across the segments; laps/s with its step.
+    let laps = m.figures.iter().find(|f| f.name == "laps/s").unwrap();
+    assert!(laps.after > 1.4 * laps.before, "{laps:?}");
+    assert_eq!(laps.change.verdict, crate::compare::Verdict::Improved);
+    // The profiles of the nearest points only: all of the shorter side, 20 of the other.
+    let (near_before, near_after) = &m.profiled;
+    assert_eq!(near_before.len(), MOVED_POINTS.min(m.before.len()));
+    assert_eq!(near_after.len(), MOVED_POINTS.min(m.after.len()));
+    assert_eq!(near_before.last(), m.before.last());
+    assert_eq!(near_after.first(), m.after.first());
+    assert_eq!(m.profiles.len(), 1);
+    let cpu = &m.profiles[0];
+    assert_eq!(cpu.profile, "cpu");
+    // 1,200 samples a point before, 1,400 after (where the step is at 25).
+    assert!(cpu.weight.1 > cpu.weight.0, "{:?}", cpu.weight);
+    let first = &cpu.movers[0];
+    assert_eq!(first.name, "ring::grown", "{:?}", cpu.movers);
+    assert!(first.total_b > first.total_a + 0.05, "{first:?}");
+    assert!(cpu.diff_folded.contains("ring;ring::hop;ring::grown "));
+    assert_eq!(m.diff_stem("cpu"), format!("p0-p{}-p49-diff-cpu", m.at));
+    // In the text and the Markdown, under the history.
+    let text = found.to_text();
+    assert!(text.contains("what moved from point"), "{text}");
+    assert!(text.contains("ring::grown"), "{text}");
+    let md = found.to_markdown();
+    assert!(md.contains("| on-CPU function |"), "{md}");
+    assert!(md.contains("| ring::grown |"), "{md}");
+
+    // Without profiles: the figures alone.
+    let opts = HistoryOptions {
+        profiles: false,
+        ..HistoryOptions::default()
+    };
+    let found = load_all(root.path(), &opts);
+    let m = &found.histories[0].moved[0];
+    assert!(m.profiles.is_empty() && m.profiled.0.is_empty());
+    assert!(m.figures.iter().any(|f| f.name == "laps/s"));
+}
+
+#[test]
+fn a_history_without_change_points_moves_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let mut spec = SyntheticHistory::new(12, 0.01, 3);
+    spec.moved_function = Some("ring::grown".into());
+    spec.write(root.path()).unwrap();
+    let found = load_all(root.path(), &HistoryOptions::default());
+    assert!(found.histories[0].moved.is_empty());
+    assert!(!found.to_text().contains("what moved"));
+}

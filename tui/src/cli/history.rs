@@ -32,4 +32,13 @@ pub struct HistoryArgs {
     /// Print a Markdown table a history (for pull request comments).
     #[arg(long)]
     pub markdown: bool,
+    /// Where the differential flamegraphs of the change points go (made when the first
+    /// is written): for each change point and profile, `p<first>-p<at>-p<last>-diff-
+    /// <profile>` .folded, .svg and -negated.svg [default: ./history-<first DIR's name>].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Read no profiles: what moved at a change point lists the figures only, and no
+    /// file is written.
+    #[arg(long)]
+    pub no_profiles: bool,
 }

@@ -1,9 +1,11 @@
 //! `benchtop history DIR…` end to end, on histories of synthetic sessions the tests write
 //! (the change-point statistics are unit-tested in benchtop-sessions; here the command:
-//! text, JSON, Markdown, exit codes, and hostile histories).
+//! text, JSON, Markdown, exit codes, and hostile histories), and on a real history of a C
+//! program recorded in the test.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use benchtop_sessions::synthetic::SyntheticHistory;
 
@@ -192,4 +194,150 @@ fn a_missing_directory_is_an_error_naming_it() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nowhere"));
+}
+
+/// A program whose work is read from a file (its first argument): `steady_a` and
+/// `steady_b` each spin one unit of the second argument's iterations, `grown_work` as many
+/// units as the file says.
+const STEPPED_C: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+
+static volatile unsigned long sink;
+
+#define SPIN(n)                                                                        \
+    do {                                                                               \
+        unsigned long x = sink;                                                        \
+        for (unsigned long i = 0; i < (n); i++)                                        \
+            x = x * 6364136223846793005UL + i;                                         \
+        sink = x;                                                                      \
+    } while (0)
+
+__attribute__((noinline)) void steady_a(unsigned long n) { SPIN(n); }
+__attribute__((noinline)) void steady_b(unsigned long n) { SPIN(n); }
+__attribute__((noinline)) void grown_work(unsigned long n) { SPIN(n); }
+
+int main(int argc, char **argv) {
+    double units = 0;
+    FILE *f = argc > 2 ? fopen(argv[1], "r") : NULL;
+    if (!f || fscanf(f, "%lf", &units) != 1)
+        return 2;
+    fclose(f);
+    unsigned long unit = strtoul(argv[2], NULL, 10);
+    steady_a(unit);
+    steady_b(unit);
+    grown_work((unsigned long)(units * (double)unit));
+    return 0;
+}
+"#;
+
+/// Iterations of a unit of work: about 0.1 s of CPU.
+const UNIT: &str = "60000000";
+
+/// Builds the stepped program into `dir`.
+fn build_stepped(dir: &Path) -> PathBuf {
+    let src = dir.join("stepped.c");
+    fs::write(&src, STEPPED_C).unwrap();
+    let exe = dir.join("stepped");
+    let out = Command::new("cc")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .expect("this test builds a C fixture with `cc`: scripts/test installs gcc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+#[test]
+fn a_recorded_history_of_a_c_program_finds_its_step_and_the_function_that_grew() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_stepped(tmp.path());
+    // The step is in the file the program reads: the command line stays the same.
+    let work = tmp.path().join("work.txt");
+    let root = tmp.path().join("results");
+    for point in 0..12 {
+        // Three units before, 4.5 after: the work steps by 1.5× at point 6, all of it in
+        // grown_work.
+        fs::write(&work, if point < 6 { "1" } else { "2.5" }).unwrap();
+        succeeded(
+            benchtop()
+                .args(["run", "--quiet", "--label"])
+                .arg(format!("point={point}"))
+                .arg("--record")
+                .arg(root.join(format!("p{point:02}")))
+                .arg("--")
+                .arg(&exe)
+                .arg(&work)
+                .arg(UNIT),
+        );
+    }
+    let out = tmp.path().join("moved");
+    let report = json(
+        &root,
+        &[
+            "--order-by",
+            "point",
+            "--figure",
+            "cpu_time_s",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    let h = &report["histories"][0];
+    assert_eq!(h["points"].as_array().unwrap().len(), 12, "{report:#}");
+    let figures = h["figures"].as_array().unwrap();
+    let cpu_time = figures.iter().find(|f| f["name"] == "cpu_time_s").unwrap();
+    let changes = cpu_time["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{cpu_time:#}");
+    let at = changes[0]["at"].as_u64().unwrap() as usize;
+    let point = cpu_time["points"][at]["point"].as_u64().unwrap();
+    assert!(point.abs_diff(6) <= 1, "{cpu_time:#}");
+    // 1.5× the CPU time, within what a loaded machine does to CPU time.
+    let change = changes[0]["change"]["change"].as_f64().unwrap();
+    assert!((0.25..0.8).contains(&change), "{cpu_time:#}");
+
+    // What moved: cpu_time_s itself, and grown_work first in the on-CPU profile.
+    let moved = &h["moved"][0];
+    assert_eq!(moved["at"].as_u64(), Some(point), "{moved:#}");
+    assert_eq!(moved["figures"][0]["name"], "cpu_time_s", "{moved:#}");
+    let profiles = moved["profiles"].as_array().unwrap();
+    let cpu = profiles.iter().find(|p| p["profile"] == "cpu").unwrap();
+    let first = &cpu["movers"][0];
+    assert!(
+        first["name"].as_str().unwrap().contains("grown_work"),
+        "{cpu:#}"
+    );
+    let (before, after) = (
+        first["total_a"].as_f64().unwrap(),
+        first["total_b"].as_f64().unwrap(),
+    );
+    // A third of the samples before, 5/9 after (less what start-up and exit take).
+    assert!(after > before + 0.1, "{cpu:#}");
+    // The differential flamegraph, written under --out.
+    let svg = cpu["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f.as_str())
+        .find(|f| f.ends_with("-diff-cpu.svg"))
+        .unwrap_or_else(|| panic!("no differential flamegraph: {cpu:#}"));
+    assert!(Path::new(svg).starts_with(&out), "{svg}");
+    let drawn = fs::read_to_string(svg).unwrap();
+    assert!(drawn.contains("grown_work") && drawn.contains("steady_a"));
+    // The text says the same, and names the file.
+    let text = succeeded(
+        benchtop()
+            .arg("history")
+            .arg(&root)
+            .args(["--order-by", "point", "--figure", "cpu_time_s", "--out"])
+            .arg(&out),
+    );
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("what moved from point"), "{text}");
+    assert!(text.contains("grown_work") && text.contains(svg), "{text}");
 }

@@ -81,7 +81,7 @@ fn reap_lists_in_a_dry_run_then_ends_the_sessions_orphans() {
 }
 
 /// Pids of the live processes whose environment names `session` (zombies excluded).
-fn marked_with(session: &str) -> Vec<u32> {
+pub(crate) fn marked_with(session: &str) -> Vec<u32> {
     let mut pids = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Some(pid) = entry

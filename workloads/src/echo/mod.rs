@@ -331,13 +331,17 @@ fn run_points(
 /// Probes the server with single 64-byte messages until one comes back, so that no
 /// measured round trip includes the server's start (`--role both` starts it as a process
 /// just before). Gives up after five timeouts (at least 2 s) with an error naming the
-/// address; a server process that ends meanwhile is named instead.
+/// address; a server process that ends meanwhile is named instead. A run stopped before
+/// (while its server or its DPDK port was still starting) has nothing to probe.
 fn wait_for_server(
     params: &EchoParams,
     server: SocketAddr,
     mut nodes: Option<&mut Nodes>,
     stop: &StopSignal,
 ) -> Result<(), WorkloadError> {
+    if stop.is_set() {
+        return Ok(());
+    }
     let patience = (params.timeout * SILENT_TIMEOUTS).max(Duration::from_secs(2));
     let probe = EchoParams {
         // The probe goes the way the messages will: over DPDK, through the port.
