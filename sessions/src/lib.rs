@@ -87,8 +87,8 @@ pub use store::{
     rfc3339,
 };
 pub use timeseries::{
-    ContextSwitches, IoCounters, Percentiles, Resources, ThreadCpu, ThreadSummary, TimeseriesRow,
-    TreeCounts,
+    Aggregated, ContextSwitches, IoCounters, Percentiles, Resources, ThreadCpu, ThreadSummary,
+    TimeseriesRow, TreeCounts,
 };
 
 /// Version of the session directory format this build writes and the newest it reads.

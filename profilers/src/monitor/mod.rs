@@ -20,7 +20,9 @@ use benchtop_profile::{
 };
 
 use crate::ProfilerError;
+use crate::lifetimes::{LifeTable, Lifetimes, sort_busiest_first};
 use crate::procfs::{self, CpuTicks, ProcBuf};
+use crate::sampler::monotonic_ns;
 
 mod read;
 mod state;
@@ -28,7 +30,7 @@ mod state;
 use read::default_max_open_files;
 use state::{
     ExitedThread, OwnedStat, ProcState, ThreadRead, ThreadReading, ThreadState, Visit, add_ctx,
-    add_io, max_io, percent, sub_io,
+    add_io, aggregate, max_io, percent, sub_io,
 };
 
 /// How many of the busiest threads [`TreeSample::fill_row`] callers usually put in a row.
@@ -195,6 +197,12 @@ pub struct TreeMonitor {
     threads: HashMap<u32, ThreadState>,
     exited: Vec<ExitedThread>,
     exited_dropped: u64,
+    /// Exited threads past `max_exited_threads`, by process and thread name.
+    exited_groups: HashMap<(Arc<str>, Arc<str>), ThreadSummary>,
+    /// The kernel's records of every thread's life, when they could be had.
+    lifetimes: Option<Lifetimes>,
+    /// CLOCK_MONOTONIC at `epoch`, nanoseconds: the kernel records' clock.
+    epoch_ns: u64,
     /// CPU ticks and context switches of the threads that have exited, at their last
     /// sighting.
     exited_ticks: u64,
@@ -251,6 +259,9 @@ impl TreeMonitor {
             threads: HashMap::new(),
             exited: Vec::new(),
             exited_dropped: 0,
+            exited_groups: HashMap::new(),
+            lifetimes: None,
+            epoch_ns: 0,
             exited_ticks: 0,
             exited_ctx: ContextSwitches::default(),
             io_total: None,
@@ -267,6 +278,9 @@ impl TreeMonitor {
         };
         let _ = m.sample();
         m.epoch = m.last_at;
+        // The same moment on the kernel records' clock (Instant is CLOCK_MONOTONIC).
+        m.epoch_ns = monotonic_ns()
+            .saturating_sub(u64::try_from(m.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX));
         for t in m.threads.values_mut() {
             t.first_seen_s = 0.0;
             t.last_seen_s = 0.0;
@@ -289,6 +303,9 @@ impl TreeMonitor {
     /// exited); descendants that come and go, and files that cannot be read, are never
     /// errors.
     pub fn sample(&mut self) -> Result<TreeSample, ProfilerError> {
+        if let Some(lifetimes) = &mut self.lifetimes {
+            lifetimes.drain();
+        }
         let now = Instant::now();
         let boot_ticks = self.boot_ticks();
         let wall = now.saturating_duration_since(self.last_at).as_secs_f64();
@@ -453,27 +470,46 @@ impl TreeMonitor {
 
     /// Every thread seen so far, live or exited, busiest (most CPU time) first: the
     /// content of threads.csv. At most [`TreeMonitorOptions::max_exited_threads`] exited
-    /// threads are kept.
-    pub fn threads_summary(&self) -> Vec<ThreadSummary> {
+    /// threads are lines of their own, the rest aggregated lines by process and thread
+    /// name. With [`TreeMonitor::follow_lifetimes`], the kernel's records of the threads
+    /// that lived between two samples are lines too, and those the samples saw get their
+    /// parent, start, end and CPU time counted at exit ([`LifeTable::merge`]).
+    pub fn threads_summary(&mut self) -> Vec<ThreadSummary> {
         let hz = self.clock_ticks_per_s;
-        let mut all: Vec<(u32, ThreadSummary)> = self
+        let mut all: Vec<ThreadSummary> = self
             .exited
             .iter()
-            .map(|e| (e.tid, e.summary.clone()))
-            .chain(
-                self.threads
-                    .iter()
-                    .map(|(&tid, t)| (tid, t.summary(tid, hz))),
-            )
+            .map(|e| e.summary.clone())
+            .chain(self.threads.iter().map(|(&tid, t)| t.summary(tid, hz)))
+            .chain(self.exited_groups.values().cloned())
             .collect();
-        all.sort_by(|(_, a), (_, b)| {
-            b.cpu_s()
-                .total_cmp(&a.cpu_s())
-                .then(a.pid.cmp(&b.pid))
-                .then(a.tid.cmp(&b.tid))
-                .then(a.first_seen_s.total_cmp(&b.first_seen_s))
-        });
-        all.into_iter().map(|(_, s)| s).collect()
+        if let Some(lifetimes) = &mut self.lifetimes {
+            lifetimes.drain();
+            let live = &self.threads;
+            return lifetimes.table().merge(all, self.epoch_ns, |pid, tid| {
+                live.get(&tid).is_some_and(|t| t.pid == pid)
+            });
+        }
+        sort_busiest_first(&mut all);
+        all
+    }
+
+    /// Follows the tree's threads by the kernel's records too (see
+    /// [`crate::lifetimes`]): [`TreeMonitor::sample`] drains them, and
+    /// [`TreeMonitor::threads_summary`] counts every thread, however short it lived.
+    pub fn follow_lifetimes(&mut self, lifetimes: Lifetimes) {
+        self.lifetimes = Some(lifetimes);
+    }
+
+    /// The kernel's records of the tree's threads, when followed.
+    pub fn lifetimes(&self) -> Option<&LifeTable> {
+        self.lifetimes.as_ref().map(Lifetimes::table)
+    }
+
+    /// CLOCK_MONOTONIC when the monitor's clock (`first_seen_s`, `last_seen_s`) started,
+    /// nanoseconds.
+    pub fn epoch_monotonic_ns(&self) -> u64 {
+        self.epoch_ns
     }
 
     /// The thread ids of the tree's live threads at the last sample, in no order.
@@ -481,7 +517,8 @@ impl TreeMonitor {
         self.threads.keys().copied().collect()
     }
 
-    /// Exited threads left out of [`TreeMonitor::threads_summary`] because it was full.
+    /// Exited threads that are not lines of their own in
+    /// [`TreeMonitor::threads_summary`] (the table was full) but in aggregated lines.
     pub fn threads_dropped(&self) -> u64 {
         self.exited_dropped
     }
@@ -632,6 +669,7 @@ impl TreeMonitor {
             Some(mut t) => {
                 t.name = name;
                 t.process = process;
+                t.ppid = stat.ppid;
                 t.utime = stat.utime;
                 t.stime = stat.stime;
                 t.cpu_ns = cpu_ns;
@@ -646,6 +684,7 @@ impl TreeMonitor {
                 let ticks = stat.utime.saturating_add(stat.stime);
                 ThreadState {
                     pid,
+                    ppid: stat.ppid,
                     start_ticks: stat.start_ticks,
                     name,
                     process,
@@ -823,11 +862,12 @@ impl TreeMonitor {
             .exited_ticks
             .saturating_add(t.utime.saturating_add(t.stime));
         add_ctx(&mut self.exited_ctx, &t.ctx);
+        let summary = t.summary(tid, self.clock_ticks_per_s);
         if self.exited.len() < self.max_exited_threads {
-            let summary = t.summary(tid, self.clock_ticks_per_s);
-            self.exited.push(ExitedThread { tid, summary });
+            self.exited.push(ExitedThread { summary });
         } else {
             self.exited_dropped += 1;
+            aggregate(&mut self.exited_groups, summary);
         }
     }
 

@@ -2,10 +2,11 @@
 //! with their files held open, processes, exited threads), what reading a thread or a
 //! process finds, and the sums of its figures.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::sync::Arc;
 
-use benchtop_profile::{ContextSwitches, IoCounters, ThreadSummary};
+use benchtop_profile::{Aggregated, ContextSwitches, IoCounters, ThreadSummary};
 
 use super::ProcessSample;
 
@@ -16,6 +17,8 @@ use crate::procfs;
 #[derive(Debug)]
 pub(super) struct ThreadState {
     pub(super) pid: u32,
+    /// The parent of its process.
+    pub(super) ppid: u32,
     pub(super) start_ticks: u64,
     pub(super) name: Arc<str>,
     pub(super) process: Arc<str>,
@@ -65,6 +68,7 @@ impl ThreadState {
         s.ctx_switches = self.ctx;
         s.first_seen_s = self.first_seen_s;
         s.last_seen_s = self.last_seen_s;
+        s.ppid = Some(self.ppid);
         s
     }
 }
@@ -81,7 +85,6 @@ pub(super) struct ProcState {
 /// An exited thread kept for the summary.
 #[derive(Debug)]
 pub(super) struct ExitedThread {
-    pub(super) tid: u32,
     pub(super) summary: ThreadSummary,
 }
 
@@ -189,6 +192,36 @@ pub(super) fn sub_io(a: &IoCounters, b: &IoCounters) -> IoCounters {
     io_with(a, b, u64::saturating_sub)
 }
 
+/// Groups of exited threads past the table's limit.
+const MAX_GROUPS: usize = 4096;
+
+/// Adds an exited thread to the aggregated line of its process and thread name (or,
+/// past [`MAX_GROUPS`] names, to one line without names).
+pub(super) fn aggregate(
+    groups: &mut HashMap<(Arc<str>, Arc<str>), ThreadSummary>,
+    t: ThreadSummary,
+) {
+    let mut key: (Arc<str>, Arc<str>) =
+        (Arc::from(t.process.as_str()), Arc::from(t.thread.as_str()));
+    if !groups.contains_key(&key) && groups.len() >= MAX_GROUPS {
+        key = (Arc::from(""), Arc::from(""));
+    }
+    let line = groups.entry(key).or_insert_with_key(|(process, thread)| {
+        let mut line = ThreadSummary::new(0, 0, &**process, &**thread);
+        line.first_seen_s = t.first_seen_s;
+        line.aggregated = Some(Aggregated::default());
+        line
+    });
+    line.user_s += t.user_s;
+    line.system_s += t.system_s;
+    add_ctx(&mut line.ctx_switches, &t.ctx_switches);
+    line.first_seen_s = line.first_seen_s.min(t.first_seen_s);
+    line.last_seen_s = line.last_seen_s.max(t.last_seen_s);
+    if let Some(a) = &mut line.aggregated {
+        a.threads += 1;
+        a.processes += u64::from(t.tid == t.pid);
+    }
+}
 /// Every counter of `a` and `b` combined by `f`, field by field.
 fn io_with(a: &IoCounters, b: &IoCounters, f: fn(u64, u64) -> u64) -> IoCounters {
     let mut out = *a;
