@@ -45,6 +45,6 @@ pub use error::ProfileError;
 pub use kinds::{Kind, KindSet, KindSpec};
 pub use stacks::{Children, FoldedLimits, FrameId, NodeId, StackTree};
 pub use timeseries::{
-    ContextSwitches, IoCounters, Percentiles, Resources, ThreadCpu, ThreadSummary, TimeseriesRow,
-    TreeCounts,
+    Aggregated, ContextSwitches, IoCounters, Percentiles, Resources, ThreadCpu, ThreadSummary,
+    TimeseriesRow, TreeCounts,
 };

@@ -292,6 +292,40 @@ pub struct ThreadSummary {
     pub first_seen_s: f64,
     /// When the monitors last saw the thread, seconds after they started.
     pub last_seen_s: f64,
+    /// The parent of its process, when known.
+    pub ppid: Option<u32>,
+    /// When the thread was created, seconds after the monitors started, from the
+    /// kernel's record of its fork; `None` for a thread that existed before, or one
+    /// whose record was lost.
+    pub start_s: Option<f64>,
+    /// When it exited, likewise, from the kernel's record of its exit; `None` for a thread
+    /// alive at the end (or whose record was lost).
+    pub end_s: Option<f64>,
+    /// Its CPU time (user + system) counted by the kernel up to its exit, seconds: the
+    /// whole of it, where the polls saw only what it had used at their last sighting.
+    /// `None` where only the polls saw the thread.
+    pub counted_cpu_s: Option<f64>,
+    /// For a line that aggregates exited threads (past the table's limit on lines of
+    /// one thread): how many threads and processes it holds. `None` for one thread.
+    pub aggregated: Option<Aggregated>,
+}
+
+/// What an aggregated line of threads.csv holds: exited threads of one process name
+/// and thread name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Aggregated {
+    /// Threads.
+    pub threads: u64,
+    /// Of them, main threads: processes.
+    pub processes: u64,
+}
+
+impl Aggregated {
+    /// `threads` threads, `processes` of them main threads.
+    pub fn new(threads: u64, processes: u64) -> Self {
+        Aggregated { threads, processes }
+    }
 }
 
 impl ThreadSummary {
@@ -306,9 +340,22 @@ impl ThreadSummary {
         }
     }
 
-    /// CPU time, user + system, seconds.
+    /// CPU time, user + system, seconds: the kernel's count where there is one, else the
+    /// polls'.
     pub fn cpu_s(&self) -> f64 {
-        self.user_s + self.system_s
+        self.counted_cpu_s.unwrap_or(self.user_s + self.system_s)
+    }
+
+    /// Threads the line stands for: 1, or an aggregated line's count.
+    pub fn threads(&self) -> u64 {
+        self.aggregated.map_or(1, |a| a.threads)
+    }
+
+    /// Processes the line stands for: 1 for a main thread (`tid` = `pid`), 0 for another
+    /// thread, or an aggregated line's count.
+    pub fn processes(&self) -> u64 {
+        self.aggregated
+            .map_or(u64::from(self.tid == self.pid), |a| a.processes)
     }
 }
 

@@ -29,6 +29,7 @@ pub mod counting;
 mod error;
 pub mod host;
 mod ksyms;
+pub mod lifetimes;
 pub mod monitor;
 pub mod procfs;
 pub mod reaper;

@@ -11,7 +11,8 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant, SystemTime};
 
 use benchtop_profilers::counting::TreeCounters;
-use benchtop_profilers::monitor::TreeMonitor;
+use benchtop_profilers::lifetimes::Lifetimes;
+use benchtop_profilers::monitor::{TreeMonitor, TreeMonitorOptions};
 use benchtop_profilers::sampler::{Sampler, monotonic_ns};
 use benchtop_profilers::{ProfilerError, host};
 use benchtop_protocol::{
@@ -269,6 +270,9 @@ pub(crate) struct RunData {
     pub(crate) polled_reason: Option<String>,
     /// The peak RSS of the last row with resources, for rows after the tree is gone.
     pub(crate) last_peak_rss: u64,
+    /// Why threads.csv holds only the threads the polls saw; `None` when the kernel's
+    /// records of every thread's life are followed (or nothing was monitored).
+    pub(crate) lifetimes_reason: Option<String>,
 }
 
 impl RunData {
@@ -298,6 +302,7 @@ impl RunData {
             last_counts: None,
             polled_reason: None,
             last_peak_rss: 0,
+            lifetimes_reason: None,
         }
     }
 }
@@ -658,8 +663,9 @@ impl Run<'_> {
                 m.sampling.reason = Some("stack sampling off (--profile none)".into());
             });
         }
-        let monitor = TreeMonitor::new(pid);
+        let mut monitor = TreeMonitor::new(pid);
         self.start_counting(pid, &monitor);
+        self.follow_lifetimes(pid, &mut monitor);
         self.monitor = Some(monitor);
         // The worker counts its `t_ns` from the moment it reads `start`, a fraction of a
         // millisecond after this: the start of the sampler's report intervals.
@@ -734,6 +740,33 @@ impl Run<'_> {
                     "the tree's CPU time and context switches are polled every interval \
                      (what starts and ends between two polls is missed) and page faults are \
                      not recorded: {e}"
+                ));
+            }
+        }
+    }
+
+    /// The kernel's records of every thread's life, for threads.csv: on a command from
+    /// its exec, on a worker or an attached process from every thread it has now (the
+    /// root's first). Refused, threads.csv holds the threads the polls saw and the
+    /// session says so.
+    fn follow_lifetimes(&mut self, pid: u32, monitor: &mut TreeMonitor) {
+        let (tids, on_exec) = match self.opts.target {
+            Target::Command => (vec![pid], true),
+            Target::Worker | Target::Attach { .. } => {
+                let mut tids = monitor.live_tids();
+                tids.retain(|&t| t != pid);
+                tids.sort_unstable();
+                tids.insert(0, pid);
+                (tids, false)
+            }
+        };
+        let max_exited = TreeMonitorOptions::default().max_exited_threads;
+        match Lifetimes::open(&tids, on_exec, max_exited) {
+            Ok(lifetimes) => monitor.follow_lifetimes(lifetimes),
+            Err(e) => {
+                self.data.lifetimes_reason = Some(format!(
+                    "threads.csv lists the threads the polls saw, not those that lived \
+                     between two polls: {e}"
                 ));
             }
         }

@@ -259,18 +259,31 @@ impl Run<'_> {
         {
             warnings.push(format!("latency.svg: {e}"));
         }
-        if let Some(monitor) = &self.monitor {
+        if let Some(monitor) = &mut self.monitor {
             if let Err(e) = self.writer.write_threads(&monitor.threads_summary()) {
                 warnings.push(format!("threads.csv: {e}"));
             }
-            let dropped = monitor.threads_dropped();
-            if dropped > 0 {
+            let max = TreeMonitorOptions::default().max_exited_threads;
+            let aggregated = monitor
+                .lifetimes()
+                .map_or(monitor.threads_dropped(), |l| l.aggregated());
+            if aggregated > 0 {
                 warnings.push(format!(
-                    "threads.csv: {dropped} exited threads left out (the table keeps the first \
-                     {} threads to exit)",
-                    TreeMonitorOptions::default().max_exited_threads
+                    "threads.csv: {aggregated} exited threads are held in aggregated lines by \
+                     process and thread name (pid and tid 0; the first {max} threads to exit \
+                     have lines of their own)"
                 ));
             }
+            if let Some(lost) = monitor.lifetimes().map(|l| l.lost()).filter(|&n| n > 0) {
+                warnings.push(format!(
+                    "threads.csv: the kernel dropped {lost} records of threads' lives (its \
+                     buffers filled between two reads): threads that lived between two polls \
+                     may be missing"
+                ));
+            }
+        }
+        if let Some(reason) = &self.data.lifetimes_reason {
+            warnings.push(reason.clone());
         }
         if let Err(e) = self.writer.write_phase_plot() {
             warnings.push(format!("phases.svg: {e}"));

@@ -313,7 +313,7 @@ impl Run<'_> {
     }
 
     pub(crate) fn save_threads(&mut self) -> Result<(), RecordError> {
-        if let Some(monitor) = &self.monitor {
+        if let Some(monitor) = &mut self.monitor {
             self.writer.write_threads(&monitor.threads_summary())?;
         }
         Ok(())

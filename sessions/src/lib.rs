@@ -86,8 +86,8 @@ pub use store::{
     AllocTotals, RowSummary, Session, SessionFiles, SessionWriter, new_session_id, rfc3339,
 };
 pub use timeseries::{
-    ContextSwitches, IoCounters, Percentiles, Resources, ThreadCpu, ThreadSummary, TimeseriesRow,
-    TreeCounts,
+    Aggregated, ContextSwitches, IoCounters, Percentiles, Resources, ThreadCpu, ThreadSummary,
+    TimeseriesRow, TreeCounts,
 };
 
 /// Version of the session directory format this build writes and the newest it reads.

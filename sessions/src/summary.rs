@@ -28,8 +28,10 @@ pub struct Overview<'a> {
     pub latency: Vec<LatencyRow<'a>>,
     /// Peaks and totals of timeseries.jsonl.
     pub resources: Resources,
-    /// Threads in threads.csv.
-    pub threads_seen: usize,
+    /// Threads in threads.csv (an aggregated line counts the threads it holds).
+    pub threads_seen: u64,
+    /// Processes in threads.csv: its main threads, and those aggregated lines hold.
+    pub processes_seen: u64,
     /// The five threads with the most CPU time.
     pub busiest_threads: Vec<BusyThread<'a>>,
     /// The five frames with the most self samples in cpu.folded.
@@ -252,7 +254,8 @@ impl Session {
             duration_s: self.duration().map(|d| d.as_secs_f64()),
             latency,
             resources,
-            threads_seen: self.threads.len(),
+            threads_seen: self.threads.iter().map(ThreadSummary::threads).sum(),
+            processes_seen: self.threads.iter().map(ThreadSummary::processes).sum(),
             busiest_threads,
             hottest_frames: cpu
                 .map(|t| shares(t, hottest_frames(t, 5)))
@@ -634,8 +637,8 @@ fn write_busiest_threads(overview: &Overview<'_>, out: &mut String) -> fmt::Resu
     }
     writeln!(
         out,
-        "\nbusiest threads ({THREADS_FILE}: {} threads seen)",
-        overview.threads_seen
+        "\nbusiest threads ({THREADS_FILE}: {} threads of {} processes seen)",
+        overview.threads_seen, overview.processes_seen
     )?;
     for t in &overview.busiest_threads {
         writeln!(

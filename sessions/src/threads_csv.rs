@@ -5,11 +5,14 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::SessionError;
-use crate::timeseries::{ContextSwitches, ThreadSummary};
+use crate::timeseries::{Aggregated, ContextSwitches, ThreadSummary};
 
-/// The columns of threads.csv, in the order they are written. `cpu_s` is `user_s +
-/// system_s`, for people sorting a spreadsheet; readers ignore it.
-pub const THREADS_CSV_COLUMNS: [&str; 11] = [
+/// The columns of threads.csv, in the order they are written. `cpu_s` is the thread's
+/// CPU time (`counted_cpu_s` where the kernel counted it, else `user_s + system_s`), and
+/// `threads` and `processes` what a line stands for: derived, readers ignore them but on
+/// an aggregated line (pid and tid 0). The last six are optional on reading: sessions
+/// recorded before them lack them.
+pub const THREADS_CSV_COLUMNS: [&str; 17] = [
     "pid",
     "tid",
     "process",
@@ -21,6 +24,23 @@ pub const THREADS_CSV_COLUMNS: [&str; 11] = [
     "involuntary_ctxt_switches",
     "first_seen_s",
     "last_seen_s",
+    "ppid",
+    "start_s",
+    "end_s",
+    "counted_cpu_s",
+    "threads",
+    "processes",
+];
+
+/// Columns a reader does without: derived, or added after the first sessions.
+const OPTIONAL_COLUMNS: [&str; 7] = [
+    "cpu_s",
+    "ppid",
+    "start_s",
+    "end_s",
+    "counted_cpu_s",
+    "threads",
+    "processes",
 ];
 
 /// threads.csv text: a header line, then one line per thread (RFC 4180 quoting, `\n`
@@ -34,9 +54,9 @@ pub fn threads_to_csv(threads: &[ThreadSummary]) -> String {
         push_csv_field(&mut out, &t.process);
         out.push(',');
         push_csv_field(&mut out, &t.thread);
-        let _ = writeln!(
+        let _ = write!(
             out,
-            ",{:.3},{:.3},{:.3},{},{},{:.3},{:.3}",
+            ",{:.3},{:.3},{:.3},{},{},{:.3},{:.3},",
             t.cpu_s(),
             t.user_s,
             t.system_s,
@@ -45,6 +65,16 @@ pub fn threads_to_csv(threads: &[ThreadSummary]) -> String {
             t.first_seen_s,
             t.last_seen_s
         );
+        if let Some(ppid) = t.ppid {
+            let _ = write!(out, "{ppid}");
+        }
+        for s in [t.start_s, t.end_s, t.counted_cpu_s] {
+            out.push(',');
+            if let Some(s) = s {
+                let _ = write!(out, "{s:.3}");
+            }
+        }
+        let _ = writeln!(out, ",{},{}", t.threads(), t.processes());
     }
     out
 }
@@ -105,15 +135,20 @@ pub fn parse_threads_csv(bytes: &[u8], path: &Path) -> Result<Vec<ThreadSummary>
     if let Some((c, _)) = THREADS_CSV_COLUMNS
         .iter()
         .enumerate()
-        .find(|&(c, name)| columns[c] == usize::MAX && *name != "cpu_s")
+        .find(|&(c, name)| columns[c] == usize::MAX && !OPTIONAL_COLUMNS.contains(name))
     {
+        let required: Vec<&str> = THREADS_CSV_COLUMNS
+            .iter()
+            .copied()
+            .filter(|c| !OPTIONAL_COLUMNS.contains(c))
+            .collect();
         return Err(SessionError::corrupt_line(
             path,
             1,
             format!(
                 "no {:?} column (the header must name {})",
                 THREADS_CSV_COLUMNS[c],
-                THREADS_CSV_COLUMNS.join(",")
+                required.join(",")
             ),
         ));
     }
@@ -159,6 +194,19 @@ pub fn parse_threads_csv(bytes: &[u8], path: &Path) -> Result<Vec<ThreadSummary>
         );
         thread.first_seen_s = secs("first_seen_s")?;
         thread.last_seen_s = secs("last_seen_s")?;
+        // The later columns: empty (or absent) when not known.
+        let maybe = |name: &str, f: &dyn Fn(&str) -> Result<f64, SessionError>| {
+            (!field(name).is_empty()).then(|| f(name)).transpose()
+        };
+        thread.ppid = (!field("ppid").is_empty())
+            .then(|| pid("ppid"))
+            .transpose()?;
+        thread.start_s = maybe("start_s", &secs)?;
+        thread.end_s = maybe("end_s", &secs)?;
+        thread.counted_cpu_s = maybe("counted_cpu_s", &secs)?;
+        if thread.pid == 0 && thread.tid == 0 {
+            thread.aggregated = Some(Aggregated::new(int("threads")?, int("processes")?));
+        }
         threads.push(thread);
     }
     Ok(threads)
@@ -301,8 +349,9 @@ mod tests {
         assert!(
             csv.starts_with(
                 "pid,tid,process,thread,cpu_s,user_s,system_s,voluntary_ctxt_switches,\
-                 involuntary_ctxt_switches,first_seen_s,last_seen_s\n\
-                 10,10,ring,ring,1.750,1.250,0.500,10,2,0.000,3.001\n"
+                 involuntary_ctxt_switches,first_seen_s,last_seen_s,ppid,start_s,end_s,\
+                 counted_cpu_s,threads,processes\n\
+                 10,10,ring,ring,1.750,1.250,0.500,10,2,0.000,3.001,,,,,1,1\n"
             ),
             "{csv}"
         );
@@ -335,7 +384,7 @@ mod tests {
     #[test]
     fn malformed_threads_csv_is_corrupt_naming_the_file_and_line() {
         let header = THREADS_CSV_COLUMNS.join(",");
-        let good = "1,1,p,t,0.1,0.1,0,1,1,0,1";
+        let good = "1,1,p,t,0.1,0.1,0,1,1,0,1,,,,,1,1";
         for (text, line, reason) in [
             (String::new(), None, "empty: no header line"),
             ("pid,tid\n".to_owned(), Some(1), "no \"process\" column"),
@@ -358,6 +407,16 @@ mod tests {
                 format!("{header}\n{}\n", good.replacen("0.1,0.1", "0.1,-", 1)),
                 Some(2),
                 "user_s \"-\" is not a number",
+            ),
+            (
+                format!("{header}\n{}\n", good.replacen(",,,,,", ",2x,,,,", 1)),
+                Some(2),
+                "ppid \"2x\" is not a number",
+            ),
+            (
+                format!("{header}\n0,0,p,t,0.1,0.1,0,1,1,0,1,,,,,,\n"),
+                Some(2),
+                "threads \"\" is not a number",
             ),
             (
                 format!("{header}\n1,1,\"p,t,0.1\n2,2\n"),
@@ -389,5 +448,34 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert_eq!(err, "t.csv: corrupt: line 2: not UTF-8 text");
+    }
+
+    #[test]
+    fn the_later_columns_round_trip_and_an_aggregated_line_says_what_it_holds() {
+        let mut exited = thread(20, 21, "spin", "worker");
+        exited.ppid = Some(19);
+        exited.start_s = Some(0.25);
+        exited.end_s = Some(0.5);
+        exited.counted_cpu_s = Some(2.0);
+        let mut many = thread(0, 0, "spin", "spin");
+        many.counted_cpu_s = Some(40.0);
+        many.aggregated = Some(Aggregated::new(300, 280));
+        let threads = vec![exited.clone(), many.clone()];
+        let csv = threads_to_csv(&threads);
+        assert!(
+            csv.contains(
+                "\n20,21,spin,worker,2.000,1.250,0.500,10,2,0.000,3.001,19,0.250,0.500,2.000,1,0\n"
+            ),
+            "{csv}"
+        );
+        assert!(csv.contains(",40.000,300,280\n"), "{csv}");
+        let back = parse_threads_csv(csv.as_bytes(), Path::new("threads.csv")).unwrap();
+        assert_eq!(back, threads);
+        assert_eq!(
+            back.iter().map(ThreadSummary::threads).sum::<u64>(),
+            301,
+            "{back:?}"
+        );
+        assert_eq!(back.iter().map(ThreadSummary::processes).sum::<u64>(), 280);
     }
 }

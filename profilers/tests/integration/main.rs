@@ -6,6 +6,7 @@
 mod fixture;
 mod host;
 mod jit;
+mod lifetimes;
 mod mem;
 mod monitor;
 mod names;

@@ -118,7 +118,7 @@ fn the_summary_shows_the_tree_its_switches_io_and_busiest_threads() {
         "CPU time     4.50 s",
         "ctx switches 3000 voluntary, 30 involuntary",
         "I/O          3.00 MiB read in 300 calls, 6.00 MiB written in 150 calls; storage 12.0 KiB read, 24.0 KiB written",
-        "busiest threads (threads.csv: 3 threads seen)",
+        "busiest threads (threads.csv: 3 threads of 2 processes seen)",
         "       2.88 s  ring-node-0 (tid 4250) in benchtop (pid 4242)",
         "       0.50 s  ring, \"node\" 1 (tid 4300) in benchtop (pid 4300)",
         "       0.38 s  benchtop (tid 4242) in benchtop (pid 4242)",
@@ -133,7 +133,7 @@ fn a_corrupt_threads_csv_is_an_error_naming_it_and_the_line() {
     let dir = write_tree_session(&root.path().join("s"));
     let path = dir.join(THREADS_FILE);
     let mut csv = fs::read_to_string(&path).unwrap();
-    csv.push_str("4301,4301,benchtop,x,1.0,1.0,0.0,many,0,1.0,2.0\n");
+    csv.push_str("4301,4301,benchtop,x,1.0,1.0,0.0,many,0,1.0,2.0,4242,,,,1,1\n");
     fs::write(&path, csv).unwrap();
     let err = Session::load(&dir).unwrap_err();
     let SessionError::Corrupt {

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use benchtop_sessions::Status;
 use benchtop_sessions::store::Session;
+use benchtop_sessions::{Status, ThreadSummary};
 
 use crate::support::{benchtop, deny_perf_events};
 
@@ -197,6 +197,86 @@ fn a_tree_of_short_lived_processes_and_threads_is_counted_as_perf_stat_counts_it
     assert!(text.contains(&shown), "{shown} in\n{text}");
     assert!(text.contains(&summary), "{summary} in\n{text}");
     assert!(!text.contains("(wait4:"), "{text}");
+
+    every_process_and_thread_is_a_line(&session, &text);
+}
+
+/// threads.csv holds every process and thread of the fixture, each with its parent,
+/// start, end and CPU time, though most lived between two polls.
+fn every_process_and_thread_is_a_line(session: &Session, show: &str) {
+    let threads = &session.threads;
+    assert!(
+        threads.iter().all(|t| t.aggregated.is_none()),
+        "no line aggregates: {threads:?}"
+    );
+    let spin: Vec<_> = threads.iter().filter(|t| t.process == "spin").collect();
+    let (mains, others): (Vec<&ThreadSummary>, Vec<&ThreadSummary>) =
+        spin.iter().copied().partition(|t| t.tid == t.pid);
+    // 200 children and the process of the 20 threads.
+    assert_eq!(mains.len(), 201, "{spin:#?}");
+    assert_eq!(others.len(), 20, "{spin:#?}");
+    let threads_pid = others[0].pid;
+    assert!(others.iter().all(|t| t.pid == threads_pid), "{others:#?}");
+    for t in &spin {
+        let (Some(start), Some(end)) = (t.start_s, t.end_s) else {
+            panic!("no start or end: {t:?}");
+        };
+        assert!(start <= end, "{t:?}");
+        assert!(t.counted_cpu_s.is_some(), "not counted: {t:?}");
+        assert_eq!(t.thread, "spin", "{t:?}");
+    }
+    // The children's CPU time, held against what they spun: in all, about their spins
+    // or more (each spun on its CPU clock, which the kernel's task-clock follows) and
+    // not far above. Thread by thread the kernel's figures can be off by a few
+    // milliseconds (inherited contexts swapped at a switch), so the sum is judged.
+    let spun: f64 = (0..20)
+        .flat_map(|w| (0..10).map(move |k| f64::from(5 + (w * 7 + k * 3) % 16) / 1e3))
+        .sum();
+    let children: Vec<f64> = mains
+        .iter()
+        .filter(|t| t.pid != threads_pid)
+        .map(|t| t.cpu_s())
+        .collect();
+    assert_eq!(children.len(), 200);
+    let counted: f64 = children.iter().sum();
+    assert!(
+        counted >= spun * 0.97 && counted <= spun * 1.1 + 0.2,
+        "counted {counted} s for {spun} s of spins: {children:?}"
+    );
+    assert!(children.iter().all(|&c| c > 0.0), "{children:?}");
+    let threads_s: f64 = others.iter().map(|t| t.cpu_s()).sum();
+    assert!(threads_s >= 20.0 * 0.002 * 0.97, "{others:#?}");
+    // Their parent is the fixture's shell, whose parent is perf, the command.
+    let sh = mains[0].ppid.expect("a parent");
+    assert!(mains.iter().all(|t| t.ppid == Some(sh)), "{mains:#?}");
+    let sh_line = threads
+        .iter()
+        .find(|t| t.tid == sh)
+        .unwrap_or_else(|| panic!("no line of the shell {sh}: {threads:#?}"));
+    assert_eq!(sh_line.thread, "sh", "{sh_line:?}");
+    let perf = sh_line.ppid.expect("the shell's parent");
+    let perf_line = threads.iter().find(|t| t.tid == perf).unwrap();
+    assert!(perf_line.thread.starts_with("perf"), "{perf_line:?}");
+    // perf, its shell and the 201 spinners at least; every thread of them.
+    let processes: u64 = threads.iter().map(|t| t.processes()).sum();
+    let all: u64 = threads.iter().map(|t| t.threads()).sum();
+    assert!(
+        processes >= 203 && all >= processes + 20,
+        "{processes} {all}"
+    );
+    assert!(
+        show.contains(&format!("{all} threads of {processes} processes seen")),
+        "{show}"
+    );
+    assert!(
+        !session
+            .meta
+            .warnings
+            .iter()
+            .any(|w| w.contains("threads.csv")),
+        "{:?}",
+        session.meta.warnings
+    );
 }
 
 /// How `show` prints a figure in seconds.
@@ -232,6 +312,17 @@ fn where_perf_events_are_refused_the_figures_are_polled_and_said_to_be() {
             .iter()
             .all(|r| r.resources.is_none_or(|r| r.counted_total.is_none()))
     );
+    // threads.csv holds what the polls saw, and says so.
+    assert!(
+        session
+            .meta
+            .warnings
+            .iter()
+            .any(|w| w.contains("threads.csv lists the threads the polls saw")),
+        "{:?}",
+        session.meta.warnings
+    );
+    assert!(!session.threads.is_empty());
     let text = show(&dir);
     assert!(text.contains("resources (polled"), "{text}");
     assert!(

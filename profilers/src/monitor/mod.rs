@@ -20,7 +20,18 @@ use benchtop_profile::{
 };
 
 use crate::ProfilerError;
+use crate::lifetimes::{LifeTable, Lifetimes, sort_busiest_first};
 use crate::procfs::{self, CpuTicks, ProcBuf};
+use crate::sampler::monotonic_ns;
+
+mod read;
+mod state;
+
+use read::default_max_open_files;
+use state::{
+    ExitedThread, OwnedStat, ProcState, ThreadRead, ThreadReading, ThreadState, Visit, add_ctx,
+    add_io, aggregate, max_io, percent, sub_io,
+};
 
 /// How many of the busiest threads [`TreeSample::fill_row`] callers usually put in a row.
 pub const DEFAULT_TOP_THREADS: usize = 5;
@@ -143,79 +154,6 @@ pub struct ProcessSample {
     pub io: Option<IoCounters>,
 }
 
-/// A live thread, with its files held open.
-#[derive(Debug)]
-struct ThreadState {
-    pid: u32,
-    start_ticks: u64,
-    name: Arc<str>,
-    process: Arc<str>,
-    utime: u64,
-    stime: u64,
-    ctx: ContextSwitches,
-    /// Nanoseconds on CPU from its schedstat, when the kernel keeps it: the interval's CPU
-    /// share without the clock tick's 10 ms steps.
-    cpu_ns: Option<u64>,
-    /// CPU ticks, nanoseconds and switches at the previous sample, for the interval
-    /// figures.
-    prev_ticks: u64,
-    prev_cpu_ns: Option<u64>,
-    prev_ctx: ContextSwitches,
-    first_seen_s: f64,
-    last_seen_s: f64,
-    /// The sample that last read it.
-    seen: u64,
-    stat: Option<File>,
-    status: Option<File>,
-    children: Option<File>,
-    schedstat: Option<File>,
-}
-
-impl ThreadState {
-    fn open_files(&self) -> usize {
-        [&self.stat, &self.status, &self.children, &self.schedstat]
-            .iter()
-            .filter(|f| f.is_some())
-            .count()
-    }
-
-    fn summary(&self, tid: u32, hz: f64) -> ThreadSummary {
-        let mut s = ThreadSummary::new(self.pid, tid, &*self.process, &*self.name);
-        let (user, system) = (self.utime as f64 / hz, self.stime as f64 / hz);
-        // The kernel's nanoseconds, split as its clock ticks split user from system time:
-        // a thread of a short run shows the CPU it used, not 0.00 s.
-        (s.user_s, s.system_s) = match self.cpu_ns {
-            Some(ns) if user + system > 0.0 => {
-                let total = ns as f64 / 1e9;
-                let user_share = total * user / (user + system);
-                (user_share, total - user_share)
-            }
-            Some(ns) => (ns as f64 / 1e9, 0.0),
-            None => (user, system),
-        };
-        s.ctx_switches = self.ctx;
-        s.first_seen_s = self.first_seen_s;
-        s.last_seen_s = self.last_seen_s;
-        s
-    }
-}
-
-/// A process of the tree.
-#[derive(Debug, Default)]
-struct ProcState {
-    comm: Option<Arc<str>>,
-    io: Option<File>,
-    io_denied: bool,
-    seen: u64,
-}
-
-/// An exited thread kept for the summary.
-#[derive(Debug)]
-struct ExitedThread {
-    tid: u32,
-    summary: ThreadSummary,
-}
-
 /// Samples the resources of a process and all its descendants.
 ///
 /// ```no_run
@@ -259,6 +197,12 @@ pub struct TreeMonitor {
     threads: HashMap<u32, ThreadState>,
     exited: Vec<ExitedThread>,
     exited_dropped: u64,
+    /// Exited threads past `max_exited_threads`, by process and thread name.
+    exited_groups: HashMap<(Arc<str>, Arc<str>), ThreadSummary>,
+    /// The kernel's records of every thread's life, when they could be had.
+    lifetimes: Option<Lifetimes>,
+    /// CLOCK_MONOTONIC at `epoch`, nanoseconds: the kernel records' clock.
+    epoch_ns: u64,
     /// CPU ticks and context switches of the threads that have exited, at their last
     /// sighting.
     exited_ticks: u64,
@@ -315,6 +259,9 @@ impl TreeMonitor {
             threads: HashMap::new(),
             exited: Vec::new(),
             exited_dropped: 0,
+            exited_groups: HashMap::new(),
+            lifetimes: None,
+            epoch_ns: 0,
             exited_ticks: 0,
             exited_ctx: ContextSwitches::default(),
             io_total: None,
@@ -331,6 +278,9 @@ impl TreeMonitor {
         };
         let _ = m.sample();
         m.epoch = m.last_at;
+        // The same moment on the kernel records' clock (Instant is CLOCK_MONOTONIC).
+        m.epoch_ns = monotonic_ns()
+            .saturating_sub(u64::try_from(m.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX));
         for t in m.threads.values_mut() {
             t.first_seen_s = 0.0;
             t.last_seen_s = 0.0;
@@ -353,6 +303,9 @@ impl TreeMonitor {
     /// exited); descendants that come and go, and files that cannot be read, are never
     /// errors.
     pub fn sample(&mut self) -> Result<TreeSample, ProfilerError> {
+        if let Some(lifetimes) = &mut self.lifetimes {
+            lifetimes.drain();
+        }
         let now = Instant::now();
         let boot_ticks = self.boot_ticks();
         let wall = now.saturating_duration_since(self.last_at).as_secs_f64();
@@ -517,27 +470,46 @@ impl TreeMonitor {
 
     /// Every thread seen so far, live or exited, busiest (most CPU time) first: the
     /// content of threads.csv. At most [`TreeMonitorOptions::max_exited_threads`] exited
-    /// threads are kept.
-    pub fn threads_summary(&self) -> Vec<ThreadSummary> {
+    /// threads are lines of their own, the rest aggregated lines by process and thread
+    /// name. With [`TreeMonitor::follow_lifetimes`], the kernel's records of the threads
+    /// that lived between two samples are lines too, and those the samples saw get their
+    /// parent, start, end and CPU time counted at exit ([`LifeTable::merge`]).
+    pub fn threads_summary(&mut self) -> Vec<ThreadSummary> {
         let hz = self.clock_ticks_per_s;
-        let mut all: Vec<(u32, ThreadSummary)> = self
+        let mut all: Vec<ThreadSummary> = self
             .exited
             .iter()
-            .map(|e| (e.tid, e.summary.clone()))
-            .chain(
-                self.threads
-                    .iter()
-                    .map(|(&tid, t)| (tid, t.summary(tid, hz))),
-            )
+            .map(|e| e.summary.clone())
+            .chain(self.threads.iter().map(|(&tid, t)| t.summary(tid, hz)))
+            .chain(self.exited_groups.values().cloned())
             .collect();
-        all.sort_by(|(_, a), (_, b)| {
-            b.cpu_s()
-                .total_cmp(&a.cpu_s())
-                .then(a.pid.cmp(&b.pid))
-                .then(a.tid.cmp(&b.tid))
-                .then(a.first_seen_s.total_cmp(&b.first_seen_s))
-        });
-        all.into_iter().map(|(_, s)| s).collect()
+        if let Some(lifetimes) = &mut self.lifetimes {
+            lifetimes.drain();
+            let live = &self.threads;
+            return lifetimes.table().merge(all, self.epoch_ns, |pid, tid| {
+                live.get(&tid).is_some_and(|t| t.pid == pid)
+            });
+        }
+        sort_busiest_first(&mut all);
+        all
+    }
+
+    /// Follows the tree's threads by the kernel's records too (see
+    /// [`crate::lifetimes`]): [`TreeMonitor::sample`] drains them, and
+    /// [`TreeMonitor::threads_summary`] counts every thread, however short it lived.
+    pub fn follow_lifetimes(&mut self, lifetimes: Lifetimes) {
+        self.lifetimes = Some(lifetimes);
+    }
+
+    /// The kernel's records of the tree's threads, when followed.
+    pub fn lifetimes(&self) -> Option<&LifeTable> {
+        self.lifetimes.as_ref().map(Lifetimes::table)
+    }
+
+    /// CLOCK_MONOTONIC when the monitor's clock (`first_seen_s`, `last_seen_s`) started,
+    /// nanoseconds.
+    pub fn epoch_monotonic_ns(&self) -> u64 {
+        self.epoch_ns
     }
 
     /// The thread ids of the tree's live threads at the last sample, in no order.
@@ -545,7 +517,8 @@ impl TreeMonitor {
         self.threads.keys().copied().collect()
     }
 
-    /// Exited threads left out of [`TreeMonitor::threads_summary`] because it was full.
+    /// Exited threads that are not lines of their own in
+    /// [`TreeMonitor::threads_summary`] (the table was full) but in aggregated lines.
     pub fn threads_dropped(&self) -> u64 {
         self.exited_dropped
     }
@@ -696,6 +669,7 @@ impl TreeMonitor {
             Some(mut t) => {
                 t.name = name;
                 t.process = process;
+                t.ppid = stat.ppid;
                 t.utime = stat.utime;
                 t.stime = stat.stime;
                 t.cpu_ns = cpu_ns;
@@ -710,6 +684,7 @@ impl TreeMonitor {
                 let ticks = stat.utime.saturating_add(stat.stime);
                 ThreadState {
                     pid,
+                    ppid: stat.ppid,
                     start_ticks: stat.start_ticks,
                     name,
                     process,
@@ -825,16 +800,7 @@ impl TreeMonitor {
             _ => {}
         }
         match read {
-            Ok(()) => procfs::parse_io(self.buf.as_bytes()).map(|io| {
-                let mut c = IoCounters::default();
-                c.syscr = io.syscr;
-                c.syscw = io.syscw;
-                c.rchar = io.rchar;
-                c.wchar = io.wchar;
-                c.read_bytes = io.read_bytes;
-                c.write_bytes = io.write_bytes;
-                c
-            }),
+            Ok(()) => procfs::parse_io(self.buf.as_bytes()).map(|io| read::io_counters(&io)),
             Err(e) => {
                 if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) {
                     proc.io_denied = true;
@@ -846,40 +812,12 @@ impl TreeMonitor {
 
     /// The thread ids of `pid` into `self.tids`.
     fn list_tasks(&mut self, pid: u32) {
-        self.tids.clear();
-        self.path.clear();
-        let _ = write!(self.path, "/proc/{pid}/task");
-        let Ok(dir) = std::fs::read_dir(&self.path) else {
-            return;
-        };
-        for entry in dir.flatten() {
-            if let Some(tid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) {
-                self.tids.push(tid);
-            }
-        }
-        self.tids.sort_unstable();
+        read::list_tasks(pid, &mut self.path, &mut self.tids);
     }
 
     /// With [`Discovery::ProcScan`]: the children of every process of the machine.
     fn scan_processes(&mut self) {
-        for children in self.scan_children.values_mut() {
-            children.clear();
-        }
-        let Ok(pids) = procfs::pids() else {
-            return;
-        };
-        for pid in pids {
-            self.path.clear();
-            let _ = write!(self.path, "/proc/{pid}/stat");
-            let mut none = None;
-            if self.buf.read_cached(&mut none, &self.path, false).is_err() {
-                continue;
-            }
-            if let Some(st) = procfs::parse_task_stat(self.buf.as_bytes()) {
-                self.scan_children.entry(st.ppid).or_default().push(pid);
-            }
-        }
-        self.scan_children.retain(|_, c| !c.is_empty());
+        read::scan_processes(&mut self.buf, &mut self.path, &mut self.scan_children);
     }
 
     /// Per-core utilisation since the previous reading of /proc/stat.
@@ -899,22 +837,7 @@ impl TreeMonitor {
         }
         self.cpu_now.clear();
         procfs::parse_proc_stat_cpus(self.buf.as_bytes(), &mut self.cpu_now);
-        let percents = self
-            .cpu_now
-            .iter()
-            .map(|now| {
-                let Some(before) = self.cpu_prev.iter().find(|p| p.cpu == now.cpu) else {
-                    return 0.0;
-                };
-                let total = now.total.saturating_sub(before.total);
-                let busy = now.busy.saturating_sub(before.busy).min(total);
-                if total == 0 {
-                    0.0
-                } else {
-                    100.0 * busy as f64 / total as f64
-                }
-            })
-            .collect();
+        let percents = read::cpu_percents(&self.cpu_prev, &self.cpu_now);
         std::mem::swap(&mut self.cpu_prev, &mut self.cpu_now);
         percents
     }
@@ -939,11 +862,12 @@ impl TreeMonitor {
             .exited_ticks
             .saturating_add(t.utime.saturating_add(t.stime));
         add_ctx(&mut self.exited_ctx, &t.ctx);
+        let summary = t.summary(tid, self.clock_ticks_per_s);
         if self.exited.len() < self.max_exited_threads {
-            let summary = t.summary(tid, self.clock_ticks_per_s);
-            self.exited.push(ExitedThread { tid, summary });
+            self.exited.push(ExitedThread { summary });
         } else {
             self.exited_dropped += 1;
+            aggregate(&mut self.exited_groups, summary);
         }
     }
 
@@ -977,148 +901,6 @@ impl TreeMonitor {
 
     /// CLOCK_BOOTTIME in clock ticks, the clock of a thread's start time.
     fn boot_ticks(&self) -> u64 {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: a live pointer to a timespec for the kernel (or vDSO) to fill.
-        let rc = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
-        if rc != 0 {
-            return 0;
-        }
-        let secs = ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9;
-        (secs * self.clock_ticks_per_s) as u64
+        read::boot_ticks(self.clock_ticks_per_s)
     }
-}
-
-/// What visiting a process found.
-enum Visit {
-    Live(ProcessSample),
-    /// Exited, not yet reaped: only its I/O counters.
-    Zombie(Option<IoCounters>),
-    /// Reached twice in one sample.
-    Seen,
-    Gone,
-}
-
-/// Why a thread could not be read.
-enum ThreadRead {
-    Gone,
-    Failed(ProfilerError),
-}
-
-impl ThreadRead {
-    fn from_io(path: &str, e: std::io::Error) -> Self {
-        if procfs::is_gone(&e) {
-            ThreadRead::Gone
-        } else {
-            ThreadRead::Failed(ProfilerError::io(path, e))
-        }
-    }
-}
-
-/// What the process needs from one of its threads' files.
-struct ThreadReading {
-    /// An exited thread (state `Z` or `X`).
-    zombie: bool,
-    threads: u32,
-    rss_kb: u64,
-    hwm_kb: u64,
-    ppid: u32,
-}
-
-/// [`procfs::TaskStat`] without the borrow of the read buffer; the comm is at most 15
-/// bytes (64 leaves room for kernels that allow longer ones).
-struct OwnedStat {
-    comm: SmallComm,
-    ppid: u32,
-    utime: u64,
-    stime: u64,
-    start_ticks: u64,
-}
-
-impl From<&procfs::TaskStat<'_>> for OwnedStat {
-    fn from(st: &procfs::TaskStat<'_>) -> Self {
-        OwnedStat {
-            comm: SmallComm::new(st.comm),
-            ppid: st.ppid,
-            utime: st.utime,
-            stime: st.stime,
-            start_ticks: st.start_ticks,
-        }
-    }
-}
-
-/// A thread name copied without allocating.
-struct SmallComm {
-    bytes: [u8; 64],
-    len: usize,
-}
-
-impl SmallComm {
-    fn new(comm: &[u8]) -> Self {
-        let len = comm.len().min(64);
-        let mut bytes = [0; 64];
-        bytes[..len].copy_from_slice(&comm[..len]);
-        SmallComm { bytes, len }
-    }
-}
-
-impl AsRef<[u8]> for SmallComm {
-    fn as_ref(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-}
-
-fn percent(cpu_s: f64, wall_s: f64) -> f64 {
-    if wall_s > 0.0 {
-        100.0 * cpu_s / wall_s
-    } else {
-        0.0
-    }
-}
-
-fn add_ctx(sum: &mut ContextSwitches, c: &ContextSwitches) {
-    sum.voluntary = sum.voluntary.saturating_add(c.voluntary);
-    sum.involuntary = sum.involuntary.saturating_add(c.involuntary);
-}
-
-fn add_io(sum: &mut IoCounters, c: &IoCounters) {
-    *sum = io_with(sum, c, u64::saturating_add);
-}
-
-fn max_io(a: &IoCounters, b: &IoCounters) -> IoCounters {
-    io_with(a, b, std::cmp::max)
-}
-
-fn sub_io(a: &IoCounters, b: &IoCounters) -> IoCounters {
-    io_with(a, b, u64::saturating_sub)
-}
-
-/// Every counter of `a` and `b` combined by `f`, field by field.
-fn io_with(a: &IoCounters, b: &IoCounters, f: fn(u64, u64) -> u64) -> IoCounters {
-    let mut out = *a;
-    out.syscr = f(a.syscr, b.syscr);
-    out.syscw = f(a.syscw, b.syscw);
-    out.rchar = f(a.rchar, b.rchar);
-    out.wchar = f(a.wchar, b.wchar);
-    out.read_bytes = f(a.read_bytes, b.read_bytes);
-    out.write_bytes = f(a.write_bytes, b.write_bytes);
-    out
-}
-
-/// A quarter of the soft limit on open files, at most 1024.
-fn default_max_open_files() -> usize {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: a live pointer to an rlimit for the kernel to fill.
-    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
-    if rc != 0 {
-        return 64;
-    }
-    usize::try_from(lim.rlim_cur / 4)
-        .unwrap_or(usize::MAX)
-        .min(1024)
 }
