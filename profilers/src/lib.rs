@@ -1,8 +1,10 @@
 //! benchtop's profilers: a perf-event stack sampler with batched symbolization, and
-//! /proc monitors. They collect live data into `benchtop-sessions` types; this crate
-//! knows nothing of workloads and never prints.
+//! /proc monitors. They collect live data into the profile model's types
+//! (`benchtop-profile`); this crate knows nothing of workloads or the session store and
+//! never prints.
 //!
 //! ```no_run
+//! use benchtop_profile::Kind;
 //! use benchtop_profilers::{Sampler, SamplerOptions, TreeMonitor};
 //!
 //! # fn main() -> Result<(), benchtop_profilers::ProfilerError> {

@@ -12,7 +12,7 @@
 //! ```
 //! use benchtop::state::flame_panes::FlamePanes;
 //! use benchtop::state::profile_views::{ViewKind, ViewsAction};
-//! use benchtop_sessions::StackTree;
+//! use benchtop_sessions::{Kind, StackTree};
 //!
 //! let mut tree = StackTree::new();
 //! tree.add_names(["main", "parse", "lex"], 3);
