@@ -218,15 +218,12 @@ pub struct Summary {
     pub lines: Vec<String>,
 }
 
-/// One named result figure: what a worker reports, and what a session keeps (the session
-/// store re-exports this type, so a figure is defined once).
+/// One named result figure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Figure {
     /// The original benchmark's name for it, e.g. `time_taken_for_ring_messaging`.
     pub name: String,
-    /// The value, in `unit`. A value that is not a number is written `null` (JSON has no
-    /// NaN) and read back as NaN.
-    #[serde(deserialize_with = "f64_or_nan")]
+    /// The value, in `unit`.
     pub value: f64,
     /// Unit, e.g. `s`, `bytes`, `messages/s`; empty for plain numbers.
     #[serde(default)]
@@ -234,11 +231,6 @@ pub struct Figure {
     /// Which direction is better, when one is (used by comparisons).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub better: Option<Better>,
-}
-
-/// A number, or NaN where JSON says `null` (how serde_json writes a NaN).
-fn f64_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// Which direction of change is an improvement.

@@ -580,7 +580,11 @@ impl Run<'_> {
                         phase.name,
                         phase.t_ns as f64 / 1e9,
                         phase.duration_ns as f64 / 1e9,
-                        phase.figures,
+                        phase
+                            .figures
+                            .into_iter()
+                            .map(crate::finish::session_figure)
+                            .collect(),
                     );
                     self.writer.update_meta(|m| m.phases.push(info))?;
                 } else {

@@ -59,7 +59,9 @@ impl Run<'_> {
         let exit = self.exit;
         let summary = self.summary.take();
         let lines = summary.as_ref().map(summary_lines).unwrap_or_default();
-        let mut figures: Vec<Figure> = summary.map(|s| s.figures).unwrap_or_default();
+        let mut figures: Vec<Figure> = summary
+            .map(|s| s.figures.into_iter().map(session_figure).collect())
+            .unwrap_or_default();
         figures.extend(self.command_figures(status));
         let resources = self.resources_info();
         // session.json is written once, by finish (or fail) below.
@@ -346,4 +348,14 @@ fn chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+pub(crate) fn session_figure(f: protocol::Figure) -> Figure {
+    let mut figure = Figure::new(f.name, f.value, f.unit);
+    figure.better = match f.better {
+        Some(protocol::Better::Higher) => Some(Better::Higher),
+        Some(protocol::Better::Lower) => Some(Better::Lower),
+        _ => None,
+    };
+    figure
 }

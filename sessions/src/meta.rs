@@ -321,9 +321,45 @@ impl PhaseInfo {
     }
 }
 
-/// One named result figure of a workload, and which direction of change is better:
-/// the workers' report protocol defines them, and a session keeps them as reported.
-pub use benchtop_protocol::{Better, Figure};
+/// One named result figure of a workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Figure {
+    /// The original benchmark's name for it.
+    pub name: String,
+    /// The value in `unit`.
+    #[serde(deserialize_with = "crate::timeseries::f64_or_nan")]
+    pub value: f64,
+    /// Unit; empty for plain numbers.
+    #[serde(default)]
+    pub unit: String,
+    /// `higher` or `lower` when one direction is better.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub better: Option<Better>,
+}
+
+impl Figure {
+    /// A figure with no preferred direction.
+    pub fn new(name: impl Into<String>, value: f64, unit: impl Into<String>) -> Self {
+        Figure {
+            name: name.into(),
+            value,
+            unit: unit.into(),
+            better: None,
+        }
+    }
+}
+
+/// Which direction of change is an improvement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Better {
+    /// Higher is better.
+    Higher,
+    /// Lower is better.
+    Lower,
+}
 
 #[cfg(test)]
 mod tests {
