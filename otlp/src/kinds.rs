@@ -33,7 +33,7 @@ pub struct OtlpKind {
 }
 
 /// The kinds of profiles sent, in the order each request carries them.
-pub const KINDS: [OtlpKind; 5] = [
+pub const KINDS: [OtlpKind; 6] = [
     OtlpKind {
         kind: Kind::Cpu,
         period: |s| match s.frequency_hz {
@@ -45,6 +45,14 @@ pub const KINDS: [OtlpKind; 5] = [
     },
     OtlpKind {
         kind: Kind::OffCpu,
+        period: |_| 1,
+        threads: true,
+        snapshot: false,
+    },
+    // Blocked time by what woke it: the blocked thread's stack, `— woken by —`, the
+    // waker's stack; per blocked thread.
+    OtlpKind {
+        kind: Kind::Waits,
         period: |_| 1,
         threads: true,
         snapshot: false,
@@ -218,7 +226,10 @@ mod tests {
         };
         let batch = BatchInterval::from_live(&live);
         assert_eq!(batch, BatchInterval::from_saved(&saved));
-        assert_eq!(batch.weights[2], vec![(2, 4, 4_096)]);
+        assert_eq!(
+            batch.weights[kind_index("mem").unwrap()],
+            vec![(2, 4, 4_096)]
+        );
         assert!(!batch.is_empty());
         assert!(BatchInterval::default().is_empty());
         // Neither carries allocations: those come from the worker's samples.

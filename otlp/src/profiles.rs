@@ -398,7 +398,7 @@ mod tests {
         BatchInterval {
             t0_ns: t0_s * 1_000_000_000,
             t1_ns: (t0_s + 1) * 1_000_000_000,
-            weights: [cpu, offcpu, mem, vec![], vec![]],
+            weights: [cpu, offcpu, vec![], mem, vec![], vec![]],
         }
     }
 

@@ -31,6 +31,9 @@ pub enum Kind {
     Cpu,
     /// Off-CPU (blocked) time.
     OffCpu,
+    /// Blocked time joined to what ended it: each blocked stack followed by the thread
+    /// and stack that woke it (the `sched:sched_waking` tracepoint).
+    Waits,
     /// Where resident memory grew: sampled page faults weighted in bytes.
     Mem,
     /// Bytes allocated by a built-in worker, per allocation stack (sampled).
@@ -150,7 +153,7 @@ pub struct KindSpec {
 }
 
 /// The profile kinds, in the order `show`, `compare` and the TUI list them.
-pub const KINDS: [KindSpec; 6] = [
+pub const KINDS: [KindSpec; 7] = [
     KindSpec {
         kind: Kind::Cpu,
         name: "cpu",
@@ -202,6 +205,34 @@ pub const KINDS: [KindSpec; 6] = [
         },
         folded_file: "offcpu.folded",
         svg_file: "offcpu.svg",
+    },
+    // Blocked time again, each stack continued by `— woken by —` and its waker's stack.
+    // Not in `all`: it needs tracepoints (root, CAP_PERFMON or paranoid -1).
+    KindSpec {
+        kind: Kind::Waits,
+        name: "waits",
+        title: "waits (blocked, by waker)",
+        collector: Collector::Sampler,
+        folded_unit: WeightUnit::Microseconds,
+        pane: true,
+        pane_title: "waits",
+        flame_title: "waits (time blocked, then what woke it)",
+        weight_label: "µs blocked",
+        interval_unit: Some(WeightUnit::Nanoseconds),
+        interval_field: Some("waits"),
+        memory: false,
+        sample_types: SampleTypes {
+            sample: ("wait", "nanoseconds"),
+            period: ("wait", "nanoseconds"),
+        },
+        exports: Exports {
+            pprof: true,
+            firefox: false,
+            speedscope: true,
+            otlp: true,
+        },
+        folded_file: "waits.folded",
+        svg_file: "waits.svg",
     },
     KindSpec {
         kind: Kind::Mem,
@@ -397,6 +428,11 @@ impl KindSet {
         KindSet(self.0 | 1 << kind as u32)
     }
 
+    /// This set without `kind`.
+    pub const fn without(self, kind: Kind) -> KindSet {
+        KindSet(self.0 & !(1 << kind as u32))
+    }
+
     /// Whether `kind` is in the set.
     pub const fn contains(self, kind: Kind) -> bool {
         self.0 & (1 << kind as u32) != 0
@@ -510,9 +546,14 @@ mod tests {
         assert_eq!(p("offcpu, mem,cpu"), Ok(KindSet::ALL));
         assert_eq!(p("none"), Ok(KindSet::NONE));
         assert!(p("alloc").is_err(), "worker kinds are not sampled");
+        // Waits need tracepoints: named, never part of an alias.
+        let waits = p("cpu,waits").expect("waits is sampled");
+        assert!(waits.contains(Kind::Waits) && !KindSet::ALL.contains(Kind::Waits));
+        assert_eq!(waits.without(Kind::Waits), KindSet::of(Kind::Cpu));
+        assert_eq!(waits.name(), "cpu,waits");
         let err = p("cpu,gpu").expect_err("gpu is no kind");
         assert!(err.to_string().contains("\"gpu\""), "{err}");
-        assert!(err.to_string().contains("cpu, offcpu, mem"), "{err}");
+        assert!(err.to_string().contains("cpu, offcpu, waits, mem"), "{err}");
     }
 
     #[test]

@@ -109,6 +109,9 @@ pub(crate) struct Sample<'a> {
     pub cpu: u32,
     /// The raw callchain: `nr` native-endian u64s, leaf first, with context markers.
     chain: &'a [u8],
+    /// A tracepoint's raw record (`PERF_SAMPLE_RAW`), when the layout has it: empty for
+    /// the samples of other events, padding included otherwise.
+    pub raw: &'a [u8],
     /// The user registers and stack copy, when the layout has them and the sample was
     /// taken with a user context (not in a kernel thread).
     pub user: Option<UserStack<'a>>,
@@ -135,9 +138,10 @@ pub(crate) struct UserStack<'a> {
 }
 
 impl<'a> Sample<'a> {
-    /// Decodes a sample record body (after the 8-byte header); `user_stack` says the
-    /// layout has REGS_USER (with [`REGS_USER_MASK`]) and STACK_USER after the callchain.
-    pub fn parse(body: &'a [u8], user_stack: bool) -> Option<Self> {
+    /// Decodes a sample record body (after the 8-byte header); `raw` says the layout has
+    /// RAW after the callchain, `user_stack` that it has REGS_USER (with
+    /// [`REGS_USER_MASK`]) and STACK_USER after that.
+    pub fn parse(body: &'a [u8], user_stack: bool, raw: bool) -> Option<Self> {
         let mut c = Cursor { buf: body };
         let id = c.u64()?;
         let ip = c.u64()?;
@@ -148,6 +152,13 @@ impl<'a> Sample<'a> {
         let _res = c.u32()?;
         let nr = usize::try_from(c.u64()?).ok()?;
         let chain = c.take(nr.checked_mul(8)?)?;
+        // Events without raw data write a size of 4 and four zero bytes.
+        let raw = if raw {
+            let size = c.u32()? as usize;
+            c.take(size)?
+        } else {
+            &[]
+        };
         let user = if user_stack {
             parse_user_stack(&mut c)?
         } else {
@@ -161,6 +172,7 @@ impl<'a> Sample<'a> {
             time,
             cpu,
             chain,
+            raw,
             user,
         })
     }
@@ -521,7 +533,7 @@ mod tests {
         body.extend(1u32.to_ne_bytes());
         body.extend(0u32.to_ne_bytes());
         body.extend(bytes(&[3, PERF_CONTEXT_USER, 0x4000, 0x5001]));
-        let s = Sample::parse(&body, false).unwrap();
+        let s = Sample::parse(&body, false, false).unwrap();
         assert_eq!(
             (s.id, s.ip, s.pid, s.tid, s.time, s.cpu),
             (77, 0x4000, 42, 43, 1_000_000, 1)
@@ -533,7 +545,41 @@ mod tests {
         // A callchain longer than the record is rejected, not read past the end.
         let mut short = body.clone();
         short.truncate(body.len() - 8);
-        assert!(Sample::parse(&short, false).is_none());
+        assert!(Sample::parse(&short, false, false).is_none());
+    }
+
+    #[test]
+    fn a_tracepoints_raw_record_sits_between_the_callchain_and_the_user_stack() {
+        let head = |body: &mut Vec<u8>| {
+            body.extend(bytes(&[9, 0x4000]));
+            body.extend(42u32.to_ne_bytes());
+            body.extend(43u32.to_ne_bytes());
+            body.extend(bytes(&[1_000]));
+            body.extend(0u32.to_ne_bytes());
+            body.extend(0u32.to_ne_bytes());
+            body.extend(bytes(&[0]));
+        };
+        let mut body = Vec::new();
+        head(&mut body);
+        // 12 bytes of record: with its u32 size, 16 bytes, 8-aligned.
+        body.extend(12u32.to_ne_bytes());
+        body.extend([1u8; 12]);
+        // ABI 0: no user context.
+        body.extend(bytes(&[0, 0]));
+        let s = Sample::parse(&body, true, true).unwrap();
+        assert_eq!(s.raw, [1u8; 12]);
+        assert!(s.user.is_none());
+        // Another event of that layout: size 4, four zero bytes.
+        let mut other = Vec::new();
+        head(&mut other);
+        other.extend(4u32.to_ne_bytes());
+        other.extend(0u32.to_ne_bytes());
+        assert_eq!(Sample::parse(&other, false, true).unwrap().raw, [0u8; 4]);
+        // A size past the record is refused.
+        let mut bad = Vec::new();
+        head(&mut bad);
+        bad.extend(4_000u32.to_ne_bytes());
+        assert!(Sample::parse(&bad, false, true).is_none());
     }
 
     #[test]
@@ -549,21 +595,21 @@ mod tests {
         body.extend(bytes(&[0, 2, 0x7ff0, 0x7fe0, 0x4000, 32]));
         body.extend(bytes(&[11, 22, 33, 0]));
         body.extend(bytes(&[24]));
-        let s = Sample::parse(&body, true).unwrap();
+        let s = Sample::parse(&body, true, false).unwrap();
         let u = s.user.unwrap();
         assert_eq!((u.bp, u.sp, u.ip), (0x7ff0, 0x7fe0, 0x4000));
         assert_eq!(u.stack, &bytes(&[11, 22, 33])[..]);
         assert!(!u.full);
         // The same layout read without the user part ignores it; cut short, it is
         // rejected rather than read past the end.
-        assert!(Sample::parse(&body, false).unwrap().user.is_none());
+        assert!(Sample::parse(&body, false, false).unwrap().user.is_none());
         for len in [body.len() - 1, body.len() - 8, body.len() - 40] {
-            assert!(Sample::parse(&body[..len], true).is_none(), "{len}");
+            assert!(Sample::parse(&body[..len], true, false).is_none(), "{len}");
         }
         // A kernel thread's sample: ABI 0, no registers, no stack bytes.
         let mut kernel = body[..48].to_vec();
         kernel.extend(bytes(&[0, 0]));
-        assert!(Sample::parse(&kernel, true).unwrap().user.is_none());
+        assert!(Sample::parse(&kernel, true, false).unwrap().user.is_none());
     }
 
     #[test]

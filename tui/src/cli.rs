@@ -612,8 +612,11 @@ pub struct RecordArgs {
     pub interval: Duration,
     /// Which stacks to sample, a comma-separated set of kinds: `cpu` (on-CPU, driven by
     /// --event), `offcpu` (where threads block, weighted by the time blocked), `mem` (where
-    /// resident memory grew: page faults, one in --mem-period, weighted in bytes); `both`
-    /// is cpu,offcpu, `all` the three, `none` nothing (e.g. `--profile cpu,mem`).
+    /// resident memory grew: page faults, one in --mem-period, weighted in bytes), `waits`
+    /// (blocked time by what woke it: each blocked stack, `— woken by —`, the waker's
+    /// thread and stack; brings offcpu with it; needs the sched:sched_waking tracepoint,
+    /// so root or CAP_PERFMON, and is never part of an alias); `both` is cpu,offcpu, `all`
+    /// the three of cpu, offcpu and mem, `none` nothing (e.g. `--profile cpu,mem`).
     /// Off-CPU stacks need kernel sampling (root, CAP_PERFMON or perf_event_paranoid <= 1);
     /// without it blocked time is recorded per thread, without stacks, and page faults
     /// taken inside system calls are missed; the session says why. A built-in worker's

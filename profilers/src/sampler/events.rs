@@ -5,7 +5,7 @@ use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 
 use benchtop_profile::sampling::PerfAccess;
-use perf_event::events::{Hardware, Software};
+use perf_event::events::{Hardware, Software, Tracepoint};
 use perf_event::{Builder, Clock, Counter, SampleFlag};
 
 use super::options::SampleEvent;
@@ -91,6 +91,9 @@ pub(super) struct EventPlan {
     pub(super) off_every: u32,
     /// The `page-faults` event's sample period, when memory is profiled.
     pub(super) mem_period: Option<u64>,
+    /// The `sched:sched_waking` tracepoint's id, when waits are profiled: sampled at
+    /// every wake-up a followed thread performs, with its raw record.
+    pub(super) waking: Option<u64>,
 }
 
 /// What an event's samples are.
@@ -102,12 +105,15 @@ pub(super) enum Role {
     Off,
     /// Memory samples (`page-faults`).
     Mem,
+    /// Wake-ups (`sched:sched_waking`), taken in the waker.
+    Wake,
 }
 
 impl EventPlan {
     /// Some event of the plan samples in kernel mode (needs permission).
     pub(super) fn kernel_sampled(&self) -> bool {
         self.off_stacks
+            || self.waking.is_some()
             || ((self.on_cpu.is_some() || self.mem_period.is_some()) && self.kernel_frames)
     }
 
@@ -130,6 +136,7 @@ impl EventPlan {
         [
             (self.off_stacks && main != Role::Off).then_some(Role::Off),
             (self.mem_period.is_some() && main != Role::Mem).then_some(Role::Mem),
+            self.waking.is_some().then_some(Role::Wake),
         ]
         .into_iter()
         .flatten()
@@ -143,6 +150,8 @@ pub(crate) struct EventIds {
     pub off: Vec<u64>,
     /// Memory (`page-faults`) events.
     pub mem: Vec<u64>,
+    /// Wake-up (`sched:sched_waking`) events.
+    pub wake: Vec<u64>,
 }
 
 impl EventIds {
@@ -151,6 +160,7 @@ impl EventIds {
             Role::Cpu => {}
             Role::Off => self.off.push(id),
             Role::Mem => self.mem.push(id),
+            Role::Wake => self.wake.push(id),
         }
     }
 
@@ -158,11 +168,12 @@ impl EventIds {
     pub(crate) fn extend(&mut self, other: EventIds) {
         self.off.extend(other.off);
         self.mem.extend(other.mem);
+        self.wake.extend(other.wake);
         self.sort();
     }
 
     pub(crate) fn sort(&mut self) {
-        for ids in [&mut self.off, &mut self.mem] {
+        for ids in [&mut self.off, &mut self.mem, &mut self.wake] {
             ids.sort_unstable();
             ids.dedup();
         }
@@ -170,7 +181,7 @@ impl EventIds {
 
     /// Whether there are none.
     pub(crate) fn is_empty(&self) -> bool {
-        self.off.is_empty() && self.mem.is_empty()
+        self.off.is_empty() && self.mem.is_empty() && self.wake.is_empty()
     }
 
     /// The role of the event with this id.
@@ -179,6 +190,8 @@ impl EventIds {
             Role::Off
         } else if self.mem.binary_search(&id).is_ok() {
             Role::Mem
+        } else if self.wake.binary_search(&id).is_ok() {
+            Role::Wake
         } else {
             Role::Cpu
         }
@@ -187,14 +200,18 @@ impl EventIds {
 
 /// The sample layout every event of a sampler shares (see [`crate::records`]). Not
 /// PERIOD: with it, the kernel samples a software event at every occurrence whatever
-/// its period, which [`SamplerOptions::offcpu_stack_every`] needs.
+/// its period, which [`SamplerOptions::offcpu_stack_every`] needs. RAW with a wake-up
+/// tracepoint: the other events then write an empty raw part (a size and four zeros).
 fn sample_flags(plan: &EventPlan) -> SampleFlag {
-    let flags = SampleFlag::IDENTIFIER
+    let mut flags = SampleFlag::IDENTIFIER
         | SampleFlag::IP
         | SampleFlag::TID
         | SampleFlag::TIME
         | SampleFlag::CPU
         | SampleFlag::CALLCHAIN;
+    if plan.waking.is_some() {
+        flags |= SampleFlag::RAW;
+    }
     if plan.stack_size.is_some() {
         flags | SampleFlag::REGS_USER | SampleFlag::STACK_USER
     } else {
@@ -277,15 +294,20 @@ fn extra_builder(
     plan: &EventPlan,
     data_bytes: usize,
 ) -> Builder<'static> {
-    let mut b = match role {
-        Role::Mem => faults_builder(plan),
-        Role::Off | Role::Cpu => switches_builder(plan),
+    let mut b = match (role, plan.waking) {
+        (Role::Mem, _) => faults_builder(plan),
+        (Role::Wake, Some(id)) => {
+            let mut b = Builder::new(Tracepoint::with_id(id));
+            b.sample_period(1);
+            b
+        }
+        _ => switches_builder(plan),
     };
     common(&mut b, tid, cpu, plan, data_bytes);
-    // Off-CPU samples are taken in the scheduler, in kernel mode: excluding the kernel
-    // would drop every one of them. Faults of user code are sampled in user mode (their
-    // registers are the faulting code's); those taken inside system calls need kernel
-    // sampling.
+    // Off-CPU samples are taken in the scheduler and wake-ups in the kernel's wake-up
+    // path, in kernel mode: excluding the kernel would drop every one of them. Faults of
+    // user code are sampled in user mode (their registers are the faulting code's); those
+    // taken inside system calls need kernel sampling.
     b.exclude_kernel(role == Role::Mem && !plan.kernel_frames);
     b
 }
@@ -351,6 +373,7 @@ pub(super) fn open_events(
         events.counters.append(&mut counters);
         events.ids.off.append(&mut ids.off);
         events.ids.mem.append(&mut ids.mem);
+        events.ids.wake.append(&mut ids.wake);
         events.tids.push(tid);
     }
     for (ring, &cpu) in rings.into_iter().zip(cpus) {
@@ -690,6 +713,9 @@ pub(super) enum Reduction {
     /// Page faults taken in kernel mode (inside system calls) left out of the memory
     /// profile; the reason and its fix.
     KernelFaultsExcluded(String),
+    /// Waits left out (no tracepoint, or its raw records refused); the reason and its
+    /// fix.
+    WaitsUnavailable(String),
     /// One page fault in `period` sampled instead of one in `asked`, for ring buffers of
     /// `pages` data pages (an unprivileged user's, with stack copies).
     MemPeriodRaised {
@@ -743,7 +769,8 @@ impl std::fmt::Display for Reduction {
             ),
             Reduction::KernelFramesExcluded(reason)
             | Reduction::OffCpuStacksExcluded(reason)
-            | Reduction::KernelFaultsExcluded(reason) => f.write_str(reason),
+            | Reduction::KernelFaultsExcluded(reason)
+            | Reduction::WaitsUnavailable(reason) => f.write_str(reason),
         }
     }
 }

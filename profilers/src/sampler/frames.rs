@@ -19,6 +19,9 @@ pub(super) const KEY_HEADER: usize = 4;
 pub(super) const NO_STACK_DENIED: u64 = u64::MAX;
 /// In the kernel-frame-count slot: an off-CPU stack whose sample was lost or throttled.
 pub(super) const NO_STACK_MISSING: u64 = u64::MAX - 1;
+/// In the kernel-frame-count slot: a stack of its name frames only, no addresses (a
+/// waker that is an interrupt: the process slot holds its frame).
+pub(super) const NO_ADDRESSES: u64 = u64::MAX - 2;
 /// The frame of [`NO_STACK_DENIED`] stacks.
 pub(super) const DENIED_FRAME: &str = "[blocked: no stack — kernel sampling not permitted]";
 /// The frame of [`NO_STACK_MISSING`] stacks.
@@ -62,7 +65,7 @@ impl Fold<'_> {
 /// without addresses (its marker frame stands for them).
 pub(super) fn key_addresses(key: &[u64]) -> Option<(&[u64], &[u64])> {
     let nk = *key.get(3)?;
-    if nk >= NO_STACK_MISSING {
+    if nk >= NO_ADDRESSES {
         return None;
     }
     key.get(KEY_HEADER..)?.split_at_checked(nk as usize)

@@ -71,6 +71,8 @@ mod offcpu;
 mod options;
 mod shared;
 mod timeline;
+mod tracepoint;
+mod waits;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -95,6 +97,7 @@ pub use self::options::{DEFAULT_MEM_PERIOD, SampleEvent, SamplerOptions};
 use self::shared::Shared;
 pub use self::shared::Snapshot;
 pub use self::timeline::monotonic_ns;
+use self::waits::{plan_waits, waits_denied_reason};
 use crate::ProfilerError;
 use crate::procfs;
 use crate::symbolize::SymbolDetail;
@@ -420,9 +423,9 @@ impl Sampler {
         let cpus = procfs::online_cpus()?;
         let access = probe_access();
         let page_size = page_size();
-        let kind = opts.kind;
         let mut reductions: Vec<Reduction> = Vec::new();
         let mut notes = Vec::new();
+        let (mut kind, mut waking) = plan_waits(opts.kind, &mut reductions);
 
         let tids = match mode {
             Mode::Attach => list_threads(pid)?,
@@ -512,12 +515,14 @@ impl Sampler {
                     .then(|| stack_copy_size(opts.stack_size)),
                 off_every: opts.offcpu_stack_every.max(1),
                 mem_period: kind.contains(Kind::Mem).then_some(mem_period),
+                waking: waking.map(|w| w.id),
             };
             let attempt = match open_events(&tids, &cpus, &plan, &mut pages) {
                 Err(OpenError::Denied(errno)) if plan.kernel_sampled() => {
                     let reduced = EventPlan {
                         kernel_frames: false,
                         off_stacks: false,
+                        waking: None,
                         ..plan.clone()
                     };
                     let retry = open_events(&tids, &cpus, &reduced, &mut pages);
@@ -531,6 +536,13 @@ impl Sampler {
                             reductions.push(Reduction::OffCpuStacksExcluded(
                                 offcpu_stacks_excluded_reason(&access, errno),
                             ));
+                        }
+                        if plan.waking.is_some() {
+                            reductions.push(Reduction::WaitsUnavailable(waits_denied_reason(
+                                &access, errno,
+                            )));
+                            kind = kind.without(Kind::Waits);
+                            waking = None;
                         }
                         if plan.mem_period.is_some() && plan.kernel_frames {
                             reductions.push(Reduction::KernelFaultsExcluded(
@@ -583,6 +595,7 @@ impl Sampler {
                 .map_or(0, |p| p.saturating_mul(page_size as u64)),
             enable: mode == Mode::Start,
             on_exec: mode == Mode::OnExec,
+            waking,
             follow: (mode == Mode::Attach).then(|| Follow {
                 pid,
                 opened: events.tids.iter().copied().collect(),

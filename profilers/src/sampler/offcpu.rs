@@ -26,11 +26,19 @@
 //! stops (a thread blocked at the end) are not counted: their length is unknown.
 //! A lost record may have been a switch-in: open intervals are dropped at a loss
 //! rather than stretched over on-CPU time.
+//!
+//! Waits: with the `sched:sched_waking` tracepoint, each wake-up a followed thread
+//! performs is queued with the others ([`OffCpu::on_wake`]), its waker's stack interned
+//! like a blocked stack. A blocked interval takes the last wake-up of its thread between
+//! its switch-out and its switch-in; without one it closes with [`NO_WAKER`]. Each
+//! closed interval then also weighs on its (blocked stack, waker stack) pair.
 
 use std::collections::HashMap;
 
 /// The stack of a preempted switch-out: none is kept.
 pub(crate) const NO_STACK: u32 = u32::MAX;
+/// The waker of a blocked interval whose wake-up was not seen.
+pub(crate) const NO_WAKER: u32 = u32::MAX;
 /// A switch-out's samples older than this are not its stack (its own sample was lost):
 /// the sample and the record are written back to back with interrupts off.
 const MAX_STASH_AGE_NS: u64 = 1_000_000;
@@ -50,6 +58,8 @@ enum Kind {
     },
     /// Switched in.
     In,
+    /// Woken by the thread (or interrupt) whose stack `waker` indexes.
+    Wake { waker: u32 },
     /// Records were lost: an interval open now may have lost its end.
     Lost,
 }
@@ -68,6 +78,8 @@ struct Blocked {
     stack: u32,
     preempt: bool,
     scale: u32,
+    /// The last wake-up seen since the switch-out.
+    waker: u32,
 }
 
 /// The last off-CPU sample of a CPU, waiting for its switch-out record.
@@ -108,6 +120,13 @@ pub(crate) struct OffCpu {
     /// Blocked intervals closed since the last [`OffCpu::take_closed`], for the
     /// per-interval stacks.
     closed: Vec<Closed>,
+    /// Wake-ups are recorded: closed intervals also weigh on their waker pairs.
+    waits: bool,
+    /// Blocked nanoseconds per (blocked stack, waker stack or [`NO_WAKER`]) not handed
+    /// out yet.
+    wait_ns: HashMap<(u32, u32), u64>,
+    /// Closed blocked intervals whose wake-up was not seen.
+    pub wakers_not_seen: u64,
 }
 
 /// A closed blocked interval: `[since, end)` of `tid`, on stack `stack` (an index from
@@ -119,9 +138,19 @@ pub(crate) struct Closed {
     pub tid: u32,
     pub stack: u32,
     pub scale: u32,
+    /// The waker's stack, [`NO_WAKER`] when not seen (or waits are not recorded).
+    pub waker: u32,
 }
 
 impl OffCpu {
+    /// Off-CPU state that also joins blocked intervals to their wake-ups.
+    pub fn with_waits() -> OffCpu {
+        OffCpu {
+            waits: true,
+            ..OffCpu::default()
+        }
+    }
+
     /// The index of `key`, interning it (one allocation the first time only).
     pub fn intern(&mut self, key: &[u64]) -> u32 {
         if let Some(&i) = self.index.get(key) {
@@ -200,6 +229,11 @@ impl OffCpu {
         self.push(time, tid, Kind::In);
     }
 
+    /// `tid` was woken at `time` by the waker whose stack `waker` indexes.
+    pub fn on_wake(&mut self, tid: u32, time: u64, waker: u32) {
+        self.push(time, tid, Kind::Wake { waker });
+    }
+
     /// Records were lost; the loss was reported at `time`.
     pub fn on_lost(&mut self, time: u64) {
         self.push(time, 0, Kind::Lost);
@@ -254,8 +288,14 @@ impl OffCpu {
                         stack,
                         preempt,
                         scale,
+                        waker: NO_WAKER,
                     },
                 );
+            }
+            Kind::Wake { waker } => {
+                if let Some(b) = self.blocked.get_mut(&e.tid) {
+                    b.waker = waker;
+                }
             }
             Kind::In => {
                 // No switch-out seen: blocked since before recording started.
@@ -278,7 +318,15 @@ impl OffCpu {
                         tid: e.tid,
                         stack: b.stack,
                         scale: b.scale,
+                        waker: b.waker,
                     });
+                    if self.waits {
+                        if b.waker == NO_WAKER {
+                            self.wakers_not_seen += 1;
+                        }
+                        let w = self.wait_ns.entry((b.stack, b.waker)).or_insert(0);
+                        *w = w.saturating_add(ns);
+                    }
                 }
             }
             Kind::Lost => self.blocked.clear(),
@@ -301,6 +349,19 @@ impl OffCpu {
             }
         }
         self.new_keys = 0;
+    }
+
+    /// Moves the whole microseconds of every (blocked stack, waker stack) pair into `out`
+    /// as (stack, waker, microseconds), keeping the remainders for later.
+    pub fn take_wait_weights(&mut self, out: &mut Vec<(u32, u32, u64)>) {
+        for (&(stack, waker), w) in &mut self.wait_ns {
+            let us = *w / 1000;
+            if us > 0 {
+                out.push((stack, waker, us));
+                *w -= us * 1000;
+            }
+        }
+        self.wait_ns.retain(|_, w| *w > 0);
     }
 
     /// The blocked intervals closed since the last call; their stack indices hold until
@@ -334,15 +395,32 @@ impl OffCpu {
         };
         for b in self.blocked.values_mut() {
             keep(&mut b.stack);
+            if b.waker != NO_WAKER {
+                keep(&mut b.waker);
+            }
         }
         for e in &mut self.queue {
-            if let Kind::Out { stack, .. } = &mut e.kind {
-                keep(stack);
+            match &mut e.kind {
+                Kind::Out { stack, .. } => keep(stack),
+                Kind::Wake { waker } => keep(waker),
+                Kind::In | Kind::Lost => {}
             }
         }
         for s in self.stash.iter_mut().flatten() {
             keep(&mut s.stack);
         }
+        // Remainders under a microsecond whose stacks were dropped go with them.
+        self.wait_ns = std::mem::take(&mut self.wait_ns)
+            .into_iter()
+            .filter_map(|((stack, waker), ns)| {
+                let stack = *remap.get(stack as usize).filter(|&&s| s != u32::MAX)?;
+                let waker = match waker {
+                    NO_WAKER => NO_WAKER,
+                    w => *remap.get(w as usize).filter(|&&s| s != u32::MAX)?,
+                };
+                Some(((stack, waker), ns))
+            })
+            .collect();
         self.index = keys
             .iter()
             .enumerate()
@@ -491,6 +569,94 @@ mod tests {
         assert_eq!(o.take_stash(0, 7, MS + 10), None, "other CPU");
         assert!(o.take_stash(1, 7, MS + 10).is_some());
         assert_eq!(o.take_stash(99_999, 7, MS), None);
+    }
+
+    fn wait_weights(o: &mut OffCpu) -> Vec<(Vec<u64>, Vec<u64>, u64)> {
+        let mut out = Vec::new();
+        o.take_wait_weights(&mut out);
+        let mut named: Vec<_> = out
+            .into_iter()
+            .map(|(s, w, us)| (o.key(s).to_vec(), o.key(w).to_vec(), us))
+            .collect();
+        named.sort();
+        named
+    }
+
+    #[test]
+    fn a_blocked_interval_takes_the_last_wake_up_between_its_switch_out_and_in() {
+        let mut o = OffCpu::with_waits();
+        let (a, b, early) = (o.intern(&[100]), o.intern(&[200]), o.intern(&[300]));
+        // A wake-up before the switch-out is of an earlier wait.
+        o.on_wake(7, MS / 2, early);
+        block(&mut o, 0, 7, MS, &[10]);
+        o.on_wake(7, 2 * MS, a);
+        // Woken again (a spurious wake-up, or a second waker) before it ran: the last one
+        // let it go.
+        o.on_wake(7, 3 * MS, b);
+        o.on_switch_in(7, 4 * MS);
+        // Thread 8's wake-up was not seen.
+        block(&mut o, 1, 8, MS, &[20]);
+        o.on_switch_in(8, 2 * MS);
+        o.flush();
+        let mut closed = Vec::new();
+        o.take_closed(&mut closed);
+        let wakers: Vec<_> = closed.iter().map(|c| (c.tid, c.waker)).collect();
+        assert_eq!(wakers, [(8, NO_WAKER), (7, b)]);
+        o.forget(8);
+        let [ten, twenty] = [o.intern(&[10]), o.intern(&[20])];
+        let mut out = Vec::new();
+        o.take_wait_weights(&mut out);
+        out.sort();
+        assert_eq!(out, [(ten, b, 3_000), (twenty, NO_WAKER, 1_000)]);
+        assert_eq!(o.wakers_not_seen, 1);
+        // The plain off-CPU weights are the same as without waits.
+        assert_eq!(weights(&mut o), [(vec![10], 3_000), (vec![20], 1_000)]);
+    }
+
+    #[test]
+    fn wake_ups_read_out_of_order_join_in_time_order_and_without_waits_weigh_nothing() {
+        let mut o = OffCpu::with_waits();
+        let w = o.intern(&[100]);
+        // CPU 1's buffer, read first, has the switch-in; CPU 0's the wake-up before it.
+        block(&mut o, 0, 7, MS, &[10]);
+        o.on_switch_in(7, 3 * MS);
+        o.on_wake(7, 2 * MS, w);
+        o.flush();
+        assert_eq!(wait_weights(&mut o), [(vec![10], vec![100], 2_000)]);
+        let mut plain = OffCpu::default();
+        let w = plain.intern(&[100]);
+        block(&mut plain, 0, 7, MS, &[10]);
+        plain.on_wake(7, 2 * MS, w);
+        plain.on_switch_in(7, 3 * MS);
+        plain.flush();
+        assert!(wait_weights(&mut plain).is_empty());
+        assert_eq!(plain.wakers_not_seen, 0);
+    }
+
+    #[test]
+    fn compaction_keeps_wakers_still_pointed_to_and_their_pairs() {
+        let mut o = OffCpu::with_waits();
+        for i in 0..50 {
+            o.intern(&[1_000 + i]);
+        }
+        block(&mut o, 0, 7, MS, &[10]);
+        let w = o.intern(&[100]);
+        o.on_wake(7, 2 * MS, w);
+        o.end_round();
+        o.end_round();
+        // A wake-up still queued, of another waker.
+        let w2 = o.intern(&[200]);
+        o.on_wake(7, 3 * MS, w2);
+        o.compact(10);
+        o.on_switch_in(7, 4 * MS + 500);
+        o.flush();
+        assert_eq!(wait_weights(&mut o), [(vec![10], vec![200], 3_000)]);
+        // Remainders under a microsecond of pairs whose stacks go are dropped with them.
+        block(&mut o, 0, 8, 10 * MS, &[30]);
+        o.on_switch_in(8, 10 * MS + 400);
+        o.flush();
+        o.compact(0);
+        assert!(wait_weights(&mut o).is_empty());
     }
 
     #[test]

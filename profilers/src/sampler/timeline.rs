@@ -51,9 +51,11 @@ pub(crate) struct Feed {
     pub ends: Vec<u64>,
 }
 
-/// A blocked interval whose stack is in the stack table.
+/// A blocked interval whose stack is in the stack table: an off-CPU stack, or a wait's
+/// blocked stack with its waker's.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Block {
+    pub kind: Kind,
     pub since: u64,
     pub end: u64,
     pub tid: u32,
@@ -287,9 +289,7 @@ impl Timeline {
             let to = b.end.min(upper);
             let ns = to.saturating_sub(from).saturating_mul(scale);
             if ns > 0 {
-                let w = self.weights[Kind::OffCpu]
-                    .entry((i, b.tid, b.stack))
-                    .or_insert(0);
+                let w = self.weights[b.kind].entry((i, b.tid, b.stack)).or_insert(0);
                 *w = w.saturating_add(ns);
             }
             if to >= b.end {
@@ -394,6 +394,7 @@ mod tests {
         feed(&mut t, Some(0), &[S, 2 * S, 3 * S]);
         // From 0.5 s to 2.25 s: 0.5 s, 1 s, 0.25 s; sampled at one switch in two.
         t.block(Block {
+            kind: Kind::OffCpu,
             since: S / 2,
             end: 2 * S + S / 4,
             tid: 3,

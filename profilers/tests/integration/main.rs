@@ -19,3 +19,4 @@ mod timeline;
 mod tree_monitor;
 mod unprivileged;
 mod unwind;
+mod waits;

@@ -110,7 +110,7 @@ impl Held {
 
     /// As [`Held::spawn`], at the default priority: for a program that sleeps, whose
     /// off-CPU time would grow by the wait for a CPU after each wake-up.
-    fn spawn_unniced(program: &Path, args: &[&str]) -> Held {
+    pub(crate) fn spawn_unniced(program: &Path, args: &[&str]) -> Held {
         Self::spawn_with(Command::new("sh"), program, args)
     }
 

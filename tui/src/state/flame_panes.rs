@@ -2,7 +2,7 @@
 //! table gives one ([`KindSpec::pane`](benchtop_sessions::kinds::KindSpec::pane)), which
 //! one shows, whether against the baseline, and the search being typed.
 
-use benchtop_sessions::{ByKind, Kind, StackTree};
+use benchtop_sessions::{ByKind, Kind, KindSet, StackTree};
 
 use super::flame::{FlameOptions, FlameState, FlameUnit};
 use super::profile_views::ProfileViews;
@@ -115,14 +115,16 @@ impl FlamePanes {
 
     /// The kinds `o` goes through: on- and off-CPU always, each memory profile when it
     /// has stacks.
+    /// The kinds of the default profile set (on- and off-CPU) always; the others (waits,
+    /// each memory profile) when they have stacks.
     fn cycle(&self) -> Vec<Kind> {
         pane_kinds()
-            .filter(|&k| !k.spec().memory || !self.panes[k].is_empty())
+            .filter(|&k| KindSet::BOTH.contains(k) || !self.panes[k].is_empty())
             .collect()
     }
 
-    /// The next stacks, in the order on-CPU, off-CPU, then each memory profile that has
-    /// stacks (resident growth, allocated, live), and back to on-CPU.
+    /// The next stacks, in the order on-CPU, off-CPU, then each other profile that has
+    /// stacks (waits, resident growth, allocated, live), and back to on-CPU.
     pub fn toggle_kind(&mut self) {
         self.kind = self.next_kind();
     }

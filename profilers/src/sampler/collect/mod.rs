@@ -16,18 +16,21 @@ use perf_event::Counter;
 use super::drain::{Drained, Drainer, Follow, RECORD_HEAD, drainer_thread_name};
 use super::events::{EventIds, Ring, Role};
 use super::frames::{
-    FRAME_TAG, Fold, NO_STACK_DENIED, NO_STACK_MISSING, NO_THREAD, ending_frame, known_frames,
-    resolved_frames, tally_lines,
+    FRAME_TAG, NO_ADDRESSES, NO_STACK_DENIED, NO_STACK_MISSING, NO_THREAD, ending_frame,
 };
 use super::lines::LineTally;
 use super::offcpu::{Closed, NO_STACK, OffCpu};
 use super::options::SamplerOptions;
-use super::shared::{Shared, Snapshot};
-use super::timeline::{Block, StackTable, Timeline, monotonic_ns};
+use super::shared::Shared;
+use super::timeline::{StackTable, Timeline, monotonic_ns};
+use super::tracepoint::Waking;
+use super::waits::Waits;
 use crate::ProfilerError;
 use crate::records::{self, Comm, Mmap2, Sample, SplitChain, Switch, Task};
 use crate::symbolize::Resolver;
 use crate::unwind::{Ending, UnwindCounts, UnwindMode, Unwinder};
+
+mod batch;
 
 /// Distinct pending stacks (or unresolved addresses) that trigger a batch before its
 /// time, bounding the memory held in raw form.
@@ -74,6 +77,8 @@ pub(crate) struct Setup {
     pub on_exec: bool,
     /// Attached to a running process: look for threads created while attaching.
     pub follow: Option<Follow>,
+    /// Wake-ups are sampled (`sched:sched_waking`, its record laid out so).
+    pub waking: Option<Waking>,
 }
 
 #[derive(Debug)]
@@ -151,6 +156,10 @@ pub(crate) struct Collector {
     malformed: u64,
     /// Attach's second look, handed to the drainer.
     follow: Option<Follow>,
+    /// Samples carry a raw part (a tracepoint is among the events).
+    raw: bool,
+    /// The waits profile, when wake-ups are sampled.
+    waits: Option<Waits>,
     warnings: Vec<String>,
     // Counts of the current drain.
     n_cpu: u64,
@@ -175,6 +184,12 @@ impl Collector {
             (Kind::Cpu, f(&mut self.cpu)),
             (Kind::OffCpu, f(&mut self.off)),
             (Kind::Mem, f(&mut self.mem)),
+            (
+                Kind::Waits,
+                self.waits
+                    .as_mut()
+                    .map_or_else(StackTree::new, |w| f(&mut w.tree)),
+            ),
         ]
         .into_iter()
         .collect()
@@ -221,7 +236,11 @@ impl Collector {
             closed: Vec::new(),
             off_stack_ids: HashMap::new(),
             stopped_ns: None,
-            offcpu: OffCpu::default(),
+            offcpu: if setup.waking.is_some() {
+                OffCpu::with_waits()
+            } else {
+                OffCpu::default()
+            },
             ids,
             off_every: opts.offcpu_stack_every.max(1),
             off_batch: Vec::new(),
@@ -235,6 +254,8 @@ impl Collector {
             exited_threads: Vec::new(),
             malformed: 0,
             follow: setup.follow,
+            raw: setup.waking.is_some(),
+            waits: setup.waking.map(Waits::new),
             warnings: Vec::new(),
             n_cpu: 0,
             n_off: 0,
@@ -480,14 +501,17 @@ impl Collector {
 
     fn on_record(&mut self, ty: u32, misc: u16, body: &[u8]) {
         match ty {
-            records::RECORD_SAMPLE => match Sample::parse(body, self.unwinder.is_some()) {
-                Some(s) => match self.ids.role(s.id) {
-                    Role::Off => self.on_off_sample(misc, &s),
-                    Role::Mem => self.on_mem_sample(misc, &s),
-                    Role::Cpu => self.on_sample(misc, &s),
-                },
-                None => self.malformed += 1,
-            },
+            records::RECORD_SAMPLE => {
+                match Sample::parse(body, self.unwinder.is_some(), self.raw) {
+                    Some(s) => match self.ids.role(s.id) {
+                        Role::Off => self.on_off_sample(misc, &s),
+                        Role::Wake => self.on_wake_sample(misc, &s),
+                        Role::Mem => self.on_mem_sample(misc, &s),
+                        Role::Cpu => self.on_sample(misc, &s),
+                    },
+                    None => self.malformed += 1,
+                }
+            }
             records::RECORD_SWITCH | records::RECORD_SWITCH_CPU_WIDE => {
                 match Switch::parse(ty, misc, body) {
                     Some(sw) => self.on_switch(&sw),
@@ -570,14 +594,15 @@ impl Collector {
         }
     }
 
-    /// Fills `self.key` with the raw stack of sample `s`.
-    fn sample_key(&mut self, misc: u16, s: &Sample<'_>) {
+    /// Fills `self.key` with the raw stack of sample `s`, with its thread's name when
+    /// `per_thread`.
+    fn sample_key(&mut self, misc: u16, s: &Sample<'_>, per_thread: bool) {
         self.split.split(s.callchain(), s.ip, misc);
         if !self.kernel_frames {
             self.split.kernel.clear();
         }
         let process = self.name_of(s.pid, s.pid);
-        let thread = if self.per_thread {
+        let thread = if per_thread {
             u64::from(self.name_of(s.pid, s.tid).0)
         } else {
             NO_THREAD
@@ -611,7 +636,7 @@ impl Collector {
 
     fn on_sample(&mut self, misc: u16, s: &Sample<'_>) {
         self.n_cpu += 1;
-        self.sample_key(misc, s);
+        self.sample_key(misc, s, self.per_thread);
         let slot = match self.pending.get_mut(self.key.as_slice()) {
             Some((slot, count)) => {
                 *count += 1;
@@ -630,7 +655,7 @@ impl Collector {
     /// A `page-faults` sample: where resident memory grew by one period of pages.
     fn on_mem_sample(&mut self, misc: u16, s: &Sample<'_>) {
         self.n_mem += 1;
-        self.sample_key(misc, s);
+        self.sample_key(misc, s, self.per_thread);
         let slot = match self.mem_pending.get_mut(self.key.as_slice()) {
             Some((slot, count)) => {
                 *count += 1;
@@ -659,10 +684,34 @@ impl Collector {
     /// A `context-switches` sample: the stack of the switch-out record that follows.
     fn on_off_sample(&mut self, misc: u16, s: &Sample<'_>) {
         self.n_off += 1;
-        self.sample_key(misc, s);
+        self.sample_key(misc, s, self.per_thread);
         // The event's fixed period: one switch in `off_every` is sampled.
         self.offcpu
             .on_sample(s.cpu, s.tid, s.time, &self.key, self.off_every);
+    }
+
+    /// A `sched_waking` sample: a wake-up performed by the sample's thread (its stack is
+    /// the waker's, named with its thread), or by an interrupt that came while it ran.
+    fn on_wake_sample(&mut self, misc: u16, s: &Sample<'_>) {
+        let Some(waits) = &mut self.waits else {
+            return;
+        };
+        let Some((woken, waker)) = waits.waking.parse(s.raw) else {
+            self.malformed += 1;
+            return;
+        };
+        waits.wakes += 1;
+        match waker.frame() {
+            None => self.sample_key(misc, s, true),
+            Some(frame) => {
+                let frame = self.interner.intern(frame);
+                self.key.clear();
+                self.key
+                    .extend([u64::from(frame.0), NO_THREAD, 0, NO_ADDRESSES]);
+            }
+        }
+        let waker = self.offcpu.intern(&self.key);
+        self.offcpu.on_wake(woken, s.time, waker);
     }
 
     fn on_switch(&mut self, sw: &Switch) {
@@ -739,237 +788,6 @@ impl Collector {
         self.names.insert(tid, id);
         id
     }
-
-    /// Attributes what the batch folded to report intervals and publishes the chunk of
-    /// stacks and weights for [`crate::Sampler::take_stacks`]. After the events stopped,
-    /// everything is attributed, the last interval ending at the stop.
-    fn hand_out_intervals(&mut self) {
-        self.timeline.fold_samples(&self.slot_stacks);
-        self.timeline.fold_mem_samples(&self.mem_slot_stacks);
-        for c in self.closed.drain(..) {
-            if let Some(&stack) = self.off_stack_ids.get(&c.stack) {
-                self.timeline.block(Block {
-                    since: c.since,
-                    end: c.end,
-                    tid: c.tid,
-                    stack,
-                    scale: c.scale,
-                });
-            }
-        }
-        {
-            let mut feed = self
-                .shared
-                .feed
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            self.timeline.take_feed(&mut feed);
-        }
-        let stop = self.stopped_ns;
-        self.timeline.attribute(stop.is_some());
-        self.timeline
-            .take_intervals(stop.unwrap_or_else(monotonic_ns), &mut self.chunk.intervals);
-        self.timeline.take_samples(&mut self.chunk.samples);
-        if self.chunk.is_empty() {
-            return;
-        }
-        let mut out = self
-            .shared
-            .stacks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let chunk = std::mem::take(&mut self.chunk);
-        if out.is_empty() {
-            *out = chunk;
-        } else {
-            out.extend(chunk);
-        }
-    }
-
-    /// Symbolizes what the pending stacks need and folds them into the trees. Each
-    /// address is looked up once: stacks whose frames are all cached are folded at
-    /// once; the others wait until their missing addresses are resolved.
-    fn batch(&mut self) {
-        let started = Instant::now();
-        let Collector {
-            pending,
-            deferred,
-            slot_stacks,
-            table,
-            chunk,
-            closed,
-            off_stack_ids,
-            resolver,
-            interner,
-            cpu,
-            cpu_ids,
-            off,
-            off_frame_ids,
-            mem,
-            mem_frame_ids,
-            mem_pending,
-            mem_slot_stacks,
-            mem_bytes,
-            offcpu,
-            off_batch,
-            off_deferred,
-            frames,
-            translated,
-            want_user,
-            want_kernel,
-            lines,
-            ..
-        } = self;
-        let unknown = interner.intern("[unknown]");
-        let mut cpu_out = Fold {
-            tree: cpu,
-            ids: cpu_ids,
-        };
-        slot_stacks.clear();
-        slot_stacks.resize(pending.len(), u32::MAX);
-        let mut set_slot = |slot: u32, id: Option<u32>| {
-            if let (Some(s), Some(id)) = (slot_stacks.get_mut(slot as usize), id) {
-                *s = id;
-            }
-        };
-        for (key, (slot, count)) in pending.drain() {
-            if known_frames(resolver, interner, frames, &key, want_user, want_kernel) {
-                cpu_out.add(interner, frames, translated, count);
-                tally_lines(lines, resolver, &key, count);
-                set_slot(slot, table.intern(interner, frames, chunk));
-            } else {
-                deferred.push((key, (slot, count)));
-            }
-        }
-        // Page-fault stacks: as on-CPU ones, each sample weighing `mem_bytes`.
-        let mut mem_out = Fold {
-            tree: mem,
-            ids: mem_frame_ids,
-        };
-        mem_slot_stacks.clear();
-        mem_slot_stacks.resize(mem_pending.len(), u32::MAX);
-        let mut mem_deferred = Vec::new();
-        for (key, (slot, count)) in mem_pending.drain() {
-            if known_frames(resolver, interner, frames, &key, want_user, want_kernel) {
-                mem_out.add(
-                    interner,
-                    frames,
-                    translated,
-                    count.saturating_mul(*mem_bytes),
-                );
-                if let (Some(s), Some(id)) = (
-                    mem_slot_stacks.get_mut(slot as usize),
-                    table.intern(interner, frames, chunk),
-                ) {
-                    *s = id;
-                }
-            } else {
-                mem_deferred.push((key, (slot, count)));
-            }
-        }
-        let mut off_out = Fold {
-            tree: off,
-            ids: off_frame_ids,
-        };
-        offcpu.take_weights(off_batch);
-        // The stacks of blocked intervals closed since the last batch go into the stack
-        // table, with or without whole microseconds for the tree.
-        offcpu.take_closed(closed);
-        off_stack_ids.clear();
-        let mut weighed: HashSet<u32> = off_batch.iter().map(|&(stack, _)| stack).collect();
-        for c in closed.iter() {
-            if weighed.insert(c.stack) {
-                off_batch.push((c.stack, 0));
-            }
-        }
-        for (stack, us) in off_batch.drain(..) {
-            let key = offcpu.key(stack);
-            if known_frames(resolver, interner, frames, key, want_user, want_kernel) {
-                if us > 0 {
-                    off_out.add(interner, frames, translated, us);
-                }
-                if let Some(id) = table.intern(interner, frames, chunk) {
-                    off_stack_ids.insert(stack, id);
-                }
-            } else {
-                off_deferred.push((stack, us));
-            }
-        }
-        if !want_user.is_empty() || !want_kernel.is_empty() {
-            resolver.resolve(interner, want_user, want_kernel);
-        }
-        for (key, (slot, count)) in deferred.drain(..) {
-            resolved_frames(resolver, interner, frames, &key, unknown);
-            cpu_out.add(interner, frames, translated, count);
-            tally_lines(lines, resolver, &key, count);
-            set_slot(slot, table.intern(interner, frames, chunk));
-        }
-        for (key, (slot, count)) in mem_deferred {
-            resolved_frames(resolver, interner, frames, &key, unknown);
-            mem_out.add(
-                interner,
-                frames,
-                translated,
-                count.saturating_mul(*mem_bytes),
-            );
-            if let (Some(s), Some(id)) = (
-                mem_slot_stacks.get_mut(slot as usize),
-                table.intern(interner, frames, chunk),
-            ) {
-                *s = id;
-            }
-        }
-        for (stack, us) in off_deferred.drain(..) {
-            resolved_frames(resolver, interner, frames, offcpu.key(stack), unknown);
-            if us > 0 {
-                off_out.add(interner, frames, translated, us);
-            }
-            if let Some(id) = table.intern(interner, frames, chunk) {
-                off_stack_ids.insert(stack, id);
-            }
-        }
-        self.lines
-            .take_into(&self.resolver, &self.interner, &mut self.chunk);
-        self.hand_out_intervals();
-        self.offcpu.compact(MAX_OFF_STACKS);
-        self.batches += 1;
-        // Two batches after an exit every buffer has been read past its last sample.
-        let before = self.batches.saturating_sub(1);
-        self.resolver.end_batch(before);
-        let names = &mut self.names;
-        if let Some(u) = &mut self.unwinder {
-            u.end_batch(before);
-        }
-        let offcpu = &mut self.offcpu;
-        self.exited_threads.retain(|&(tid, at)| {
-            let keep = at >= before;
-            if !keep {
-                names.remove(&tid);
-                offcpu.forget(tid);
-            }
-            keep
-        });
-
-        if self.shared.snapshot_wanted.swap(false, Ordering::Relaxed) {
-            let snapshot = Snapshot {
-                profiles: self.profiles(|t| t.clone()),
-                lines: self.lines.all.clone(),
-                batches: self.batches,
-            };
-            *self
-                .shared
-                .snapshot
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(snapshot);
-        }
-        let ns = started.elapsed().as_nanos() as u64;
-        let s = &self.shared;
-        s.batches.store(self.batches, Ordering::Relaxed);
-        s.pending.store(0, Ordering::Relaxed);
-        s.symbolize_ns.fetch_add(ns, Ordering::Relaxed);
-        s.last_batch_ns.store(ns, Ordering::Relaxed);
-        s.max_batch_ns.fetch_max(ns, Ordering::Relaxed);
-    }
 }
 
 #[cfg(test)]
@@ -1036,11 +854,13 @@ mod tests {
             ids: EventIds {
                 off: vec![OFF_ID],
                 mem: vec![MEM_ID],
+                wake: Vec::new(),
             },
             mem_bytes: 65_536,
             enable: true,
             on_exec: false,
             follow: None,
+            waking: None,
         };
         let c = Collector::new(Arc::clone(&shared), pid, &opts, setup);
         let root = collect_test_root_fn() as u64;
