@@ -107,6 +107,8 @@ pub(super) enum Role {
     Mem,
     /// Wake-ups (`sched:sched_waking`), taken in the waker.
     Wake,
+    /// Wake-ups of any process on a CPU: a CPU-wide event, without stacks.
+    WakeCpu,
 }
 
 impl EventPlan {
@@ -152,6 +154,8 @@ pub(crate) struct EventIds {
     pub mem: Vec<u64>,
     /// Wake-up (`sched:sched_waking`) events.
     pub wake: Vec<u64>,
+    /// CPU-wide wake-up events.
+    pub wake_cpu: Vec<u64>,
 }
 
 impl EventIds {
@@ -161,6 +165,7 @@ impl EventIds {
             Role::Off => self.off.push(id),
             Role::Mem => self.mem.push(id),
             Role::Wake => self.wake.push(id),
+            Role::WakeCpu => self.wake_cpu.push(id),
         }
     }
 
@@ -169,11 +174,17 @@ impl EventIds {
         self.off.extend(other.off);
         self.mem.extend(other.mem);
         self.wake.extend(other.wake);
+        self.wake_cpu.extend(other.wake_cpu);
         self.sort();
     }
 
     pub(crate) fn sort(&mut self) {
-        for ids in [&mut self.off, &mut self.mem, &mut self.wake] {
+        for ids in [
+            &mut self.off,
+            &mut self.mem,
+            &mut self.wake,
+            &mut self.wake_cpu,
+        ] {
             ids.sort_unstable();
             ids.dedup();
         }
@@ -181,7 +192,10 @@ impl EventIds {
 
     /// Whether there are none.
     pub(crate) fn is_empty(&self) -> bool {
-        self.off.is_empty() && self.mem.is_empty() && self.wake.is_empty()
+        self.off.is_empty()
+            && self.mem.is_empty()
+            && self.wake.is_empty()
+            && self.wake_cpu.is_empty()
     }
 
     /// The role of the event with this id.
@@ -192,6 +206,8 @@ impl EventIds {
             Role::Mem
         } else if self.wake.binary_search(&id).is_ok() {
             Role::Wake
+        } else if self.wake_cpu.binary_search(&id).is_ok() {
+            Role::WakeCpu
         } else {
             Role::Cpu
         }
@@ -310,6 +326,63 @@ fn extra_builder(
     // taken inside system calls need kernel sampling.
     b.exclude_kernel(role == Role::Mem && !plan.kernel_frames);
     b
+}
+
+/// Opens a CPU-wide `sched:sched_waking` event on each CPU, writing into that CPU's ring:
+/// it sees the wake-ups the followed threads' own events cannot, those by interrupts
+/// while a CPU idles and by processes outside the tree. Their samples carry no stacks
+/// (the sampler's layout, with an 8-byte stack copy and no callchain): the join needs the
+/// woken thread and the waker's name. Needs root or CAP_PERFMON; refused, the note says
+/// what is then missing and nothing else changes.
+pub(super) fn open_cpu_wakes(
+    cpus: &[usize],
+    plan: &EventPlan,
+    events: &mut Events,
+) -> Option<String> {
+    let id = plan.waking?;
+    let mut counters = Vec::with_capacity(cpus.len());
+    let mut ids = Vec::with_capacity(cpus.len());
+    for (ring, &cpu) in events.rings.iter().zip(cpus) {
+        let mut b = Builder::new(Tracepoint::with_id(id));
+        b.any_pid()
+            .one_cpu(cpu)
+            .inherit(false)
+            .sample_period(1)
+            .sample(sample_flags(plan))
+            .sample_id_all(true)
+            .clockid(Clock::MONOTONIC)
+            .exclude_hv(true)
+            .exclude_kernel(false)
+            .exclude_callchain_kernel(true)
+            .exclude_callchain_user(true)
+            .enabled(true);
+        if plan.stack_size.is_some() {
+            b.sample_regs_user(crate::records::REGS_USER_MASK)
+                .sample_stack_user(8);
+        }
+        let opened = b.build().and_then(|c| {
+            set_output(c.as_raw_fd(), ring.as_raw_fd())?;
+            Ok(c)
+        });
+        match opened {
+            Ok(c) => {
+                ids.push(c.id());
+                counters.push(c);
+            }
+            Err(e) => {
+                return Some(format!(
+                    "waits: wake-ups by interrupts on idle CPUs and by processes outside the \
+                     recorded tree are not seen (they end as `[woken: not seen]`): the CPU-wide \
+                     sched:sched_waking event on CPU {cpu} was refused: {e} (it needs root or \
+                     CAP_PERFMON)"
+                ));
+            }
+        }
+    }
+    events.counters.append(&mut counters);
+    events.ids.wake_cpu.append(&mut ids);
+    events.ids.sort();
+    None
 }
 
 /// Redirects `event`'s records into `ring`'s buffer (same CPU).

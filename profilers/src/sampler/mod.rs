@@ -90,8 +90,8 @@ pub use self::events::probe_access;
 use self::events::{
     EventPlan, OpenError, Reduction, Role, ensure_fd_limit, event_builder, fit_buffer_pages,
     floor_pow2, is_missing_event, kernel_excluded_reason, kernel_faults_excluded_reason,
-    list_threads, offcpu_stacks_excluded_reason, open_events, page_size, permission_reason,
-    stack_copy_size, user_budget_pages,
+    list_threads, offcpu_stacks_excluded_reason, open_cpu_wakes, open_events, page_size,
+    permission_reason, stack_copy_size, user_budget_pages,
 };
 pub use self::options::{DEFAULT_MEM_PERIOD, SampleEvent, SamplerOptions};
 use self::shared::Shared;
@@ -572,7 +572,7 @@ impl Sampler {
                 Err(e) => return Err(e.into_error(pid, &access)),
             }
         }
-        let Some((events, plan)) = opened else {
+        let Some((mut events, plan)) = opened else {
             return Err(ProfilerError::InvalidOptions {
                 reason: "no sampling event to open".into(),
             });
@@ -581,6 +581,9 @@ impl Sampler {
             reductions.push(Reduction::BuffersRefused { requested, pages });
         }
 
+        if let Some(note) = open_cpu_wakes(&cpus, &plan, &mut events) {
+            notes.push(note);
+        }
         let shared = Arc::new(Shared::new().map_err(|source| ProfilerError::Thread {
             reason: format!("cannot create the wake-up eventfd: {source}"),
         })?);

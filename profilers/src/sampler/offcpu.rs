@@ -42,6 +42,9 @@ pub(crate) const NO_WAKER: u32 = u32::MAX;
 /// A switch-out's samples older than this are not its stack (its own sample was lost):
 /// the sample and the record are written back to back with interrupts off.
 const MAX_STASH_AGE_NS: u64 = 1_000_000;
+/// A CPU-wide wake-up this close after a followed thread's own record of a wake-up of
+/// the same thread is that wake-up seen twice (each event stamps its own time).
+const SAME_WAKE_NS: u64 = 100_000;
 /// CPUs with a stash slot; samples on higher-numbered CPUs (none on real machines) go
 /// without a stack rather than grow the table.
 const MAX_CPUS: usize = 1 << 14;
@@ -58,8 +61,9 @@ enum Kind {
     },
     /// Switched in.
     In,
-    /// Woken by the thread (or interrupt) whose stack `waker` indexes.
-    Wake { waker: u32 },
+    /// Woken by the thread (or interrupt) whose stack `waker` indexes; `wide` when seen
+    /// by a CPU-wide event (no stack) rather than by the waker's own.
+    Wake { waker: u32, wide: bool },
     /// Records were lost: an interval open now may have lost its end.
     Lost,
 }
@@ -78,8 +82,10 @@ struct Blocked {
     stack: u32,
     preempt: bool,
     scale: u32,
-    /// The last wake-up seen since the switch-out.
+    /// The last wake-up seen since the switch-out, when, and whether by a CPU-wide event.
     waker: u32,
+    woken_at: u64,
+    woken_wide: bool,
 }
 
 /// The last off-CPU sample of a CPU, waiting for its switch-out record.
@@ -229,9 +235,10 @@ impl OffCpu {
         self.push(time, tid, Kind::In);
     }
 
-    /// `tid` was woken at `time` by the waker whose stack `waker` indexes.
-    pub fn on_wake(&mut self, tid: u32, time: u64, waker: u32) {
-        self.push(time, tid, Kind::Wake { waker });
+    /// `tid` was woken at `time` by the waker whose stack `waker` indexes, as a followed
+    /// thread's event saw it, or a CPU-wide one (`wide`).
+    pub fn on_wake(&mut self, tid: u32, time: u64, waker: u32, wide: bool) {
+        self.push(time, tid, Kind::Wake { waker, wide });
     }
 
     /// Records were lost; the loss was reported at `time`.
@@ -289,12 +296,20 @@ impl OffCpu {
                         preempt,
                         scale,
                         waker: NO_WAKER,
+                        woken_at: 0,
+                        woken_wide: false,
                     },
                 );
             }
-            Kind::Wake { waker } => {
+            Kind::Wake { waker, wide } => {
                 if let Some(b) = self.blocked.get_mut(&e.tid) {
-                    b.waker = waker;
+                    let seen_twice = wide
+                        && b.waker != NO_WAKER
+                        && !b.woken_wide
+                        && e.time.saturating_sub(b.woken_at) <= SAME_WAKE_NS;
+                    if !seen_twice {
+                        (b.waker, b.woken_at, b.woken_wide) = (waker, e.time, wide);
+                    }
                 }
             }
             Kind::In => {
@@ -402,7 +417,7 @@ impl OffCpu {
         for e in &mut self.queue {
             match &mut e.kind {
                 Kind::Out { stack, .. } => keep(stack),
-                Kind::Wake { waker } => keep(waker),
+                Kind::Wake { waker, .. } => keep(waker),
                 Kind::In | Kind::Lost => {}
             }
         }
@@ -587,12 +602,12 @@ mod tests {
         let mut o = OffCpu::with_waits();
         let (a, b, early) = (o.intern(&[100]), o.intern(&[200]), o.intern(&[300]));
         // A wake-up before the switch-out is of an earlier wait.
-        o.on_wake(7, MS / 2, early);
+        o.on_wake(7, MS / 2, early, false);
         block(&mut o, 0, 7, MS, &[10]);
-        o.on_wake(7, 2 * MS, a);
+        o.on_wake(7, 2 * MS, a, false);
         // Woken again (a spurious wake-up, or a second waker) before it ran: the last one
         // let it go.
-        o.on_wake(7, 3 * MS, b);
+        o.on_wake(7, 3 * MS, b, false);
         o.on_switch_in(7, 4 * MS);
         // Thread 8's wake-up was not seen.
         block(&mut o, 1, 8, MS, &[20]);
@@ -620,17 +635,42 @@ mod tests {
         // CPU 1's buffer, read first, has the switch-in; CPU 0's the wake-up before it.
         block(&mut o, 0, 7, MS, &[10]);
         o.on_switch_in(7, 3 * MS);
-        o.on_wake(7, 2 * MS, w);
+        o.on_wake(7, 2 * MS, w, false);
         o.flush();
         assert_eq!(wait_weights(&mut o), [(vec![10], vec![100], 2_000)]);
         let mut plain = OffCpu::default();
         let w = plain.intern(&[100]);
         block(&mut plain, 0, 7, MS, &[10]);
-        plain.on_wake(7, 2 * MS, w);
+        plain.on_wake(7, 2 * MS, w, false);
         plain.on_switch_in(7, 3 * MS);
         plain.flush();
         assert!(wait_weights(&mut plain).is_empty());
         assert_eq!(plain.wakers_not_seen, 0);
+    }
+
+    #[test]
+    fn a_cpu_wide_record_of_a_wake_up_already_seen_with_its_stack_does_not_replace_it() {
+        let mut o = OffCpu::with_waits();
+        let (stacked, wide, timer) = (o.intern(&[100]), o.intern(&[200]), o.intern(&[300]));
+        block(&mut o, 0, 7, MS, &[10]);
+        // The waker's own event, then the CPU-wide one 3 µs later: one wake-up.
+        o.on_wake(7, 2 * MS, stacked, false);
+        o.on_wake(7, 2 * MS + 3_000, wide, true);
+        o.on_switch_in(7, 3 * MS);
+        // A wake-up only a CPU-wide event saw (a timer while the CPU idled).
+        block(&mut o, 0, 7, 4 * MS, &[10]);
+        o.on_wake(7, 5 * MS, timer, true);
+        o.on_switch_in(7, 6 * MS);
+        // A later wake-up by another waker, seen CPU-wide: the last one counts.
+        block(&mut o, 0, 7, 7 * MS, &[10]);
+        o.on_wake(7, 8 * MS, stacked, false);
+        o.on_wake(7, 8 * MS + 2 * SAME_WAKE_NS, wide, true);
+        o.on_switch_in(7, 9 * MS);
+        o.flush();
+        let mut closed = Vec::new();
+        o.take_closed(&mut closed);
+        let wakers: Vec<u32> = closed.iter().map(|c| c.waker).collect();
+        assert_eq!(wakers, [stacked, timer, wide]);
     }
 
     #[test]
@@ -641,12 +681,12 @@ mod tests {
         }
         block(&mut o, 0, 7, MS, &[10]);
         let w = o.intern(&[100]);
-        o.on_wake(7, 2 * MS, w);
+        o.on_wake(7, 2 * MS, w, false);
         o.end_round();
         o.end_round();
         // A wake-up still queued, of another waker.
         let w2 = o.intern(&[200]);
-        o.on_wake(7, 3 * MS, w2);
+        o.on_wake(7, 3 * MS, w2, false);
         o.compact(10);
         o.on_switch_in(7, 4 * MS + 500);
         o.flush();

@@ -121,7 +121,7 @@ fn by_waker(folded: &str, blocked: &str, wakers: &[&str]) -> BTreeMap<String, u6
         };
         let weight: u64 = weight.parse().expect("a weight");
         let (before, after) = match stack.split_once(WOKEN_BY) {
-            Some((b, a)) => (b, a),
+            Some((b, a)) => (b, a.trim_start_matches(';')),
             None => (stack, "[none]"),
         };
         if !before.contains(blocked) {
@@ -193,4 +193,177 @@ fn a_condvar_consumers_wait_splits_between_its_producers_stacks_as_they_held_it(
         waits.abs_diff(off) <= 1 + off / 100,
         "waits {waits} µs against off-CPU {off} µs"
     );
+}
+
+/// A parent (in `read_all`) blocks reading a pipe that two child processes write to:
+/// `writer_a` a byte every 30 ms, `writer_b` every 10 ms, each in turn, so the parent
+/// waits three times as long for writer_a's bytes. `argv[1]` rounds.
+const PIPE_C: &str = r#"
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+static void sleep_ms(long ms) {
+    struct timespec t = {0, ms * 1000000L};
+    while (nanosleep(&t, &t) != 0) {}
+}
+/* Each writer waits for its turn on its own pipe, then sleeps and writes. */
+__attribute__((noinline)) void writer_a(int turn, int out, int rounds) {
+    char c;
+    for (int i = 0; i < rounds && read(turn, &c, 1) == 1; i++) { sleep_ms(30); write(out, "a", 1); }
+}
+__attribute__((noinline)) void writer_b(int turn, int out, int rounds) {
+    char c;
+    for (int i = 0; i < rounds && read(turn, &c, 1) == 1; i++) { sleep_ms(10); write(out, "b", 1); }
+}
+__attribute__((noinline)) void read_all(int in, int turn_a, int turn_b, int rounds) {
+    char c;
+    for (int i = 0; i < 2 * rounds; i++) {
+        write(i % 2 == 0 ? turn_a : turn_b, "t", 1);
+        if (read(in, &c, 1) != 1) exit(3);
+    }
+}
+int main(int argc, char **argv) {
+    int rounds = argc > 1 ? atoi(argv[1]) : 20;
+    int data[2], ta[2], tb[2];
+    if (pipe(data) || pipe(ta) || pipe(tb)) return 2;
+    if (fork() == 0) { writer_a(ta[0], data[1], rounds); _exit(0); }
+    if (fork() == 0) { writer_b(tb[0], data[1], rounds); _exit(0); }
+    read_all(data[0], ta[1], tb[1], rounds);
+    wait(0);
+    wait(0);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_parent_blocked_on_a_pipe_is_woken_by_the_child_processes_that_wrote_to_it() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prog = build_c(dir.path(), "pipes", PIPE_C, NO_FP);
+    let profile = record_waits(&prog, &["15"]);
+    let folded = profile.profiles[Kind::Waits].to_folded();
+    let split = by_waker(&folded, "read_all", &["writer_a", "writer_b"]);
+    let a = split.get("writer_a").copied().unwrap_or(0) as f64;
+    let b = split.get("writer_b").copied().unwrap_or(0) as f64;
+    let all = split.values().sum::<u64>() as f64;
+    assert!(
+        a + b >= 0.8 * all && a > 0.0 && b > 0.0,
+        "the writers woke {a} + {b} µs of {all} µs the parent blocked: {split:?}\n{folded}"
+    );
+    // writer_a's turns are three times as long as writer_b's; each turn also holds a
+    // wake-up and a write, more than its share of the shorter turn on a loaded machine.
+    let share = a / (a + b);
+    assert!(
+        (0.6..0.8).contains(&share),
+        "writer_a woke {:.1} % of the wait for the writers: {split:?}\n{folded}",
+        100.0 * share
+    );
+    // The wakers are the children: the process name frame, then their own callers.
+    for line in folded.lines().filter(|l| l.contains("read_all")) {
+        if let Some((_, after)) = line.split_once(WOKEN_BY)
+            && after.contains("writer_")
+        {
+            assert!(
+                after.contains(";main;"),
+                "a waker without its callers: {line}"
+            );
+        }
+    }
+}
+
+/// The main thread sleeps in `wait_long` (`nanosleep`): the timer's interrupt wakes it,
+/// on whichever CPU, idle or not.
+const TIMER_C: &str = r#"
+#include <time.h>
+__attribute__((noinline)) void wait_long(void) {
+    struct timespec t = {0, 20 * 1000000L};
+    while (nanosleep(&t, &t) != 0) {}
+}
+int main(void) {
+    for (int i = 0; i < 25; i++) wait_long();
+    return 0;
+}
+"#;
+
+#[test]
+fn a_sleep_is_woken_by_the_timers_interrupt_not_by_a_thread() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prog = build_c(dir.path(), "timer", TIMER_C, NO_FP);
+    let profile = record_waits(&prog, &[]);
+    let folded = profile.profiles[Kind::Waits].to_folded();
+    let split = by_waker(&folded, "wait_long", &[]);
+    let all = split.values().sum::<u64>() as f64;
+    let by_irq = split
+        .iter()
+        .filter(|(w, _)| w.starts_with("[woken by: hard interrupt"))
+        .map(|(_, &us)| us)
+        .sum::<u64>() as f64;
+    assert!(
+        all >= 0.3e6 && by_irq >= 0.9 * all,
+        "{by_irq} of {all} µs of wait_long's sleep woken by a hard interrupt: {split:?}\n{folded}"
+    );
+}
+
+/// The main thread blocks in `read_fifo` reading a FIFO that a process outside the
+/// recorded tree (this test) writes to.
+const FIFO_C: &str = r#"
+#include <fcntl.h>
+#include <unistd.h>
+__attribute__((noinline)) int read_fifo(int fd) {
+    char c;
+    int n = 0;
+    while (read(fd, &c, 1) == 1) n++;
+    return n;
+}
+int main(int argc, char **argv) {
+    int fd = open(argv[1], O_RDONLY);
+    return fd < 0 ? 2 : read_fifo(fd) == 10 ? 0 : 3;
+}
+"#;
+
+#[test]
+fn a_waker_outside_the_recorded_tree_is_named_not_followed() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prog = build_c(dir.path(), "fifo", FIFO_C, NO_FP);
+    let fifo = dir.path().join("written-here");
+    let path = std::ffi::CString::new(fifo.to_str().expect("UTF-8")).expect("a C path");
+    // SAFETY: mkfifo reads a NUL-terminated path that lives across the call.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0, "mkfifo");
+    let writer = std::thread::Builder::new()
+        .name("fifo-writer".into())
+        .spawn({
+            let fifo = fifo.clone();
+            move || {
+                use std::io::Write as _;
+                let mut f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&fifo)
+                    .expect("open the FIFO");
+                for _ in 0..10 {
+                    std::thread::sleep(std::time::Duration::from_millis(30));
+                    f.write_all(b"x").expect("write");
+                }
+            }
+        })
+        .expect("spawn the writer");
+    let profile = record_waits(&prog, &[fifo.to_str().expect("UTF-8")]);
+    writer.join().expect("the writer");
+    let folded = profile.profiles[Kind::Waits].to_folded();
+    let split = by_waker(&folded, "read_fifo", &["fifo-writer"]);
+    let all = split.values().sum::<u64>() as f64;
+    let by_writer = split.get("fifo-writer").copied().unwrap_or(0) as f64;
+    assert!(
+        all > 0.0 && by_writer >= 0.8 * all,
+        "{by_writer} of {all} µs of read_fifo's wait woken by this test's writer thread: \
+         {split:?}\n{folded}"
+    );
+    // Named, not followed: the waker has its process and thread, no stack.
+    for line in folded.lines().filter(|l| l.contains("fifo-writer")) {
+        let (_, after) = line.split_once(WOKEN_BY).expect("a waker");
+        let frames: Vec<&str> = after.trim_start_matches(';').split(';').collect();
+        assert_eq!(frames.len(), 2, "process and thread only: {line}");
+    }
 }

@@ -505,7 +505,8 @@ impl Collector {
                 match Sample::parse(body, self.unwinder.is_some(), self.raw) {
                     Some(s) => match self.ids.role(s.id) {
                         Role::Off => self.on_off_sample(misc, &s),
-                        Role::Wake => self.on_wake_sample(misc, &s),
+                        Role::Wake => self.on_wake_sample(misc, &s, false),
+                        Role::WakeCpu => self.on_wake_sample(misc, &s, true),
                         Role::Mem => self.on_mem_sample(misc, &s),
                         Role::Cpu => self.on_sample(misc, &s),
                     },
@@ -692,7 +693,10 @@ impl Collector {
 
     /// A `sched_waking` sample: a wake-up performed by the sample's thread (its stack is
     /// the waker's, named with its thread), or by an interrupt that came while it ran.
-    fn on_wake_sample(&mut self, misc: u16, s: &Sample<'_>) {
+    /// A CPU-wide event's (`wide`) sees every process: only wake-ups of threads this
+    /// sampler knows (the followed tree's, named by their fork, exec or first sample) are
+    /// kept, their wakers named without a stack.
+    fn on_wake_sample(&mut self, misc: u16, s: &Sample<'_>, wide: bool) {
         let Some(waits) = &mut self.waits else {
             return;
         };
@@ -700,8 +704,22 @@ impl Collector {
             self.malformed += 1;
             return;
         };
+        if wide && !self.names.contains_key(&woken) {
+            return;
+        }
         waits.wakes += 1;
         match waker.frame() {
+            None if wide => {
+                let process = self.name_of(s.pid, s.pid);
+                let thread = self.name_of(s.pid, s.tid);
+                self.key.clear();
+                self.key.extend([
+                    u64::from(process.0),
+                    u64::from(thread.0),
+                    u64::from(s.pid),
+                    NO_ADDRESSES,
+                ]);
+            }
             None => self.sample_key(misc, s, true),
             Some(frame) => {
                 let frame = self.interner.intern(frame);
@@ -711,7 +729,7 @@ impl Collector {
             }
         }
         let waker = self.offcpu.intern(&self.key);
-        self.offcpu.on_wake(woken, s.time, waker);
+        self.offcpu.on_wake(woken, s.time, waker, wide);
     }
 
     fn on_switch(&mut self, sw: &Switch) {
@@ -855,6 +873,7 @@ mod tests {
                 off: vec![OFF_ID],
                 mem: vec![MEM_ID],
                 wake: Vec::new(),
+                wake_cpu: Vec::new(),
             },
             mem_bytes: 65_536,
             enable: true,
