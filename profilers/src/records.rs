@@ -118,16 +118,19 @@ pub(crate) struct Sample<'a> {
 }
 
 /// The registers the sampler asks for with `PERF_SAMPLE_REGS_USER` on x86_64, as the
-/// mask of `sample_regs_user`: BP (bit 6), SP (bit 7), IP (bit 8). The kernel writes
+/// mask of `sample_regs_user`: DI (bit 5: a system call's first argument, the futex word
+/// of a thread blocked on one), BP (bit 6), SP (bit 7), IP (bit 8). The kernel writes
 /// them in bit order.
-pub(crate) const REGS_USER_MASK: u64 = (1 << 6) | (1 << 7) | (1 << 8);
+pub(crate) const REGS_USER_MASK: u64 = (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8);
 /// How many registers [`REGS_USER_MASK`] selects.
-const REGS_USER_COUNT: usize = 3;
+const REGS_USER_COUNT: usize = 4;
 
 /// A sample's user registers and the copy of its user stack (`PERF_SAMPLE_REGS_USER`
 /// and `PERF_SAMPLE_STACK_USER`), borrowing the record.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct UserStack<'a> {
+    /// DI: in a sample taken inside a system call, its first argument.
+    pub di: u64,
     pub ip: u64,
     pub sp: u64,
     pub bp: u64,
@@ -204,8 +207,9 @@ fn parse_user_stack<'a>(c: &mut Cursor<'a>) -> Option<Option<UserStack<'a>>> {
     if abi == 0 {
         return Some(None);
     }
-    let [bp, sp, ip] = regs;
+    let [di, bp, sp, ip] = regs;
     Some(Some(UserStack {
+        di,
         ip,
         sp,
         bp,
@@ -590,14 +594,14 @@ mod tests {
         body.extend(bytes(&[1_000]));
         body.extend(0u32.to_ne_bytes());
         body.extend(0u32.to_ne_bytes());
-        // An empty callchain, ABI 64 with bp, sp, ip, a 32-byte copy of which 24 bytes
-        // were filled.
-        body.extend(bytes(&[0, 2, 0x7ff0, 0x7fe0, 0x4000, 32]));
+        // An empty callchain, ABI 64 with di, bp, sp, ip, a 32-byte copy of which 24
+        // bytes were filled.
+        body.extend(bytes(&[0, 2, 0xd1, 0x7ff0, 0x7fe0, 0x4000, 32]));
         body.extend(bytes(&[11, 22, 33, 0]));
         body.extend(bytes(&[24]));
         let s = Sample::parse(&body, true, false).unwrap();
         let u = s.user.unwrap();
-        assert_eq!((u.bp, u.sp, u.ip), (0x7ff0, 0x7fe0, 0x4000));
+        assert_eq!((u.di, u.bp, u.sp, u.ip), (0xd1, 0x7ff0, 0x7fe0, 0x4000));
         assert_eq!(u.stack, &bytes(&[11, 22, 33])[..]);
         assert!(!u.full);
         // The same layout read without the user part ignores it; cut short, it is

@@ -12,8 +12,12 @@ use crate::unwind::{Ending, Unwinder};
 
 /// No thread-name frame: the key slot holds this.
 pub(super) const NO_THREAD: u64 = u64::MAX;
-/// Key layout: [process name, thread name, pid, kernel frame count, kernel.., user..].
-pub(super) const KEY_HEADER: usize = 4;
+/// Key layout: [process name, thread name, pid, kernel frame count, argument, kernel..,
+/// user..]. The argument is a blocked system call's first (the futex word a thread waits
+/// on) in the off-CPU keys of a sampler that records waits, else 0.
+pub(super) const KEY_HEADER: usize = 5;
+/// The argument slot of a key.
+pub(super) const KEY_ARG: usize = 4;
 /// In the kernel-frame-count slot: an off-CPU stack of a thread whose switch-out came
 /// without a sample because kernel sampling is not permitted.
 pub(super) const NO_STACK_DENIED: u64 = u64::MAX;

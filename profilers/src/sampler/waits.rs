@@ -7,6 +7,12 @@
 //!
 //! `offwaketime` (bcc) folds the waker's stack leaf first instead, so that the two calls
 //! meet at its `--`; here each half reads as every other stack of benchtop does.
+//!
+//! A wait on a futex (a mutex, condition variable, `std::sync` or parking_lot lock, a
+//! thread join) is labelled with the futex word's address after the blocked stack,
+//! `[futex 0x…]`, so that waits on two locks at one place are told apart and the
+//! waker's release stack reads as the holder's. A parking_lot lock parks on a futex of
+//! the parked thread's own: its label names that thread's parking word, not the lock.
 
 use std::collections::{HashMap, HashSet};
 
@@ -16,7 +22,7 @@ use benchtop_profile::sampling::PerfAccess;
 use benchtop_profile::{FrameId, StackTree};
 
 use super::events::Reduction;
-use super::frames::{Fold, known_frames, resolved_frames};
+use super::frames::{Fold, KEY_ARG, known_frames, resolved_frames};
 use super::offcpu::{Closed, NO_WAKER, OffCpu};
 use super::timeline::StackTable;
 use super::tracepoint::Waking;
@@ -27,6 +33,12 @@ pub(super) const WOKEN_BY: &str = "— woken by —";
 /// The frame after a blocked stack whose wake-up was not seen: woken by a process not
 /// followed, or by an interrupt while no followed thread ran.
 pub(super) const NOT_SEEN: &str = "[woken: not seen]";
+
+/// Futex words with a label frame of their own; waits on others share [`OTHER_FUTEX`]
+/// (a program with a lock per object must not grow the frame table without bound).
+const MAX_LABELS: usize = 4096;
+/// The label of a futex word past [`MAX_LABELS`].
+const OTHER_FUTEX: &str = "[futex: one of many]";
 
 /// The waits profile being folded.
 #[derive(Debug)]
@@ -43,6 +55,8 @@ pub(super) struct Waits {
     pair_ids: HashMap<(u32, u32), u32>,
     /// A waker's frames (reused).
     waker_frames: Vec<FrameId>,
+    /// The `[futex 0x…]` frame of each futex word seen.
+    labels: HashMap<u64, FrameId>,
     /// Wake-up samples read.
     pub wakes: u64,
 }
@@ -64,6 +78,7 @@ impl Waits {
             batch: Vec::new(),
             pair_ids: HashMap::new(),
             waker_frames: Vec::new(),
+            labels: HashMap::new(),
             wakes: 0,
         }
     }
@@ -127,7 +142,20 @@ impl Waits {
         };
         self.pair_ids.clear();
         for (stack, waker, us) in self.batch.drain(..) {
-            resolved_frames(resolver, interner, frames, offcpu.key(stack), unknown);
+            let key = offcpu.key(stack);
+            resolved_frames(resolver, interner, frames, key, unknown);
+            if let Some(word) = futex_word(interner, frames, key) {
+                let label = match self.labels.get(&word) {
+                    Some(&label) => label,
+                    None if self.labels.len() >= MAX_LABELS => interner.intern(OTHER_FUTEX),
+                    None => {
+                        let label = interner.intern(&format!("[futex {word:#x}]"));
+                        self.labels.insert(word, label);
+                        label
+                    }
+                };
+                frames.push(label);
+            }
             if waker == NO_WAKER {
                 frames.push(not_seen);
             } else {
@@ -149,6 +177,21 @@ impl Waits {
     pub fn pair_id(&self, c: &Closed) -> Option<u32> {
         self.pair_ids.get(&(c.stack, c.waker)).copied()
     }
+}
+
+/// The futex word a blocked stack waits on: the system call's first argument, when the
+/// stack's frames show a futex wait (a kernel `futex_wait…` frame, or glibc's
+/// `futex_wait`/`__futex_abstimed_wait…` without kernel frames).
+fn futex_word(interner: &StackTree, frames: &[FrameId], key: &[u64]) -> Option<u64> {
+    let word = *key.get(KEY_ARG).filter(|&&w| w != 0)?;
+    frames
+        .iter()
+        .rev()
+        .any(|&f| {
+            let name = interner.name(f);
+            name.starts_with("futex_wait") || name.starts_with("__futex_abstimed_wait")
+        })
+        .then_some(word)
 }
 
 /// The kinds a sampler records for `asked`, and the wake-up tracepoint when waits are

@@ -550,6 +550,7 @@ impl Unwinder {
         out: &mut Vec<u64>,
     ) -> bool {
         let user = UserStack {
+            di: 0,
             ip,
             sp,
             bp,
@@ -746,6 +747,7 @@ mod tests {
 
     fn stack(ip: u64, sp: u64, bp: u64, bytes: &[u8], full: bool) -> UserStack<'_> {
         UserStack {
+            di: 0,
             ip,
             sp,
             bp,

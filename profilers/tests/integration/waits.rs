@@ -367,3 +367,128 @@ fn a_waker_outside_the_recorded_tree_is_named_not_followed() {
         assert_eq!(frames.len(), 2, "process and thread only: {line}");
     }
 }
+
+/// Two holder threads take one mutex in turn and hold it in `hold_long` (30 ms) and
+/// `hold_short` (10 ms); the main thread asks for it in `request` right after each holder
+/// took it, and writes how long it waited behind each, `long=NS short=NS`, to `argv[2]`.
+const MUTEX_C: &str = r#"
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static sem_t taken, go_long, go_short;
+static int rounds;
+static long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+static void sleep_ms(long ms) {
+    struct timespec t = {0, ms * 1000000L};
+    while (nanosleep(&t, &t) != 0) {}
+}
+__attribute__((noinline)) void hold_long(void) {
+    pthread_mutex_lock(&lock);
+    sem_post(&taken);
+    sleep_ms(30);
+    pthread_mutex_unlock(&lock);
+}
+__attribute__((noinline)) void hold_short(void) {
+    pthread_mutex_lock(&lock);
+    sem_post(&taken);
+    sleep_ms(10);
+    pthread_mutex_unlock(&lock);
+}
+static void *holder(void *arg) {
+    int is_long = arg != 0;
+    for (int i = 0; i < rounds; i++) {
+        sem_wait(is_long ? &go_long : &go_short);
+        if (is_long) hold_long(); else hold_short();
+    }
+    return 0;
+}
+__attribute__((noinline)) void request(void) {
+    pthread_mutex_lock(&lock);
+    pthread_mutex_unlock(&lock);
+}
+int main(int argc, char **argv) {
+    rounds = argc > 1 ? atoi(argv[1]) : 20;
+    sem_init(&taken, 0, 0);
+    sem_init(&go_long, 0, 0);
+    sem_init(&go_short, 0, 0);
+    pthread_t l, s;
+    pthread_create(&l, 0, holder, (void *)1L);
+    pthread_create(&s, 0, holder, (void *)0L);
+    long waited[2] = {0, 0};
+    for (int i = 0; i < 2 * rounds; i++) {
+        int is_long = i % 2 == 0;
+        sem_post(is_long ? &go_long : &go_short);
+        sem_wait(&taken);
+        long t0 = now_ns();
+        request();
+        waited[is_long] += now_ns() - t0;
+    }
+    pthread_join(l, 0);
+    pthread_join(s, 0);
+    FILE *f = fopen(argv[2], "w");
+    if (!f) return 2;
+    fprintf(f, "long=%ld short=%ld\n", waited[1], waited[0]);
+    return fclose(f) != 0;
+}
+"#;
+
+#[test]
+fn a_mutex_wait_is_attributed_to_the_holders_release_stacks_under_the_locks_address() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prog = build_c(dir.path(), "mutex", MUTEX_C, NO_FP);
+    let out = dir.path().join("waited");
+    let profile = record_waits(&prog, &["20", out.to_str().expect("a UTF-8 path")]);
+    let told = std::fs::read_to_string(&out).expect("the fixture's own measure");
+    let field = |k: &str| -> f64 {
+        told.split_whitespace()
+            .find_map(|f| f.strip_prefix(k)?.parse().ok())
+            .unwrap_or_else(|| panic!("{k} in {told:?}"))
+    };
+    let (long_ns, short_ns) = (field("long="), field("short="));
+    let expected = long_ns / (long_ns + short_ns);
+
+    let folded = profile.profiles[Kind::Waits].to_folded();
+    let split = by_waker(&folded, ";request;", &["hold_long", "hold_short"]);
+    let long = split.get("hold_long").copied().unwrap_or(0) as f64;
+    let short = split.get("hold_short").copied().unwrap_or(0) as f64;
+    let all = split.values().sum::<u64>() as f64;
+    assert!(
+        long + short >= 0.9 * all && long + short >= 0.5 * (long_ns + short_ns) / 1000.0,
+        "the holders released {long} + {short} µs of {all} µs request waited (the fixture \
+         waited {long_ns} + {short_ns} ns): {split:?}\n{folded}"
+    );
+    let share = long / (long + short);
+    assert!(
+        (share - expected).abs() <= 0.03,
+        "hold_long released {:.1} % of request's wait; it held the lock for {:.1} %: \
+         {split:?}\n{folded}",
+        100.0 * share,
+        100.0 * expected
+    );
+    // One lock: every wait of request's on it carries the same futex label, just
+    // before the waker, and the waker's stack ends in the release.
+    let labels: std::collections::BTreeSet<&str> = folded
+        .lines()
+        .filter(|l| l.contains(";request;") && l.contains(WOKEN_BY))
+        .filter(|l| l.contains("hold_long") || l.contains("hold_short"))
+        .map(|l| {
+            let (before, after) = l.split_once(WOKEN_BY).expect("a waker");
+            assert!(after.contains("pthread_mutex_unlock"), "{l}");
+            before
+                .trim_end_matches(';')
+                .rsplit(';')
+                .next()
+                .filter(|f| f.starts_with("[futex 0x"))
+                .unwrap_or_else(|| panic!("no futex label before the waker: {l}"))
+        })
+        .collect();
+    assert_eq!(labels.len(), 1, "one lock, one label: {labels:?}");
+}

@@ -16,7 +16,7 @@ use perf_event::Counter;
 use super::drain::{Drained, Drainer, Follow, RECORD_HEAD, drainer_thread_name};
 use super::events::{EventIds, Ring, Role};
 use super::frames::{
-    FRAME_TAG, NO_ADDRESSES, NO_STACK_DENIED, NO_STACK_MISSING, NO_THREAD, ending_frame,
+    FRAME_TAG, KEY_ARG, NO_ADDRESSES, NO_STACK_DENIED, NO_STACK_MISSING, NO_THREAD, ending_frame,
 };
 use super::lines::LineTally;
 use super::offcpu::{Closed, NO_STACK, OffCpu};
@@ -620,6 +620,7 @@ impl Collector {
             thread,
             u64::from(s.pid),
             self.split.kernel.len() as u64,
+            0,
         ]);
         self.key.extend_from_slice(&self.split.kernel);
         match &mut self.unwinder {
@@ -686,6 +687,12 @@ impl Collector {
     fn on_off_sample(&mut self, misc: u16, s: &Sample<'_>) {
         self.n_off += 1;
         self.sample_key(misc, s, self.per_thread);
+        // The system call's first argument labels a wait on a futex by its word.
+        if self.waits.is_some()
+            && let (Some(arg), Some(u)) = (self.key.get_mut(KEY_ARG), &s.user)
+        {
+            *arg = u.di;
+        }
         // The event's fixed period: one switch in `off_every` is sampled.
         self.offcpu
             .on_sample(s.cpu, s.tid, s.time, &self.key, self.off_every);
@@ -718,6 +725,7 @@ impl Collector {
                     u64::from(thread.0),
                     u64::from(s.pid),
                     NO_ADDRESSES,
+                    0,
                 ]);
             }
             None => self.sample_key(misc, s, true),
@@ -725,7 +733,7 @@ impl Collector {
                 let frame = self.interner.intern(frame);
                 self.key.clear();
                 self.key
-                    .extend([u64::from(frame.0), NO_THREAD, 0, NO_ADDRESSES]);
+                    .extend([u64::from(frame.0), NO_THREAD, 0, NO_ADDRESSES, 0]);
             }
         }
         let waker = self.offcpu.intern(&self.key);
@@ -766,6 +774,7 @@ impl Collector {
                     u64::from(thread.0),
                     u64::from(sw.pid),
                     why,
+                    0,
                 ]);
                 (self.offcpu.intern(&self.key), 1)
             }
