@@ -492,3 +492,136 @@ fn a_mutex_wait_is_attributed_to_the_holders_release_stacks_under_the_locks_addr
         .collect();
     assert_eq!(labels.len(), 1, "one lock, one label: {labels:?}");
 }
+
+/// Runs `program args` under `perf record -e sched:sched_switch -e sched:sched_waking
+/// --call-graph dwarf` and joins its output as a user would by hand: each switch-out of
+/// a thread in a blocked state, at a stack containing `blocked`, is ended by the first
+/// `sched_waking` of that thread after it; its time until then goes to the first of
+/// `wakers` in the waking stack. Returns the µs per waker.
+fn perf_join(
+    dir: &std::path::Path,
+    program: &std::path::Path,
+    args: &[&str],
+    blocked: &str,
+    wakers: &[&str],
+) -> BTreeMap<String, u64> {
+    let data = dir.join("perf.data");
+    let status = std::process::Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "sched:sched_switch",
+            "-e",
+            "sched:sched_waking",
+        ])
+        .args(["--call-graph", "dwarf,8192", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(program)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap_or_else(|e| panic!("this test compares with `perf` (linux-perf): {e}; install it"));
+    assert!(
+        status.success(),
+        "perf record (needs root for tracepoints): {status}"
+    );
+    let out = std::process::Command::new("perf")
+        .args(["script", "-F", "tid,time,event,trace,ip,sym", "-i"])
+        .arg(&data)
+        .output()
+        .expect("perf script");
+    assert!(
+        out.status.success(),
+        "perf script: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    // (time, tid, blocked at `blocked`) of switch-outs; (time, woken, waker) of wakings.
+    let mut outs: Vec<(f64, u32)> = Vec::new();
+    let mut wakes: Vec<(f64, u32, String)> = Vec::new();
+    for para in text.split("\n\n") {
+        let mut lines = para.lines().filter(|l| !l.trim().is_empty());
+        let Some(head) = lines.next() else { continue };
+        let frames: Vec<&str> = lines
+            .map(|l| {
+                l.trim()
+                    .split_once(' ')
+                    .map_or("", |(_, s)| s.trim_end_matches(" (inlined)"))
+            })
+            .collect();
+        let mut fields = head.split_whitespace();
+        let (Some(tid), Some(time)) = (fields.next(), fields.next()) else {
+            continue;
+        };
+        let (Ok(tid), Ok(time)) = (
+            tid.parse::<u32>(),
+            time.trim_end_matches(':').parse::<f64>(),
+        ) else {
+            continue;
+        };
+        let value = |key: &str| {
+            head.split_whitespace()
+                .find_map(|f| f.strip_prefix(key))
+                .map(str::to_owned)
+        };
+        if head.contains("sched:sched_switch:") {
+            let blocked_state = value("prev_state=").is_some_and(|s| !s.starts_with('R'));
+            if blocked_state && frames.iter().any(|f| f.contains(blocked)) {
+                outs.push((time, tid));
+            }
+        } else if head.contains("sched:sched_waking:") {
+            let Some(woken) = value("pid=").and_then(|p| p.parse().ok()) else {
+                continue;
+            };
+            let waker = wakers
+                .iter()
+                .find(|w| frames.iter().any(|f| f == *w))
+                .map_or("[other]", |w| w);
+            wakes.push((time, woken, waker.to_owned()));
+        }
+    }
+    let mut split = BTreeMap::new();
+    for (t0, tid) in outs {
+        let ended = wakes.iter().find(|(t, woken, _)| *woken == tid && *t >= t0);
+        if let Some((t, _, waker)) = ended {
+            *split.entry(waker.clone()).or_insert(0) += ((t - t0) * 1e6) as u64;
+        }
+    }
+    split
+}
+
+#[test]
+fn waker_shares_of_a_condvar_wait_agree_with_a_join_of_perfs_sched_records() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prog = build_c(dir.path(), "condvar", CONDVAR_C, NO_FP);
+    let told = dir.path().join("told");
+    let told = told.to_str().expect("a UTF-8 path");
+    let wakers = ["producer_a", "producer_b"];
+    let perf = perf_join(dir.path(), &prog, &["40", told], "consume", &wakers);
+    let profile = record_waits(&prog, &["40", told]);
+    let ours = by_waker(
+        &profile.profiles[Kind::Waits].to_folded(),
+        "consume",
+        &wakers,
+    );
+    let share = |m: &BTreeMap<String, u64>| {
+        let a = m.get("producer_a").copied().unwrap_or(0) as f64;
+        let b = m.get("producer_b").copied().unwrap_or(0) as f64;
+        assert!(
+            a > 0.0 && b > 0.0,
+            "both producers woke the consumer: {m:?}"
+        );
+        a / (a + b)
+    };
+    let (perf_share, our_share) = (share(&perf), share(&ours));
+    assert!(
+        (perf_share - our_share).abs() <= 0.03,
+        "producer_a's share of the consumer's wait: perf's join {:.1} %, benchtop {:.1} % \
+         (perf {perf:?}, benchtop {ours:?})",
+        100.0 * perf_share,
+        100.0 * our_share
+    );
+}
