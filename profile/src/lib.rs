@@ -39,6 +39,7 @@ pub mod sparse;
 pub mod stacks;
 pub mod timeseries;
 pub mod units;
+pub mod waits;
 
 pub use by_kind::ByKind;
 pub use error::ProfileError;

@@ -34,7 +34,7 @@ use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use prost::Message;
 
-use crate::kinds::{KINDS, Kind, WeightUnit};
+use crate::kinds::{KINDS, Kind, KindSet, KindSpec, WeightUnit};
 use crate::{ByKind, SessionMeta, StackTree};
 
 /// The frame that stands for off-CPU time without a sampled stack starts with this.
@@ -438,10 +438,14 @@ pub fn encode_to(
         hz => 1_000_000_000 / hz as i64,
     };
     // The value columns: each exported kind's sample type, weighed from its folded unit;
-    // a kind counted in samples also as its period type (samples × the period).
+    // a kind counted in samples also as its period type (samples × the period). On- and
+    // off-CPU always have theirs; a kind named on its own (waits) only when present.
     let mut columns: Vec<(Kind, i64)> = Vec::new();
     let mut period_type = None;
-    for spec in KINDS.iter().filter(|k| k.exports.pprof) {
+    let wanted = |k: &&KindSpec| {
+        k.exports.pprof && (KindSet::BOTH.contains(k.kind) || profiles[k.kind].is_some())
+    };
+    for spec in KINDS.iter().filter(wanted) {
         let (name, unit) = spec.sample_types.sample;
         let scale = unit_of(unit)
             .and_then(|u| u.per(spec.folded_unit))

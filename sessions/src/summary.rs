@@ -38,6 +38,9 @@ pub struct Overview<'a> {
     pub hottest_frames: Vec<FrameShare<'a>>,
     /// The five frames that blocked longest in offcpu.folded (weights in microseconds).
     pub blocking_frames: Vec<FrameShare<'a>>,
+    /// The five wakers that ended the most blocked time in waits.folded: `thread
+    /// (process) at frame`, or what woke without a thread (weights in microseconds).
+    pub wakers: Vec<WakerShare>,
     /// The files whose code ran without symbols (frames `FILE+0xSTART` and `[FILE]`),
     /// each with its self samples in cpu.folded, most first: `frame` is the file's name.
     pub without_symbols: Vec<FrameShare<'a>>,
@@ -116,6 +119,19 @@ pub enum Measured {
     /// sessions, and where the kernel refused counting.
     #[default]
     Polled,
+}
+
+/// A waker of waits.folded and the blocked time it ended.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct WakerShare {
+    /// `thread (process) at frame`, the waker's innermost frame outside the kernel; or
+    /// the frame that names a waker without a thread.
+    pub waker: String,
+    /// Blocked time it ended, microseconds.
+    pub weight: u64,
+    /// Its share of the waits profile, percent.
+    pub percent: f64,
 }
 
 /// A thread of threads.csv and its CPU time.
@@ -262,6 +278,10 @@ impl Session {
                 .unwrap_or_default(),
             blocking_frames: off
                 .map(|t| shares(t, blocking_frames(t, 5)))
+                .unwrap_or_default(),
+            wakers: self
+                .profile(Kind::Waits)
+                .map(|t| top_wakers(t, 5))
                 .unwrap_or_default(),
             without_symbols: cpu
                 .map(|t| shares(t, without_symbols(t)))
@@ -531,6 +551,23 @@ impl Session {
             }
         }
 
+        if !overview.wakers.is_empty() {
+            writeln!(
+                out,
+                "\nwhat woke them (waker thread at its innermost user frame, {})",
+                Kind::Waits.folded_file()
+            )?;
+            for w in &overview.wakers {
+                let secs = w.weight as f64 / 1e6;
+                writeln!(
+                    out,
+                    "  {:5.1}%  {secs:9.3} s  {}",
+                    w.percent,
+                    Escaped(&w.waker)
+                )?;
+            }
+        }
+
         let warnings: Vec<&str> = overview
             .warnings
             .iter()
@@ -725,6 +762,31 @@ fn blocking_frames(tree: &StackTree, n: usize) -> Vec<(&str, u64)> {
     frames
 }
 
+/// The `n` wakers that ended the most blocked time of a waits profile.
+fn top_wakers(tree: &StackTree, n: usize) -> Vec<WakerShare> {
+    let mut by_waker: HashMap<String, u64> = HashMap::new();
+    let mut names: Vec<&str> = Vec::new();
+    tree.for_each_stack(|frames, weight| {
+        names.clear();
+        names.extend(frames.iter().map(|&f| tree.name(f)));
+        let (_, waker) = benchtop_profile::waits::split(&names);
+        *by_waker.entry(waker.label()).or_insert(0) += weight;
+    });
+    let total = tree.total_weight().max(1) as f64;
+    let mut wakers: Vec<WakerShare> = by_waker
+        .into_iter()
+        .filter(|(w, _)| !w.is_empty())
+        .map(|(waker, weight)| WakerShare {
+            percent: weight as f64 * 100.0 / total,
+            waker,
+            weight,
+        })
+        .collect();
+    wakers.sort_unstable_by(|a, b| b.weight.cmp(&a.weight).then(a.waker.cmp(&b.waker)));
+    wakers.truncate(n);
+    wakers
+}
+
 /// `frames` of `tree` with their share of its total weight.
 fn shares<'a>(tree: &StackTree, frames: Vec<(&'a str, u64)>) -> Vec<FrameShare<'a>> {
     let total = tree.total_weight().max(1) as f64;
@@ -831,6 +893,43 @@ mod tests {
         let mut out = String::new();
         write_resources(&r, None, &mut out).unwrap();
         assert!(out.contains("resources (polled: what lived between two polls is missed)"));
+    }
+
+    #[test]
+    fn wakers_are_summed_by_thread_and_innermost_frame_outside_the_kernel() {
+        use benchtop_profile::waits::{NOT_SEEN, WOKEN_BY};
+        let mut t = StackTree::new();
+        let blocked = ["app", "main", "consume", "futex_wait_[k]"];
+        let by = |waker: &[&'static str]| -> Vec<&'static str> {
+            blocked
+                .iter()
+                .copied()
+                .chain([WOKEN_BY])
+                .chain(waker.iter().copied())
+                .collect()
+        };
+        t.add_names(
+            by(&["app", "prod", "run", "produce_a", "futex_wake_[k]"]),
+            300,
+        );
+        t.add_names(by(&["app", "prod", "run", "produce_a"]), 60);
+        t.add_names(by(&["app", "prod", "run", "produce_b"]), 100);
+        t.add_names(by(&["[woken by: hard interrupt (timer or device)]"]), 40);
+        t.add_names(blocked.iter().copied().chain([NOT_SEEN]), 100);
+        let wakers = top_wakers(&t, 3);
+        let got: Vec<(&str, u64)> = wakers
+            .iter()
+            .map(|w| (w.waker.as_str(), w.weight))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("prod (app) at produce_a", 360),
+                ("[woken: not seen]", 100),
+                ("prod (app) at produce_b", 100),
+            ]
+        );
+        assert!((wakers[0].percent - 60.0).abs() < 1e-9);
     }
 
     #[test]

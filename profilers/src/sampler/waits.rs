@@ -1,7 +1,7 @@
 //! The waits profile: blocked time by what woke it. The off-CPU pairing
 //! ([`super::offcpu`]) joins each blocked interval to the last wake-up of its thread;
 //! this module folds the joined pairs into the waits tree, each stack the blocked
-//! thread's (root first), then [`WOKEN_BY`], then the waker's process, thread and stack
+//! thread's (root first), then `— woken by —` ([`WOKEN_BY`]), then the waker's process, thread and stack
 //! (root first too, so that the waker's own callers come first and the call that woke
 //! ends the line), weighted by blocked time in microseconds.
 //!
@@ -19,6 +19,7 @@ use std::collections::{HashMap, HashSet};
 use benchtop_profile::intervals::StacksChunk;
 use benchtop_profile::kinds::{Kind, KindSet};
 use benchtop_profile::sampling::PerfAccess;
+use benchtop_profile::waits::{NOT_SEEN, WOKEN_BY};
 use benchtop_profile::{FrameId, StackTree};
 
 use super::events::Reduction;
@@ -27,12 +28,6 @@ use super::offcpu::{Closed, NO_WAKER, OffCpu};
 use super::timeline::StackTable;
 use super::tracepoint::Waking;
 use crate::symbolize::Resolver;
-
-/// The frame between a blocked stack and its waker's.
-pub(super) const WOKEN_BY: &str = "— woken by —";
-/// The frame after a blocked stack whose wake-up was not seen: woken by a process not
-/// followed, or by an interrupt while no followed thread ran.
-pub(super) const NOT_SEEN: &str = "[woken: not seen]";
 
 /// Futex words with a label frame of their own; waits on others share [`OTHER_FUTEX`]
 /// (a program with a lock per object must not grow the frame table without bound).
