@@ -76,7 +76,7 @@ pub mod threads_csv;
 
 pub use benchtop_profile::{
     ByKind, Kind, KindSet, ProfileError, escape, histogram, intervals, kinds, limits, lines, names,
-    sparse, stacks, timeseries, units,
+    sparse, stacks, timeseries, units, waits,
 };
 pub use error::SessionError;
 pub use hlog::{Hlog, HlogInterval, HlogWriter, read_hlog};

@@ -131,8 +131,9 @@ pub(crate) struct OffCpu {
     /// Blocked nanoseconds per (blocked stack, waker stack or [`NO_WAKER`]) not handed
     /// out yet.
     wait_ns: HashMap<(u32, u32), u64>,
-    /// Closed blocked intervals whose wake-up was not seen.
+    /// Closed blocked intervals whose wake-up was not seen, and their blocked time (ns).
     pub wakers_not_seen: u64,
+    pub not_seen_ns: u64,
 }
 
 /// A closed blocked interval: `[since, end)` of `tid`, on stack `stack` (an index from
@@ -338,6 +339,7 @@ impl OffCpu {
                     if self.waits {
                         if b.waker == NO_WAKER {
                             self.wakers_not_seen += 1;
+                            self.not_seen_ns = self.not_seen_ns.saturating_add(ns);
                         }
                         let w = self.wait_ns.entry((b.stack, b.waker)).or_insert(0);
                         *w = w.saturating_add(ns);
@@ -623,7 +625,7 @@ mod tests {
         o.take_wait_weights(&mut out);
         out.sort();
         assert_eq!(out, [(ten, b, 3_000), (twenty, NO_WAKER, 1_000)]);
-        assert_eq!(o.wakers_not_seen, 1);
+        assert_eq!((o.wakers_not_seen, o.not_seen_ns), (1, MS));
         // The plain off-CPU weights are the same as without waits.
         assert_eq!(weights(&mut o), [(vec![10], 3_000), (vec![20], 1_000)]);
     }

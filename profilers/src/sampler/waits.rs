@@ -168,6 +168,23 @@ impl Waits {
         }
     }
 
+    /// What the session says of the waits whose wake-up was not seen, when there were
+    /// any: how many, and their share of the time blocked.
+    pub fn not_seen_warning(&self, offcpu: &OffCpu) -> Option<String> {
+        let n = offcpu.wakers_not_seen;
+        if n == 0 {
+            return None;
+        }
+        let share = offcpu.not_seen_ns as f64 * 100.0 / offcpu.blocked_ns.max(1) as f64;
+        Some(format!(
+            "waits: {n} of {} blocked intervals ({share:.1} % of the time blocked) ended with \
+             no wake-up seen, under `{NOT_SEEN}` ({} wake-ups recorded): woken by a process \
+             outside the recorded tree or an interrupt on an idle CPU, which only CPU-wide \
+             events (root or CAP_PERFMON) see, or by a thread as it exited",
+            offcpu.intervals, self.wakes
+        ))
+    }
+
     /// The stack-table id of a closed interval's pair, made by the last [`Waits::fold`].
     pub fn pair_id(&self, c: &Closed) -> Option<u32> {
         self.pair_ids.get(&(c.stack, c.waker)).copied()

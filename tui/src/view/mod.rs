@@ -19,6 +19,8 @@ pub mod profile_views;
 mod program;
 mod scale;
 mod timeline;
+#[cfg(test)]
+mod waits_tests;
 
 use benchtop_sessions::escape::{Escaped, escaped};
 use std::time::Instant;
@@ -329,7 +331,7 @@ pub(crate) mod tests {
 
     use benchtop_sessions::synthetic::TreeChunks;
     use benchtop_sessions::timeseries::ThreadCpu;
-    use benchtop_sessions::{ContextSwitches, Resources, StackTree, TimeseriesRow};
+    use benchtop_sessions::{ContextSwitches, Kind, Resources, StackTree, TimeseriesRow};
     use hdrhistogram::Histogram;
 
     use super::*;
@@ -369,15 +371,21 @@ pub(crate) mod tests {
 
     /// A ring run twelve seconds in: three intervals, stacks, resources.
     pub(super) fn running(base: Instant) -> State {
-        let cpu = tree(&[
+        running_with(base, &ring_cpu(), &RING_LAP.map(|v| (v, 100)))
+    }
+
+    /// The on-CPU profile of [`running`].
+    pub(super) fn ring_cpu() -> StackTree {
+        tree(&[
             ("bt-ring;main;run;ring::actors::hop;mailbox::send", 600),
             ("bt-ring;main;run;ring::actors::hop;mailbox::recv", 250),
             ("bt-ring;main;run;tokio::park", 100),
             ("bt-ring;benchtop-ticker;sleep", 50),
-        ]);
-        let lap = [480_000, 500_000, 510_000, 620_000, 1_900_000].map(|v| (v, 100));
-        running_with(base, &cpu, &lap)
+        ])
     }
+
+    /// The lap values of [`running`]'s intervals, ns.
+    pub(super) const RING_LAP: [u64; 5] = [480_000, 500_000, 510_000, 620_000, 1_900_000];
 
     /// A ring run whose latency has a long tail: p50 400 µs, p99 4.6 ms, p99.9 10.4 ms,
     /// max 28.7 ms.
@@ -413,6 +421,15 @@ pub(crate) mod tests {
     /// The ring run of [`running`] with `cpu` as its on-CPU profile and the values `lap`
     /// (value in ns, count) in each interval's latency, the `i`th interval `i` times.
     pub(super) fn running_with(base: Instant, cpu: &StackTree, lap: &[(u64, u64)]) -> State {
+        running_with_trees(base, &[(Kind::Cpu, cpu)], lap)
+    }
+
+    /// [`running_with`], its first interval's stacks the `trees` of each kind.
+    pub(super) fn running_with_trees(
+        base: Instant,
+        trees: &[(Kind, &StackTree)],
+        lap: &[(u64, u64)],
+    ) -> State {
         let mut s = State::new(
             "ring",
             "mode=tell num-nodes=5000 num-rounds=2000 runtime-threads=1",
@@ -467,7 +484,7 @@ pub(crate) mod tests {
                 u64::from(i),
             );
         }
-        let chunk = TreeChunks::default().cpu(cpu);
+        let chunk = TreeChunks::default().chunk((0, 1_000_000_000), trees);
         ev(&mut s, LiveEvent::IntervalStacks(Box::new(chunk)), 3);
         s
     }

@@ -433,6 +433,9 @@ impl Collector {
                 self.malformed
             ));
         }
+        if let Some(w) = &self.waits {
+            warnings.extend(w.not_seen_warning(&self.offcpu));
+        }
         if self.timeline.samples_not_kept() > 0 {
             warnings.push(format!(
                 "{} samples past the first {} were not kept with their own times \

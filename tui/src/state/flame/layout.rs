@@ -11,6 +11,7 @@
 //! lang_start → block_on`), whose callees are the last link's, drawn on the next row;
 //! Enter unfolds it, and with it what the links did on the side.
 
+use benchtop_sessions::waits::WOKEN_BY;
 use benchtop_sessions::{NodeId, StackTree};
 
 use super::FlameState;
@@ -88,10 +89,15 @@ impl FlameState {
         self.zoom_total() as f64 * FOLD_SIDE
     }
 
-    /// The callee that carries `node` on, when `node` is a link of a chain.
+    /// The callee that carries `node` on, when `node` is a link of a chain. A wait's
+    /// `— woken by —` line is never a link: it keeps a row of its own, between the
+    /// blocked stack and its waker's.
     pub(super) fn chain_child(&self, node: NodeId) -> Option<NodeId> {
-        self.view
-            .chain_child(node, self.min_weight(), self.fold_side())
+        let child = self
+            .view
+            .chain_child(node, self.min_weight(), self.fold_side())?;
+        let boundary = |n: NodeId| self.tree.name(self.view.node(n).frame) == WOKEN_BY;
+        (!boundary(node) && !boundary(child)).then_some(child)
     }
 
     /// Marks the links of the unfolded chains, from their first nodes.
@@ -311,6 +317,10 @@ impl Lay<'_> {
             let Some(next) = self.view.chain_child(n, self.min_weight, self.side) else {
                 break;
             };
+            // As `FlameState::chain_child`: a wait's `— woken by —` is never a link.
+            if self.name(n) == WOKEN_BY || self.name(next) == WOKEN_BY {
+                break;
+            }
             links += 1;
             last = n;
             n = next;
