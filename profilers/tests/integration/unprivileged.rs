@@ -107,3 +107,63 @@ fn sampling_as_nobody_gets_user_frames_and_says_why_kernel_frames_are_missing() 
         "only {burning} of {samples} samples in {BURN_FN}: {report}"
     );
 }
+
+#[test]
+fn waits_asked_as_nobody_are_left_out_with_the_reason_and_the_rest_is_recorded() {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "this test needs root to drop to the unprivileged user nobody (uid/gid 65534) and \
+         sample as it: run the tests as root (CI does)"
+    );
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_profile-fixture"));
+    cmd.args(["sample", "burn", "400", "1"])
+        .env("PROFILE_FIXTURE_KINDS", "cpu,waits")
+        .current_dir("/");
+    // SAFETY: only async-signal-safe system calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(NOBODY) != 0
+                || libc::setuid(NOBODY) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let output = cmd.output().expect("run profile-fixture sample as nobody");
+    let out = String::from_utf8_lossy(&output.stdout);
+    let report = format!(
+        "profile-fixture sample as nobody: {}\nstdout:\n{out}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|p| p.trim().parse().ok())
+        .expect("read kernel.perf_event_paranoid");
+    assert!(
+        paranoid >= 0,
+        "this test checks what an unprivileged user is refused; at perf_event_paranoid \
+         {paranoid} nothing is"
+    );
+    if paranoid >= 3 {
+        return;
+    }
+    assert!(output.status.success(), "{report}");
+    // Waits need the tracepoint (tracefs is root's, raw records need CAP_PERFMON): left
+    // out, said why, and the on-CPU profile is still taken.
+    assert_eq!(values(&out, "kinds").next(), Some("cpu"), "{report}");
+    assert!(
+        values(&out, "warning").any(|w| w.starts_with("waits not recorded")
+            && (w.contains("tracefs") || w.contains("CAP_PERFMON"))),
+        "no reason for leaving waits out: {report}"
+    );
+    let samples: u64 = values(&out, "samples")
+        .next()
+        .and_then(|s| s.parse().ok())
+        .expect(&report);
+    assert!(samples >= 20, "{report}");
+}
