@@ -664,6 +664,13 @@ pub struct RecordArgs {
     #[arg(long, global = true, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub offcpu_stack_every: u32,
+    /// With `--profile waits`: take the waker's stack at one wake-up in N. Every wake-up
+    /// is still recorded, without its stack; a wait whose waker's stack was taken stands
+    /// for N (its time scaled by N), and the others stay in the off-CPU profile only.
+    /// For programs waking tens of thousands of times a second.
+    #[arg(long, global = true, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub waker_stack_every: u32,
     /// With `--profile mem|all`: sample one page fault in N (each sample weighs N pages).
     /// The default, 128 (512 KiB per sample with 4 KiB pages), costs no more than
     /// `perf record -e page-faults -g`; 1 records every fault and loses samples at high

@@ -94,6 +94,9 @@ pub(super) struct EventPlan {
     /// The `sched:sched_waking` tracepoint's id, when waits are profiled: sampled at
     /// every wake-up a followed thread performs, with its raw record.
     pub(super) waking: Option<u64>,
+    /// The waker's stack is taken at one wake-up in this many; with more than one, a
+    /// second event records every wake-up without a stack.
+    pub(super) wake_every: u32,
 }
 
 /// What an event's samples are.
@@ -105,8 +108,12 @@ pub(super) enum Role {
     Off,
     /// Memory samples (`page-faults`).
     Mem,
-    /// Wake-ups (`sched:sched_waking`), taken in the waker.
+    /// Wake-ups (`sched:sched_waking`), taken in the waker with its stack (one in
+    /// [`EventPlan::wake_every`]).
     Wake,
+    /// Every wake-up a followed thread performs, without a stack (beside [`Role::Wake`]
+    /// when it takes one stack in more than one).
+    WakeEvery,
     /// Wake-ups of any process on a CPU: a CPU-wide event, without stacks.
     WakeCpu,
 }
@@ -139,6 +146,7 @@ impl EventPlan {
             (self.off_stacks && main != Role::Off).then_some(Role::Off),
             (self.mem_period.is_some() && main != Role::Mem).then_some(Role::Mem),
             self.waking.is_some().then_some(Role::Wake),
+            (self.waking.is_some() && self.wake_every > 1).then_some(Role::WakeEvery),
         ]
         .into_iter()
         .flatten()
@@ -152,8 +160,10 @@ pub(crate) struct EventIds {
     pub off: Vec<u64>,
     /// Memory (`page-faults`) events.
     pub mem: Vec<u64>,
-    /// Wake-up (`sched:sched_waking`) events.
+    /// Wake-up (`sched:sched_waking`) events with stacks.
     pub wake: Vec<u64>,
+    /// Wake-up events of followed threads without stacks.
+    pub wake_every: Vec<u64>,
     /// CPU-wide wake-up events.
     pub wake_cpu: Vec<u64>,
 }
@@ -165,8 +175,25 @@ impl EventIds {
             Role::Off => self.off.push(id),
             Role::Mem => self.mem.push(id),
             Role::Wake => self.wake.push(id),
+            Role::WakeEvery => self.wake_every.push(id),
             Role::WakeCpu => self.wake_cpu.push(id),
         }
+    }
+
+    /// Moves `other`'s ids here, unsorted: [`EventIds::sort`] before looking one up.
+    fn append(&mut self, other: &mut EventIds) {
+        let EventIds {
+            off,
+            mem,
+            wake,
+            wake_every,
+            wake_cpu,
+        } = other;
+        self.off.append(off);
+        self.mem.append(mem);
+        self.wake.append(wake);
+        self.wake_every.append(wake_every);
+        self.wake_cpu.append(wake_cpu);
     }
 
     /// Adds `other`'s ids; both lists stay sorted, for binary search.
@@ -174,6 +201,7 @@ impl EventIds {
         self.off.extend(other.off);
         self.mem.extend(other.mem);
         self.wake.extend(other.wake);
+        self.wake_every.extend(other.wake_every);
         self.wake_cpu.extend(other.wake_cpu);
         self.sort();
     }
@@ -183,6 +211,7 @@ impl EventIds {
             &mut self.off,
             &mut self.mem,
             &mut self.wake,
+            &mut self.wake_every,
             &mut self.wake_cpu,
         ] {
             ids.sort_unstable();
@@ -195,6 +224,7 @@ impl EventIds {
         self.off.is_empty()
             && self.mem.is_empty()
             && self.wake.is_empty()
+            && self.wake_every.is_empty()
             && self.wake_cpu.is_empty()
     }
 
@@ -206,6 +236,8 @@ impl EventIds {
             Role::Mem
         } else if self.wake.binary_search(&id).is_ok() {
             Role::Wake
+        } else if self.wake_every.binary_search(&id).is_ok() {
+            Role::WakeEvery
         } else if self.wake_cpu.binary_search(&id).is_ok() {
             Role::WakeCpu
         } else {
@@ -312,14 +344,20 @@ fn extra_builder(
 ) -> Builder<'static> {
     let mut b = match (role, plan.waking) {
         (Role::Mem, _) => faults_builder(plan),
-        (Role::Wake, Some(id)) => {
+        (Role::Wake | Role::WakeEvery, Some(id)) => {
             let mut b = Builder::new(Tracepoint::with_id(id));
-            b.sample_period(1);
+            b.sample_period(match role {
+                Role::Wake => u64::from(plan.wake_every.max(1)),
+                _ => 1,
+            });
             b
         }
         _ => switches_builder(plan),
     };
     common(&mut b, tid, cpu, plan, data_bytes);
+    if role == Role::WakeEvery {
+        bare_wakes(&mut b, plan);
+    }
     // Off-CPU samples are taken in the scheduler and wake-ups in the kernel's wake-up
     // path, in kernel mode: excluding the kernel would drop every one of them. Faults of
     // user code are sampled in user mode (their registers are the faulting code's); those
@@ -353,13 +391,8 @@ pub(super) fn open_cpu_wakes(
             .clockid(Clock::MONOTONIC)
             .exclude_hv(true)
             .exclude_kernel(false)
-            .exclude_callchain_kernel(true)
-            .exclude_callchain_user(true)
             .enabled(true);
-        if plan.stack_size.is_some() {
-            b.sample_regs_user(crate::records::REGS_USER_MASK)
-                .sample_stack_user(8);
-        }
+        bare_wakes(&mut b, plan);
         let opened = b.build().and_then(|c| {
             set_output(c.as_raw_fd(), ring.as_raw_fd())?;
             Ok(c)
@@ -383,6 +416,17 @@ pub(super) fn open_cpu_wakes(
     events.ids.wake_cpu.append(&mut ids);
     events.ids.sort();
     None
+}
+
+/// A wake-up event of the sampler's layout that takes no stack: no callchain, an 8-byte
+/// stack copy.
+fn bare_wakes(b: &mut Builder<'static>, plan: &EventPlan) {
+    b.exclude_callchain_kernel(true)
+        .exclude_callchain_user(true);
+    if plan.stack_size.is_some() {
+        b.sample_regs_user(crate::records::REGS_USER_MASK)
+            .sample_stack_user(8);
+    }
 }
 
 /// Redirects `event`'s records into `ring`'s buffer (same CPU).
@@ -444,9 +488,7 @@ pub(super) fn open_events(
             }
         }
         events.counters.append(&mut counters);
-        events.ids.off.append(&mut ids.off);
-        events.ids.mem.append(&mut ids.mem);
-        events.ids.wake.append(&mut ids.wake);
+        events.ids.append(&mut ids);
         events.tids.push(tid);
     }
     for (ring, &cpu) in rings.into_iter().zip(cpus) {

@@ -516,6 +516,7 @@ impl Sampler {
                 off_every: opts.offcpu_stack_every.max(1),
                 mem_period: kind.contains(Kind::Mem).then_some(mem_period),
                 waking: waking.map(|w| w.id),
+                wake_every: opts.waker_stack_every.max(1),
             };
             let attempt = match open_events(&tids, &cpus, &plan, &mut pages) {
                 Err(OpenError::Denied(errno)) if plan.kernel_sampled() => {
@@ -599,6 +600,7 @@ impl Sampler {
             enable: mode == Mode::Start,
             on_exec: mode == Mode::OnExec,
             waking,
+            wake_every: plan.wake_every,
             follow: (mode == Mode::Attach).then(|| Follow {
                 pid,
                 opened: events.tids.iter().copied().collect(),

@@ -42,12 +42,34 @@ pub(crate) const NO_WAKER: u32 = u32::MAX;
 /// A switch-out's samples older than this are not its stack (its own sample was lost):
 /// the sample and the record are written back to back with interrupts off.
 const MAX_STASH_AGE_NS: u64 = 1_000_000;
-/// A CPU-wide wake-up this close after a followed thread's own record of a wake-up of
-/// the same thread is that wake-up seen twice (each event stamps its own time).
+/// A record of a wake-up of a thread this close to another is the same wake-up seen by
+/// two events (each stamps its own time).
 const SAME_WAKE_NS: u64 = 100_000;
+/// A wake-up of a thread not blocked yet, this little before its switch-out, ended that
+/// blocked interval: the waker's CPU traces the wake-up while the sleeper's CPU is still
+/// switching it out, and the switch record is stamped after.
+const EARLY_WAKE_NS: u64 = 1_000_000;
+/// Threads with a wake-up held for their next switch-out; past it they are forgotten
+/// (bounded memory whatever the wake-up rate).
+const MAX_EARLY_WAKES: usize = 1 << 16;
 /// CPUs with a stash slot; samples on higher-numbered CPUs (none on real machines) go
 /// without a stack rather than grow the table.
 const MAX_CPUS: usize = 1 << 14;
+
+/// Which event saw a wake-up. One wake-up can be seen by several (they stamp their own
+/// times, microseconds apart): the one that says more is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum WakeSource {
+    /// A CPU-wide event: any process, no stack; the interval weighs its own length.
+    Wide,
+    /// A followed thread's event that records every wake-up without a stack, beside one
+    /// that takes a stack at one in N: the interval is left out of the waits (the
+    /// stacked ones stand for it).
+    Every,
+    /// A followed thread's event with the waker's stack, at one wake-up in N: the
+    /// interval weighs N times its length.
+    Stack,
+}
 
 /// What happened to a thread, queued until it can be applied in time order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,9 +83,8 @@ enum Kind {
     },
     /// Switched in.
     In,
-    /// Woken by the thread (or interrupt) whose stack `waker` indexes; `wide` when seen
-    /// by a CPU-wide event (no stack) rather than by the waker's own.
-    Wake { waker: u32, wide: bool },
+    /// Woken by the thread (or interrupt) whose stack `waker` indexes, as `source` saw it.
+    Wake { waker: u32, source: WakeSource },
     /// Records were lost: an interval open now may have lost its end.
     Lost,
 }
@@ -82,10 +103,10 @@ struct Blocked {
     stack: u32,
     preempt: bool,
     scale: u32,
-    /// The last wake-up seen since the switch-out, when, and whether by a CPU-wide event.
+    /// The last wake-up seen since the switch-out, when, and which event saw it.
     waker: u32,
     woken_at: u64,
-    woken_wide: bool,
+    source: WakeSource,
 }
 
 /// The last off-CPU sample of a CPU, waiting for its switch-out record.
@@ -128,6 +149,11 @@ pub(crate) struct OffCpu {
     closed: Vec<Closed>,
     /// Wake-ups are recorded: closed intervals also weigh on their waker pairs.
     waits: bool,
+    /// The last wake-up of each thread that was not blocked when it came, until its next
+    /// switch-out (or switch-in): (time, waker, source).
+    early: HashMap<u32, (u64, u32, WakeSource)>,
+    /// The waker's stack is taken at one wake-up in this many ([`WakeSource::Stack`]).
+    wake_every: u32,
     /// Blocked nanoseconds per (blocked stack, waker stack or [`NO_WAKER`]) not handed
     /// out yet.
     wait_ns: HashMap<(u32, u32), u64>,
@@ -147,13 +173,18 @@ pub(crate) struct Closed {
     pub scale: u32,
     /// The waker's stack, [`NO_WAKER`] when not seen (or waits are not recorded).
     pub waker: u32,
+    /// What the interval weighs in the waits, times its length: 0 when left out (a
+    /// wake-up recorded without its stack while stacks are taken one in N).
+    pub wake_scale: u32,
 }
 
 impl OffCpu {
-    /// Off-CPU state that also joins blocked intervals to their wake-ups.
-    pub fn with_waits() -> OffCpu {
+    /// Off-CPU state that also joins blocked intervals to their wake-ups, whose waker
+    /// stacks are taken at one wake-up in `wake_every`.
+    pub fn with_waits(wake_every: u32) -> OffCpu {
         OffCpu {
             waits: true,
+            wake_every: wake_every.max(1),
             ..OffCpu::default()
         }
     }
@@ -236,10 +267,15 @@ impl OffCpu {
         self.push(time, tid, Kind::In);
     }
 
-    /// `tid` was woken at `time` by the waker whose stack `waker` indexes, as a followed
-    /// thread's event saw it, or a CPU-wide one (`wide`).
-    pub fn on_wake(&mut self, tid: u32, time: u64, waker: u32, wide: bool) {
-        self.push(time, tid, Kind::Wake { waker, wide });
+    /// The waker's stack is taken at one wake-up in this many.
+    pub fn wake_every(&self) -> u32 {
+        self.wake_every
+    }
+
+    /// `tid` was woken at `time` by the waker whose stack `waker` indexes, as `source`
+    /// saw it.
+    pub fn on_wake(&mut self, tid: u32, time: u64, waker: u32, source: WakeSource) {
+        self.push(time, tid, Kind::Wake { waker, source });
     }
 
     /// Records were lost; the loss was reported at `time`.
@@ -288,6 +324,11 @@ impl OffCpu {
                 preempt,
                 scale,
             } => {
+                let (woken_at, waker, source) = self
+                    .early
+                    .remove(&e.tid)
+                    .filter(|&(t, ..)| e.time.saturating_sub(t) <= EARLY_WAKE_NS)
+                    .unwrap_or((0, NO_WAKER, WakeSource::Wide));
                 // An earlier switch-out without its switch-in (lost) is replaced.
                 self.blocked.insert(
                     e.tid,
@@ -296,24 +337,32 @@ impl OffCpu {
                         stack,
                         preempt,
                         scale,
-                        waker: NO_WAKER,
-                        woken_at: 0,
-                        woken_wide: false,
+                        waker,
+                        woken_at,
+                        source,
                     },
                 );
             }
-            Kind::Wake { waker, wide } => {
+            Kind::Wake { waker, source } => {
+                let seen_twice = |w: u32, at: u64, by: WakeSource| {
+                    w != NO_WAKER && e.time.saturating_sub(at) <= SAME_WAKE_NS && source < by
+                };
                 if let Some(b) = self.blocked.get_mut(&e.tid) {
-                    let seen_twice = wide
-                        && b.waker != NO_WAKER
-                        && !b.woken_wide
-                        && e.time.saturating_sub(b.woken_at) <= SAME_WAKE_NS;
-                    if !seen_twice {
-                        (b.waker, b.woken_at, b.woken_wide) = (waker, e.time, wide);
+                    if !seen_twice(b.waker, b.woken_at, b.source) {
+                        (b.waker, b.woken_at, b.source) = (waker, e.time, source);
+                    }
+                } else if self.waits {
+                    if self.early.len() >= MAX_EARLY_WAKES {
+                        self.early.clear();
+                    }
+                    let held = self.early.entry(e.tid).or_insert((0, NO_WAKER, source));
+                    if !seen_twice(held.1, held.0, held.2) {
+                        *held = (e.time, waker, source);
                     }
                 }
             }
             Kind::In => {
+                self.early.remove(&e.tid);
                 // No switch-out seen: blocked since before recording started.
                 let Some(b) = self.blocked.remove(&e.tid) else {
                     return;
@@ -328,6 +377,11 @@ impl OffCpu {
                     *w = w.saturating_add(ns);
                     self.blocked_ns = self.blocked_ns.saturating_add(ns);
                     self.intervals += 1;
+                    let wake_scale = match (b.waker, b.source) {
+                        (NO_WAKER, _) | (_, WakeSource::Wide) => 1,
+                        (_, WakeSource::Every) => 0,
+                        (_, WakeSource::Stack) => self.wake_every.max(1),
+                    };
                     self.closed.push(Closed {
                         since: b.since,
                         end: e.time,
@@ -335,24 +389,31 @@ impl OffCpu {
                         stack: b.stack,
                         scale: b.scale,
                         waker: b.waker,
+                        wake_scale,
                     });
                     if self.waits {
                         if b.waker == NO_WAKER {
                             self.wakers_not_seen += 1;
                             self.not_seen_ns = self.not_seen_ns.saturating_add(ns);
                         }
-                        let w = self.wait_ns.entry((b.stack, b.waker)).or_insert(0);
-                        *w = w.saturating_add(ns);
+                        if wake_scale > 0 {
+                            let w = self.wait_ns.entry((b.stack, b.waker)).or_insert(0);
+                            *w = w.saturating_add(ns.saturating_mul(u64::from(wake_scale)));
+                        }
                     }
                 }
             }
-            Kind::Lost => self.blocked.clear(),
+            Kind::Lost => {
+                self.blocked.clear();
+                self.early.clear();
+            }
         }
     }
 
     /// Threads that exited: their last switch-out has no switch-in.
     pub fn forget(&mut self, tid: u32) {
         self.blocked.remove(&tid);
+        self.early.remove(&tid);
     }
 
     /// Moves the whole microseconds of every stack's weight into `out` as
@@ -414,6 +475,11 @@ impl OffCpu {
             keep(&mut b.stack);
             if b.waker != NO_WAKER {
                 keep(&mut b.waker);
+            }
+        }
+        for (_, waker, _) in self.early.values_mut() {
+            if *waker != NO_WAKER {
+                keep(waker);
             }
         }
         for e in &mut self.queue {
@@ -601,15 +667,15 @@ mod tests {
 
     #[test]
     fn a_blocked_interval_takes_the_last_wake_up_between_its_switch_out_and_in() {
-        let mut o = OffCpu::with_waits();
+        let mut o = OffCpu::with_waits(1);
         let (a, b, early) = (o.intern(&[100]), o.intern(&[200]), o.intern(&[300]));
         // A wake-up before the switch-out is of an earlier wait.
-        o.on_wake(7, MS / 2, early, false);
+        o.on_wake(7, MS / 2, early, WakeSource::Stack);
         block(&mut o, 0, 7, MS, &[10]);
-        o.on_wake(7, 2 * MS, a, false);
+        o.on_wake(7, 2 * MS, a, WakeSource::Stack);
         // Woken again (a spurious wake-up, or a second waker) before it ran: the last one
         // let it go.
-        o.on_wake(7, 3 * MS, b, false);
+        o.on_wake(7, 3 * MS, b, WakeSource::Stack);
         o.on_switch_in(7, 4 * MS);
         // Thread 8's wake-up was not seen.
         block(&mut o, 1, 8, MS, &[20]);
@@ -632,18 +698,18 @@ mod tests {
 
     #[test]
     fn wake_ups_read_out_of_order_join_in_time_order_and_without_waits_weigh_nothing() {
-        let mut o = OffCpu::with_waits();
+        let mut o = OffCpu::with_waits(1);
         let w = o.intern(&[100]);
         // CPU 1's buffer, read first, has the switch-in; CPU 0's the wake-up before it.
         block(&mut o, 0, 7, MS, &[10]);
         o.on_switch_in(7, 3 * MS);
-        o.on_wake(7, 2 * MS, w, false);
+        o.on_wake(7, 2 * MS, w, WakeSource::Stack);
         o.flush();
         assert_eq!(wait_weights(&mut o), [(vec![10], vec![100], 2_000)]);
         let mut plain = OffCpu::default();
         let w = plain.intern(&[100]);
         block(&mut plain, 0, 7, MS, &[10]);
-        plain.on_wake(7, 2 * MS, w, false);
+        plain.on_wake(7, 2 * MS, w, WakeSource::Stack);
         plain.on_switch_in(7, 3 * MS);
         plain.flush();
         assert!(wait_weights(&mut plain).is_empty());
@@ -652,21 +718,21 @@ mod tests {
 
     #[test]
     fn a_cpu_wide_record_of_a_wake_up_already_seen_with_its_stack_does_not_replace_it() {
-        let mut o = OffCpu::with_waits();
+        let mut o = OffCpu::with_waits(1);
         let (stacked, wide, timer) = (o.intern(&[100]), o.intern(&[200]), o.intern(&[300]));
         block(&mut o, 0, 7, MS, &[10]);
         // The waker's own event, then the CPU-wide one 3 µs later: one wake-up.
-        o.on_wake(7, 2 * MS, stacked, false);
-        o.on_wake(7, 2 * MS + 3_000, wide, true);
+        o.on_wake(7, 2 * MS, stacked, WakeSource::Stack);
+        o.on_wake(7, 2 * MS + 3_000, wide, WakeSource::Wide);
         o.on_switch_in(7, 3 * MS);
         // A wake-up only a CPU-wide event saw (a timer while the CPU idled).
         block(&mut o, 0, 7, 4 * MS, &[10]);
-        o.on_wake(7, 5 * MS, timer, true);
+        o.on_wake(7, 5 * MS, timer, WakeSource::Wide);
         o.on_switch_in(7, 6 * MS);
         // A later wake-up by another waker, seen CPU-wide: the last one counts.
         block(&mut o, 0, 7, 7 * MS, &[10]);
-        o.on_wake(7, 8 * MS, stacked, false);
-        o.on_wake(7, 8 * MS + 2 * SAME_WAKE_NS, wide, true);
+        o.on_wake(7, 8 * MS, stacked, WakeSource::Stack);
+        o.on_wake(7, 8 * MS + 2 * SAME_WAKE_NS, wide, WakeSource::Wide);
         o.on_switch_in(7, 9 * MS);
         o.flush();
         let mut closed = Vec::new();
@@ -676,19 +742,91 @@ mod tests {
     }
 
     #[test]
+    fn with_waker_stacks_one_in_n_the_stacked_intervals_stand_for_the_others() {
+        let mut o = OffCpu::with_waits(4);
+        let (stacked, bare, irq) = (o.intern(&[100]), o.intern(&[101]), o.intern(&[300]));
+        // Four waits of 1 ms ended by a followed thread: all four recorded without a
+        // stack, the first also with its stack (its record a few µs later).
+        for i in 0..4u64 {
+            let t = 10 * i * MS;
+            block(&mut o, 0, 7, t + MS, &[10]);
+            o.on_wake(7, t + 2 * MS, bare, WakeSource::Every);
+            if i == 0 {
+                o.on_wake(7, t + 2 * MS + 2_000, stacked, WakeSource::Stack);
+            }
+            o.on_switch_in(7, t + 2 * MS + 10_000);
+        }
+        // A stacked record first and the bare one after it: the stack is kept.
+        block(&mut o, 0, 7, 50 * MS, &[10]);
+        o.on_wake(7, 51 * MS, stacked, WakeSource::Stack);
+        o.on_wake(7, 51 * MS + 1_000, bare, WakeSource::Every);
+        o.on_switch_in(7, 51 * MS + 10_000);
+        // An interrupt's wake-up, seen CPU-wide: its own length.
+        block(&mut o, 0, 7, 60 * MS, &[10]);
+        o.on_wake(7, 62 * MS, irq, WakeSource::Wide);
+        o.on_switch_in(7, 62 * MS);
+        o.flush();
+        let mut closed = Vec::new();
+        o.take_closed(&mut closed);
+        let scales: Vec<(u32, u32)> = closed.iter().map(|c| (c.waker, c.wake_scale)).collect();
+        assert_eq!(
+            scales,
+            [
+                (stacked, 4),
+                (bare, 0),
+                (bare, 0),
+                (bare, 0),
+                (stacked, 4),
+                (irq, 1)
+            ]
+        );
+        // Waits: the two stacked intervals (1.01 ms each) ×4, the interrupt's 2 ms.
+        assert_eq!(
+            wait_weights(&mut o),
+            [(vec![10], vec![100], 8_080), (vec![10], vec![300], 2_000)]
+        );
+        // Off-CPU keeps every interval at its own length.
+        assert_eq!(weights(&mut o), [(vec![10], 5 * 1_010 + 2_000)]);
+    }
+
+    #[test]
+    fn a_wake_up_stamped_just_before_the_switch_out_it_ends_is_that_intervals() {
+        let mut o = OffCpu::with_waits(1);
+        let (w, stale, old) = (o.intern(&[100]), o.intern(&[200]), o.intern(&[300]));
+        // The waker's CPU traced the wake-up 5 µs before the sleeper's switch record.
+        o.on_wake(7, 10 * MS - 5_000, w, WakeSource::Stack);
+        block(&mut o, 0, 7, 10 * MS, &[10]);
+        o.on_switch_in(7, 11 * MS);
+        // A wake-up 2 ms before a switch-out is not its.
+        o.on_wake(7, 18 * MS, old, WakeSource::Stack);
+        block(&mut o, 0, 7, 20 * MS, &[10]);
+        o.on_switch_in(7, 21 * MS);
+        // Nor one that a switch-in came after (it ended an earlier wait).
+        o.on_wake(8, 29 * MS, stale, WakeSource::Stack);
+        o.on_switch_in(8, 29 * MS + 100);
+        block(&mut o, 0, 8, 29 * MS + 500, &[20]);
+        o.on_switch_in(8, 30 * MS);
+        o.flush();
+        let mut closed = Vec::new();
+        o.take_closed(&mut closed);
+        let wakers: Vec<(u32, u32)> = closed.iter().map(|c| (c.tid, c.waker)).collect();
+        assert_eq!(wakers, [(7, w), (7, NO_WAKER), (8, NO_WAKER)]);
+    }
+
+    #[test]
     fn compaction_keeps_wakers_still_pointed_to_and_their_pairs() {
-        let mut o = OffCpu::with_waits();
+        let mut o = OffCpu::with_waits(1);
         for i in 0..50 {
             o.intern(&[1_000 + i]);
         }
         block(&mut o, 0, 7, MS, &[10]);
         let w = o.intern(&[100]);
-        o.on_wake(7, 2 * MS, w, false);
+        o.on_wake(7, 2 * MS, w, WakeSource::Stack);
         o.end_round();
         o.end_round();
         // A wake-up still queued, of another waker.
         let w2 = o.intern(&[200]);
-        o.on_wake(7, 3 * MS, w2, false);
+        o.on_wake(7, 3 * MS, w2, WakeSource::Stack);
         o.compact(10);
         o.on_switch_in(7, 4 * MS + 500);
         o.flush();

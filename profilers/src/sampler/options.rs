@@ -62,6 +62,15 @@ pub struct SamplerOptions {
     /// tens of thousands of times a second, where a stack copy per switch would be
     /// hundreds of MB/s (8 KiB each).
     pub offcpu_stack_every: u32,
+    /// With waits ([`Kind::Waits`]), the waker's stack is taken at one wake-up in this
+    /// many (default 1: every wake-up); every wake-up is still recorded, without a stack,
+    /// so that each blocked interval has its waker's thread. A blocked interval whose
+    /// waker's stack was taken then stands for this many (its time scaled by N); those
+    /// ended by a followed thread's wake-up without a stack stay in the off-CPU profile
+    /// only. Raise it for programs that wake tens of thousands of times a second. Since
+    /// [`SamplerOptions::offcpu_stack_every`] samples the blocked side independently, both
+    /// stacks are taken together at one wake-up in the product of the two.
+    pub waker_stack_every: u32,
     /// Memory profiles sample one page fault in this many (default
     /// [`DEFAULT_MEM_PERIOD`]); each sample weighs this many pages. The kernel counts
     /// every fault and samples at each overflow, so shares are exact to one period per
@@ -118,6 +127,7 @@ impl Default for SamplerOptions {
             unwind: UnwindMode::Auto,
             stack_size: DEFAULT_STACK_SIZE,
             offcpu_stack_every: 1,
+            waker_stack_every: 1,
             mem_period: DEFAULT_MEM_PERIOD,
             keep_samples: false,
         }

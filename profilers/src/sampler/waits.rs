@@ -168,9 +168,24 @@ impl Waits {
         }
     }
 
-    /// What the session says of the waits whose wake-up was not seen, when there were
-    /// any: how many, and their share of the time blocked.
-    pub fn not_seen_warning(&self, offcpu: &OffCpu) -> Option<String> {
+    /// What the session says of the waits: at which rate waker stacks were taken, and
+    /// how many waits had no wake-up seen and their share of the time blocked.
+    pub fn warnings(&self, offcpu: &OffCpu) -> Vec<String> {
+        let mut out = Vec::new();
+        let every = offcpu.wake_every();
+        if every > 1 {
+            out.push(format!(
+                "waits: the waker's stack was taken at one wake-up in {every}; each blocked \
+                 interval whose waker's stack was taken stands for {every} (its time scaled \
+                 so), and those ended by a followed thread without one are in offcpu.folded \
+                 only"
+            ));
+        }
+        out.extend(self.not_seen_warning(offcpu));
+        out
+    }
+
+    fn not_seen_warning(&self, offcpu: &OffCpu) -> Option<String> {
         let n = offcpu.wakers_not_seen;
         if n == 0 {
             return None;

@@ -94,9 +94,15 @@ int main(int argc, char **argv) {
 
 /// Records `program args` with waits, from its exec to its end.
 fn record_waits(program: &std::path::Path, args: &[&str]) -> Profile {
+    record_waits_with(program, args, 1)
+}
+
+/// [`record_waits`], taking the waker's stack at one wake-up in `every`.
+fn record_waits_with(program: &std::path::Path, args: &[&str], every: u32) -> Profile {
     let held = Held::spawn_unniced(program, args);
     let mut opts = SamplerOptions::default();
     opts.kind = KindSet::of(Kind::Waits);
+    opts.waker_stack_every = every;
     let sampler = expect_sampler(
         Sampler::start_on_exec(held.pid(), &opts),
         "Sampler::start_on_exec",
@@ -623,5 +629,51 @@ fn waker_shares_of_a_condvar_wait_agree_with_a_join_of_perfs_sched_records() {
          (perf {perf:?}, benchtop {ours:?})",
         100.0 * perf_share,
         100.0 * our_share
+    );
+}
+
+#[test]
+fn waker_stacks_taken_one_in_n_stand_for_the_others_and_keep_the_split() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prog = build_c(dir.path(), "condvar", CONDVAR_C, NO_FP);
+    let out = dir.path().join("waited");
+    let profile = record_waits_with(&prog, &["60", out.to_str().expect("a UTF-8 path")], 3);
+    let told = std::fs::read_to_string(&out).expect("the fixture's own measure");
+    let field = |k: &str| -> f64 {
+        told.split_whitespace()
+            .find_map(|f| f.strip_prefix(k)?.parse().ok())
+            .unwrap_or_else(|| panic!("{k} in {told:?}"))
+    };
+    let (a_ns, b_ns) = (field("a="), field("b="));
+    let folded = profile.profiles[Kind::Waits].to_folded();
+    let split = by_waker(&folded, "consume", &["producer_a", "producer_b"]);
+    let a = split.get("producer_a").copied().unwrap_or(0) as f64;
+    let b = split.get("producer_b").copied().unwrap_or(0) as f64;
+    // One wake-up in three carries its stack and stands for three: the producers' total
+    // is the consumer's wait, give or take one round of each in three.
+    let waited = (a_ns + b_ns) / 1000.0;
+    assert!(
+        (0.75 * waited..1.3 * waited).contains(&(a + b)),
+        "the producers woke {a} + {b} µs, scaled, of a wait of {waited} µs: {split:?}\n{folded}"
+    );
+    // About ten waits of each producer carry a stack; which ones depends on where each
+    // producer's count of its own wake-ups stood at the start: one more or one fewer of
+    // producer_a's (three times 30 ms) moves the split by about 7 points.
+    let share = a / (a + b);
+    let expected = a_ns / (a_ns + b_ns);
+    assert!(
+        (share - expected).abs() <= 0.10,
+        "producer_a woke {:.1} % of the wait; it held {:.1} %: {split:?}\n{folded}",
+        100.0 * share,
+        100.0 * expected
+    );
+    assert!(
+        profile
+            .warnings
+            .iter()
+            .any(|w| w.contains("one wake-up in 3")),
+        "{:?}",
+        profile.warnings
     );
 }

@@ -59,6 +59,7 @@ fn sampler_options(record: &RecordArgs) -> SamplerOptions {
     };
     opts.stack_size = record.stack_size;
     opts.offcpu_stack_every = record.offcpu_stack_every;
+    opts.waker_stack_every = record.waker_stack_every;
     opts.mem_period = record.mem_period;
     opts.keep_samples = record.keep_samples;
     opts

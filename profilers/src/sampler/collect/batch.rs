@@ -20,14 +20,16 @@ impl Collector {
         self.timeline.fold_samples(&self.slot_stacks);
         self.timeline.fold_mem_samples(&self.mem_slot_stacks);
         for c in self.closed.drain(..) {
-            if let Some(stack) = self.waits.as_ref().and_then(|w| w.pair_id(&c)) {
+            if let Some(stack) = self.waits.as_ref().and_then(|w| w.pair_id(&c))
+                && c.wake_scale > 0
+            {
                 self.timeline.block(Block {
                     kind: Kind::Waits,
                     since: c.since,
                     end: c.end,
                     tid: c.tid,
                     stack,
-                    scale: c.scale,
+                    scale: c.scale.saturating_mul(c.wake_scale),
                 });
             }
             if let Some(&stack) = self.off_stack_ids.get(&c.stack) {

@@ -19,7 +19,7 @@ use super::frames::{
     FRAME_TAG, KEY_ARG, NO_ADDRESSES, NO_STACK_DENIED, NO_STACK_MISSING, NO_THREAD, ending_frame,
 };
 use super::lines::LineTally;
-use super::offcpu::{Closed, NO_STACK, OffCpu};
+use super::offcpu::{Closed, NO_STACK, OffCpu, WakeSource};
 use super::options::SamplerOptions;
 use super::shared::Shared;
 use super::timeline::{StackTable, Timeline, monotonic_ns};
@@ -79,6 +79,8 @@ pub(crate) struct Setup {
     pub follow: Option<Follow>,
     /// Wake-ups are sampled (`sched:sched_waking`, its record laid out so).
     pub waking: Option<Waking>,
+    /// The waker's stack is taken at one wake-up in this many.
+    pub wake_every: u32,
 }
 
 #[derive(Debug)]
@@ -237,7 +239,7 @@ impl Collector {
             off_stack_ids: HashMap::new(),
             stopped_ns: None,
             offcpu: if setup.waking.is_some() {
-                OffCpu::with_waits()
+                OffCpu::with_waits(setup.wake_every)
             } else {
                 OffCpu::default()
             },
@@ -434,7 +436,7 @@ impl Collector {
             ));
         }
         if let Some(w) = &self.waits {
-            warnings.extend(w.not_seen_warning(&self.offcpu));
+            warnings.extend(w.warnings(&self.offcpu));
         }
         if self.timeline.samples_not_kept() > 0 {
             warnings.push(format!(
@@ -508,8 +510,9 @@ impl Collector {
                 match Sample::parse(body, self.unwinder.is_some(), self.raw) {
                     Some(s) => match self.ids.role(s.id) {
                         Role::Off => self.on_off_sample(misc, &s),
-                        Role::Wake => self.on_wake_sample(misc, &s, false),
-                        Role::WakeCpu => self.on_wake_sample(misc, &s, true),
+                        Role::Wake => self.on_wake_sample(misc, &s, WakeSource::Stack),
+                        Role::WakeEvery => self.on_wake_sample(misc, &s, WakeSource::Every),
+                        Role::WakeCpu => self.on_wake_sample(misc, &s, WakeSource::Wide),
                         Role::Mem => self.on_mem_sample(misc, &s),
                         Role::Cpu => self.on_sample(misc, &s),
                     },
@@ -703,10 +706,10 @@ impl Collector {
 
     /// A `sched_waking` sample: a wake-up performed by the sample's thread (its stack is
     /// the waker's, named with its thread), or by an interrupt that came while it ran.
-    /// A CPU-wide event's (`wide`) sees every process: only wake-ups of threads this
-    /// sampler knows (the followed tree's, named by their fork, exec or first sample) are
-    /// kept, their wakers named without a stack.
-    fn on_wake_sample(&mut self, misc: u16, s: &Sample<'_>, wide: bool) {
+    /// A CPU-wide event's sees every process: only wake-ups of threads this sampler knows
+    /// (the followed tree's, named by their fork, exec or first sample) are kept. The
+    /// wakers of records without stacks are named by process and thread.
+    fn on_wake_sample(&mut self, misc: u16, s: &Sample<'_>, source: WakeSource) {
         let Some(waits) = &mut self.waits else {
             return;
         };
@@ -714,12 +717,12 @@ impl Collector {
             self.malformed += 1;
             return;
         };
-        if wide && !self.names.contains_key(&woken) {
+        if source == WakeSource::Wide && !self.names.contains_key(&woken) {
             return;
         }
         waits.wakes += 1;
         match waker.frame() {
-            None if wide => {
+            None if source != WakeSource::Stack => {
                 let process = self.name_of(s.pid, s.pid);
                 let thread = self.name_of(s.pid, s.tid);
                 self.key.clear();
@@ -740,7 +743,7 @@ impl Collector {
             }
         }
         let waker = self.offcpu.intern(&self.key);
-        self.offcpu.on_wake(woken, s.time, waker, wide);
+        self.offcpu.on_wake(woken, s.time, waker, source);
     }
 
     fn on_switch(&mut self, sw: &Switch) {
@@ -885,6 +888,7 @@ mod tests {
                 off: vec![OFF_ID],
                 mem: vec![MEM_ID],
                 wake: Vec::new(),
+                wake_every: Vec::new(),
                 wake_cpu: Vec::new(),
             },
             mem_bytes: 65_536,
@@ -892,6 +896,7 @@ mod tests {
             on_exec: false,
             follow: None,
             waking: None,
+            wake_every: 1,
         };
         let c = Collector::new(Arc::clone(&shared), pid, &opts, setup);
         let root = collect_test_root_fn() as u64;
