@@ -88,6 +88,8 @@ pub enum Action {
     FlameBottom,
     /// Flamegraph: the hottest leaf under the selection.
     FlameHottest,
+    /// Flamegraph of waits: from a waker to what it was waiting for itself.
+    FlameWaker,
     /// Flamegraph: fold chains of single-child frames, or not.
     FlameFold,
     /// Flamegraph: short names, or full.
@@ -583,6 +585,12 @@ pub(super) const FLAME_ROWS: &[Row] = &[
         hints: &[],
     },
     Row {
+        keys: &[(Key::Char('W'), Action::FlameWaker)],
+        only: When::Flame,
+        help: Some(("W", "waits: from the selected waker to its own waits")),
+        hints: &[],
+    },
+    Row {
         keys: &[
             (Key::Char('z'), Action::FlameFold),
             (Key::Char('w'), Action::FlameNames),
@@ -614,7 +622,10 @@ pub(super) const FLAME_ROWS: &[Row] = &[
     Row {
         keys: &[(Key::Char('o'), Action::Kind)],
         only: When::Flame,
-        help: Some(("o", "flamegraph: on-CPU, off-CPU, then each memory profile")),
+        help: Some((
+            "o",
+            "flamegraph: on-CPU, off-CPU, waits, then each memory profile",
+        )),
         hints: &[hint("o on/off", When::Flame, 6)],
     },
 ];

@@ -781,6 +781,7 @@ impl State {
             Action::FlameTop => _ = self.flame_mut().select_top(),
             Action::FlameBottom => _ = self.flame_mut().select_bottom(),
             Action::FlameHottest => _ = self.flame_mut().select_hottest_leaf(),
+            Action::FlameWaker => _ = self.flame_mut().follow_waker(),
             Action::FlameFold => self.flames_mut().toggle_folding(),
             Action::FlameNames => self.flames_mut().toggle_short_names(),
             Action::FlameHide => self.flames_mut().toggle_hiding(),

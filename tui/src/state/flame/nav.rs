@@ -2,6 +2,7 @@
 //! and unfolding.
 
 use benchtop_sessions::NodeId;
+use benchtop_sessions::waits::WOKEN_BY;
 
 use super::FlameState;
 use super::tree::path_to;
@@ -155,6 +156,53 @@ impl FlameState {
             self.mark_unfolded();
             self.relayout_selecting(leaf);
         }
+        true
+    }
+
+    /// In a waits profile, from a box of a waker (above `— woken by —`) to what that
+    /// waker was itself waiting for: zooms into the blocked stacks of the waker's process
+    /// that share the most of the waker's callers (its thread's own waits, and who ended
+    /// them). False when the selection is not in a waker's part, or nothing matches.
+    pub fn follow_waker(&mut self) -> bool {
+        let Some(b) = self.selected_box().copied() else {
+            return false;
+        };
+        let path = path_to(&self.view, b.last);
+        let name = |n: NodeId| self.tree.name(self.view.node(n).frame);
+        let Some(at) = path.iter().position(|&n| name(n) == WOKEN_BY) else {
+            return false;
+        };
+        let waker: Vec<&str> = path[at + 1..].iter().map(|&n| name(n)).collect();
+        let [process, thread, frames @ ..] = waker.as_slice() else {
+            return false;
+        };
+        let child = |parent: NodeId, want: &str| {
+            self.view
+                .children(parent)
+                .iter()
+                .copied()
+                .find(|&c| name(c) == want)
+        };
+        let Some(mut target) = child(NodeId::ROOT, process) else {
+            return false;
+        };
+        // Blocked stacks recorded per thread name the thread second.
+        if let Some(t) = child(target, thread) {
+            target = t;
+        }
+        // As deep as the waker's callers lead; a frame the blocked stacks lack (hidden
+        // plumbing, the call that woke) is passed over.
+        for f in frames {
+            if let Some(c) = child(target, f) {
+                target = c;
+            }
+        }
+        if target == self.zoom_node() {
+            return false;
+        }
+        self.zoom_path = path_to(&self.view, target);
+        self.mark_unfolded();
+        self.relayout_selecting(target);
         true
     }
 

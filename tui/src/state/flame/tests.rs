@@ -701,3 +701,44 @@ fn a_profile_grown_interval_by_interval_lays_out_as_the_same_profile_set_whole()
         "most intervals extended the tree: {by_intervals}"
     );
 }
+
+/// A waits profile: the consumer woken by two producers, and the producers' own waits
+/// (their sleeps, ended by the timer).
+const WAITS: &str = "\
+cv;main;consume;cond_wait;— woken by —;cv;prod-a;run;producer_a;release;cond_signal 75
+cv;main;consume;cond_wait;— woken by —;cv;prod-b;run;producer_b;release;cond_signal 25
+cv;run;producer_a;sleep_ms;nanosleep;— woken by —;[woken by: hard interrupt (timer or device)] 70
+cv;run;producer_b;sleep_ms;nanosleep;— woken by —;[woken by: hard interrupt (timer or device)] 22
+cv;run;wait_turn;cond_wait;— woken by —;cv;main;consume;cond_broadcast 8
+";
+
+#[test]
+fn w_walks_from_a_waker_to_what_it_was_waiting_for_itself() {
+    let mut s = state(WAITS);
+    s.set_folding(false);
+    let row = (0..s.rows().len())
+        .find(|&r| row_names(&s, r).contains(&"producer_a"))
+        .expect("producer_a laid out");
+    // The first producer_a row is the blocked side's (cv;run;producer_a); the waker's is
+    // deeper, above the separator.
+    let waker_row = (row + 1..s.rows().len())
+        .find(|&r| row_names(&s, r).contains(&"producer_a"))
+        .expect("producer_a as a waker");
+    select(&mut s, waker_row, "producer_a");
+    assert!(s.follow_waker());
+    assert_eq!(
+        s.zoom_path().collect::<Vec<_>>(),
+        ["cv", "run", "producer_a"]
+    );
+    // From there the timer that ended producer_a's own sleep is on screen.
+    let names: Vec<&str> = (0..s.rows().len()).flat_map(|r| row_names(&s, r)).collect();
+    assert!(
+        names
+            .iter()
+            .any(|n| n.starts_with("[woken by: hard interrupt")),
+        "{names:?}"
+    );
+    // A box of a blocked stack, or an interrupt waker, leads nowhere.
+    select(&mut s, 0, "producer_a");
+    assert!(!s.follow_waker());
+}
