@@ -339,17 +339,22 @@ pub(crate) fn example_state() -> super::State {
             .timeline
             .push(&row, Some("ops"), Some(("lap", SparseHistogram::from(&h))));
         let mut cpu = StackTree::new();
+        // And waits: the slow intervals' ended by another waker.
+        let mut waits = StackTree::new();
+        let woken_by = benchtop_sessions::waits::WOKEN_BY;
         if second {
             cpu.add_names(["main", "second"], 30);
+            waits.add_names(["main", "recv", woken_by, "p", "peer", "slow_send"], 900);
         } else {
             cpu.add_names(["main", "first"], 10);
+            waits.add_names(["main", "recv", woken_by, "p", "peer", "fast_send"], 100);
         }
         let span = (
             u64::from(i) * 1_000_000_000,
             u64::from(i + 1) * 1_000_000_000,
         );
         chunks
-            .chunk(span, &[(Kind::Cpu, &cpu)])
+            .chunk(span, &[(Kind::Cpu, &cpu), (Kind::Waits, &waits)])
             .write_jsonl(&mut bytes);
     }
     state.live.run.latency.metric = "lap".into();
@@ -361,8 +366,10 @@ pub(crate) fn example_state() -> super::State {
     )
     .unwrap();
     let whole = stacks.tree_in(Kind::Cpu, 0, u64::MAX);
+    let waits = stacks.tree_in(Kind::Waits, 0, u64::MAX);
     state.live.timeline.stacks = Some(stacks);
     state.set_tree(Kind::Cpu, whole);
+    state.set_tree(Kind::Waits, waits);
     state
 }
 
@@ -443,6 +450,28 @@ pub(super) mod tests {
         // A clears the timeline's baseline, and only it.
         press(&mut state, "A");
         assert!(state.live.baseline.is_none());
+    }
+
+    #[test]
+    fn the_slow_key_on_the_waits_pane_shows_who_ended_the_slow_intervals_waits() {
+        let mut state = example_state();
+        press(&mut state, "oo");
+        assert_eq!(state.live.flames.kind, Kind::Waits);
+        press(&mut state, "S");
+        let tree = state.live.flames.panes[Kind::Waits].tree();
+        let mut stacks = Vec::new();
+        tree.for_each_stack(|frames, w| {
+            let names: Vec<&str> = frames.iter().map(|&f| tree.name(f)).collect();
+            stacks.push((names.join(";"), w));
+        });
+        assert_eq!(
+            stacks,
+            [("main;recv;— woken by —;p;peer;slow_send".to_owned(), 3_600)]
+        );
+        assert!(
+            state.live.flames.differential,
+            "against the other intervals"
+        );
     }
 
     #[test]
