@@ -677,3 +677,74 @@ fn waker_stacks_taken_one_in_n_stand_for_the_others_and_keep_the_split() {
         profile.warnings
     );
 }
+
+/// Two threads hand a byte back and forth over pipes, `argv[1]` round trips each
+/// millisecond, then sleep a millisecond, for `argv[2]` ms; then the `pong` thread
+/// exits, waking the main thread's join as it goes.
+const PINGPONG_C: &str = r#"
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+static int ab[2], ba[2];
+__attribute__((noinline)) void pong(void) {
+    char c;
+    while (read(ab[0], &c, 1) == 1 && c) write(ba[1], &c, 1);
+}
+static void *run(void *x) { pong(); return 0; }
+__attribute__((noinline)) void ping(int per_ms, int ms) {
+    char c = 1;
+    struct timespec t = {0, 1000000L};
+    for (int m = 0; m < ms; m++) {
+        for (int i = 0; i < per_ms; i++) { write(ab[1], &c, 1); read(ba[0], &c, 1); }
+        nanosleep(&t, 0);
+    }
+    c = 0;
+    write(ab[1], &c, 1);
+}
+int main(int argc, char **argv) {
+    if (pipe(ab) || pipe(ba)) return 2;
+    pthread_t p;
+    pthread_create(&p, 0, run, 0);
+    ping(atoi(argv[1]), atoi(argv[2]));
+    pthread_join(p, 0);
+    return 0;
+}
+"#;
+
+#[test]
+fn ten_thousand_wake_ups_a_second_are_joined_and_the_blocked_time_is_whole() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prog = build_c(dir.path(), "pingpong", PINGPONG_C, NO_FP);
+    // Five round trips a millisecond: ten wake-ups, about 10,000 a second.
+    let profile = record_waits(&prog, &["5", "1500"]);
+    let folded = profile.profiles[Kind::Waits].to_folded();
+    let off = profile.profiles[Kind::OffCpu].total_weight();
+    let waits = profile.profiles[Kind::Waits].total_weight();
+    assert!(
+        waits.abs_diff(off) <= 1 + off / 100,
+        "waits {waits} µs against off-CPU {off} µs"
+    );
+    assert!(profile.switches >= 10_000, "{} switches", profile.switches);
+    // ping's waits in read: ended by pong's write (and the other way round).
+    let split = by_waker(&folded, ";ping;", &["pong", "ping"]);
+    let in_read = weight_of(&folded, ";ping;", "read");
+    let by_pong = split.get("pong").copied().unwrap_or(0);
+    assert!(
+        by_pong as f64 >= 0.8 * in_read as f64 && in_read > 0,
+        "pong ended {by_pong} of ping's {in_read} µs in read: {split:?}"
+    );
+}
+
+/// The weight of the stacks with `blocked` and `call` before the waker separator.
+fn weight_of(folded: &str, blocked: &str, call: &str) -> u64 {
+    folded
+        .lines()
+        .filter_map(|l| {
+            let (stack, w) = l.rsplit_once(' ')?;
+            let before = stack.split(WOKEN_BY).next()?;
+            (before.contains(blocked) && before.contains(call)).then(|| w.parse::<u64>().ok())?
+        })
+        .sum()
+}
