@@ -152,6 +152,7 @@ fn create_session(opts: &RecordOptions) -> Result<SessionWriter, RecordError> {
     meta.benchtop_version = env!("CARGO_PKG_VERSION").to_owned();
     meta.labels = opts.labels.clone();
     meta.git = opts.git.clone();
+    meta.warnings.extend(opts.warnings.iter().cloned());
     // What is asked for; the sampler says what it got once it runs.
     meta.sampling.event = opts.sampler.event.name().into();
     meta.sampling.frequency_hz = opts.sampler.frequency_hz;

@@ -76,6 +76,9 @@ pub struct RecordOptions {
     /// The git commit checked out where the run started ([`crate::git::checkout`]), kept
     /// in session.json; `None`: not in a checkout.
     pub git: Option<benchtop_sessions::meta::GitInfo>,
+    /// What the caller found before the run that the session must say (a set-user-ID
+    /// program that will record nothing): the session's first warnings.
+    pub warnings: Vec<String>,
 }
 
 impl Default for RecordOptions {
@@ -100,6 +103,7 @@ impl Default for RecordOptions {
             alloc_sample_bytes: None,
             labels: BTreeMap::new(),
             git: None,
+            warnings: Vec::new(),
         }
     }
 }

@@ -34,7 +34,12 @@ pub(crate) fn command_options(command: &[OsString], record: &RecordArgs) -> Resu
     let Some(first) = command.first() else {
         anyhow::bail!("no command after `--`");
     };
-    runnable(first)?;
+    let path = runnable(first)?;
+    let warnings: Vec<String> = setuid_warning(&path).into_iter().collect();
+    for w in &warnings {
+        // Said before recording starts; a closed stderr is no reason to stop.
+        let _ = writeln!(std::io::stderr(), "benchtop: {w}");
+    }
     let name = Path::new(first)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -59,14 +64,44 @@ pub(crate) fn command_options(command: &[OsString], record: &RecordArgs) -> Resu
         args,
         command_line: crate::command_line(),
         stream: record.otlp.stream()?,
+        warnings,
         ..record::options_from(record)
     };
     Ok(opts)
 }
 
+/// What to say of a set-user-ID or set-group-ID program run by a user other than root:
+/// its exec changes the process's credentials, and the kernel then stops reporting its
+/// samples and events to a recorder that may not trace the new owner.
+fn setuid_warning(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::metadata(path).ok()?;
+    // SAFETY: geteuid and getegid have no arguments and cannot fail.
+    let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    if euid == 0 {
+        return None;
+    }
+    let mode = meta.mode();
+    let changes = if mode & libc::S_ISUID != 0 && meta.uid() != euid {
+        format!("set-user-ID (it runs as uid {})", meta.uid())
+    } else if mode & libc::S_ISGID != 0 && meta.gid() != egid {
+        format!("set-group-ID (it runs as gid {})", meta.gid())
+    } else {
+        return None;
+    };
+    Some(format!(
+        "{} is {changes}: its exec changes the process's credentials, and the kernel \
+         stops giving its samples to a recorder that may not trace it, so its stacks will be \
+         empty and its CPU time uncounted; record it as root (or with CAP_SYS_PTRACE and \
+         CAP_PERFMON), or a copy without the set-ID bit",
+        benchtop_sessions::escape::EscapedPath(path)
+    ))
+}
+
 /// Refuses a command that cannot be started before a session exists for it: a path that
-/// is not an executable file, or a name found in no directory of `PATH`.
-fn runnable(program: &std::ffi::OsStr) -> Result<()> {
+/// is not an executable file, or a name found in no directory of `PATH`. The program's
+/// path when it can.
+fn runnable(program: &std::ffi::OsStr) -> Result<std::path::PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let executable = |path: &Path| {
         std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -79,12 +114,15 @@ fn runnable(program: &std::ffi::OsStr) -> Result<()> {
             Ok(_) if !executable(path) => Err(anyhow::anyhow!(
                 "cannot run `{shown}`: not an executable file"
             )),
-            Ok(_) => Ok(()),
+            Ok(_) => Ok(path.to_path_buf()),
         };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
-    if std::env::split_paths(&path).any(|dir| executable(&dir.join(program))) {
-        return Ok(());
+    if let Some(found) = std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| executable(p))
+    {
+        return Ok(found);
     }
     anyhow::bail!("cannot run `{shown}`: no such command in PATH")
 }

@@ -167,3 +167,68 @@ printf '%s\n' '{"type":"summary","figures":[],"lines":["\u001b]0;owned\u0007sum\
     );
     assert!(stdout.contains(r"\x1b]0;owned\x07sum\r\nfake"), "{stdout}");
 }
+
+#[test]
+fn a_set_user_id_program_run_by_another_user_is_said_to_record_nothing_before_it_runs() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid(2) cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root && std::env::var_os("BENCHTOP_TESTS_WITHOUT_ROOT").is_some() {
+        return;
+    }
+    assert!(
+        root,
+        "this test needs root (to make a set-user-ID program and run benchtop as another \
+         user); BENCHTOP_TESTS_WITHOUT_ROOT=1 opts out"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    // nobody records into it and runs the program from it.
+    std::os::unix::fs::chown(tmp.path(), Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let program = tmp.path().join("suid-sleep");
+    std::fs::copy("/bin/sleep", &program).unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let dir = tmp.path().join("session");
+    let out = benchtop()
+        .args(["run", "--profile", "cpu", "--record"])
+        .arg(&dir)
+        .arg("--")
+        .arg(&program)
+        .arg("0.2")
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    no_panic(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("is set-user-ID (it runs as uid 0)") && stderr.contains("as root"),
+        "{stderr}"
+    );
+    // Said before the run, and kept in the session.
+    let session = Session::load(&dir).unwrap();
+    assert!(
+        session
+            .meta
+            .warnings
+            .iter()
+            .any(|w| w.contains("set-user-ID")),
+        "{:?}",
+        session.meta.warnings
+    );
+    // Root is told nothing: it may trace the program.
+    let dir = tmp.path().join("as-root");
+    let out = benchtop()
+        .args(["run", "--profile", "cpu", "--record"])
+        .arg(&dir)
+        .arg("--")
+        .arg(&program)
+        .arg("0.1")
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("set-user-ID"),
+        "{out:?}"
+    );
+}
