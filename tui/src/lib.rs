@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 mod ab;
+mod address_space;
 mod app;
 pub mod cli;
 mod compare;
@@ -77,6 +78,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         None => {
             warn_of_orphans();
+            address_space::check()?;
             if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
                 app::run_tui(app::Start::Launcher(cli.defaults))
             } else {
@@ -91,10 +93,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Some(Command::Run(args)) if args.series.is_series() => {
             warn_of_orphans();
+            address_space::check()?;
             series::run(*args)
         }
         Some(Command::Run(args)) => {
             warn_of_orphans();
+            address_space::check()?;
             match (args.workload, args.command.is_empty()) {
                 (Some(workload), true) if args.record.tui => {
                     let opts = workload_options(workload, &args.record)?;
@@ -120,6 +124,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Some(Command::Attach(args)) => {
             warn_of_orphans();
+            address_space::check()?;
             if args.record.baseline.is_some() {
                 anyhow::bail!(
                     "--baseline compares a run with a saved session; attach cannot take one"
@@ -135,6 +140,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Some(Command::Ab(args)) => {
             warn_of_orphans();
+            address_space::check()?;
             ab::ab(&args).map_err(judging_failed)
         }
         Some(Command::ExecGate { jit, command }) => Ok(external::exec_gate(jit, &command)),
@@ -152,7 +158,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::History(args)) => history::history(&args).map_err(judging_failed),
         Some(Command::Open(args)) => app::open(&args),
         Some(Command::Export(args)) => export::export(&args),
-        Some(Command::Worker { workload }) => worker(&workload),
+        Some(Command::Worker { workload }) => {
+            address_space::limit_arenas();
+            worker(&workload)
+        }
         Some(Command::Completions { shell }) => manual::completions(shell),
         Some(Command::Man { out }) => manual::man(out.as_deref()),
     }

@@ -232,3 +232,73 @@ fn a_set_user_id_program_run_by_another_user_is_said_to_record_nothing_before_it
         "{out:?}"
     );
 }
+
+/// `benchtop` with its address space limited to `kib` KiB (`ulimit -v`).
+fn limited(kib: u64) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = benchtop();
+    // SAFETY: setrlimit is async-signal-safe and reads a live rlimit.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: kib * 1024,
+                rlim_max: kib * 1024,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+#[test]
+fn a_recording_under_too_small_an_address_space_is_refused_with_the_figure_it_needs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("small");
+    let out = limited(110_000)
+        .args([
+            "run",
+            "ring",
+            "--duration",
+            "1s",
+            "--num-nodes",
+            "50",
+            "--record",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    no_panic(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("ulimit -v 110000"), "{stderr}");
+    assert!(!dir.exists(), "a session was started: {stderr}");
+    // The figure it names is enough: the same run under it completes.
+    let kib: u64 = stderr
+        .split("`ulimit -v ")
+        .nth(1)
+        .and_then(|s| s.split('`').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no figure in: {stderr}"));
+    let dir = tmp.path().join("enough");
+    let out = limited(kib)
+        .args([
+            "run",
+            "ring",
+            "--duration",
+            "1s",
+            "--num-nodes",
+            "50",
+            "--record",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    no_panic(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "under ulimit -v {kib}: {stderr}");
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Complete, "{stderr}");
+}
