@@ -474,6 +474,25 @@ pub(crate) fn parse_cpu_model(text: &str) -> Option<String> {
     })
 }
 
+/// The directory `pid`'s absolute paths are found under by this process: `None` when
+/// `pid` shares this process's mount namespace (its paths are ours), else
+/// `/proc/PID/root`, its root as it sees it (a binary on a tmpfs mounted only in its
+/// namespace is read there). `None` too when either namespace cannot be read.
+pub(crate) fn mount_root(pid: u32) -> Option<std::path::PathBuf> {
+    let ours = std::fs::read_link("/proc/self/ns/mnt").ok()?;
+    let theirs = std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok()?;
+    (ours != theirs).then(|| std::path::PathBuf::from(format!("/proc/{pid}/root")))
+}
+
+/// `path` as a process whose root is `root` ([`mount_root`]) names it, made readable
+/// here.
+pub(crate) fn under_root<'a>(root: Option<&Path>, path: &'a Path) -> std::borrow::Cow<'a, Path> {
+    match (root, path.strip_prefix("/")) {
+        (Some(root), Ok(rel)) => std::borrow::Cow::Owned(root.join(rel)),
+        _ => std::borrow::Cow::Borrowed(path),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_schedstat_ns;
@@ -730,5 +749,25 @@ mod tests {
             parse_cpu_model(cpuinfo).as_deref(),
             Some("Intel(R) Xeon(R) CPU @ 2.20GHz")
         );
+    }
+
+    #[test]
+    fn paths_of_another_mount_namespace_are_read_under_its_root() {
+        let root = Path::new("/proc/42/root");
+        assert_eq!(
+            under_root(Some(root), Path::new("/tmp/x/prog")),
+            Path::new("/proc/42/root/tmp/x/prog")
+        );
+        assert_eq!(
+            under_root(None, Path::new("/tmp/x/prog")),
+            Path::new("/tmp/x/prog")
+        );
+        // Not a path (`[vdso]`, a relative name): as it is.
+        assert_eq!(
+            under_root(Some(root), Path::new("[vdso]")),
+            Path::new("[vdso]")
+        );
+        // This process shares its own namespace.
+        assert_eq!(mount_root(std::process::id()), None);
     }
 }

@@ -202,6 +202,17 @@ struct ProcSyms {
     exited_at: Option<u64>,
     /// Its perf map, once generated code was sampled.
     perf_map: Option<ProcessMap>,
+    /// Where its paths are read from here ([`procfs::mount_root`]), once looked up.
+    root: Option<Option<PathBuf>>,
+}
+
+impl ProcSyms {
+    /// Where `pid`'s absolute paths are read from here, looked up once.
+    fn root(&mut self, pid: u32) -> Option<&Path> {
+        self.root
+            .get_or_insert_with(|| procfs::mount_root(pid))
+            .as_deref()
+    }
 }
 
 impl ProcSyms {
@@ -397,9 +408,17 @@ impl Resolver {
             return;
         }
         let mut maps = Vec::new();
+        let root = self
+            .procs
+            .entry(pid)
+            .or_default()
+            .root(pid)
+            .map(Path::to_owned);
         for l in text.lines() {
             if let Some(m) = procfs::parse_maps_line(l) {
-                let file = self.files.id(Path::new(m.path));
+                let file = self
+                    .files
+                    .id(&procfs::under_root(root.as_deref(), Path::new(m.path)));
                 maps.push(Mapping {
                     start: m.start,
                     end: m.end,
@@ -433,9 +452,9 @@ impl Resolver {
             return;
         }
         use std::os::unix::ffi::OsStrExt as _;
-        let file = self
-            .files
-            .id(Path::new(std::ffi::OsStr::from_bytes(m.filename)));
+        let raw = Path::new(std::ffi::OsStr::from_bytes(m.filename));
+        let proc = self.procs.entry(pid).or_default();
+        let file = self.files.id(&procfs::under_root(proc.root(pid), raw));
         self.procs.entry(pid).or_default().insert_mapping(Mapping {
             start: m.addr,
             end: m.addr.saturating_add(m.len),
@@ -646,12 +665,19 @@ impl Resolver {
                     .ok()
             };
             let proc = self.procs.entry(pid).or_default();
+            // blazesym names files as the process sees them: read them through its root
+            // when it lives in another mount namespace.
+            let root = match &normalized {
+                Some(_) => proc.root(pid).map(Path::to_owned),
+                None => None,
+            };
             match normalized {
                 Some(out) => {
                     for (&addr, &(offset, meta)) in addrs.iter().zip(&out.outputs) {
                         match out.meta.get(meta) {
                             Some(UserMeta::Elf(elf)) => {
-                                let file = self.files.id(&elf.path);
+                                let path = procfs::under_root(root.as_deref(), &elf.path);
+                                let file = self.files.id(&path);
                                 to_symbolize.push((pid, addr, file, offset));
                             }
                             Some(UserMeta::Sym(sym)) => {

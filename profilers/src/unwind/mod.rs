@@ -159,6 +159,8 @@ struct Proc {
     maps: Vec<Mapping>,
     maps_known: bool,
     exited_at: Option<u64>,
+    /// Where its paths are read from here ([`procfs::mount_root`]), once looked up.
+    root: Option<Option<std::path::PathBuf>>,
 }
 
 impl std::fmt::Debug for Proc {
@@ -399,7 +401,12 @@ impl Unwinder {
         if end <= start {
             return;
         }
-        let file = self.file_id(path);
+        let proc = self.procs.entry(pid).or_default();
+        let root = proc
+            .root
+            .get_or_insert_with(|| procfs::mount_root(pid))
+            .clone();
+        let file = self.file_id(&procfs::under_root(root.as_deref(), path));
         let tables = self.file_tables(file, ino, pid, start, end);
         let how = match &tables {
             Some(t) if self.mode == UnwindMode::Auto && t.keeps_frame_pointers => {
@@ -457,6 +464,7 @@ impl Unwinder {
             maps: p.maps.clone(),
             maps_known: true,
             exited_at: None,
+            root: p.root.clone(),
         };
         self.procs.entry(child).or_insert(copy);
     }

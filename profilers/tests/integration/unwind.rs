@@ -269,6 +269,47 @@ fn dwarf_unwinding_gives_full_stacks_of_a_c_program_without_frame_pointers() {
 }
 
 #[test]
+fn a_program_on_a_tmpfs_of_another_mount_namespace_is_unwound_and_named() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prog = build_c(dir.path(), "split", SPLIT_C, NO_FP);
+    // An empty directory here; in the program's own mount namespace, a tmpfs over it
+    // holding the program: its path names a file this process cannot open.
+    let mnt = dir.path().join("elsewhere");
+    std::fs::create_dir(&mnt).expect("mkdir");
+    let script = format!(
+        "mount -t tmpfs none '{m}' && cp '{p}' '{m}/split' && exec '{m}/split' 1.5",
+        m = mnt.display(),
+        p = prog.display()
+    );
+    let profile = record(
+        Path::new("/usr/bin/unshare"),
+        &["-m", "--propagation", "private", "sh", "-c", &script],
+        UnwindMode::Dwarf,
+    );
+    assert!(
+        !mnt.join("split").exists(),
+        "the tmpfs leaked into this namespace: the test proves nothing"
+    );
+    let stacks = user_stacks(&profile.profiles[Kind::Cpu].to_folded());
+    let main = reaching(&stacks, "main");
+    assert!(
+        profile.samples > 500 && main >= 0.95,
+        "{:.1} % of {} samples reach main (a file of another namespace unread?): \
+         {stacks:#?}\n{:?}",
+        main * 100.0,
+        profile.samples,
+        profile.warnings
+    );
+    assert_split(
+        &stacks,
+        &SPLIT,
+        3.0,
+        "benchtop on another namespace's tmpfs",
+    );
+}
+
+#[test]
 fn frame_pointers_alone_lose_the_callers_of_the_same_program() {
     // The contrast that makes the test above mean something: the kernel's frame-pointer
     // walk of this build does not reach main.
