@@ -188,7 +188,64 @@ impl Session {
             },
             threads: read(THREADS_FILE, FileKind::Threads)?,
         };
-        Session::parse_files(dir, files, opts, keep_rows)
+        let mut session = Session::parse_files(dir, files, opts, keep_rows)?;
+        session.rebuild_from_intervals(opts);
+        if dir.join(RESERVE_FILE).symlink_metadata().is_ok() {
+            session.warnings.push(format!(
+                "{RESERVE_FILE} was left behind: the recorder holds that much disk for its \
+                 last write of {SESSION_FILE} and frees it at the end, and it was cut off \
+                 first; it holds nothing of the run and can be deleted"
+            ));
+        }
+        Ok(session)
+    }
+
+    /// A run that ended early (crashed, killed, stopped, failed) may have ended before it
+    /// wrote its whole-run folded files: each kind with weights per interval that the
+    /// session lacks a folded file of is rebuilt from stacks.jsonl, which was written as
+    /// the run went, and a warning says so. A stacks.jsonl that cannot be read is said,
+    /// not fatal: the rest of the session stands.
+    fn rebuild_from_intervals(&mut self, opts: &LoadOptions) {
+        let ended_early = matches!(
+            self.meta.status,
+            Status::Crashed | Status::Killed | Status::Stopped | Status::Failed
+        );
+        let missing: Vec<Kind> = Kind::ALL
+            .into_iter()
+            .filter(|k| k.spec().interval_field.is_some() && self.profiles[*k].is_none())
+            .collect();
+        if !ended_early || missing.is_empty() {
+            return;
+        }
+        let stacks = match crate::intervals::IntervalStacks::load(&self.dir, opts) {
+            Ok(Some(stacks)) => stacks,
+            Ok(None) => return,
+            Err(e) => {
+                self.warnings.push(format!(
+                    "the whole-run stacks could not be rebuilt from {STACKS_FILE}: {e}"
+                ));
+                return;
+            }
+        };
+        let mut rebuilt = false;
+        for kind in missing {
+            let tree = stacks.tree_in(kind, 0, u64::MAX);
+            if tree.total_weight() == 0 {
+                continue;
+            }
+            rebuilt = true;
+            self.warnings.push(format!(
+                "{} was not written (the run ended {} before its end): its whole-run stacks \
+                 are rebuilt from the {} intervals of {STACKS_FILE}",
+                kind.folded_file(),
+                self.meta.status,
+                stacks.intervals.len()
+            ));
+            self.profiles[kind] = Some(tree);
+        }
+        if rebuilt {
+            self.warnings.extend(stacks.warnings.iter().cloned());
+        }
     }
 
     /// Checks and parses a session's files as [`Session::load`] does, from their bytes;

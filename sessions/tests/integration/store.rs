@@ -137,10 +137,12 @@ fn a_killed_recorder_leaves_a_session_that_loads_as_crashed_up_to_its_last_compl
     assert_eq!(s.rows.len(), 3);
     assert_eq!(s.rows[2].t_s, 3.0);
     assert_eq!(s.latency.len(), 6);
-    assert_eq!(s.warnings.len(), 3, "{:#?}", s.warnings);
+    assert_eq!(s.warnings.len(), 4, "{:#?}", s.warnings);
     assert!(s.warnings[0].contains("cut off"));
     assert!(s.warnings[1].contains("timeseries.jsonl: line 4 is incomplete"));
     assert!(s.warnings[2].contains("latency.hlog: line 13 is incomplete"));
+    // The space held for the last write of session.json was never freed: said.
+    assert!(s.warnings[3].contains("session.json.reserve was left behind"));
     let summary = s.summary_text();
     assert!(summary.contains("status    crashed"), "{summary}");
 }
@@ -543,4 +545,73 @@ fn show_says_how_stacks_were_unwound_and_how_many_were_truncated() {
     let text = Session::load(&dir).unwrap().summary_text();
     assert!(text.lines().any(|l| l == "unwind    fp"), "{text}");
     assert!(!text.contains("modules  "), "{text}");
+}
+
+#[test]
+fn a_run_killed_before_its_folded_files_keeps_the_stacks_its_intervals_recorded() {
+    use benchtop_sessions::synthetic::TreeChunks;
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    let mut w = SessionWriter::create(&dir, meta("20240501-120000-ring")).unwrap();
+    let mut chunks = TreeChunks::default();
+    let mut off = StackTree::new();
+    off.add_names(["main", "futex_wait"], 400);
+    for i in 0..3u64 {
+        w.append_row(&row((i + 1) as f64, i * 1000, 10 << 20, 3))
+            .unwrap();
+        let span = (i * 1_000_000_000, (i + 1) * 1_000_000_000);
+        let chunk = chunks.chunk(span, &[(Kind::Cpu, &cpu_tree()), (Kind::OffCpu, &off)]);
+        w.append_stacks(&chunk).unwrap();
+    }
+    // Killed here: no folded files, session.json still says running, and the space held
+    // for its last write never freed.
+    std::mem::forget(w);
+    assert!(!dir.join("cpu.folded").exists());
+
+    let s = Session::load(&dir).unwrap();
+    assert_eq!(s.meta.status, Status::Crashed);
+    let cpu = s.profile(Kind::Cpu).expect("on-CPU stacks rebuilt");
+    assert_eq!(cpu.total_weight(), 3 * 100);
+    assert!(
+        cpu.to_folded().contains("main;ring::run;ring::hop 180"),
+        "{}",
+        cpu.to_folded()
+    );
+    // Off-CPU in its folded unit: 3 × 400 µs.
+    assert_eq!(
+        s.profile(Kind::OffCpu).map(StackTree::total_weight),
+        Some(1_200)
+    );
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.contains("cpu.folded was not written") && w.contains("rebuilt")),
+        "{:#?}",
+        s.warnings
+    );
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.contains("session.json.reserve")),
+        "{:#?}",
+        s.warnings
+    );
+    // show sees them.
+    let summary = s.summary_text();
+    assert!(summary.contains("ring::hop"), "{summary}");
+
+    // A complete session without a folded file of a kind is not rebuilt: it had none.
+    let dir = root.path().join("complete");
+    let mut w = SessionWriter::create(&dir, meta("20240501-130000-ring")).unwrap();
+    let chunk = TreeChunks::default().chunk((0, 1_000_000_000), &[(Kind::Cpu, &cpu_tree())]);
+    w.append_stacks(&chunk).unwrap();
+    w.finish(Status::Complete, "2024-05-01T13:00:01Z".into())
+        .unwrap();
+    let s = Session::load(&dir).unwrap();
+    assert!(s.profile(Kind::Cpu).is_none());
+    assert!(
+        !s.warnings.iter().any(|w| w.contains("rebuilt")),
+        "{:#?}",
+        s.warnings
+    );
 }
