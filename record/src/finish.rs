@@ -196,13 +196,23 @@ impl Run<'_> {
         }
     }
 
+    /// A data file of the session that could not be written: said, and, when the disk
+    /// refused it, the session ends `failed` with its path (as a refused write during
+    /// the run does), so that what is missing is never taken for a complete session.
+    fn data_file_failed(&mut self, what: &str, e: &SessionError, warnings: &mut Vec<String>) {
+        warnings.push(format!("{what}: {e}"));
+        if e.io_kind().is_some() && self.write_failure.is_none() {
+            self.write_failure = Some(e.failure());
+        }
+    }
+
     /// The sampler's stacks, flamegraphs and pprof profile, and what it says of itself.
     fn write_profile(&mut self, warnings: &mut Vec<String>) {
         if let Some(sampler) = self.sampler.take() {
             match sampler.finish() {
                 Ok(profile) => {
                     if let Err(e) = self.writer.append_stacks(&profile.stacks) {
-                        warnings.push(format!("per-interval stacks: {e}"));
+                        self.data_file_failed("per-interval stacks", &e, warnings);
                     }
                     if let Some(stream) = &self.opts.stream {
                         stream.stacks(&profile.stacks);
@@ -224,7 +234,7 @@ impl Run<'_> {
                         }
                         let title = format!("{workload} — {}", kind.spec().flame_title);
                         if let Err(e) = self.writer.write_stacks(kind, tree, &title) {
-                            warnings.push(format!("{}: {e}", kind.folded_file()));
+                            self.data_file_failed(kind.folded_file(), &e, warnings);
                         }
                     }
                     let mut sampling = profile.sampling_info();
@@ -240,7 +250,7 @@ impl Run<'_> {
                         .profiles
                         .map_ref(|kind, tree| profile.kind.contains(kind).then_some(tree));
                     if let Err(e) = self.writer.write_pprof(&asked, elapsed) {
-                        warnings.push(format!("profile.pb.gz: {e}"));
+                        self.data_file_failed("profile.pb.gz", &e, warnings);
                     }
                 }
                 Err(e) => warnings.push(format!("stack sampling failed: {e}")),
@@ -259,12 +269,16 @@ impl Run<'_> {
         if !totals.is_empty()
             && let Err(e) = self.writer.write_latency_plot(&totals)
         {
-            warnings.push(format!("latency.svg: {e}"));
+            self.data_file_failed("latency.svg", &e, warnings);
+        }
+        let threads = match &mut self.monitor {
+            Some(monitor) => self.writer.write_threads(&monitor.threads_summary()),
+            None => Ok(()),
+        };
+        if let Err(e) = threads {
+            self.data_file_failed("threads.csv", &e, warnings);
         }
         if let Some(monitor) = &mut self.monitor {
-            if let Err(e) = self.writer.write_threads(&monitor.threads_summary()) {
-                warnings.push(format!("threads.csv: {e}"));
-            }
             let max = TreeMonitorOptions::default().max_exited_threads;
             let aggregated = monitor
                 .lifetimes()
@@ -288,7 +302,7 @@ impl Run<'_> {
             warnings.push(reason.clone());
         }
         if let Err(e) = self.writer.write_phase_plot() {
-            warnings.push(format!("phases.svg: {e}"));
+            self.data_file_failed("phases.svg", &e, warnings);
         }
         if self.phases_dropped > 0 {
             warnings.push(format!(

@@ -87,3 +87,36 @@ fn a_disk_that_fills_mid_run_stops_the_worker_and_fails_the_session_saying_where
         "{names:?}"
     );
 }
+
+#[test]
+fn a_data_file_that_cannot_be_written_at_the_end_fails_the_session_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    let run = benchtop()
+        .args(["run", "ring", "--num-nodes", "100", "--duration", "2s"])
+        .args(["--quiet", "--profile", "cpu", "--record"])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the session exists, a directory where its cpu.folded will go: the recorder
+    // cannot put the file there at the end.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !dir.join("session.json").exists() {
+        assert!(Instant::now() < deadline, "no session after 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::create_dir_all(dir.join("cpu.folded").join("in-the-way")).unwrap();
+    let out = run.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // Not complete: failed, naming the file.
+    let text = std::fs::read_to_string(dir.join("session.json")).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(meta["status"], "failed", "{text}");
+    assert_eq!(meta["failure"]["kind"], "write_error", "{text}");
+    let path = meta["failure"]["path"].as_str().unwrap_or_default();
+    assert!(path.ends_with("cpu.folded"), "{text}");
+    assert!(stderr.contains("cpu.folded"), "{stderr}");
+}
