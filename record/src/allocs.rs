@@ -73,7 +73,11 @@ impl Run<'_> {
             return;
         };
         if live.detail() == Detail::Full {
-            live.send(LiveEvent::Allocations(Box::new(profile.trees())));
+            // While a stream names the stacks (it reads the program's symbols), this row
+            // publishes nothing: a later one will, and the loop does not wait.
+            if let Some(trees) = profile.trees_unless_busy() {
+                live.send(LiveEvent::Allocations(Box::new(trees)));
+            }
         }
     }
 
