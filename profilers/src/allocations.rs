@@ -22,13 +22,15 @@
 //!
 //! The worker's mappings are read when the profile begins; its stacks are symbolized
 //! when trees are asked for, or on the thread of a consumer that streams them
-//! ([`AllocStacks`]), by one symbolizer of the profile's own that both share; the allocator's own frames (its sampling, `__rust_alloc`, the
+//! ([`AllocStacks`]), by one resolver that both share (its symbolizer is the
+//! sampler's when they symbolize alike); the allocator's own frames (its sampling, `__rust_alloc`, the
 //! global allocator's glue) are cut from the leaf end, so a stack ends where the program
 //! asked for memory (`Vec` growth, `Box::new`…). Everything a worker sends is untrusted
 //! and bounded: [`MAX_STACKS`] stacks, [`MAX_LIVE`] live samples, frames as the protocol
 //! allows.
 
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use benchtop_profile::sampling::AllocSamplingInfo;
@@ -93,22 +95,11 @@ struct Symbols {
     want: Vec<(u32, u64)>,
 }
 
-// SAFETY: `Symbols` is not `Send` only because of blazesym's `Symbolizer` in its
-// `Resolver`: the symbolizer keeps `Rc`s (its debug directories, the parsers of the files
-// it opened, shared between its caches) and `RefCell`/`OnceCell` caches, all owned by it.
-// It hands out borrows (`Symbolized<'_>`), never a clone of those `Rc`s, and the
-// resolver copies every name into its `StackTree` before a call returns, so no `Rc` of
-// it is ever held outside it; blazesym (0.2.7) keeps no thread-local state. A `Symbols`
-// is created inside an `AllocStacks`' `Mutex` and only used through it, so one thread at
-// a time touches it, and the lock orders each thread's use after the last: moving it
-// between threads that way is sound. Re-check the first two facts when blazesym is
-// upgraded.
-unsafe impl Send for Symbols {}
-
 impl Symbols {
-    /// Symbols of `pid`, its stacks rooted at `process`.
-    fn new(pid: u32, detail: SymbolDetail, process: &str) -> Self {
-        let mut resolver = Resolver::new(detail);
+    /// Symbols of `pid`, its stacks rooted at `process`, with debug files looked for in
+    /// `debug_dirs` first.
+    fn new(pid: u32, detail: SymbolDetail, debug_dirs: &[PathBuf], process: &str) -> Self {
+        let mut resolver = Resolver::with_debug_dirs(detail, debug_dirs);
         // The worker's mappings, read while it lives: its stacks still symbolize after
         // it exits.
         resolver.see_process(pid);
@@ -289,8 +280,16 @@ pub struct AllocProfile {
 impl AllocProfile {
     /// A profile of the worker `pid`, naming frames as `detail` says.
     pub fn new(pid: u32, detail: SymbolDetail) -> Self {
+        Self::with_debug_dirs(pid, detail, &[])
+    }
+
+    /// A profile of the worker `pid`, naming frames as `detail` says and looking for
+    /// separate debug files in `debug_dirs` first, as the sampler does: a sampler of the
+    /// same options running beside it shares its symbolizer (the program is read and
+    /// mapped once).
+    pub fn with_debug_dirs(pid: u32, detail: SymbolDetail, debug_dirs: &[PathBuf]) -> Self {
         AllocProfile {
-            stacks: AllocStacks::new(Symbols::new(pid, detail, &process_name(pid))),
+            stacks: AllocStacks::new(Symbols::new(pid, detail, debug_dirs, &process_name(pid))),
             known: HashSet::new(),
             shared: false,
             live: HashMap::new(),

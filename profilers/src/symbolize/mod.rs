@@ -51,6 +51,7 @@ mod files;
 mod jitdump;
 mod naming;
 mod perf_map;
+mod shared;
 
 use benchtop_profile::{FrameId, StackTree};
 use blazesym::normalize::{NormalizeOpts, Normalizer, Reason as NormReason, UserMeta};
@@ -63,6 +64,7 @@ use self::fallback::FallbackName;
 use self::files::Files;
 use self::naming::{TableSym, outer_name};
 use self::perf_map::ProcessMap;
+use self::shared::SharedSymbolizer;
 use crate::ksyms::KernelTable;
 use crate::procfs;
 use crate::records::Mmap2;
@@ -235,7 +237,9 @@ pub(crate) struct ResolverCounts {
 /// The symbolization state of one sampler.
 pub(crate) struct Resolver {
     normalizer: Normalizer,
-    symbolizer: Symbolizer,
+    /// The process's symbolizer for this detail and these debug directories, shared
+    /// with every other resolver that symbolizes alike ([`shared`]).
+    symbolizer: std::sync::Arc<SharedSymbolizer>,
     detail: SymbolDetail,
     /// Where separate debug files are looked for.
     debug_dirs: DebugDirs,
@@ -296,9 +300,8 @@ fn new_symbolizer(detail: SymbolDetail, dirs: &DebugDirs) -> Symbolizer {
 }
 
 impl Resolver {
-    pub fn new(detail: SymbolDetail) -> Self {
-        let debug_dirs = DebugDirs::default();
-        let symbolizer = new_symbolizer(detail, &debug_dirs);
+    fn with(detail: SymbolDetail, debug_dirs: DebugDirs) -> Self {
+        let symbolizer = shared::symbolizer(detail, &debug_dirs);
         // kallsyms only: a vmlinux search (and its DWARF) costs far more than it adds.
         let kernel = Kernel {
             vmlinux: MaybeDefault::None,
@@ -339,10 +342,7 @@ impl Resolver {
     /// A resolver that looks for separate debug files in `dirs` first, then in the
     /// default directories (see [`debug_files`]).
     pub fn with_debug_dirs(detail: SymbolDetail, dirs: &[PathBuf]) -> Self {
-        let mut r = Self::new(detail);
-        r.debug_dirs = DebugDirs::new(dirs);
-        r.symbolizer = new_symbolizer(detail, &r.debug_dirs);
-        r
+        Self::with(detail, DebugDirs::new(dirs))
     }
 
     /// Frames (root first) of a user address of `pid`, when already resolved.
@@ -507,9 +507,10 @@ impl Resolver {
         let mut scratch = Vec::new();
         let input = target.input(&fallback, std::slice::from_ref(&offset), &mut scratch);
         let inlined = self.detail == SymbolDetail::Inlined;
-        let _ = self.symbolizer.symbolize(&target.source(inlined), input);
+        let symbolizer = self.symbolizer.lock();
+        let _ = symbolizer.symbolize(&target.source(inlined), input);
         if inlined {
-            let _ = self.symbolizer.symbolize(&target.source(false), input);
+            let _ = symbolizer.symbolize(&target.source(false), input);
         }
     }
 
@@ -578,8 +579,9 @@ impl Resolver {
     /// Empties every cache of resolved frames and the arena they point into.
     fn clear_caches(&mut self) {
         // blazesym keeps every parsed file (and kallsyms) mapped for the life of its
-        // symbolizer: a new one lets them go too.
-        self.symbolizer = new_symbolizer(self.detail, &self.debug_dirs);
+        // symbolizer: a new one lets them go too (once the other resolvers that shared
+        // the old one let it go).
+        self.symbolizer = shared::fresh(self.detail, &self.debug_dirs);
         for p in self.procs.values_mut() {
             p.addrs = HashMap::new();
         }
@@ -743,11 +745,12 @@ impl Resolver {
         let inlined = self.detail == SymbolDetail::Inlined;
         // The symbol table's names for the outer frames (see `naming`): a second lookup
         // of the same file, whose parsed symbols blazesym shares with the first.
+        let symbolizer = self.symbolizer.lock();
         let table = match self.detail {
-            SymbolDetail::Inlined => self.symbolizer.symbolize(&target.source(false), input).ok(),
+            SymbolDetail::Inlined => symbolizer.symbolize(&target.source(false), input).ok(),
             SymbolDetail::NamesOnly => None,
         };
-        let results = self.symbolizer.symbolize(&target.source(inlined), input);
+        let results = symbolizer.symbolize(&target.source(inlined), input);
         self.addresses = addresses;
         if let Err(err) = &results
             && !self.warned_files.contains(&file)
@@ -831,10 +834,8 @@ impl Resolver {
         }
         let unknown = self.unknown_kernel_span(tree);
         self.kernel_table_ready();
-        match self
-            .symbolizer
-            .symbolize(&self.kernel_source, Input::AbsAddr(kernel))
-        {
+        let symbolizer = self.symbolizer.lock();
+        match symbolizer.symbolize(&self.kernel_source, Input::AbsAddr(kernel)) {
             Ok(results) => {
                 for (&addr, result) in kernel.iter().zip(&results) {
                     let span = match result {
@@ -986,7 +987,7 @@ mod tests {
 
     #[test]
     fn mappings_follow_record_time_not_reading_order() {
-        let mut r = Resolver::new(SymbolDetail::NamesOnly);
+        let mut r = Resolver::with_debug_dirs(SymbolDetail::NamesOnly, &[]);
         let mmap = |addr, name: &'static [u8]| Mmap2 {
             pid: 9,
             addr,
@@ -1035,7 +1036,7 @@ mod tests {
     #[test]
     fn many_unresolvable_addresses_of_a_file_share_one_frame() {
         let mut tree = StackTree::new();
-        let mut r = Resolver::new(SymbolDetail::NamesOnly);
+        let mut r = Resolver::with_debug_dirs(SymbolDetail::NamesOnly, &[]);
         map_fake_file(&mut r, b"/nonexistent/libgone.so");
         let addrs: Vec<u64> = (0..5000).map(|i| 0x10_0000 + 16 * i).collect();
         let mut user: Vec<(u32, u64)> = addrs.iter().map(|&a| (NO_SUCH_PID, a)).collect();
@@ -1064,7 +1065,7 @@ mod tests {
         let exe = std::fs::read_link("/proc/self/exe").expect("/proc/self/exe");
         let path: &'static [u8] = Vec::leak(exe.as_os_str().as_encoded_bytes().to_vec());
         let mut tree = StackTree::new();
-        let mut r = Resolver::new(SymbolDetail::NamesOnly);
+        let mut r = Resolver::with_debug_dirs(SymbolDetail::NamesOnly, &[]);
         map_fake_file(&mut r, path);
         let mut user: Vec<(u32, u64)> = (0..64).map(|i| (NO_SUCH_PID, 0x10_0000 + i)).collect();
         r.resolve(&mut tree, &mut user, &mut Vec::new());
@@ -1081,7 +1082,7 @@ mod tests {
     #[test]
     fn caches_grown_past_their_caps_are_emptied_between_batches() {
         let mut tree = StackTree::new();
-        let mut r = Resolver::new(SymbolDetail::NamesOnly);
+        let mut r = Resolver::with_debug_dirs(SymbolDetail::NamesOnly, &[]);
         r.caps = Caps {
             addrs_per_process: 100,
             offsets: 1000,
@@ -1124,7 +1125,7 @@ mod tests {
     fn a_live_address_of_this_process_resolves_to_its_function() {
         let addr = symbolize_this_function_by_name() as u64;
         let mut tree = StackTree::new();
-        let mut r = Resolver::new(SymbolDetail::NamesOnly);
+        let mut r = Resolver::with_debug_dirs(SymbolDetail::NamesOnly, &[]);
         let pid = std::process::id();
         r.see_process(pid);
         r.resolve(&mut tree, &mut vec![(pid, addr)], &mut Vec::new());
@@ -1141,7 +1142,7 @@ mod tests {
             "{names:?}"
         );
         // The same address resolved through our own mappings (as after an exit) agrees.
-        let mut r2 = Resolver::new(SymbolDetail::NamesOnly);
+        let mut r2 = Resolver::with_debug_dirs(SymbolDetail::NamesOnly, &[]);
         r2.see_process(pid);
         let (file, offset) = r2.procs[&pid].lookup(addr).unwrap();
         r2.symbolize_file(&mut tree, file, &[offset]);
@@ -1163,7 +1164,7 @@ mod tests {
         // Tests build with line tables (debug info of the test profile).
         let addr = symbolize_this_function_by_name() as u64;
         let mut tree = StackTree::new();
-        let mut r = Resolver::new(SymbolDetail::Inlined);
+        let mut r = Resolver::with_debug_dirs(SymbolDetail::Inlined, &[]);
         let pid = std::process::id();
         r.see_process(pid);
         r.resolve(&mut tree, &mut vec![(pid, addr)], &mut Vec::new());
