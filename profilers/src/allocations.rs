@@ -160,6 +160,9 @@ impl Symbols {
         }
         // Spans handed out so far are copied: the caches may be trimmed now.
         self.resolver.end_batch(0);
+        // The symbolizer is the sampler's while it runs: once the sampler is done, its
+        // parsed files are not kept mapped for the few stacks that come after.
+        self.resolver.let_go_of_symbolizer();
     }
 }
 

@@ -238,8 +238,9 @@ pub(crate) struct ResolverCounts {
 pub(crate) struct Resolver {
     normalizer: Normalizer,
     /// The process's symbolizer for this detail and these debug directories, shared
-    /// with every other resolver that symbolizes alike ([`shared`]).
-    symbolizer: std::sync::Arc<SharedSymbolizer>,
+    /// with every other resolver that symbolizes alike ([`shared`]); taken when first
+    /// needed, and let go by [`Resolver::let_go_of_symbolizer`].
+    symbolizer: Option<std::sync::Arc<SharedSymbolizer>>,
     detail: SymbolDetail,
     /// Where separate debug files are looked for.
     debug_dirs: DebugDirs,
@@ -301,7 +302,6 @@ fn new_symbolizer(detail: SymbolDetail, dirs: &DebugDirs) -> Symbolizer {
 
 impl Resolver {
     fn with(detail: SymbolDetail, debug_dirs: DebugDirs) -> Self {
-        let symbolizer = shared::symbolizer(detail, &debug_dirs);
         // kallsyms only: a vmlinux search (and its DWARF) costs far more than it adds.
         let kernel = Kernel {
             vmlinux: MaybeDefault::None,
@@ -312,7 +312,7 @@ impl Resolver {
             // Build ids are not needed to symbolize on this machine; reading them costs
             // a file open per mapping per batch.
             normalizer: Normalizer::builder().enable_build_ids(false).build(),
-            symbolizer,
+            symbolizer: None,
             detail,
             debug_dirs,
             kernel_source: Source::Kernel(kernel),
@@ -507,7 +507,8 @@ impl Resolver {
         let mut scratch = Vec::new();
         let input = target.input(&fallback, std::slice::from_ref(&offset), &mut scratch);
         let inlined = self.detail == SymbolDetail::Inlined;
-        let symbolizer = self.symbolizer.lock();
+        let shared = self.symbolizer();
+        let symbolizer = shared.lock();
         let _ = symbolizer.symbolize(&target.source(inlined), input);
         if inlined {
             let _ = symbolizer.symbolize(&target.source(false), input);
@@ -576,12 +577,28 @@ impl Resolver {
         }
     }
 
+    /// The shared symbolizer, taken now if it was not (the one in use for this detail and
+    /// these directories, or a new one).
+    fn symbolizer(&mut self) -> std::sync::Arc<SharedSymbolizer> {
+        self.symbolizer
+            .get_or_insert_with(|| shared::symbolizer(self.detail, &self.debug_dirs))
+            .clone()
+    }
+
+    /// Lets go of the shared symbolizer until the next symbolization, which takes the one
+    /// in use then: a resolver that symbolizes now and then (a worker's allocation
+    /// stacks) does not keep the files another one parsed mapped once that one is done
+    /// (the sampler's, at the end of a run). Resolved frames stay cached.
+    pub fn let_go_of_symbolizer(&mut self) {
+        self.symbolizer = None;
+    }
+
     /// Empties every cache of resolved frames and the arena they point into.
     fn clear_caches(&mut self) {
         // blazesym keeps every parsed file (and kallsyms) mapped for the life of its
         // symbolizer: a new one lets them go too (once the other resolvers that shared
         // the old one let it go).
-        self.symbolizer = shared::fresh(self.detail, &self.debug_dirs);
+        self.symbolizer = Some(shared::fresh(self.detail, &self.debug_dirs));
         for p in self.procs.values_mut() {
             p.addrs = HashMap::new();
         }
@@ -745,7 +762,8 @@ impl Resolver {
         let inlined = self.detail == SymbolDetail::Inlined;
         // The symbol table's names for the outer frames (see `naming`): a second lookup
         // of the same file, whose parsed symbols blazesym shares with the first.
-        let symbolizer = self.symbolizer.lock();
+        let shared = self.symbolizer();
+        let symbolizer = shared.lock();
         let table = match self.detail {
             SymbolDetail::Inlined => symbolizer.symbolize(&target.source(false), input).ok(),
             SymbolDetail::NamesOnly => None,
@@ -834,7 +852,8 @@ impl Resolver {
         }
         let unknown = self.unknown_kernel_span(tree);
         self.kernel_table_ready();
-        let symbolizer = self.symbolizer.lock();
+        let shared = self.symbolizer();
+        let symbolizer = shared.lock();
         match symbolizer.symbolize(&self.kernel_source, Input::AbsAddr(kernel)) {
             Ok(results) => {
                 for (&addr, result) in kernel.iter().zip(&results) {
