@@ -22,10 +22,10 @@
 //!
 //! The worker's mappings are read when the profile begins; its stacks are symbolized
 //! when trees are asked for, or on the thread of a consumer that streams them
-//! ([`AllocStacks`]), by one resolver that both share (its symbolizer is the
-//! sampler's when they symbolize alike); the allocator's own frames (its sampling, `__rust_alloc`, the
-//! global allocator's glue) are cut from the leaf end, so a stack ends where the program
-//! asked for memory (`Vec` growth, `Box::new`…). Everything a worker sends is untrusted
+//! ([`AllocStacks`]), by one resolver that both share (its symbolizer is the sampler's
+//! when they symbolize alike). The allocator's own frames (its sampling,
+//! `__rust_alloc`, the global allocator's glue) are cut from the leaf end, so a stack
+//! ends where the program asked for memory (`Vec` growth, `Box::new`…). Everything a worker sends is untrusted
 //! and bounded: [`MAX_STACKS`] stacks, [`MAX_LIVE`] live samples, frames as the protocol
 //! allows.
 
@@ -166,10 +166,10 @@ impl Symbols {
     }
 }
 
-/// An allocation profile's stacks and their one symbolizer, shared between the recorder's
-/// [`AllocProfile`] and a consumer on another thread (an OTLP exporter) that names them
-/// there ([`AllocStacks::with_names`]), so the recorder's thread never waits on debug
-/// information and the worker's program is read once, not once per consumer. Cheap to
+/// An allocation profile's stacks and the one resolver that names them, shared by the
+/// recorder's [`AllocProfile`] and a consumer on another thread (an OTLP exporter) that
+/// names them there ([`AllocStacks::with_names`]), so the recorder's thread never waits
+/// on debug information and the stacks are named once, not once per consumer. Cheap to
 /// clone; it holds at most [`MAX_STACKS`] stacks of the protocol's frames.
 #[derive(Clone)]
 pub struct AllocStacks {

@@ -317,8 +317,8 @@ fn kvstore(dir: &Path, otlp: Option<&str>) -> Run {
 /// with a symbolizer of its own, apart from the sampler's, the worker's binary was mapped
 /// twice and a streamed run peaked at 442–457 MiB, to a refused port or to a listener
 /// that never answers: the band (some 325 MiB) fails that by over 100 MiB. With one
-/// symbolizer a streamed run peaks 7–8 MiB above one not streamed; the band leaves room
-/// for the pages a loaded machine's timing adds or takes.
+/// symbolizer a streamed run peaks 1–3 MiB above one not streamed (load 8); the band
+/// leaves room for the pages a loaded machine's timing adds or takes.
 fn streamed_band(without: u64) -> u64 {
     without + without / 10 + (32 << 20)
 }
