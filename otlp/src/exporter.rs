@@ -15,6 +15,15 @@
 //! priority on a busy machine), which must hold up neither the recorder nor the sending of
 //! the other batches.
 //!
+//! What the exporter holds is bounded in bytes, not only in batches: the batches
+//! waiting in either queue, being named, built or sent take their bytes of
+//! [`OtlpOptions::queue_bytes`] until they are done with (a batch that does not fit is
+//! dropped and counted as finding the queue full), and the stack definitions learnt over
+//! a run, kept so that every later request resolves, take theirs of
+//! [`OtlpOptions::table_bytes`] (past it the run's stacks are no longer sent, counted and
+//! said; rows and allocations go on). [`Report::queue_peak_bytes`] says how much the
+//! queues held at most.
+//!
 //! At the end of a run ([`Exporter::finish`]) the workload is over: both threads are given
 //! the finishing thread's priority back where the system allows it, the naming thread gets
 //! up to [`NAMING_WAIT`] for the names it is still reading (local work, not the
@@ -40,6 +49,13 @@ use crate::profiles::{StackSource, StackTable, profiles_request};
 use crate::transport::{Payload, Transport, backoff};
 use crate::{OtlpError, Report};
 
+/// What a frame's or a thread's name costs in a definition table beside its own bytes:
+/// its key, the `String` and the hash table's slot.
+const NAME_ENTRY_BYTES: u64 = 48;
+
+/// What a stack's definition (its parent and frame) costs in a definition table.
+const STACK_ENTRY_BYTES: u64 = 24;
+
 /// What every request of a run shares.
 #[derive(Debug, Clone)]
 pub struct RunContext {
@@ -64,19 +80,13 @@ pub const SENDER_NICE: i32 = 10;
 /// dropped at the end.
 pub const NAMING_WAIT: Duration = Duration::from_secs(60);
 
-/// Stacks whose names are made on the sending thread, not the recorder's: a worker's
+/// Stacks whose names are made on the naming thread, not the recorder's: a worker's
 /// allocation stacks, symbolized there so that the recorder never waits on debug
-/// information. The handle crosses threads; the names it makes stay on the sending
-/// thread, for the run.
+/// information. The names are the recorder's own (one symbolizer serves both), lent for
+/// the time a request is built.
 pub trait StackNamer: Send + Sync {
-    /// Names for the sending thread to keep (nothing is read yet).
-    fn names(&self) -> Box<dyn NamedStacks>;
-}
-
-/// The sending thread's names of a [`StackNamer`]'s stacks.
-pub trait NamedStacks: StackSource {
-    /// Names the stacks that came since the last call.
-    fn update(&mut self);
+    /// Names the stacks that came since the last call, then hands `f` the names.
+    fn with_names(&self, f: &mut dyn FnMut(&dyn StackSource));
 }
 
 enum Job {
@@ -87,13 +97,57 @@ enum Job {
     Built(Payload),
 }
 
+impl Job {
+    /// The bytes it holds, as the queue's bound counts them.
+    fn held_bytes(&self) -> u64 {
+        let bytes = match self {
+            Job::Begin(_) => 0,
+            Job::Stacks(intervals) => intervals.iter().map(interval_bytes).sum(),
+            Job::Row(row, sparse) => sparse.iter().fold(
+                benchtop_profile::timeseries::row_held_bytes(row),
+                |sum, (name, h)| {
+                    sum.saturating_add(std::mem::size_of::<(String, SparseHistogram)>())
+                        .saturating_add(name.capacity())
+                        .saturating_add(h.heap_bytes())
+                },
+            ),
+            Job::Built(payload) => payload.encoded_len(),
+        };
+        u64::try_from(bytes).unwrap_or(u64::MAX)
+    }
+}
+
+/// The bytes an interval's weights hold.
+fn interval_bytes(i: &BatchInterval) -> usize {
+    i.weights
+        .iter()
+        .fold(std::mem::size_of::<BatchInterval>(), |sum, w| {
+            sum.saturating_add(w.capacity() * std::mem::size_of::<(u32, u32, u64)>())
+        })
+}
+
+/// The bytes a chunk's new definitions take in a definition table.
+fn definition_bytes(chunk: &StacksChunk) -> u64 {
+    let names = chunk
+        .frames
+        .iter()
+        .map(|(_, name)| name)
+        .chain(chunk.threads.iter().map(|(_, name)| name))
+        .fold(0u64, |sum, name| {
+            sum.saturating_add(NAME_ENTRY_BYTES)
+                .saturating_add(name.len() as u64)
+        });
+    names.saturating_add(STACK_ENTRY_BYTES.saturating_mul(chunk.stacks.len() as u64))
+}
+
 /// What the naming thread, `bt-otlp-names`, takes: a worker's allocations, whose
 /// requests it builds there (naming their stacks the first time costs a read of the
 /// program's symbols, which must not hold up the sampler's stacks and the rows).
 enum AllocJob {
     Begin(Box<RunContext>),
-    /// Their stacks' names, the interval, the sampling rate.
-    Allocs(Arc<dyn StackNamer>, BatchInterval, u64),
+    /// Their stacks' names, the interval, the sampling rate, and the bytes the interval
+    /// holds of the queue's bound.
+    Allocs(Arc<dyn StackNamer>, BatchInterval, u64, u64),
 }
 
 /// Counts shared by the recorder's side and the sending thread.
@@ -104,6 +158,8 @@ pub(crate) struct Counts {
     pub(crate) profile_requests: AtomicU64,
     pub(crate) metric_requests: AtomicU64,
     pub(crate) queue_full: AtomicU64,
+    /// Stack batches not sent once the definitions passed their bound.
+    pub(crate) table_full: AtomicU64,
     pub(crate) failed: AtomicU64,
     pub(crate) at_end: AtomicU64,
     pub(crate) rejected: AtomicU64,
@@ -112,6 +168,13 @@ pub(crate) struct Counts {
     pub(crate) queued: AtomicU64,
     /// Of them, those that were sent, failed, or were dropped.
     pub(crate) settled: AtomicU64,
+    /// Bytes the batches taken and not yet done with hold, and the most they held.
+    pub(crate) held: AtomicU64,
+    pub(crate) held_peak: AtomicU64,
+    /// Bytes of the stack definitions learnt over the run.
+    pub(crate) table: AtomicU64,
+    /// The definitions passed their bound: stacks are no longer sent.
+    pub(crate) table_over: AtomicBool,
     pub(crate) last_error: Mutex<Option<String>>,
     pub(crate) last_rejection: Mutex<Option<String>>,
     /// The last batch failed every attempt: the next gets one attempt, not the retries,
@@ -123,6 +186,32 @@ impl Counts {
     /// One queued batch is done with, whatever became of it.
     fn settle(&self) {
         self.settled.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Takes `bytes` of the queues' `bound` for a batch: false, taking nothing, when they
+    /// do not fit.
+    fn hold(&self, bytes: u64, bound: u64) -> bool {
+        let taken = self
+            .held
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                held.checked_add(bytes).filter(|&next| next <= bound)
+            });
+        match taken {
+            Ok(before) => {
+                self.held_peak.fetch_max(before + bytes, Ordering::Relaxed);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// A batch holding `bytes` is done with.
+    fn release(&self, bytes: u64) {
+        let _ = self
+            .held
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                Some(held.saturating_sub(bytes))
+            });
     }
 
     /// Batches taken into a queue and not done with yet.
@@ -143,11 +232,16 @@ impl Counts {
             profile_requests: get(&self.profile_requests),
             metric_requests: get(&self.metric_requests),
             dropped_queue_full: get(&self.queue_full),
+            dropped_table_full: get(&self.table_full),
             dropped_failed: get(&self.failed),
             dropped_at_end: get(&self.at_end),
             rejected: get(&self.rejected),
             last_error: text(&self.last_error),
             last_rejection: text(&self.last_rejection),
+            queue: opts.queue as u64,
+            queue_bytes: opts.queue_bytes,
+            queue_peak_bytes: get(&self.held_peak),
+            table_bytes: opts.table_bytes,
         }
     }
 
@@ -210,7 +304,8 @@ impl Counts {
 /// The exporter of one live run.
 pub struct Exporter {
     opts: OtlpOptions,
-    tx: Option<SyncSender<Job>>,
+    /// The sending thread's queue: each job with the bytes it holds of the bound.
+    tx: Option<SyncSender<(Job, u64)>>,
     /// The naming thread's queue.
     alloc_tx: Option<SyncSender<AllocJob>>,
     /// Definitions the sending thread has not taken yet.
@@ -238,7 +333,7 @@ impl Exporter {
     /// costs dropped batches, never the run.
     pub fn start(opts: OtlpOptions) -> Result<Exporter, OtlpError> {
         let mut transport = Transport::new(&opts)?;
-        let (tx, rx) = mpsc::sync_channel::<Job>(opts.queue.max(1));
+        let (tx, rx) = mpsc::sync_channel::<(Job, u64)>(opts.queue.max(1));
         let (done_tx, done) = mpsc::channel();
         let pending = Arc::new(Mutex::new(StackTable::default()));
         let counts = Arc::new(Counts::default());
@@ -251,6 +346,7 @@ impl Exporter {
             counts.clone(),
             hurry.clone(),
             tids.clone(),
+            opts.queue_bytes,
         )?;
         let thread = {
             let (opts, pending, counts, hurry, tids) = (
@@ -268,10 +364,11 @@ impl Exporter {
                     // Every definition learnt so far: never dropped, so every later
                     // request resolves.
                     let mut table = StackTable::default();
-                    for job in rx {
+                    for (job, bytes) in rx {
                         if hurry.load(Ordering::SeqCst) {
                             if !matches!(job, Job::Begin(_)) {
                                 counts.at_end.fetch_add(1, Ordering::Relaxed);
+                                counts.release(bytes);
                                 counts.settle();
                             }
                             continue;
@@ -316,6 +413,7 @@ impl Exporter {
                             counts.send(&mut transport, &opts, &payload, &hurry);
                         }
                         if batch {
+                            counts.release(bytes);
                             counts.settle();
                         }
                     }
@@ -344,14 +442,21 @@ impl Exporter {
 
     fn enqueue(&self, job: Job) {
         let Some(tx) = &self.tx else { return };
-        match tx.try_send(job) {
+        let bytes = job.held_bytes();
+        if !self.counts.hold(bytes, self.opts.queue_bytes) {
+            self.counts.queue_full.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        match tx.try_send((job, bytes)) {
             Ok(()) => {
                 self.counts.queued.fetch_add(1, Ordering::Relaxed);
             }
             Err(TrySendError::Full(_)) => {
+                self.counts.release(bytes);
                 self.counts.queue_full.fetch_add(1, Ordering::Relaxed);
             }
             Err(TrySendError::Disconnected(_)) => {
+                self.counts.release(bytes);
                 self.counts.failed.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -364,19 +469,31 @@ impl Exporter {
             let _ = tx.send(AllocJob::Begin(Box::new(context.clone())));
         }
         if let Some(tx) = &self.tx {
-            let _ = tx.send(Job::Begin(Box::new(context)));
+            let _ = tx.send((Job::Begin(Box::new(context)), 0));
         }
     }
 
     /// New stacks and interval weights from the sampler: the definitions join the
     /// pending table (the sending thread takes them into its own, where they stay), the
-    /// weights of every kind ([`crate::kinds::KINDS`]) are queued.
+    /// weights of every kind ([`crate::kinds::KINDS`]) are queued. Once the definitions
+    /// would pass [`OtlpOptions::table_bytes`], stacks are no longer sent: each batch
+    /// from then on is counted in [`Report::dropped_table_full`].
     pub fn stacks(&self, chunk: &StacksChunk) {
-        if !(chunk.frames.is_empty() && chunk.stacks.is_empty() && chunk.threads.is_empty()) {
-            self.pending
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .add(chunk);
+        let counts = &self.counts;
+        let defines =
+            !(chunk.frames.is_empty() && chunk.stacks.is_empty() && chunk.threads.is_empty());
+        if defines && !counts.table_over.load(Ordering::Relaxed) {
+            let bytes = definition_bytes(chunk);
+            let table = counts.table.load(Ordering::Relaxed);
+            if table.saturating_add(bytes) > self.opts.table_bytes {
+                counts.table_over.store(true, Ordering::Relaxed);
+            } else {
+                counts.table.fetch_add(bytes, Ordering::Relaxed);
+                self.pending
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .add(chunk);
+            }
         }
         let intervals: Vec<BatchInterval> = chunk
             .intervals
@@ -384,7 +501,12 @@ impl Exporter {
             .map(BatchInterval::from_live)
             .filter(|i| !i.is_empty())
             .collect();
-        if !intervals.is_empty() {
+        if intervals.is_empty() {
+            return;
+        }
+        if counts.table_over.load(Ordering::Relaxed) {
+            counts.table_full.fetch_add(1, Ordering::Relaxed);
+        } else {
             self.enqueue(Job::Stacks(intervals));
         }
     }
@@ -397,14 +519,21 @@ impl Exporter {
         if interval.is_empty() {
             return;
         }
-        match tx.try_send(AllocJob::Allocs(namer.clone(), interval, rate)) {
+        let bytes = u64::try_from(interval_bytes(&interval)).unwrap_or(u64::MAX);
+        if !self.counts.hold(bytes, self.opts.queue_bytes) {
+            self.counts.queue_full.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        match tx.try_send(AllocJob::Allocs(namer.clone(), interval, rate, bytes)) {
             Ok(()) => {
                 self.counts.queued.fetch_add(1, Ordering::Relaxed);
             }
             Err(TrySendError::Full(_)) => {
+                self.counts.release(bytes);
                 self.counts.queue_full.fetch_add(1, Ordering::Relaxed);
             }
             Err(TrySendError::Disconnected(_)) => {
+                self.counts.release(bytes);
                 self.counts.failed.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -464,9 +593,10 @@ impl Exporter {
     }
 
     /// Gives the sending and the naming thread the calling thread's priority again: the
-    /// run they yielded to is over. Where the system refuses (raising a priority needs
+    /// run they yielded to is over (called by [`Exporter::finish`]; earlier when the
+    /// caller is about to wait for names the naming thread is making). Where the system refuses (raising a priority needs
     /// CAP_SYS_NICE or an RLIMIT_NICE), they keep theirs.
-    fn restore_priority(&self) {
+    pub fn restore_priority(&self) {
         // SAFETY: getpriority(2) on the calling thread (who 0) reads its niceness; it
         // takes no pointer. errno is cleared first, as -1 is also a valid niceness.
         let nice = unsafe {
@@ -499,58 +629,67 @@ impl Exporter {
 /// recorder, whose own handing over to it never waits).
 fn spawn_namer(
     rx: Receiver<AllocJob>,
-    sending: SyncSender<Job>,
+    sending: SyncSender<(Job, u64)>,
     counts: Arc<Counts>,
     hurry: Arc<AtomicBool>,
     tids: Arc<[AtomicI32; 2]>,
+    queue_bytes: u64,
 ) -> Result<JoinHandle<()>, OtlpError> {
     std::thread::Builder::new()
         .name("bt-otlp-names".into())
         .spawn(move || {
             tids[1].store(lower_priority(), Ordering::SeqCst);
             let mut context: Option<RunContext> = None;
-            let mut names: Option<Box<dyn NamedStacks>> = None;
             for job in rx {
-                match job {
-                    AllocJob::Begin(c) => context = Some(*c),
-                    AllocJob::Allocs(..) if hurry.load(Ordering::SeqCst) => {
-                        counts.at_end.fetch_add(1, Ordering::Relaxed);
-                        counts.settle();
+                let (namer, interval, rate, bytes) = match job {
+                    AllocJob::Begin(c) => {
+                        context = Some(*c);
+                        continue;
                     }
-                    // Allocations before the run began have no times: not sent.
-                    AllocJob::Allocs(..) if context.is_none() => counts.settle(),
-                    AllocJob::Allocs(namer, interval, rate) => {
-                        let Some(c) = &context else {
-                            counts.settle();
-                            continue;
-                        };
-                        let names = names.get_or_insert_with(|| namer.names());
-                        names.update();
-                        let sampling = Sampling {
-                            alloc_rate: rate,
-                            ..c.sampling
-                        };
-                        let request = profiles_request(
-                            &c.resource,
-                            names.as_ref(),
-                            &[interval],
-                            c.start_unix_ns,
-                            sampling,
-                        );
-                        // A built request is settled by the sending thread.
-                        match request {
-                            None => counts.settle(),
-                            Some(request) => {
-                                if sending
-                                    .send(Job::Built(Payload::Profiles(request)))
-                                    .is_err()
-                                {
-                                    counts.failed.fetch_add(1, Ordering::Relaxed);
-                                    counts.settle();
-                                }
-                            }
-                        }
+                    AllocJob::Allocs(namer, interval, rate, bytes) => {
+                        (namer, interval, rate, bytes)
                     }
+                };
+                counts.release(bytes);
+                if hurry.load(Ordering::SeqCst) {
+                    counts.at_end.fetch_add(1, Ordering::Relaxed);
+                    counts.settle();
+                    continue;
+                }
+                // Allocations before the run began have no times: not sent.
+                let Some(c) = &context else {
+                    counts.settle();
+                    continue;
+                };
+                let sampling = Sampling {
+                    alloc_rate: rate,
+                    ..c.sampling
+                };
+                let mut request = None;
+                namer.with_names(&mut |names| {
+                    request = profiles_request(
+                        &c.resource,
+                        names,
+                        std::slice::from_ref(&interval),
+                        c.start_unix_ns,
+                        sampling,
+                    );
+                });
+                drop(interval);
+                // A built request is settled by the sending thread.
+                let Some(request) = request else {
+                    counts.settle();
+                    continue;
+                };
+                let built = Job::Built(Payload::Profiles(request));
+                let bytes = built.held_bytes();
+                if !counts.hold(bytes, queue_bytes) {
+                    counts.queue_full.fetch_add(1, Ordering::Relaxed);
+                    counts.settle();
+                } else if sending.send((built, bytes)).is_err() {
+                    counts.release(bytes);
+                    counts.failed.fetch_add(1, Ordering::Relaxed);
+                    counts.settle();
                 }
             }
         })
@@ -615,29 +754,25 @@ mod tests {
     /// Names that wait for the test's word before naming anything.
     struct SlowNamer(Mutex<Option<Receiver<()>>>);
 
-    struct SlowNames(Option<Receiver<()>>);
+    /// Every stack is `main`.
+    struct Main;
 
     impl StackNamer for SlowNamer {
-        fn names(&self) -> Box<dyn NamedStacks> {
-            Box::new(SlowNames(self.0.lock().expect("not poisoned").take()))
+        fn with_names(&self, f: &mut dyn FnMut(&dyn StackSource)) {
+            if let Some(go) = self.0.lock().expect("not poisoned").take() {
+                let _ = go.recv_timeout(Duration::from_secs(30));
+            }
+            f(&Main);
         }
     }
 
-    impl StackSource for SlowNames {
+    impl StackSource for Main {
         fn frames<'a>(&'a self, _id: u32, out: &mut Vec<&'a str>) {
             out.push("main");
         }
 
         fn thread(&self, _tid: u32) -> Option<&str> {
             None
-        }
-    }
-
-    impl NamedStacks for SlowNames {
-        fn update(&mut self) {
-            if let Some(go) = self.0.take() {
-                let _ = go.recv_timeout(Duration::from_secs(30));
-            }
         }
     }
 
@@ -748,6 +883,143 @@ mod tests {
         assert_eq!(niceness_of(sending), Some(want));
         assert_eq!(niceness_of(naming), Some(want));
         let _ = exporter.finish(Duration::from_secs(1));
+    }
+
+    /// A listener on loopback that takes connections and never answers, while it lives.
+    struct Silent {
+        port: u16,
+        _held: Arc<Mutex<Vec<std::net::TcpStream>>>,
+    }
+
+    fn silent() -> Silent {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+        let port = listener.local_addr().expect("bound").port();
+        let held = Arc::new(Mutex::new(Vec::new()));
+        let keep = held.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                keep.lock().expect("not poisoned").push(stream);
+            }
+        });
+        Silent { port, _held: held }
+    }
+
+    #[test]
+    fn the_queue_s_byte_bound_holds_and_what_it_drops_is_counted() {
+        let collector = silent();
+        let endpoint = format!("127.0.0.1:{}", collector.port);
+        let mut opts = OtlpOptions::new(&endpoint, Protocol::HttpProtobuf).expect("valid");
+        opts.attempts = 1;
+        opts.timeout = Duration::from_secs(2);
+        // Room for many more batches than the bytes allow.
+        opts.queue = 10_000;
+        opts.queue_bytes = 64 << 10;
+        let exporter = Exporter::start(opts).expect("starts");
+        exporter.begin(RunContext {
+            resource: Resource::default(),
+            start_unix_ns: 1,
+            sampling: Sampling::default(),
+        });
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("bounds");
+        for v in 1..2_000u64 {
+            h.record(v * 997).expect("in range");
+        }
+        let mut row = TimeseriesRow::default();
+        row.t_s = 1.0;
+        row.interval_s = 1.0;
+        let histograms = [("lap".to_owned(), h)];
+        let one = Job::Row(
+            Box::new(row.clone()),
+            vec![("lap".into(), SparseHistogram::from(&histograms[0].1))],
+        )
+        .held_bytes();
+        assert!(one > 1_000, "a row with its histogram: {one} bytes");
+        // The collector holds the first request for its timeout: the rest wait, as many
+        // as fit in the bound, and every other is dropped at once and counted.
+        let rows = 400;
+        for _ in 0..rows {
+            exporter.row(&row, &histograms);
+        }
+        let fit = (64 << 10) / one;
+        let report = exporter.report();
+        assert!(
+            report.queue_peak_bytes <= 64 << 10 && report.queue_peak_bytes + one > 64 << 10,
+            "the queue filled up to its bound, not past it: {report:?}"
+        );
+        assert!(
+            report.dropped_queue_full >= rows - fit && report.dropped_queue_full < rows,
+            "{fit} fit: {report:?}"
+        );
+        let report = exporter.finish(Duration::from_millis(100));
+        // None arrived; every one is in the report, the bound is said.
+        assert_eq!(report.requests, 0, "{report:?}");
+        assert_eq!(report.dropped(), rows, "{report:?}");
+        let warnings = report.warnings().join("\n");
+        assert!(
+            warnings.contains("found the queue full (its bound: 10000 batches or 64 KiB)"),
+            "{warnings}"
+        );
+    }
+
+    /// A chunk defining `n` stacks of one frame each (names of 100 bytes) and weighing
+    /// each in one interval.
+    fn defining(from: u32, n: u32) -> StacksChunk {
+        use benchtop_profile::Kind;
+        use benchtop_sessions::intervals::{IntervalWeights, StackEntry, Weight};
+        let mut chunk = StacksChunk::default();
+        let ids = from..from + n;
+        chunk.frames = ids.clone().map(|i| (i, format!("{i:0100}"))).collect();
+        chunk.stacks = ids
+            .clone()
+            .map(|i| StackEntry {
+                id: i,
+                parent: None,
+                frame: i,
+            })
+            .collect();
+        let mut interval = IntervalWeights::default();
+        interval.weights[Kind::Cpu] = ids
+            .map(|stack| Weight {
+                tid: 1,
+                stack,
+                weight: 1,
+            })
+            .collect();
+        chunk.intervals = vec![interval];
+        chunk
+    }
+
+    #[test]
+    fn stack_definitions_past_their_bound_stop_the_stacks_and_are_counted() {
+        let exporter = refused(|opts| opts.table_bytes = 16 << 10);
+        // 100 stacks of one 100-byte frame: about 17 KiB of definitions with their
+        // entries, 16 KiB allowed. The first chunk fits, the second passes the bound.
+        exporter.stacks(&defining(0, 50));
+        exporter.stacks(&defining(50, 50));
+        // Stacks of the first chunk only, after the bound was passed: not sent either.
+        let mut known = defining(0, 50);
+        known.frames.clear();
+        known.stacks.clear();
+        exporter.stacks(&known);
+        let mut row = TimeseriesRow::default();
+        row.t_s = 1.0;
+        row.interval_s = 1.0;
+        exporter.row(&row, &[]);
+        let table = exporter.counts.table.load(Ordering::Relaxed);
+        assert!(table > 0 && table <= 16 << 10, "{table}");
+        let report = exporter.finish(Duration::from_secs(10));
+        // The first stacks and the row were tried (and refused); the other two counted.
+        assert_eq!(report.dropped_table_full, 2, "{report:?}");
+        assert_eq!(report.dropped_failed, 2, "{report:?}");
+        assert_eq!(report.dropped(), 4, "{report:?}");
+        let warnings = report.warnings().join("\n");
+        assert!(
+            warnings.contains(
+                "2 batches of stacks were not sent once the run's stack definitions passed \
+                 their bound of 16 KiB"
+            ),
+            "{warnings}"
+        );
     }
 
     #[test]

@@ -33,12 +33,28 @@ pub mod replay;
 pub mod resource;
 pub mod transport;
 
-pub use exporter::{Exporter, NamedStacks, RunContext, StackNamer};
+pub use exporter::{Exporter, RunContext, StackNamer};
 pub use kinds::{BatchInterval, KINDS, OtlpKind, Sampling};
-pub use options::{OtlpOptions, Protocol, parse_headers, protocol_for_endpoint, redact_headers};
+pub use options::{
+    OtlpOptions, Protocol, QUEUE_BYTES, TABLE_BYTES, parse_headers, protocol_for_endpoint,
+    redact_headers,
+};
 pub use profiles::StackSource;
 pub use replay::{replay, unix_now_ns};
 pub use resource::resource;
+
+/// A bound in bytes as the warnings say it: `64 KiB`, `8 MiB`, `1.5 MiB`.
+fn size(bytes: u64) -> String {
+    if bytes < 1 << 20 {
+        return format!("{} KiB", bytes.div_ceil(1 << 10));
+    }
+    let mib = bytes as f64 / f64::from(1u32 << 20);
+    if mib.fract() == 0.0 {
+        format!("{mib:.0} MiB")
+    } else {
+        format!("{mib:.1} MiB")
+    }
+}
 
 /// The OTLP version of the protobuf types sent.
 pub const OTLP_VERSION: &str = "1.10.0";
@@ -71,8 +87,12 @@ pub struct Report {
     pub profile_requests: u64,
     /// Of them, metrics requests.
     pub metric_requests: u64,
-    /// Batches dropped because the queue was full (the collector slow or away).
+    /// Batches dropped because the queue was full, in batches or in bytes (the
+    /// collector slow or away).
     pub dropped_queue_full: u64,
+    /// Stack batches not sent because the run's stack definitions passed their bound
+    /// ([`OtlpOptions::table_bytes`]).
+    pub dropped_table_full: u64,
     /// Batches dropped after every attempt failed.
     pub dropped_failed: u64,
     /// Batches still queued when the run ended and the wait for them ran out.
@@ -83,12 +103,23 @@ pub struct Report {
     pub last_error: Option<String>,
     /// The collector's last message refusing part of a request.
     pub last_rejection: Option<String>,
+    /// The queue's bound in batches ([`OtlpOptions::queue`]).
+    pub queue: u64,
+    /// The queue's bound in bytes ([`OtlpOptions::queue_bytes`]).
+    pub queue_bytes: u64,
+    /// The most bytes the queued batches held at once (never above `queue_bytes`).
+    pub queue_peak_bytes: u64,
+    /// The stack definitions' bound ([`OtlpOptions::table_bytes`]).
+    pub table_bytes: u64,
 }
 
 impl Report {
     /// Batches that did not arrive.
     pub fn dropped(&self) -> u64 {
-        self.dropped_queue_full + self.dropped_failed + self.dropped_at_end
+        self.dropped_queue_full
+            + self.dropped_table_full
+            + self.dropped_failed
+            + self.dropped_at_end
     }
 
     /// What the session's warnings say of the export: nothing when all arrived.
@@ -109,8 +140,19 @@ impl Report {
             }
             if self.dropped_queue_full > 0 {
                 why.push(format!(
-                    "{} found the queue full while the collector did not take batches",
-                    self.dropped_queue_full
+                    "{} found the queue full (its bound: {} batches or {}) while the \
+                     collector did not take batches",
+                    self.dropped_queue_full,
+                    self.queue,
+                    size(self.queue_bytes)
+                ));
+            }
+            if self.dropped_table_full > 0 {
+                why.push(format!(
+                    "{} batches of stacks were not sent once the run's stack definitions \
+                     passed their bound of {}",
+                    self.dropped_table_full,
+                    size(self.table_bytes)
                 ));
             }
             if self.dropped_at_end > 0 {

@@ -56,6 +56,15 @@ pub struct OtlpOptions {
     pub timeout: Duration,
     /// Batches waiting to be sent; when it is full a new batch is dropped and counted.
     pub queue: usize,
+    /// Bytes the batches waiting to be sent may hold (both queues, with the batches being
+    /// named, built and sent): a batch that does not fit is dropped and counted as one
+    /// finding the queue full ([`QUEUE_BYTES`] by default).
+    pub queue_bytes: u64,
+    /// Bytes the stack definitions learnt over a run may hold (frames, stacks and thread
+    /// names, kept so that every later request resolves): past it, the run's stacks are no
+    /// longer sent, counted and said; rows and allocations go on ([`TABLE_BYTES`] by
+    /// default).
+    pub table_bytes: u64,
     /// Attempts per batch (the first and its retries, with doubling backoff).
     pub attempts: u32,
     /// The first retry's wait; each later one doubles it.
@@ -74,9 +83,20 @@ impl std::fmt::Debug for OtlpOptions {
             .field("ca_file", &self.ca_file)
             .field("timeout", &self.timeout)
             .field("queue", &self.queue)
+            .field("queue_bytes", &self.queue_bytes)
+            .field("table_bytes", &self.table_bytes)
             .finish_non_exhaustive()
     }
 }
+
+/// The bytes the queued batches of a live export may hold by default: a minute of a
+/// busy run's rows and stacks (a few kilobytes to a hundred each) fits many times over,
+/// and a collector that never answers costs at most this.
+pub const QUEUE_BYTES: u64 = 8 << 20;
+
+/// The bytes the stack definitions of a live export may hold by default: some 150,000
+/// distinct stacks of 100,000 frames, beyond the longest runs the project records.
+pub const TABLE_BYTES: u64 = 16 << 20;
 
 impl OtlpOptions {
     /// Options for `endpoint`, checked: the defaults for everything else.
@@ -91,6 +111,8 @@ impl OtlpOptions {
             // A minute of 1 s intervals (two batches each: profiles and metrics) waits
             // for a collector that is restarting; more is dropped and counted.
             queue: 128,
+            queue_bytes: QUEUE_BYTES,
+            table_bytes: TABLE_BYTES,
             attempts: 3,
             backoff: Duration::from_millis(250),
             naming_wait: crate::exporter::NAMING_WAIT,

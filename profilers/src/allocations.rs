@@ -20,14 +20,17 @@
 //! # Ok::<(), String>(())
 //! ```
 //!
-//! Each new stack is symbolized when it arrives, while the worker lives, with the
-//! sampler's symbolizer; the allocator's own frames (its sampling, `__rust_alloc`, the
-//! global allocator's glue) are cut from the leaf end, so a stack ends where the program
-//! asked for memory (`Vec` growth, `Box::new`…). Everything a worker sends is untrusted
+//! The worker's mappings are read when the profile begins; its stacks are symbolized
+//! when trees are asked for, or on the thread of a consumer that streams them
+//! ([`AllocStacks`]), by one resolver that both share (its symbolizer is the sampler's
+//! when they symbolize alike). The allocator's own frames (its sampling,
+//! `__rust_alloc`, the global allocator's glue) are cut from the leaf end, so a stack
+//! ends where the program asked for memory (`Vec` growth, `Box::new`…). Everything a worker sends is untrusted
 //! and bounded: [`MAX_STACKS`] stacks, [`MAX_LIVE`] live samples, frames as the protocol
 //! allows.
 
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use benchtop_profile::sampling::AllocSamplingInfo;
@@ -73,7 +76,7 @@ pub struct AllocInterval {
     /// Bytes live per stack at its end, by stack id: the last interval's is
     /// live-end.folded, the peak's live.folded.
     pub live: Vec<(u32, u64)>,
-    /// Where the stack ids are named ([`AllocNames`]).
+    /// Where the stack ids are named ([`AllocStacks::with_names`]).
     pub stacks: AllocStacks,
 }
 
@@ -81,7 +84,6 @@ pub struct AllocInterval {
 #[derive(Debug)]
 struct Symbols {
     pid: u32,
-    detail: SymbolDetail,
     resolver: Resolver,
     /// Frame names; the stacks of the trees handed out use these ids.
     names: StackTree,
@@ -94,21 +96,17 @@ struct Symbols {
 }
 
 impl Symbols {
-    /// Symbols of `pid`, its stacks rooted at `process`; its mappings are `maps` (the
-    /// text of /proc/PID/maps, read while it lived) or, without them, read now.
-    fn new(pid: u32, detail: SymbolDetail, process: &str, maps: Option<&str>) -> Self {
-        let mut resolver = Resolver::new(detail);
+    /// Symbols of `pid`, its stacks rooted at `process`, with debug files looked for in
+    /// `debug_dirs` first.
+    fn new(pid: u32, detail: SymbolDetail, debug_dirs: &[PathBuf], process: &str) -> Self {
+        let mut resolver = Resolver::with_debug_dirs(detail, debug_dirs);
         // The worker's mappings, read while it lives: its stacks still symbolize after
         // it exits.
-        match maps {
-            Some(text) => resolver.see_maps(pid, text),
-            None => resolver.see_process(pid),
-        }
+        resolver.see_process(pid);
         let mut names = StackTree::new();
         let process = names.intern(process);
         Symbols {
             pid,
-            detail,
             resolver,
             names,
             process,
@@ -162,107 +160,114 @@ impl Symbols {
         }
         // Spans handed out so far are copied: the caches may be trimmed now.
         self.resolver.end_batch(0);
+        // The symbolizer is the sampler's while it runs: once the sampler is done, its
+        // parsed files are not kept mapped for the few stacks that come after.
+        self.resolver.let_go_of_symbolizer();
     }
 }
 
-/// An allocation profile's stacks as the worker sent them (return addresses), shared with
-/// a consumer on another thread (an OTLP exporter) that names them there with an
-/// [`AllocNames`] of its own, so the recorder's thread never waits on debug information.
-/// Cheap to clone; it holds at most [`MAX_STACKS`] stacks of the protocol's frames.
+/// An allocation profile's stacks and the one resolver that names them, shared by the
+/// recorder's [`AllocProfile`] and a consumer on another thread (an OTLP exporter) that
+/// names them there ([`AllocStacks::with_names`]), so the recorder's thread never waits
+/// on debug information and the stacks are named once, not once per consumer. Cheap to
+/// clone; it holds at most [`MAX_STACKS`] stacks of the protocol's frames.
 #[derive(Clone)]
 pub struct AllocStacks {
     shared: Arc<SharedStacks>,
 }
 
 struct SharedStacks {
-    pid: u32,
-    detail: SymbolDetail,
-    /// The worker's name, the root of every stack.
-    process: String,
-    /// /proc/PID/maps as read when the profile began (empty when it could not be).
-    maps: String,
-    /// Every stack kept so far, in the order they came.
-    log: Mutex<Vec<(u32, Box<[u64]>)>>,
+    /// Stacks not symbolized yet (their return addresses, innermost first), in the
+    /// order they came: the recorder's thread adds to it under a lock held for the push.
+    pending: Mutex<Vec<(u32, Box<[u64]>)>>,
+    /// The symbolizer and every name made so far; whoever names holds it.
+    symbols: Mutex<Symbols>,
 }
 
 impl std::fmt::Debug for AllocStacks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AllocStacks")
-            .field("pid", &self.shared.pid)
-            .finish_non_exhaustive()
+        f.debug_struct("AllocStacks").finish_non_exhaustive()
     }
 }
 
 impl AllocStacks {
+    fn new(symbols: Symbols) -> Self {
+        AllocStacks {
+            shared: Arc::new(SharedStacks {
+                pending: Mutex::new(Vec::new()),
+                symbols: Mutex::new(symbols),
+            }),
+        }
+    }
+
     fn push(&self, id: u32, frames: &[u64]) {
         self.shared
-            .log
+            .pending
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push((id, frames.into()));
     }
-}
 
-/// Names of an [`AllocStacks`]'s stacks, symbolized on the thread that holds it, the
-/// same way the recorder's own profile names them (so a stack is the same folded line in
-/// alloc.folded and wherever these names go).
-#[derive(Debug)]
-pub struct AllocNames {
-    stacks: AllocStacks,
-    symbols: Symbols,
-    /// Stacks of the log named so far.
-    seen: usize,
-}
-
-impl AllocNames {
-    /// Names for `stacks`, with a symbolizer of its own (nothing is read until
-    /// [`AllocNames::update`]).
-    pub fn new(stacks: &AllocStacks) -> AllocNames {
-        let s = &stacks.shared;
-        let maps = (!s.maps.is_empty()).then_some(s.maps.as_str());
-        AllocNames {
-            stacks: stacks.clone(),
-            symbols: Symbols::new(s.pid, s.detail, &s.process, maps),
-            seen: 0,
-        }
-    }
-
-    /// Symbolizes the stacks that came since the last call.
-    pub fn update(&mut self) {
-        let new: Vec<(u32, Box<[u64]>)> = {
-            let log = self
-                .stacks
+    /// Symbolizes what is pending into `symbols` (held by the caller: the pending
+    /// stacks are taken under it, so no one reads names while they are half made).
+    fn resolve(&self, symbols: &mut Symbols) {
+        let pending = std::mem::take(
+            &mut *self
                 .shared
-                .log
+                .pending
                 .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            log.get(self.seen..).unwrap_or_default().to_vec()
-        };
-        self.seen += new.len();
-        let stacks: Vec<(u32, &[u64])> = new.iter().map(|(id, f)| (*id, &f[..])).collect();
-        self.symbols.symbolize(&stacks);
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        if pending.is_empty() {
+            return;
+        }
+        let stacks: Vec<(u32, &[u64])> = pending.iter().map(|(id, f)| (*id, &f[..])).collect();
+        symbols.symbolize(&stacks);
     }
 
-    /// Stack `id`'s frame names, root first (the worker's name first), once
-    /// [`AllocNames::update`] has named it.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Symbols> {
+        self.shared
+            .symbols
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Symbolizes the stacks that came since the last naming (the first time, this reads
+    /// the program's symbols: call it off the recorder's thread), then hands `f` their
+    /// names. The names are the same the recorder's own profile gives, so a stack is the
+    /// same folded line in alloc.folded and wherever these names go.
+    pub fn with_names<T>(&self, f: impl FnOnce(&AllocNames<'_>) -> T) -> T {
+        let mut symbols = self.lock();
+        self.resolve(&mut symbols);
+        f(&AllocNames(&symbols))
+    }
+}
+
+/// Names of an [`AllocStacks`]'s stacks, as [`AllocStacks::with_names`] lends them.
+#[derive(Debug)]
+pub struct AllocNames<'a>(&'a Symbols);
+
+impl AllocNames<'_> {
+    /// Stack `id`'s frame names, root first (the worker's name first), once it has been
+    /// named.
     pub fn frames(&self, id: u32) -> Option<impl DoubleEndedIterator<Item = &str>> {
-        let path = self.symbols.stacks.get(&id)?;
-        Some(path.iter().map(|&f| self.symbols.names.name(f)))
+        let path = self.0.stacks.get(&id)?;
+        Some(path.iter().map(|&f| self.0.names.name(f)))
     }
 }
 
 /// Sampled allocations of one worker process, as they arrive.
 #[derive(Debug)]
 pub struct AllocProfile {
-    symbols: Symbols,
+    /// The stacks and their symbolizer. Symbolizing waits until trees are asked for (or
+    /// a consumer of [`AllocProfile::share_stacks`] names them on its own thread), so
+    /// that a recorder whose run nobody watches does not stall its loop reading debug
+    /// information mid-run.
+    stacks: AllocStacks,
     /// Every stack id the worker sent and the profile keeps, symbolized or not.
     known: HashSet<u32>,
-    /// Stacks not symbolized yet (their return addresses, innermost first): symbolizing
-    /// waits until trees are asked for, so that a recorder whose run nobody watches
-    /// does not stall its loop reading debug information mid-run.
-    pending: Vec<(u32, Box<[u64]>)>,
-    /// The stacks shared with a consumer on another thread, once one asked.
-    shared: Option<AllocStacks>,
+    /// Whether a consumer on another thread asked for the stacks.
+    shared: bool,
     /// Sample id → (stack id, bytes it stands for), while its block is live.
     live: HashMap<u64, (u32, u64)>,
     allocated: HashMap<u32, u64>,
@@ -278,11 +283,18 @@ pub struct AllocProfile {
 impl AllocProfile {
     /// A profile of the worker `pid`, naming frames as `detail` says.
     pub fn new(pid: u32, detail: SymbolDetail) -> Self {
+        Self::with_debug_dirs(pid, detail, &[])
+    }
+
+    /// A profile of the worker `pid`, naming frames as `detail` says and looking for
+    /// separate debug files in `debug_dirs` first, as the sampler does: a sampler of the
+    /// same options running beside it shares its symbolizer (the program is read and
+    /// mapped once).
+    pub fn with_debug_dirs(pid: u32, detail: SymbolDetail, debug_dirs: &[PathBuf]) -> Self {
         AllocProfile {
-            symbols: Symbols::new(pid, detail, &process_name(pid), None),
+            stacks: AllocStacks::new(Symbols::new(pid, detail, debug_dirs, &process_name(pid))),
             known: HashSet::new(),
-            pending: Vec::new(),
-            shared: None,
+            shared: false,
             live: HashMap::new(),
             allocated: HashMap::new(),
             since: HashMap::new(),
@@ -292,26 +304,12 @@ impl AllocProfile {
         }
     }
 
-    /// The profile's stacks, for a consumer on another thread to name with
-    /// [`AllocNames`]: from the first call on, every stack the worker sends is also kept
-    /// there (call it before the first [`AllocProfile::add_stacks`]: stacks that came
-    /// before are not).
+    /// The profile's stacks, for a consumer on another thread to name
+    /// ([`AllocStacks::with_names`]) with the profile's own symbolizer; from the first
+    /// call on, [`AllocProfile::take_interval`] hands out intervals.
     pub fn share_stacks(&mut self) -> AllocStacks {
-        self.shared
-            .get_or_insert_with(|| {
-                let pid = self.symbols.pid;
-                AllocStacks {
-                    shared: Arc::new(SharedStacks {
-                        pid,
-                        detail: self.symbols.detail,
-                        process: self.symbols.names.name(self.symbols.process).to_owned(),
-                        maps: std::fs::read_to_string(format!("/proc/{pid}/maps"))
-                            .unwrap_or_default(),
-                        log: Mutex::new(Vec::new()),
-                    }),
-                }
-            })
-            .clone()
+        self.shared = true;
+        self.stacks.clone()
     }
 
     /// The sampling's mean bytes between samples, and the samples the worker could not
@@ -322,7 +320,8 @@ impl AllocProfile {
     }
 
     /// New stacks: each a worker's id and its return addresses, innermost first. They
-    /// are symbolized when trees are asked for ([`AllocProfile::resolve`]). A stack id already known is refused
+    /// are symbolized when trees are asked for ([`AllocProfile::resolve`]) or named by
+    /// a consumer of [`AllocProfile::share_stacks`]. A stack id already known is refused
     /// (the error names it; the other stacks are kept); past [`MAX_STACKS`] stacks are
     /// dropped, and their samples counted as unattributed.
     pub fn add_stacks<'a>(
@@ -339,10 +338,7 @@ impl AllocProfile {
                 continue;
             }
             self.known.insert(id);
-            if let Some(shared) = &self.shared {
-                shared.push(id, frames);
-            }
-            self.pending.push((id, frames.into()));
+            self.stacks.push(id, frames);
         }
         self.info.stacks = self.known.len() as u64;
         refused.map_or(Ok(()), Err)
@@ -351,9 +347,8 @@ impl AllocProfile {
     /// Symbolizes the stacks that arrived since the last call (the worker's mappings
     /// were read when the profile began, so this works after it exited too).
     pub fn resolve(&mut self) {
-        let pending = std::mem::take(&mut self.pending);
-        let stacks: Vec<(u32, &[u64])> = pending.iter().map(|(id, f)| (*id, &f[..])).collect();
-        self.symbols.symbolize(&stacks);
+        let mut symbols = self.stacks.lock();
+        self.stacks.resolve(&mut symbols);
     }
 
     /// A sampled allocation: its id, its stack's id, the bytes it stands for, and whether
@@ -423,7 +418,10 @@ impl AllocProfile {
     /// once [`AllocProfile::share_stacks`] was called (its stacks name the ids); `None`
     /// before.
     pub fn take_interval(&mut self, t0_ns: u64, t1_ns: u64) -> Option<AllocInterval> {
-        let stacks = self.shared.clone()?;
+        if !self.shared {
+            return None;
+        }
+        let stacks = self.stacks.clone();
         let sorted = |map: &HashMap<u32, u64>| {
             let mut v: Vec<(u32, u64)> = map.iter().map(|(&s, &b)| (s, b)).collect();
             v.sort_unstable();
@@ -453,10 +451,28 @@ impl AllocProfile {
         info
     }
 
-    /// The profiles as they stand: allocated, live at the peak, live now.
+    /// The profiles as they stand: allocated, live at the peak, live now. Waits for a
+    /// consumer that is naming the stacks on another thread.
     pub fn trees(&mut self) -> AllocTrees {
-        self.resolve();
-        let symbols = &self.symbols;
+        let mut symbols = self.stacks.lock();
+        self.stacks.resolve(&mut symbols);
+        self.trees_of(&symbols)
+    }
+
+    /// The profiles as they stand, unless a consumer on another thread is naming the
+    /// stacks right now (reading the program's symbols can take seconds): then `None`,
+    /// and the caller asks again later instead of waiting.
+    pub fn trees_unless_busy(&mut self) -> Option<AllocTrees> {
+        let mut symbols = match self.stacks.shared.symbols.try_lock() {
+            Ok(symbols) => symbols,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        self.stacks.resolve(&mut symbols);
+        Some(self.trees_of(&symbols))
+    }
+
+    fn trees_of(&self, symbols: &Symbols) -> AllocTrees {
         let tree = |weights: &HashMap<u32, u64>| {
             let mut tree = symbols.names.clone();
             let mut ids: Vec<_> = weights.iter().collect();
@@ -630,10 +646,10 @@ mod tests {
         // Named on another thread, the stacks are the trees' folded lines.
         let trees = p.trees();
         let named = std::thread::spawn(move || {
-            let mut names = AllocNames::new(&stacks);
-            names.update();
-            let line = |id| names.frames(id).map(|f| f.collect::<Vec<_>>().join(";"));
-            (line(1), line(2), line(3))
+            stacks.with_names(|names| {
+                let line = |id| names.frames(id).map(|f| f.collect::<Vec<_>>().join(";"));
+                (line(1), line(2), line(3))
+            })
         })
         .join()
         .unwrap();
@@ -646,6 +662,35 @@ mod tests {
         );
         assert!(named.1.is_some());
         assert_eq!(named.2, None, "a stack never sent");
+    }
+
+    #[test]
+    fn while_a_consumer_names_the_stacks_the_recorder_does_not_wait_for_them() {
+        let mut p = AllocProfile::new(std::process::id(), SymbolDetail::NamesOnly);
+        let stacks = p.share_stacks();
+        let addr = alloc_profile_test_fn as *const () as usize as u64 + 2;
+        p.add_stacks([(1, &[addr][..])]).unwrap();
+        p.sample(1, 1, 1000, false);
+        let (naming, named) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
+        let consumer = std::thread::spawn(move || {
+            stacks.with_names(|names| {
+                naming.0.send(()).unwrap();
+                // Holds the names until the test has asked for trees.
+                named.1.recv().unwrap();
+                names.frames(1).map(|f| f.collect::<Vec<_>>().join(";"))
+            })
+        });
+        naming.1.recv().unwrap();
+        assert!(p.trees_unless_busy().is_none(), "the names are being made");
+        named.0.send(()).unwrap();
+        let line = consumer
+            .join()
+            .unwrap()
+            .expect("named on the consumer's thread");
+        // Named once, by the consumer, with the one symbolizer: the trees read the same.
+        let folded = p.trees_unless_busy().expect("free again").alloc.to_folded();
+        assert_eq!(folded, format!("{line} 1000\n"));
+        assert!(line.contains("alloc_profile_test_fn"), "{line}");
     }
 
     #[test]

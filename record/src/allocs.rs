@@ -23,10 +23,11 @@ impl Run<'_> {
             return self.report_issue(ReportIssue::Line(format!("report line {line}: {why}")));
         }
         let pid = self.worker.pid();
-        let symbols = self.opts.sampler.symbols;
+        let (symbols, dirs) = (self.opts.sampler.symbols, &self.opts.sampler.debug_dirs);
         let streamed = self.opts.stream.is_some();
         let profile = self.allocs.get_or_insert_with(|| {
-            let mut profile = AllocProfile::new(pid, symbols);
+            // With the sampler's options: its symbolizer is shared.
+            let mut profile = AllocProfile::with_debug_dirs(pid, symbols, dirs);
             if streamed {
                 // The stream names the stacks on its own thread.
                 profile.share_stacks();
@@ -73,7 +74,11 @@ impl Run<'_> {
             return;
         };
         if live.detail() == Detail::Full {
-            live.send(LiveEvent::Allocations(Box::new(profile.trees())));
+            // While a stream names the stacks (it reads the program's symbols), this row
+            // publishes nothing: a later one will, and the loop does not wait.
+            if let Some(trees) = profile.trees_unless_busy() {
+                live.send(LiveEvent::Allocations(Box::new(trees)));
+            }
         }
     }
 

@@ -46,6 +46,11 @@ impl Run<'_> {
             ));
         }
         self.write_profile(&mut warnings);
+        // The workload is over: a stream naming allocation stacks at a low priority
+        // (which writing them below waits for) gets the recorder's back.
+        if let Some(stream) = &self.opts.stream {
+            stream.ending();
+        }
         // After the sampler's: `sampling` is whole by then.
         self.write_allocs(&mut warnings);
         self.write_tables(&mut warnings);

@@ -29,6 +29,10 @@ pub trait IntervalStream: Send + Sync + std::fmt::Debug {
     fn allocs(&self, interval: &AllocInterval) {
         let _ = interval;
     }
+    /// The run's measured work is over and the recorder is about to write what it holds
+    /// (and may wait for work the stream does on its behalf, such as naming stacks): a
+    /// stream that works at a lower priority than the recorder takes its priority back.
+    fn ending(&self) {}
     /// The run ended: what is still queued may be sent for a bounded time; what the
     /// stream has to say (warnings, what it sent) goes into the session's metadata.
     fn finish(&self, meta: &mut SessionMeta);

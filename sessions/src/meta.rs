@@ -127,6 +127,12 @@ pub struct OtlpInfo {
     /// Batches that did not arrive (the warnings say why).
     #[serde(default)]
     pub dropped: u64,
+    /// The bound in bytes of what the export held queued (absent in older sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<u64>,
+    /// The most bytes the export held queued at once, never above `queue_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_peak_bytes: Option<u64>,
 }
 
 impl SessionMeta {

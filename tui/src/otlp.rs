@@ -8,8 +8,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use benchtop_otlp::{
-    BatchInterval, Exporter, NamedStacks, OtlpOptions, Protocol, RunContext, Sampling, StackNamer,
-    StackSource,
+    BatchInterval, Exporter, OtlpOptions, Protocol, RunContext, Sampling, StackNamer, StackSource,
 };
 use benchtop_profilers::allocations::{AllocInterval, AllocNames, AllocStacks};
 use benchtop_record::{IntervalStream, StreamDrops};
@@ -219,20 +218,21 @@ impl std::fmt::Debug for Run {
     }
 }
 
-/// A worker's allocation stacks, named on the exporter's thread with a symbolizer of its
-/// own (the recorder's thread never waits on debug information for them).
+/// A worker's allocation stacks, named on the exporter's naming thread with the
+/// recorder's own symbolizer of them (the recorder's thread never waits on debug
+/// information for them, and the program's symbols are read once).
 struct AllocNamer(AllocStacks);
 
 impl StackNamer for AllocNamer {
-    fn names(&self) -> Box<dyn NamedStacks> {
-        Box::new(AllocNameSource(AllocNames::new(&self.0)))
+    fn with_names(&self, f: &mut dyn FnMut(&dyn StackSource)) {
+        self.0.with_names(|names| f(&AllocNameSource(names)));
     }
 }
 
-struct AllocNameSource(AllocNames);
+struct AllocNameSource<'n, 'a>(&'n AllocNames<'a>);
 
-impl StackSource for AllocNameSource {
-    fn frames<'a>(&'a self, id: u32, out: &mut Vec<&'a str>) {
+impl StackSource for AllocNameSource<'_, '_> {
+    fn frames<'s>(&'s self, id: u32, out: &mut Vec<&'s str>) {
         if let Some(frames) = self.0.frames(id) {
             out.extend(frames.rev());
         }
@@ -240,12 +240,6 @@ impl StackSource for AllocNameSource {
 
     fn thread(&self, _tid: u32) -> Option<&str> {
         None
-    }
-}
-
-impl NamedStacks for AllocNameSource {
-    fn update(&mut self) {
-        self.0.update();
     }
 }
 
@@ -323,6 +317,14 @@ impl IntervalStream for OtlpStream {
         });
     }
 
+    fn ending(&self) {
+        self.with(|run| {
+            if let Some(e) = &run.exporter {
+                e.restore_priority();
+            }
+        });
+    }
+
     fn drops(&self) -> StreamDrops {
         self.with(|run| match &run.exporter {
             Some(e) => {
@@ -330,7 +332,7 @@ impl IntervalStream for OtlpStream {
                 StreamDrops::new(
                     &self.opts.endpoint,
                     r.dropped_failed,
-                    r.dropped_queue_full,
+                    r.dropped_queue_full + r.dropped_table_full,
                     r.last_error,
                 )
             }
@@ -356,6 +358,8 @@ impl IntervalStream for OtlpStream {
             info.requests = report.requests;
             info.bytes = report.bytes;
             info.dropped = report.dropped();
+            info.queue_bytes = Some(report.queue_bytes);
+            info.queue_peak_bytes = Some(report.queue_peak_bytes);
         }
         meta.otlp = Some(info);
     }

@@ -51,6 +51,7 @@ mod files;
 mod jitdump;
 mod naming;
 mod perf_map;
+mod shared;
 
 use benchtop_profile::{FrameId, StackTree};
 use blazesym::normalize::{NormalizeOpts, Normalizer, Reason as NormReason, UserMeta};
@@ -63,6 +64,7 @@ use self::fallback::FallbackName;
 use self::files::Files;
 use self::naming::{TableSym, outer_name};
 use self::perf_map::ProcessMap;
+use self::shared::SharedSymbolizer;
 use crate::ksyms::KernelTable;
 use crate::procfs;
 use crate::records::Mmap2;
@@ -246,7 +248,10 @@ pub(crate) struct ResolverCounts {
 /// The symbolization state of one sampler.
 pub(crate) struct Resolver {
     normalizer: Normalizer,
-    symbolizer: Symbolizer,
+    /// The process's symbolizer for this detail and these debug directories, shared
+    /// with every other resolver that symbolizes alike ([`shared`]); taken when first
+    /// needed, and let go by [`Resolver::let_go_of_symbolizer`].
+    symbolizer: Option<std::sync::Arc<SharedSymbolizer>>,
     detail: SymbolDetail,
     /// Where separate debug files are looked for.
     debug_dirs: DebugDirs,
@@ -307,9 +312,7 @@ fn new_symbolizer(detail: SymbolDetail, dirs: &DebugDirs) -> Symbolizer {
 }
 
 impl Resolver {
-    pub fn new(detail: SymbolDetail) -> Self {
-        let debug_dirs = DebugDirs::default();
-        let symbolizer = new_symbolizer(detail, &debug_dirs);
+    fn with(detail: SymbolDetail, debug_dirs: DebugDirs) -> Self {
         // kallsyms only: a vmlinux search (and its DWARF) costs far more than it adds.
         let kernel = Kernel {
             vmlinux: MaybeDefault::None,
@@ -320,7 +323,7 @@ impl Resolver {
             // Build ids are not needed to symbolize on this machine; reading them costs
             // a file open per mapping per batch.
             normalizer: Normalizer::builder().enable_build_ids(false).build(),
-            symbolizer,
+            symbolizer: None,
             detail,
             debug_dirs,
             kernel_source: Source::Kernel(kernel),
@@ -350,10 +353,7 @@ impl Resolver {
     /// A resolver that looks for separate debug files in `dirs` first, then in the
     /// default directories (see [`debug_files`]).
     pub fn with_debug_dirs(detail: SymbolDetail, dirs: &[PathBuf]) -> Self {
-        let mut r = Self::new(detail);
-        r.debug_dirs = DebugDirs::new(dirs);
-        r.symbolizer = new_symbolizer(detail, &r.debug_dirs);
-        r
+        Self::with(detail, DebugDirs::new(dirs))
     }
 
     /// Frames (root first) of a user address of `pid`, when already resolved.
@@ -526,9 +526,11 @@ impl Resolver {
         let mut scratch = Vec::new();
         let input = target.input(&fallback, std::slice::from_ref(&offset), &mut scratch);
         let inlined = self.detail == SymbolDetail::Inlined;
-        let _ = self.symbolizer.symbolize(&target.source(inlined), input);
+        let shared = self.symbolizer();
+        let symbolizer = shared.lock();
+        let _ = symbolizer.symbolize(&target.source(inlined), input);
         if inlined {
-            let _ = self.symbolizer.symbolize(&target.source(false), input);
+            let _ = symbolizer.symbolize(&target.source(false), input);
         }
     }
 
@@ -594,11 +596,28 @@ impl Resolver {
         }
     }
 
+    /// The shared symbolizer, taken now if it was not (the one in use for this detail and
+    /// these directories, or a new one).
+    fn symbolizer(&mut self) -> std::sync::Arc<SharedSymbolizer> {
+        self.symbolizer
+            .get_or_insert_with(|| shared::symbolizer(self.detail, &self.debug_dirs))
+            .clone()
+    }
+
+    /// Lets go of the shared symbolizer until the next symbolization, which takes the one
+    /// in use then: a resolver that symbolizes now and then (a worker's allocation
+    /// stacks) does not keep the files another one parsed mapped once that one is done
+    /// (the sampler's, at the end of a run). Resolved frames stay cached.
+    pub fn let_go_of_symbolizer(&mut self) {
+        self.symbolizer = None;
+    }
+
     /// Empties every cache of resolved frames and the arena they point into.
     fn clear_caches(&mut self) {
         // blazesym keeps every parsed file (and kallsyms) mapped for the life of its
-        // symbolizer: a new one lets them go too.
-        self.symbolizer = new_symbolizer(self.detail, &self.debug_dirs);
+        // symbolizer: a new one lets them go too (once the other resolvers that shared
+        // the old one let it go).
+        self.symbolizer = Some(shared::fresh(self.detail, &self.debug_dirs));
         for p in self.procs.values_mut() {
             p.addrs = HashMap::new();
         }
@@ -769,11 +788,13 @@ impl Resolver {
         let inlined = self.detail == SymbolDetail::Inlined;
         // The symbol table's names for the outer frames (see `naming`): a second lookup
         // of the same file, whose parsed symbols blazesym shares with the first.
+        let shared = self.symbolizer();
+        let symbolizer = shared.lock();
         let table = match self.detail {
-            SymbolDetail::Inlined => self.symbolizer.symbolize(&target.source(false), input).ok(),
+            SymbolDetail::Inlined => symbolizer.symbolize(&target.source(false), input).ok(),
             SymbolDetail::NamesOnly => None,
         };
-        let results = self.symbolizer.symbolize(&target.source(inlined), input);
+        let results = symbolizer.symbolize(&target.source(inlined), input);
         self.addresses = addresses;
         if let Err(err) = &results
             && !self.warned_files.contains(&file)
@@ -857,10 +878,9 @@ impl Resolver {
         }
         let unknown = self.unknown_kernel_span(tree);
         self.kernel_table_ready();
-        match self
-            .symbolizer
-            .symbolize(&self.kernel_source, Input::AbsAddr(kernel))
-        {
+        let shared = self.symbolizer();
+        let symbolizer = shared.lock();
+        match symbolizer.symbolize(&self.kernel_source, Input::AbsAddr(kernel)) {
             Ok(results) => {
                 for (&addr, result) in kernel.iter().zip(&results) {
                     let span = match result {
@@ -1012,7 +1032,7 @@ mod tests {
 
     #[test]
     fn mappings_follow_record_time_not_reading_order() {
-        let mut r = Resolver::new(SymbolDetail::NamesOnly);
+        let mut r = Resolver::with_debug_dirs(SymbolDetail::NamesOnly, &[]);
         let mmap = |addr, name: &'static [u8]| Mmap2 {
             pid: 9,
             addr,
@@ -1061,7 +1081,7 @@ mod tests {
     #[test]
     fn many_unresolvable_addresses_of_a_file_share_one_frame() {
         let mut tree = StackTree::new();
-        let mut r = Resolver::new(SymbolDetail::NamesOnly);
+        let mut r = Resolver::with_debug_dirs(SymbolDetail::NamesOnly, &[]);
         map_fake_file(&mut r, b"/nonexistent/libgone.so");
         let addrs: Vec<u64> = (0..5000).map(|i| 0x10_0000 + 16 * i).collect();
         let mut user: Vec<(u32, u64)> = addrs.iter().map(|&a| (NO_SUCH_PID, a)).collect();
@@ -1090,7 +1110,7 @@ mod tests {
         let exe = std::fs::read_link("/proc/self/exe").expect("/proc/self/exe");
         let path: &'static [u8] = Vec::leak(exe.as_os_str().as_encoded_bytes().to_vec());
         let mut tree = StackTree::new();
-        let mut r = Resolver::new(SymbolDetail::NamesOnly);
+        let mut r = Resolver::with_debug_dirs(SymbolDetail::NamesOnly, &[]);
         map_fake_file(&mut r, path);
         let mut user: Vec<(u32, u64)> = (0..64).map(|i| (NO_SUCH_PID, 0x10_0000 + i)).collect();
         r.resolve(&mut tree, &mut user, &mut Vec::new());
@@ -1107,7 +1127,7 @@ mod tests {
     #[test]
     fn caches_grown_past_their_caps_are_emptied_between_batches() {
         let mut tree = StackTree::new();
-        let mut r = Resolver::new(SymbolDetail::NamesOnly);
+        let mut r = Resolver::with_debug_dirs(SymbolDetail::NamesOnly, &[]);
         r.caps = Caps {
             addrs_per_process: 100,
             offsets: 1000,
@@ -1150,7 +1170,7 @@ mod tests {
     fn a_live_address_of_this_process_resolves_to_its_function() {
         let addr = symbolize_this_function_by_name() as u64;
         let mut tree = StackTree::new();
-        let mut r = Resolver::new(SymbolDetail::NamesOnly);
+        let mut r = Resolver::with_debug_dirs(SymbolDetail::NamesOnly, &[]);
         let pid = std::process::id();
         r.see_process(pid);
         r.resolve(&mut tree, &mut vec![(pid, addr)], &mut Vec::new());
@@ -1167,7 +1187,7 @@ mod tests {
             "{names:?}"
         );
         // The same address resolved through our own mappings (as after an exit) agrees.
-        let mut r2 = Resolver::new(SymbolDetail::NamesOnly);
+        let mut r2 = Resolver::with_debug_dirs(SymbolDetail::NamesOnly, &[]);
         r2.see_process(pid);
         let (file, offset) = r2.procs[&pid].lookup(addr).unwrap();
         r2.symbolize_file(&mut tree, file, &[offset]);
@@ -1189,7 +1209,7 @@ mod tests {
         // Tests build with line tables (debug info of the test profile).
         let addr = symbolize_this_function_by_name() as u64;
         let mut tree = StackTree::new();
-        let mut r = Resolver::new(SymbolDetail::Inlined);
+        let mut r = Resolver::with_debug_dirs(SymbolDetail::Inlined, &[]);
         let pid = std::process::id();
         r.see_process(pid);
         r.resolve(&mut tree, &mut vec![(pid, addr)], &mut Vec::new());
