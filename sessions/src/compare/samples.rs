@@ -140,11 +140,17 @@ impl<'a> Samples<'a> {
                     .insert(format!("{} {q_name}", tag_name(tag)), v as f64);
             }
         }
+        // The program's own (session.json's), else the rows' peak (older sessions).
         if let Some(peak) = s
-            .rows
-            .iter()
-            .filter_map(|r| r.resources.map(|r| r.peak_rss_bytes.max(r.rss_bytes)))
-            .max()
+            .meta
+            .resources
+            .as_ref()
+            .and_then(|i| i.peak_rss_bytes)
+            .or(s
+                .rows
+                .iter()
+                .filter_map(|r| r.resources.map(|r| r.peak_rss_bytes.max(r.rss_bytes)))
+                .max())
         {
             out.single.insert(
                 "peak RSS".into(),
