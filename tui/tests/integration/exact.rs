@@ -474,3 +474,53 @@ fn the_peak_rss_of_a_command_is_its_own_as_time_v_measures_it() {
         }
     }
 }
+
+#[test]
+fn the_peak_rss_of_an_attached_process_is_its_vmhwm() {
+    let tmp = tempfile::tempdir().unwrap();
+    let hold = build_c(tmp.path(), "hold", HOLD_C);
+    let mut held = Command::new(&hold).args(["64", "30000"]).spawn().unwrap();
+    let pid = held.id();
+    let hwm = || -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .expect("VmHWM")
+            * 1024
+    };
+    // Touched: its peak is there before benchtop looks.
+    for _ in 0..2000 {
+        if hwm() >= 64 << 20 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let dir = tmp.path().join("attach");
+    let out = benchtop()
+        .args(["attach", &pid.to_string(), "--duration", "1s", "--quiet"])
+        .args(["--interval", "200ms", "--record"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let vm_hwm = hwm();
+    let _ = held.kill();
+    let _ = held.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let session = Session::load(&dir).unwrap();
+    let info = session
+        .meta
+        .resources
+        .clone()
+        .expect("resources in session.json");
+    let peak = info.peak_rss_bytes.expect("a peak RSS");
+    eprintln!("attached to 64 MiB: benchtop {peak} bytes, VmHWM {vm_hwm}");
+    assert_eq!(info.peak_rss_from, Some(PeakFrom::Polled));
+    let off = peak.abs_diff(vm_hwm) as f64 / vm_hwm as f64;
+    assert!(off <= 0.05, "benchtop {peak} bytes, VmHWM {vm_hwm} bytes");
+}
