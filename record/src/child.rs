@@ -8,7 +8,7 @@
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
@@ -24,6 +24,11 @@ pub const REPORT_FD: i32 = 3;
 /// The file descriptor number of the exec gate inside a gated child: one byte on it lets
 /// `benchtop exec-gate` exec the command; end of file makes it exit.
 pub const GATE_FD: i32 = 4;
+/// The file descriptor number of the gate's answer inside a gated child: `benchtop
+/// exec-gate` writes on it the peak resident set size of the child so far (`ru_maxrss`
+/// in kB, a decimal line) just before it execs the command, and makes it close-on-exec,
+/// so its end of file tells the conductor the command has replaced the gate.
+pub const GATE_PASS_FD: i32 = 5;
 
 use benchtop_profilers::reaper::{OWNER_ENV, SESSION_ENV};
 
@@ -52,6 +57,8 @@ pub struct WorkerProcess {
     reaped: bool,
     /// The conductor's end of the exec gate, until it is opened.
     gate: Option<OwnedFd>,
+    /// The conductor's end of the gate's answer ([`GATE_PASS_FD`]), until it ends.
+    pass: Option<GateAnswer>,
     /// When a watcher thread saw the child exit (set once the gate is opened).
     exit_seen: Option<Arc<OnceLock<Instant>>>,
 }
@@ -67,6 +74,23 @@ pub struct WorkerPipes {
     pub stdout: ChildStdout,
     /// What the worker logs.
     pub stderr: ChildStderr,
+}
+
+/// The conductor's end of a gate's answer and what it has read of it.
+#[derive(Debug)]
+struct GateAnswer {
+    file: File,
+    read: Vec<u8>,
+}
+
+/// What the exec gate said as the command replaced it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GatePass {
+    /// The largest peak resident set size of the child's images before the command's
+    /// (the conductor's copy at fork, then the gate), bytes: the `ru_maxrss` the gate read
+    /// of itself just before the exec. `None` when it said none (the gate ended without
+    /// a word, or the program held at the gate was not benchtop's).
+    pub before_exec_peak_bytes: Option<u64>,
 }
 
 /// How a worker ended, from wait4.
@@ -142,6 +166,12 @@ impl WorkerProcess {
             None
         };
         let gate_fd = gate.as_ref().map(|(read, _)| read.as_raw_fd());
+        let pass = if spec.gate {
+            Some(pipe_cloexec()?)
+        } else {
+            None
+        };
+        let pass_fd = pass.as_ref().map(|(_, write)| write.as_raw_fd());
         let conductor = std::process::id() as libc::pid_t;
         let mut command = Command::new(&spec.program);
         command
@@ -158,15 +188,27 @@ impl WorkerProcess {
         // system calls (fcntl, dup2, setpgid, prctl, getppid, _exit); it allocates nothing.
         unsafe {
             command.pre_exec(move || {
-                // Copies above both targets first (closed at exec), so neither dup2 below
-                // can overwrite the other's source; dup2 clears close-on-exec on the target.
-                let report = libc::fcntl(write_fd, libc::F_DUPFD_CLOEXEC, 10);
-                if report < 0 || libc::dup2(report, REPORT_FD) < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                if let Some(gate_fd) = gate_fd {
-                    let gate = libc::fcntl(gate_fd, libc::F_DUPFD_CLOEXEC, 10);
-                    if gate < 0 || libc::dup2(gate, GATE_FD) < 0 {
+                // Copies above every target first (closed at exec), so no dup2 below can
+                // overwrite another's source; dup2 clears close-on-exec on the target.
+                let copy = |fd: i32| {
+                    let copy = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10);
+                    if copy < 0 {
+                        Err(io::Error::last_os_error())
+                    } else {
+                        Ok(copy)
+                    }
+                };
+                let report = copy(write_fd)?;
+                let gate = gate_fd.map(copy).transpose()?;
+                let pass = pass_fd.map(copy).transpose()?;
+                for (from, to) in [
+                    (Some(report), REPORT_FD),
+                    (gate, GATE_FD),
+                    (pass, GATE_PASS_FD),
+                ] {
+                    if let Some(from) = from
+                        && libc::dup2(from, to) < 0
+                    {
                         return Err(io::Error::last_os_error());
                     }
                 }
@@ -186,6 +228,17 @@ impl WorkerProcess {
         let mut child = command.spawn()?;
         drop(write_end);
         let gate = gate.map(|(_, write)| write);
+        let pass = match pass {
+            Some((read, write)) => {
+                drop(write);
+                set_nonblocking(&read)?;
+                Some(GateAnswer {
+                    file: File::from(read),
+                    read: Vec::new(),
+                })
+            }
+            None => None,
+        };
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -204,6 +257,7 @@ impl WorkerProcess {
                 child,
                 reaped: false,
                 gate,
+                pass,
                 exit_seen: None,
             },
             pipes,
@@ -224,6 +278,35 @@ impl WorkerProcess {
             }
             None => Ok(()),
         }
+    }
+
+    /// Whether the command has replaced the gate (its exec is done, or the gate ended),
+    /// and what the gate said of the images before it; `None` while the gate holds, for
+    /// an ungated child, and after it has been said once. Never blocks.
+    pub fn gate_pass(&mut self) -> Option<GatePass> {
+        let answer = self.pass.as_mut()?;
+        let mut buf = [0u8; 64];
+        loop {
+            match answer.file.read(&mut buf) {
+                Ok(0) => break,
+                // A line of a few digits: more is not the gate speaking.
+                Ok(n) => {
+                    let room = 64usize.saturating_sub(answer.read.len());
+                    answer.read.extend_from_slice(&buf[..n.min(room)]);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                // Not seen to happen: the gate's word is lost, not the run.
+                Err(_) => break,
+            }
+        }
+        let said = std::str::from_utf8(&answer.read)
+            .ok()
+            .and_then(|line| line.trim().parse::<u64>().ok());
+        self.pass = None;
+        Some(GatePass {
+            before_exec_peak_bytes: said.map(|kb| kb.saturating_mul(1024)),
+        })
     }
 
     /// When the child was seen to exit, if a watcher saw it.
@@ -370,6 +453,19 @@ impl Drop for WorkerProcess {
     }
 }
 
+fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
+    // SAFETY: F_GETFL and F_SETFL only read and set the open descriptor's flags.
+    let ok = unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        flags >= 0 && libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) >= 0
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: fds is a valid array of two ints for pipe2 to fill.
@@ -492,6 +588,53 @@ mod tests {
         let mut out = String::new();
         pipes.reports.read_to_string(&mut out).unwrap();
         assert_eq!(out.trim(), "x passed");
+    }
+
+    fn gated_sh(script: &str) -> WorkerProcess {
+        let spec = WorkerSpec {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            session_id: "s4".into(),
+            interval: Duration::from_secs(1),
+            gate: true,
+            env: Vec::new(),
+        };
+        WorkerProcess::spawn(&spec).unwrap().0
+    }
+
+    /// Polls [`WorkerProcess::gate_pass`] for up to ten seconds.
+    fn wait_for_pass(worker: &mut WorkerProcess) -> GatePass {
+        for _ in 0..1000 {
+            if let Some(pass) = worker.gate_pass() {
+                return pass;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("the gate never passed");
+    }
+
+    #[test]
+    fn the_gate_passes_when_fd_5_ends_and_says_the_peak_before_the_exec() {
+        // The gate's words, then its end (as close-on-exec ends it at the exec); the
+        // command goes on.
+        let mut worker = gated_sh("head -c 1 <&4 >/dev/null; echo 1234 >&5; exec 5>&-; sleep 30");
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(worker.gate_pass(), None, "passed a closed gate");
+        worker.open_gate().unwrap();
+        let pass = wait_for_pass(&mut worker);
+        assert_eq!(pass.before_exec_peak_bytes, Some(1234 * 1024));
+        assert_eq!(worker.gate_pass(), None, "said twice");
+        assert_eq!(worker.try_reap().unwrap(), None, "the command goes on");
+
+        // Ended without a word, or with words that are not a number: passed, peak unknown.
+        for script in [
+            "head -c 1 <&4 >/dev/null",
+            "head -c 1 <&4 >/dev/null; echo x >&5",
+        ] {
+            let mut worker = gated_sh(script);
+            worker.open_gate().unwrap();
+            assert_eq!(wait_for_pass(&mut worker).before_exec_peak_bytes, None);
+        }
     }
 
     #[test]

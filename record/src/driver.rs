@@ -271,6 +271,8 @@ pub(crate) struct RunData {
     pub(crate) polled_reason: Option<String>,
     /// The peak RSS of the last row with resources, for rows after the tree is gone.
     pub(crate) last_peak_rss: u64,
+    /// What the exec gate said as the command replaced it, once it has.
+    pub(crate) gate_pass: Option<crate::child::GatePass>,
     /// Why threads.csv holds only the threads the polls saw; `None` when the kernel's
     /// records of every thread's life are followed (or nothing was monitored).
     pub(crate) lifetimes_reason: Option<String>,
@@ -303,6 +305,7 @@ impl RunData {
             last_counts: None,
             polled_reason: None,
             last_peak_rss: 0,
+            gate_pass: None,
             lifetimes_reason: None,
         }
     }

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use benchtop_profilers::monitor::TreeMonitorOptions;
 use benchtop_protocol as protocol;
-use benchtop_sessions::meta::{Better, Figure, ResourcesInfo};
+use benchtop_sessions::meta::{Better, Figure, PeakFrom, ResourcesInfo};
 use benchtop_sessions::store::rfc3339;
 use benchtop_sessions::{SessionError, Status};
 use hdrhistogram::Histogram;
@@ -16,6 +16,10 @@ use crate::child::Process;
 use crate::driver::{MAX_PHASES, MAX_PROTOCOL_WARNINGS, RecordOutcome, Run};
 use crate::machine::{Ending, Phase};
 use crate::notice::{Failure, Notice};
+
+/// How much the exec gate may grow between reading its own peak and its exec (building
+/// the command's environment, the exec's search of `PATH`): a few pages, with room.
+const GATE_GROWTH_BYTES: u64 = 1 << 20;
 
 impl Run<'_> {
     /// Writes stacks and the final metadata, whatever happened.
@@ -157,7 +161,38 @@ impl Run<'_> {
             .map(|(c, _)| c);
         info.exact = info.counted.is_some() && self.data.polled_reason.is_none();
         info.reason.clone_from(&self.data.polled_reason);
+        (info.peak_rss_bytes, info.peak_rss_from) = self.program_peak();
         Some(info)
+    }
+
+    /// The program's peak resident set size: the largest peak of any one process of the
+    /// tree from the command's exec on, as `/usr/bin/time -v` gives it.
+    ///
+    /// wait4's `ru_maxrss` of a command is the largest peak of the images the child had
+    /// (the conductor's copy at fork, the exec gate, the command) and of the children it
+    /// waited for: exact, but the program's only when it is above what the gate said of
+    /// the images before the exec ([`crate::child::GatePass`]), by more than the gate may
+    /// have grown after saying it ([`GATE_GROWTH_BYTES`]). Otherwise (a program smaller
+    /// than benchtop, a worker, an attached process), the largest VmHWM the monitor read
+    /// after the exec.
+    fn program_peak(&self) -> (Option<u64>, Option<PeakFrom>) {
+        let Some(monitor) = &self.monitor else {
+            return (None, None);
+        };
+        let polled = Some(monitor.largest_peak_bytes()).filter(|&b| b > 0);
+        let at_exit = match (self.opts.target, self.exit, self.data.gate_pass) {
+            (crate::Target::Command, Some(exit), Some(pass)) => pass
+                .before_exec_peak_bytes
+                .filter(|&before| exit.peak_rss_bytes > before.saturating_add(GATE_GROWTH_BYTES))
+                .map(|_| exit.peak_rss_bytes),
+            _ => None,
+        };
+        match (at_exit, polled) {
+            // A process the command did not wait for (an orphan) can be the larger.
+            (Some(exit), polled) => (Some(exit.max(polled.unwrap_or(0))), Some(PeakFrom::Exit)),
+            (None, Some(polled)) => (Some(polled), Some(PeakFrom::Polled)),
+            (None, None) => (None, None),
+        }
     }
 
     /// Why the run ended: the machine's ending, or the loop's failure (said as the

@@ -9,6 +9,7 @@ use benchtop_sessions::{Percentiles, Resources, TimeseriesRow};
 use hdrhistogram::Histogram;
 
 use crate::RecordError;
+use crate::child::Process;
 use crate::driver::Run;
 use crate::live::{Detail, LiveEvent, ProgressFigures};
 use crate::notice::{Notice, ReportIssue};
@@ -415,6 +416,15 @@ impl Run<'_> {
         let Some(monitor) = &mut self.monitor else {
             return Ok(());
         };
+        // Once the command has replaced its gate, the peak counts from there: the samples
+        // before read the gate (benchtop itself), not the program.
+        if self.data.gate_pass.is_none()
+            && let Process::Child(child) = &mut self.worker
+            && let Some(pass) = child.gate_pass()
+        {
+            monitor.restart_peak();
+            self.data.gate_pass = Some(pass);
+        }
         let polled = match monitor.sample() {
             Ok(sample) => {
                 sample.fill_row(row, TOP_THREADS);

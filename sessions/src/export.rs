@@ -182,7 +182,7 @@ fn summary_lines(s: &Session) -> Vec<SummaryLine> {
         lines.push(("latency", format!("{tag} max"), max, "ns".into()));
         lines.push(("latency", format!("{tag} count"), count, String::new()));
     }
-    if let Some(peak) = s.row_summary.peak_rss_bytes {
+    if let Some(peak) = s.peak_rss_bytes() {
         lines.push(("resources", "peak RSS".into(), peak as f64, "bytes".into()));
     }
     if let Some(threads) = s.row_summary.max_threads {

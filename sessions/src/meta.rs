@@ -104,6 +104,29 @@ pub struct ResourcesInfo {
     /// Why some or all figures are polled; `None` when `exact`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The program's peak resident set size: the largest peak of any one process of the
+    /// tree (what `/usr/bin/time -v` calls the maximum resident set size), bytes, from
+    /// the program's exec on: benchtop's exec gate is not counted. `None` in sessions
+    /// recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<u64>,
+    /// How `peak_rss_bytes` was had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_from: Option<PeakFrom>,
+}
+
+/// How a session's peak resident set size was had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PeakFrom {
+    /// The kernel's account when the tree exited (wait4's `ru_maxrss` of the command
+    /// and the children it waited for, larger than anything before the exec could
+    /// be): exact, peaks between two polls and in the last moments included.
+    Exit,
+    /// VmHWM read at each interval: a process that lived between two polls, or a peak
+    /// reached after the last one, is missed.
+    Polled,
 }
 
 /// A run's OTLP stream as session.json records it: the options without the values of
@@ -292,8 +315,9 @@ pub struct WorkerInfo {
     pub cpu_time_s: Option<f64>,
     /// Peak resident set size of the worker over its whole life, bytes, from wait4
     /// (`ru_maxrss`): known even for runs shorter than one interval. The kernel folds in
-    /// the pages the worker inherited at fork from the conductor (a few MiB), so for very
-    /// small workers the monitor's VmHWM in timeseries.jsonl is the closer figure.
+    /// the images before the exec (the conductor's copy at fork and, for `run -- CMD`,
+    /// the exec gate: a few MiB), so for small programs it is benchtop's, not theirs:
+    /// [`ResourcesInfo::peak_rss_bytes`] is the program's own.
     #[serde(default)]
     pub peak_rss_bytes: Option<u64>,
 }

@@ -6,6 +6,7 @@ use std::fmt::{self, Write as _};
 use std::time::Duration;
 
 use crate::escape::{Escaped, escaped};
+use crate::meta::PeakFrom;
 use crate::names::short_names;
 use crate::stacks::{FrameId, NodeId};
 use crate::store::{LATENCY_FILE, THREADS_FILE};
@@ -77,8 +78,12 @@ pub struct LatencyRow<'a> {
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 #[non_exhaustive]
 pub struct Resources {
-    /// Peak resident set (the monitor's, or the worker's wait4 figure).
+    /// Peak resident set size: the program's own (the largest peak of any one process
+    /// of the tree, session.json's `resources.peak_rss_bytes`); in older sessions the
+    /// monitor's peak over the rows, or the worker's wait4 figure.
     pub peak_rss_bytes: Option<u64>,
+    /// How the program's own peak was had; `None` for older sessions.
+    pub peak_rss_from: Option<PeakFrom>,
     /// Most threads at once.
     pub max_threads: Option<u32>,
     /// Most processes at once.
@@ -173,6 +178,19 @@ struct ShowJson<'a> {
 }
 
 impl Session {
+    /// The program's peak resident set size, bytes: session.json's
+    /// `resources.peak_rss_bytes` (the largest peak of any one process of the tree, from
+    /// the exec); in sessions recorded before it, the monitor's peak over the rows, else
+    /// wait4's figure of the worker.
+    pub fn peak_rss_bytes(&self) -> Option<u64> {
+        self.meta
+            .resources
+            .as_ref()
+            .and_then(|i| i.peak_rss_bytes)
+            .or(self.row_summary.peak_rss_bytes)
+            .or(self.meta.worker.peak_rss_bytes)
+    }
+
     /// What `benchtop show DIR` prints: the run, its host and sampling, the workload's
     /// figures, latency percentiles per metric over the whole run, resources (peaks, CPU
     /// time, context switches, I/O), the busiest threads of threads.csv, the hottest
@@ -215,8 +233,6 @@ impl Session {
             });
         });
         let r = &self.row_summary;
-        // The monitor's VmHWM counts from exec; wait4's figure (for runs too short to be
-        // sampled) also holds pages inherited from the conductor at fork.
         // The kernel's counts of the whole run, else those of the last row that has them.
         let counted = self
             .meta
@@ -229,8 +245,10 @@ impl Session {
             (_, Some(_)) => Measured::CpuCounted,
             (_, None) => Measured::Polled,
         };
+        let info = self.meta.resources.as_ref();
         let resources = Resources {
-            peak_rss_bytes: r.peak_rss_bytes.or(self.meta.worker.peak_rss_bytes),
+            peak_rss_bytes: self.peak_rss_bytes(),
+            peak_rss_from: info.and_then(|i| i.peak_rss_bytes.and(i.peak_rss_from)),
             max_threads: r.max_threads,
             max_processes: r.max_processes.filter(|&p| p > 0),
             cpu_time_s: counted
@@ -599,7 +617,12 @@ fn write_resources(r: &Resources, polled_reason: Option<&str>, out: &mut String)
         }
     )?;
     if let Some(rss) = r.peak_rss_bytes {
-        writeln!(out, "  peak RSS     {}", human_bytes(rss))?;
+        let from = match r.peak_rss_from {
+            Some(PeakFrom::Exit) => " (largest process, counted at exit)",
+            Some(PeakFrom::Polled) => " (largest process, polled)",
+            None => "",
+        };
+        writeln!(out, "  peak RSS     {}{from}", human_bytes(rss))?;
     }
     if let Some(threads) = r.max_threads {
         writeln!(out, "  max threads  {threads}")?;

@@ -13,7 +13,7 @@ use benchtop_profilers::process_start_ticks;
 use benchtop_protocol::{self as protocol, WorkerMessage};
 
 use crate::cli::RecordArgs;
-use crate::record::child::{GATE_FD, REPORT_FD};
+use crate::record::child::{GATE_FD, GATE_PASS_FD, REPORT_FD};
 use crate::record::{self, RecordOptions, Target};
 use crate::{benchtop_exe, report};
 
@@ -246,8 +246,9 @@ fn command_text(command: &[OsString]) -> String {
 
 /// The hidden `exec-gate` subcommand: waits for the conductor's byte on [`GATE_FD`], then
 /// replaces itself with the command. Sampling events opened on this process with
-/// enable-on-exec begin at that exec. When the exec fails, says why on the report channel
-/// (the conductor shows it) and on standard error.
+/// enable-on-exec begin at that exec. Just before it, says its own peak on
+/// [`GATE_PASS_FD`], which closes at the exec ([`say_passing`]). When the exec fails, says
+/// why on the report channel (the conductor shows it) and on standard error.
 pub fn exec_gate(jit: bool, command: &[OsString]) -> ExitCode {
     if !wait_at_gate() {
         return ExitCode::from(GATE_CLOSED);
@@ -259,7 +260,9 @@ pub fn exec_gate(jit: bool, command: &[OsString]) -> ExitCode {
     if jit {
         cmd.envs(crate::jit::environment_here());
     }
-    let err = cmd.args(args).exec();
+    cmd.args(args);
+    say_passing();
+    let err = cmd.exec();
     let message = format!("cannot run `{}`: {err}", program.to_string_lossy());
     if fd_is_open(REPORT_FD) {
         // SAFETY: the conductor opened REPORT_FD for this process; nothing else owns it.
@@ -275,6 +278,30 @@ pub fn exec_gate(jit: bool, command: &[OsString]) -> ExitCode {
     }
     let _ = writeln!(std::io::stderr(), "benchtop: {message}");
     ExitCode::from(EXEC_FAILED)
+}
+
+/// Tells the conductor on [`GATE_PASS_FD`] the peak resident set size of this process
+/// so far (`ru_maxrss`, kB: the conductor's copy at fork, then the gate), and makes the
+/// descriptor close-on-exec: its end of file says the command has replaced the gate, and
+/// the command's own peak is the part of wait4's figure above this one. Nothing when the
+/// descriptor is not there.
+fn say_passing() {
+    if !fd_is_open(GATE_PASS_FD) {
+        return;
+    }
+    // SAFETY: F_SETFD only sets the flags of a descriptor the conductor opened for this
+    // process.
+    unsafe { libc::fcntl(GATE_PASS_FD, libc::F_SETFD, libc::FD_CLOEXEC) };
+    // SAFETY: rusage is plain data the kernel fills in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a local.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return;
+    }
+    // SAFETY: the conductor opened GATE_PASS_FD for this process and nothing else owns
+    // it; ManuallyDrop leaves it open for the exec to close.
+    let mut pass = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(GATE_PASS_FD) });
+    let _ = writeln!(pass, "{}", usage.ru_maxrss);
 }
 
 /// Blocks until the gate opens (true); false when it was closed unopened or is not

@@ -210,6 +210,8 @@ pub struct TreeMonitor {
     /// The largest I/O sums seen (they never go down).
     io_total: Option<IoCounters>,
     peak_rss_bytes: u64,
+    /// The largest VmHWM of any one process seen since the peak (re)started.
+    largest_peak_bytes: u64,
     names: HashSet<Arc<str>>,
     stat_file: Option<File>,
     cpu_prev: Vec<CpuTicks>,
@@ -266,6 +268,7 @@ impl TreeMonitor {
             exited_ctx: ContextSwitches::default(),
             io_total: None,
             peak_rss_bytes: 0,
+            largest_peak_bytes: 0,
             names: HashSet::new(),
             stat_file: None,
             cpu_prev: Vec::new(),
@@ -430,6 +433,7 @@ impl TreeMonitor {
                 .then(a.pid.cmp(&b.pid))
                 .then(a.tid.cmp(&b.tid))
         });
+        self.largest_peak_bytes = self.largest_peak_bytes.max(max_hwm_bytes);
         self.peak_rss_bytes = self.peak_rss_bytes.max(res.rss_bytes).max(max_hwm_bytes);
         res.peak_rss_bytes = self.peak_rss_bytes;
         // At most every live thread on a CPU of its own: never more than the machine has.
@@ -510,6 +514,23 @@ impl TreeMonitor {
     /// nanoseconds.
     pub fn epoch_monotonic_ns(&self) -> u64 {
         self.epoch_ns
+    }
+
+    /// Forgets the peaks read so far: they count from the next sample on. For a command
+    /// held at an exec gate, called once the gate has exec'd it, so that the gate (the
+    /// samples before read its image) is not the program's peak; the samples after read
+    /// the program's own VmHWM, which the kernel starts afresh at each exec.
+    pub fn restart_peak(&mut self) {
+        self.peak_rss_bytes = 0;
+        self.largest_peak_bytes = 0;
+    }
+
+    /// The largest peak resident set size (VmHWM) of any one process of the tree seen
+    /// by the samples, bytes: what `/usr/bin/time -v` calls the maximum resident set
+    /// size, as far as polls see it (a process that lived between two samples, or a
+    /// peak reached after the last one, is missed). 0 before the first sample.
+    pub fn largest_peak_bytes(&self) -> u64 {
+        self.largest_peak_bytes
     }
 
     /// The thread ids of the tree's live threads at the last sample, in no order.

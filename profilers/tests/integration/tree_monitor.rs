@@ -521,3 +521,58 @@ fn cpu_over_a_millisecond_never_exceeds_a_cpu_per_busy_thread_or_the_machine() {
         burn.join().unwrap();
     });
 }
+
+/// Waits up to 20 s (a loaded machine) for `ok`.
+fn wait_long_for(what: &str, mut ok: impl FnMut() -> bool) {
+    for _ in 0..2000 {
+        if ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[test]
+fn a_restarted_peak_counts_from_the_next_exec_only() {
+    // A shell holds 32 MB in a variable (as an exec gate holds its own image), then on a
+    // line of input execs `sleep`, whose image starts its VmHWM afresh.
+    let mut child = Command::new("sh")
+        .args([
+            "-c",
+            "x=$(head -c 32000000 /dev/zero | tr '\\0' a); read _; exec sleep 30",
+        ])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("spawn sh");
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    wait_long_for("the shell's 32 MB", || {
+        status_field(pid, "VmHWM").is_some_and(|kb| kb >= 32_000)
+    });
+    let mut monitor = TreeMonitor::new(pid);
+    let before = monitor.sample().unwrap();
+    assert!(monitor.largest_peak_bytes() >= 32_000_000, "{before:?}");
+    assert!(before.resources.peak_rss_bytes >= 32_000_000);
+
+    writeln!(stdin, "go").unwrap();
+    wait_long_for("the exec of sleep", || {
+        comm(pid).as_deref() == Some("sleep")
+    });
+    // Without a restart the shell's peak stays the tree's.
+    monitor.sample().unwrap();
+    assert!(monitor.largest_peak_bytes() >= 32_000_000);
+
+    monitor.restart_peak();
+    // VmHWM only grows: read before the sample, it is at most what the sample reads.
+    let sleep_hwm = status_field(pid, "VmHWM").unwrap() * 1024;
+    let after = monitor.sample().unwrap();
+    let peak = monitor.largest_peak_bytes();
+    assert!(
+        peak >= sleep_hwm && peak < 16 << 20,
+        "sleep's peak {peak} bytes (its VmHWM {sleep_hwm})"
+    );
+    assert!(after.resources.peak_rss_bytes < 16 << 20, "{after:?}");
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -321,6 +321,10 @@ const DURATION_BOUND: &str = "duration-bound (equals --duration, not a figure of
 /// Why a figure is left out by [`CompareOptions::figures`].
 const NOT_NAMED: &str = "not among the --figure named";
 
+/// Why a ring's lap percentiles are not judged between sessions that timed laps two ways.
+const LAPS_TIMED_TWO_WAYS: &str = "laps timed two ways (ask-mode rings recorded before \
+     lap-version 2 timed the replies' passes too)";
+
 /// One figure's sides, before judging.
 struct Input {
     name: String,
@@ -372,6 +376,8 @@ fn inputs(sa: &[Samples], sb: &[Samples], opts: &CompareOptions) -> Vec<Input> {
             .as_ref()
             .is_none_or(|names| names.iter().any(|n| n == name))
     };
+    let lap_versions: std::collections::BTreeSet<u64> =
+        both().filter_map(|s| s.lap_version).collect();
     let mut out = Vec::new();
     for name in keys(both().map(|s| &s.series)) {
         let (a, b) = (series_side(sa, name), series_side(sb, name));
@@ -382,6 +388,12 @@ fn inputs(sa: &[Samples], sb: &[Samples], opts: &CompareOptions) -> Vec<Input> {
             .find_map(|s| s.kinds.get(name.as_str()).cloned())
             .unwrap_or_default();
         let percentile = both().find_map(|s| s.percentiles.get(name.as_str()).cloned());
+        let lap = percentile.as_ref().is_some_and(|(tag, _)| tag == "lap");
+        let unjudged = if lap && lap_versions.len() > 1 {
+            Some(LAPS_TIMED_TWO_WAYS)
+        } else {
+            (!named(name)).then_some(NOT_NAMED)
+        };
         out.push(Input {
             name: name.clone(),
             unit,
@@ -389,7 +401,7 @@ fn inputs(sa: &[Samples], sb: &[Samples], opts: &CompareOptions) -> Vec<Input> {
             a,
             b,
             percentile,
-            unjudged: (!named(name)).then_some(NOT_NAMED),
+            unjudged,
         });
     }
     for name in keys(both().map(|s| &s.single)) {
@@ -632,11 +644,23 @@ fn differences(a: &Session, b: &Session) -> Vec<String> {
         wa.params.keys().chain(wb.params.keys()).collect();
     for key in keys {
         let (x, y) = (wa.params.get(key), wb.params.get(key));
+        // Said below, by what it means: tell's laps carry no version and need none.
+        if key == "lap-version" {
+            continue;
+        }
         if x != y {
             let show =
                 |v: Option<&serde_json::Value>| v.map_or("(unset)".to_owned(), ToString::to_string);
             out.push(format!("parameter {key}: A {} , B {}", show(x), show(y)).replace(" ,", ","));
         }
+    }
+    if let (Some(la), Some(lb)) = (samples::lap_version(wa), samples::lap_version(wb))
+        && la != lb
+    {
+        out.push(format!(
+            "laps timed two ways: A lap-version {la}, B lap-version {lb} (before version 2, \
+             ask mode timed the replies' passes too), so their lap percentiles are not judged"
+        ));
     }
     let (sa, sb) = (&a.meta.sampling, &b.meta.sampling);
     if sa.enabled && sb.enabled && (sa.event != sb.event || sa.frequency_hz != sb.frequency_hz) {
@@ -1134,6 +1158,65 @@ mod tests {
         let c = judge(&a, &b, Some(Better::Higher), &CompareOptions::default());
         let (lo, hi) = c.ci.unwrap();
         assert!(lo > -1.0 && lo <= c.change && c.change <= hi, "{c:?}");
+    }
+
+    #[test]
+    fn lap_percentiles_timed_two_ways_are_shown_unjudged_and_the_rest_judged() {
+        let ring = |dir: &str, p99_ns: u64, seed: u64, params: &[(&str, serde_json::Value)]| {
+            let mut s = session(dir, 1e6, p99_ns, seed);
+            let params = params.iter().map(|(k, v)| ((*k).to_owned(), v.clone()));
+            s.meta.workload = crate::meta::WorkloadInfo::new("ring", params.collect());
+            s
+        };
+        let old_ask = [("mode", "ask".into())];
+        let new_ask = [("mode", "ask".into()), ("lap-version", 2.into())];
+        let tell = [("mode", "tell".into())];
+        let opts = CompareOptions::default();
+
+        let c = compare(
+            &ring("a", 1_000_000, 3, &old_ask),
+            &ring("b", 2_000_000, 4, &new_ask),
+            &opts,
+        );
+        let lap = figure(&c, "lap p99");
+        assert_eq!(lap.change.verdict, Verdict::Unjudged, "{lap:?}");
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.contains("A lap-version 1, B lap-version 2")),
+            "{:?}",
+            c.warnings
+        );
+        assert_eq!(lap.change.reason, Some(LAPS_TIMED_TWO_WAYS));
+        assert_ne!(figure(&c, "messages/s").change.verdict, Verdict::Unjudged);
+
+        // One definition on both sides: not refused (one session a side is then judged
+        // as undecided, needing runs), whatever the mode (tell's laps never
+        // changed, so a tell session without a version times what today's ask does).
+        for (a, b) in [(&old_ask[..], &old_ask[..]), (&new_ask[..], &new_ask[..])] {
+            let c = compare(
+                &ring("a", 1_000_000, 3, a),
+                &ring("b", 2_000_000, 4, b),
+                &opts,
+            );
+            assert_ne!(figure(&c, "lap p99").change.verdict, Verdict::Unjudged);
+            assert!(
+                !c.warnings.iter().any(|w| w.contains("lap")),
+                "{:?}",
+                c.warnings
+            );
+        }
+        let c = compare(
+            &ring("a", 1_000_000, 3, &tell),
+            &ring("b", 2_000_000, 4, &new_ask),
+            &opts,
+        );
+        assert_ne!(figure(&c, "lap p99").change.verdict, Verdict::Unjudged);
+        assert!(
+            !c.warnings.iter().any(|w| w.contains("lap")),
+            "{:?}",
+            c.warnings
+        );
     }
 
     #[test]

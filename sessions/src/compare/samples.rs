@@ -26,11 +26,36 @@ pub(crate) struct Samples<'a> {
     pub(crate) percentiles: HashMap<String, (String, usize)>,
     /// The run's `--duration`, when it was given one, seconds.
     pub(crate) duration_s: Option<f64>,
+    /// What a ring's `lap` histogram timed ([`lap_version`]); `None` for other workloads.
+    pub(crate) lap_version: Option<u64>,
+}
+
+/// The ring's lap definition today, as its `LAP_VERSION` (this crate does not depend on
+/// the workloads'): one value per round of the message forward, in every mode.
+const LAP_VERSION: u64 = 2;
+
+/// What a ring session's `lap` histogram timed: its `lap-version` parameter, else 1 for
+/// an ask-mode ring recorded before there was one (it timed the replies' passes at node 0
+/// too, two values a round); tell mode's laps never changed and carry no version. `None`
+/// for other workloads.
+pub(crate) fn lap_version(workload: &crate::meta::WorkloadInfo) -> Option<u64> {
+    if workload.name != "ring" {
+        return None;
+    }
+    let param = |key: &str| workload.params.get(key);
+    match param("lap-version").and_then(serde_json::Value::as_u64) {
+        Some(version) => Some(version),
+        None if param("mode").and_then(serde_json::Value::as_str) == Some("ask") => Some(1),
+        None => Some(LAP_VERSION),
+    }
 }
 
 impl<'a> Samples<'a> {
     pub(crate) fn of(s: &'a Session) -> Samples<'a> {
-        let mut out = Samples::default();
+        let mut out = Samples {
+            lap_version: lap_version(&s.meta.workload),
+            ..Samples::default()
+        };
         let push = |out: &mut Samples, name: String, unit: &str, better, v: f64, w: f64| {
             out.kinds
                 .entry(name.clone())
@@ -140,11 +165,17 @@ impl<'a> Samples<'a> {
                     .insert(format!("{} {q_name}", tag_name(tag)), v as f64);
             }
         }
+        // The program's own (session.json's), else the rows' peak (older sessions).
         if let Some(peak) = s
-            .rows
-            .iter()
-            .filter_map(|r| r.resources.map(|r| r.peak_rss_bytes.max(r.rss_bytes)))
-            .max()
+            .meta
+            .resources
+            .as_ref()
+            .and_then(|i| i.peak_rss_bytes)
+            .or(s
+                .rows
+                .iter()
+                .filter_map(|r| r.resources.map(|r| r.peak_rss_bytes.max(r.rss_bytes)))
+                .max())
         {
             out.single.insert(
                 "peak RSS".into(),

@@ -706,8 +706,12 @@ pub(crate) mod tests {
     ) {
         use benchtop_sessions::meta::{HostInfo, WorkloadInfo};
         use benchtop_sessions::{Kind, SessionMeta, SessionWriter, Status};
-        let params =
+        let mut params =
             std::collections::BTreeMap::from([("mode".to_owned(), serde_json::Value::from(mode))]);
+        // As today's ask rings say how they time laps (docs/workloads.md).
+        if mode == "ask" {
+            params.insert("lap-version".to_owned(), serde_json::Value::from(2));
+        }
         let meta = SessionMeta::new(
             format!("20261123-12000{}-ring", if mode == "tell" { 0 } else { 9 }),
             WorkloadInfo::new("ring", params),

@@ -14,7 +14,11 @@ use crate::support::{benchtop, succeeded};
 /// Writes a finished ring session of 20 intervals: throughput around `rate` (±1 %), a lap
 /// histogram per interval, and on-CPU stacks where `hot` takes `hot_share` of the samples.
 pub fn session(dir: &Path, mode: &str, rate: f64, hot: &str, hot_share: u64) {
-    let params = BTreeMap::from([("mode".to_owned(), serde_json::Value::from(mode))]);
+    let mut params = BTreeMap::from([("mode".to_owned(), serde_json::Value::from(mode))]);
+    // As today's ask rings say how they time laps (docs/workloads.md).
+    if mode == "ask" {
+        params.insert("lap-version".to_owned(), serde_json::Value::from(2));
+    }
     let meta = SessionMeta::new(
         "s",
         WorkloadInfo::new("ring", params),

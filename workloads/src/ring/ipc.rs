@@ -204,9 +204,13 @@ pub(super) fn run(
         else {
             break true;
         };
-        let now = Instant::now();
-        metrics.lap.record_duration(now - last_pass);
-        last_pass = now;
+        // A lap is the message's full round forward: ask mode's replies, unwinding, are
+        // not timed.
+        if side == Side::Prev {
+            let now = Instant::now();
+            metrics.lap.record_duration(now - last_pass);
+            last_pass = now;
+        }
         let from = match side {
             Side::Prev => format!("from node {last}"),
             Side::Next => "from node 1".to_owned(),

@@ -44,8 +44,9 @@
 //! in flight they only add cross-thread wake-ups, hence the default of 1.
 //!
 //! Metrics: counter `messages` (hops so far: in ask mode asks and replies both hop) and
-//! histogram `lap` (nanoseconds between two passes of the message at node 0, i.e. per
-//! `num_nodes` hops). The stop signal is checked at node 0 on each pass, once per lap.
+//! histogram `lap` (nanoseconds between two forward passes of the message at node 0, i.e.
+//! per `num_nodes` hops: in ask mode the replies' passes as the chain unwinds are not
+//! timed, [`LAP_VERSION`]). The stop signal is checked at node 0 on each pass.
 //!
 //! # Across processes (`--transport ipc`)
 //!
@@ -126,6 +127,13 @@ pub struct RingParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub crash_after: Option<u64>,
 }
+
+/// What the `lap` histogram times, as ask mode's `hello` says under `lap-version`: one
+/// value per full round of the message forward at node 0, in every mode and transport.
+/// Ask-mode sessions recorded before (no `lap-version`, version 1) timed the replies'
+/// passes at node 0 as they unwound too, two values a round; tell mode's laps never
+/// changed, so its parameters carry no version.
+pub const LAP_VERSION: u32 = 2;
 
 /// `--num-nodes` with `--transport ipc` when not given: the original's ipc runs.
 const IPC_DEFAULT_NODES: &str = "20";
@@ -221,8 +229,15 @@ impl RingParams {
     /// The parameters for `hello`, keyed by their command-line names: the serde form. The in-process
     /// default leaves `transport` out (serde skips it), so its `hello` reads as it always
     /// has.
+    ///
+    /// Ask mode adds `lap-version` ([`LAP_VERSION`]): what its `lap` histogram times
+    /// changed, and sessions recorded before have none.
     pub fn params_json(&self) -> BTreeMap<String, serde_json::Value> {
-        crate::params::json_of(self)
+        let mut json = crate::params::json_of(self);
+        if self.mode == RingMode::Ask {
+            json.insert("lap-version".into(), LAP_VERSION.into());
+        }
+        json
     }
 
     /// Hops of a complete run: `num_nodes × num_rounds`, the expected final sum.
@@ -574,12 +589,26 @@ mod tests {
         let json = params.params_json();
         assert_eq!(
             json.keys().collect::<Vec<_>>(),
-            ["mode", "num-nodes", "num-rounds", "runtime-threads"]
+            [
+                "lap-version",
+                "mode",
+                "num-nodes",
+                "num-rounds",
+                "runtime-threads"
+            ]
         );
         assert_eq!(json["mode"], "ask");
-        let via_serde: BTreeMap<String, serde_json::Value> =
+        assert_eq!(json["lap-version"], LAP_VERSION);
+        let mut via_serde: BTreeMap<String, serde_json::Value> =
             serde_json::from_value(serde_json::to_value(&params).unwrap()).unwrap();
+        via_serde.insert("lap-version".into(), LAP_VERSION.into());
         assert_eq!(json, via_serde);
+        // Tell mode's laps never changed: no version.
+        assert!(
+            !RingParams::default()
+                .params_json()
+                .contains_key("lap-version")
+        );
         let back: RingParams =
             serde_json::from_value(serde_json::to_value(&json).unwrap()).unwrap();
         assert_eq!(back, params);

@@ -1,4 +1,5 @@
-//! The ring gives the original's final sum in every mode, on every runtime.
+//! The ring gives the original's final sum in every mode, on every runtime, and times one
+//! lap a round in every mode.
 
 use benchtop_workloads::report::{Metrics, StopSignal};
 use benchtop_workloads::ring::{self, RingMetrics, RingMode, RingParams};
@@ -27,6 +28,10 @@ fn final_sum_is_nodes_times_rounds_for_tell_and_ask_on_any_runtime() {
                 };
                 assert_eq!(outcome.messages, messages, "{params:?}");
                 assert_eq!(metrics.messages.get(), messages, "{params:?}");
+                // A lap is one round forward in both modes: the same count.
+                let mut laps = benchtop_workloads::protocol::new_latency_histogram();
+                metrics.lap.swap(&mut laps);
+                assert_eq!(laps.len(), u64::from(num_rounds), "{params:?}");
             }
         }
     }
