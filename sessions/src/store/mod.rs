@@ -210,9 +210,19 @@ impl Session {
             self.meta.status,
             Status::Crashed | Status::Killed | Status::Stopped | Status::Failed
         );
+        // The kinds the run took, when session.json says (a run cut off before its end
+        // may not): a kind not asked for has no folded file to miss.
+        let asked = self
+            .meta
+            .sampling
+            .profile
+            .parse::<crate::KindSet>()
+            .ok()
+            .filter(|set| !set.is_empty());
         let missing: Vec<Kind> = Kind::ALL
             .into_iter()
             .filter(|k| k.spec().interval_field.is_some() && self.profiles[*k].is_none())
+            .filter(|&k| asked.is_none_or(|set| set.contains(k)))
             .collect();
         if !ended_early || missing.is_empty() {
             return;
