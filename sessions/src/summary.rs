@@ -552,39 +552,24 @@ impl Session {
             }
         }
 
-        if !overview.blocking_frames.is_empty() {
-            writeln!(
-                out,
-                "\nwhere threads blocked (innermost user frame, {})",
+        let blocked = overview.blocking_frames.iter();
+        write_blocked_time(
+            out,
+            &format!(
+                "where threads blocked (innermost user frame, {})",
                 Kind::OffCpu.folded_file()
-            )?;
-            for f in &overview.blocking_frames {
-                let secs = f.weight as f64 / 1e6;
-                writeln!(
-                    out,
-                    "  {:5.1}%  {secs:9.3} s  {}",
-                    f.percent,
-                    Escaped(f.frame)
-                )?;
-            }
-        }
-
-        if !overview.wakers.is_empty() {
-            writeln!(
-                out,
-                "\nwhat woke them (waker thread at its innermost user frame, {})",
+            ),
+            blocked.map(|f| (f.percent, f.weight, f.frame)),
+        )?;
+        let wakers = overview.wakers.iter();
+        write_blocked_time(
+            out,
+            &format!(
+                "what woke them (waker thread at its innermost user frame, {})",
                 Kind::Waits.folded_file()
-            )?;
-            for w in &overview.wakers {
-                let secs = w.weight as f64 / 1e6;
-                writeln!(
-                    out,
-                    "  {:5.1}%  {secs:9.3} s  {}",
-                    w.percent,
-                    Escaped(&w.waker)
-                )?;
-            }
-        }
+            ),
+            wakers.map(|w| (w.percent, w.weight, w.waker.as_str())),
+        )?;
 
         let warnings: Vec<&str> = overview
             .warnings
@@ -759,6 +744,25 @@ fn without_symbols(tree: &StackTree) -> Vec<(&str, u64)> {
     let mut files: Vec<(&str, u64)> = by_file.into_iter().collect();
     files.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     files
+}
+
+/// A section of blocked time (weights in microseconds) under `heading`: each line's
+/// share, seconds and name; nothing when there are no lines.
+fn write_blocked_time<'a>(
+    out: &mut String,
+    heading: &str,
+    lines: impl Iterator<Item = (f64, u64, &'a str)>,
+) -> fmt::Result {
+    let mut lines = lines.peekable();
+    if lines.peek().is_none() {
+        return Ok(());
+    }
+    writeln!(out, "\n{heading}")?;
+    for (percent, weight, name) in lines {
+        let secs = weight as f64 / 1e6;
+        writeln!(out, "  {percent:5.1}%  {secs:9.3} s  {}", Escaped(name))?;
+    }
+    Ok(())
 }
 
 /// The `n` frames that blocked longest: for each off-CPU stack its innermost frame that is

@@ -455,7 +455,7 @@ impl Resolver {
         let raw = Path::new(std::ffi::OsStr::from_bytes(m.filename));
         let proc = self.procs.entry(pid).or_default();
         let file = self.files.id(&procfs::under_root(proc.root(pid), raw));
-        self.procs.entry(pid).or_default().insert_mapping(Mapping {
+        proc.insert_mapping(Mapping {
             start: m.addr,
             end: m.addr.saturating_add(m.len),
             pgoff: m.pgoff,

@@ -15,21 +15,9 @@ fn values<'a>(out: &'a str, key: &'a str) -> impl Iterator<Item = &'a str> + 'a 
         .filter_map(move |l| l.strip_prefix(key)?.strip_prefix('\t'))
 }
 
-#[test]
-fn sampling_as_nobody_gets_user_frames_and_says_why_kernel_frames_are_missing() {
-    // SAFETY: geteuid has no arguments and cannot fail.
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "this test needs root to drop to the unprivileged user nobody (uid/gid 65534) and \
-         sample as it: run the tests as root (CI does)"
-    );
-    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|p| p.trim().parse().ok())
-        .expect("read kernel.perf_event_paranoid");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_profile-fixture"));
-    cmd.args(["sample", "burn", "500", "1"]).current_dir("/");
+/// Runs `cmd` (a `profile-fixture sample`) as nobody: its output, its standard output,
+/// and both outputs with its status for an assertion's message.
+fn run_as_nobody(mut cmd: Command) -> (std::process::Output, String, String) {
     // SAFETY: only async-signal-safe system calls between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
@@ -49,6 +37,26 @@ fn sampling_as_nobody_gets_user_frames_and_says_why_kernel_frames_are_missing() 
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
+    let out = out.into_owned();
+    (output, out, report)
+}
+
+#[test]
+fn sampling_as_nobody_gets_user_frames_and_says_why_kernel_frames_are_missing() {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "this test needs root to drop to the unprivileged user nobody (uid/gid 65534) and \
+         sample as it: run the tests as root (CI does)"
+    );
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|p| p.trim().parse().ok())
+        .expect("read kernel.perf_event_paranoid");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_profile-fixture"));
+    cmd.args(["sample", "burn", "500", "1"]).current_dir("/");
+    let (output, out, report) = run_as_nobody(cmd);
 
     if paranoid >= 3 {
         // Some distributions' kernels refuse unprivileged perf events altogether.
@@ -121,25 +129,7 @@ fn waits_asked_as_nobody_are_left_out_with_the_reason_and_the_rest_is_recorded()
     cmd.args(["sample", "burn", "400", "1"])
         .env("PROFILE_FIXTURE_KINDS", "cpu,waits")
         .current_dir("/");
-    // SAFETY: only async-signal-safe system calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setgroups(0, std::ptr::null()) != 0
-                || libc::setgid(NOBODY) != 0
-                || libc::setuid(NOBODY) != 0
-            {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let output = cmd.output().expect("run profile-fixture sample as nobody");
-    let out = String::from_utf8_lossy(&output.stdout);
-    let report = format!(
-        "profile-fixture sample as nobody: {}\nstdout:\n{out}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let (output, out, report) = run_as_nobody(cmd);
     let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .ok()
         .and_then(|p| p.trim().parse().ok())

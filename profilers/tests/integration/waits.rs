@@ -117,6 +117,27 @@ fn record_waits_with(program: &std::path::Path, args: &[&str], every: u32) -> Pr
     sampler.finish().expect("finish")
 }
 
+/// Records a fixture that measures its own waits: `program ROUNDS FILE`, the waker's
+/// stack taken at one wake-up in `every`; the profile and what the fixture wrote.
+fn record_measured(program: &std::path::Path, rounds: &str, every: u32) -> (Profile, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("waited");
+    let profile = record_waits_with(
+        program,
+        &[rounds, out.to_str().expect("a UTF-8 path")],
+        every,
+    );
+    let told = std::fs::read_to_string(&out).expect("the fixture's own measure");
+    (profile, told)
+}
+
+/// The figure `key` (`a=`, `long=` …) of what a fixture wrote.
+fn told_figure(told: &str, key: &str) -> f64 {
+    told.split_whitespace()
+        .find_map(|f| f.strip_prefix(key)?.parse().ok())
+        .unwrap_or_else(|| panic!("{key} in {told:?}"))
+}
+
 /// The blocked time of the stacks with `blocked` before the waker separator, by the
 /// function after it that each names first among `wakers`.
 fn by_waker(folded: &str, blocked: &str, wakers: &[&str]) -> BTreeMap<String, u64> {
@@ -147,14 +168,8 @@ fn a_condvar_consumers_wait_splits_between_its_producers_stacks_as_they_held_it(
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().expect("tempdir");
     let prog = build_c(dir.path(), "condvar", CONDVAR_C, NO_FP);
-    let out = dir.path().join("waited");
-    let profile = record_waits(&prog, &["40", out.to_str().expect("a UTF-8 path")]);
-    let told = std::fs::read_to_string(&out).expect("the fixture's own measure");
-    let field = |k: &str| -> f64 {
-        told.split_whitespace()
-            .find_map(|f| f.strip_prefix(k)?.parse().ok())
-            .unwrap_or_else(|| panic!("{k} in {told:?}"))
-    };
+    let (profile, told) = record_measured(&prog, "40", 1);
+    let field = |k: &str| told_figure(&told, k);
     let (a_ns, b_ns) = (field("a="), field("b="));
     let expected_a = a_ns / (a_ns + b_ns);
     assert!(
@@ -450,14 +465,8 @@ fn a_mutex_wait_is_attributed_to_the_holders_release_stacks_under_the_locks_addr
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().expect("tempdir");
     let prog = build_c(dir.path(), "mutex", MUTEX_C, NO_FP);
-    let out = dir.path().join("waited");
-    let profile = record_waits(&prog, &["20", out.to_str().expect("a UTF-8 path")]);
-    let told = std::fs::read_to_string(&out).expect("the fixture's own measure");
-    let field = |k: &str| -> f64 {
-        told.split_whitespace()
-            .find_map(|f| f.strip_prefix(k)?.parse().ok())
-            .unwrap_or_else(|| panic!("{k} in {told:?}"))
-    };
+    let (profile, told) = record_measured(&prog, "20", 1);
+    let field = |k: &str| told_figure(&told, k);
     let (long_ns, short_ns) = (field("long="), field("short="));
     let expected = long_ns / (long_ns + short_ns);
 
@@ -637,14 +646,8 @@ fn waker_stacks_taken_one_in_n_stand_for_the_others_and_keep_the_split() {
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().expect("tempdir");
     let prog = build_c(dir.path(), "condvar", CONDVAR_C, NO_FP);
-    let out = dir.path().join("waited");
-    let profile = record_waits_with(&prog, &["60", out.to_str().expect("a UTF-8 path")], 3);
-    let told = std::fs::read_to_string(&out).expect("the fixture's own measure");
-    let field = |k: &str| -> f64 {
-        told.split_whitespace()
-            .find_map(|f| f.strip_prefix(k)?.parse().ok())
-            .unwrap_or_else(|| panic!("{k} in {told:?}"))
-    };
+    let (profile, told) = record_measured(&prog, "60", 3);
+    let field = |k: &str| told_figure(&told, k);
     let (a_ns, b_ns) = (field("a="), field("b="));
     let folded = profile.profiles[Kind::Waits].to_folded();
     let split = by_waker(&folded, "consume", &["producer_a", "producer_b"]);
