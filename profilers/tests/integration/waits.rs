@@ -322,7 +322,9 @@ fn a_sleep_is_woken_by_the_timers_interrupt_not_by_a_thread() {
         .map(|(_, &us)| us)
         .sum::<u64>() as f64;
     // On a quiet machine the CPU-wide event misses most timer wake-ups taken in an idle
-    // CPU's context (a defect not yet found: 1–23 of 25 seen; all 25 with the CPUs busy).
+    // CPU's context: the kernel records nothing CPU-wide on a CPU idling under a task
+    // that has perf events (perf -a misses them alike while `perf stat` watches the
+    // sleeper; see the user guide). All 25 are seen with the CPUs busy.
     // What is seen is the interrupt, never a thread; what is not is under `[woken: not
     // seen]` and said.
     let not_seen = split.get("[none]").copied().unwrap_or(0) as f64;
