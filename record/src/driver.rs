@@ -21,7 +21,7 @@ use benchtop_protocol::{
 use benchtop_sessions::histogram::{HistogramDecoder, Total};
 use benchtop_sessions::meta::{PhaseInfo, WorkloadInfo};
 use benchtop_sessions::store::{SessionWriter, new_session_id, rfc3339};
-use benchtop_sessions::{SessionMeta, Status};
+use benchtop_sessions::{EndedBy, SessionMeta, Status};
 use hdrhistogram::Histogram;
 
 use crate::child::{Process, WorkerExit, WorkerPipes, WorkerProcess, WorkerSpec};
@@ -52,6 +52,8 @@ pub struct RecordOutcome {
     pub dir: PathBuf,
     /// Its final status.
     pub status: Status,
+    /// What ended it, when complete and not ended by the workload itself.
+    pub ended_by: Option<EndedBy>,
     /// The workload's summary lines, as it printed them.
     pub summary: Vec<String>,
     /// The session's warnings, for the user to see at the end.

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use benchtop_sessions::Status;
+use benchtop_sessions::{EndedBy, Status};
 
 use crate::child::WorkerExit;
 use crate::notice::{Failure, StopCause};
@@ -136,6 +136,14 @@ impl Ending {
             Ending::WorkerCrashed(_) | Ending::ProtocolRefused(_) | Ending::RecorderFailure(_) => {
                 Status::Crashed
             }
+        }
+    }
+
+    /// What ended a complete run that the workload did not end itself.
+    pub fn ended_by(&self) -> Option<EndedBy> {
+        match self {
+            Ending::DurationElapsed { .. } => Some(EndedBy::Duration),
+            _ => None,
         }
     }
 

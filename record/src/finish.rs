@@ -65,6 +65,7 @@ impl Run<'_> {
         // How the run ended, with the reason when it did not end well.
         warnings.extend(ending.warnings());
         let status = ending.status();
+        let ended_by = ending.ended_by();
         let exit = self.exit;
         let summary = self.summary.take();
         let lines = summary.as_ref().map(summary_lines).unwrap_or_default();
@@ -75,6 +76,7 @@ impl Run<'_> {
         let resources = self.resources_info();
         // session.json is written once, by finish (or fail) below.
         self.writer.set_meta(|m| {
+            m.ended_by = ended_by;
             m.worker.exit = exit.map(|e| e.to_string());
             // An attached process is not our child: wait4 tells nothing of it.
             m.worker.cpu_time_s = exit.filter(|_| !attached).map(|e| e.cpu_time_s);
@@ -105,6 +107,7 @@ impl Run<'_> {
         Ok(RecordOutcome {
             dir,
             status,
+            ended_by: ended_by.filter(|_| status == Status::Complete),
             summary: lines,
             warnings: all_warnings,
         })

@@ -33,6 +33,10 @@ pub struct SessionMeta {
     pub ended_at: Option<String>,
     /// How the run ended.
     pub status: Status,
+    /// What ended a complete run that the workload did not end itself: `"duration"` when
+    /// `--duration` elapsed. Absent otherwise, and in sessions recorded before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_by: Option<EndedBy>,
     /// Why the recording failed, with [`Status::Failed`]; absent otherwise (and in every
     /// session recorded before failures were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -159,6 +163,11 @@ pub struct OtlpInfo {
 }
 
 impl SessionMeta {
+    /// [`status_words`] of this session: `complete (duration reached)`.
+    pub fn status_words(&self) -> String {
+        status_words(self.status, self.ended_by)
+    }
+
     /// Metadata for a new recording with status [`Status::Running`].
     pub fn new(
         id: impl Into<String>,
@@ -178,6 +187,7 @@ impl SessionMeta {
             started_at: started_at.into(),
             ended_at: None,
             status: Status::Running,
+            ended_by: None,
             failure: None,
             sampling: SamplingInfo::default(),
             worker: WorkerInfo::default(),
@@ -222,6 +232,35 @@ impl std::fmt::Display for Status {
             Status::Killed => "killed",
             Status::Failed => "failed",
         })
+    }
+}
+
+/// What ended a complete run that the workload did not end itself: session.json's
+/// `ended_by`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EndedBy {
+    /// The `--duration` asked for elapsed and the workload stopped when asked.
+    Duration,
+}
+
+impl EndedBy {
+    /// How people read it beside the status: `complete (duration reached)`.
+    pub fn words(self) -> &'static str {
+        match self {
+            EndedBy::Duration => "duration reached",
+        }
+    }
+}
+
+/// A status as people read it, with what ended the run when that was not the workload:
+/// `complete (duration reached)`, `stopped`.
+/// Only a complete run says what ended it (a run that failed as it ended is `failed`).
+pub fn status_words(status: Status, ended_by: Option<EndedBy>) -> String {
+    match ended_by {
+        Some(by) if status == Status::Complete => format!("{status} ({})", by.words()),
+        _ => status.to_string(),
     }
 }
 
@@ -425,5 +464,24 @@ mod tests {
         );
         let back: SessionMeta = serde_json::from_str(&json).unwrap();
         assert_eq!(back, m);
+    }
+
+    #[test]
+    fn a_run_the_duration_ended_reads_complete_duration_reached() {
+        let mut m = meta();
+        m.status = Status::Complete;
+        // Older sessions have no `ended_by`: plain `complete`.
+        let json = serde_json::to_string(&m).unwrap();
+        assert!(!json.contains("ended_by"), "{json}");
+        assert_eq!(m.status_words(), "complete");
+
+        m.ended_by = Some(EndedBy::Duration);
+        let json = serde_json::to_string(&m).unwrap();
+        assert!(json.contains("\"ended_by\":\"duration\""), "{json}");
+        let back: SessionMeta = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.status_words(), "complete (duration reached)");
+        // Only a complete run says what ended it.
+        m.status = Status::Failed;
+        assert_eq!(m.status_words(), "failed");
     }
 }

@@ -6,7 +6,7 @@ use std::fmt::{self, Write as _};
 use std::time::Duration;
 
 use crate::escape::{Escaped, escaped};
-use crate::meta::PeakFrom;
+use crate::meta::{PeakFrom, Status};
 use crate::names::short_names;
 use crate::stacks::{FrameId, NodeId};
 use crate::store::{LATENCY_FILE, THREADS_FILE};
@@ -362,8 +362,21 @@ impl Session {
             // Failure's Display escapes its strings.
             write!(out, ": {failure}")?;
         }
-        if let Some(exit) = &m.worker.exit {
-            write!(out, " (worker: {})", Escaped(exit))?;
+        // `complete (duration reached; worker: exit code 0)`
+        let how: Vec<String> = m
+            .ended_by
+            .filter(|_| m.status == Status::Complete)
+            .map(|by| by.words().to_owned())
+            .into_iter()
+            .chain(
+                m.worker
+                    .exit
+                    .as_ref()
+                    .map(|exit| format!("worker: {}", Escaped(exit))),
+            )
+            .collect();
+        if !how.is_empty() {
+            write!(out, " ({})", how.join("; "))?;
         }
         writeln!(out)?;
         writeln!(out, "started   {}", Escaped(&m.started_at))?;
@@ -388,7 +401,7 @@ impl Session {
                 // No timer drives a memory profile: one page fault in `period` is sampled.
                 write!(
                     out,
-                    "sampling  {} (memory only), one fault in {} ({} a sample): {} samples, {} lost",
+                    "sampling  {} (memory only), one fault in {} ({} a sample): {} samples, {} records lost",
                     Escaped(&s.event),
                     mem.period,
                     human_bytes(mem.period.saturating_mul(mem.page_size)),
@@ -399,14 +412,14 @@ impl Session {
                 // No timer drives an off-CPU profile: every context switch is recorded.
                 write!(
                     out,
-                    "sampling  {} (off-CPU only): {} lost",
+                    "sampling  {} (off-CPU only): {} records lost",
                     Escaped(&s.event),
                     s.lost
                 )?;
             } else {
                 write!(
                     out,
-                    "sampling  {} at {} Hz: {} samples, {} lost, kernel frames {}",
+                    "sampling  {} at {} Hz: {} samples, {} records lost, kernel frames {}",
                     Escaped(&s.event),
                     s.frequency_hz,
                     s.samples,

@@ -257,9 +257,14 @@ pub(crate) fn report(outcome: &RecordOutcome) -> Result<ExitCode> {
     }
     writeln!(
         out,
-        "session: {} ({})",
+        "session: {} ({}{})",
         Escaped(&outcome.dir.to_string_lossy()),
-        outcome.status
+        outcome.status,
+        // `(complete, duration reached)`
+        outcome
+            .ended_by
+            .filter(|_| outcome.status == Status::Complete)
+            .map_or(String::new(), |by| format!(", {}", by.words()))
     )?;
     Ok(match outcome.status {
         Status::Complete | Status::Stopped => ExitCode::SUCCESS,

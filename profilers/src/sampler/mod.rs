@@ -860,13 +860,15 @@ impl Sampler {
         let reduced = warnings[..self.reductions.min(warnings.len())].to_vec();
         warnings.extend(collected.warnings);
         if stats.lost > 0 {
+            // The kernel counts records, not samples: samples, and the mappings, names
+            // and switches written beside them.
             let what = if self.kind.contains(Kind::OffCpu) {
-                "records (samples and switch records)"
+                "samples and switch records"
             } else {
-                "samples"
+                "samples and the records beside them"
             };
             warnings.push(format!(
-                "{} {what} lost: ring buffers overflowed ({} data pages per CPU)",
+                "{} records lost ({what}): ring buffers overflowed ({} data pages per CPU)",
                 stats.lost, self.buffer_pages
             ));
         }
@@ -1136,7 +1138,7 @@ mod tests {
 
     #[test]
     fn sampling_info_has_the_event_and_a_reason_only_when_sampling_was_reduced() {
-        let full = profile(&[], &["5 samples lost", "cannot symbolize /x: gone"]).sampling_info();
+        let full = profile(&[], &["5 records lost", "cannot symbolize /x: gone"]).sampling_info();
         assert!(full.enabled);
         assert_eq!(full.event, "cpu-clock");
         assert_eq!(
@@ -1163,7 +1165,7 @@ mod tests {
                 "kernel frames excluded: …",
                 "ring buffers reduced from 64 to 16 …",
             ],
-            &["5 samples lost"],
+            &["5 records lost"],
         )
         .sampling_info();
         assert!(!reduced.kernel_frames);

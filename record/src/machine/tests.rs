@@ -378,6 +378,11 @@ fn the_duration_and_a_stop_racing_stop_the_worker_once_for_the_first() {
     let ending = sim.exits(exit_code(0)).clone();
     assert!(matches!(ending, Ending::DurationElapsed { .. }));
     assert_eq!(ending.status(), Status::Complete);
+    assert_eq!(
+        ending.ended_by(),
+        Some(benchtop_sessions::EndedBy::Duration)
+    );
+    assert_eq!(Ending::Complete.ended_by(), None);
 }
 
 #[test]

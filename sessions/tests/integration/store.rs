@@ -426,6 +426,23 @@ fn create_unique_refuses_ids_that_are_not_one_directory_name_and_gives_up_after_
 }
 
 #[test]
+fn a_run_the_duration_ended_is_shown_as_complete_duration_reached() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    let mut w = write_complete(&dir);
+    w.set_meta(|m| m.ended_by = Some(benchtop_sessions::EndedBy::Duration));
+    w.finish(Status::Complete, "2024-05-01T12:00:03.250Z".into())
+        .unwrap();
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status_words(), "complete (duration reached)");
+    let text = session.summary_text();
+    assert!(
+        text.contains("status    complete (duration reached; worker: exit code 0)"),
+        "{text}"
+    );
+}
+
+#[test]
 fn the_summary_shows_the_run_its_figures_latency_resources_and_hot_frames() {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("s");
@@ -439,7 +456,7 @@ fn the_summary_shows_the_run_its_figures_latency_resources_and_hot_frames() {
         "host      bench-1, AMD EPYC 7B13, 8 cores, 32.0 GiB RAM, Linux 6.8.0-45-generic",
         "status    complete (worker: exit code 0)",
         "duration  3s 250ms",
-        "sampling  cpu-clock at 999 Hz: 2990 samples, 3 lost, kernel frames off (kernel frames need perf_event_paranoid <= 1)",
+        "sampling  cpu-clock at 999 Hz: 2990 samples, 3 records lost, kernel frames off (kernel frames need perf_event_paranoid <= 1)",
         "  messages/s: 1.25 M msg/s",
         "  time taken: 3.20 s",
         "peak RSS     30.0 MiB",

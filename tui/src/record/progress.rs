@@ -85,7 +85,7 @@ pub fn format_figures(f: &ProgressFigures) -> String {
     }
     if let Some((samples, lost)) = f.samples {
         if lost > 0 {
-            parts.push(format!("{samples} samples ({lost} lost)"));
+            parts.push(format!("{samples} samples ({lost} records lost)"));
         } else {
             parts.push(format!("{samples} samples"));
         }
@@ -122,7 +122,7 @@ mod tests {
         });
         assert_eq!(
             line,
-            "   3.2s  3.10M messages/s  lap p50 1.20 ms p99 2.30 ms  RSS 14.0 MiB  3012 samples (4 lost)"
+            "   3.2s  3.10M messages/s  lap p50 1.20 ms p99 2.30 ms  RSS 14.0 MiB  3012 samples (4 records lost)"
         );
     }
 

@@ -72,7 +72,7 @@ impl Side {
             what: format!("{} {params}", s.meta.workload.name)
                 .trim_end()
                 .to_owned(),
-            status: s.meta.status.to_string(),
+            status: s.meta.status_words(),
         }
     }
 }

@@ -185,6 +185,15 @@ pub fn log_bins(h: &Histogram<u64>) -> Vec<LatencyBin> {
     bins
 }
 
+/// How a chart labels its time axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeAxis {
+    /// Live: `-60s … now`.
+    BeforeNow,
+    /// A recorded session: seconds since its start, `0s … 42s`.
+    SinceStart,
+}
+
 /// The live run: what the recorder told so far.
 #[derive(Debug, Default)]
 pub struct LiveRun {
@@ -198,6 +207,8 @@ pub struct LiveRun {
     pub pid: Option<u32>,
     /// Where the run is.
     pub status: RunStatus,
+    /// What ended it, once finished complete and not by the workload itself.
+    pub ended_by: Option<benchtop_sessions::EndedBy>,
     /// The last status line of the recorder.
     pub status_line: String,
     /// When measured work started (for the elapsed time).
@@ -206,8 +217,13 @@ pub struct LiveRun {
     pub ended_at: Option<Instant>,
     /// The event sampling runs on, and its frequency.
     pub sampling: String,
+    /// Shown from a recorded session (`open`), not live: its charts read times since
+    /// its start, not `-60s … now`, and its rates are the run's mean and peak.
+    pub recorded: bool,
     /// The counter shown as throughput.
     pub throughput_metric: Option<String>,
+    /// Every interval's throughput seen, whatever the window: (sum, count, peak).
+    pub rates_seen: (f64, u64, f64),
     /// Throughput: (seconds since start, per second).
     pub throughput: VecDeque<(f64, f64)>,
     /// The latency metric of the run.
@@ -245,6 +261,10 @@ impl LiveRun {
             .and_then(|m| row.rates.get(m))
         {
             push_bounded(&mut self.throughput, (row.t_s, *rate));
+            let (sum, n, peak) = &mut self.rates_seen;
+            *sum += *rate;
+            *n += 1;
+            *peak = peak.max(*rate);
         }
         let wanted = (!self.latency.metric.is_empty()).then_some(self.latency.metric.as_str());
         if let Some((name, h)) = histograms
@@ -282,11 +302,33 @@ impl LiveRun {
     }
 
     /// How the header names the status: an attached process is detached from, not
-    /// stopped.
+    /// stopped; a run the duration ended is `complete (duration reached)`.
     pub fn status_label(&self) -> String {
         match self.status {
             RunStatus::Stopping if self.attached => "detaching".into(),
+            RunStatus::Finished(status) => benchtop_sessions::status_words(status, self.ended_by),
             _ => self.status.label(),
+        }
+    }
+
+    /// The highest throughput of any interval of the run, whatever the window shows.
+    pub fn peak_rate(&self) -> Option<f64> {
+        (self.rates_seen.1 > 0).then_some(self.rates_seen.2)
+    }
+
+    /// The mean of the intervals' throughput.
+    pub fn mean_rate(&self) -> Option<f64> {
+        let (sum, n, _) = self.rates_seen;
+        (n > 0).then(|| sum / n as f64)
+    }
+
+    /// How charts label time: since the session's start when it was opened, before now
+    /// when live.
+    pub fn time_axis(&self) -> TimeAxis {
+        if self.recorded {
+            TimeAxis::SinceStart
+        } else {
+            TimeAxis::BeforeNow
         }
     }
 
@@ -374,6 +416,21 @@ mod tests {
         latency.add(&decode(&[5_000_000_000]));
         assert_eq!(latency.run.count, 3);
         assert!(latency.run.max >= 4_990_000_000, "{:?}", latency.run);
+    }
+
+    #[test]
+    fn a_run_the_duration_ended_is_labelled_so_and_an_attached_one_detaches() {
+        let mut run = LiveRun {
+            status: RunStatus::Finished(benchtop_sessions::Status::Complete),
+            ended_by: Some(benchtop_sessions::EndedBy::Duration),
+            ..LiveRun::default()
+        };
+        assert_eq!(run.status_label(), "complete (duration reached)");
+        run.ended_by = None;
+        assert_eq!(run.status_label(), "complete");
+        run.status = RunStatus::Stopping;
+        run.attached = true;
+        assert_eq!(run.status_label(), "detaching");
     }
 
     #[test]

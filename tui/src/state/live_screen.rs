@@ -171,7 +171,11 @@ impl State {
             Ok(outcome) => {
                 let status = outcome.status;
                 self.live.run.status = RunStatus::Finished(status);
-                let mut text = format!("the run ended: {status}");
+                self.live.run.ended_by = outcome.ended_by;
+                let mut text = format!(
+                    "the run ended: {}",
+                    benchtop_sessions::status_words(status, outcome.ended_by)
+                );
                 // The last warning says why, when the run did not end well.
                 if let Some(w) = outcome.warnings.last() {
                     text.push_str(&format!(" ({w})"));

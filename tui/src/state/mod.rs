@@ -403,11 +403,19 @@ impl State {
         run.dir = Some(session.dir.clone());
         run.pid = meta.worker.pid;
         run.status = RunStatus::Finished(meta.status);
-        run.status_line = format!("recorded {}, {}", meta.started_at, meta.status);
+        run.ended_by = meta.ended_by;
+        run.status_line = format!("recorded {}, {}", meta.started_at, meta.status_words());
         // Recorded from a command or an attached process (`run -- cmd`, `attach`): its
         // screen shows the process tree's activity, as the live one did.
         run.program = meta.workload.params.contains_key("command");
         let length = session.duration().unwrap_or_default();
+        run.recorded = true;
+        // The whole run in view, on its own time axis.
+        state.window_s = length
+            .as_secs_f64()
+            .ceil()
+            .clamp(WINDOW_RANGE_S.0, WINDOW_RANGE_S.1);
+        let run = &mut state.live.run;
         run.started_at = Some(now.checked_sub(length).unwrap_or(now));
         run.ended_at = Some(now);
         run.sampling = if meta.sampling.enabled {

@@ -1,6 +1,7 @@
 //! A time series as a chart people can read: bars from a zero baseline, a y axis with its
-//! top, middle and zero labelled in the series' unit, and a time axis (`-60s … now`)
-//! under the last seconds of the window. The arithmetic is in [`super::scale`].
+//! top, middle and zero labelled in the series' unit, and a time axis under the last
+//! seconds of the window: `-60s … now` live, seconds since the start (`0s … 42s`) for a
+//! recorded session. The arithmetic is in [`super::scale`].
 
 use std::collections::VecDeque;
 
@@ -9,7 +10,8 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 
-use super::scale::{nice_ceiling, time_columns, time_ticks};
+use super::scale::{nice_ceiling, since_start_ticks, time_columns, time_ticks};
+pub use crate::state::live::TimeAxis;
 
 /// What a series' values are, for its axis labels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,10 +81,12 @@ const EIGHTHS: [&str; 8] = ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "�
 
 /// Draws the last `window_s` seconds of `points` (seconds since start, value) into
 /// `area`: y labels on the left, bars from zero, the time axis on the bottom row (when
-/// the area has two rows or more). Nothing is drawn without points.
+/// the area has two rows or more) labelled as `axis` says. Nothing is drawn without
+/// points.
 pub fn render_series(
     points: &VecDeque<(f64, f64)>,
     window_s: f64,
+    axis_labels: TimeAxis,
     unit: Unit,
     style: Style,
     area: Rect,
@@ -96,6 +100,12 @@ pub fn render_series(
     }
     let axis = area.height >= 2;
     let rows = usize::from(area.height) - usize::from(axis);
+    // A recorded run has nothing before its start: a window longer than the run shows
+    // the run across the whole width.
+    let window_s = match axis_labels {
+        TimeAxis::SinceStart if end_s > 0.0 => window_s.min(end_s),
+        _ => window_s,
+    };
     let start = end_s - window_s;
     let max = points
         .iter()
@@ -152,7 +162,11 @@ pub fn render_series(
         let y = area.bottom() - 1;
         buf.set_string(area.x + label_w as u16, y, "└", dim);
         buf.set_string(plot_x, y, "─".repeat(width), dim);
-        for (col, text) in time_ticks(width, window_s) {
+        let ticks = match axis_labels {
+            TimeAxis::BeforeNow => time_ticks(width, window_s),
+            TimeAxis::SinceStart => since_start_ticks(width, start, end_s),
+        };
+        for (col, text) in ticks {
             buf.set_string(plot_x + col as u16, y, text, dim);
         }
     }
@@ -164,10 +178,20 @@ mod tests {
     use crate::view::tests::text;
 
     fn draw(points: &[(f64, f64)], unit: Unit, width: u16, height: u16) -> String {
+        draw_on(TimeAxis::BeforeNow, points, unit, width, height)
+    }
+
+    fn draw_on(
+        axis: TimeAxis,
+        points: &[(f64, f64)],
+        unit: Unit,
+        width: u16,
+        height: u16,
+    ) -> String {
         let area = Rect::new(0, 0, width, height);
         let mut buf = Buffer::empty(area);
         let series: VecDeque<(f64, f64)> = points.iter().copied().collect();
-        render_series(&series, 60.0, unit, Style::new(), area, &mut buf);
+        render_series(&series, 60.0, axis, unit, Style::new(), area, &mut buf);
         text(&buf)
     }
 
@@ -196,6 +220,25 @@ mod tests {
         insta::assert_snapshot!(draw(&points, Unit::Percent, 30, 3));
         let one = draw(&points, Unit::Percent, 30, 1);
         assert!(one.starts_with("100%│"), "{one}");
+    }
+
+    #[test]
+    fn a_recorded_run_fills_the_width_on_an_axis_of_seconds_since_its_start() {
+        let points = [(1.0, 50.0), (2.0, 100.0), (3.0, 75.0)];
+        let screen = draw_on(TimeAxis::SinceStart, &points, Unit::Percent, 30, 3);
+        let rows: Vec<&str> = screen.lines().collect();
+        assert!(
+            rows[2].contains("└0s") && rows[2].trim_end().ends_with("3s"),
+            "{screen}"
+        );
+        assert!(
+            !screen.contains("now") && !screen.contains("-60s"),
+            "{screen}"
+        );
+        // The first second is before the first interval ends; the rest is drawn.
+        let bars = rows[1].split('│').nth(1).unwrap_or_default();
+        let drawn = bars.chars().filter(|&c| c != ' ').count();
+        assert!(drawn * 3 >= bars.chars().count() * 2, "{screen}");
     }
 
     #[test]

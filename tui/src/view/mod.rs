@@ -678,6 +678,7 @@ pub(crate) mod tests {
         let outcome = crate::record::RecordOutcome {
             dir: "sessions/20261123-120000-ring".into(),
             status: benchtop_sessions::Status::Crashed,
+            ended_by: None,
             summary: Vec::new(),
             warnings: vec!["the worker ended before its summary (signal 9)".into()],
         };

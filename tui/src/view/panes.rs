@@ -1,7 +1,6 @@
 //! The series and numbers panes of the live screen: throughput, latency, resources.
 
 use benchtop_sessions::escape::Escaped;
-use std::collections::VecDeque;
 
 use benchtop_sessions::units::{human_bytes, human_count, human_ns};
 use ratatui::buffer::Buffer;
@@ -29,39 +28,41 @@ pub fn throughput(state: &State, area: Rect, buf: &mut Buffer) {
     }
     let metric = run.throughput_metric.as_deref().unwrap_or("throughput");
     let [head, chart] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
-    let now_text = match run.current_rate() {
-        Some(rate) => format!("{}/s", human_count(rate)),
+    // Live, the last interval's rate; a recorded session's, the run's mean. The peak is
+    // the highest interval of the run, whatever the window shows.
+    let (rate, said) = if run.recorded {
+        (run.mean_rate(), "mean ")
+    } else {
+        (run.current_rate(), "")
+    };
+    let now_text = match rate {
+        Some(rate) => format!("{said}{}/s", human_count(rate)),
+        None if run.recorded => "none recorded".into(),
         None => "waiting for the first interval".into(),
     };
-    let peak = window(&run.throughput, state.window_s)
-        .map(|&(_, r)| r)
-        .fold(0.0f64, f64::max);
-    Paragraph::new(Line::from(vec![
+    let mut spans = vec![
         Span::styled(
             format!("{} ", Escaped(metric)),
             Style::new().add_modifier(Modifier::BOLD),
         ),
         Span::raw(now_text),
-        Span::styled(
+    ];
+    if let Some(peak) = run.peak_rate() {
+        spans.push(Span::styled(
             format!("  peak {}/s", human_count(peak)),
             Style::new().add_modifier(Modifier::DIM),
-        ),
-    ]))
-    .render(head, buf);
+        ));
+    }
+    Paragraph::new(Line::from(spans)).render(head, buf);
     render_series(
         &run.throughput,
         state.window_s,
+        run.time_axis(),
         Unit::Count,
         accent(state, Color::Green),
         chart,
         buf,
     );
-}
-
-/// The points of `series` within the last `window_s` seconds.
-fn window<T>(series: &VecDeque<(f64, T)>, window_s: f64) -> impl Iterator<Item = &(f64, T)> {
-    let last = series.back().map_or(0.0, |&(t, _)| t);
-    series.iter().filter(move |&&(t, _)| t > last - window_s)
 }
 
 /// The latency histogram of the whole run (log-scaled bins) beside its percentiles.
@@ -313,6 +314,7 @@ pub fn resources(state: &State, area: Rect, buf: &mut Buffer) {
     render_series(
         &run.rss,
         state.window_s,
+        run.time_axis(),
         Unit::Bytes,
         accent(state, Color::Magenta),
         chart,
@@ -356,11 +358,5 @@ mod tests {
         assert_eq!(human_count(12_345.0), "12.3 k");
         assert_eq!(human_count(8_200_000.0), "8.20 M");
         assert_eq!(human_count(1.05e9), "1.05 G");
-    }
-
-    #[test]
-    fn the_window_keeps_the_last_seconds_only() {
-        let series: VecDeque<(f64, f64)> = (1..=100).map(|i| (f64::from(i), 1.0)).collect();
-        assert_eq!(window(&series, 10.0).count(), 10);
     }
 }

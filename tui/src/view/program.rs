@@ -36,6 +36,7 @@ pub fn cpu(state: &State, area: Rect, buf: &mut Buffer) {
         render_series(
             series,
             state.window_s,
+            run.time_axis(),
             Unit::Percent,
             accent(state, Color::Green),
             chart,
@@ -61,6 +62,7 @@ pub fn activity(state: &State, area: Rect, buf: &mut Buffer) {
             render_series(
                 &a.switches,
                 state.window_s,
+                state.live.run.time_axis(),
                 Unit::Count,
                 accent(state, Color::Yellow),
                 chart,
@@ -90,6 +92,7 @@ pub fn activity(state: &State, area: Rect, buf: &mut Buffer) {
             render_series(
                 &a.samples,
                 state.window_s,
+                state.live.run.time_axis(),
                 Unit::Count,
                 accent(state, Color::Blue),
                 chart,

@@ -205,6 +205,26 @@ pub fn time_ticks(width: usize, window_s: f64) -> Vec<(usize, String)> {
     ticks
 }
 
+/// The labels of a time axis `width` cells wide from `start_s` to `end_s` seconds since
+/// a recorded run's start: the start at the left, the middle, the end at the right
+/// (`0s`, `21s`, `42s`), as (column, text).
+pub fn since_start_ticks(width: usize, start_s: f64, end_s: f64) -> Vec<(usize, String)> {
+    let mut ticks = Vec::new();
+    let start = seconds(start_s);
+    let middle = seconds((start_s + end_s) / 2.0);
+    let end = seconds(end_s);
+    if width >= start.len() + end.len() + 4 {
+        ticks.push((0, start));
+    }
+    if width >= 24 {
+        ticks.push((width / 2 - middle.len() / 2, middle));
+    }
+    if width > end.len() {
+        ticks.push((width - end.len(), end));
+    }
+    ticks
+}
+
 /// Whole seconds, or minutes once they are whole (`30s`, `2m`, `1h`).
 fn seconds(s: f64) -> String {
     let s = s.round() as u64;
@@ -365,5 +385,21 @@ mod tests {
         assert_eq!(time_ticks(40, 7200.0)[0].1, "-2h");
         assert_eq!(time_ticks(40, 240.0)[0].1, "-4m");
         assert!(time_ticks(2, 60.0).is_empty());
+    }
+
+    #[test]
+    fn a_recorded_run_s_axis_reads_seconds_since_its_start() {
+        assert_eq!(
+            since_start_ticks(40, 0.0, 42.0),
+            [
+                (0, "0s".to_owned()),
+                (19, "21s".to_owned()),
+                (37, "42s".to_owned())
+            ]
+        );
+        // A window on the end of a long run: where it starts, in whole minutes once whole.
+        assert_eq!(since_start_ticks(40, 3540.0, 3600.0)[2].1, "1h");
+        assert_eq!(since_start_ticks(40, 3540.0, 3600.0)[0].1, "59m");
+        assert!(since_start_ticks(2, 0.0, 42.0).is_empty());
     }
 }

@@ -334,7 +334,7 @@ fn ctrl_c_stops_the_worker_and_keeps_a_stopped_session_with_its_summary() {
 fn a_duration_ends_the_run_as_complete() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("timed");
-    let (_, session) = record_ring(
+    let (output, session) = record_ring(
         &dir,
         &[
             "--num-nodes",
@@ -350,6 +350,20 @@ fn a_duration_ends_the_run_as_complete() {
         ],
     );
     assert_eq!(session.meta.status, Status::Complete);
+    // The run did not end by itself: it says what ended it.
+    assert_eq!(
+        session.meta.ended_by,
+        Some(benchtop_sessions::EndedBy::Duration)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("(complete, duration reached)"), "{stdout}");
+    assert!(
+        session
+            .summary_text()
+            .contains("status    complete (duration reached; worker: exit code 0)"),
+        "{}",
+        session.summary_text()
+    );
     assert!(session.rows.len() >= 3);
     assert_eq!(session.meta.sampling.symbols, "names");
     let folded = std::fs::read_to_string(dir.join("cpu.folded")).unwrap();
@@ -493,6 +507,7 @@ while :; do sleep 0.2; done
     assert_eq!(outcome.status, Status::Killed);
     let session = Session::load(&dir).unwrap();
     assert_eq!(session.meta.status, Status::Killed);
+    assert_eq!(session.meta.status_words(), "killed");
     let warnings = session.meta.warnings.join("\n");
     assert!(
         warnings.contains("ignored stop") && warnings.contains("signal 9"),
