@@ -180,6 +180,11 @@ fn create_session(opts: &RecordOptions) -> Result<SessionWriter, RecordError> {
             },
         )?,
     };
+    // The disk that recorders which crashed under the same root still hold for their
+    // last write is freed (this one's is locked, so left alone).
+    if let Some(root) = writer.dir().parent() {
+        benchtop_sessions::store::remove_left_behind(root);
+    }
     Ok(writer)
 }
 

@@ -14,6 +14,9 @@ use crate::cli::{ReapArgs, ReapSignalArg};
 /// Lists the orphans and, unless `--dry-run`, ends them. Fails (exit code 1) when one
 /// could not be ended.
 pub fn reap(args: &ReapArgs) -> Result<ExitCode> {
+    if !args.dry_run {
+        free_reserves(&mut std::io::stdout().lock())?;
+    }
     let orphans: Vec<Orphan> = reaper::find_orphans()
         .context("cannot list processes")?
         .into_iter()
@@ -84,6 +87,25 @@ pub fn reap(args: &ReapArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Deletes the room recorders that were cut off still hold for their last write in the
+/// sessions under the default directory, and says how much it freed.
+fn free_reserves(out: &mut impl Write) -> std::io::Result<()> {
+    let root = std::path::Path::new(crate::record::DEFAULT_SESSIONS_DIR);
+    let freed = benchtop_sessions::store::remove_left_behind(root);
+    if !freed.is_empty() {
+        writeln!(
+            out,
+            "freed {} left in {} session{} of recorders that were cut off ({}/*/{})",
+            human_bytes(freed.iter().map(|(_, bytes)| bytes).sum()),
+            freed.len(),
+            if freed.len() == 1 { "" } else { "s" },
+            Escaped(&root.to_string_lossy()),
+            benchtop_sessions::store::RESERVE_FILE,
+        )?;
+    }
+    Ok(())
 }
 
 /// The orphans, one a line. Every text a process supplies (its command line, the

@@ -48,8 +48,10 @@ pub const PPROF_FILE: &str = "profile.pb.gz";
 /// How many names [`SessionWriter::create_unique`] tries: `id`, then `id-2` to `id-100`.
 pub const MAX_UNIQUE_ATTEMPTS: u32 = 100;
 
+mod reserve;
 mod writer;
 
+pub use reserve::remove_left_behind;
 pub use writer::SessionWriter;
 
 /// Replaces `path` with `bytes` atomically, through its directory's descriptor
@@ -194,7 +196,8 @@ impl Session {
             session.warnings.push(format!(
                 "{RESERVE_FILE} was left behind: the recorder holds that much disk for its \
                  last write of {SESSION_FILE} and frees it at the end, and it was cut off \
-                 first; it holds nothing of the run and can be deleted"
+                 first; it holds nothing of the run, and the next recording under the same \
+                 directory or `benchtop reap` deletes it"
             ));
         }
         Ok(session)

@@ -19,6 +19,8 @@ pub struct SessionWriter {
     /// stacks.jsonl, opened (and its header written) with the first chunk.
     stacks: Option<File>,
     row: Vec<u8>,
+    /// [`RESERVE_FILE`], open with its lock held while the recording goes on.
+    reserve: Option<File>,
 }
 
 impl SessionWriter {
@@ -108,12 +110,14 @@ impl SessionWriter {
             worker_log: None,
             stacks: None,
             row: Vec::new(),
+            reserve: None,
         };
         // The first session.json claims the directory: of two recorders started into it
         // at once, the second is refused here rather than overwriting the first's.
         let json = writer.meta_json()?;
         writer.dir.write_new_atomically(SESSION_FILE, &json)?;
-        writer.reserve_space();
+        let mut writer = writer;
+        writer.reserve = writer.reserve_space();
         Ok(writer)
     }
 
@@ -125,12 +129,15 @@ impl SessionWriter {
     /// Holds [`RESERVE_BYTES`] of the disk in [`RESERVE_FILE`] for the recording's end: a
     /// disk that fills during the run still has room for the last session.json, which
     /// [`SessionWriter::fail`] and [`SessionWriter::finish`] free first. Best effort: on
-    /// a disk already too full for it, the recording goes on without.
-    fn reserve_space(&self) {
+    /// a disk already too full for it, the recording goes on without. The file is kept
+    /// open with its lock held (see [`super::reserve`]): a sweep by the next recorder
+    /// leaves it alone while this one lives.
+    fn reserve_space(&self) -> Option<File> {
         let reserved = self
             .dir
             .create_file(RESERVE_FILE, false)
             .and_then(|mut file| {
+                super::reserve::hold(&file);
                 // Allocated, neither written nor synced (a sync here cost the start-up
                 // 5–15 ms on a busy disk); written and synced where the file system
                 // cannot allocate so.
@@ -143,10 +150,19 @@ impl SessionWriter {
                         .and_then(|()| file.sync_all()),
                 }
                 .map_err(|e| SessionError::io(self.dir.join(RESERVE_FILE), e))
+                .map(|()| file)
             });
         if reserved.is_err() {
             self.dir.remove_quietly(RESERVE_FILE);
         }
+        reserved.ok()
+    }
+
+    /// Frees [`RESERVE_FILE`]'s room: the name removed and the file closed (an open
+    /// file keeps its blocks).
+    fn free_reserve(&mut self) {
+        self.dir.remove_quietly(RESERVE_FILE);
+        self.reserve = None;
     }
 
     /// The metadata as last written.
@@ -328,7 +344,7 @@ impl SessionWriter {
         }
         self.meta.status = status;
         self.meta.ended_at = Some(ended_at);
-        self.dir.remove_quietly(RESERVE_FILE);
+        self.free_reserve();
         self.write_meta()?;
         Ok(self.dir.path().to_owned())
     }
@@ -343,7 +359,7 @@ impl SessionWriter {
     /// writer should not be used for anything else afterwards.
     pub fn fail(&mut self, failure: Failure, ended_at: String) -> Result<(), SessionError> {
         // The room held for this moment.
-        self.dir.remove_quietly(RESERVE_FILE);
+        self.free_reserve();
         let mut meta = self.meta.clone();
         meta.status = Status::Failed;
         meta.failure = Some(failure);
