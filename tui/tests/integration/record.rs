@@ -15,7 +15,8 @@ use benchtop_workloads::protocol::{encode_histogram, new_latency_histogram};
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 
 use crate::support::{
-    benchtop, complete_lines, deny_perf_events, figure, record_run, run_command, wait_until,
+    benchtop, complete_lines, deny_perf_events, figure, record_run, run_command, succeeded,
+    wait_until,
 };
 
 /// `benchtop run ring <args> --quiet --record <dir>`, ready to run.
@@ -307,6 +308,95 @@ fn a_worker_killed_mid_run_leaves_a_crashed_session_with_its_ticks() {
         "{:?}",
         session.meta.warnings
     );
+}
+
+/// The on-CPU samples stacks.jsonl of `dir` holds, and its intervals that hold some.
+fn interval_samples(dir: &Path) -> (u64, usize) {
+    let opts = benchtop_profile::limits::LoadOptions::default();
+    let Ok(Some(stacks)) = benchtop_profile::intervals::IntervalStacks::load(dir, &opts) else {
+        return (0, 0);
+    };
+    let per_interval: Vec<u64> = stacks
+        .intervals
+        .values()
+        .map(|i| i.weights[Kind::Cpu].iter().map(|&(_, _, w)| w).sum())
+        .filter(|&w| w > 0)
+        .collect();
+    (per_interval.iter().sum(), per_interval.len())
+}
+
+#[test]
+fn a_recorder_killed_mid_run_keeps_what_its_intervals_recorded_for_show_and_export() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cut");
+    let mut conductor = benchtop()
+        .args([
+            "run",
+            "ring",
+            "--num-nodes",
+            "1000",
+            "--num-rounds",
+            "100000000",
+        ])
+        .args([
+            "--interval",
+            "100ms",
+            "--duration",
+            "60s",
+            "--quiet",
+            "--record",
+        ])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("three intervals of stacks", Duration::from_secs(60), || {
+        interval_samples(&dir).1 >= 3
+    });
+    // SIGKILL: the recorder writes nothing more, its whole-run files included.
+    conductor.kill().unwrap();
+    conductor.wait().unwrap();
+    let id = Session::load(&dir).unwrap().meta.id;
+    // Its worker outlives it; end it by its session (nothing else is touched).
+    succeeded(benchtop().current_dir(tmp.path()).args([
+        "reap",
+        "--signal",
+        "kill",
+        "--session",
+        &id,
+    ]));
+    assert!(!dir.join("cpu.folded").exists());
+    let (recorded, intervals) = interval_samples(&dir);
+    assert!(intervals >= 3 && recorded > 0, "{recorded} in {intervals}");
+
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Crashed);
+    assert_eq!(
+        session.profiles[Kind::Cpu]
+            .as_ref()
+            .map_or(0, |t| t.total_weight()),
+        recorded,
+        "{:?}",
+        session.warnings
+    );
+    let show =
+        String::from_utf8_lossy(&succeeded(benchtop().arg("show").arg(&dir)).stdout).into_owned();
+    assert!(
+        show.contains("rebuilt from the") && show.contains("status    crashed"),
+        "{show}"
+    );
+    succeeded(
+        benchtop()
+            .arg("export")
+            .arg(&dir)
+            .args(["--format", "pprof"]),
+    );
+    let profile =
+        benchtop_sessions::pprof::decode(&std::fs::read(dir.join("profile.pb.gz")).unwrap())
+            .unwrap();
+    let samples: i64 = profile.sample.iter().map(|s| s.value[0]).sum();
+    assert_eq!(samples as u64, recorded);
 }
 
 #[test]
