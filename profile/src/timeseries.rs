@@ -106,10 +106,16 @@ pub struct Resources {
     /// Resident set size, bytes, summed over the tree's processes (pages shared between
     /// processes count once per process, as in `ps`).
     pub rss_bytes: u64,
-    /// Peak resident set size so far, bytes: the largest tree sum seen at any interval, or
-    /// the largest single process's VmHWM (its own peak between intervals) when that is
-    /// larger. The true peak of the sum between two intervals can be higher.
+    /// Peak resident set size so far, bytes: the largest VmHWM (the kernel's own peak) of
+    /// any one process of the tree, what `/usr/bin/time -v` reports. In rows recorded
+    /// before [`Resources::tree_peak_rss_bytes`] existed, the larger of that and the
+    /// largest tree sum seen.
     pub peak_rss_bytes: u64,
+    /// The largest [`Resources::rss_bytes`] (the tree's sum) of any interval so far, bytes.
+    /// The true peak of the sum between two intervals can be higher. `None` in rows
+    /// recorded before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_peak_rss_bytes: Option<u64>,
     /// Threads of the tree.
     pub threads: u32,
     /// CPU use over the interval, percent of one core (200 = two cores busy), by the

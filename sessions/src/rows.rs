@@ -152,8 +152,12 @@ pub(crate) fn budget_words(bytes: usize) -> String {
 pub struct RowSummary {
     /// Rows read.
     pub rows: usize,
-    /// The largest `peak_rss_bytes` or `rss_bytes` of any row.
+    /// The largest `peak_rss_bytes` of any row (the largest one process reached); in rows
+    /// recorded before the tree's peak was a figure of its own, their `rss_bytes` too.
     pub peak_rss_bytes: Option<u64>,
+    /// The largest `tree_peak_rss_bytes` of any row (the largest the tree's sum was at an
+    /// interval); `None` for rows recorded before it.
+    pub tree_peak_rss_bytes: Option<u64>,
     /// The most threads of any row.
     pub max_threads: Option<u32>,
     /// The most processes of any row.
@@ -221,7 +225,15 @@ impl RowSummary {
         let Some(r) = &row.resources else {
             return;
         };
-        let peak = r.peak_rss_bytes.max(r.rss_bytes);
+        // Older rows mixed the tree's sum into their peak.
+        let peak = match r.tree_peak_rss_bytes {
+            Some(tree) => {
+                self.tree_peak_rss_bytes =
+                    Some(self.tree_peak_rss_bytes.map_or(tree, |p| p.max(tree)));
+                r.peak_rss_bytes
+            }
+            None => r.peak_rss_bytes.max(r.rss_bytes),
+        };
         self.peak_rss_bytes = Some(self.peak_rss_bytes.map_or(peak, |p| p.max(peak)));
         self.max_threads = Some(self.max_threads.map_or(r.threads, |t| t.max(r.threads)));
         self.max_processes = Some(
@@ -246,6 +258,33 @@ impl RowSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_largest_process_and_the_tree_s_sum_peak_apart_and_older_rows_mix_them() {
+        let bytes = b"{\"t_s\":1,\"interval_s\":1,\"resources\":{\"rss_bytes\":300,\"peak_rss_bytes\":200,\"tree_peak_rss_bytes\":300,\"threads\":3,\"cpu_percent\":0,\"cpu_time_s\":0,\"processes\":3}}
+{\"t_s\":2,\"interval_s\":1,\"resources\":{\"rss_bytes\":100,\"peak_rss_bytes\":250,\"tree_peak_rss_bytes\":300,\"threads\":1,\"cpu_percent\":0,\"cpu_time_s\":0,\"processes\":1}}
+";
+        let parse = |bytes: &[u8]| {
+            parse_rows(
+                bytes,
+                Path::new("ts"),
+                &LoadOptions::default(),
+                false,
+                &mut Vec::new(),
+            )
+            .unwrap()
+            .1
+        };
+        let summary = parse(bytes);
+        assert_eq!(summary.peak_rss_bytes, Some(250));
+        assert_eq!(summary.tree_peak_rss_bytes, Some(300));
+        // A row of before: its peak was the larger of the two.
+        let old = b"{\"t_s\":1,\"interval_s\":1,\"resources\":{\"rss_bytes\":300,\"peak_rss_bytes\":200,\"threads\":3,\"cpu_percent\":0,\"cpu_time_s\":0}}
+";
+        let summary = parse(old);
+        assert_eq!(summary.peak_rss_bytes, Some(300));
+        assert_eq!(summary.tree_peak_rss_bytes, None);
+    }
 
     #[test]
     fn json_errors_name_the_line_of_the_file() {

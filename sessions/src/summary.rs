@@ -84,6 +84,9 @@ pub struct Resources {
     pub peak_rss_bytes: Option<u64>,
     /// How the program's own peak was had; `None` for older sessions.
     pub peak_rss_from: Option<PeakFrom>,
+    /// The largest the tree's summed resident size was at an interval; `None` for older
+    /// sessions.
+    pub tree_peak_rss_bytes: Option<u64>,
     /// Most threads at once.
     pub max_threads: Option<u32>,
     /// Most processes at once.
@@ -249,6 +252,7 @@ impl Session {
         let resources = Resources {
             peak_rss_bytes: self.peak_rss_bytes(),
             peak_rss_from: info.and_then(|i| i.peak_rss_bytes.and(i.peak_rss_from)),
+            tree_peak_rss_bytes: self.row_summary.tree_peak_rss_bytes,
             max_threads: r.max_threads,
             max_processes: r.max_processes.filter(|&p| p > 0),
             cpu_time_s: counted
@@ -622,6 +626,17 @@ fn write_resources(r: &Resources, polled_reason: Option<&str>, out: &mut String)
         };
         writeln!(out, "  peak RSS     {}{from}", human_bytes(rss))?;
     }
+    // Of a tree of several processes, the sum is a figure of its own.
+    if let Some(tree) = r
+        .tree_peak_rss_bytes
+        .filter(|_| r.max_processes.is_some_and(|n| n > 1))
+    {
+        writeln!(
+            out,
+            "  tree peak    {} (all processes, polled)",
+            human_bytes(tree)
+        )?;
+    }
     if let Some(threads) = r.max_threads {
         writeln!(out, "  max threads  {threads}")?;
     }
@@ -897,6 +912,29 @@ fn or_unknown(s: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tree_of_processes_has_its_summed_peak_beside_the_largest_process_s() {
+        let mut r = Resources {
+            peak_rss_bytes: Some(1 << 20),
+            peak_rss_from: Some(PeakFrom::Exit),
+            tree_peak_rss_bytes: Some(3 << 20),
+            max_processes: Some(3),
+            ..Resources::default()
+        };
+        let mut out = String::new();
+        write_resources(&r, None, &mut out).unwrap();
+        assert!(
+            out.contains("peak RSS     1.00 MiB (largest process, counted at exit)")
+                && out.contains("tree peak    3.00 MiB (all processes, polled)"),
+            "{out}"
+        );
+        // One process: one figure.
+        r.max_processes = Some(1);
+        let mut out = String::new();
+        write_resources(&r, None, &mut out).unwrap();
+        assert!(!out.contains("tree peak"), "{out}");
+    }
 
     #[test]
     fn the_resources_say_how_they_were_measured() {

@@ -209,7 +209,8 @@ pub struct TreeMonitor {
     exited_ctx: ContextSwitches,
     /// The largest I/O sums seen (they never go down).
     io_total: Option<IoCounters>,
-    peak_rss_bytes: u64,
+    /// The largest tree sum of resident sizes seen since the peak (re)started.
+    tree_peak_bytes: u64,
     /// The largest VmHWM of any one process seen since the peak (re)started.
     largest_peak_bytes: u64,
     names: HashSet<Arc<str>>,
@@ -267,7 +268,7 @@ impl TreeMonitor {
             exited_ticks: 0,
             exited_ctx: ContextSwitches::default(),
             io_total: None,
-            peak_rss_bytes: 0,
+            tree_peak_bytes: 0,
             largest_peak_bytes: 0,
             names: HashSet::new(),
             stat_file: None,
@@ -433,9 +434,12 @@ impl TreeMonitor {
                 .then(a.pid.cmp(&b.pid))
                 .then(a.tid.cmp(&b.tid))
         });
+        // Two figures: the largest one process reached (what `time -v` reports) and the
+        // largest the tree's sum was at an interval.
         self.largest_peak_bytes = self.largest_peak_bytes.max(max_hwm_bytes);
-        self.peak_rss_bytes = self.peak_rss_bytes.max(res.rss_bytes).max(max_hwm_bytes);
-        res.peak_rss_bytes = self.peak_rss_bytes;
+        self.tree_peak_bytes = self.tree_peak_bytes.max(res.rss_bytes);
+        res.peak_rss_bytes = self.largest_peak_bytes;
+        res.tree_peak_rss_bytes = Some(self.tree_peak_bytes);
         // At most every live thread on a CPU of its own: never more than the machine has.
         let cores = if cpu_percent_per_core.is_empty() {
             std::thread::available_parallelism().map_or(1, usize::from)
@@ -521,7 +525,7 @@ impl TreeMonitor {
     /// samples before read its image) is not the program's peak; the samples after read
     /// the program's own VmHWM, which the kernel starts afresh at each exec.
     pub fn restart_peak(&mut self) {
-        self.peak_rss_bytes = 0;
+        self.tree_peak_bytes = 0;
         self.largest_peak_bytes = 0;
     }
 

@@ -174,7 +174,13 @@ impl<'a> Samples<'a> {
             .or(s
                 .rows
                 .iter()
-                .filter_map(|r| r.resources.map(|r| r.peak_rss_bytes.max(r.rss_bytes)))
+                .filter_map(|r| {
+                    r.resources.map(|r| match r.tree_peak_rss_bytes {
+                        Some(_) => r.peak_rss_bytes,
+                        // Older rows mixed the tree's sum into their peak.
+                        None => r.peak_rss_bytes.max(r.rss_bytes),
+                    })
+                })
                 .max())
         {
             out.single.insert(

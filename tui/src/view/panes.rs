@@ -264,14 +264,27 @@ pub fn resources(state: &State, area: Rect, buf: &mut Buffer) {
         return;
     };
     let bold = Style::new().add_modifier(Modifier::BOLD);
-    let mut top = vec![Line::from(vec![
+    // The tree's sum and its peak at an interval (older rows: their mixed peak), and of
+    // several processes the largest one process reached.
+    let tree_peak = r
+        .tree_peak_rss_bytes
+        .unwrap_or(r.peak_rss_bytes)
+        .max(r.rss_bytes);
+    let mut rss = vec![
         Span::styled("RSS ", bold),
         Span::raw(format!(
             "{}  peak {}",
             human_bytes(r.rss_bytes),
-            human_bytes(r.peak_rss_bytes.max(r.rss_bytes))
+            human_bytes(tree_peak)
         )),
-    ])];
+    ];
+    if r.tree_peak_rss_bytes.is_some() && r.processes > 1 {
+        rss.push(Span::styled(
+            format!("  largest proc {}", human_bytes(r.peak_rss_bytes)),
+            Style::new().add_modifier(Modifier::DIM),
+        ));
+    }
+    let mut top = vec![Line::from(rss)];
     if let Some((live, rate)) = run.allocation {
         // Beside RSS: what the worker's allocator holds, and how fast it allocates.
         let mut line = vec![Span::styled("live ", bold), Span::raw(human_bytes(live))];
@@ -358,5 +371,31 @@ mod tests {
         assert_eq!(human_count(12_345.0), "12.3 k");
         assert_eq!(human_count(8_200_000.0), "8.20 M");
         assert_eq!(human_count(1.05e9), "1.05 G");
+    }
+
+    #[test]
+    fn a_tree_s_rss_peaks_beside_its_sum_and_the_largest_process_is_said_apart() {
+        let draw = |r: benchtop_sessions::timeseries::Resources| {
+            let mut state = State::new("ring", "", false);
+            state.live.run.resources = Some(r);
+            let area = Rect::new(0, 0, 60, 4);
+            let mut buf = Buffer::empty(area);
+            resources(&state, area, &mut buf);
+            crate::view::tests::text(&buf)
+        };
+        let mut r = benchtop_sessions::timeseries::Resources::default();
+        (r.rss_bytes, r.processes) = (30 << 20, 3);
+        r.peak_rss_bytes = 12 << 20;
+        r.tree_peak_rss_bytes = Some(40 << 20);
+        let screen = draw(r);
+        assert!(
+            screen.contains("RSS 30.0 MiB  peak 40.0 MiB  largest proc 12.0 MiB"),
+            "{screen}"
+        );
+        // A row of before: one peak, never below the sum.
+        r.tree_peak_rss_bytes = None;
+        let screen = draw(r);
+        assert!(screen.contains("RSS 30.0 MiB  peak 30.0 MiB"), "{screen}");
+        assert!(!screen.contains("largest"), "{screen}");
     }
 }
