@@ -8,7 +8,9 @@ use benchtop_sessions::store::{Session, load_meta};
 use benchtop_sessions::{Kind, StackTree, Status};
 
 use crate::reap::marked_with;
-use crate::support::{figure, record_run, run_command, wait_until};
+use crate::support::{
+    as_nobody, figure, output_within, record_run, root_to, run_command, wait_until,
+};
 use crate::terminal::{Tmux, shell_quote};
 
 #[test]
@@ -318,4 +320,90 @@ fn a_dpdk_echo_stopped_while_it_starts_ends_stopped_not_crashed() {
     wait_until("the DPDK processes to end", Duration::from_secs(10), || {
         marked_with(&id).is_empty()
     });
+}
+
+/// The kernel's count of huge pages in its pool (`HugePages_Total`).
+fn huge_pages_total() -> u64 {
+    let info = std::fs::read_to_string("/proc/meminfo").unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("HugePages_Total:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no HugePages_Total in /proc/meminfo:\n{info}"))
+}
+
+#[test]
+fn without_root_a_dpdk_echo_runs_without_huge_pages_and_what_needs_root_is_refused_first() {
+    use std::os::unix::fs::PermissionsExt as _;
+    if !root_to("to run benchtop as nobody") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // nobody creates its sessions inside.
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let limit = Duration::from_secs(120);
+    let said = |out: &std::process::Output| {
+        format!(
+            "{}\nstdout:\n{}\nstderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+
+    // The echo with --no-huge, its memif socket in the run's own directory, needs no root.
+    let dir = tmp.path().join("no-huge");
+    let args = ["udp-echo", "--backend", "dpdk", "--num-iters", "2000"];
+    let out = output_within(as_nobody(&mut run_command(&dir, &args), tmp.path()), limit);
+    assert!(out.status.success(), "{}", said(&out));
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Complete);
+    assert_eq!(figure(&session, "messages"), 2000.0);
+    let log = std::fs::read_to_string(dir.join("worker.log")).unwrap();
+    assert!(log.contains("dpdk back end (memif, --no-huge)"), "{log}");
+
+    // Huge pages need root: refused before a session or a DPDK process exists, naming
+    // what is missing and the way that works, and the pool left as it was.
+    let pool = huge_pages_total();
+    let dir = tmp.path().join("huge");
+    let args = ["udp-echo", "--backend", "dpdk", "--hugepages", "8"];
+    let out = output_within(as_nobody(&mut run_command(&dir, &args), tmp.path()), limit);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    for words in [
+        "--hugepages 8",
+        "nr_hugepages",
+        "only root",
+        "uid 65534",
+        "--no-huge",
+    ] {
+        assert!(stderr.contains(words), "{words}: {}", said(&out));
+    }
+    assert!(!dir.exists(), "a session was started: {}", said(&out));
+    assert_eq!(huge_pages_total(), pool);
+
+    // A memif socket in a directory nobody may not write: refused the same way.
+    let locked = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(locked.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let socket = locked.path().join("memif.sock");
+    let dir = tmp.path().join("socket");
+    let mut command = run_command(
+        &dir,
+        &[
+            "udp-echo",
+            "--backend",
+            "dpdk",
+            "--memif",
+            socket.to_str().unwrap(),
+        ],
+    );
+    let out = output_within(as_nobody(&mut command, tmp.path()), limit);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(
+        stderr.contains("no permission to create the socket in")
+            && stderr.contains(locked.path().to_str().unwrap()),
+        "{}",
+        said(&out)
+    );
+    assert!(!dir.exists(), "a session was started: {}", said(&out));
 }

@@ -162,6 +162,25 @@ pub(super) fn check(params: &EchoParams) -> Result<(), WorkloadError> {
             "longer than the 107 bytes a Unix socket's path may have",
         );
     }
+    #[cfg(feature = "dpdk")]
+    permissions(params)?;
+    Ok(())
+}
+
+/// What this user may not do, said before the run rather than by a process that ends
+/// during it: reserve huge pages (root only), or create the server's memif socket where
+/// `--memif` puts it. The `--no-huge` echo over a socket in the run's own directory needs
+/// no privilege.
+#[cfg(feature = "dpdk")]
+fn permissions(params: &EchoParams) -> Result<(), WorkloadError> {
+    if let Some(pages) = params.hugepages {
+        hugepages::permitted(pages)?;
+    }
+    if let Some(path) = &params.memif
+        && params.role != Role::Client
+    {
+        socket::may_create(path)?;
+    }
     Ok(())
 }
 

@@ -51,10 +51,9 @@ fn failed(reason: String) -> WorkloadError {
     }
 }
 
-/// Makes `path` the server's: refused when another server listens there, when it is not
-/// a socket, or when its directory cannot be written; a stale socket left by a crashed
-/// server is removed.
-pub(crate) fn claim(path: &Path) -> Result<(), WorkloadError> {
+/// Whether this user may create the socket at `path`: its directory must be writable
+/// and searchable (checked before the run starts, and again by [`claim`]).
+pub(crate) fn may_create(path: &Path) -> Result<(), WorkloadError> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -69,6 +68,14 @@ pub(crate) fn claim(path: &Path) -> Result<(), WorkloadError> {
              directory this user may write)"
         )));
     }
+    Ok(())
+}
+
+/// Makes `path` the server's: refused when another server listens there, when it is not
+/// a socket, or when its directory cannot be written; a stale socket left by a crashed
+/// server is removed.
+pub(crate) fn claim(path: &Path) -> Result<(), WorkloadError> {
+    may_create(path)?;
     match probe(path) {
         Found::Nothing => Ok(()),
         Found::Listening => Err(failed(format!(
