@@ -1,6 +1,7 @@
 //! `udp-echo` recorded end to end: a sweep is one session with a line per point; the
 //! DPDK back end headless and live in a real terminal (tmux).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -245,6 +246,101 @@ fn share_through(tree: &StackTree, matches: impl Fn(&str) -> bool) -> f64 {
         }
     });
     through as f64 / tree.total_weight().max(1) as f64
+}
+
+/// The weight of `tree` in each thread (with `--per-thread`, a stack's second frame is its
+/// thread's name), by name.
+fn weight_by_thread(tree: &StackTree) -> BTreeMap<String, u64> {
+    let mut threads = BTreeMap::new();
+    tree.for_each_stack(|frames, weight| {
+        if let Some(&thread) = frames.get(1) {
+            *threads.entry(tree.name(thread).to_owned()).or_default() += weight;
+        }
+    });
+    threads
+}
+
+/// The time each thread lived, µs, by name (threads.csv's start and end, or when it was
+/// first and last seen).
+fn lifetimes(session: &Session) -> BTreeMap<String, f64> {
+    let mut lived = BTreeMap::new();
+    for t in &session.threads {
+        let span = match (t.start_s, t.end_s) {
+            (Some(start), Some(end)) => end - start,
+            _ => t.last_seen_s - t.first_seen_s,
+        };
+        *lived.entry(t.thread.clone()).or_default() += span * 1e6;
+    }
+    lived
+}
+
+/// A 3 s udp-echo over `backend`, recorded with stacks per thread: the session, and each
+/// thread's blocked time as a share of its life, by name.
+fn blocked_by_thread(dir: &Path, backend: &str) -> (Session, BTreeMap<String, f64>) {
+    let (_, session) = record_run(
+        dir,
+        &[
+            "udp-echo",
+            "--backend",
+            backend,
+            "--duration",
+            "3s",
+            "--interval",
+            "200ms",
+            "--per-thread",
+        ],
+    );
+    assert_eq!(session.meta.status, Status::Complete);
+    assert!(
+        session.meta.sampling.offcpu_stacks,
+        "{:?}",
+        session.meta.sampling
+    );
+    let blocked = weight_by_thread(session.profile(Kind::OffCpu).expect("an off-CPU profile"));
+    let lived = lifetimes(&session);
+    let shares = lived
+        .iter()
+        .map(|(name, &us)| {
+            let share = blocked.get(name).copied().unwrap_or(0) as f64 / us.max(1.0);
+            (name.clone(), share)
+        })
+        .collect();
+    (session, shares)
+}
+
+#[test]
+fn the_off_cpu_profile_of_a_dpdk_echo_shows_its_pollers_never_block() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (session, blocked) = blocked_by_thread(&tmp.path().join("dpdk"), "dpdk");
+    // The pollers ran: most on-CPU samples are theirs.
+    let on_cpu = weight_by_thread(session.profile(Kind::Cpu).expect("an on-CPU profile"));
+    let samples: u64 = on_cpu.values().sum();
+    let pollers = ["bt-echo-server", "bt-echo-client"];
+    for poller in pollers {
+        let share = on_cpu.get(poller).copied().unwrap_or(0) as f64 / samples.max(1) as f64;
+        assert!(
+            share > 0.2,
+            "{poller}: {share} of the on-CPU samples: {on_cpu:?}"
+        );
+    }
+    // The off-CPU profile sees these processes block: their tickers sleep for most of
+    // their lives ...
+    let ticker = blocked.get("benchtop-ticker").copied().unwrap_or(0.0);
+    assert!(
+        ticker > 0.5,
+        "blocked shares of each thread's life: {blocked:?}"
+    );
+    // ... and their pollers not: no more than their set-up's moments (pinning), whatever
+    // the machine's load (preempted time is runnable, not blocked).
+    for poller in pollers {
+        let share = blocked.get(poller).copied().unwrap_or(1.0);
+        assert!(share < 0.05, "{poller}: {blocked:?}");
+    }
+    // The same measure sees a server that blocks between messages: tokio's, in
+    // epoll_wait.
+    let (_, blocked) = blocked_by_thread(&tmp.path().join("tokio"), "tokio");
+    let share = blocked.get("bt-echo-server").copied().unwrap_or(0.0);
+    assert!(share > 0.2, "tokio's server: {blocked:?}");
 }
 
 #[test]
