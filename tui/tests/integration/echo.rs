@@ -237,15 +237,21 @@ fn a_dpdk_echo_runs_live_in_a_terminal_and_quits_leaving_no_dpdk_process() {
     assert!(log.contains("server_messages_echoed: "), "{log}");
 }
 
-/// The share of `tree`'s weight in stacks through a frame that `matches`.
-fn share_through(tree: &StackTree, matches: impl Fn(&str) -> bool) -> f64 {
+/// The share of `tree`'s weight in stacks whose frames' names are `wanted`.
+fn share_of(tree: &StackTree, wanted: impl Fn(&[&str]) -> bool) -> f64 {
     let mut through = 0;
     tree.for_each_stack(|frames, weight| {
-        if frames.iter().any(|&f| matches(tree.name(f))) {
+        let names: Vec<&str> = frames.iter().map(|&f| tree.name(f)).collect();
+        if wanted(&names) {
             through += weight;
         }
     });
     through as f64 / tree.total_weight().max(1) as f64
+}
+
+/// The share of `tree`'s weight in stacks through a frame that `matches`.
+fn share_through(tree: &StackTree, matches: impl Fn(&str) -> bool) -> f64 {
+    share_of(tree, |names| names.iter().any(|&n| matches(n)))
 }
 
 /// The weight of `tree` in each thread (with `--per-thread`, a stack's second frame is its
@@ -276,20 +282,19 @@ fn lifetimes(session: &Session) -> BTreeMap<String, f64> {
 
 /// A 3 s udp-echo over `backend`, recorded with stacks per thread: the session, and each
 /// thread's blocked time as a share of its life, by name.
-fn blocked_by_thread(dir: &Path, backend: &str) -> (Session, BTreeMap<String, f64>) {
-    let (_, session) = record_run(
-        dir,
-        &[
-            "udp-echo",
-            "--backend",
-            backend,
-            "--duration",
-            "3s",
-            "--interval",
-            "200ms",
-            "--per-thread",
-        ],
-    );
+fn blocked_by_thread(dir: &Path, backend: &str, more: &[&str]) -> (Session, BTreeMap<String, f64>) {
+    let mut args = vec![
+        "udp-echo",
+        "--backend",
+        backend,
+        "--duration",
+        "3s",
+        "--interval",
+        "200ms",
+        "--per-thread",
+    ];
+    args.extend(more);
+    let (_, session) = record_run(dir, &args);
     assert_eq!(session.meta.status, Status::Complete);
     assert!(
         session.meta.sampling.offcpu_stacks,
@@ -311,7 +316,10 @@ fn blocked_by_thread(dir: &Path, backend: &str) -> (Session, BTreeMap<String, f6
 #[test]
 fn the_off_cpu_profile_of_a_dpdk_echo_shows_its_pollers_never_block() {
     let tmp = tempfile::tempdir().unwrap();
-    let (session, blocked) = blocked_by_thread(&tmp.path().join("dpdk"), "dpdk");
+    // Frame pointers, as asked: the user's choice of unwinding is kept.
+    let fp = ["--unwind", "fp"];
+    let (session, blocked) = blocked_by_thread(&tmp.path().join("dpdk"), "dpdk", &fp);
+    assert_eq!(session.meta.sampling.unwind, "frame-pointers");
     // The pollers ran: most on-CPU samples are theirs.
     let on_cpu = weight_by_thread(session.profile(Kind::Cpu).expect("an on-CPU profile"));
     let samples: u64 = on_cpu.values().sum();
@@ -338,7 +346,9 @@ fn the_off_cpu_profile_of_a_dpdk_echo_shows_its_pollers_never_block() {
     }
     // The same measure sees a server that blocks between messages: tokio's, in
     // epoll_wait.
-    let (_, blocked) = blocked_by_thread(&tmp.path().join("tokio"), "tokio");
+    let (session, blocked) = blocked_by_thread(&tmp.path().join("tokio"), "tokio", &[]);
+    // A back end all of whose code keeps frame pointers is walked by them alone.
+    assert_eq!(session.meta.sampling.unwind, "frame-pointers");
     let share = blocked.get("bt-echo-server").copied().unwrap_or(0.0);
     assert!(share > 0.2, "tokio's server: {blocked:?}");
 }
@@ -364,12 +374,14 @@ fn the_on_cpu_profile_of_a_dpdk_echo_names_its_receive_and_transmit_bursts() {
         ],
     );
     assert_eq!(session.meta.status, Status::Complete);
+    // DPDK's libraries keep no frame pointers: without --unwind, the DPDK back end is
+    // recorded with `auto` (the other back ends with frame pointers only).
+    assert_eq!(session.meta.sampling.unwind, "auto");
     let cpu = session.profile(Kind::Cpu).expect("an on-CPU profile");
     let names = |wanted: &'static [&'static str]| move |name: &str| wanted.contains(&name);
     // The shim's bursts and DPDK's inline functions under them, by name. Both sides
     // busy-poll receive bursts between messages: a large part of their time (10 % of the
-    // samples when measured beside a loaded suite; samples inside DPDK's memif driver,
-    // built without frame pointers, have no caller and are not counted here).
+    // samples when measured beside a loaded suite).
     let rx = share_through(cpu, names(&["bt_rx_burst", "rte_eth_rx_burst"]));
     let tx = share_through(cpu, names(&["bt_tx_burst", "rte_eth_tx_burst"]));
     assert!(rx > 0.03, "receive bursts: {rx}");
@@ -380,6 +392,29 @@ fn the_on_cpu_profile_of_a_dpdk_echo_names_its_receive_and_transmit_bursts() {
     assert!(
         server > 0.05 && clients > 0.05,
         "server {server}, clients {clients}"
+    );
+    // The memif driver (no frame pointers, no symbols: `librte_net_memif.so.23.0+0x…`)
+    // is walked with its CFI: its samples hang under the bursts that called it and the
+    // loops that called them, all but the few of the driver's set-up and its interrupt
+    // thread (with frame-pointer unwinding, 5 % of them did).
+    let in_driver = |n: &str| n.starts_with("librte_net_memif.so");
+    let driver = share_through(cpu, in_driver);
+    let burst = names(&["rte_eth_rx_burst", "rte_eth_tx_burst"]);
+    let in_loop = |n: &str| {
+        n.ends_with("echo::dpdk::engine::echo") || n.ends_with("echo::dpdk::engine::run_clients")
+    };
+    let reached = share_of(cpu, |stack| {
+        let at = |f: &dyn Fn(&str) -> bool| stack.iter().position(|&n| f(n));
+        // Outermost first: a loop, then a burst, then the driver.
+        matches!(
+            (at(&in_loop), at(&burst), at(&in_driver)),
+            (Some(l), Some(b), Some(d)) if l < b && b < d
+        )
+    });
+    assert!(driver > 0.01, "the memif driver: {driver}");
+    assert!(
+        reached > 0.75 * driver,
+        "of the memif driver's {driver}, {reached} under a burst in a loop"
     );
 }
 
