@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use benchtop_sessions::store::{Session, load_meta};
 use benchtop_sessions::{Kind, StackTree, Status};
 
-use crate::reap::marked_with;
+use crate::reap::marked_by_recording;
 use crate::support::{
     as_nobody, figure, output_within, record_run, root_to, run_command, wait_until,
 };
@@ -198,7 +198,7 @@ fn a_dpdk_echo_runs_live_in_a_terminal_and_quits_leaving_no_dpdk_process() {
     // Both DPDK processes (the clients' worker and its server) run under the session.
     let session = Session::load(&dir).unwrap();
     let id = session.meta.id.clone();
-    let processes = marked_with(&id);
+    let processes = marked_by_recording(&dir, &id);
     assert_eq!(processes.len(), 2, "{processes:?}");
     // Round trips keep counting on the live screen.
     let first = round_trips(&screen).unwrap_or(0.0);
@@ -223,7 +223,7 @@ fn a_dpdk_echo_runs_live_in_a_terminal_and_quits_leaving_no_dpdk_process() {
     assert!(!tmux.alternate_screen(), "the terminal is restored");
     // Neither DPDK process outlives the run.
     wait_until("the DPDK processes to end", Duration::from_secs(10), || {
-        marked_with(&id).is_empty()
+        marked_by_recording(&dir, &id).is_empty()
     });
     let session = Session::load(&dir).unwrap();
     assert_eq!(session.meta.status, Status::Stopped);
@@ -437,7 +437,7 @@ fn a_dpdk_echo_stopped_while_it_starts_ends_stopped_not_crashed() {
         if id.is_empty() {
             id = load_meta(&dir).map(|m| m.id).unwrap_or_default();
         }
-        !id.is_empty() && marked_with(&id).len() >= 2
+        !id.is_empty() && marked_by_recording(&dir, &id).len() >= 2
     });
     // SAFETY: a signal to the benchtop process this test started.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
@@ -449,7 +449,7 @@ fn a_dpdk_echo_stopped_while_it_starts_ends_stopped_not_crashed() {
     let failed = session.meta.warnings.iter().find(|w| w.contains("failed"));
     assert!(failed.is_none(), "{failed:?}");
     wait_until("the DPDK processes to end", Duration::from_secs(10), || {
-        marked_with(&id).is_empty()
+        marked_by_recording(&dir, &id).is_empty()
     });
 }
 
