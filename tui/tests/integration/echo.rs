@@ -538,3 +538,46 @@ fn without_root_a_dpdk_echo_runs_without_huge_pages_and_what_needs_root_is_refus
     );
     assert!(!dir.exists(), "a session was started: {}", said(&out));
 }
+
+#[test]
+fn a_dpdk_echo_on_a_memif_socket_another_server_listens_on_is_refused_before_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let socket = tmp.path().join("memif.sock");
+    // A listener as a memif server makes one: SOCK_SEQPACKET.
+    let listener = {
+        use std::os::fd::FromRawFd as _;
+        let path = socket.to_str().unwrap().as_bytes();
+        // SAFETY (test): a socket bound to a path shorter than sun_path, owned by the
+        // OwnedFd below.
+        unsafe {
+            let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET, 0);
+            assert!(fd >= 0);
+            let mut addr: libc::sockaddr_un = std::mem::zeroed();
+            addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+            for (i, b) in path.iter().enumerate() {
+                addr.sun_path[i] = *b as libc::c_char;
+            }
+            let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+            assert_eq!(libc::bind(fd, (&raw const addr).cast(), len), 0);
+            assert_eq!(libc::listen(fd, 1), 0);
+            std::os::fd::OwnedFd::from_raw_fd(fd)
+        }
+    };
+    let dir = tmp.path().join("refused");
+    let args = [
+        "udp-echo",
+        "--backend",
+        "dpdk",
+        "--memif",
+        socket.to_str().unwrap(),
+    ];
+    let out = output_within(&mut run_command(&dir, &args), Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("is in use: another memif server listens there"),
+        "{stderr}"
+    );
+    assert!(!dir.exists(), "a session was started: {stderr}");
+    drop(listener);
+}

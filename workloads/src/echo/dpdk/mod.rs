@@ -167,10 +167,10 @@ pub(super) fn check(params: &EchoParams) -> Result<(), WorkloadError> {
     Ok(())
 }
 
-/// What this user may not do, said before the run rather than by a process that ends
-/// during it: reserve huge pages (root only), or create the server's memif socket where
-/// `--memif` puts it. The `--no-huge` echo over a socket in the run's own directory needs
-/// no privilege.
+/// What stands in the way, said before the run rather than by a process that ends during
+/// it: huge pages without root (only root may reserve them), a `--memif` socket where
+/// this user may not create it, or one another server listens on. The `--no-huge` echo
+/// over a socket in the run's own directory needs no privilege.
 #[cfg(feature = "dpdk")]
 fn permissions(params: &EchoParams) -> Result<(), WorkloadError> {
     if let Some(pages) = params.hugepages {
@@ -179,7 +179,7 @@ fn permissions(params: &EchoParams) -> Result<(), WorkloadError> {
     if let Some(path) = &params.memif
         && params.role != Role::Client
     {
-        socket::may_create(path)?;
+        socket::may_claim(path)?;
     }
     Ok(())
 }

@@ -71,24 +71,33 @@ pub(crate) fn may_create(path: &Path) -> Result<(), WorkloadError> {
     Ok(())
 }
 
-/// Makes `path` the server's: refused when another server listens there, when it is not
-/// a socket, or when its directory cannot be written; a stale socket left by a crashed
-/// server is removed.
-pub(crate) fn claim(path: &Path) -> Result<(), WorkloadError> {
+/// Whether a server may listen at `path`: refused when another server listens there,
+/// when it is not a socket, or when its directory cannot be written (checked before the
+/// run starts, and again by [`claim`]). A stale socket is no obstacle.
+pub(crate) fn may_claim(path: &Path) -> Result<(), WorkloadError> {
     may_create(path)?;
     match probe(path) {
-        Found::Nothing => Ok(()),
+        Found::Nothing | Found::Stale => Ok(()),
         Found::Listening => Err(failed(format!(
             "{path:?} is in use: another memif server listens there (end it, or give \
              another --memif PATH)"
         ))),
-        Found::Stale => std::fs::remove_file(path)
-            .map_err(|e| failed(format!("removing the stale socket {path:?}: {e}"))),
         Found::NotASocket => Err(failed(format!(
             "{path:?} exists and is not a socket: give --memif a path that is free"
         ))),
         Found::Denied(e) => Err(failed(format!("{path:?}: {e}"))),
     }
+}
+
+/// Makes `path` the server's: refused as [`may_claim`] refuses; a stale socket left by a
+/// crashed server is removed.
+pub(crate) fn claim(path: &Path) -> Result<(), WorkloadError> {
+    may_claim(path)?;
+    if matches!(probe(path), Found::Stale) {
+        std::fs::remove_file(path)
+            .map_err(|e| failed(format!("removing the stale socket {path:?}: {e}")))?;
+    }
+    Ok(())
 }
 
 /// Waits until a server listens at `path`, checking `abort` every few milliseconds (an
