@@ -163,7 +163,7 @@ pub(super) fn check(params: &EchoParams) -> Result<(), WorkloadError> {
         );
     }
     #[cfg(feature = "dpdk")]
-    permissions(params)?;
+    obstacles(params)?;
     Ok(())
 }
 
@@ -172,7 +172,7 @@ pub(super) fn check(params: &EchoParams) -> Result<(), WorkloadError> {
 /// this user may not create it, or one another server listens on. The `--no-huge` echo
 /// over a socket in the run's own directory needs no privilege.
 #[cfg(feature = "dpdk")]
-fn permissions(params: &EchoParams) -> Result<(), WorkloadError> {
+fn obstacles(params: &EchoParams) -> Result<(), WorkloadError> {
     if let Some(pages) = params.hugepages {
         hugepages::permitted(pages)?;
     }
