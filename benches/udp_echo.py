@@ -13,13 +13,15 @@ the last and first CPU as the poll and dpdk sides are, and the tables end with d
 and 1-client messages/s against poll's (the goal: a lower p50 and more messages/s).
 
 Each round runs every configuration back to back (interleaved); the table gives medians
-over rounds. Each latency row also gives the CPU its run cost, in cores (user + system
+over rounds, each beside its spread (the lowest and highest round, `[min–max]`): where two
+rows' spreads overlap, their medians' order is not a finding. Each latency row also gives the CPU its run cost, in cores (user + system
 time of the whole process tree over the run's wall time: a busy-polling side is a core). The machine is shared and noisy: compare within a run, not across runs.
 Every benchtop run is `benchtop run udp-echo … --profile none` (no sampling): the
 workload's own figures, as session.json records them.
 
-Usage: benches/udp_echo.py [--rounds N] [--seconds S] [--dpdk]
-Needs: a release build (built on first use) and sockperf (installed with apt-get when
+Usage: benches/udp_echo.py [--rounds N] [--seconds S] [--dpdk] [--benchtop PATH]
+Needs: a release build (built on first use; `--benchtop PATH` runs that binary instead and
+builds nothing, for a smoke run of the script, not for figures) and sockperf (installed with apt-get when
 missing, which needs root); with --dpdk, a build with DPDK (the default `dpdk` feature:
 libdpdk-dev and pkg-config, as scripts/test installs them).
 """
@@ -68,6 +70,12 @@ def benchtop(args, tmp, tag):
     return figures
 
 
+def spread(values, digits):
+    """The lowest and highest of `values`: `[min–max]`, with `digits` decimals and thousands
+    separated."""
+    return f"[{min(values):,.{digits}f}–{max(values):,.{digits}f}]"
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -111,9 +119,15 @@ def main():
     ap.add_argument("--seconds", type=int, default=3, help="length of each latency run and each throughput point")
     ap.add_argument("--dpdk", action="store_true",
                     help="add --backend dpdk (net_memif between two processes) and pin sockperf's sides")
+    ap.add_argument("--benchtop", metavar="PATH",
+                    help="run this benchtop binary and build nothing (a smoke run of the script)")
     args = ap.parse_args()
     backends = BACKENDS + (["dpdk"] if args.dpdk else [])
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "benchtop"], cwd=ROOT, check=True)
+    global BENCHTOP
+    if args.benchtop:
+        BENCHTOP = os.path.abspath(args.benchtop)
+    else:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "benchtop"], cwd=ROOT, check=True)
     if shutil.which("sockperf") is None:
         print("sockperf is missing: installing it (apt-get install -y sockperf)", file=sys.stderr)
         subprocess.run(["apt-get", "install", "-y", "-qq", "sockperf"], check=True,
@@ -149,20 +163,23 @@ def main():
     med = statistics.median
     ref = med(p50["sockperf"])
     print(f"\n64 B UDP closed loop on loopback, one client: round trip in µs "
-          f"(medians of {args.rounds} interleaved rounds of {s})\n")
-    print(f"{'configuration':<28}{'p50':>10}{'p99':>10}{'p50 / sockperf':>16}{'CPU (cores)':>13}")
+          f"(medians of {args.rounds} interleaved rounds of {s}, [lowest–highest round])\n")
+    print(f"{'configuration':<28}{'p50':>26}{'p99':>30}{'p50 / sockperf':>16}{'CPU (cores)':>20}")
     for key in backends + ["sockperf"]:
         label = "sockperf ping-pong" if key == "sockperf" else f"udp-echo --backend {key}"
-        print(f"{label:<28}{med(p50[key]):>10.1f}{med(p99[key]):>10.1f}{med(p50[key]) / ref:>15.2f}x"
-              f"{med(cores[key]):>13.2f}")
+        lat = [f"{med(v[key]):,.1f} {spread(v[key], 1)}" for v in (p50, p99)]
+        cpu = f"{med(cores[key]):.2f} {spread(cores[key], 2)}"
+        print(f"{label:<28}{lat[0]:>26}{lat[1]:>30}{med(p50[key]) / ref:>15.2f}x{cpu:>20}")
     best = min(backends, key=lambda k: med(p50[k]))
     print(f"\nbest back end: {best}, p50 {med(p50[best]) / ref:.2f}x sockperf's (goal: at most 1.2x)")
 
-    print(f"\n1 KiB UDP, --mode throughput: messages/s (MB/s), medians of {args.rounds} rounds\n")
-    print(f"{'back end':<12}" + "".join(f"{f'{n} client' + ('s' if n > 1 else ''):>22}" for n in CLIENTS))
+    print(f"\n1 KiB UDP, --mode throughput: messages/s [lowest–highest round] (MB/s), medians of "
+          f"{args.rounds} rounds\n")
+    print(f"{'back end':<12}" + "".join(f"{f'{n} client' + ('s' if n > 1 else ''):>40}" for n in CLIENTS))
     for backend in backends:
-        cells = "".join(f"{f'{med(mps[(backend, n)]):,.0f} ({med(mbs[(backend, n)]):.1f})':>22}"
-                        for n in CLIENTS)
+        cells = "".join(
+            f"{f'{med(mps[(backend, n)]):,.0f} {spread(mps[(backend, n)], 0)} ({med(mbs[(backend, n)]):.1f})':>40}"
+            for n in CLIENTS)
         print(f"{backend:<12}{cells}")
     if args.dpdk:
         lat = med(p50["dpdk"]) / med(p50["poll"])

@@ -33,6 +33,10 @@ fn compile_dpdk_shim() -> Result<(), Box<dyn std::error::Error>> {
         .includes(&dpdk.include_paths)
         // DPDK's headers use SSE4.2 intrinsics on x86, as DPDK itself is built.
         .flag_if_supported("-msse4.2")
+        // Frame pointers in every build, as the Rust code keeps them
+        // (.cargo/config.toml): a release build would omit them, and a frame-pointer walk
+        // from a sample in a burst would skip its caller.
+        .force_frame_pointer(true)
         .warnings(true);
     for (name, value) in &dpdk.defines {
         shim.define(name, value.as_deref());

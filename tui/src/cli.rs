@@ -650,7 +650,9 @@ pub struct RecordArgs {
     /// short in code built without them), `dwarf` unwinds a copy of each sample's stack
     /// with each module's .eh_frame, `auto` picks per module (frame pointers where kept,
     /// .eh_frame elsewhere) and copies stacks like `dwarf` [default: auto; fp for the
-    /// built-in workloads, which keep frame pointers, unless --profile is mem or all]. Compare sessions unwound the same way.
+    /// built-in workloads, which keep frame pointers, unless --profile is mem or all or
+    /// udp-echo runs on DPDK's libraries, --backend dpdk]. Compare sessions unwound the
+    /// same way.
     #[arg(long, global = true, value_enum)]
     pub unwind: Option<Unwind>,
     /// Bytes of user stack copied with each sample by `--unwind auto|dwarf` (perf's

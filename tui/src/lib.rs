@@ -210,6 +210,7 @@ pub(crate) fn workload_options(workload: Workload, record: &RecordArgs) -> Resul
     workload
         .validate()
         .with_context(|| format!("bad parameters for `{}`", workload.name()))?;
+    let frame_pointers = workload.keeps_frame_pointers();
     let program = benchtop_exe()?;
     let mut args: Vec<std::ffi::OsString> = vec!["worker".into()];
     args.extend(workload.to_args().into_iter().map(Into::into));
@@ -226,8 +227,13 @@ pub(crate) fn workload_options(workload: Workload, record: &RecordArgs) -> Resul
     // Our own workers keep frame pointers (.cargo/config.toml): the cheapest recording,
     // unless --unwind asks for another. Not for memory profiles: page faults are mostly
     // taken inside the C library (malloc, memset, memcpy), which keeps none, so its
-    // callers would be lost; `auto` unwinds the library with its CFI.
-    if record.unwind.is_none() && !opts.sampler.kind.contains(benchtop_sessions::Kind::Mem) {
+    // callers would be lost; `auto` unwinds the library with its CFI. Nor for a workload
+    // that runs a library built without them (udp-echo over the system's DPDK): `auto`
+    // walks those frames with their CFI and the rest with frame pointers.
+    if record.unwind.is_none()
+        && frame_pointers
+        && !opts.sampler.kind.contains(benchtop_sessions::Kind::Mem)
+    {
         opts.sampler.unwind = benchtop_profilers::UnwindMode::FramePointers;
     }
     Ok(opts)

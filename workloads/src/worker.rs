@@ -86,6 +86,17 @@ impl Workload {
         matches!(self, Workload::IpcNode(_))
     }
 
+    /// Whether every frame of this workload keeps frame pointers, so that the kernel's
+    /// frame-pointer callchain walks its stacks whole. benchtop's own code does (the
+    /// workspace builds with them); udp-echo over DPDK does not: its poll-mode drivers and
+    /// libraries are the system's DPDK (Debian's is built without them).
+    pub fn keeps_frame_pointers(&self) -> bool {
+        match self {
+            Workload::UdpEcho(params) => params.backend != crate::echo::Backend::Dpdk,
+            _ => true,
+        }
+    }
+
     /// Checks what clap cannot: combinations of parameters (e.g. `--crash-after` without
     /// `--transport ipc`). [`run_worker`] checks too, before `hello`; a conductor can
     /// call this first to refuse a bad command line at once.
@@ -238,6 +249,23 @@ mod tests {
         let cli = Cli::try_parse_from(std::iter::once("worker".to_owned()).chain(args)).unwrap();
         assert_eq!(cli.workload, workload);
         assert_eq!(workload.params_json()["num-nodes"], 3);
+    }
+
+    #[test]
+    fn only_the_dpdk_echo_runs_code_without_frame_pointers() {
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("worker").chain(args.iter().copied()))
+                .unwrap()
+                .workload
+        };
+        assert!(!parse(&["udp-echo", "--backend", "dpdk"]).keeps_frame_pointers());
+        for args in [
+            &["udp-echo", "--backend", "poll"][..],
+            &["udp-echo"],
+            &["ring"],
+        ] {
+            assert!(parse(args).keeps_frame_pointers(), "{args:?}");
+        }
     }
 
     #[test]

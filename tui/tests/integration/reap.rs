@@ -82,6 +82,26 @@ fn reap_lists_in_a_dry_run_then_ends_the_sessions_orphans() {
 
 /// Pids of the live processes whose environment names `session` (zombies excluded).
 pub(crate) fn marked_with(session: &str) -> Vec<u32> {
+    marked(|_, s| s == Some(session))
+}
+
+/// Pids of the live processes of the recording into `dir`, whose session is `session`:
+/// marked with it, and owned by a recorder whose command line names `dir` (sessions
+/// started in the same second share an id) or by one that is gone (left behind).
+pub(crate) fn marked_by_recording(dir: &std::path::Path, session: &str) -> Vec<u32> {
+    let dir = dir.as_os_str().as_encoded_bytes();
+    marked(|owner, s| {
+        let gone = benchtop_profilers::process_start_ticks(owner.pid) != Some(owner.start_ticks);
+        let recording_dir = || {
+            std::fs::read(format!("/proc/{}/cmdline", owner.pid))
+                .is_ok_and(|cmdline| cmdline.split(|&b| b == 0).any(|arg| arg == dir))
+        };
+        s == Some(session) && (gone || recording_dir())
+    })
+}
+
+/// Pids of the live processes whose owner marker `ours` accepts (zombies excluded).
+fn marked(ours: impl Fn(&benchtop_profilers::reaper::Owner, Option<&str>) -> bool) -> Vec<u32> {
     let mut pids = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Some(pid) = entry
@@ -99,9 +119,9 @@ pub(crate) fn marked_with(session: &str) -> Vec<u32> {
                 .is_some_and(|(_, rest)| !rest.starts_with('Z'))
         });
         // The reaper's own reading of the marker.
-        let ours = benchtop_profilers::reaper::parse_marker(&environ)
-            .is_some_and(|(_, s)| s.as_deref() == Some(session));
-        if live && ours {
+        let marked = benchtop_profilers::reaper::parse_marker(&environ)
+            .is_some_and(|(owner, s)| ours(&owner, s.as_deref()));
+        if live && marked {
             pids.push(pid);
         }
     }

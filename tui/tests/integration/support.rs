@@ -132,3 +132,71 @@ pub fn complete_lines(path: &Path) -> usize {
         .map(|text| text.matches('\n').count())
         .unwrap_or(0)
 }
+
+/// The unprivileged user the tests run benchtop as (uid and gid 65534, on every system).
+pub const NOBODY: u32 = 65534;
+
+/// Whether a test that runs benchtop as another user can run: it needs root to switch.
+/// Without root the test fails naming what it needs, unless `BENCHTOP_TESTS_WITHOUT_ROOT`
+/// opts out (then false: the caller returns).
+pub fn root_to(purpose: &str) -> bool {
+    // SAFETY: geteuid(2) cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root && std::env::var_os("BENCHTOP_TESTS_WITHOUT_ROOT").is_some() {
+        return false;
+    }
+    assert!(
+        root,
+        "this test needs root ({purpose}); BENCHTOP_TESTS_WITHOUT_ROOT=1 opts out"
+    );
+    true
+}
+
+/// Makes `command` run as [`NOBODY`], with no supplementary groups, `HOME` at `home`, and
+/// no `XDG_RUNTIME_DIR` of root's (nobody could not write to it).
+pub fn as_nobody<'a>(command: &'a mut Command, home: &Path) -> &'a mut Command {
+    command
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .env("HOME", home)
+        .env_remove("XDG_RUNTIME_DIR")
+}
+
+/// Runs `command` to its end and returns its output, failing the test (after killing it
+/// and what it started in its process group) when it is still running after `limit`.
+pub fn output_within(command: &mut Command, limit: Duration) -> Output {
+    let out = tempfile::tempfile().unwrap();
+    let err = tempfile::tempfile().unwrap();
+    let mut child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(out.try_clone().unwrap())
+        .stderr(err.try_clone().unwrap())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > limit {
+            // SAFETY: kill(2) of the process group this function made for the child.
+            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+            let _ = child.wait();
+            panic!("{command:?} still running after {limit:?}: it hangs");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let read = |mut file: std::fs::File| {
+        use std::io::{Read, Seek};
+        let mut bytes = Vec::new();
+        file.rewind().unwrap();
+        file.read_to_end(&mut bytes).unwrap();
+        bytes
+    };
+    Output {
+        status,
+        stdout: read(out),
+        stderr: read(err),
+    }
+}

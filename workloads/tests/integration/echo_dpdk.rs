@@ -162,8 +162,28 @@ fn both_dpdk_processes_carry_the_owner_marker_and_end_with_a_killed_worker() {
     // The worker (the clients' EAL) and its server process (the server's EAL).
     let processes = marked(&session);
     assert_eq!(processes.len(), 2, "{processes:?}");
+    // The run's directory under the temporary directory, with its memif socket.
+    let prefix = format!("benchtop-udp-echo-{}-", worker.pid());
+    let run_dirs = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .map(|e| e.path())
+            .collect()
+    };
+    let left = run_dirs();
+    assert_eq!(left.len(), 1, "{left:?}");
     // SAFETY (test): a process this test started.
     assert_eq!(unsafe { libc::kill(worker.pid() as i32, libc::SIGKILL) }, 0);
     assert!(!worker.wait(Duration::from_secs(10)).status.success());
     assert_all_gone(&session, Duration::from_secs(5));
+    // Killed, the worker could not remove its directory; the next DPDK echo does.
+    assert!(left[0].join("memif.sock").exists(), "{left:?}");
+    let next = FixtureWorker::start(
+        &["udp-echo", "--backend", "dpdk", "--num-iters", "100"],
+        Reports::Fd3,
+    );
+    next.wait(Duration::from_secs(120)).assert_success();
+    assert!(run_dirs().is_empty(), "{:?}", run_dirs());
 }

@@ -35,6 +35,24 @@ fn write_pool(pages: u64) -> Result<(), WorkloadError> {
     })
 }
 
+/// Whether this process may add `pages` to the pool: only root may (the pool is a file
+/// of root's, mode 0644), and a user without root is told so before anything starts.
+pub(crate) fn permitted(pages: u32) -> Result<(), WorkloadError> {
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    if euid == 0 {
+        return Ok(());
+    }
+    Err(WorkloadError::Dpdk {
+        step: "reserving huge pages",
+        reason: format!(
+            "--hugepages {pages} adds pages to the kernel's pool ({POOL}), which only root \
+             may change, and this is uid {euid}: run as root, or without --hugepages (the \
+             echo then runs with --no-huge, which needs no root)"
+        ),
+    })
+}
+
 /// Huge pages added to the pool: taken out again when dropped.
 #[derive(Debug)]
 pub(crate) struct Reservation {
@@ -44,16 +62,7 @@ pub(crate) struct Reservation {
 impl Reservation {
     /// Adds `pages` to the pool, or says why not (not root; the kernel found fewer).
     pub(crate) fn take(pages: u32) -> Result<Reservation, WorkloadError> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            return Err(WorkloadError::Dpdk {
-                step: "reserving huge pages",
-                reason: format!(
-                    "--hugepages {pages} changes {POOL}, which needs root; run without \
-                     --hugepages (--no-huge) or as root"
-                ),
-            });
-        }
+        permitted(pages)?;
         let pages = u64::from(pages);
         let before = read_pool()?;
         write_pool(before + pages)?;

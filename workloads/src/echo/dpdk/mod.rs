@@ -162,6 +162,25 @@ pub(super) fn check(params: &EchoParams) -> Result<(), WorkloadError> {
             "longer than the 107 bytes a Unix socket's path may have",
         );
     }
+    #[cfg(feature = "dpdk")]
+    obstacles(params)?;
+    Ok(())
+}
+
+/// What stands in the way, said before the run rather than by a process that ends during
+/// it: huge pages without root (only root may reserve them), a `--memif` socket where
+/// this user may not create it, or one another server listens on. The `--no-huge` echo
+/// over a socket in the run's own directory needs no privilege.
+#[cfg(feature = "dpdk")]
+fn obstacles(params: &EchoParams) -> Result<(), WorkloadError> {
+    if let Some(pages) = params.hugepages {
+        hugepages::permitted(pages)?;
+    }
+    if let Some(path) = &params.memif
+        && params.role != Role::Client
+    {
+        socket::may_claim(path)?;
+    }
     Ok(())
 }
 

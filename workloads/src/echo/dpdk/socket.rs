@@ -51,10 +51,9 @@ fn failed(reason: String) -> WorkloadError {
     }
 }
 
-/// Makes `path` the server's: refused when another server listens there, when it is not
-/// a socket, or when its directory cannot be written; a stale socket left by a crashed
-/// server is removed.
-pub(crate) fn claim(path: &Path) -> Result<(), WorkloadError> {
+/// Whether this user may create the socket at `path`: its directory must be writable
+/// and searchable (checked before the run starts, and again by [`claim`]).
+pub(crate) fn may_create(path: &Path) -> Result<(), WorkloadError> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -69,19 +68,36 @@ pub(crate) fn claim(path: &Path) -> Result<(), WorkloadError> {
              directory this user may write)"
         )));
     }
+    Ok(())
+}
+
+/// Whether a server may listen at `path`: refused when another server listens there,
+/// when it is not a socket, or when its directory cannot be written (checked before the
+/// run starts, and again by [`claim`]). A stale socket is no obstacle.
+pub(crate) fn may_claim(path: &Path) -> Result<(), WorkloadError> {
+    may_create(path)?;
     match probe(path) {
-        Found::Nothing => Ok(()),
+        Found::Nothing | Found::Stale => Ok(()),
         Found::Listening => Err(failed(format!(
             "{path:?} is in use: another memif server listens there (end it, or give \
              another --memif PATH)"
         ))),
-        Found::Stale => std::fs::remove_file(path)
-            .map_err(|e| failed(format!("removing the stale socket {path:?}: {e}"))),
         Found::NotASocket => Err(failed(format!(
             "{path:?} exists and is not a socket: give --memif a path that is free"
         ))),
         Found::Denied(e) => Err(failed(format!("{path:?}: {e}"))),
     }
+}
+
+/// Makes `path` the server's: refused as [`may_claim`] refuses; a stale socket left by a
+/// crashed server is removed.
+pub(crate) fn claim(path: &Path) -> Result<(), WorkloadError> {
+    may_claim(path)?;
+    if matches!(probe(path), Found::Stale) {
+        std::fs::remove_file(path)
+            .map_err(|e| failed(format!("removing the stale socket {path:?}: {e}")))?;
+    }
+    Ok(())
 }
 
 /// Waits until a server listens at `path`, checking `abort` every few milliseconds (an
@@ -121,14 +137,47 @@ pub(crate) struct RunDir {
     path: PathBuf,
 }
 
+/// The start of a run directory's name; the creating process's pid and a stamp follow.
+const RUN_DIR_PREFIX: &str = "benchtop-udp-echo-";
+
+/// Removes the run directories under `base` that ended processes left behind (a worker
+/// killed before its clean-up leaves one, with its memif socket): this user's own
+/// `benchtop-udp-echo-<pid>-<stamp>` directories whose process is gone.
+fn sweep_run_dirs(base: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let gone = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(RUN_DIR_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+            .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+        // Not through a link, and only this user's.
+        let ours = std::fs::symlink_metadata(entry.path())
+            .is_ok_and(|meta| meta.is_dir() && meta.uid() == me);
+        if gone && ours {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 impl RunDir {
+    /// Creates the run's directory, after removing those ended runs left behind.
     pub(crate) fn create() -> Result<RunDir, WorkloadError> {
+        let base = std::env::temp_dir();
+        sweep_run_dirs(&base);
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
-        let path = std::env::temp_dir().join(format!(
-            "benchtop-udp-echo-{}-{stamp:08x}",
+        let path = base.join(format!(
+            "{RUN_DIR_PREFIX}{}-{stamp:08x}",
             std::process::id()
         ));
         std::fs::DirBuilder::new()
@@ -183,6 +232,30 @@ mod tests {
         assert!(matches!(probe(&path), Found::Nothing));
         let err = await_server(&path, Duration::from_millis(10), || Ok(false)).unwrap_err();
         assert!(err.to_string().contains("no memif server"), "{err}");
+    }
+
+    #[test]
+    fn run_directories_of_ended_processes_are_swept_and_others_kept() {
+        let base = tempfile::tempdir().unwrap();
+        // A pid that was a process and is one no more.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let ended = child.id();
+        child.wait().unwrap();
+        let dir = |name: String| {
+            let path = base.path().join(name);
+            std::fs::create_dir(&path).unwrap();
+            std::fs::write(path.join("memif.sock"), b"").unwrap();
+            path
+        };
+        let left = dir(format!("{RUN_DIR_PREFIX}{ended}-0000abcd"));
+        let live = dir(format!("{RUN_DIR_PREFIX}{}-0000abcd", std::process::id()));
+        let other = dir(format!("benchtop-other-{ended}-0000abcd"));
+        let odd = dir(format!("{RUN_DIR_PREFIX}x-{ended}"));
+        sweep_run_dirs(base.path());
+        assert!(!left.exists());
+        for kept in [live, other, odd] {
+            assert!(kept.exists(), "{kept:?}");
+        }
     }
 
     #[test]
