@@ -187,3 +187,58 @@ fn both_dpdk_processes_carry_the_owner_marker_and_end_with_a_killed_worker() {
     next.wait(Duration::from_secs(120)).assert_success();
     assert!(run_dirs().is_empty(), "{:?}", run_dirs());
 }
+
+/// A field of /proc/meminfo (`HugePages_Free` …), in pages.
+fn meminfo(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/meminfo"))
+}
+
+#[test]
+fn huge_pages_a_killed_client_reserved_return_to_the_pool_when_its_server_ends() {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "this test reserves huge pages, which needs root: run the tests as root (CI does)"
+    );
+    let pool = || std::fs::read_to_string("/proc/sys/vm/nr_hugepages").unwrap();
+    let (pool_before, free_before) = (pool(), meminfo("HugePages_Free"));
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("memif.sock");
+    let socket_arg = socket.to_str().unwrap();
+    let side = |role: &str, more: &[&str]| {
+        let args = [
+            &["udp-echo", "--backend", "dpdk", "--hugepages", "8"],
+            &["--role", role, "--memif", socket_arg][..],
+            more,
+        ]
+        .concat();
+        FixtureWorker::start(&args, Reports::Fd3)
+    };
+    let server = side("server", &[]);
+    let server_session = server.session.clone();
+    wait_for_socket(&socket, &server);
+    let client = side("client", &["--duration", "60s"]);
+    let client_session = client.session.clone();
+    client.wait_for_progress("messages", Duration::from_secs(30));
+    // Both sides hold their pages: 16 more in the pool.
+    let grown: u64 = pool().trim().parse().unwrap();
+    assert!(
+        grown >= pool_before.trim().parse::<u64>().unwrap() + 16,
+        "{pool_before} → {grown}"
+    );
+    // SAFETY (test): a process this test started.
+    assert_eq!(unsafe { libc::kill(client.pid() as i32, libc::SIGKILL) }, 0);
+    assert!(!client.wait(Duration::from_secs(10)).status.success());
+    server.wait(Duration::from_secs(20)).assert_success();
+    assert_all_gone(&server_session, Duration::from_secs(5));
+    assert_all_gone(&client_session, Duration::from_secs(5));
+    // The killed client could not give its 8 pages back; its server did, as it ended.
+    assert_eq!(pool(), pool_before);
+    assert_eq!(meminfo("HugePages_Free"), free_before);
+}

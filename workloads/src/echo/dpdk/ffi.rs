@@ -23,7 +23,6 @@ pub(crate) struct Mbuf {
 #[link(name = "rte_ethdev")]
 unsafe extern "C" {
     pub(crate) fn rte_eal_init(argc: c_int, argv: *mut *mut c_char) -> c_int;
-    pub(crate) fn rte_eal_cleanup() -> c_int;
     pub(crate) fn rte_strerror(errnum: c_int) -> *const c_char;
     pub(crate) fn rte_thread_register() -> c_int;
     pub(crate) fn rte_pktmbuf_pool_create(
@@ -34,7 +33,6 @@ unsafe extern "C" {
         data_room_size: u16,
         socket_id: c_int,
     ) -> *mut Mempool;
-    pub(crate) fn rte_mempool_free(mp: *mut Mempool);
     pub(crate) fn rte_eth_dev_get_port_by_name(name: *const c_char, port_id: *mut u16) -> c_int;
     pub(crate) fn rte_eth_dev_stop(port_id: u16) -> c_int;
     pub(crate) fn rte_eth_dev_close(port_id: u16) -> c_int;

@@ -1,8 +1,18 @@
 //! `--hugepages N`: N more 2 MiB huge pages in the kernel's pool for this process's EAL,
 //! given back when it is done. Only root may change the pool; without the option the EAL
 //! runs with `--no-huge` and nothing here happens.
+//!
+//! A process killed before it gives its pages back cannot: each reservation is written
+//! down in a ledger file of its own (`/var/run/dpdk/benchtop-hugepages-<pid>`, root's
+//! directory) that its process holds locked, and the next DPDK echo process to start or
+//! to end takes the pages of ledgers nobody holds out of the pool again
+//! ([`give_back_left_behind`]). The other side of an echo whose client was killed does it
+//! as it ends.
 
-use std::path::Path;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 
 use crate::WorkloadError;
 
@@ -53,10 +63,105 @@ pub(crate) fn permitted(pages: u32) -> Result<(), WorkloadError> {
     })
 }
 
+/// Where ledgers are kept: the EAL's runtime base, root's.
+const LEDGER_DIR: &str = "/var/run/dpdk";
+
+/// The start of a ledger's name; the reserving process's pid follows.
+const LEDGER_PREFIX: &str = "benchtop-hugepages-";
+
+/// The ledger of process `pid`.
+fn ledger_path(dir: &Path, pid: u32) -> PathBuf {
+    dir.join(format!("{LEDGER_PREFIX}{pid}"))
+}
+
+/// Writes down that this process added `pages` to the pool: a new regular file (never
+/// through a link or over another's), locked (`flock`) for as long as the returned file
+/// stays open, which is this process's life at most.
+fn write_ledger(dir: &Path, pages: u64) -> std::io::Result<(PathBuf, File)> {
+    std::fs::create_dir_all(dir)?;
+    let path = ledger_path(dir, std::process::id());
+    // A ledger of an earlier process of this pid, ended without giving its pages back.
+    give_back_one(&path);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o600)
+        .open(&path)?;
+    lock(&file);
+    file.write_all(pages.to_string().as_bytes())?;
+    Ok((path, file))
+}
+
+/// Takes the exclusive lock of `file` without waiting: false when another open file
+/// holds it (a process alive, or still closing its files as it exits).
+fn lock(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor this function borrows for the call.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+/// The pages a ledger says were added, when it is a small regular file of root's that
+/// no living process holds the lock of.
+fn read_unheld_ledger(path: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.uid() != 0 || meta.len() > 20 || !lock(&file) {
+        return None;
+    }
+    let mut text = String::new();
+    (&file).take(20).read_to_string(&mut text).ok()?;
+    text.trim().parse().ok()
+}
+
+/// Takes the pages of the ledger at `path` out of the pool and removes it, when its
+/// process is gone (nobody holds its lock).
+fn give_back_one(path: &Path) {
+    let Some(pages) = read_unheld_ledger(path) else {
+        return;
+    };
+    if let Ok(now) = read_pool() {
+        let _ = write_pool(now.saturating_sub(pages));
+    }
+    let _ = std::fs::remove_file(path);
+}
+
+/// Gives back the pages that ended processes left in the pool: the ledgers whose lock
+/// nobody holds. Root only (nobody else can have added any). The kernel drops a killed
+/// process's lock as it closes its files, before the other side of its memif link sees
+/// the link go down: a server ending because its client was killed finds the client's
+/// ledger free.
+pub(crate) fn give_back_left_behind() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(LEDGER_DIR) else {
+        return;
+    };
+    for entry in entries.flatten().take(4096) {
+        let ours = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.strip_prefix(LEDGER_PREFIX))
+            .is_some_and(|pid| pid.parse::<u32>().is_ok());
+        if ours {
+            give_back_one(&entry.path());
+        }
+    }
+}
+
 /// Huge pages added to the pool: taken out again when dropped.
 #[derive(Debug)]
 pub(crate) struct Reservation {
     pages: u64,
+    /// Its ledger, locked while open, removed when the pages are given back.
+    ledger: Option<(PathBuf, File)>,
 }
 
 impl Reservation {
@@ -67,7 +172,9 @@ impl Reservation {
         let before = read_pool()?;
         write_pool(before + pages)?;
         let got = read_pool()?.saturating_sub(before);
-        let taken = Reservation { pages: got };
+        // Written down first thing, so that a kill from here on leaves a ledger.
+        let ledger = write_ledger(Path::new(LEDGER_DIR), got).ok();
+        let taken = Reservation { pages: got, ledger };
         if got < pages {
             return Err(WorkloadError::Dpdk {
                 step: "reserving huge pages",
@@ -88,5 +195,40 @@ impl Drop for Reservation {
         if let Ok(now) = read_pool() {
             let _ = write_pool(now.saturating_sub(self.pages));
         }
+        if let Some((ledger, _locked)) = &self.ledger {
+            let _ = std::fs::remove_file(ledger);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ledgers_are_read_only_as_small_files_and_name_their_pid() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = ledger_path(dir.path(), 42);
+        assert!(path.ends_with("benchtop-hugepages-42"));
+        std::fs::write(&path, b"8").unwrap();
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        assert_eq!(read_unheld_ledger(&path), root.then_some(8));
+        // Held by a living process (another open file): not read.
+        let held = File::open(&path).unwrap();
+        assert!(lock(&held));
+        assert_eq!(read_unheld_ledger(&path), None);
+        drop(held);
+        std::fs::write(&path, b"not a number").unwrap();
+        assert_eq!(read_unheld_ledger(&path), None);
+        std::fs::write(&path, vec![b'1'; 64]).unwrap();
+        assert_eq!(
+            read_unheld_ledger(&path),
+            None,
+            "a file too big to be a ledger"
+        );
+        let link = ledger_path(dir.path(), 43);
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        assert_eq!(read_unheld_ledger(&link), None, "never through a link");
     }
 }
