@@ -26,7 +26,12 @@ pub fn title(state: &State, pane: Pane) -> &'static str {
 pub fn cpu(state: &State, area: Rect, buf: &mut Buffer) {
     let run = &state.live.run;
     let series = &run.activity.cpu;
-    let now = series.back().map(|&(_, v)| format!("{v:.0}%"));
+    // Live, the last interval; a recorded session, the mean of its intervals.
+    let now = if run.recorded {
+        mean(series).map(|v| format!("mean {v:.0}%"))
+    } else {
+        series.back().map(|&(_, v)| format!("{v:.0}%"))
+    };
     let threads = run
         .resources
         .map(|r| format!("  threads {}  procs {}", r.threads, r.processes.max(1)))
@@ -50,10 +55,15 @@ pub fn activity(state: &State, area: Rect, buf: &mut Buffer) {
     let a = &state.live.run.activity;
     let [top, bottom] =
         Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(area);
-    let switches = a.last_switches.map(|(vol, invol)| {
-        let n = |v: f64| human_count(v).replace(' ', "");
-        format!("{}/s  ({} vol, {} invol)", n(vol + invol), n(vol), n(invol))
-    });
+    let n = |v: f64| human_count(v).replace(' ', "");
+    let recorded = state.live.run.recorded;
+    let switches = if recorded {
+        mean(&a.switches).map(|v| format!("mean {}/s", n(v)))
+    } else {
+        a.last_switches.map(|(vol, invol)| {
+            format!("{}/s  ({} vol, {} invol)", n(vol + invol), n(vol), n(invol))
+        })
+    };
     with_head(
         head_line("switches ", switches, "", state.live.run.status.is_over()),
         top,
@@ -70,10 +80,11 @@ pub fn activity(state: &State, area: Rect, buf: &mut Buffer) {
             );
         },
     );
-    let samples = a
-        .samples
-        .back()
-        .map(|&(_, v)| format!("{}/s", human_count(v).replace(' ', "")));
+    let samples = if recorded {
+        mean(&a.samples).map(|v| format!("mean {}/s", n(v)))
+    } else {
+        a.samples.back().map(|&(_, v)| format!("{}/s", n(v)))
+    };
     let sampling = if state.live.run.sampling.is_empty() {
         String::new()
     } else {
@@ -100,6 +111,11 @@ pub fn activity(state: &State, area: Rect, buf: &mut Buffer) {
             );
         },
     );
+}
+
+/// The mean of a series' values.
+fn mean(series: &std::collections::VecDeque<(f64, f64)>) -> Option<f64> {
+    (!series.is_empty()).then(|| series.iter().map(|&(_, v)| v).sum::<f64>() / series.len() as f64)
 }
 
 /// A head line: the name in bold, the figure now (or that it is waiting, or that the run,
@@ -306,8 +322,9 @@ mod tests {
         for text in [
             "1 process CPU",
             "2 switches, samples",
-            "CPU 99%",
-            "samples 990/s",
+            // An opened session gives its intervals' mean, not the last one's.
+            "CPU mean 99%",
+            "samples mean 990/s",
         ] {
             assert!(large.contains(text), "{text}: {large}");
         }
