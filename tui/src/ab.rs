@@ -1,5 +1,5 @@
 //! `benchtop ab -- <A's run arguments> -- <B's run arguments>`: A and B recorded
-//! alternately (A, B, A, B …, so drift over time hits both), each side a series, and B
+//! alternately (A, B, B, A, A, B …: a drift over time hits both alike), each side a series, and B
 //! judged against A from the runs (`benchtop_sessions::compare::compare_runs`). Each
 //! side is a built-in workload or a command, as `benchtop run` takes them
 //! ([`split_sides`] says where A ends); a command that exits by itself is judged on its
@@ -390,10 +390,18 @@ impl Experiment {
         let no_point = BTreeMap::new();
         let mut look = 0;
         'pairs: for pair in 1..=plan.pairs {
-            for (n, side, rec, opts_side, runs) in [
-                (2 * pair - 1, Side::A, &mut self.rec_a, &self.a, &mut runs_a),
-                (2 * pair, Side::B, &mut self.rec_b, &self.b, &mut runs_b),
-            ] {
+            let mut order = [
+                (Side::A, &mut self.rec_a, &self.a, &mut runs_a),
+                (Side::B, &mut self.rec_b, &self.b, &mut runs_b),
+            ];
+            // A then B in odd pairs, B then A in even ones (A B B A A B …): a load that
+            // grows or falls through the experiment weighs on both sides alike, where
+            // plain alternation always runs A first in each pair and hands B the trend.
+            if pair % 2 == 0 {
+                order.reverse();
+            }
+            for (i, (side, rec, opts_side, runs)) in order.into_iter().enumerate() {
+                let n = 2 * pair - 1 + i;
                 if tally.interrupted() {
                     break 'pairs;
                 }

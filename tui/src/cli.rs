@@ -238,7 +238,7 @@ benchtop export SERIES --format curves"
 benchtop reap --signal KILL\n  benchtop reap --grace 10s"
     )]
     Reap(ReapArgs),
-    /// Run A and B alternately (A, B, A, B …) as two series and judge B against A;
+    /// Run A and B alternately (A, B, B, A, A, B …) as two series and judge B against A;
     /// with --until-decided, stop as soon as every chosen figure is decided.
     ///
     /// Each side is what `benchtop run` takes for a built-in workload. Both series and

@@ -46,14 +46,23 @@ fn starts(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// A, B, A, B …: every run of B starts after its run of A and before A's next.
+/// A, B, B, A, A, B …: in odd pairs A starts first, in even ones B, and each pair
+/// before the next.
 fn assert_alternated(dir: &Path) {
     let (a, b) = (starts(&dir.join("a")), starts(&dir.join("b")));
     assert_eq!(a.len(), b.len(), "{a:?} {b:?}");
     for i in 0..a.len() {
-        assert!(a[i] < b[i], "run {i}: A {} B {}", a[i], b[i]);
-        if let Some(next) = a.get(i + 1) {
-            assert!(b[i] < *next, "run {i}: B {} next A {next}", b[i]);
+        let (first, second) = if i % 2 == 0 {
+            (&a[i], &b[i])
+        } else {
+            (&b[i], &a[i])
+        };
+        assert!(first < second, "pair {i}: A {} B {}", a[i], b[i]);
+        if let (Some(next_a), Some(next_b)) = (a.get(i + 1), b.get(i + 1)) {
+            assert!(
+                second < next_a && second < next_b,
+                "pair {i} ends at {second}, the next starts at A {next_a} B {next_b}"
+            );
         }
     }
 }
