@@ -114,6 +114,11 @@ fn read_unheld_ledger(path: &Path) -> Option<u64> {
     if !meta.is_file() || meta.uid() != 0 || meta.len() > 20 || !lock(&file) {
         return None;
     }
+    // Another sweep that held the lock first may have given it back and removed it
+    // already: a ledger no longer linked is not counted twice.
+    if file.metadata().ok()?.nlink() == 0 {
+        return None;
+    }
     let mut text = String::new();
     (&file).take(20).read_to_string(&mut text).ok()?;
     text.trim().parse().ok()
