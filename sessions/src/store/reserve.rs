@@ -36,9 +36,10 @@ pub(super) fn hold(file: &File) -> bool {
 /// Deletes the [`RESERVE_FILE`]s that recorders which ended without freeing them left in
 /// the session directories directly under `root`: a regular file of at most twice
 /// [`RESERVE_BYTES`], owned by this user, in a directory of this user that holds a
-/// session.json, older than [`YOUNGEST`], that nobody holds the lock of. Returns the
-/// paths removed, each with the bytes it held. Links, FIFOs, other users' files and anything unreadable are passed
-/// over silently; nothing is followed or opened for writing.
+/// session.json, ten seconds old or more, that nobody holds the lock of. Returns the
+/// paths removed, each with the bytes it held. Links, FIFOs, other users' files and
+/// anything unreadable are passed over silently; nothing is followed or opened for
+/// writing.
 pub fn remove_left_behind(root: &Path) -> Vec<(PathBuf, u64)> {
     let Ok(root_fd) = open_dir(None, root.as_os_str()) else {
         return Vec::new();
