@@ -81,8 +81,8 @@ const EIGHTHS: [&str; 8] = ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "�
 
 /// Draws the last `window_s` seconds of `points` (seconds since start, value) into
 /// `area`: y labels on the left, bars from zero, the time axis on the bottom row (when
-/// the area has two rows or more) labelled as `axis` says. Nothing is drawn without
-/// points.
+/// the area has two rows or more) labelled as `axis_labels` says. Nothing is drawn
+/// without points.
 pub fn render_series(
     points: &VecDeque<(f64, f64)>,
     window_s: f64,
