@@ -275,6 +275,7 @@ fn event(b: &mut Bytes) -> AppEvent {
                     Status::Crashed,
                     Status::Running,
                 ][usize::from(b.byte() % 4)],
+                ended_by: (b.byte() % 2 == 0).then_some(benchtop_sessions::EndedBy::Duration),
                 summary: Vec::new(),
                 warnings: Vec::new(),
             };
