@@ -80,7 +80,7 @@ pub use benchtop_profile::{
 };
 pub use error::SessionError;
 pub use hlog::{Hlog, HlogInterval, HlogWriter, read_hlog};
-pub use meta::{EndedBy, Failure, FailureKind, SessionMeta, Status, status_words};
+pub use meta::{EndedBy, Failure, FailureKind, SessionMeta, Status, ended_words, status_words};
 pub use stacks::{Children, FrameId, NodeId, StackTree};
 pub use store::{
     AllocTotals, RowSummary, Session, SessionFiles, SessionWriter, new_session_id, rfc3339,

@@ -258,10 +258,17 @@ impl EndedBy {
 /// `complete (duration reached)`, `stopped`.
 /// Only a complete run says what ended it (a run that failed as it ended is `failed`).
 pub fn status_words(status: Status, ended_by: Option<EndedBy>) -> String {
-    match ended_by {
-        Some(by) if status == Status::Complete => format!("{status} ({})", by.words()),
-        _ => status.to_string(),
+    match ended_words(status, ended_by) {
+        Some(words) => format!("{status} ({words})"),
+        None => status.to_string(),
     }
+}
+
+/// What ended the run, in words, when the status says it (see [`status_words`]).
+pub fn ended_words(status: Status, ended_by: Option<EndedBy>) -> Option<&'static str> {
+    ended_by
+        .filter(|_| status == Status::Complete)
+        .map(EndedBy::words)
 }
 
 /// Why a recording failed: session.json's `failure`.

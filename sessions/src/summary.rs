@@ -6,7 +6,7 @@ use std::fmt::{self, Write as _};
 use std::time::Duration;
 
 use crate::escape::{Escaped, escaped};
-use crate::meta::{PeakFrom, Status};
+use crate::meta::{PeakFrom, ended_words};
 use crate::names::short_names;
 use crate::stacks::{FrameId, NodeId};
 use crate::store::{LATENCY_FILE, THREADS_FILE};
@@ -367,10 +367,8 @@ impl Session {
             write!(out, ": {failure}")?;
         }
         // `complete (duration reached; worker: exit code 0)`
-        let how: Vec<String> = m
-            .ended_by
-            .filter(|_| m.status == Status::Complete)
-            .map(|by| by.words().to_owned())
+        let how: Vec<String> = ended_words(m.status, m.ended_by)
+            .map(str::to_owned)
             .into_iter()
             .chain(
                 m.worker

@@ -267,10 +267,8 @@ pub(crate) fn report(outcome: &RecordOutcome) -> Result<ExitCode> {
         Escaped(&outcome.dir.to_string_lossy()),
         outcome.status,
         // `(complete, duration reached)`
-        outcome
-            .ended_by
-            .filter(|_| outcome.status == Status::Complete)
-            .map_or(String::new(), |by| format!(", {}", by.words()))
+        benchtop_sessions::ended_words(outcome.status, outcome.ended_by)
+            .map_or(String::new(), |words| format!(", {words}"))
     )?;
     Ok(match outcome.status {
         Status::Complete | Status::Stopped => ExitCode::SUCCESS,

@@ -11,7 +11,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 
 use super::scale::{nice_ceiling, since_start_ticks, time_columns, time_ticks};
-pub use crate::state::live::TimeAxis;
+use crate::state::live::TimeAxis;
 
 /// What a series' values are, for its axis labels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
