@@ -280,6 +280,8 @@ pub(crate) struct Resolver {
     line: String,
     /// Addresses of anonymous memory met in a batch, for the perf maps.
     jit: Vec<(u32, u64)>,
+    /// When this resolver was made: a perf map older than it is no process's of its.
+    began: std::time::SystemTime,
     pub warnings: Vec<String>,
     pub counts: ResolverCounts,
 }
@@ -346,6 +348,7 @@ impl Resolver {
             line: String::new(),
             warnings: Vec::new(),
             jit: Vec::new(),
+            began: std::time::SystemTime::now(),
             counts: ResolverCounts::default(),
         }
     }
@@ -861,7 +864,9 @@ impl Resolver {
     fn jit_span(&mut self, tree: &mut StackTree, pid: u32, addr: u64) -> Result<Span, bool> {
         let proc = self.procs.entry(pid).or_default();
         if proc.perf_map.is_none() {
-            proc.perf_map = Some(ProcessMap::locate(pid).ok_or(false)?);
+            let gone = (!matches!(proc.root, Some(Some(_))))
+                .then(|| ProcessMap::left_behind(pid, self.began));
+            proc.perf_map = Some(ProcessMap::locate(pid).or(gone).ok_or(false)?);
         }
         let m = proc.perf_map.as_mut().ok_or(false)?;
         m.refresh(pid, &mut self.warnings);

@@ -9,6 +9,12 @@
 //! and at most [`MAX_MAP_BYTES`]. Lines that do not parse are skipped and counted; where
 //! entries overlap, the later line wins (code was moved or compiled again there). A
 //! map that grows is read again when its size or time changed.
+//!
+//! A process gone before its generated code was first named (a short run, or a machine
+//! so loaded that its samples are read after it ended) has no `/proc/PID` left: its map
+//! is then read where perf reads every map, after the run — this namespace's
+//! `/tmp/perf-PID.map` — when it is owned by the user recording and was written since
+//! the recording began (an older file is another process's that had the pid before).
 
 use std::io::Read as _;
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
@@ -262,6 +268,9 @@ pub(crate) struct ProcessMap {
     refused: bool,
     /// Its jitdump, once the runtime announced one.
     dump: Option<DumpFile>,
+    /// For the map of a process that is gone ([`ProcessMap::left_behind`]): the time
+    /// before which a map was another process's.
+    not_before: Option<std::time::SystemTime>,
 }
 
 impl ProcessMap {
@@ -276,7 +285,25 @@ impl ProcessMap {
             fresh: false,
             refused: false,
             dump: None,
+            not_before: None,
         })
+    }
+
+    /// The map a process that is gone left in this namespace's /tmp (see the
+    /// [module](self)): owned by this process's effective user, written at or after
+    /// `since`.
+    pub fn left_behind(pid: u32, since: std::time::SystemTime) -> ProcessMap {
+        ProcessMap {
+            path: PathBuf::from(format!("/tmp/perf-{pid}.map")),
+            // SAFETY: geteuid(2) takes no arguments and cannot fail.
+            uid: unsafe { libc::geteuid() },
+            stamp: None,
+            map: PerfMap::default(),
+            fresh: false,
+            refused: false,
+            dump: None,
+            not_before: Some(since),
+        }
     }
 
     /// The process mapped `file` (a path in its own mount namespace), a jitdump's
@@ -309,6 +336,10 @@ impl ProcessMap {
             return;
         }
         match read(&self.path, self.uid, MAX_MAP_BYTES, self.stamp) {
+            Ok(Some((_, stamp))) if self.older(stamp) => {
+                // Not this process's: said nowhere, as a map never written.
+                self.refused = true;
+            }
             Ok(Some((map, stamp))) => {
                 if map.skipped > 0 && self.stamp.is_none() {
                     warnings.push(format!(
@@ -326,6 +357,17 @@ impl ProcessMap {
                 warnings.push(format!("perf map of process {pid}: {why}"));
             }
         }
+    }
+
+    /// Whether a map last changed at `stamp` predates what a gone process's map must be.
+    fn older(&self, (_, secs, nanos): Stamp) -> bool {
+        let Some(since) = self.not_before else {
+            return false;
+        };
+        let at = u64::try_from(secs).ok().map(|s| {
+            std::time::UNIX_EPOCH + std::time::Duration::new(s, u32::try_from(nanos).unwrap_or(0))
+        });
+        at.is_none_or(|at| at < since)
     }
 
     /// The name of the generated code at `addr`, from the perf map, else the jitdump;
@@ -482,6 +524,7 @@ mod tests {
             fresh: false,
             refused: false,
             dump: None,
+            not_before: None,
         };
         let mut warnings = Vec::new();
         m.refresh(9, &mut warnings);
@@ -496,6 +539,33 @@ mod tests {
     }
 
     #[test]
+    fn a_gone_process_s_map_is_read_from_tmp_only_when_written_during_the_recording() {
+        use std::time::{Duration, SystemTime};
+        // No process has this pid (pid_max is at most 2^22): the map is as a process
+        // that ended before its code was named left it.
+        let pid = u32::MAX - 7;
+        let path = PathBuf::from(format!("/tmp/perf-{pid}.map"));
+        std::fs::write(&path, "1000 10 py::spin_here:/tmp/loop.py\n").expect("write");
+        let began = SystemTime::now() - Duration::from_secs(5);
+        let mut warnings = Vec::new();
+        let mut m = ProcessMap::left_behind(pid, began);
+        m.refresh(pid, &mut warnings);
+        let named = m.lookup(0x1004).map(str::to_owned);
+        // Written before the recording began: another process's that had the pid.
+        let mut stale = ProcessMap::left_behind(pid, SystemTime::now() + Duration::from_secs(60));
+        stale.refresh(pid, &mut warnings);
+        let refused = stale.lookup(0x1004).map(str::to_owned);
+        std::fs::remove_file(&path).expect("remove");
+        assert_eq!(named.as_deref(), Ok("py::spin_here:/tmp/loop.py"));
+        assert_eq!(refused, Err(false));
+        assert!(warnings.is_empty(), "{warnings:?}");
+        // Not there at all: it may yet be written (nothing to say).
+        let mut none = ProcessMap::left_behind(pid - 1, began);
+        none.refresh(pid - 1, &mut warnings);
+        assert_eq!(none.lookup(0x1004), Err(true));
+    }
+
+    #[test]
     fn a_map_written_late_or_grown_names_code_from_the_next_batch_on() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("perf-11.map");
@@ -507,6 +577,7 @@ mod tests {
             fresh: false,
             refused: false,
             dump: None,
+            not_before: None,
         };
         let mut warnings = Vec::new();
         // Not written yet (a JVM before `jcmd PID Compiler.perfmap`): may come.

@@ -369,17 +369,16 @@ fn jit_sets_the_runtimes_environment_and_python_frames_are_named() {
         "import time\n\
          def spin_here(n):\n    s = 0\n    for i in range(n):\n        s = (s + i) % 7919\n    return s\n\
          t = time.process_time()\n\
-         while time.process_time() - t < 1.0:\n    spin_here(100000)\n\
-         # Alive a while longer: generated code is named and walked only while its\n\
-         # process lives, and a loaded machine reads the last samples late.\n\
-         time.sleep(1.5)\n",
+         while time.process_time() - t < 1.0:\n    spin_here(100000)\n",
     )
     .unwrap();
     let dir = tmp.path().join("py");
     let python = python312();
+    // One interval longer than the run: its samples are named after the process ended
+    // (as on a loaded machine, which reads them late), from the map it left in /tmp.
     let output = run_command(
         &dir,
-        &["--jit", "--profile", "cpu"],
+        &["--jit", "--profile", "cpu", "--interval", "30s"],
         &[python.to_str().unwrap(), script.to_str().unwrap()],
     );
     assert!(output.status.success(), "{}", text(&output.stderr));
