@@ -12,6 +12,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use benchtop_profilers::counting::TreeCounters;
 use benchtop_profilers::lifetimes::Lifetimes;
+
+/// Why a session's figures are polled when `--polled-figures` asked for it.
+const POLLED_ASKED: &str = "the tree's figures are polled every interval, not counted: \
+                            --polled-figures asked for it";
 use benchtop_profilers::monitor::{TreeMonitor, TreeMonitorOptions};
 use benchtop_profilers::sampler::{Sampler, monotonic_ns};
 use benchtop_profilers::{ProfilerError, host};
@@ -733,6 +737,10 @@ impl Run<'_> {
     /// counted), on a worker or an attached process on every thread it has now. Refused,
     /// the monitors' polls stand alone and the session says why.
     fn start_counting(&mut self, pid: u32, monitor: &TreeMonitor) {
+        if !self.opts.count_tree {
+            self.data.polled_reason = Some(POLLED_ASKED.to_owned());
+            return;
+        }
         let opened = match self.opts.target {
             Target::Command => TreeCounters::open(&[pid], true),
             Target::Worker | Target::Attach { .. } => {
@@ -765,6 +773,10 @@ impl Run<'_> {
     /// root's first). Refused, threads.csv holds the threads the polls saw and the
     /// session says so.
     fn follow_lifetimes(&mut self, pid: u32, monitor: &mut TreeMonitor) {
+        if !self.opts.count_tree {
+            self.data.lifetimes_reason = Some(POLLED_ASKED.to_owned());
+            return;
+        }
         let (tids, on_exec) = match self.opts.target {
             Target::Command => (vec![pid], true),
             Target::Worker | Target::Attach { .. } => {

@@ -79,6 +79,11 @@ pub struct RecordOptions {
     /// What the caller found before the run that the session must say (a set-user-ID
     /// program that will record nothing): the session's first warnings.
     pub warnings: Vec<String>,
+    /// Whether the tree's figures are counted by the kernel (perf counting events on
+    /// the whole tree, every thread's life by its records) as well as polled: `false`
+    /// leaves the polls alone, as before counting existed, so that a benchmark can
+    /// measure what counting costs in one build (`run --polled-figures`, hidden).
+    pub count_tree: bool,
 }
 
 impl Default for RecordOptions {
@@ -104,6 +109,7 @@ impl Default for RecordOptions {
             labels: BTreeMap::new(),
             git: None,
             warnings: Vec::new(),
+            count_tree: true,
         }
     }
 }

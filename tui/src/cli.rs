@@ -694,6 +694,12 @@ pub struct RecordArgs {
     /// Do not show the progress line.
     #[arg(long, short, global = true)]
     pub quiet: bool,
+    /// Poll the tree's CPU time, context switches, page faults and threads every
+    /// interval only, without the kernel's counting events and thread records: what
+    /// sessions held before those existed. For measuring what counting costs
+    /// (benches/counting_cost.py), hidden.
+    #[arg(long, global = true, hide = true)]
+    pub polled_figures: bool,
     /// Watch the run in the live TUI (histograms, resources and flamegraph side by side)
     /// instead of the progress line; the session is recorded the same way. A workload, a
     /// command after `--` or an attached process (whose process CPU, context switches and

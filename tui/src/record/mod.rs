@@ -26,6 +26,7 @@ pub fn options_from(args: &RecordArgs) -> RecordOptions {
         sample_stacks: !args.profile.is_empty(),
         sampler: sampler_options(args),
         alloc_sample_bytes: Some(args.alloc_sample),
+        count_tree: !args.polled_figures,
         labels: args.labels.iter().cloned().collect(),
         git: std::env::current_dir()
             .ok()
