@@ -5,6 +5,8 @@
  * bitfield-laden to declare by hand. Compiled by build.rs with pkg-config's flags for
  * libdpdk. Every other DPDK function is declared in Rust (echo/dpdk/ffi.rs).
  */
+#include <setjmp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -15,12 +17,65 @@
 
 int bt_errno(void) { return rte_errno; }
 
-uint16_t bt_rx_burst(uint16_t port, struct rte_mbuf **pkts, uint16_t n) {
-    return rte_eth_rx_burst(port, 0, pkts, n);
+/*
+ * A peer that dies takes the memory of the memif rings with it: the EAL's interrupt
+ * thread handles the disconnect and unmaps the regions (memif_free_regions) with no lock
+ * against the thread polling the queues, which can be inside a burst, reading a ring
+ * that is no longer mapped. The bursts below run guarded: a SIGSEGV raised inside one
+ * jumps back out of it and the burst returns -1 (the link is lost; what the burst held is
+ * left, as the process ends). A SIGSEGV anywhere else goes to the handler that was there
+ * before (the Rust runtime's, which reports a stack overflow or restores the default).
+ */
+static __thread sigjmp_buf *bt_in_burst;
+static struct sigaction bt_previous;
+
+static void bt_on_fault(int sig, siginfo_t *info, void *context) {
+    sigjmp_buf *jump = bt_in_burst;
+    if (jump != NULL) {
+        bt_in_burst = NULL;
+        siglongjmp(*jump, 1);
+    }
+    if (bt_previous.sa_flags & SA_SIGINFO) {
+        bt_previous.sa_sigaction(sig, info, context);
+    } else if (bt_previous.sa_handler != SIG_IGN && bt_previous.sa_handler != SIG_DFL) {
+        bt_previous.sa_handler(sig);
+    } else {
+        /* Returning re-runs the faulting instruction, which now takes the default. */
+        signal(sig, SIG_DFL);
+    }
 }
 
-uint16_t bt_tx_burst(uint16_t port, struct rte_mbuf **pkts, uint16_t n) {
-    return rte_eth_tx_burst(port, 0, pkts, n);
+/* Installs the guard once, before the first burst: 0, or -1 with errno. */
+int bt_guard_bursts(void) {
+    struct sigaction guard;
+    memset(&guard, 0, sizeof guard);
+    guard.sa_sigaction = bt_on_fault;
+    /* Not deferred: the jump leaves the handler without restoring the signal mask. */
+    guard.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+    sigemptyset(&guard.sa_mask);
+    return sigaction(SIGSEGV, &guard, &bt_previous);
+}
+
+/* Up to n frames received into pkts, or -1 when the burst faulted (the peer is gone). */
+int bt_rx_burst(uint16_t port, struct rte_mbuf **pkts, uint16_t n) {
+    sigjmp_buf jump;
+    if (sigsetjmp(jump, 0) != 0)
+        return -1;
+    bt_in_burst = &jump;
+    int got = rte_eth_rx_burst(port, 0, pkts, n);
+    bt_in_burst = NULL;
+    return got;
+}
+
+/* How many of pkts were sent, or -1 when the burst faulted (the peer is gone). */
+int bt_tx_burst(uint16_t port, struct rte_mbuf **pkts, uint16_t n) {
+    sigjmp_buf jump;
+    if (sigsetjmp(jump, 0) != 0)
+        return -1;
+    bt_in_burst = &jump;
+    int sent = rte_eth_tx_burst(port, 0, pkts, n);
+    bt_in_burst = NULL;
+    return sent;
 }
 
 struct rte_mbuf *bt_mbuf_alloc(struct rte_mempool *mp) { return rte_pktmbuf_alloc(mp); }

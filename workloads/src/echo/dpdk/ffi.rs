@@ -41,8 +41,9 @@ unsafe extern "C" {
 // The shim (csrc/dpdk_shim.c), linked by build.rs.
 unsafe extern "C" {
     pub(crate) fn bt_errno() -> c_int;
-    pub(crate) fn bt_rx_burst(port: u16, pkts: *mut *mut Mbuf, n: u16) -> u16;
-    pub(crate) fn bt_tx_burst(port: u16, pkts: *mut *mut Mbuf, n: u16) -> u16;
+    pub(crate) fn bt_guard_bursts() -> c_int;
+    pub(crate) fn bt_rx_burst(port: u16, pkts: *mut *mut Mbuf, n: u16) -> c_int;
+    pub(crate) fn bt_tx_burst(port: u16, pkts: *mut *mut Mbuf, n: u16) -> c_int;
     pub(crate) fn bt_mbuf_alloc(mp: *mut Mempool) -> *mut Mbuf;
     pub(crate) fn bt_mbuf_free(m: *mut Mbuf);
     pub(crate) fn bt_mbuf_data(m: *mut Mbuf) -> *mut u8;

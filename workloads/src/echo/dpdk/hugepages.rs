@@ -13,6 +13,7 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::WorkloadError;
 
@@ -125,22 +126,47 @@ fn read_unheld_ledger(path: &Path) -> Option<u64> {
 }
 
 /// Takes the pages of the ledger at `path` out of the pool and removes it, when its
-/// process is gone (nobody holds its lock).
-fn give_back_one(path: &Path) {
+/// process is gone (nobody holds its lock): whether it did.
+fn give_back_one(path: &Path) -> bool {
     let Some(pages) = read_unheld_ledger(path) else {
-        return;
+        return false;
     };
     if let Ok(now) = read_pool() {
         let _ = write_pool(now.saturating_sub(pages));
     }
     let _ = std::fs::remove_file(path);
+    true
 }
 
+/// `PF_EXITING` in the flags of stat(5): the task is in exit(2)'s teardown.
+const PF_EXITING: u64 = 0x4;
+
+/// Whether process `pid` is ending: gone, a zombie, or inside its exit (the kernel
+/// tearing down its memory and files, `PF_EXITING`).
+fn ending(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return true;
+    };
+    // After the command's closing parenthesis: the state (field 3), then ppid, pgrp,
+    // session, tty_nr, tpgid and the flags (field 9).
+    let Some(rest) = stat.rfind(')').and_then(|i| stat.get(i + 2..)) else {
+        return true;
+    };
+    let mut fields = rest.split_whitespace();
+    let state = fields.next();
+    let flags: u64 = fields.nth(5).and_then(|f| f.parse().ok()).unwrap_or(0);
+    matches!(state, Some("Z" | "X" | "x")) || flags & PF_EXITING != 0
+}
+
+/// How long a sweep waits for an ending process to let go of its ledger.
+const ENDING_WAIT: Duration = Duration::from_secs(2);
+
 /// Gives back the pages that ended processes left in the pool: the ledgers whose lock
-/// nobody holds. Root only (nobody else can have added any). The kernel drops a killed
-/// process's lock as it closes its files, before the other side of its memif link sees
-/// the link go down: a server ending because its client was killed finds the client's
-/// ledger free.
+/// nobody holds. Root only (nobody else can have added any). A killed process lets go
+/// of its ledger's lock only as the kernel closes its files, in descriptor order, and
+/// may close its memif socket first: a server ending because its client was killed can
+/// find the client's ledger still held by a process that is ending. Such a ledger is
+/// tried again until its process has let go (at most [`ENDING_WAIT`]).
 pub(crate) fn give_back_left_behind() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -149,15 +175,28 @@ pub(crate) fn give_back_left_behind() {
     let Ok(entries) = std::fs::read_dir(LEDGER_DIR) else {
         return;
     };
+    let mut held = Vec::new();
     for entry in entries.flatten().take(4096) {
-        let ours = entry
+        let pid = entry
             .file_name()
             .to_str()
             .and_then(|n| n.strip_prefix(LEDGER_PREFIX))
-            .is_some_and(|pid| pid.parse::<u32>().is_ok());
-        if ours {
-            give_back_one(&entry.path());
+            .and_then(|pid| pid.parse::<u32>().ok());
+        if let Some(pid) = pid
+            && !give_back_one(&entry.path())
+            && pid != std::process::id()
+            && entry.path().exists()
+        {
+            held.push((pid, entry.path()));
         }
+    }
+    let deadline = Instant::now() + ENDING_WAIT;
+    while !held.is_empty() {
+        held.retain(|(pid, path)| ending(*pid) && !give_back_one(path) && path.exists());
+        if held.is_empty() || Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

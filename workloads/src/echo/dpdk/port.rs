@@ -121,6 +121,9 @@ pub(crate) struct Port {
     id: u16,
     pool: *mut Mempool,
     pub(crate) mac: [u8; 6],
+    /// A burst faulted: the peer went away with the rings' memory (see the shim); the
+    /// queues are not touched again.
+    lost: AtomicBool,
     _hugepages: Option<Reservation>,
 }
 
@@ -171,10 +174,20 @@ impl Port {
                 ),
             });
         }
+        // SAFETY: installs the process's SIGSEGV handler of the shim, which leaves only
+        // a guarded burst (by a jump out of it) and hands every other fault to the
+        // handler that was installed before it; the EAL is started once per process.
+        if unsafe { ffi::bt_guard_bursts() } != 0 {
+            return Err(WorkloadError::Dpdk {
+                step: "guarding the memif bursts",
+                reason: std::io::Error::last_os_error().to_string(),
+            });
+        }
         let mut port = Port {
             id: 0,
             pool: std::ptr::null_mut(),
             mac: [0; 6],
+            lost: AtomicBool::new(false),
             _hugepages: hugepages,
         };
         let name = c"benchtop_echo_pool";
@@ -231,10 +244,10 @@ impl Port {
         Ok(port)
     }
 
-    /// Whether the memif link is up (a peer is connected).
+    /// Whether the memif link is up (a peer is connected, and no burst found it gone).
     pub(crate) fn link_up(&self) -> bool {
         // SAFETY: the port is started.
-        unsafe { ffi::bt_link_up(self.id) == 1 }
+        !self.lost.load(Ordering::Relaxed) && unsafe { ffi::bt_link_up(self.id) == 1 }
     }
 
     /// Waits until the link is up, checking `abort` every millisecond (an error from it
@@ -261,11 +274,24 @@ impl Port {
         unsafe { ffi::rte_thread_register() };
     }
 
-    /// Receives up to a burst into `frames`; returns how many came.
+    /// Receives up to a burst into `frames`; returns how many came (none once the link
+    /// is lost).
     pub(crate) fn rx(&self, frames: &mut [*mut Mbuf; BURST]) -> usize {
+        if self.lost.load(Ordering::Relaxed) {
+            return 0;
+        }
         // SAFETY: the port is started and `frames` has room for BURST pointers; only this
-        // thread polls the queue.
-        usize::from(unsafe { ffi::bt_rx_burst(self.id, frames.as_mut_ptr(), BURST as u16) })
+        // thread polls the queue; the burst is guarded (installed at open).
+        let n = unsafe { ffi::bt_rx_burst(self.id, frames.as_mut_ptr(), BURST as u16) };
+        self.landed(n)
+    }
+
+    /// A burst's count, or 0 and the link marked lost when it faulted.
+    fn landed(&self, n: c_int) -> usize {
+        usize::try_from(n).unwrap_or_else(|_| {
+            self.lost.store(true, Ordering::Relaxed);
+            0
+        })
     }
 
     /// Sends `frames`, retrying while the queue is full until `give_up`; frees the ones
@@ -273,11 +299,16 @@ impl Port {
     pub(crate) fn tx_all(&self, frames: &mut [*mut Mbuf], give_up: Instant) -> usize {
         let mut sent = 0;
         while sent < frames.len() {
+            if self.lost.load(Ordering::Relaxed) {
+                // Which frames a faulted burst took is not known: none is freed twice.
+                return sent;
+            }
             let rest = &mut frames[sent..];
             // SAFETY: `rest` holds valid mbufs owned by this thread; tx takes ownership of
-            // the first `n` of them.
+            // the first `n` of them; the burst is guarded (installed at open).
             let n = unsafe { ffi::bt_tx_burst(self.id, rest.as_mut_ptr(), rest.len() as u16) };
-            sent += usize::from(n);
+            let n = self.landed(n);
+            sent += n;
             if n == 0 && Instant::now() >= give_up {
                 break;
             }
