@@ -192,6 +192,9 @@ impl Session {
             .and_then(|i| i.peak_rss_bytes)
             .or(self.row_summary.peak_rss_bytes)
             .or(self.meta.worker.peak_rss_bytes)
+            // 0 is a peak nobody saw: a run that ended before its first poll (the
+            // closing row of a gone tree reads 0).
+            .filter(|&peak| peak > 0)
     }
 
     /// What `benchtop show DIR` prints: the run, its host and sampling, the workload's
@@ -249,12 +252,18 @@ impl Session {
             (_, None) => Measured::Polled,
         };
         let info = self.meta.resources.as_ref();
+        let lives = most_alive_at_once(&self.threads);
         let resources = Resources {
             peak_rss_bytes: self.peak_rss_bytes(),
             peak_rss_from: info.and_then(|i| i.peak_rss_bytes.and(i.peak_rss_from)),
             tree_peak_rss_bytes: self.row_summary.tree_peak_rss_bytes,
-            max_threads: r.max_threads,
-            max_processes: r.max_processes.filter(|&p| p > 0),
+            // The polls' peaks, raised to what the threads' lives show (a tree whose
+            // processes lived between two polls has none alive at any poll).
+            max_threads: r.max_threads.max(lives.map(|(t, _)| t)).filter(|&t| t > 0),
+            max_processes: r
+                .max_processes
+                .max(lives.map(|(_, p)| p))
+                .filter(|&p| p > 0),
             cpu_time_s: counted
                 .map(|c| c.cpu_time_s)
                 .or(r.cpu_time_s)
@@ -602,6 +611,53 @@ impl Session {
     }
 }
 
+/// The most threads and the most processes of the tree alive at once, from the
+/// threads' lives the kernel's records gave (threads.csv's `start_s` and `end_s`):
+/// exact where the polls see only the threads alive at each poll. `None` when no
+/// thread has a start or end time (polled sessions, older sessions).
+fn most_alive_at_once(threads: &[ThreadSummary]) -> Option<(u32, u32)> {
+    let lives: Vec<(f64, f64, u32)> = threads
+        .iter()
+        .filter(|t| t.aggregated.is_none())
+        .filter(|t| t.start_s.is_some() || t.end_s.is_some())
+        .map(|t| {
+            // Alive when recording began (the command's first process, held at its
+            // gate): its first sighting; alive at the end: its last.
+            let start = t.start_s.unwrap_or(t.first_seen_s);
+            (start, t.end_s.unwrap_or(t.last_seen_s).max(start), t.pid)
+        })
+        .collect();
+    if lives.is_empty() {
+        return None;
+    }
+    // Starts before ends at one instant: a thread that began as another ended
+    // counts with it, as the kernel ran both then.
+    let most_at_once = |events: &mut Vec<(f64, i32)>| {
+        events.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)));
+        let (mut now, mut most) = (0i32, 0i32);
+        for &(_, step) in events.iter() {
+            now += step;
+            most = most.max(now);
+        }
+        u32::try_from(most).unwrap_or(0)
+    };
+    let mut threads: Vec<(f64, i32)> = lives
+        .iter()
+        .flat_map(|&(start, end, _)| [(start, 1), (end, -1)])
+        .collect();
+    let mut spans: std::collections::BTreeMap<u32, (f64, f64)> = Default::default();
+    for &(start, end, pid) in &lives {
+        let span = spans.entry(pid).or_insert((start, end));
+        span.0 = span.0.min(start);
+        span.1 = span.1.max(end);
+    }
+    let mut processes: Vec<(f64, i32)> = spans
+        .values()
+        .flat_map(|&(start, end)| [(start, 1), (end, -1)])
+        .collect();
+    Some((most_at_once(&mut threads), most_at_once(&mut processes)))
+}
+
 /// The resources section: peaks over the rows, and the totals of the last row that has them.
 fn write_resources(r: &Resources, polled_reason: Option<&str>, out: &mut String) -> fmt::Result {
     if r.peak_rss_bytes.is_none() && r.max_threads.is_none() {
@@ -623,6 +679,11 @@ fn write_resources(r: &Resources, polled_reason: Option<&str>, out: &mut String)
             None => "",
         };
         writeln!(out, "  peak RSS     {}{from}", human_bytes(rss))?;
+    } else {
+        writeln!(
+            out,
+            "  peak RSS     not seen (the tree ended before a poll read it)"
+        )?;
     }
     // Of a tree of several processes, the sum is a figure of its own.
     if let Some(tree) = r
@@ -932,6 +993,51 @@ mod tests {
         let mut out = String::new();
         write_resources(&r, None, &mut out).unwrap();
         assert!(!out.contains("tree peak"), "{out}");
+    }
+
+    #[test]
+    fn threads_and_processes_alive_at_once_come_from_their_lives() {
+        let life = |pid: u32, tid: u32, start: f64, end: Option<f64>| {
+            let mut t = ThreadSummary::new(pid, tid, "p", "t");
+            (t.start_s, t.end_s, t.last_seen_s) = (Some(start), end, 9.0);
+            t
+        };
+        // A shell (1, the whole run) and a pipeline of two short processes at a time, one
+        // of them with a second thread; processes lived between polls, which saw none.
+        let threads = [
+            life(1, 1, 0.0, Some(3.0)),
+            life(2, 2, 0.1, Some(0.4)),
+            life(3, 3, 0.2, Some(0.5)),
+            life(3, 4, 0.3, Some(0.45)),
+            life(5, 5, 0.5, Some(0.7)),
+            // Still alive at the end: counted to its last sighting.
+            life(6, 6, 2.0, None),
+        ];
+        let mut root = ThreadSummary::new(7, 7, "p", "t");
+        // There before the records began: from its first sighting to its end.
+        (root.first_seen_s, root.end_s) = (5.0, Some(8.0));
+        assert_eq!(most_alive_at_once(&threads), Some((4, 3)));
+        let with_root: Vec<ThreadSummary> = threads.into_iter().chain([root]).collect();
+        assert_eq!(most_alive_at_once(&with_root), Some((4, 3)));
+        let late = &with_root[5..];
+        assert_eq!(most_alive_at_once(late), Some((2, 2)));
+        // Polled threads have no lives to read.
+        let polled = [ThreadSummary::new(1, 1, "p", "t")];
+        assert_eq!(most_alive_at_once(&polled), None);
+    }
+
+    #[test]
+    fn a_peak_no_poll_saw_is_said_not_seen() {
+        let r = Resources {
+            max_threads: Some(5),
+            ..Resources::default()
+        };
+        let mut out = String::new();
+        write_resources(&r, None, &mut out).unwrap();
+        assert!(
+            out.contains("peak RSS     not seen (the tree ended before a poll read it)"),
+            "{out}"
+        );
     }
 
     #[test]

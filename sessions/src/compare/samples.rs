@@ -165,7 +165,9 @@ impl<'a> Samples<'a> {
                     .insert(format!("{} {q_name}", tag_name(tag)), v as f64);
             }
         }
-        // The program's own (session.json's), else the rows' peak (older sessions).
+        // The program's own (session.json's), else the rows' peak (older sessions). A
+        // peak of 0 is none: a run that ended before its first poll (a closing row of a
+        // gone tree reads 0) has no peak to judge.
         if let Some(peak) = s
             .meta
             .resources
@@ -182,6 +184,7 @@ impl<'a> Samples<'a> {
                     })
                 })
                 .max())
+            .filter(|&peak| peak > 0)
         {
             out.single.insert(
                 "peak RSS".into(),

@@ -392,3 +392,42 @@ fn twenty_series_pairs_ten_percent_slower_are_regressed_in_eighteen() {
     }
     assert!(regressed >= 18, "{regressed} of 20 regressed");
 }
+
+#[test]
+fn a_run_that_ended_before_its_first_poll_has_no_peak_rss_to_judge() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut noise = Noise(11);
+    // Runs whose only row with resources is the closing row of a gone tree, which reads
+    // 0 for every resource, and whose session.json holds no peak: none was seen.
+    let runs: Vec<Session> = (0..6)
+        .map(|i| {
+            let dir = tmp.path().join(format!("short-{i}"));
+            let mut s = write_run(&dir, SHAPE, &mut noise);
+            let mut closing = TimeseriesRow::default();
+            closing.t_s = 2.1;
+            closing.interval_s = 0.1;
+            closing.resources = Some(benchtop_sessions::Resources::default());
+            s.rows.push(closing);
+            s
+        })
+        .collect();
+    assert!(runs.iter().all(|s| s.peak_rss_bytes().is_none()));
+    let c = compare_runs(
+        &refs(&runs[..3]),
+        &refs(&runs[3..]),
+        &CompareOptions::default(),
+    );
+    let names: Vec<&str> = c.figures.iter().map(|f| f.name.as_str()).collect();
+    assert!(!names.contains(&"peak RSS"), "{names:?}");
+    // A run with a peak keeps it.
+    let mut seen = runs[0].clone();
+    if let Some(row) = seen.rows.last_mut() {
+        row.resources.as_mut().unwrap().peak_rss_bytes = 3 << 20;
+    }
+    let c = compare(&seen, &seen, &CompareOptions::default());
+    assert!(
+        c.figures.iter().any(|f| f.name == "peak RSS"),
+        "{:?}",
+        c.figures
+    );
+}

@@ -524,3 +524,35 @@ fn the_peak_rss_of_an_attached_process_is_its_vmhwm() {
     let off = peak.abs_diff(vm_hwm) as f64 / vm_hwm as f64;
     assert!(off <= 0.05, "benchtop {peak} bytes, VmHWM {vm_hwm} bytes");
 }
+
+#[test]
+fn a_tree_that_ends_before_its_first_poll_has_its_processes_counted_and_no_peak_made_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("short");
+    // A shell and three sleeps at once, all over before the first poll at 30 s.
+    let output = benchtop()
+        .args(["run", "--quiet", "--profile", "none", "--interval", "30s"])
+        .arg("--record")
+        .arg(&dir)
+        .args(["--", "sh", "-c", "sleep 0.4 & sleep 0.4 & sleep 0.4 & wait"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let session = Session::load(&dir).unwrap();
+    let exact = session.meta.resources.as_ref().is_some_and(|r| r.exact);
+    assert!(exact, "{:?}", session.meta.resources);
+    let text = show(&dir);
+    // The threads' lives say four at once, where no poll saw any.
+    assert!(text.contains("max procs    4\n"), "{text}");
+    assert!(text.contains("max threads  4\n"), "{text}");
+    // No process was read while it ran: no peak, rather than one of 0 B.
+    assert!(
+        text.contains("peak RSS     not seen (the tree ended before a poll read it)"),
+        "{text}"
+    );
+    assert_eq!(session.peak_rss_bytes(), None);
+}
