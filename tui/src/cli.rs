@@ -30,7 +30,7 @@ live (throughput, latency, resources and flamegraph side by side), recorded unde
 ./sessions/. Without a terminal it records the default workload (the actor ring) headless.",
     after_help = "Examples:\n  benchtop run ring --num-nodes 1000 --mode ask\n  \
 benchtop run ring --record /tmp/ring-tell --duration 10s --frequency 499\n  \
-benchtop run ring --tui\n  \
+benchtop run ring --num-rounds 100000000 --duration 30s --tui\n  \
 benchtop show sessions/20261121-101500-ring"
 )]
 pub struct Cli {
@@ -260,11 +260,12 @@ benchtop completions fish > ~/.config/fish/completions/benchtop.fish"
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page benchtop(1), or write one page per command into a directory.
+    /// Print the man page benchtop(1), or write one page per command and per workload
+    /// into a directory.
     #[command(after_help = "Examples:\n  benchtop man | man -l -\n  \
 benchtop man --out /usr/local/share/man/man1 && man benchtop-run")]
     Man {
-        /// A directory (new, or empty) for benchtop.1, benchtop-run.1, benchtop-compare.1 …
+        /// A directory (new, or empty) for benchtop.1, benchtop-run.1, benchtop-run-ring.1 …
         #[arg(long, short = 'o', value_name = "DIR")]
         out: Option<PathBuf>,
     },
