@@ -1166,6 +1166,52 @@ pub(crate) mod tests {
         insta::assert_snapshot!(render(&s, base, 160, 48));
     }
 
+    #[test]
+    fn searching_the_recorded_ring_for_lock_finds_the_locks_and_counts_them_at_every_width() {
+        let base = Instant::now();
+        let mut s = running_with(base, &recorded_ring(), &RING_LAP.map(|v| (v, 100)));
+        for key in "/lock".chars().map(Key::Char).chain([Key::Enter]) {
+            s.update(AppEvent::Key(key), at(base, 12));
+        }
+        let cpu = s.flames().shown();
+        let lock = |name: &str| {
+            (0..cpu.tree().frame_count())
+                .map(|i| benchtop_sessions::FrameId(i as u32))
+                .find(|&f| cpu.tree().name(f) == name)
+                .is_some_and(|f| cpu.frame_matches(f))
+        };
+        assert!(lock("std::sys::sync::mutex::futex::Mutex::lock"));
+        assert!(!lock("clock_gettime") && !lock("tokio::runtime::runtime::Runtime::block_on"));
+        assert!(!lock("std::sys::sync::mutex::futex::Mutex::unlock"));
+        for (w, h) in [(80, 24), (160, 48)] {
+            let screen = render(&s, at(base, 12), w, h);
+            let title = screen
+                .lines()
+                .find(|l| l.contains("matches"))
+                .unwrap_or_else(|| panic!("{w}x{h}: no count: {screen}"));
+            assert!(title.contains("matches, "), "{w}x{h}: {title}");
+            insta::assert_snapshot!(format!("searching_the_recorded_ring_{w}x{h}"), screen);
+        }
+    }
+
+    #[test]
+    fn callers_from_a_bottom_up_row_are_that_rows_at_80x24_and_160x48() {
+        let base = Instant::now();
+        let mut s = running_with(base, &recorded_ring(), &RING_LAP.map(|v| (v, 100)));
+        for key in [Key::Char('i'), Key::Down, Key::Down] {
+            s.update(AppEvent::Key(key), at(base, 12));
+        }
+        let cpu = s.flames().shown();
+        let row = s.flames().views.inverted.selected_frame().expect("a row");
+        let name = cpu.tree().name(row).to_owned();
+        s.update(AppEvent::Key(Key::Char('c')), at(base, 12));
+        assert_eq!(s.flames().views.function, name);
+        for (w, h) in [(80, 24), (160, 48)] {
+            let screen = render(&s, at(base, 12), w, h);
+            insta::assert_snapshot!(format!("callers_from_bottom_up_{w}x{h}"), screen);
+        }
+    }
+
     /// The column (in characters) where `needle` starts in `line`.
     fn column(line: &str, needle: &str) -> Option<usize> {
         line.find(needle).map(|at| line[..at].chars().count())
