@@ -792,15 +792,12 @@ impl State {
             Action::FlameHide => self.flames_mut().toggle_hiding(),
             Action::NextMatch => _ = self.flame_mut().next_match(),
             Action::PrevMatch => _ = self.flame_mut().prev_match(),
-            Action::Search => {
-                self.focus_flame();
-                let flames = self.flames_mut();
-                flames.search_input = Some(String::new());
-                // Top functions follow a search typed while they show, not an earlier one.
-                if flames.views.kind == profile_views::ViewKind::Top {
-                    flames.views.top.filtered = true;
-                }
-            }
+            Action::Search
+            | Action::SearchType
+            | Action::SearchErase
+            | Action::SearchSubstring
+            | Action::SearchKeep
+            | Action::SearchClear => self.search_act(action, key),
             Action::Kind => {
                 self.flames_mut().toggle_kind();
                 self.flames_mut().refresh_views();
@@ -810,31 +807,6 @@ impl State {
                     self.focus_flame();
                 }
                 self.flames_mut().act_views(action);
-            }
-            Action::SearchType | Action::SearchErase => {
-                let flames = self.flames_mut();
-                if let Some(query) = &mut flames.search_input {
-                    match key {
-                        Key::Char(c) => query.push(c),
-                        Key::Backspace => _ = query.pop(),
-                        _ => {}
-                    }
-                    let query = query.clone();
-                    flames.shown_mut().search(&query);
-                    flames.refresh_views();
-                }
-            }
-            Action::SearchSubstring => {
-                let flames = self.flames_mut();
-                let on = !flames.shown().substring();
-                flames.shown_mut().set_substring(on);
-                flames.refresh_views();
-            }
-            Action::SearchKeep => self.flames_mut().search_input = None,
-            Action::SearchClear => {
-                self.flames_mut().search_input = None;
-                self.flame_mut().search("");
-                self.flames_mut().refresh_views();
             }
             Action::Launcher(action) => {
                 self.launcher.act(action, key);
@@ -895,6 +867,49 @@ impl State {
             return vec![Effect::ListSessions, Effect::ScanOrphans];
         }
         Vec::new()
+    }
+
+    /// The search's keys: open the search line (on the flame pane), type, switch between
+    /// segments and substrings, keep or clear it.
+    fn search_act(&mut self, action: Action, key: Key) {
+        match action {
+            Action::Search => {
+                self.focus_flame();
+                let flames = self.flames_mut();
+                flames.search_input = Some(String::new());
+                // Top functions follow a search typed while they show, not an earlier one.
+                if flames.views.kind == profile_views::ViewKind::Top {
+                    flames.views.top.filtered = true;
+                }
+            }
+            Action::SearchType | Action::SearchErase => {
+                let flames = self.flames_mut();
+                if let Some(query) = &mut flames.search_input {
+                    match key {
+                        Key::Char(c) => query.push(c),
+                        Key::Backspace => _ = query.pop(),
+                        _ => {}
+                    }
+                    let query = query.clone();
+                    flames.shown_mut().search(&query);
+                    flames.refresh_views();
+                }
+            }
+            Action::SearchSubstring => {
+                let flames = self.flames_mut();
+                let on = !flames.shown().substring();
+                flames.shown_mut().set_substring(on);
+                flames.refresh_views();
+            }
+            Action::SearchKeep => self.flames_mut().search_input = None,
+            Action::SearchClear => {
+                self.flames_mut().search_input = None;
+                self.flame_mut().search("");
+                self.flames_mut().refresh_views();
+            }
+            // The other actions are carried out by `act`, which hands only these here.
+            _ => {}
+        }
     }
 
     /// The flame pane takes the focus (live or compare screen).
