@@ -227,5 +227,8 @@ mod tests {
             }
             assert!(script.contains("compare") && script.contains("num-nodes"));
         }
+        // zsh and fish take the operands' hints: directories for the session commands.
+        let zsh = String::from_utf8(completion_script(Shell::Zsh)).unwrap();
+        assert!(zsh.contains("_files -/"), "zsh completes directories");
     }
 }
