@@ -30,7 +30,7 @@ live (throughput, latency, resources and flamegraph side by side), recorded unde
 ./sessions/. Without a terminal it records the default workload (the actor ring) headless.",
     after_help = "Examples:\n  benchtop run ring --num-nodes 1000 --mode ask\n  \
 benchtop run ring --record /tmp/ring-tell --duration 10s --frequency 499\n  \
-benchtop run ring --tui\n  \
+benchtop run ring --num-rounds 100000000 --duration 30s --tui\n  \
 benchtop show sessions/20261121-101500-ring"
 )]
 pub struct Cli {
@@ -138,6 +138,7 @@ per-interval stacks (schema 1) say so and show the whole run's functions."
     )]
     Show {
         /// The session directory.
+        #[arg(value_hint = clap::ValueHint::DirPath)]
         dir: PathBuf,
         /// Print JSON for scripts instead of text: session.json's fields under `session`
         /// and the figures the text computes under `overview` (latency percentiles,
@@ -260,11 +261,12 @@ benchtop completions fish > ~/.config/fish/completions/benchtop.fish"
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page benchtop(1), or write one page per command into a directory.
+    /// Print the man page benchtop(1), or write one page per command and per workload
+    /// into a directory.
     #[command(after_help = "Examples:\n  benchtop man | man -l -\n  \
 benchtop man --out /usr/local/share/man/man1 && man benchtop-run")]
     Man {
-        /// A directory (new, or empty) for benchtop.1, benchtop-run.1, benchtop-compare.1 …
+        /// A directory (new, or empty) for benchtop.1, benchtop-run.1, benchtop-run-ring.1 …
         #[arg(long, short = 'o', value_name = "DIR")]
         out: Option<PathBuf>,
     },
@@ -386,11 +388,12 @@ pub struct AbArgs {
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
     /// The session to compare against (before).
-    #[arg(value_name = "A")]
+    #[arg(value_name = "A", value_hint = clap::ValueHint::DirPath)]
     pub a: PathBuf,
     /// The session compared (after); A again, or left out, to compare two parts of A
     /// (`--range-a`/`--range-b`, `--slow`).
-    #[arg(value_name = "B", required_unless_present_any = ["slow", "range_b"])]
+    #[arg(value_name = "B", value_hint = clap::ValueHint::DirPath,
+          required_unless_present_any = ["slow", "range_b"])]
     pub b: Option<PathBuf>,
     /// Only this time range of A (`10s..20s`, `..5s`, `30s..`, `last:10s`).
     #[arg(long, value_name = "RANGE")]
@@ -437,10 +440,10 @@ pub struct CompareArgs {
 #[derive(Debug, Clone, Args)]
 pub struct OpenArgs {
     /// The session to browse, or the one to compare against (before).
-    #[arg(value_name = "A")]
+    #[arg(value_name = "A", value_hint = clap::ValueHint::DirPath)]
     pub a: PathBuf,
     /// The session compared with A (after).
-    #[arg(value_name = "B")]
+    #[arg(value_name = "B", value_hint = clap::ValueHint::DirPath)]
     pub b: Option<PathBuf>,
     /// The smallest change called regressed or improved; an interval inside ± it is the
     /// same (`2%` or `0.02`).
@@ -455,6 +458,7 @@ pub struct OpenArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ExportArgs {
     /// The session or series directory.
+    #[arg(value_hint = clap::ValueHint::DirPath)]
     pub dir: PathBuf,
     /// What to write; repeat or separate with commas [default: all of them].
     #[arg(long, value_enum, value_delimiter = ',')]

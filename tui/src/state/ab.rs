@@ -9,7 +9,7 @@ use benchtop_sessions::Status;
 use benchtop_sessions::compare::Verdict;
 
 use super::Key;
-use super::keys::{Action, HELP_ROW, Row, Table, When, hint};
+use super::keys::{Action, HELP_ROW, Row, Table, When, hint, section};
 
 /// Where a chosen figure stands at a look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,7 +264,7 @@ impl AbState {
 /// The `ab` screen.
 pub const AB: Table = Table {
     name: "ab",
-    rows: &[AB_ROWS],
+    rows: &[section("Experiment", AB_ROWS)],
     otherwise: None,
 };
 

@@ -7,7 +7,9 @@ use benchtop_sessions::compare::{Comparison, FigureComparison};
 use hdrhistogram::Histogram;
 
 use super::Key;
-use super::keys::{Action, FLAME_ROWS, FOCUS_ROW, HELP_ROW, MAXIMIZE_ROW, Row, Table, When, hint};
+use super::keys::{
+    Action, FLAME_ROWS, FOCUS_ROW, HELP_ROW, MAXIMIZE_ROW, Row, Table, When, hint, section,
+};
 use super::live::{LATENCY_BINS_PER_DECADE, Latency, LatencySummary, params_text};
 
 /// The panes of the compare screen, in focus order (`1`–`3`).
@@ -243,7 +245,12 @@ impl CompareState {
 /// The compare screen (`benchtop open A B`).
 pub const COMPARE: Table = Table {
     name: "compare",
-    rows: &[COMPARE_ROWS, super::keys::VIEW_ROWS, FLAME_ROWS],
+    rows: &[
+        section("Screen", COMPARE_ROWS),
+        section("Profile", super::keys::PROFILE_ROWS),
+        section("Views", super::keys::VIEW_ROWS),
+        section("Flamegraph", FLAME_ROWS),
+    ],
     otherwise: None,
 };
 

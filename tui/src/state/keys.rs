@@ -114,6 +114,8 @@ pub enum Action {
     SearchKeep,
     /// Search line: close it and clear the search.
     SearchClear,
+    /// Search line: match anywhere in a name, or whole path segments.
+    SearchSubstring,
     /// The launcher's own keys: selection, focus, editing a parameter.
     Launcher(LauncherAction),
     /// Launcher: run the selected workload, or edit the selected parameter.
@@ -163,6 +165,8 @@ pub enum When {
     ExperimentGoesOn,
     /// The experiment of `ab --tui` is over.
     ExperimentOver,
+    /// The search shown matches anywhere in a name (true) or whole path segments (false).
+    Substring(bool),
 }
 
 impl When {
@@ -188,6 +192,7 @@ impl When {
             When::RunOver => state.live.run.status.is_over(),
             When::ExperimentGoesOn => !state.ab.is_over(),
             When::ExperimentOver => state.ab.is_over(),
+            When::Substring(on) => state.flames().shown().substring() == on,
         }
     }
 
@@ -252,13 +257,37 @@ pub struct Otherwise {
     pub hint: Option<Hint>,
 }
 
+/// Rows under a heading: the help lists their lines under it.
+#[derive(Debug, Clone, Copy)]
+pub struct Section {
+    /// The heading (`Timeline`); empty for a mode whose keys the help does not list.
+    pub heading: &'static str,
+    /// The rows.
+    pub rows: &'static [Row],
+}
+
+pub(super) const fn section(heading: &'static str, rows: &'static [Row]) -> Section {
+    Section { heading, rows }
+}
+
+/// One line of the help: a key (or keys named together) and what it does, under a heading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HelpLine {
+    /// The heading of the row's section.
+    pub heading: &'static str,
+    /// The keys as the help names them (`Home, End`).
+    pub keys: &'static str,
+    /// What they do.
+    pub what: &'static str,
+}
+
 /// The keys of one screen or mode.
 #[derive(Debug)]
 pub struct Table {
     /// Its name, for tests and messages.
     pub name: &'static str,
-    /// Its rows, in the help's order; a key is looked up in this order.
-    pub rows: &'static [&'static [Row]],
+    /// Its rows by section, in the help's order; a key is looked up in this order.
+    pub rows: &'static [Section],
     /// What any other key does; none: nothing.
     pub otherwise: Option<Otherwise>,
 }
@@ -266,7 +295,7 @@ pub struct Table {
 impl Table {
     /// Every row, in order.
     pub fn all_rows(&self) -> impl Iterator<Item = &'static Row> + '_ {
-        self.rows.iter().flat_map(|rows| rows.iter())
+        self.rows.iter().flat_map(|section| section.rows.iter())
     }
 
     /// What `key` does in `state`: the first row that holds and names it, else the
@@ -298,8 +327,16 @@ impl Table {
     }
 
     /// Its help lines, in order.
-    pub fn help(&self) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
-        self.all_rows().filter_map(|row| row.help)
+    pub fn help(&self) -> impl Iterator<Item = HelpLine> + '_ {
+        self.rows.iter().flat_map(|section| {
+            section.rows.iter().filter_map(|row| {
+                row.help.map(|(keys, what)| HelpLine {
+                    heading: section.heading,
+                    keys,
+                    what,
+                })
+            })
+        })
     }
 
     /// Whether the footer keeps a part for the focused pane's keys.
@@ -351,6 +388,16 @@ pub fn help(screen: Screen) -> &'static [&'static Table] {
     }
 }
 
+/// At most how many lines the help of `screen` takes to draw: its headings and lines, each
+/// line wrapped at most once (what a key does is at most twice the room of the narrowest
+/// help box). The view scrolls no further than its last line.
+pub fn help_lines_at_most(screen: Screen) -> usize {
+    help(screen)
+        .iter()
+        .map(|t| t.rows.len() + 2 * t.help().count())
+        .sum()
+}
+
 /// Every table.
 pub const TABLES: [&Table; 11] = [
     &LIVE,
@@ -369,11 +416,18 @@ pub const TABLES: [&Table; 11] = [
 /// The live screen.
 pub const LIVE: Table = Table {
     name: "live",
-    rows: &[LIVE_ROWS, VIEW_ROWS, FLAME_ROWS],
+    rows: &[
+        section("Screen", SCREEN_ROWS),
+        section("Run", RUN_ROWS),
+        section("Timeline", &TIMELINE_ROWS),
+        section("Profile", PROFILE_ROWS),
+        section("Views", VIEW_ROWS),
+        section("Flamegraph", FLAME_ROWS),
+    ],
     otherwise: None,
 };
 
-const LIVE_ROWS: &[Row] = &[
+const SCREEN_ROWS: &[Row] = &[
     Row {
         keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
         only: When::Always,
@@ -432,6 +486,10 @@ const LIVE_ROWS: &[Row] = &[
             hint("+/- time", When::Live(Pane::Resources), 10),
         ],
     },
+];
+
+/// The run's keys: the baseline, a snapshot, the difference.
+const RUN_ROWS: &[Row] = &[
     Row {
         keys: &[(Key::Char('b'), Action::Baseline)],
         only: When::Always,
@@ -443,7 +501,7 @@ const LIVE_ROWS: &[Row] = &[
         only: When::Always,
         help: Some((
             "s",
-            "save the stacks so far and threads.csv into the session now",
+            "save the stacks so far and threads.csv in the session now",
         )),
         hints: &[],
     },
@@ -453,12 +511,6 @@ const LIVE_ROWS: &[Row] = &[
         help: Some(("d", "flamegraph: difference against the baseline")),
         hints: &[hint("d diff", When::Always, 21)],
     },
-    TIMELINE_ROWS[0],
-    TIMELINE_ROWS[1],
-    TIMELINE_ROWS[2],
-    TIMELINE_ROWS[3],
-    TIMELINE_ROWS[4],
-    TIMELINE_ROWS[5],
 ];
 
 /// The timeline strip's keys on the live screen (a saved session's or a live run's).
@@ -469,40 +521,37 @@ const TIMELINE_ROWS: [Row; 6] = [
             (Key::Char('.'), Action::Timeline(TimelineAction::Next)),
         ],
         only: When::Always,
-        help: Some((", .", "timeline: move the cursor one interval")),
+        help: Some((", .", "move the cursor one interval")),
         hints: &[],
     },
     Row {
         keys: &[(Key::Char('r'), Action::Timeline(TimelineAction::Mark))],
         only: When::Always,
-        help: Some((
-            "r … r",
-            "timeline: mark a range; flamegraph and latency show it",
-        )),
+        help: Some(("r … r", "mark a range; flamegraph and latency show it")),
         hints: &[],
     },
     Row {
         keys: &[(Key::Char('L'), Action::Timeline(TimelineAction::Last))],
         only: When::Always,
-        help: Some(("L", "timeline: the last 10 seconds")),
+        help: Some(("L", "the last 10 seconds")),
         hints: &[hint("L last 10s", When::RunGoesOn, 24)],
     },
     Row {
         keys: &[(Key::Char('B'), Action::Timeline(TimelineAction::AsBaseline))],
         only: When::Always,
-        help: Some(("B", "timeline: the range shown becomes the diff's baseline")),
+        help: Some(("B", "the range shown becomes the diff's baseline")),
         hints: &[],
     },
     Row {
         keys: &[(Key::Char('S'), Action::Timeline(TimelineAction::Slow))],
         only: When::Always,
-        help: Some(("S", "timeline: the slow intervals against the rest")),
+        help: Some(("S", "the slow intervals against the rest")),
         hints: &[],
     },
     Row {
         keys: &[(Key::Char('A'), Action::Timeline(TimelineAction::Whole))],
         only: When::Always,
-        help: Some(("A", "timeline: the whole run again")),
+        help: Some(("A", "the whole run again")),
         hints: &[],
     },
 ];
@@ -548,13 +597,15 @@ pub(super) const FLAME_ROWS: &[Row] = &[
             (Key::Char('l'), Action::FlameNext),
         ],
         only: When::Flame,
-        help: Some(("arrows, hjkl", "flamegraph: select a frame")),
+        // Said with the views' arrows: one line a key.
+        help: None,
         hints: &[hint("←↓↑→ select", When::Flame, 1)],
     },
     Row {
         keys: &[(Key::Enter, Action::FlameZoom)],
         only: When::Flame,
-        help: Some(("Enter", "flamegraph: zoom in, or unfold a folded chain")),
+        // Said with the views' Enter: one line a key.
+        help: None,
         hints: &[hint("Enter zoom", When::Flame, 2)],
     },
     Row {
@@ -563,7 +614,7 @@ pub(super) const FLAME_ROWS: &[Row] = &[
             (Key::PageDown, Action::FlamePageDown),
         ],
         only: When::Flame,
-        help: Some(("PgUp, PgDn", "flamegraph: a page up, down the widest path")),
+        help: Some(("PgUp, PgDn", "a page up, down the widest path")),
         hints: &[],
     },
     Row {
@@ -572,16 +623,13 @@ pub(super) const FLAME_ROWS: &[Row] = &[
             (Key::End, Action::FlameBottom),
         ],
         only: When::Flame,
-        help: Some((
-            "Home, End",
-            "flamegraph: the top frame, the bottom of the widest path",
-        )),
+        help: Some(("Home, End", "the top frame, the bottom of the widest path")),
         hints: &[],
     },
     Row {
         keys: &[(Key::Char('g'), Action::FlameHottest)],
         only: When::Flame,
-        help: Some(("g", "flamegraph: the hottest leaf under the selection")),
+        help: Some(("g", "the hottest leaf under the selection")),
         hints: &[],
     },
     Row {
@@ -592,41 +640,48 @@ pub(super) const FLAME_ROWS: &[Row] = &[
     },
     Row {
         keys: &[
-            (Key::Char('z'), Action::FlameFold),
-            (Key::Char('w'), Action::FlameNames),
-            (Key::Char('x'), Action::FlameHide),
-        ],
-        only: When::Flame,
-        help: Some((
-            "z, w, x",
-            "flamegraph: fold chains, whole names, hide plumbing (on/off)",
-        )),
-        hints: &[],
-    },
-    Row {
-        keys: &[
-            (Key::Char('/'), Action::Search),
             (Key::Char('n'), Action::NextMatch),
             (Key::Char('N'), Action::PrevMatch),
         ],
         only: When::Flame,
+        help: Some(("n, N", "the next, previous search match")),
+        hints: &[hint("n/N", When::Flame, 5)],
+    },
+];
+
+/// The keys of the profile shown in the flame pane, on the live and compare screens:
+/// they work whatever pane has the focus (the search moves it to the flame pane).
+pub(super) const PROFILE_ROWS: &[Row] = &[
+    Row {
+        keys: &[(Key::Char('o'), Action::Kind)],
+        only: When::Always,
+        help: Some(("o", "on-CPU, off-CPU, waits, then each memory profile")),
+        hints: &[hint("o on/off", When::FlamePane, 6)],
+    },
+    Row {
+        keys: &[(Key::Char('/'), Action::Search)],
+        only: When::Always,
         help: Some((
-            "/ , n, N",
-            "flamegraph: search frames, next, previous match",
+            "/",
+            "search frames or filter top functions (Tab: any substring)",
         )),
         hints: &[
             hint("/ search", When::Flame, 4),
-            hint("n/N", When::Flame, 5),
+            hint("/ filter", When::View(ViewKind::Top), 5),
         ],
     },
     Row {
-        keys: &[(Key::Char('o'), Action::Kind)],
-        only: When::Flame,
+        keys: &[
+            (Key::Char('z'), Action::FlameFold),
+            (Key::Char('w'), Action::FlameNames),
+            (Key::Char('x'), Action::FlameHide),
+        ],
+        only: When::Always,
         help: Some((
-            "o",
-            "flamegraph: on-CPU, off-CPU, waits, then each memory profile",
+            "z, w, x",
+            "fold chains, whole names, hide plumbing (each on/off)",
         )),
-        hints: &[hint("o on/off", When::Flame, 6)],
+        hints: &[],
     },
 ];
 
@@ -660,7 +715,7 @@ pub(super) const VIEW_ROWS: &[Row] = &[
         only: When::Always,
         help: Some((
             "f, t, i, c, a",
-            "views: flamegraph, top functions, bottom-up, callers, source",
+            "flamegraph, top functions, bottom-up, callers, source",
         )),
         hints: &[hint("t/i/c/a views", When::FlamePane, 7)],
     },
@@ -678,7 +733,7 @@ pub(super) const VIEW_ROWS: &[Row] = &[
         only: When::Views,
         help: Some((
             "arrows, hjkl",
-            "views: select a row (source: scroll); bottom-up: →← callers",
+            "move the selection (source: scroll); bottom-up: →← callers",
         )),
         hints: &[
             hint("↑↓ select", When::View(ViewKind::Top), 1),
@@ -693,7 +748,7 @@ pub(super) const VIEW_ROWS: &[Row] = &[
         only: When::Views,
         help: Some((
             "Enter",
-            "views: select the row's function everywhere (flamegraph too)",
+            "zoom in or unfold a frame; on a row: select it everywhere",
         )),
         hints: &[
             hint("Enter select", When::View(ViewKind::Top), 3),
@@ -710,52 +765,49 @@ pub(super) const VIEW_ROWS: &[Row] = &[
         help: Some(("< , >", "top functions: sort by the previous, next column")),
         hints: &[hint("<> sort", When::View(ViewKind::Top), 4)],
     },
-    Row {
-        keys: &[
-            (Key::Char('/'), Action::Search),
-            (Key::Char('o'), Action::Kind),
-        ],
-        only: When::Views,
-        help: Some((
-            "/ , o",
-            "views: filter top functions by a search; on/off-CPU",
-        )),
-        hints: &[
-            hint("/ filter", When::View(ViewKind::Top), 5),
-            hint("o on/off", When::Views, 6),
-        ],
-    },
 ];
 
 /// The flamegraph's search line.
 pub const SEARCH: Table = Table {
     name: "search",
-    rows: &[&[
-        Row {
-            keys: &[(Key::Enter, Action::SearchKeep)],
-            only: When::Always,
-            help: None,
-            hints: &[hint("Enter keep", When::Always, 0)],
-        },
-        Row {
-            keys: &[(Key::Esc, Action::SearchClear)],
-            only: When::Always,
-            help: None,
-            hints: &[hint("Esc clear", When::Always, 1)],
-        },
-        Row {
-            keys: &[(Key::Backspace, Action::SearchErase)],
-            only: When::Always,
-            help: None,
-            hints: &[],
-        },
-        Row {
-            keys: &[(Key::CtrlC, Action::Quit)],
-            only: When::Always,
-            help: None,
-            hints: &[],
-        },
-    ]],
+    rows: &[section(
+        "",
+        &[
+            Row {
+                keys: &[(Key::Enter, Action::SearchKeep)],
+                only: When::Always,
+                help: None,
+                hints: &[hint("Enter keep", When::Always, 0)],
+            },
+            Row {
+                keys: &[(Key::Esc, Action::SearchClear)],
+                only: When::Always,
+                help: None,
+                hints: &[hint("Esc clear", When::Always, 1)],
+            },
+            Row {
+                keys: &[(Key::Tab, Action::SearchSubstring)],
+                only: When::Always,
+                help: None,
+                hints: &[
+                    hint("Tab any substring", When::Substring(false), 2),
+                    hint("Tab whole segments", When::Substring(true), 2),
+                ],
+            },
+            Row {
+                keys: &[(Key::Backspace, Action::SearchErase)],
+                only: When::Always,
+                help: None,
+                hints: &[],
+            },
+            Row {
+                keys: &[(Key::CtrlC, Action::Quit)],
+                only: When::Always,
+                help: None,
+                hints: &[],
+            },
+        ],
+    )],
     otherwise: Some(Otherwise {
         action: Action::SearchType,
         hint: None,
@@ -765,27 +817,30 @@ pub const SEARCH: Table = Table {
 /// The help overlay: any key closes it.
 pub const HELP: Table = Table {
     name: "help",
-    rows: &[&[
-        Row {
-            keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
-            only: When::Always,
-            help: None,
-            hints: &[],
-        },
-        Row {
-            keys: &[
-                (Key::Down, Action::HelpDown),
-                (Key::Char('j'), Action::HelpDown),
-                (Key::PageDown, Action::HelpDown),
-                (Key::Up, Action::HelpUp),
-                (Key::Char('k'), Action::HelpUp),
-                (Key::PageUp, Action::HelpUp),
-            ],
-            only: When::Always,
-            help: None,
-            hints: &[],
-        },
-    ]],
+    rows: &[section(
+        "",
+        &[
+            Row {
+                keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
+                only: When::Always,
+                help: None,
+                hints: &[],
+            },
+            Row {
+                keys: &[
+                    (Key::Down, Action::HelpDown),
+                    (Key::Char('j'), Action::HelpDown),
+                    (Key::PageDown, Action::HelpDown),
+                    (Key::Up, Action::HelpUp),
+                    (Key::Char('k'), Action::HelpUp),
+                    (Key::PageUp, Action::HelpUp),
+                ],
+                only: When::Always,
+                help: None,
+                hints: &[],
+            },
+        ],
+    )],
     otherwise: Some(Otherwise {
         action: Action::CloseHelp,
         hint: None,

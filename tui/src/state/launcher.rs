@@ -8,7 +8,7 @@
 use benchtop_workloads::worker::Workload;
 
 use super::Key;
-use super::keys::{Action, Otherwise, Row, Table, When, hint};
+use super::keys::{Action, Otherwise, Row, Table, When, hint, section};
 use clap::{Command, FromArgMatches, Subcommand};
 
 /// Values the launcher starts from where the command line's defaults make a run too short
@@ -443,122 +443,125 @@ impl LauncherState {
 /// The launcher, the start screen.
 pub const LAUNCHER: Table = Table {
     name: "launcher",
-    rows: &[&[
-        Row {
-            keys: &[
-                (Key::Up, Action::Launcher(LauncherAction::Up)),
-                (Key::Char('k'), Action::Launcher(LauncherAction::Up)),
-                (Key::Down, Action::Launcher(LauncherAction::Down)),
-                (Key::Char('j'), Action::Launcher(LauncherAction::Down)),
-            ],
-            only: When::Always,
-            help: Some(("↑ ↓, j k", "select a workload or a parameter")),
-            hints: &[hint("↑↓ select", When::Always, 20)],
-        },
-        Row {
-            keys: &[
-                (Key::Tab, Action::Launcher(LauncherAction::Next)),
-                (Key::BackTab, Action::Launcher(LauncherAction::Prev)),
-            ],
-            only: When::Always,
-            help: Some((
-                "Tab, Shift-Tab",
-                "next, previous pane: workloads, parameters, sessions",
-            )),
-            hints: &[hint("Tab pane", When::Always, 21)],
-        },
-        Row {
-            keys: &[
-                (Key::Right, Action::Launcher(LauncherAction::Params)),
-                (Key::Char('l'), Action::Launcher(LauncherAction::Params)),
-                (Key::Left, Action::Launcher(LauncherAction::Workloads)),
-                (Key::Char('h'), Action::Launcher(LauncherAction::Workloads)),
-                (Key::Esc, Action::Launcher(LauncherAction::Workloads)),
-            ],
-            only: When::Always,
-            help: Some(("← →, Esc", "to the workloads, to their parameters")),
-            hints: &[],
-        },
-        Row {
-            keys: &[
-                (Key::Char('m'), Action::Launcher(LauncherAction::Mark)),
-                (Key::Char(' '), Action::Launcher(LauncherAction::Mark)),
-            ],
-            only: When::Launcher(LauncherFocus::Recent),
-            help: Some((
-                "m, Space",
-                "recent sessions: mark one; Enter on another compares them",
-            )),
-            hints: &[hint("m mark", When::Launcher(LauncherFocus::Recent), 23)],
-        },
-        Row {
-            keys: &[(Key::Enter, Action::LauncherEnter)],
-            only: When::Always,
-            help: Some((
-                "Enter",
-                "run the selected workload; edit a parameter; open a session",
-            )),
-            hints: &[
-                hint("Enter run", When::Launcher(LauncherFocus::Workloads), 22),
-                hint("Enter edit", When::Launcher(LauncherFocus::Params), 22),
-                hint("Enter open", When::Launcher(LauncherFocus::Recent), 22),
-            ],
-        },
-        Row {
-            keys: &[(Key::Char('r'), Action::ToOrphans)],
-            only: When::Always,
-            help: Some(("r", "processes earlier runs left behind")),
-            hints: &[hint("r orphans", When::Always, 23)],
-        },
-        Row {
-            keys: &[(Key::Char('?'), Action::Help), (Key::F1, Action::Help)],
-            only: When::Always,
-            help: None,
-            hints: &[hint("? help", When::Always, 29)],
-        },
-        Row {
-            keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
-            only: When::Always,
-            help: Some(("q, Ctrl-C", "quit")),
-            hints: &[hint("q quit", When::Always, 31)],
-        },
-    ]],
+    rows: &[section(
+        "Launcher",
+        &[
+            Row {
+                keys: &[
+                    (Key::Up, Action::Launcher(LauncherAction::Up)),
+                    (Key::Char('k'), Action::Launcher(LauncherAction::Up)),
+                    (Key::Down, Action::Launcher(LauncherAction::Down)),
+                    (Key::Char('j'), Action::Launcher(LauncherAction::Down)),
+                ],
+                only: When::Always,
+                help: Some(("↑ ↓, j k", "select a workload or a parameter")),
+                hints: &[hint("↑↓ select", When::Always, 20)],
+            },
+            Row {
+                keys: &[
+                    (Key::Tab, Action::Launcher(LauncherAction::Next)),
+                    (Key::BackTab, Action::Launcher(LauncherAction::Prev)),
+                ],
+                only: When::Always,
+                help: Some((
+                    "Tab, Shift-Tab",
+                    "next, previous pane: workloads, parameters, sessions",
+                )),
+                hints: &[hint("Tab pane", When::Always, 21)],
+            },
+            Row {
+                keys: &[
+                    (Key::Right, Action::Launcher(LauncherAction::Params)),
+                    (Key::Char('l'), Action::Launcher(LauncherAction::Params)),
+                    (Key::Left, Action::Launcher(LauncherAction::Workloads)),
+                    (Key::Char('h'), Action::Launcher(LauncherAction::Workloads)),
+                    (Key::Esc, Action::Launcher(LauncherAction::Workloads)),
+                ],
+                only: When::Always,
+                help: Some(("← →, Esc", "to the workloads, to their parameters")),
+                hints: &[],
+            },
+            Row {
+                keys: &[
+                    (Key::Char('m'), Action::Launcher(LauncherAction::Mark)),
+                    (Key::Char(' '), Action::Launcher(LauncherAction::Mark)),
+                ],
+                only: When::Launcher(LauncherFocus::Recent),
+                help: Some((
+                    "m, Space",
+                    "recent sessions: mark one; Enter on another compares them",
+                )),
+                hints: &[hint("m mark", When::Launcher(LauncherFocus::Recent), 23)],
+            },
+            Row {
+                keys: &[(Key::Enter, Action::LauncherEnter)],
+                only: When::Always,
+                help: Some((
+                    "Enter",
+                    "run the workload, edit the parameter, open the session",
+                )),
+                hints: &[
+                    hint("Enter run", When::Launcher(LauncherFocus::Workloads), 22),
+                    hint("Enter edit", When::Launcher(LauncherFocus::Params), 22),
+                    hint("Enter open", When::Launcher(LauncherFocus::Recent), 22),
+                ],
+            },
+            Row {
+                keys: &[(Key::Char('r'), Action::ToOrphans)],
+                only: When::Always,
+                help: Some(("r", "processes earlier runs left behind")),
+                hints: &[hint("r orphans", When::Always, 23)],
+            },
+            Row {
+                keys: &[(Key::Char('?'), Action::Help), (Key::F1, Action::Help)],
+                only: When::Always,
+                help: None,
+                hints: &[hint("? help", When::Always, 29)],
+            },
+            Row {
+                keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
+                only: When::Always,
+                help: Some(("q, Ctrl-C", "quit")),
+                hints: &[hint("q quit", When::Always, 31)],
+            },
+        ],
+    )],
     otherwise: None,
 };
 
 /// A launcher parameter being edited.
 pub const EDITING: Table = Table {
     name: "editing",
-    rows: &[&[
-        Row {
-            keys: &[
-                (Key::Enter, Action::Launcher(LauncherAction::Keep)),
-                (Key::Tab, Action::Launcher(LauncherAction::Keep)),
-                (Key::Esc, Action::Launcher(LauncherAction::Cancel)),
-            ],
-            only: When::Always,
-            help: Some((
-                "Enter, Esc",
-                "while editing: keep the value (checked), cancel",
-            )),
-            hints: &[
-                hint("Enter keep", When::Always, 1),
-                hint("Esc cancel", When::Always, 2),
-            ],
-        },
-        Row {
-            keys: &[(Key::Backspace, Action::Launcher(LauncherAction::Erase))],
-            only: When::Always,
-            help: None,
-            hints: &[],
-        },
-        Row {
-            keys: &[(Key::CtrlC, Action::Quit)],
-            only: When::Always,
-            help: None,
-            hints: &[],
-        },
-    ]],
+    rows: &[section(
+        "Editing a parameter",
+        &[
+            Row {
+                keys: &[
+                    (Key::Enter, Action::Launcher(LauncherAction::Keep)),
+                    (Key::Tab, Action::Launcher(LauncherAction::Keep)),
+                    (Key::Esc, Action::Launcher(LauncherAction::Cancel)),
+                ],
+                only: When::Always,
+                help: Some(("Enter, Esc", "keep the value (it is checked first), cancel")),
+                hints: &[
+                    hint("Enter keep", When::Always, 1),
+                    hint("Esc cancel", When::Always, 2),
+                ],
+            },
+            Row {
+                keys: &[(Key::Backspace, Action::Launcher(LauncherAction::Erase))],
+                only: When::Always,
+                help: None,
+                hints: &[],
+            },
+            Row {
+                keys: &[(Key::CtrlC, Action::Quit)],
+                only: When::Always,
+                help: None,
+                hints: &[],
+            },
+        ],
+    )],
     otherwise: Some(Otherwise {
         action: Action::Launcher(LauncherAction::Type),
         hint: Some(hint("type a value (empty: the default)", When::Always, 0)),

@@ -715,10 +715,7 @@ impl State {
             }
             Action::CloseHelp => self.help = false,
             Action::HelpDown => {
-                let lines = keys::help(self.screen)
-                    .iter()
-                    .map(|t| t.help().count())
-                    .sum::<usize>();
+                let lines = keys::help_lines_at_most(self.screen);
                 self.help_scroll = (self.help_scroll + 1).min(lines.saturating_sub(1));
             }
             Action::HelpUp => self.help_scroll = self.help_scroll.saturating_sub(1),
@@ -795,38 +792,21 @@ impl State {
             Action::FlameHide => self.flames_mut().toggle_hiding(),
             Action::NextMatch => _ = self.flame_mut().next_match(),
             Action::PrevMatch => _ = self.flame_mut().prev_match(),
-            Action::Search => self.flames_mut().search_input = Some(String::new()),
+            Action::Search
+            | Action::SearchType
+            | Action::SearchErase
+            | Action::SearchSubstring
+            | Action::SearchKeep
+            | Action::SearchClear => self.search_act(action, key),
             Action::Kind => {
                 self.flames_mut().toggle_kind();
                 self.flames_mut().refresh_views();
             }
             Action::Views(action) => {
                 if let profile_views::ViewsAction::Show(_) = action {
-                    match self.screen {
-                        Screen::Compare => self.compare.focus = ComparePane::Flame,
-                        _ => self.focus = Pane::Flame,
-                    }
+                    self.focus_flame();
                 }
                 self.flames_mut().act_views(action);
-            }
-            Action::SearchType | Action::SearchErase => {
-                let flames = self.flames_mut();
-                if let Some(query) = &mut flames.search_input {
-                    match key {
-                        Key::Char(c) => query.push(c),
-                        Key::Backspace => _ = query.pop(),
-                        _ => {}
-                    }
-                    let query = query.clone();
-                    flames.shown_mut().search(&query);
-                    flames.refresh_views();
-                }
-            }
-            Action::SearchKeep => self.flames_mut().search_input = None,
-            Action::SearchClear => {
-                self.flames_mut().search_input = None;
-                self.flame_mut().search("");
-                self.flames_mut().refresh_views();
             }
             Action::Launcher(action) => {
                 self.launcher.act(action, key);
@@ -887,6 +867,57 @@ impl State {
             return vec![Effect::ListSessions, Effect::ScanOrphans];
         }
         Vec::new()
+    }
+
+    /// The search's keys: open the search line (on the flame pane), type, switch between
+    /// segments and substrings, keep or clear it.
+    fn search_act(&mut self, action: Action, key: Key) {
+        match action {
+            Action::Search => {
+                self.focus_flame();
+                let flames = self.flames_mut();
+                flames.search_input = Some(String::new());
+                // Top functions follow a search typed while they show, not an earlier one.
+                if flames.views.kind == profile_views::ViewKind::Top {
+                    flames.views.top.filtered = true;
+                }
+            }
+            Action::SearchType | Action::SearchErase => {
+                let flames = self.flames_mut();
+                if let Some(query) = &mut flames.search_input {
+                    match key {
+                        Key::Char(c) => query.push(c),
+                        Key::Backspace => _ = query.pop(),
+                        _ => {}
+                    }
+                    let query = query.clone();
+                    flames.shown_mut().search(&query);
+                    flames.refresh_views();
+                }
+            }
+            Action::SearchSubstring => {
+                let flames = self.flames_mut();
+                let on = !flames.shown().substring();
+                flames.shown_mut().set_substring(on);
+                flames.refresh_views();
+            }
+            Action::SearchKeep => self.flames_mut().search_input = None,
+            Action::SearchClear => {
+                self.flames_mut().search_input = None;
+                self.flame_mut().search("");
+                self.flames_mut().refresh_views();
+            }
+            // The other actions are carried out by `act`, which hands only these here.
+            _ => {}
+        }
+    }
+
+    /// The flame pane takes the focus (live or compare screen).
+    fn focus_flame(&mut self) {
+        match self.screen {
+            Screen::Compare => self.compare.focus = ComparePane::Flame,
+            _ => self.focus = Pane::Flame,
+        }
     }
 
     /// Esc in a view other than the flamegraph: back to the flamegraph.
@@ -1065,7 +1096,27 @@ pub(super) mod tests {
             now,
         );
         assert!(s.flames().search_input.is_none());
-        assert_eq!(s.flames().panes[Kind::Cpu].matches(), 1);
+        assert_eq!(
+            s.flames().panes[Kind::Cpu].matches(),
+            0,
+            "whole segments: `wo` is not `work`"
+        );
+        keys(&mut s, &[Key::Char('/'), Key::Tab], now);
+        assert_eq!(
+            s.flames().panes[Kind::Cpu].matches(),
+            1,
+            "Tab: any substring"
+        );
+        keys(&mut s, &[Key::Tab], now);
+        assert_eq!(
+            s.flames().panes[Kind::Cpu].matches(),
+            0,
+            "Tab again: segments"
+        );
+        let work: Vec<Key> = "work".chars().map(Key::Char).collect();
+        keys(&mut s, &work, now);
+        assert_eq!(s.flames().panes[Kind::Cpu].matches(), 1, "`work` whole");
+        keys(&mut s, &[Key::Enter], now);
         keys(&mut s, &[Key::Char('/'), Key::Char('x'), Key::Esc], now);
         assert_eq!(
             s.flames().panes[Kind::Cpu].matches(),
@@ -1246,6 +1297,40 @@ pub(super) mod tests {
         let now = Instant::now();
         keys(&mut s, &[Key::Char('?')], now);
         assert_eq!(keys(&mut s, &[Key::Char('q')], now), [Effect::Quit]);
+    }
+
+    #[test]
+    fn the_profile_keys_work_from_any_pane_and_a_search_filters_only_where_it_was_typed() {
+        let mut c = TreeChunks::default();
+        let mut s = state();
+        let now = Instant::now();
+        s.update(
+            stacks(
+                &mut c,
+                tree(&[("bt-ring;main;work", 3), ("bt-ring;main;idle", 1)]),
+            ),
+            now,
+        );
+        let chars = |text: &str| text.chars().map(Key::Char).collect::<Vec<_>>();
+        keys(&mut s, &[Key::Char('1'), Key::Char('o')], now);
+        assert_eq!(s.focus, Pane::Throughput);
+        assert_eq!(s.flames().kind, Kind::OffCpu, "o from the throughput pane");
+        keys(&mut s, &[Key::Char('3'), Key::Char('o')], now);
+        assert_eq!(s.flames().kind, Kind::Cpu, "o from the resources pane");
+        // The search moves the focus to the flame pane, whose search it types.
+        keys(&mut s, &chars("/work"), now);
+        assert_eq!(s.focus, Pane::Flame);
+        keys(&mut s, &[Key::Enter], now);
+        assert_eq!(s.flames().panes[Kind::Cpu].matches(), 1);
+        // Top functions opened now list every function ...
+        keys(&mut s, &[Key::Char('t')], now);
+        let top = &s.flames().views.top;
+        assert_eq!((top.rows.len(), top.hidden), (4, 0));
+        // ... until a search is typed there.
+        keys(&mut s, &chars("/idle"), now);
+        keys(&mut s, &[Key::Enter], now);
+        let top = &s.flames().views.top;
+        assert_eq!((top.rows.len(), top.hidden), (1, 3));
     }
 
     #[test]

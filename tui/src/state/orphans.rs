@@ -3,7 +3,7 @@
 
 use benchtop_profilers::reaper::{Orphan, ReapSignal};
 
-use super::keys::{Action, Otherwise, Row, Table, When, hint};
+use super::keys::{Action, Otherwise, Row, Table, When, hint, section};
 use super::{Effect, Key};
 
 /// A confirmation that is open: which orphans, and the signal chosen.
@@ -159,89 +159,95 @@ impl OrphansState {
 /// The orphans screen.
 pub const ORPHANS: Table = Table {
     name: "orphans",
-    rows: &[&[
-        Row {
-            keys: &[
-                (Key::Up, Action::Orphans(OrphansAction::Up)),
-                (Key::Down, Action::Orphans(OrphansAction::Down)),
-                (Key::Char('j'), Action::Orphans(OrphansAction::Down)),
-            ],
-            only: When::Always,
-            help: Some(("↑ ↓, j", "select a process")),
-            hints: &[hint("↑↓ select", When::Always, 0)],
-        },
-        Row {
-            keys: &[(Key::Char('k'), Action::Orphans(OrphansAction::EndOne))],
-            only: When::Always,
-            help: Some(("k", "end the selected process (asks first; TERM or KILL)")),
-            hints: &[hint("k end one", When::Always, 1)],
-        },
-        Row {
-            keys: &[(Key::Char('K'), Action::Orphans(OrphansAction::EndAll))],
-            only: When::Always,
-            help: Some(("K", "end every process listed (asks first)")),
-            hints: &[hint("K end all", When::Always, 2)],
-        },
-        Row {
-            keys: &[(Key::Char('r'), Action::Orphans(OrphansAction::Rescan))],
-            only: When::Always,
-            help: Some(("r", "look again")),
-            hints: &[hint("r rescan", When::Always, 3)],
-        },
-        Row {
-            keys: &[(Key::Esc, Action::ToLauncher)],
-            only: When::Always,
-            help: Some(("Esc", "back to the launcher")),
-            hints: &[hint("Esc back", When::Always, 4)],
-        },
-        Row {
-            keys: &[(Key::Char('?'), Action::Help), (Key::F1, Action::Help)],
-            only: When::Always,
-            help: None,
-            hints: &[hint("? help", When::Always, 5)],
-        },
-        Row {
-            keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
-            only: When::Always,
-            help: Some(("q, Ctrl-C", "quit")),
-            hints: &[hint("q quit", When::Always, 6)],
-        },
-    ]],
+    rows: &[section(
+        "Orphans",
+        &[
+            Row {
+                keys: &[
+                    (Key::Up, Action::Orphans(OrphansAction::Up)),
+                    (Key::Down, Action::Orphans(OrphansAction::Down)),
+                    (Key::Char('j'), Action::Orphans(OrphansAction::Down)),
+                ],
+                only: When::Always,
+                help: Some(("↑ ↓, j", "select a process")),
+                hints: &[hint("↑↓ select", When::Always, 0)],
+            },
+            Row {
+                keys: &[(Key::Char('k'), Action::Orphans(OrphansAction::EndOne))],
+                only: When::Always,
+                help: Some(("k", "end the selected process (asks first; TERM or KILL)")),
+                hints: &[hint("k end one", When::Always, 1)],
+            },
+            Row {
+                keys: &[(Key::Char('K'), Action::Orphans(OrphansAction::EndAll))],
+                only: When::Always,
+                help: Some(("K", "end every process listed (asks first)")),
+                hints: &[hint("K end all", When::Always, 2)],
+            },
+            Row {
+                keys: &[(Key::Char('r'), Action::Orphans(OrphansAction::Rescan))],
+                only: When::Always,
+                help: Some(("r", "look again")),
+                hints: &[hint("r rescan", When::Always, 3)],
+            },
+            Row {
+                keys: &[(Key::Esc, Action::ToLauncher)],
+                only: When::Always,
+                help: Some(("Esc", "back to the launcher")),
+                hints: &[hint("Esc back", When::Always, 4)],
+            },
+            Row {
+                keys: &[(Key::Char('?'), Action::Help), (Key::F1, Action::Help)],
+                only: When::Always,
+                help: None,
+                hints: &[hint("? help", When::Always, 5)],
+            },
+            Row {
+                keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
+                only: When::Always,
+                help: Some(("q, Ctrl-C", "quit")),
+                hints: &[hint("q quit", When::Always, 6)],
+            },
+        ],
+    )],
     otherwise: None,
 };
 
 /// The confirmation before orphans are ended.
 pub const CONFIRM: Table = Table {
     name: "confirm",
-    rows: &[&[
-        Row {
-            keys: &[
-                (Key::Left, Action::Orphans(OrphansAction::ToggleSignal)),
-                (Key::Right, Action::Orphans(OrphansAction::ToggleSignal)),
-                (Key::Tab, Action::Orphans(OrphansAction::ToggleSignal)),
-                (Key::Char('h'), Action::Orphans(OrphansAction::ToggleSignal)),
-                (Key::Char('l'), Action::Orphans(OrphansAction::ToggleSignal)),
-            ],
-            only: When::Always,
-            help: None,
-            hints: &[hint("←→ signal", When::Always, 0)],
-        },
-        Row {
-            keys: &[
-                (Key::Enter, Action::Orphans(OrphansAction::Confirm)),
-                (Key::Char('y'), Action::Orphans(OrphansAction::Confirm)),
-            ],
-            only: When::Always,
-            help: None,
-            hints: &[hint("Enter yes", When::Always, 1)],
-        },
-        Row {
-            keys: &[(Key::CtrlC, Action::Quit)],
-            only: When::Always,
-            help: None,
-            hints: &[],
-        },
-    ]],
+    rows: &[section(
+        "",
+        &[
+            Row {
+                keys: &[
+                    (Key::Left, Action::Orphans(OrphansAction::ToggleSignal)),
+                    (Key::Right, Action::Orphans(OrphansAction::ToggleSignal)),
+                    (Key::Tab, Action::Orphans(OrphansAction::ToggleSignal)),
+                    (Key::Char('h'), Action::Orphans(OrphansAction::ToggleSignal)),
+                    (Key::Char('l'), Action::Orphans(OrphansAction::ToggleSignal)),
+                ],
+                only: When::Always,
+                help: None,
+                hints: &[hint("←→ signal", When::Always, 0)],
+            },
+            Row {
+                keys: &[
+                    (Key::Enter, Action::Orphans(OrphansAction::Confirm)),
+                    (Key::Char('y'), Action::Orphans(OrphansAction::Confirm)),
+                ],
+                only: When::Always,
+                help: None,
+                hints: &[hint("Enter yes", When::Always, 1)],
+            },
+            Row {
+                keys: &[(Key::CtrlC, Action::Quit)],
+                only: When::Always,
+                help: None,
+                hints: &[],
+            },
+        ],
+    )],
     otherwise: Some(Otherwise {
         action: Action::Orphans(OrphansAction::Refuse),
         hint: Some(hint("any other key no", When::Always, 2)),

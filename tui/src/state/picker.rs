@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::keys::{Action, Otherwise, Row, Table, When, hint};
+use super::keys::{Action, Otherwise, Row, Table, When, hint, section};
 use super::launcher::{LauncherAction, LauncherFocus};
 use super::{Effect, Key, Screen, State};
 
@@ -258,7 +258,8 @@ impl State {
     }
 }
 
-/// Tab from the command line or the picker: the next pane.
+/// Tab from the command line or the picker: the next pane (the help says it under the
+/// command line, which comes first).
 const NEXT_PANE_ROW: Row = Row {
     keys: &[(Key::Tab, Action::Launcher(LauncherAction::Next))],
     only: When::Always,
@@ -285,29 +286,32 @@ const QUIT_ROW: Row = Row {
 /// Typing a command line in the launcher.
 pub const COMMAND_LINE: Table = Table {
     name: "command line",
-    rows: &[&[
-        Row {
-            keys: &[(Key::Enter, Action::Pick(PickAction::Run))],
-            only: When::Always,
-            help: Some((
-                "Enter",
-                "run the command typed, live (as run --tui -- <command>)",
-            )),
-            hints: &[hint("Enter run", When::Always, 1)],
-        },
-        NEXT_PANE_ROW,
-        Row {
-            keys: &[
-                (Key::Esc, Action::Pick(PickAction::Back)),
-                (Key::BackTab, Action::Pick(PickAction::Back)),
-            ],
-            only: When::Always,
-            help: Some(("Esc, Shift-Tab", "back to the workloads")),
-            hints: &[hint("Esc back", When::Always, 2)],
-        },
-        ERASE_ROW,
-        QUIT_ROW,
-    ]],
+    rows: &[section(
+        "Command line and processes",
+        &[
+            Row {
+                keys: &[(Key::Enter, Action::Pick(PickAction::Run))],
+                only: When::Always,
+                help: Some((
+                    "Enter",
+                    "run the command typed, live (as run --tui -- <command>)",
+                )),
+                hints: &[hint("Enter run", When::Always, 1)],
+            },
+            NEXT_PANE_ROW,
+            Row {
+                keys: &[
+                    (Key::Esc, Action::Pick(PickAction::Back)),
+                    (Key::BackTab, Action::Pick(PickAction::Back)),
+                ],
+                only: When::Always,
+                help: Some(("Esc, Shift-Tab", "back to the workloads")),
+                hints: &[hint("Esc back", When::Always, 2)],
+            },
+            ERASE_ROW,
+            QUIT_ROW,
+        ],
+    )],
     otherwise: Some(Otherwise {
         action: Action::Pick(PickAction::Type),
         hint: Some(hint("type a command line", When::Always, 0)),
@@ -317,38 +321,45 @@ pub const COMMAND_LINE: Table = Table {
 /// Picking a running process in the launcher.
 pub const PICKER: Table = Table {
     name: "process picker",
-    rows: &[&[
-        Row {
-            keys: &[
-                (Key::Up, Action::Pick(PickAction::Up)),
-                (Key::Down, Action::Pick(PickAction::Down)),
-            ],
-            only: When::Always,
-            help: Some(("↑ ↓", "select a process")),
-            hints: &[hint("↑↓ select", When::Always, 1)],
-        },
-        Row {
-            keys: &[(Key::Enter, Action::Pick(PickAction::Run))],
-            only: When::Always,
-            help: Some((
-                "Enter",
-                "attach to the selected process, live (as attach PID --tui)",
-            )),
-            hints: &[hint("Enter attach", When::Always, 2)],
-        },
-        NEXT_PANE_ROW,
-        Row {
-            keys: &[
-                (Key::Esc, Action::Pick(PickAction::Back)),
-                (Key::BackTab, Action::Pick(PickAction::Back)),
-            ],
-            only: When::Always,
-            help: Some(("Esc, Shift-Tab", "back to the workloads")),
-            hints: &[hint("Esc back", When::Always, 3)],
-        },
-        ERASE_ROW,
-        QUIT_ROW,
-    ]],
+    rows: &[section(
+        "Processes",
+        &[
+            Row {
+                keys: &[
+                    (Key::Up, Action::Pick(PickAction::Up)),
+                    (Key::Down, Action::Pick(PickAction::Down)),
+                ],
+                only: When::Always,
+                help: Some(("↑ ↓", "select a process")),
+                hints: &[hint("↑↓ select", When::Always, 1)],
+            },
+            Row {
+                keys: &[(Key::Enter, Action::Pick(PickAction::Run))],
+                only: When::Always,
+                help: Some((
+                    "Enter",
+                    "attach to the selected process, live (as attach PID --tui)",
+                )),
+                hints: &[hint("Enter attach", When::Always, 2)],
+            },
+            Row {
+                help: None,
+                ..NEXT_PANE_ROW
+            },
+            Row {
+                keys: &[
+                    (Key::Esc, Action::Pick(PickAction::Back)),
+                    (Key::BackTab, Action::Pick(PickAction::Back)),
+                ],
+                only: When::Always,
+                // Said under the command line, as Tab.
+                help: None,
+                hints: &[hint("Esc back", When::Always, 3)],
+            },
+            ERASE_ROW,
+            QUIT_ROW,
+        ],
+    )],
     otherwise: Some(Otherwise {
         action: Action::Pick(PickAction::Type),
         hint: Some(hint("type to filter", When::Always, 0)),

@@ -126,9 +126,40 @@ fn take_end(text: &str, room: usize) -> &str {
     text
 }
 
+/// `text` in lines of at most `room` columns, broken between words; a word longer than a
+/// line is cut in its middle, as [`fit`] cuts.
+pub fn wrap(text: &str, room: usize) -> Vec<String> {
+    let room = room.max(1);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let word = fit(word, room);
+        let len = line.width();
+        if len > 0 && len + 1 + word.width() > room {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_wraps_between_words_and_a_word_longer_than_a_line_loses_its_middle() {
+        assert_eq!(wrap("one two three", 7), ["one two", "three"]);
+        assert_eq!(wrap("abcdefghij xy", 4), ["a…ij", "xy"]);
+        assert_eq!(wrap("höhe ünd", 4), ["höhe", "ünd"]);
+        assert!(wrap("", 5).is_empty());
+    }
 
     #[test]
     fn text_that_fits_is_borrowed_whole() {

@@ -88,23 +88,31 @@ pub fn render_flame(state: &FlameState, area: Rect, buf: &mut Buffer, focused: b
 /// figures, or the zoomed total, on the right when there is room.
 fn draw_title(state: &FlameState, line: Rect, buf: &mut Buffer, focused: bool) {
     let width = usize::from(line.width);
-    let right = match state.query() {
-        "" => state.unit().format(state.zoom_total()),
-        query => {
-            let n = state.matches();
-            format!(
-                "/{}: {n} {}, {:.1}% of {}",
-                escaped(query),
-                if n == 1 { "match" } else { "matches" },
-                state.match_share() * 100.0,
-                state.unit().format(state.zoom_total()),
-            )
+    let (right, show_right) = match state.query() {
+        "" => {
+            let total = state.unit().format(state.zoom_total());
+            let fits = Span::raw(total.as_str()).width() + 1 + MIN_CRUMBS <= width;
+            (total, fits)
+        }
+        // Searching, the figures show at every width: shorter forms first give way to
+        // the breadcrumb's room, then the breadcrumb to the count.
+        _ => {
+            let forms = search_figures(state);
+            let fits = |extra: usize| {
+                forms
+                    .iter()
+                    .find(|f| Span::raw(f.as_str()).width() + extra <= width)
+                    .cloned()
+            };
+            match fits(1 + MIN_CRUMBS).or_else(|| fits(0)) {
+                Some(form) => (form, true),
+                None => (String::new(), false),
+            }
         }
     };
     let right_width = Span::raw(right.as_str()).width();
-    let show_right = right_width + 1 + MIN_CRUMBS <= width;
     let room = if show_right {
-        width - right_width - 1
+        width.saturating_sub(right_width + 1)
     } else {
         width
     };
@@ -135,6 +143,26 @@ fn draw_title(state: &FlameState, line: Rect, buf: &mut Buffer, focused: bool) {
         let x = line.right() - right_width as u16;
         buf.set_stringn(x, line.y, &right, right_width, Style::new());
     }
+}
+
+/// The search's figures in the title, longest first: `/lock: 5 matches, 17.5% of 2,976
+/// samples`, then without the total, without the query, and the count alone. A substring
+/// search shows its query as `*lock*`.
+fn search_figures(state: &FlameState) -> [String; 4] {
+    let n = state.matches();
+    let count = format!("{n} {}", if n == 1 { "match" } else { "matches" });
+    let share = format!("{:.1}%", state.match_share() * 100.0);
+    let query = match state.substring() {
+        true => format!("/*{}*", escaped(state.query())),
+        false => format!("/{}", escaped(state.query())),
+    };
+    let total = state.unit().format(state.zoom_total());
+    [
+        format!("{query}: {count}, {share} of {total}"),
+        format!("{query}: {count}, {share}"),
+        format!("{count}, {share}"),
+        count,
+    ]
 }
 
 /// `all › bt-ring › main`, keeping the deepest names that fit in `room` columns and an
@@ -511,6 +539,8 @@ mod tests {
     #[test]
     fn search_matches_are_magenta_and_counted_in_the_title() {
         let mut s = profile();
+        // Anywhere in a name: `recv` in `recv_from` too.
+        s.set_substring(true);
         s.search("RECV");
         s.next_match(); // socket::recv_from, on a row above mpsc::recv
         s.next_match();
@@ -524,6 +554,36 @@ mod tests {
         );
         assert_eq!(cell_of(&buf, "cv_from").bg, MATCH_BG);
         assert_ne!(cell_of(&buf, "mpsc::send").bg, MATCH_BG);
+    }
+
+    #[test]
+    fn the_search_count_shows_at_every_width() {
+        let mut s = profile();
+        s.search("recv");
+        let full = "/recv: 1 match, ";
+        assert!(
+            text(&render(&s, 80, 12, true))
+                .lines()
+                .next()
+                .unwrap()
+                .contains(full)
+        );
+        // The width of the flame pane on an 80-column screen, and narrower.
+        for (width, count) in [(42, "/recv: 1 match, "), (30, "1 match, "), (16, "1 match")] {
+            let title = text(&render(&s, width, 12, true))
+                .lines()
+                .next()
+                .unwrap()
+                .to_owned();
+            assert!(title.contains(count), "{width}: {title}");
+        }
+        s.set_substring(true);
+        let title = text(&render(&s, 80, 12, true))
+            .lines()
+            .next()
+            .unwrap()
+            .to_owned();
+        assert!(title.contains("/*recv*: 2 matches, "), "{title}");
     }
 
     #[test]
@@ -657,8 +717,8 @@ mod tests {
         }
         assert_eq!(
             text(&render(&s, 10, 3, true)),
-            "all       \nbt-ring b…\n850 sample",
-            "too narrow for the figures: they come first"
+            " 0 matches\nbt-ring b…\n850 sample",
+            "too narrow for the figures: they come first, and the search count"
         );
     }
 

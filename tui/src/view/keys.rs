@@ -10,8 +10,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 
-use super::accent;
-use crate::state::keys::{self, Hint, Table};
+use super::{accent, fit};
+use crate::state::keys::{self, HelpLine, Hint, Table};
 use crate::state::launcher::LauncherFocus;
 use crate::state::{Screen, State};
 
@@ -89,47 +89,86 @@ pub(super) fn draw_footer(state: &State, now: Instant, area: Rect, buf: &mut Buf
 }
 
 /// The screen's keys as its help lists them: every help line of its tables.
-pub(super) fn help_lines(screen: Screen) -> Vec<(&'static str, &'static str)> {
+pub(super) fn help_lines(screen: Screen) -> Vec<HelpLine> {
     keys::help(screen).iter().flat_map(|t| t.help()).collect()
 }
 
-/// Every key, in a box over the screen.
+/// The indent of the keys under a heading in the help.
+const HELP_INDENT: usize = 2;
+
+/// The help's lines in `width` columns: each heading, then its keys in a column as wide
+/// as the widest, what each does wrapped under itself.
+pub(super) fn help_text(state: &State, width: usize) -> Vec<Line<'static>> {
+    let help = help_lines(state.screen);
+    let keys_width = help.iter().map(|l| fit::width(l.keys)).max().unwrap_or(0);
+    let room = width.saturating_sub(HELP_INDENT + keys_width + 2).max(10);
+    let mut lines = Vec::new();
+    let mut heading = "";
+    for line in help {
+        if line.heading != heading && !line.heading.is_empty() {
+            heading = line.heading;
+            lines.push(Line::from(Span::styled(
+                format!(" {heading}"),
+                Style::new().add_modifier(Modifier::BOLD),
+            )));
+        }
+        for (i, part) in fit::wrap(line.what, room).into_iter().enumerate() {
+            let keys = if i == 0 { line.keys } else { "" };
+            let pad = keys_width.saturating_sub(fit::width(keys));
+            lines.push(Line::from(vec![
+                Span::styled(
+                    format!("{:HELP_INDENT$}{keys}{:pad$}  ", "", ""),
+                    accent(state, Color::Cyan),
+                ),
+                Span::raw(part),
+            ]));
+        }
+    }
+    lines
+}
+
+/// Every key, in a box over the screen, set apart from what is under it by a blank
+/// margin.
 pub(super) fn draw_help(state: &State, area: Rect, buf: &mut Buffer) {
-    let keys = help_lines(state.screen);
     let width = area.width.min(78);
-    let height = (keys.len() as u16 + 4).min(area.height);
+    let lines = help_text(state, usize::from(width.saturating_sub(2)));
+    let height = (lines.len() as u16 + 2).min(area.height);
     let popup = Rect {
         x: area.x + (area.width - width) / 2,
         y: area.y + (area.height - height) / 2,
         width,
         height,
     };
-    Clear.render(popup, buf);
+    // The margin: a column each side and a row above and below, where there is room, so
+    // that no pane's border runs into the box's.
+    let margin = Rect {
+        x: popup.x.saturating_sub(1).max(area.x),
+        y: popup.y.saturating_sub(1).max(area.y),
+        width: 0,
+        height: 0,
+    };
+    let margin = Rect {
+        width: (popup.right() + 1).min(area.right()) - margin.x,
+        height: (popup.bottom() + 1).min(area.bottom()) - margin.y,
+        ..margin
+    };
+    Clear.render(margin, buf);
     // When they do not all fit, the lines from the scroll position, and the title says
     // which and how to scroll.
     let room = usize::from(height.saturating_sub(2)).max(1);
-    let first = state.help_scroll.min(keys.len().saturating_sub(room));
-    let title = if keys.len() > room {
+    let first = state.help_scroll.min(lines.len().saturating_sub(room));
+    let title = if lines.len() > room {
         format!(
             " keys {}–{} of {} — ↑↓ scroll, any other key closes ",
             first + 1,
-            (first + room).min(keys.len()),
-            keys.len()
+            (first + room).min(lines.len()),
+            lines.len()
         )
     } else {
         " keys — any key closes ".to_owned()
     };
-    let lines: Vec<Line> = keys
-        .iter()
-        .skip(first)
-        .map(|(k, what)| {
-            Line::from(vec![
-                Span::styled(format!(" {k:<15}"), accent(state, Color::Cyan)),
-                Span::raw(*what),
-            ])
-        })
-        .collect();
-    Paragraph::new(lines)
+    let shown: Vec<Line> = lines.into_iter().skip(first).collect();
+    Paragraph::new(shown)
         .block(Block::new().borders(Borders::ALL).title(title))
         .render(popup, buf);
 }
@@ -277,6 +316,12 @@ mod tests {
             assert!(s.flames().search_input.is_some());
             states.push((format!("search {:?}", s.screen), s));
         }
+        let mut substring = running(base);
+        for key in [Key::Char('/'), Key::Tab, Key::Char('x')] {
+            substring.update(AppEvent::Key(key), at(base, 1));
+        }
+        assert!(substring.flames().shown().substring());
+        states.push(("search substring".into(), substring));
         states
     }
 
@@ -373,22 +418,71 @@ mod tests {
         let lines = help_lines(s.screen);
         let first = render(&s, at(base, 600), 80, 24);
         assert!(first.contains("keys 1–22 of"), "{first}");
-        let (last_key, _) = lines[lines.len() - 1];
-        assert!(!first.contains(&format!(" {last_key:<15}")), "{first}");
-        for _ in 0..lines.len() + 5 {
+        let last_key = lines[lines.len() - 1].keys;
+        assert!(!first.contains(&format!("│  {last_key}  ")), "{first}");
+        for _ in 0..keys::help_lines_at_most(s.screen) + 5 {
             s.update(AppEvent::Key(Key::Char('j')), at(base, 1));
         }
         assert!(s.help, "scrolling keeps the help open");
         let end = render(&s, at(base, 600), 80, 24);
-        assert!(end.contains(&format!(" {last_key:<15}")), "{end}");
+        assert!(end.contains(&format!("│  {last_key}  ")), "{end}");
         insta::assert_snapshot!("the_live_help_scrolled_to_its_end_80x24", end);
         s.update(AppEvent::Key(Key::Char('k')), at(base, 1));
         s.update(AppEvent::Key(Key::Char('x')), at(base, 1));
         assert!(!s.help, "any other key closes it");
     }
 
+    /// The help box of a screen drawn `width` columns wide, read back: its headings and
+    /// lines (a line's wrapped words joined), and the lines of the screen around it.
+    fn read_help(screen: &str) -> (Vec<(String, String, String)>, [usize; 3]) {
+        let lines: Vec<Vec<char>> = screen.lines().map(|l| l.chars().collect()).collect();
+        let top = lines
+            .iter()
+            .position(|l| l.iter().collect::<String>().contains(" keys "))
+            .expect("the box");
+        let title: String = lines[top].iter().collect();
+        let left = title[..title.find(" keys ").expect("the title")]
+            .chars()
+            .count()
+            - 1;
+        assert_eq!(lines[top][left], '┌', "{screen}");
+        let right = left
+            + lines[top][left..]
+                .iter()
+                .position(|&c| c == '┐')
+                .expect("corner");
+        let mut read = Vec::new();
+        let mut heading = String::new();
+        let mut bottom = top;
+        for (y, line) in lines.iter().enumerate().skip(top + 1) {
+            if line[left] == '└' {
+                bottom = y;
+                break;
+            }
+            assert_eq!((line[left], line[right]), ('│', '│'), "{screen}");
+            let inside: String = line[left + 1..right].iter().collect();
+            let inside = inside.trim_end();
+            if inside.is_empty() {
+                continue;
+            }
+            if !inside.starts_with("  ") {
+                heading = inside.trim().to_owned();
+            } else if inside.starts_with("   ") {
+                // A line's words wrapped under it.
+                let last: &mut (String, String, String) = read.last_mut().expect("a line");
+                last.2.push(' ');
+                last.2.push_str(inside.trim());
+            } else {
+                // Keys never hold two spaces in a row: they end the keys' column.
+                let (keys, what) = inside[2..].split_once("  ").expect("two columns");
+                read.push((heading.clone(), keys.to_owned(), what.trim().to_owned()));
+            }
+        }
+        (read, [top, left, bottom])
+    }
+
     #[test]
-    fn the_help_lists_exactly_the_tables_help_lines() {
+    fn the_help_lists_exactly_the_tables_help_lines_under_their_headings() {
         let base = Instant::now();
         for mut state in [
             running(base),
@@ -400,37 +494,101 @@ mod tests {
             state.update(AppEvent::Key(Key::Char('?')), at(base, 1));
             assert!(state.help, "? opens the help on {:?}", state.screen);
             let screen = render(&state, at(base, 600), 160, 48);
-            // The box's columns: from its top-left corner, 78 wide.
-            let title = " keys — any key closes ";
-            let top = screen
-                .lines()
-                .position(|l| l.contains(title))
-                .expect("the box");
-            let top_line = screen.lines().nth(top).unwrap_or_default();
-            let left = top_line[..top_line.find(title).unwrap_or(0)]
-                .chars()
-                .count()
-                - 1;
-            let rows: Vec<String> = screen
-                .lines()
-                .skip(top + 1)
-                .map(|l| l.chars().skip(left).take(78).collect::<String>())
-                .take_while(|l| !l.starts_with('└'))
-                .map(|l| {
-                    l.trim_start_matches('│')
-                        .trim_end()
-                        .trim_end_matches('│')
-                        .trim_end()
-                        .to_owned()
-                })
-                .filter(|l| !l.is_empty())
-                .collect();
-            let expected: Vec<String> = help_lines(state.screen)
+            let (read, _) = read_help(&screen);
+            let expected: Vec<(String, String, String)> = help_lines(state.screen)
                 .iter()
-                .map(|(k, what)| format!(" {k:<15}{what}").trim_end().to_owned())
+                .map(|l| (l.heading.to_owned(), l.keys.to_owned(), l.what.to_owned()))
                 .collect();
             assert!(!expected.is_empty());
-            assert_eq!(rows, expected, "{:?}: {screen}", state.screen);
+            assert_eq!(read, expected, "{:?}: {screen}", state.screen);
+        }
+    }
+
+    #[test]
+    fn each_key_is_said_once_under_its_heading_and_once_on_the_live_screen() {
+        for screen in [
+            Screen::Live,
+            Screen::Compare,
+            Screen::Launcher,
+            Screen::Orphans,
+            Screen::Ab,
+        ] {
+            let mut said: Vec<(&str, Key)> = Vec::new();
+            for table in keys::help(screen) {
+                for section in table.rows {
+                    for row in section.rows.iter().filter(|r| r.help.is_some()) {
+                        let mut row_keys: Vec<Key> = row.keys.iter().map(|&(k, _)| k).collect();
+                        row_keys.dedup();
+                        for key in row_keys {
+                            let under = if screen == Screen::Live {
+                                ""
+                            } else {
+                                section.heading
+                            };
+                            assert!(
+                                !said.contains(&(under, key)),
+                                "{screen:?}: {key:?} is said twice (under `{}`)",
+                                section.heading
+                            );
+                            said.push((under, key));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_help_box_has_one_border_set_apart_by_a_blank_margin() {
+        let base = Instant::now();
+        for (w, h) in [(80, 24), (160, 48)] {
+            for mut state in [running(base), comparing(), launcher()] {
+                state.update(AppEvent::Key(Key::Char('?')), at(base, 1));
+                let screen = render(&state, at(base, 600), w, h);
+                let (read, [top, left, bottom]) = read_help(&screen);
+                assert!(!read.is_empty());
+                let lines: Vec<Vec<char>> = screen.lines().map(|l| l.chars().collect()).collect();
+                let right = left + 77;
+                let blank = |x: usize, y: usize| {
+                    lines
+                        .get(y)
+                        .and_then(|l| l.get(x))
+                        .is_none_or(|&c| c == ' ')
+                };
+                let ys = top.saturating_sub(1)..=bottom + 1;
+                for y in ys.clone() {
+                    for x in [left.checked_sub(1), Some(right + 1)].into_iter().flatten() {
+                        assert!(
+                            blank(x, y),
+                            "{w}x{h} {:?}: row {y}:\n{screen}",
+                            state.screen
+                        );
+                    }
+                }
+                for y in [top.checked_sub(1), Some(bottom + 1)].into_iter().flatten() {
+                    for x in left..=right {
+                        assert!(
+                            blank(x, y),
+                            "{w}x{h} {:?}: row {y}:\n{screen}",
+                            state.screen
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_launcher_help_groups_its_modes_keys_under_headings() {
+        let base = Instant::now();
+        let mut s = launcher();
+        s.update(AppEvent::Key(Key::Char('?')), at(base, 1));
+        for (w, h) in [(80, 24), (160, 48)] {
+            let screen = render(&s, at(base, 600), w, h);
+            for heading in ["Launcher", "Editing a parameter", "Processes"] {
+                assert!(screen.contains(&format!("│ {heading}")), "{screen}");
+            }
+            insta::assert_snapshot!(format!("the_launcher_help_{w}x{h}"), screen);
         }
     }
 

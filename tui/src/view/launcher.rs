@@ -10,8 +10,21 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::accent;
+use super::fit::{self, fit, fit_end, wrap};
 use crate::state::State;
 use crate::state::launcher::{Entry, LauncherFocus, PROGRAM_ENTRIES};
+
+/// What the header says, longest first: the first that fits is drawn.
+const HEADER: [&str; 3] = [
+    "pick a workload, a command or a process; Enter runs it, profiled and recorded under \
+     ./sessions/",
+    "pick a workload, a command or a process; Enter runs and records it",
+    "pick what to run; Enter runs it",
+];
+
+/// What a parameter's description gets beside its value at the least; with less room it
+/// goes on a line of its own under the parameter.
+const MIN_DESCRIPTION: usize = 30;
 
 /// Draws the launcher into `area` (everything but the footer).
 pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
@@ -22,15 +35,19 @@ pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
         Constraint::Length((l.recent.len() as u16).clamp(1, 8) + 2),
     ])
     .areas(area);
+    // The longest of the header's sayings that fits.
+    let room = usize::from(head.width).saturating_sub(" benchtop ".len());
+    let about = HEADER
+        .iter()
+        .find(|h| fit::width(h) <= room)
+        .copied()
+        .unwrap_or("");
     let mut lines = vec![Line::from(vec![
         Span::styled(
             " benchtop ",
             accent(state, Color::Cyan).add_modifier(Modifier::BOLD),
         ),
-        Span::raw(
-            "pick a workload, a command or a process; Enter runs it, profiled and recorded \
-             under ./sessions/",
-        ),
+        Span::raw(about),
     ])];
     let orphans = state.orphans.count();
     if orphans > 0 {
@@ -143,28 +160,6 @@ fn workload_list(state: &State, area: Rect, buf: &mut Buffer) {
     }
 }
 
-/// `text` in lines of at most `width` characters, broken between words (a word longer
-/// than a line is cut).
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    for word in text.split_whitespace() {
-        let word: String = word.chars().take(width).collect();
-        let len = line.chars().count();
-        if len > 0 && len + 1 + word.chars().count() > width {
-            lines.push(std::mem::take(&mut line));
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(&word);
-    }
-    if !line.is_empty() {
-        lines.push(line);
-    }
-    lines
-}
-
 /// The parameters of the selected workload, the selected one in view.
 fn parameters(state: &State, params: Rect, buf: &mut Buffer) {
     let l = &state.launcher;
@@ -210,19 +205,13 @@ fn parameters(state: &State, params: Rect, buf: &mut Buffer) {
                 .collect::<Vec<_>>(),
         )
         .render(desc, buf);
-        let name_width = w.params.iter().map(|p| p.name.len()).max().unwrap_or(0);
-        let rows = usize::from(inner.height);
-        // Keep the selected parameter in view.
-        let first = l.param.saturating_sub(rows.saturating_sub(1));
-        let lines: Vec<Line> = w
+        let values: Vec<Span> = w
             .params
             .iter()
             .enumerate()
-            .skip(first)
-            .take(rows)
             .map(|(i, p)| {
                 let selected = l.focus == LauncherFocus::Params && i == l.param;
-                let value = match (&l.editing, selected) {
+                match (&l.editing, selected) {
                     (Some(typed), true) => Span::styled(
                         format!("{typed}▏"),
                         Style::new().add_modifier(Modifier::REVERSED),
@@ -236,7 +225,30 @@ fn parameters(state: &State, params: Rect, buf: &mut Buffer) {
                         Style::new().add_modifier(Modifier::DIM),
                     ),
                     _ => Span::styled(p.value.clone(), accent(state, Color::Yellow)),
-                };
+                }
+            })
+            .collect();
+        let width = usize::from(inner.width);
+        let name_width = w.params.iter().map(|p| fit::width(&p.name)).max();
+        let name_width = name_width.unwrap_or(0).min(width / 3);
+        // Values in a column as wide as the widest (a third of the pane at most).
+        let value_width = values.iter().map(|v| fit::width(&v.content)).max();
+        let value_width = value_width.unwrap_or(0).min(width / 3).max(1);
+        let beside = width.saturating_sub(name_width + value_width + 4);
+        // Narrow: the description on a line of its own, under the parameter.
+        let per_param = if beside >= MIN_DESCRIPTION { 1 } else { 2 };
+        let rows = usize::from(inner.height) / per_param;
+        // Keep the selected parameter in view.
+        let first = l.param.saturating_sub(rows.saturating_sub(1));
+        let lines: Vec<Line> = w
+            .params
+            .iter()
+            .zip(values)
+            .enumerate()
+            .skip(first)
+            .take(rows.max(1))
+            .flat_map(|(i, (p, value))| {
+                let selected = l.focus == LauncherFocus::Params && i == l.param;
                 let name_style = if selected {
                     Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED)
                 } else {
@@ -246,15 +258,27 @@ fn parameters(state: &State, params: Rect, buf: &mut Buffer) {
                 if !p.choices.is_empty() {
                     help = format!("[{}] {help}", p.choices.join("|"));
                 }
-                Line::from(vec![
-                    Span::styled(format!("{:<name_width$}", p.name), name_style),
+                let name = fit(&p.name, name_width);
+                let value = Span::styled(
+                    format!("{:<value_width$}", fit(&value.content, value_width)),
+                    value.style,
+                );
+                let dim = Style::new().add_modifier(Modifier::DIM);
+                let mut line = vec![
+                    Span::styled(format!("{name:<name_width$}"), name_style),
                     Span::raw("  "),
                     value,
-                    Span::styled(
-                        format!("  {help}"),
-                        Style::new().add_modifier(Modifier::DIM),
-                    ),
-                ])
+                ];
+                if per_param == 1 {
+                    let help = fit_end(&help, beside).into_owned();
+                    line.push(Span::styled(format!("  {help}"), dim));
+                    return vec![Line::from(line)];
+                }
+                let help = fit_end(&help, width.saturating_sub(4)).into_owned();
+                vec![
+                    Line::from(line),
+                    Line::from(Span::styled(format!("    {help}"), dim)),
+                ]
             })
             .collect();
         Paragraph::new(lines).render(inner, buf);
@@ -312,16 +336,4 @@ fn recent_sessions(state: &State, recent: Rect, buf: &mut Buffer) {
             .collect()
     };
     Paragraph::new(lines).render(inner, buf);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn text_wraps_between_words_and_cuts_a_word_longer_than_a_line() {
-        assert_eq!(wrap("one two three", 7), ["one two", "three"]);
-        assert_eq!(wrap("abcdefghij xy", 4), ["abcd", "xy"]);
-        assert!(wrap("", 5).is_empty());
-    }
 }

@@ -1167,6 +1167,126 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn searching_the_recorded_ring_for_lock_finds_the_locks_and_counts_them_at_every_width() {
+        let base = Instant::now();
+        let mut s = running_with(base, &recorded_ring(), &RING_LAP.map(|v| (v, 100)));
+        for key in "/lock".chars().map(Key::Char).chain([Key::Enter]) {
+            s.update(AppEvent::Key(key), at(base, 12));
+        }
+        let cpu = s.flames().shown();
+        let lock = |name: &str| {
+            (0..cpu.tree().frame_count())
+                .map(|i| benchtop_sessions::FrameId(i as u32))
+                .find(|&f| cpu.tree().name(f) == name)
+                .is_some_and(|f| cpu.frame_matches(f))
+        };
+        assert!(lock("std::sys::sync::mutex::futex::Mutex::lock"));
+        assert!(!lock("clock_gettime") && !lock("tokio::runtime::runtime::Runtime::block_on"));
+        assert!(!lock("std::sys::sync::mutex::futex::Mutex::unlock"));
+        for (w, h) in [(80, 24), (160, 48)] {
+            let screen = render(&s, at(base, 12), w, h);
+            let title = screen
+                .lines()
+                .find(|l| l.contains("matches"))
+                .unwrap_or_else(|| panic!("{w}x{h}: no count: {screen}"));
+            assert!(title.contains("matches, "), "{w}x{h}: {title}");
+            insta::assert_snapshot!(format!("searching_the_recorded_ring_{w}x{h}"), screen);
+        }
+    }
+
+    #[test]
+    fn callers_from_a_bottom_up_row_are_that_rows_at_80x24_and_160x48() {
+        let base = Instant::now();
+        let mut s = running_with(base, &recorded_ring(), &RING_LAP.map(|v| (v, 100)));
+        for key in [Key::Char('i'), Key::Down, Key::Down] {
+            s.update(AppEvent::Key(key), at(base, 12));
+        }
+        let cpu = s.flames().shown();
+        let row = s.flames().views.inverted.selected_frame().expect("a row");
+        let name = cpu.tree().name(row).to_owned();
+        s.update(AppEvent::Key(Key::Char('c')), at(base, 12));
+        assert_eq!(s.flames().views.function, name);
+        for (w, h) in [(80, 24), (160, 48)] {
+            let screen = render(&s, at(base, 12), w, h);
+            insta::assert_snapshot!(format!("callers_from_bottom_up_{w}x{h}"), screen);
+        }
+    }
+
+    /// The column (in characters) where `needle` starts in `line`.
+    fn column(line: &str, needle: &str) -> Option<usize> {
+        line.find(needle).map(|at| line[..at].chars().count())
+    }
+
+    #[test]
+    fn the_launchers_parameters_stand_in_columns_with_descriptions_under_them_when_narrow() {
+        let base = Instant::now();
+        let mut s = launcher();
+        s.update(AppEvent::Key(Key::Tab), base);
+        let params = s.launcher.workload().expect("a workload").params.clone();
+        assert!(params.len() >= 4);
+        let wide = render(&s, base, 160, 48);
+        let mut values = Vec::new();
+        let mut helps = Vec::new();
+        for p in &params {
+            let line = wide
+                .lines()
+                .find(|l| l.contains(&format!("│{} ", p.name)))
+                .unwrap_or_else(|| panic!("{}: {wide}", p.name));
+            let name_at = column(line, &format!("│{} ", p.name)).unwrap() + 1;
+            let name_at = name_at + p.name.len();
+            let rest: Vec<char> = line.chars().skip(name_at).collect();
+            let value_at = rest.iter().position(|&c| c != ' ').unwrap();
+            let value_end = value_at + rest[value_at..].iter().position(|&c| c == ' ').unwrap();
+            let help_at = value_end + rest[value_end..].iter().position(|&c| c != ' ').unwrap();
+            values.push(name_at + value_at);
+            helps.push(name_at + help_at);
+            // The description is whole or ends in an ellipsis before the border.
+            let help: String = rest[help_at..].iter().collect();
+            let help = help.trim_end_matches(['│', ' ']);
+            assert!(
+                p.help.ends_with(help) || help.ends_with('…'),
+                "{}: `{help}`",
+                p.name
+            );
+        }
+        values.dedup();
+        helps.dedup();
+        assert_eq!(
+            (values.len(), helps.len()),
+            (1, 1),
+            "one column each: {wide}"
+        );
+        insta::assert_snapshot!("the_launcher_parameters_160x48", wide);
+
+        let narrow = render(&s, base, 80, 24);
+        let lines: Vec<&str> = narrow.lines().collect();
+        let mut under = 0;
+        for p in &params {
+            let Some(y) = lines
+                .iter()
+                .position(|l| l.contains(&format!("│{} ", p.name)))
+            else {
+                continue;
+            };
+            let next = lines[y + 1];
+            let start: String = p.help.chars().take(10).collect();
+            assert!(
+                next.contains(&format!("│    {start}")) || next.contains("│    ["),
+                "{}: its description under it: {narrow}",
+                p.name
+            );
+            under += 1;
+        }
+        assert!(under >= 3, "{narrow}");
+        assert!(
+            lines[0].trim_end().ends_with("Enter runs and records it"),
+            "the header's saying that fits, whole: {}",
+            lines[0]
+        );
+        insta::assert_snapshot!("the_launcher_parameters_80x24", narrow);
+    }
+
+    #[test]
     fn a_refused_value_is_said_in_the_footer() {
         let base = Instant::now();
         let mut s = launcher();

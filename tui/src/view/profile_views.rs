@@ -201,12 +201,12 @@ fn top(flame: &FlameState, views: &ProfileViews, area: Rect, buf: &mut Buffer, p
         t.rows.len(),
         flame.unit().format(total)
     );
-    if !flame.query().is_empty() {
-        title.push_str(&format!(
-            " · /{}: {} left out",
-            escaped(flame.query()),
-            t.hidden
-        ));
+    if t.filtered && !flame.query().is_empty() {
+        let query = match flame.substring() {
+            true => format!("*{}*", escaped(flame.query())),
+            false => escaped(flame.query()).into_owned(),
+        };
+        title.push_str(&format!(" · /{query}: {} left out", t.hidden));
     }
     let body = title_line(area, buf, &title, pen.title());
     if body.height == 0 {

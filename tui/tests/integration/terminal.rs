@@ -1,6 +1,7 @@
 //! The binary in a real terminal (tmux): the live progress line, and Ctrl-C typed at the
 //! keyboard, which the terminal sends to the whole foreground process group.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -423,6 +424,94 @@ fn the_launcher_opens_a_recent_session_and_two_side_by_side() {
     );
     tmux.keys("Escape");
     tmux.wait_for("Enter open");
+    tmux.keys("q");
+    let screen = tmux.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=0"), "{screen}");
+}
+
+/// The first of README's "first five things", as the README writes it (`benchtop …`).
+fn readme_first_command() -> String {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let at = readme.find("# 1. ").expect("README's first thing");
+    let line = readme[at..]
+        .lines()
+        .find(|l| l.starts_with("benchtop "))
+        .expect("its command");
+    line.split(" #").next().unwrap_or(line).trim().to_owned()
+}
+
+/// How many columns of the throughput pane's chart hold a bar.
+fn throughput_points(screen: &str) -> usize {
+    let lines: Vec<Vec<char>> = screen.lines().map(|l| l.chars().collect()).collect();
+    let Some((top, left)) = lines.iter().enumerate().find_map(|(y, l)| {
+        let text: String = l.iter().collect();
+        let at = text.find("throughput")?;
+        let x = text[..at].chars().count();
+        l[..x].iter().rposition(|&c| c == '┌').map(|left| (y, left))
+    }) else {
+        return 0;
+    };
+    let right = lines[top][left..]
+        .iter()
+        .position(|&c| c == '┐')
+        .map_or(lines[top].len(), |w| left + w);
+    let mut columns = BTreeSet::new();
+    for line in lines.iter().skip(top + 1) {
+        if line.get(left) == Some(&'└') {
+            break;
+        }
+        for (x, c) in line.iter().enumerate().take(right).skip(left + 1) {
+            if ('▁'..='█').contains(c) {
+                columns.insert(x);
+            }
+        }
+    }
+    columns.len()
+}
+
+#[test]
+fn the_readmes_first_command_draws_a_throughput_chart_of_several_points_at_80x24() {
+    let command = readme_first_command();
+    let args = command
+        .strip_prefix("benchtop ")
+        .unwrap_or_else(|| panic!("README's first thing runs benchtop: {command}"));
+    assert!(args.contains("--tui"), "{command}");
+    // Long enough to watch on any machine: its length is a duration, not a number of
+    // rounds that a fast machine gets through in a second.
+    let duration = args
+        .split_whitespace()
+        .skip_while(|a| *a != "--duration")
+        .nth(1)
+        .and_then(|d| d.strip_suffix('s'))
+        .and_then(|s| s.parse::<u64>().ok());
+    assert!(
+        duration.is_some_and(|s| s >= 10),
+        "{command}: --duration of 10s or more"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let tmux = Tmux::start_sized(
+        &format!(
+            "cd {} && {} {args}; echo EXIT=$?; sleep 60",
+            shell_quote(tmp.path()),
+            shell_quote(Path::new(env!("CARGO_BIN_EXE_benchtop"))),
+        ),
+        80,
+        24,
+    );
+    let start = std::time::Instant::now();
+    loop {
+        let screen = tmux.screen();
+        if throughput_points(&screen) >= 3 {
+            assert!(screen.contains("● running"), "still going: {screen}");
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(180),
+            "`{command}`: no throughput chart of 3 points:\n{screen}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     tmux.keys("q");
     let screen = tmux.wait_for("EXIT=");
     assert!(screen.contains("EXIT=0"), "{screen}");

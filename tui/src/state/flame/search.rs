@@ -1,5 +1,11 @@
 //! The flame pane's search: which frames match, how many nodes and how much weight under
 //! the zoomed node, and stepping from match to match.
+//!
+//! A query matches whole path segments by default: `lock` finds `Mutex<T>::lock` and
+//! `lock@plt`, not `block_on` or `clock_gettime`. Where the query begins or ends with a
+//! letter, digit or `_`, the name must not go on with one there, so a query may span
+//! segments (`mutex::lock`) but never cut a word. Substring search
+//! ([`FlameState::set_substring`]) matches anywhere.
 
 use benchtop_sessions::{FrameId, NodeId};
 
@@ -11,6 +17,8 @@ use super::{FlameState, share};
 pub(super) struct Search {
     /// The query as given; empty when not searching.
     pub(super) query: String,
+    /// The query matches anywhere in a name, not only whole path segments.
+    pub(super) substring: bool,
     /// Whether each frame of the tree matches, by [`FrameId`].
     pub(super) frame_matches: Vec<bool>,
     /// Matching nodes under the zoomed node (itself included).
@@ -25,7 +33,8 @@ pub(super) struct Search {
 }
 
 impl FlameState {
-    /// Searches frame names for `query`, ignoring case; an empty query ends the search.
+    /// Searches frame names for `query`, ignoring case, as whole path segments unless
+    /// [`FlameState::set_substring`] asked for substrings; an empty query ends the search.
     /// The selection stays where it is: [`FlameState::next_match`] moves to a match.
     pub fn search(&mut self, query: &str) {
         if self.search.query == query {
@@ -45,6 +54,22 @@ impl FlameState {
     /// The query searched for; empty when not searching.
     pub fn query(&self) -> &str {
         &self.search.query
+    }
+
+    /// Matches the query anywhere in a name (`true`), or only as whole path segments
+    /// (`false`, the default); the search is run again.
+    pub fn set_substring(&mut self, on: bool) {
+        if self.search.substring == on {
+            return;
+        }
+        self.search.substring = on;
+        let query = std::mem::take(&mut self.search.query);
+        self.search(&query);
+    }
+
+    /// Whether the query matches anywhere in a name, not only whole path segments.
+    pub fn substring(&self) -> bool {
+        self.search.substring
     }
 
     /// Whether the name of `frame` (of [`FlameState::tree`]) holds the query; false when
@@ -125,6 +150,7 @@ impl FlameState {
             return;
         }
         let tree = &self.tree;
+        let substring = search.substring;
         search.frame_matches.resize(tree.frame_count(), false);
         let needle = search.query.to_lowercase();
         // Names hold no line breaks, so neither can a match.
@@ -160,6 +186,8 @@ impl FlameState {
             }
         };
         let pattern = needle.as_bytes();
+        let bytes = text.as_bytes();
+        let whole = Whole::of(pattern, substring);
         // Look for the needle's rarest ASCII byte with memchr (as `str::match_indices` of a
         // char does) and compare around each: several times faster than the general
         // substring search on names that share most of their letters.
@@ -174,13 +202,14 @@ impl FlameState {
                     let Some(start) = at.checked_sub(offset) else {
                         continue;
                     };
-                    if text.as_bytes()[start..].starts_with(pattern) {
+                    if bytes[start..].starts_with(pattern) && whole.holds(bytes, start) {
                         mark(start);
                     }
                 }
             }
             None => text
                 .match_indices(needle.as_str())
+                .filter(|&(at, _)| whole.holds(bytes, at))
                 .for_each(|(at, _)| mark(at)),
         }
     }
@@ -258,6 +287,43 @@ pub(super) fn chain_matches(
         }
         n = tree.node(n).parent;
     }
+}
+
+/// Where a match found in the lowered names must not be cut out of a longer word: before
+/// its start when the query begins with a word byte, after its end when it ends with one.
+struct Whole {
+    /// The query's length in bytes.
+    len: usize,
+    /// Check the byte before the match.
+    before: bool,
+    /// Check the byte after the match.
+    after: bool,
+}
+
+impl Whole {
+    /// The checks of `pattern`; none when `substring`.
+    fn of(pattern: &[u8], substring: bool) -> Whole {
+        let word = |b: Option<&u8>| !substring && b.is_some_and(|&b| is_word(b));
+        Whole {
+            len: pattern.len(),
+            before: word(pattern.first()),
+            after: word(pattern.last()),
+        }
+    }
+
+    /// Whether the match at `start` of `text` is whole.
+    fn holds(&self, text: &[u8], start: usize) -> bool {
+        let before = start.checked_sub(1).and_then(|i| text.get(i));
+        let after = text.get(start + self.len);
+        !(self.before && before.is_some_and(|&b| is_word(b))
+            || self.after && after.is_some_and(|&b| is_word(b)))
+    }
+}
+
+/// A byte of a word in a name: a letter, digit or `_`, or any byte of a non-ASCII
+/// character (letters of other scripts).
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || !b.is_ascii()
 }
 
 /// How common a byte is in frame names, roughly: 0 (rare) to 3 (in most names).

@@ -157,6 +157,7 @@ fn arrows_move_to_parent_widest_child_and_row_neighbours() {
 fn search_counts_matches_and_share_without_double_counting_nested_matches() {
     // "run" matches run, run_inner (nested in run) and rerun (elsewhere).
     let mut s = state("p;run;run_inner 30\np;run 10\np;rerun 20\np;idle 40\n");
+    s.set_substring(true);
     s.search("RUN");
     assert_eq!(s.query(), "RUN");
     assert_eq!(s.matches(), 3);
@@ -355,6 +356,7 @@ fn big_trees_replaced_one_after_another_keep_the_zoom() {
 #[test]
 fn matches_ignore_case_in_names_and_queries() {
     let mut s = state("Mpsc::Recv;x 1\nother 1\nrecv_From 1\n");
+    s.set_substring(true);
     s.search("RECV");
     assert_eq!(s.matches(), 2);
     s.search("recv_f");
@@ -366,9 +368,60 @@ fn matches_ignore_case_in_names_and_queries() {
 }
 
 #[test]
+fn a_search_matches_whole_path_segments_unless_substrings_are_asked_for() {
+    let names = [
+        "std::sync::Mutex<T>::lock",
+        "lock@plt",
+        "tokio::runtime::block_on",
+        "clock_gettime",
+        "futex::Mutex::lock_contended",
+        "pthread_mutex_lock",
+        "<Lock as Drop>::drop",
+        "ring::unlock",
+    ];
+    let folded: String = names.iter().map(|n| format!("{n} 1\n")).collect();
+    let mut s = state(&folded);
+    fn matched(s: &FlameState) -> String {
+        let mut names: Vec<&str> = s.rows()[0]
+            .iter()
+            .filter(|b| b.matched)
+            .map(|b| s.name(b.node))
+            .collect();
+        names.sort_unstable();
+        names.join(", ")
+    }
+    s.search("LOCK");
+    assert_eq!(
+        matched(&s),
+        "<Lock as Drop>::drop, lock@plt, std::sync::Mutex<T>::lock"
+    );
+    assert_eq!(s.matches(), 3);
+    // A query may span segments; one that begins or ends with punctuation is not held to
+    // a word's edge there.
+    s.search("mutex");
+    assert_eq!(
+        matched(&s),
+        "futex::Mutex::lock_contended, std::sync::Mutex<T>::lock"
+    );
+    s.search("mutex::lock_contended");
+    assert_eq!(matched(&s), "futex::Mutex::lock_contended");
+    s.search("::lock");
+    assert_eq!(matched(&s), "std::sync::Mutex<T>::lock");
+    // One key away: anywhere in a name.
+    s.set_substring(true);
+    assert!(s.substring());
+    assert_eq!(s.matches(), 2, "searched again: lock_contended matches too");
+    s.search("lock");
+    assert_eq!(s.matches(), names.len());
+    s.set_substring(false);
+    assert_eq!(s.matches(), 3);
+}
+
+#[test]
 fn non_ascii_queries_ignore_case_too() {
     let s = {
         let mut s = state("Ärger;x 1\nother 1\n");
+        s.set_substring(true);
         s.search("äR");
         s
     };

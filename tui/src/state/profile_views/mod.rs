@@ -140,8 +140,23 @@ impl FlamePanes {
                 {
                     views.function = flame.name(b.node).to_owned();
                 }
+                // Callers and source from a list are the selected row's, as Enter then
+                // the key would give.
+                let row = match views.kind {
+                    ViewKind::Top => views.top.selected_row().map(|r| r.frame),
+                    ViewKind::Inverted => views.inverted.selected_frame(),
+                    ViewKind::Flame | ViewKind::Butterfly | ViewKind::Source => None,
+                };
+                if matches!(kind, ViewKind::Butterfly | ViewKind::Source)
+                    && let Some(frame) = row
+                {
+                    views.function = flame.tree().name(frame).to_owned();
+                    let name = views.function.clone();
+                    flame.select_frame(&name);
+                }
                 if kind == ViewKind::Top && views.kind != ViewKind::Top {
-                    // Opened, the table starts at its hottest function, as perf top does.
+                    // Opened, the table starts at its hottest function, as perf top does,
+                    // and lists every function until a search is typed here.
                     views.top.reset();
                 }
                 views.kind = kind;
@@ -249,7 +264,7 @@ impl ProfileViews {
         match self.kind {
             ViewKind::Flame | ViewKind::Source => {}
             ViewKind::Top => {
-                let searching = !flame.query().is_empty();
+                let searching = self.top.filtered && !flame.query().is_empty();
                 self.top
                     .rebuild(tree, |f| !searching || flame.frame_matches(f));
             }
@@ -350,6 +365,9 @@ mod tests {
         p.act_views(ViewsAction::SortNext);
         let by_total: Vec<String> = rows(&p).into_iter().map(|r| r.0).collect();
         assert_eq!(by_total, ["main", "eval", "parse", "alloc", "lex", "idle"]);
+        // A search typed while the table shows filters it (substrings here).
+        p.views.top.filtered = true;
+        p.panes[Kind::Cpu].set_substring(true);
         p.panes[Kind::Cpu].search("A");
         p.refresh_views();
         let matching: Vec<String> = rows(&p).into_iter().map(|r| r.0).collect();
@@ -382,6 +400,55 @@ mod tests {
             p.views.butterfly.function.map(|f| name(&p, f)),
             Some("alloc")
         );
+    }
+
+    #[test]
+    fn callers_and_source_from_a_list_are_the_selected_rows() {
+        let mut p = panes();
+        // Bottom-up: lex, lex<parse, alloc, …; on alloc, `c` shows alloc's callers.
+        p.act_views(ViewsAction::Show(ViewKind::Inverted));
+        p.act_views(ViewsAction::Down);
+        p.act_views(ViewsAction::Down);
+        p.act_views(ViewsAction::Show(ViewKind::Butterfly));
+        assert_eq!(p.views.function, "alloc");
+        assert_eq!(
+            p.views.butterfly.function.map(|f| name(&p, f)),
+            Some("alloc")
+        );
+        // Top functions by self: alloc, lex, eval, …; on eval, `c` then `a`.
+        p.act_views(ViewsAction::Show(ViewKind::Top));
+        p.act_views(ViewsAction::Down);
+        p.act_views(ViewsAction::Down);
+        p.act_views(ViewsAction::Show(ViewKind::Butterfly));
+        assert_eq!(
+            p.views.butterfly.function.map(|f| name(&p, f)),
+            Some("eval")
+        );
+        let selected = p.panes[Kind::Cpu]
+            .selected_box()
+            .map(|b| p.panes[Kind::Cpu].name(b.node));
+        assert_eq!(selected, Some("eval"), "the flamegraph follows");
+        p.act_views(ViewsAction::Show(ViewKind::Top));
+        p.act_views(ViewsAction::Show(ViewKind::Source));
+        assert_eq!(
+            p.views.function, "alloc",
+            "the table opened on its first row"
+        );
+    }
+
+    #[test]
+    fn top_functions_opened_from_the_flamegraph_list_every_function() {
+        let mut p = panes();
+        p.panes[Kind::Cpu].search("alloc");
+        p.act_views(ViewsAction::Show(ViewKind::Top));
+        assert_eq!((p.views.top.rows.len(), p.views.top.hidden), (6, 0));
+        p.views.top.filtered = true;
+        p.refresh_views();
+        assert_eq!((p.views.top.rows.len(), p.views.top.hidden), (1, 5));
+        // Opened again from another view: unfiltered again.
+        p.act_views(ViewsAction::Show(ViewKind::Flame));
+        p.act_views(ViewsAction::Show(ViewKind::Top));
+        assert_eq!(p.views.top.rows.len(), 6);
     }
 
     #[test]

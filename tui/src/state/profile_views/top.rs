@@ -53,6 +53,9 @@ pub struct TopTable {
     pub selected: usize,
     /// Functions the search left out.
     pub hidden: usize,
+    /// The search filters the table: it was typed while the table showed. A table opened
+    /// from another view starts unfiltered, whatever the flamegraph searched for.
+    pub filtered: bool,
     /// The name of the selected row's function, which a rebuild keeps selected (empty:
     /// the first row).
     selected_name: String,
@@ -116,10 +119,12 @@ impl TopTable {
             .unwrap_or_default();
     }
 
-    /// Forgets the selection: the next rebuild selects the first row.
+    /// Forgets the selection and the filter: the next rebuild selects the first row of
+    /// every function.
     pub fn reset(&mut self) {
         self.selected = 0;
         self.selected_name.clear();
+        self.filtered = false;
     }
 
     /// The selected row.
