@@ -373,13 +373,15 @@ impl ProcessMap {
     /// The name of the generated code at `addr`, from the perf map, else the jitdump;
     /// else whether one may name it later (`true`: a map that grows, or one not written
     /// yet, as a JVM's after `jcmd PID Compiler.perfmap`), or never will (`false`: both
-    /// were refused).
+    /// were refused, or the process is gone and its map is all it wrote).
     pub fn lookup(&self, addr: u64) -> Result<&str, bool> {
         let dump = self.dump.as_ref();
+        // A gone process's map is all it will ever be.
+        let may_grow = self.not_before.is_none();
         self.map
             .lookup(addr)
             .or_else(|| dump?.lookup(addr))
-            .ok_or(!self.refused || dump.is_some_and(|d| !d.refused()))
+            .ok_or(may_grow && (!self.refused || dump.is_some_and(|d| !d.refused())))
     }
 
     /// A batch ended: the next one reads the map again if it changed.
@@ -551,18 +553,21 @@ mod tests {
         let mut m = ProcessMap::left_behind(pid, began);
         m.refresh(pid, &mut warnings);
         let named = m.lookup(0x1004).map(str::to_owned);
+        let outside = m.lookup(0x2000).map(str::to_owned);
         // Written before the recording began: another process's that had the pid.
         let mut stale = ProcessMap::left_behind(pid, SystemTime::now() + Duration::from_secs(60));
         stale.refresh(pid, &mut warnings);
         let refused = stale.lookup(0x1004).map(str::to_owned);
         std::fs::remove_file(&path).expect("remove");
         assert_eq!(named.as_deref(), Ok("py::spin_here:/tmp/loop.py"));
+        assert_eq!(outside, Err(false));
         assert_eq!(refused, Err(false));
         assert!(warnings.is_empty(), "{warnings:?}");
-        // Not there at all: it may yet be written (nothing to say).
+        // Not there at all, or not naming the address: a gone process writes no more.
         let mut none = ProcessMap::left_behind(pid - 1, began);
         none.refresh(pid - 1, &mut warnings);
-        assert_eq!(none.lookup(0x1004), Err(true));
+        assert_eq!(none.lookup(0x1004), Err(false));
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
 
     #[test]
