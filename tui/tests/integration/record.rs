@@ -156,7 +156,16 @@ fn a_recorded_ring_session_holds_symbolized_stacks_ticks_and_the_summary() {
         .sum();
     assert!(tick_count > 0);
     assert_eq!(hlog_count, tick_count);
-    assert_eq!(tick_count, 2000, "one lap per round");
+    let per_row: Vec<(f64, u64)> = session
+        .rows
+        .iter()
+        .map(|r| (r.t_s, r.latency.get("lap").map_or(0, |p| p.count)))
+        .collect();
+    assert_eq!(
+        tick_count, 2000,
+        "one lap per round; rows (t, laps): {per_row:?}; warnings: {:?}",
+        session.meta.warnings
+    );
     let lap = session.rows[0].latency["lap"];
     assert!(
         lap.p50 > 1_000,
