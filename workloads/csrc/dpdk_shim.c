@@ -56,26 +56,28 @@ int bt_guard_bursts(void) {
     return sigaction(SIGSEGV, &guard, &bt_previous);
 }
 
-/* Up to n frames received into pkts, or -1 when the burst faulted (the peer is gone). */
-int bt_rx_burst(uint16_t port, struct rte_mbuf **pkts, uint16_t n) {
+/* A burst function of ethdev: rte_eth_rx_burst or rte_eth_tx_burst. */
+typedef uint16_t (*bt_burst_fn)(uint16_t, uint16_t, struct rte_mbuf **, uint16_t);
+
+/* burst on queue 0 of port, guarded: its count, or -1 when it faulted. */
+static int bt_guarded(bt_burst_fn burst, uint16_t port, struct rte_mbuf **pkts, uint16_t n) {
     sigjmp_buf jump;
     if (sigsetjmp(jump, 0) != 0)
         return -1;
     bt_in_burst = &jump;
-    int got = rte_eth_rx_burst(port, 0, pkts, n);
+    int count = burst(port, 0, pkts, n);
     bt_in_burst = NULL;
-    return got;
+    return count;
+}
+
+/* Up to n frames received into pkts, or -1 when the burst faulted (the peer is gone). */
+int bt_rx_burst(uint16_t port, struct rte_mbuf **pkts, uint16_t n) {
+    return bt_guarded(rte_eth_rx_burst, port, pkts, n);
 }
 
 /* How many of pkts were sent, or -1 when the burst faulted (the peer is gone). */
 int bt_tx_burst(uint16_t port, struct rte_mbuf **pkts, uint16_t n) {
-    sigjmp_buf jump;
-    if (sigsetjmp(jump, 0) != 0)
-        return -1;
-    bt_in_burst = &jump;
-    int sent = rte_eth_tx_burst(port, 0, pkts, n);
-    bt_in_burst = NULL;
-    return sent;
+    return bt_guarded(rte_eth_tx_burst, port, pkts, n);
 }
 
 struct rte_mbuf *bt_mbuf_alloc(struct rte_mempool *mp) { return rte_pktmbuf_alloc(mp); }

@@ -289,7 +289,13 @@ impl Port {
     /// A burst's count, or 0 and the link marked lost when it faulted.
     fn landed(&self, n: c_int) -> usize {
         usize::try_from(n).unwrap_or_else(|_| {
-            self.lost.store(true, Ordering::Relaxed);
+            if !self.lost.swap(true, Ordering::Relaxed) {
+                // Into worker.log: why the link went down without the peer's word.
+                eprintln!(
+                    "udp-echo: the memif peer went away during a burst (its rings' memory \
+                     was unmapped under it); the link is taken as down"
+                );
+            }
             0
         })
     }
