@@ -15,6 +15,8 @@ pub use super::ab::AB;
 use super::ab::AbAction;
 pub use super::compare::COMPARE;
 use super::compare::{CompareAction, ComparePane};
+pub use super::history::HISTORY;
+use super::history::HistoryAction;
 pub use super::launcher::{EDITING, LAUNCHER};
 use super::launcher::{LauncherAction, LauncherFocus};
 use super::orphans::OrphansAction;
@@ -128,6 +130,8 @@ pub enum Action {
     Ab(AbAction),
     /// Launcher: the command line or the process picker (type, select, run, back).
     Pick(PickAction),
+    /// The history screen's own keys: the figure, the change point, opening it.
+    History(HistoryAction),
 }
 
 /// When a row applies or a hint shows.
@@ -163,6 +167,8 @@ pub enum When {
     ExperimentGoesOn,
     /// The experiment of `ab --tui` is over.
     ExperimentOver,
+    /// The history screen's figure has a change point selected.
+    HasChangePoint,
 }
 
 impl When {
@@ -188,6 +194,7 @@ impl When {
             When::RunOver => state.live.run.status.is_over(),
             When::ExperimentGoesOn => !state.ab.is_over(),
             When::ExperimentOver => state.ab.is_over(),
+            When::HasChangePoint => state.history.selected_change().is_some(),
         }
     }
 
@@ -210,7 +217,7 @@ fn flame_pane_focused(state: &State) -> bool {
     match state.screen {
         Screen::Live => state.focus == Pane::Flame,
         Screen::Compare => state.compare.focus == ComparePane::Flame,
-        Screen::Launcher | Screen::Orphans | Screen::Ab => false,
+        Screen::Launcher | Screen::Orphans | Screen::Ab | Screen::History => false,
     }
 }
 
@@ -325,6 +332,7 @@ pub fn table(state: &State) -> &'static Table {
             Screen::Compare => &COMPARE,
             Screen::Live => &LIVE,
             Screen::Ab => &AB,
+            Screen::History => &HISTORY,
         }
     }
 }
@@ -337,6 +345,7 @@ pub fn screen(screen: Screen) -> &'static Table {
         Screen::Live => &LIVE,
         Screen::Compare => &COMPARE,
         Screen::Ab => &AB,
+        Screen::History => &HISTORY,
     }
 }
 
@@ -348,11 +357,12 @@ pub fn help(screen: Screen) -> &'static [&'static Table] {
         Screen::Live => &[&LIVE],
         Screen::Compare => &[&COMPARE],
         Screen::Ab => &[&AB],
+        Screen::History => &[&HISTORY],
     }
 }
 
 /// Every table.
-pub const TABLES: [&Table; 11] = [
+pub const TABLES: [&Table; 12] = [
     &LIVE,
     &COMPARE,
     &LAUNCHER,
@@ -364,6 +374,7 @@ pub const TABLES: [&Table; 11] = [
     &SEARCH,
     &HELP,
     &AB,
+    &HISTORY,
 ];
 
 /// The live screen.
