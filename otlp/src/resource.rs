@@ -1,5 +1,5 @@
 //! The resource every request carries: the host, the process, the workload and its
-//! parameters, the session and benchtop, named by the OpenTelemetry semantic conventions
+//! parameters, the session with its labels and git commit, and benchtop, named by the OpenTelemetry semantic conventions
 //! where one exists (`host.*`, `os.*`, `process.*`, `service.name`, `telemetry.sdk.*`) and
 //! under `benchtop.` where none does.
 
@@ -79,6 +79,14 @@ pub fn resource(meta: &SessionMeta, pid: Option<u32>) -> Resource {
             ..KeyValue::default()
         });
     }
+    // What a history is keyed and ordered by, so that a metrics store can group the
+    // same figures by commit or label.
+    for (key, value) in &meta.labels {
+        attributes.push(string(&format!("benchtop.label.{key}"), value.clone()));
+    }
+    if let Some(git) = &meta.git {
+        attributes.push(string("vcs.ref.head.revision", git.commit.clone()));
+    }
     Resource {
         attributes,
         ..Resource::default()
@@ -103,5 +111,47 @@ fn host_arch() -> &'static str {
         "powerpc64" => "ppc64",
         "s390x" => "s390x",
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use benchtop_sessions::meta::{GitInfo, HostInfo, WorkloadInfo};
+
+    #[test]
+    fn the_resource_carries_the_labels_and_commit_a_history_groups_by() {
+        let mut meta = SessionMeta::new(
+            "s",
+            WorkloadInfo::new("ring", Default::default()),
+            HostInfo::default(),
+            "2026-11-24T12:00:00Z",
+        );
+        meta.labels.insert("branch".into(), "main".into());
+        meta.git = Some(GitInfo::new("0123abcd", "2026-11-24T11:00:00Z"));
+        let r = resource(&meta, None);
+        let value = |key: &str| {
+            r.attributes
+                .iter()
+                .find(|a| a.key == key)
+                .and_then(|a| a.value.clone())
+                .and_then(|v| v.value)
+        };
+        assert_eq!(
+            value("benchtop.label.branch"),
+            Some(Value::StringValue("main".into()))
+        );
+        assert_eq!(
+            value("vcs.ref.head.revision"),
+            Some(Value::StringValue("0123abcd".into()))
+        );
+        meta.git = None;
+        meta.labels.clear();
+        let r = resource(&meta, None);
+        assert!(
+            !r.attributes
+                .iter()
+                .any(|a| a.key.starts_with("benchtop.label.") || a.key.starts_with("vcs."))
+        );
     }
 }

@@ -115,6 +115,9 @@ pub enum FileKind {
     IntervalStacks,
     /// A source file the source view shows (its path comes from a session): 8 MiB.
     SourceFile,
+    /// digest.json (a session's figures, as histories read them): 1 MiB, some thousand
+    /// times the digest of a run with a dozen figures.
+    Digest,
 }
 
 impl FileKind {
@@ -126,6 +129,7 @@ impl FileKind {
             FileKind::Threads => 16 * MIB,
             FileKind::IntervalStacks => 512 * MIB,
             FileKind::SourceFile => 8 * MIB,
+            FileKind::Digest => MIB,
         }
     }
 
@@ -139,6 +143,7 @@ impl FileKind {
             FileKind::Threads => "threads.csv",
             FileKind::IntervalStacks => "stacks.jsonl",
             FileKind::SourceFile => "source file",
+            FileKind::Digest => "digest.json",
         }
     }
 }

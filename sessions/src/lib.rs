@@ -55,6 +55,7 @@
 
 pub mod compare;
 pub mod curves;
+pub mod digest;
 pub mod dir;
 mod error;
 pub mod export;

@@ -112,6 +112,16 @@ impl SeriesMeta {
         self.sweep = params;
         self
     }
+
+    /// The series.json of the series in `dir`, checked as [`Series::load`] checks it,
+    /// without loading its runs.
+    pub fn load(dir: &Path) -> Result<SeriesMeta, SessionError> {
+        let path = dir.join(SERIES_FILE);
+        let Some(bytes) = read_optional(&path)? else {
+            return Err(SessionError::NotASession { path: dir.into() });
+        };
+        parse_series(&bytes, &path)
+    }
 }
 
 /// Records a series directory: names each run's session directory before it is recorded,
@@ -209,11 +219,7 @@ impl Series {
     /// that does not parse, names a run outside the directory or too many runs is
     /// [`SessionError::Corrupt`]. A run that cannot be loaded is a warning, not an error.
     pub fn load(dir: &Path) -> Result<Series, SessionError> {
-        let path = dir.join(SERIES_FILE);
-        let Some(bytes) = read_optional(&path)? else {
-            return Err(SessionError::NotASession { path: dir.into() });
-        };
-        let meta = parse_series(&bytes, &path)?;
+        let meta = SeriesMeta::load(dir)?;
         let mut sessions = Vec::new();
         let mut warnings = Vec::new();
         for (i, run) in meta.runs.iter().enumerate() {

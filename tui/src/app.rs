@@ -231,6 +231,9 @@ pub fn open(args: &OpenArgs) -> Result<ExitCode> {
 /// The screen of `benchtop open A [B]`: a session (or a series) as its run ended, or two
 /// side by side, judged with `threshold`.
 fn opened_state(a: &Path, b: Option<&Path>, threshold: f64, color: bool) -> Result<State> {
+    if b.is_none() && crate::open_history::is_history(a) {
+        return crate::open_history::history_state(a, threshold, color);
+    }
     // B gets what A left of the latency and rows budgets: the two hold at most each.
     let load = |dir: &Path, which: &str, held: benchtop_sessions::limits::Held| {
         benchtop_sessions::series::Recorded::load_after(dir, held).with_context(|| {
@@ -639,6 +642,9 @@ fn carry_out(
                 }))
             })
         }
+        Effect::OpenSegments(segments) => background(tx, "bt-open", move || {
+            crate::open_history::opened(&segments, &flame_options())
+        }),
         Effect::StopExperiment => {
             record::interrupts()?.raise();
         }

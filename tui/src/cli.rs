@@ -207,10 +207,14 @@ benchtop run ring --runs 3 --record results/$(git rev-parse --short HEAD) --labe
     /// One session opens on the live screen as its run ended: throughput, latency,
     /// resources and the flamegraph (zoom, search, on/off-CPU). Two open the compare
     /// screen: every comparable figure with its verdict (as `benchtop compare` judges
-    /// them), both latency histograms on one scale, and B's flamegraph against A's.
+    /// them), both latency histograms on one scale, and B's flamegraph against A's. A
+    /// directory holding neither session.json nor series.json opens its history (as
+    /// `benchtop history` reads it): a figure over the points with its change points
+    /// marked; Enter on a change point opens the points before it against those after.
     #[command(
         after_help = "Examples:\n  benchtop open sessions/20261121-101500-ring\n  \
-benchtop open sessions/before sessions/after --threshold 5%"
+benchtop open sessions/before sessions/after --threshold 5%\n  \
+benchtop open results/                       # a history"
     )]
     Open(OpenArgs),
     /// Write a session in formats other tools read: the latency percentile distribution
@@ -439,7 +443,8 @@ pub struct CompareArgs {
 /// `benchtop open`: one session, or two to compare.
 #[derive(Debug, Clone, Args)]
 pub struct OpenArgs {
-    /// The session to browse, or the one to compare against (before).
+    /// The session to browse, or the one to compare against (before); a directory of
+    /// sessions: its history.
     #[arg(value_name = "A", value_hint = clap::ValueHint::DirPath)]
     pub a: PathBuf,
     /// The session compared with A (after).

@@ -14,6 +14,7 @@ mod external;
 mod history;
 mod jit;
 mod manual;
+mod open_history;
 pub mod otlp;
 mod processes;
 mod reap;

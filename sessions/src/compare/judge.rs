@@ -425,21 +425,27 @@ pub(crate) fn across_runs(
     (change_of(judged, better, k, opts), shown, aside_a + aside_b)
 }
 
+/// The variance of one run's log value that the noise within it makes: the variance of
+/// its block means (in logs) over the number of blocks; `None` without two blocks.
+pub(crate) fn run_variance(run: &Run) -> Option<f64> {
+    let logs: Vec<f64> = blocked(run)
+        .iter()
+        .filter(|(v, w)| *w > 0.0 && v.is_finite() && *v > 0.0)
+        .map(|(v, _)| v.ln())
+        .collect();
+    (logs.len() >= 2).then(|| squares(&logs) / (logs.len() - 1) as f64 / logs.len() as f64)
+}
+
 /// The spread of one run's log value that the noise within the runs alone makes: the
 /// spread of a run's block means (in logs) over the square root of its blocks, averaged
 /// over both sides' runs; NaN without two blocks in some run.
 pub(crate) fn within_sigma(a: &Side, b: &Side) -> f64 {
-    let mut vars = Vec::new();
-    for run in a.intervals.iter().chain(&b.intervals) {
-        let logs: Vec<f64> = blocked(run)
-            .iter()
-            .filter(|(v, w)| *w > 0.0 && v.is_finite() && *v > 0.0)
-            .map(|(v, _)| v.ln())
-            .collect();
-        if logs.len() >= 2 {
-            vars.push(squares(&logs) / (logs.len() - 1) as f64 / logs.len() as f64);
-        }
-    }
+    let vars: Vec<f64> = a
+        .intervals
+        .iter()
+        .chain(&b.intervals)
+        .filter_map(run_variance)
+        .collect();
     if vars.is_empty() {
         f64::NAN
     } else {

@@ -1,20 +1,27 @@
 //! A recording reduced to what a history reads: its key, its order values and each
-//! figure's run values. The session is dropped as soon as it is digested.
+//! figure's run values, from each session's digest ([`crate::digest`]; a session without
+//! a whole one is digested in memory and dropped).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::HistoryKey;
 use super::walk::Found;
-use crate::compare::judge::run_value;
-use crate::compare::samples::Samples;
-use crate::escape::EscapedPath;
+use crate::digest::{Digested, RunDigest, Source};
+use crate::escape::{EscapedPath, escaped};
 use crate::meta::{Better, GitInfo};
-use crate::series::Series;
-use crate::{Session, Status};
+use crate::series::{RunRole, SeriesMeta};
+use crate::{SessionError, SessionMeta};
 
-/// A figure's run values, unit and better direction.
-pub(crate) type Values = (Vec<f64>, String, Option<Better>);
+/// A figure's runs: their values and within-run spreads (where a run has one), its unit
+/// and better direction.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Values {
+    pub(crate) values: Vec<f64>,
+    pub(crate) spreads: Vec<f64>,
+    pub(crate) unit: String,
+    pub(crate) better: Option<Better>,
+}
 
 /// One point's worth of a recording: a session, or a series' runs of one key.
 #[derive(Debug, Clone)]
@@ -40,8 +47,7 @@ impl Digest {
 }
 
 /// The key of a session.
-pub(crate) fn key_of(s: &Session) -> HistoryKey {
-    let m = &s.meta;
+pub(crate) fn key_of(m: &SessionMeta) -> HistoryKey {
     let params: Vec<String> = m
         .workload
         .params
@@ -68,43 +74,19 @@ pub(crate) fn key_of(s: &Session) -> HistoryKey {
     }
 }
 
-/// Each figure's value for one run: a per-interval figure's whole-run value, and the
-/// figures with one value per run (a summary figure of the same name as a per-interval
-/// one is left to it; a seconds figure that restates the run's `--duration` is left out).
-fn figures_of(s: &Session) -> BTreeMap<String, (f64, String, Option<Better>)> {
-    let samples = Samples::of(s);
-    let mut out = BTreeMap::new();
-    for (name, run) in &samples.series {
-        let value = samples
-            .whole
-            .get(name)
-            .copied()
-            .unwrap_or_else(|| run_value(run));
-        let (unit, better) = samples.kinds.get(name).cloned().unwrap_or_default();
-        out.insert(name.clone(), (value, unit, better));
-    }
-    for (name, (value, unit, better)) in &samples.single {
-        let bound = unit == "s" && samples.duration_s.is_some_and(|d| *value >= 0.95 * d);
-        if !bound && !out.contains_key(name) {
-            out.insert(name.clone(), (*value, unit.clone(), *better));
-        }
-    }
-    out
-}
-
 /// Adds `runs` (the sessions of one recording) to `out`, one digest per key, with the
 /// recording's `dir`, labels, commit and start.
 fn push_runs<'a>(
-    dir: &std::path::Path,
-    runs: impl Iterator<Item = &'a Session>,
+    dir: &Path,
+    runs: impl Iterator<Item = (&'a SessionMeta, &'a RunDigest)>,
     labels: &BTreeMap<String, String>,
     git: Option<&GitInfo>,
     started_at: &str,
     out: &mut Vec<Digest>,
 ) {
     let mut by_key: BTreeMap<HistoryKey, Digest> = BTreeMap::new();
-    for run in runs {
-        let key = key_of(run);
+    for (meta, run) in runs {
+        let key = key_of(meta);
         let digest = by_key.entry(key.clone()).or_insert_with(|| Digest {
             dir: dir.to_path_buf(),
             key,
@@ -114,64 +96,92 @@ fn push_runs<'a>(
             order: String::new(),
             figures: BTreeMap::new(),
         });
-        for (name, (value, unit, better)) in figures_of(run) {
-            digest
+        for (name, f) in &run.figures {
+            let values = digest
                 .figures
-                .entry(name)
-                .or_insert_with(|| (Vec::new(), unit, better))
-                .0
-                .push(value);
+                .entry(name.clone())
+                .or_insert_with(|| Values {
+                    unit: f.unit.clone(),
+                    better: f.better,
+                    ..Values::default()
+                });
+            values.values.push(f.value);
+            values.spreads.extend(f.spread);
         }
     }
     out.extend(by_key.into_values());
+}
+
+/// Reads one session's digest; a digest.json that was there but could not be read goes
+/// to `warnings`.
+fn digested(dir: &Path, warnings: &mut Vec<String>) -> Result<Digested, SessionError> {
+    let read = Digested::load(dir)?;
+    if let Source::Session { why: Some(why) } = &read.source {
+        warnings.push(format!("{why}; the session was read instead"));
+    }
+    Ok(read)
 }
 
 /// Reads `found` into `out`; what cannot be read, or did not end complete, goes to
 /// `warnings`.
 pub(crate) fn read(found: &Found, out: &mut Vec<Digest>, warnings: &mut Vec<String>) {
     match found {
-        Found::Session(dir) => match Session::load(dir) {
-            Ok(s) if s.meta.status != Status::Complete => warnings.push(format!(
+        Found::Session(dir) => match digested(dir, warnings) {
+            Ok(Digested {
+                meta,
+                digest: Some(digest),
+                ..
+            }) => push_runs(
+                dir,
+                std::iter::once((&meta, &digest)),
+                &meta.labels,
+                meta.git.as_ref(),
+                &meta.started_at,
+                out,
+            ),
+            Ok(d) => warnings.push(format!(
                 "{}: ended {}; left out",
                 EscapedPath(dir),
-                s.meta.status
+                d.meta.status
             )),
-            Ok(s) => {
-                let m = &s.meta;
-                push_runs(
-                    dir,
-                    std::iter::once(&s),
-                    &m.labels,
-                    m.git.as_ref(),
-                    &m.started_at,
-                    out,
-                );
-            }
             Err(e) => warnings.push(format!("left out: {e}")),
         },
-        Found::Series(dir) => match Series::load(dir) {
-            Ok(series) => {
-                warnings.extend(
-                    series
-                        .warnings
-                        .iter()
-                        .map(|w| format!("{}: {w}", EscapedPath(dir))),
-                );
-                let measured = series.measured();
-                if measured.is_empty() {
-                    warnings.push(format!("{}: no measured run; left out", EscapedPath(dir)));
-                }
-                let m = &series.meta;
-                push_runs(
-                    dir,
-                    measured.into_iter(),
-                    &m.labels,
-                    m.git.as_ref(),
-                    &m.started_at,
-                    out,
-                );
-            }
+        Found::Series(dir) => match SeriesMeta::load(dir) {
+            Ok(series) => read_series(dir, &series, out, warnings),
             Err(e) => warnings.push(format!("left out: {e}")),
         },
     }
+}
+
+/// Reads the measured runs of the series in `dir` (warm-ups are never read) into `out`
+/// as one digest per key.
+fn read_series(dir: &Path, series: &SeriesMeta, out: &mut Vec<Digest>, warnings: &mut Vec<String>) {
+    let mut runs = Vec::new();
+    for run in series.runs.iter().filter(|r| r.role == RunRole::Run) {
+        let name = escaped(&run.dir);
+        match digested(&dir.join(&run.dir), warnings) {
+            Ok(Digested {
+                meta,
+                digest: Some(digest),
+                ..
+            }) => runs.push((meta, digest)),
+            Ok(d) => warnings.push(format!(
+                "{}: {name}: ended {}, left out of the judgement",
+                EscapedPath(dir),
+                d.meta.status
+            )),
+            Err(e) => warnings.push(format!("{}: {name}: left out: {e}", EscapedPath(dir))),
+        }
+    }
+    if runs.is_empty() {
+        warnings.push(format!("{}: no measured run; left out", EscapedPath(dir)));
+    }
+    push_runs(
+        dir,
+        runs.iter().map(|(m, d)| (m, d)),
+        &series.labels,
+        series.git.as_ref(),
+        &series.started_at,
+        out,
+    );
 }

@@ -2,9 +2,12 @@
 //! as a series of points, and the change points in it.
 //!
 //! [`load`] walks directories for sessions and series ([`MAX_DIRS`], [`MAX_RECORDED`],
-//! [`MAX_DEPTH`]; no symbolic link is followed), reads each one and keeps only its
-//! figures' run values (a digest; the rest of the session is dropped as soon as it is
-//! read). A recording that fails to load, or did not end complete, is named in
+//! [`MAX_DEPTH`]; no symbolic link is followed) and reads each session's session.json
+//! and digest.json ([`crate::digest`]: its figures' run values and within-run spreads,
+//! written by the recorder when the run ended); a session without a whole digest (one
+//! recorded before digests, or a digest.json that is damaged, planted or stale) is read
+//! and digested in memory, and dropped. Profiles are read only for what moved at a
+//! change point. A recording that fails to load, or did not end complete, is named in
 //! [`Histories::warnings`] and left out; the rest are judged.
 //!
 //! **What a history follows**: one workload with its parameters (a command by its command
@@ -112,6 +115,13 @@ pub struct HistoryKey {
     pub sampling: String,
 }
 
+impl HistoryKey {
+    /// The history a session with `meta` belongs to.
+    pub fn of(meta: &crate::SessionMeta) -> HistoryKey {
+        digest::key_of(meta)
+    }
+}
+
 impl std::fmt::Display for HistoryKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         use crate::escape::Escaped;
@@ -158,6 +168,11 @@ pub struct FigurePoint {
     pub high: f64,
     /// Its runs' values.
     pub runs: Vec<f64>,
+    /// The noise within its runs, on the log scale: the root mean square of their
+    /// within-run spreads ([`crate::digest::RunFigure::spread`]); `None` for a figure
+    /// with one value per run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub within: Option<f64>,
 }
 
 /// A change point of a figure.
@@ -337,8 +352,9 @@ fn sort_orders(values: &mut [String]) {
     }
 }
 
-/// A figure's unit, better direction and runs at each point.
-type FigureRuns = (String, Option<Better>, Vec<Vec<f64>>);
+/// A figure's unit, better direction, and runs at each point (their values and
+/// within-run spreads).
+type FigureRuns = (String, Option<Better>, Vec<(Vec<f64>, Vec<f64>)>);
 
 /// One history from its recordings' digests.
 fn history(
@@ -378,7 +394,7 @@ fn history(
             point.labels = d.labels.clone();
         }
         point.dirs.push(d.dir.clone());
-        for (name, (values, unit, better)) in d.figures {
+        for (name, v) in d.figures {
             let named = opts
                 .figures
                 .as_ref()
@@ -388,8 +404,9 @@ fn history(
             }
             let entry = runs
                 .entry(name)
-                .or_insert_with(|| (unit, better, vec![Vec::new(); orders.len()]));
-            entry.2[i].extend(values);
+                .or_insert_with(|| (v.unit, v.better, vec![Default::default(); orders.len()]));
+            entry.2[i].0.extend(v.values);
+            entry.2[i].1.extend(v.spreads);
         }
     }
     for (i, p) in points.iter_mut().enumerate() {
@@ -437,21 +454,25 @@ fn figure(
     name: String,
     unit: String,
     better: Option<Better>,
-    runs: &[Vec<f64>],
+    runs: &[(Vec<f64>, Vec<f64>)],
     points: &[Point],
     opts: &HistoryOptions,
 ) -> FigureHistory {
     let fpoints: Vec<FigurePoint> = runs
         .iter()
         .enumerate()
-        .filter_map(|(i, r)| {
+        .filter_map(|(i, (r, spreads))| {
             let (value, low, high) = pooled(r)?;
+            let within = (!spreads.is_empty()).then(|| {
+                (spreads.iter().map(|s| s * s).sum::<f64>() / spreads.len() as f64).sqrt()
+            });
             Some(FigurePoint {
                 point: i,
                 value,
                 low,
                 high,
                 runs: r.clone(),
+                within,
             })
         })
         .collect();

@@ -189,7 +189,7 @@ fn stacks(h: &History, points: &[usize], warnings: &mut Vec<String>) -> Vec<Opti
             };
             for run in recorded.runs() {
                 // A series may hold runs of other histories (a sweep's other points).
-                if key_of(run) != h.key {
+                if key_of(&run.meta) != h.key {
                     continue;
                 }
                 for (slot, kind) in trees.iter_mut().zip(Kind::ALL) {

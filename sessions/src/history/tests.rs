@@ -249,3 +249,113 @@ fn a_history_without_change_points_moves_nothing() {
     assert!(found.histories[0].moved.is_empty());
     assert!(!found.to_text().contains("what moved"));
 }
+
+/// The same histories, number for number (compared as JSON: an undecided change's NaN
+/// is unequal to itself).
+fn assert_same<T: serde::Serialize>(a: &T, b: &T) {
+    let (a, b) = (
+        serde_json::to_string_pretty(a).unwrap(),
+        serde_json::to_string_pretty(b).unwrap(),
+    );
+    if let Some((x, y)) = a.lines().zip(b.lines()).find(|(x, y)| x != y) {
+        panic!("the histories differ: {x} against {y}");
+    }
+    assert_eq!(a.len(), b.len());
+}
+
+#[test]
+fn histories_read_from_digests_are_those_read_from_the_sessions() {
+    let root = tempfile::tempdir().unwrap();
+    let mut spec = SyntheticHistory::new(30, 0.02, 5);
+    spec.steps = vec![(15, 0.2)];
+    spec.moved_function = Some("ring::grown".into());
+    let dirs = spec.write(root.path()).unwrap();
+    assert!(
+        dirs.iter()
+            .all(|d| d.join(crate::digest::DIGEST_FILE).is_file())
+    );
+    let from_digests = load_all(root.path(), &HistoryOptions::default());
+    assert!(
+        from_digests.warnings.is_empty(),
+        "{:?}",
+        from_digests.warnings
+    );
+    for d in &dirs {
+        fs::remove_file(d.join(crate::digest::DIGEST_FILE)).unwrap();
+    }
+    // Older sessions, without digests: digested in memory, saying nothing.
+    let from_sessions = load_all(root.path(), &HistoryOptions::default());
+    assert!(
+        dirs.iter()
+            .all(|d| !d.join(crate::digest::DIGEST_FILE).exists())
+    );
+    assert_same(&from_digests, &from_sessions);
+    let laps = from_digests.histories[0].figure("laps/s").unwrap();
+    assert!(
+        laps.changes.iter().any(|c| c.at.abs_diff(15) <= 1),
+        "{laps:?}"
+    );
+    assert!(
+        laps.points
+            .iter()
+            .all(|p| p.within.is_some_and(|w| w > 0.0))
+    );
+    let peak = from_digests.histories[0].figure("peak RSS").unwrap();
+    assert!(peak.points.iter().all(|p| p.within.is_none()));
+}
+
+#[test]
+fn a_damaged_planted_or_stale_digest_is_passed_over_for_its_session_saying_so() {
+    let root = tempfile::tempdir().unwrap();
+    let mut spec = SyntheticHistory::new(12, 0.01, 6);
+    spec.steps = vec![(6, 0.3)];
+    let dirs = spec.write(root.path()).unwrap();
+    let intact = load_all(root.path(), &HistoryOptions::default());
+    let digest = |i: usize| dirs[i].join(crate::digest::DIGEST_FILE);
+    fs::write(digest(1), "{ not json").unwrap();
+    fs::remove_file(digest(2)).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", digest(2)).unwrap();
+    fs::remove_file(digest(3)).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        digest(3),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let huge = fs::File::create(digest(4)).unwrap();
+    huge.set_len(64 << 20).unwrap();
+    fs::copy(digest(6), digest(5)).unwrap();
+    fs::remove_file(digest(7)).unwrap();
+    fs::create_dir(digest(7)).unwrap();
+    // A digest whose numbers lie but whose stamp is another's: not believed.
+    let lie = fs::read_to_string(digest(8))
+        .unwrap()
+        .replace("\"value\": ", "\"value\": 1");
+    fs::write(digest(8), lie).unwrap();
+    let text = fs::read_to_string(dirs[8].join("session.json")).unwrap();
+    fs::write(dirs[8].join("session.json"), format!("{text} ")).unwrap();
+    let found = load_all(root.path(), &HistoryOptions::default());
+    assert_same(&found.histories, &intact.histories);
+    assert_eq!(found.warnings.len(), 7, "{:#?}", found.warnings);
+    for (i, what) in [
+        (1, "line 1"),
+        (2, "symbolic link"),
+        (3, "FIFO"),
+        (4, "larger"),
+        (5, "other files"),
+        (7, "directory"),
+        (8, "other files"),
+    ] {
+        let name = format!("point-{i:03}/digest.json");
+        assert!(
+            found
+                .warnings
+                .iter()
+                .any(|w| w.contains(&name) && w.contains(what) && w.contains("read instead")),
+            "{name}, {what}: {:#?}",
+            found.warnings
+        );
+    }
+}

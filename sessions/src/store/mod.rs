@@ -284,21 +284,8 @@ impl Session {
         opts: &LoadOptions,
         keep_rows: bool,
     ) -> Result<Session, SessionError> {
-        let mut meta = parse_meta(&files.session_json, &dir.join(SESSION_FILE))?;
         let mut warnings = Vec::new();
-        let params = meta.workload.params.len();
-        if params > opts.max_params {
-            if let Some(first_dropped) = meta.workload.params.keys().nth(opts.max_params) {
-                let first_dropped = first_dropped.clone();
-                meta.workload.params.split_off(&first_dropped);
-            }
-            warnings.push(format!(
-                "{SESSION_FILE}: {params} workload parameters; only the first {} (by name) \
-                 are kept, {} were dropped",
-                opts.max_params,
-                params - opts.max_params
-            ));
-        }
+        let mut meta = checked_meta(&files.session_json, dir, opts, &mut warnings)?;
         let cut_off = meta.status == Status::Running;
         if cut_off {
             meta.status = Status::Crashed;
@@ -536,6 +523,32 @@ fn read_meta(dir: &Path) -> Result<SessionMeta, SessionError> {
 
 /// session.json: checks the schema version before reading the fields, so a newer schema is
 /// refused as such rather than as corrupt.
+/// session.json of the session in `dir` from its bytes, as [`Session::load`] reads it:
+/// parameters past `opts.max_params` dropped with a warning. A status still `running` is
+/// left for the caller to judge.
+pub(crate) fn checked_meta(
+    bytes: &[u8],
+    dir: &Path,
+    opts: &LoadOptions,
+    warnings: &mut Vec<String>,
+) -> Result<SessionMeta, SessionError> {
+    let mut meta = parse_meta(bytes, &dir.join(SESSION_FILE))?;
+    let params = meta.workload.params.len();
+    if params > opts.max_params {
+        if let Some(first_dropped) = meta.workload.params.keys().nth(opts.max_params) {
+            let first_dropped = first_dropped.clone();
+            meta.workload.params.split_off(&first_dropped);
+        }
+        warnings.push(format!(
+            "{SESSION_FILE}: {params} workload parameters; only the first {} (by name) \
+             are kept, {} were dropped",
+            opts.max_params,
+            params - opts.max_params
+        ));
+    }
+    Ok(meta)
+}
+
 fn parse_meta(bytes: &[u8], path: &Path) -> Result<SessionMeta, SessionError> {
     let corrupt = |reason: String| SessionError::Corrupt {
         path: path.into(),

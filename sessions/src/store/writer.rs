@@ -324,6 +324,11 @@ impl SessionWriter {
     /// Ends the recording: syncs every file and rewrites session.json with `status` and
     /// `ended_at` (RFC 3339). Returns the session directory.
     ///
+    /// A run that ended [`Status::Complete`] gets its digest first
+    /// ([`crate::digest`]: each figure's run value and spread, read back from the files
+    /// on disk and written atomically beside session.json); when it cannot be written, a
+    /// warning in session.json says so and the session is finished all the same.
+    ///
     /// session.json comes last, after every file it describes: a recorder writes the
     /// folded files ([`SessionWriter::write_stacks`]), profile.pb.gz and threads.csv, then
     /// sets the sample counts with this call, so a kill at any moment leaves session.json
@@ -344,8 +349,25 @@ impl SessionWriter {
         }
         self.meta.status = status;
         self.meta.ended_at = Some(ended_at);
+        let mut json = self.meta_json()?;
+        // Before the session.json it is made for, while the reserve still holds room; a
+        // digest not written costs a history reading the session, never the session.
+        if status == Status::Complete {
+            let dir = &self.dir;
+            let written = crate::digest::write_for(dir.path(), &json, |digest| {
+                dir.write_atomically(crate::digest::DIGEST_FILE, digest)
+            });
+            if let Err(e) = written {
+                dir.remove_quietly(crate::digest::DIGEST_FILE);
+                self.meta.warnings.push(format!(
+                    "{} was not written ({e}): a history reads the whole session instead",
+                    crate::digest::DIGEST_FILE
+                ));
+                json = self.meta_json()?;
+            }
+        }
         self.free_reserve();
-        self.write_meta()?;
+        self.dir.write_atomically(SESSION_FILE, &json)?;
         Ok(self.dir.path().to_owned())
     }
 

@@ -111,6 +111,46 @@ fn links_planted_while_recording_are_never_written_through() {
 }
 
 #[test]
+fn a_link_planted_at_the_digest_is_replaced_and_a_digest_unwritable_is_said() {
+    use benchtop_sessions::digest::{DIGEST_FILE, Digested, Source};
+    let root = tempfile::tempdir().unwrap();
+    let victim = victim(root.path());
+    let dir = root.path().join("s");
+    let mut w = SessionWriter::create(&dir, meta("x")).unwrap();
+    w.append_row(&row(1.0, 1, 1, 1)).unwrap();
+    symlink(&victim, dir.join(DIGEST_FILE)).unwrap();
+    symlink(&victim, dir.join(format!("{DIGEST_FILE}.tmp"))).unwrap();
+    w.finish(Status::Complete, "2024-05-01T12:00:01Z".into())
+        .unwrap();
+    assert_untouched(&victim);
+    assert!(
+        fs::symlink_metadata(dir.join(DIGEST_FILE))
+            .unwrap()
+            .is_file()
+    );
+    let read = Digested::load(&dir).unwrap();
+    assert_eq!(read.source, Source::File);
+    assert!(read.digest.unwrap().figures.contains_key("ops/s"));
+
+    // A data file that cannot be read back at the end: no digest, the session finished
+    // all the same, and session.json says why.
+    let dir = root.path().join("t");
+    let mut w = SessionWriter::create(&dir, meta("x")).unwrap();
+    w.append_row(&row(1.0, 1, 1, 1)).unwrap();
+    fs::remove_file(dir.join("timeseries.jsonl")).unwrap();
+    symlink(&victim, dir.join("timeseries.jsonl")).unwrap();
+    w.finish(Status::Complete, "2024-05-01T12:00:01Z".into())
+        .unwrap();
+    assert_untouched(&victim);
+    assert!(fs::symlink_metadata(dir.join(DIGEST_FILE)).is_err());
+    let text = fs::read_to_string(dir.join("session.json")).unwrap();
+    assert!(
+        text.contains("digest.json was not written") && text.contains("symbolic link"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_directory_holding_anything_is_refused_a_stale_timeseries_or_an_earlier_session() {
     let root = tempfile::tempdir().unwrap();
     let stale = root.path().join("stale");

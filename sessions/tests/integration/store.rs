@@ -104,6 +104,7 @@ fn a_finished_session_loads_with_everything_it_was_given() {
         [
             "cpu.folded",
             "cpu.svg",
+            "digest.json",
             "latency.hlog",
             "offcpu.folded",
             "offcpu.svg",

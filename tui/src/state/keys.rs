@@ -15,6 +15,8 @@ pub use super::ab::AB;
 use super::ab::AbAction;
 pub use super::compare::COMPARE;
 use super::compare::{CompareAction, ComparePane};
+pub use super::history::HISTORY;
+use super::history::HistoryAction;
 pub use super::launcher::{EDITING, LAUNCHER};
 use super::launcher::{LauncherAction, LauncherFocus};
 use super::orphans::OrphansAction;
@@ -130,6 +132,8 @@ pub enum Action {
     Ab(AbAction),
     /// Launcher: the command line or the process picker (type, select, run, back).
     Pick(PickAction),
+    /// The history screen's own keys: the figure, the change point, opening it.
+    History(HistoryAction),
 }
 
 /// When a row applies or a hint shows.
@@ -167,6 +171,8 @@ pub enum When {
     ExperimentOver,
     /// The search shown matches anywhere in a name (true) or whole path segments (false).
     Substring(bool),
+    /// The history screen's figure has a change point selected.
+    HasChangePoint,
 }
 
 impl When {
@@ -193,6 +199,7 @@ impl When {
             When::ExperimentGoesOn => !state.ab.is_over(),
             When::ExperimentOver => state.ab.is_over(),
             When::Substring(on) => state.flames().shown().substring() == on,
+            When::HasChangePoint => state.history.selected_change().is_some(),
         }
     }
 
@@ -215,7 +222,7 @@ fn flame_pane_focused(state: &State) -> bool {
     match state.screen {
         Screen::Live => state.focus == Pane::Flame,
         Screen::Compare => state.compare.focus == ComparePane::Flame,
-        Screen::Launcher | Screen::Orphans | Screen::Ab => false,
+        Screen::Launcher | Screen::Orphans | Screen::Ab | Screen::History => false,
     }
 }
 
@@ -362,6 +369,7 @@ pub fn table(state: &State) -> &'static Table {
             Screen::Compare => &COMPARE,
             Screen::Live => &LIVE,
             Screen::Ab => &AB,
+            Screen::History => &HISTORY,
         }
     }
 }
@@ -374,6 +382,7 @@ pub fn screen(screen: Screen) -> &'static Table {
         Screen::Live => &LIVE,
         Screen::Compare => &COMPARE,
         Screen::Ab => &AB,
+        Screen::History => &HISTORY,
     }
 }
 
@@ -385,6 +394,7 @@ pub fn help(screen: Screen) -> &'static [&'static Table] {
         Screen::Live => &[&LIVE],
         Screen::Compare => &[&COMPARE],
         Screen::Ab => &[&AB],
+        Screen::History => &[&HISTORY],
     }
 }
 
@@ -399,7 +409,7 @@ pub fn help_lines_at_most(screen: Screen) -> usize {
 }
 
 /// Every table.
-pub const TABLES: [&Table; 11] = [
+pub const TABLES: [&Table; 12] = [
     &LIVE,
     &COMPARE,
     &LAUNCHER,
@@ -411,6 +421,7 @@ pub const TABLES: [&Table; 11] = [
     &SEARCH,
     &HELP,
     &AB,
+    &HISTORY,
 ];
 
 /// The live screen.

@@ -17,6 +17,7 @@ pub mod activity;
 pub mod compare;
 pub mod flame;
 pub mod flame_panes;
+pub mod history;
 pub mod keys;
 pub mod launcher;
 pub mod live;
@@ -218,6 +219,9 @@ pub enum Effect {
     /// Read a source file for the source view, through the session crate's safe loader
     /// (answered with [`AppEvent::Source`]).
     ReadSource(String),
+    /// Open the segments either side of a change point side by side, as `benchtop open
+    /// A B` does (answered with [`AppEvent::Opened`]).
+    OpenSegments(history::Segments),
 }
 
 /// The screens.
@@ -234,6 +238,8 @@ pub enum Screen {
     Compare,
     /// An interleaved A/B experiment (`benchtop ab --tui`).
     Ab,
+    /// A figure across many sessions (`benchtop open DIR` on a directory of them).
+    History,
 }
 
 /// The panes of the live screen, in focus order (`1`–`4`).
@@ -318,6 +324,8 @@ pub struct State {
     pub compare: CompareState,
     /// The `ab --tui` screen.
     pub ab: AbState,
+    /// The history screen.
+    pub history: history::HistoryState,
     /// The run was started from the launcher (Esc goes back there once it is over).
     pub from_launcher: bool,
     /// The live screen: the run shown, its flamegraph, its baseline.
@@ -355,6 +363,7 @@ impl State {
             orphans: OrphansState::default(),
             compare: CompareState::default(),
             ab: AbState::default(),
+            history: history::HistoryState::default(),
             from_launcher: false,
             live: LiveScreen::new(workload, params),
             focus: Pane::Flame,
@@ -765,6 +774,10 @@ impl State {
                 // back to the launcher the sessions were opened from.
                 let zoomed_out =
                     self.compare.focus == ComparePane::Flame && self.flame_mut().zoom_out();
+                if !zoomed_out && !self.maximized && self.history.is_shown() {
+                    self.screen = Screen::History;
+                    return Vec::new();
+                }
                 if !zoomed_out && !self.maximized && self.from_launcher {
                     self.screen = Screen::Launcher;
                     return vec![Effect::ListSessions];
@@ -773,6 +786,13 @@ impl State {
             }
             Action::Compare(action) => self.compare.act(action),
             Action::Ab(action) => self.ab.act(action),
+            Action::History(action) => {
+                let effects: Vec<Effect> = self.history.act(action).into_iter().collect();
+                if !effects.is_empty() {
+                    self.flash("reading the points either side…".into(), false, now);
+                }
+                return effects;
+            }
             Action::Timeline(action) => self.timeline_act(action, now),
             // A move at an edge (or with nothing to select) changes nothing, as in a list;
             // what each returns (whether it moved) is not needed here.

@@ -299,6 +299,10 @@ mod tests {
         states.push(("confirm".into(), confirm));
         states.push(("ab running".into(), ab_screen(false)));
         states.push(("ab over".into(), ab_screen(true)));
+        states.push((
+            "history".into(),
+            super::super::history::tests::history_state(true),
+        ));
         for view in ['t', 'i', 'c', 'a'] {
             for (what, mut s) in [("live", running(base)), ("compare", comparing())] {
                 s.update(AppEvent::Key(Key::Char(view)), at(base, 1));
@@ -490,6 +494,7 @@ mod tests {
             launcher(),
             orphans_screen(base),
             ab_screen(false),
+            super::super::history::tests::history_state(true),
         ] {
             state.update(AppEvent::Key(Key::Char('?')), at(base, 1));
             assert!(state.help, "? opens the help on {:?}", state.screen);
@@ -616,6 +621,7 @@ mod tests {
             }
             "orphans" => orphans_screen(base),
             "ab" => State::with_ab(crate::state::ab::AbPlan::default(), true),
+            "history" => super::super::history::tests::history_state(true),
             "confirm" => {
                 let mut s = orphans_screen(base);
                 s.orphans.ask(false);

@@ -7,6 +7,7 @@ mod chart;
 mod compare;
 pub mod fit;
 pub mod flame;
+mod history;
 mod keys;
 mod launcher;
 #[cfg(test)]
@@ -51,6 +52,7 @@ pub fn draw(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
         Screen::Live => draw_live(state, now, screen, buf),
         Screen::Compare => compare::draw(state, screen, buf),
         Screen::Ab => ab::draw(state, screen, buf),
+        Screen::History => history::draw(state, screen, buf),
     }
     keys::draw_footer(state, now, footer, buf);
     if state.help {

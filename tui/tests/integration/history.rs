@@ -276,6 +276,14 @@ fn a_recorded_history_of_a_c_program_finds_its_step_and_the_function_that_grew()
                 .arg(UNIT),
         );
     }
+    // The recorder wrote each run's digest, and the history reads it, not the session.
+    for point in 0..12 {
+        let dir = root.join(format!("p{point:02}"));
+        let read = benchtop_sessions::digest::Digested::load(&dir).unwrap();
+        assert_eq!(read.source, benchtop_sessions::digest::Source::File);
+        let figures = read.digest.unwrap().figures;
+        assert!(figures["cpu_time_s"].value > 0.1, "{figures:?}");
+    }
     let out = tmp.path().join("moved");
     let report = json(
         &root,
@@ -340,4 +348,33 @@ fn a_recorded_history_of_a_c_program_finds_its_step_and_the_function_that_grew()
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.contains("what moved from point"), "{text}");
     assert!(text.contains("grown_work") && text.contains(svg), "{text}");
+}
+
+#[test]
+fn open_on_a_directory_of_sessions_shows_its_history_and_opens_a_change_point() {
+    use crate::terminal::{Tmux, shell_quote};
+    let root = tempfile::tempdir().unwrap();
+    let mut spec = SyntheticHistory::new(30, 0.005, 3);
+    spec.steps = vec![(15, 0.4)];
+    spec.moved_function = Some("ring::grown".into());
+    spec.write(root.path()).unwrap();
+    let benchtop = shell_quote(Path::new(env!("CARGO_BIN_EXE_benchtop")));
+    let tmux = Tmux::start(&format!(
+        "{benchtop} open {}; echo EXIT=$?; sleep 60",
+        shell_quote(root.path())
+    ));
+    tmux.wait_for_all(&[
+        "benchtop history",
+        "▶laps/s",
+        "change point 1 of 1",
+        "point 15",
+    ]);
+    // Enter: the points before against the points after, as `open A B` shows them.
+    tmux.keys("Enter");
+    tmux.wait_for_all(&["diff: B against A", "laps/s", "improved"]);
+    tmux.keys("Escape");
+    tmux.wait_for("change point 1 of 1");
+    tmux.keys("q");
+    let screen = tmux.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=0"), "{screen}");
 }
