@@ -274,10 +274,9 @@ pub(crate) struct ProcessMap {
 }
 
 impl ProcessMap {
-    /// Where `pid`'s map is ([`locate`]); `None` when the process is gone.
-    pub fn locate(pid: u32) -> Option<ProcessMap> {
-        let (path, uid) = locate(pid)?;
-        Some(ProcessMap {
+    /// The map at `path`, owned by `uid`, not read yet.
+    fn at(path: PathBuf, uid: u32, not_before: Option<std::time::SystemTime>) -> ProcessMap {
+        ProcessMap {
             path,
             uid,
             stamp: None,
@@ -285,25 +284,27 @@ impl ProcessMap {
             fresh: false,
             refused: false,
             dump: None,
-            not_before: None,
-        })
+            not_before,
+        }
+    }
+
+    /// Where `pid`'s map is ([`locate`]); `None` when the process is gone.
+    pub fn locate(pid: u32) -> Option<ProcessMap> {
+        let (path, uid) = locate(pid)?;
+        Some(ProcessMap::at(path, uid, None))
     }
 
     /// The map a process that is gone left in this namespace's /tmp (see the
     /// [module](self)): owned by this process's effective user, written at or after
     /// `since`.
     pub fn left_behind(pid: u32, since: std::time::SystemTime) -> ProcessMap {
-        ProcessMap {
-            path: PathBuf::from(format!("/tmp/perf-{pid}.map")),
-            // SAFETY: geteuid(2) takes no arguments and cannot fail.
-            uid: unsafe { libc::geteuid() },
-            stamp: None,
-            map: PerfMap::default(),
-            fresh: false,
-            refused: false,
-            dump: None,
-            not_before: Some(since),
-        }
+        // SAFETY: geteuid(2) takes no arguments and cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        ProcessMap::at(
+            PathBuf::from(format!("/tmp/perf-{pid}.map")),
+            uid,
+            Some(since),
+        )
     }
 
     /// The process mapped `file` (a path in its own mount namespace), a jitdump's
@@ -518,16 +519,7 @@ mod tests {
             "{err:?}"
         );
         // Through a process's map: one warning, and the map is not tried again.
-        let mut m = ProcessMap {
-            path,
-            uid: uid(),
-            stamp: None,
-            map: PerfMap::default(),
-            fresh: false,
-            refused: false,
-            dump: None,
-            not_before: None,
-        };
+        let mut m = ProcessMap::at(path, uid(), None);
         let mut warnings = Vec::new();
         m.refresh(9, &mut warnings);
         m.end_batch();
@@ -574,16 +566,7 @@ mod tests {
     fn a_map_written_late_or_grown_names_code_from_the_next_batch_on() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("perf-11.map");
-        let mut m = ProcessMap {
-            path: path.clone(),
-            uid: uid(),
-            stamp: None,
-            map: PerfMap::default(),
-            fresh: false,
-            refused: false,
-            dump: None,
-            not_before: None,
-        };
+        let mut m = ProcessMap::at(path.clone(), uid(), None);
         let mut warnings = Vec::new();
         // Not written yet (a JVM before `jcmd PID Compiler.perfmap`): may come.
         m.refresh(11, &mut warnings);
