@@ -63,6 +63,11 @@ const RETIRED_SEARCH: usize = 1024;
 /// tid of a thread come back only after the kernel has handed out every other pid
 /// (`pid_max`, 32,768 at least), so a generous margin joins no two threads.
 const SIGHTING_SLACK_S: f64 = 0.5;
+/// How long (ns) before its fork a thread's exit may be stamped and the fork still be
+/// that thread's, read late (see [`LifeTable::apply`]): CPUs' clocks agree to within
+/// microseconds, and a tid comes back only after the kernel has handed out every other
+/// pid, which takes far longer.
+const LATE_FORK_NS: u64 = 10_000_000;
 
 /// The kernel's records of a tree's threads; see the [module](self).
 pub struct Lifetimes {
@@ -447,6 +452,20 @@ impl LifeTable {
                 tid,
                 ptid,
             } => {
+                if let Some(e) = self.live.get_mut(&tid)
+                    && e.life.start_ns.is_none()
+                    && e.life.pid == pid
+                    && e.life
+                        .end_ns
+                        .is_none_or(|end| end.saturating_add(LATE_FORK_NS) >= time)
+                {
+                    // Its fork came after its name or its exit: written on another CPU
+                    // and read a drain later (the drain read that CPU's buffer before the
+                    // fork was written), or stamped a little late by that CPU's clock.
+                    // The same thread: it gets its start and parent.
+                    self.late_fork(time, pid, ppid, tid, ptid);
+                    return;
+                }
                 if let Some(old) = self.live.remove(&tid) {
                     // The tid was reused: the thread that had it is gone.
                     self.retire(old.life);
@@ -514,6 +533,41 @@ impl LifeTable {
                 }
             }
             Change::Lost(n) => self.lost = self.lost.saturating_add(n),
+        }
+    }
+
+    /// Gives the live entry of `tid`, made from records after its fork, its fork: its
+    /// start, its parent and, when no record has named it yet, its creator's names.
+    fn late_fork(&mut self, time: u64, pid: u32, ppid: u32, tid: u32, ptid: u32) {
+        let creator = self.live.get(&ptid).map(|c| c.life.name.clone());
+        let main = (pid == ppid)
+            .then(|| {
+                self.live
+                    .get(&pid)
+                    .map(|m| (m.life.ppid, m.life.process.clone()))
+            })
+            .flatten();
+        let Some(life) = self.live.get_mut(&tid).map(|e| &mut e.life) else {
+            return;
+        };
+        life.start_ns = Some(time);
+        if pid == ppid {
+            if let Some((parent, process)) = main {
+                life.ppid = parent;
+                if tid != pid {
+                    life.process = process;
+                }
+            }
+        } else {
+            life.ppid = Some(ppid);
+        }
+        if life.name.is_empty()
+            && let Some(name) = creator
+        {
+            life.name = name.clone();
+            if life.process.is_empty() {
+                life.process = name;
+            }
         }
     }
 
@@ -898,6 +952,64 @@ mod tests {
         assert_eq!(table.exited().len(), 1);
         assert_eq!(table.lost(), 3);
         assert_eq!(table.merge(Vec::new(), 0, |_, _| false).len(), 2);
+    }
+
+    #[test]
+    fn a_fork_read_after_its_childs_name_and_exit_is_that_childs_start() {
+        let mut table = LifeTable::new(100);
+        table.apply(900, fork(10, 1, 10, 1));
+        table.apply(950, comm(10, 10, "sh"));
+        // The child ran on the other CPU, whose buffer a drain read first: its name and
+        // exit come in one drain, the shell's fork of it in the next.
+        table.apply(1_100, comm(11, 11, "true"));
+        table.apply(1_300, Change::Exit { pid: 11, tid: 11 });
+        table.end_pass();
+        table.apply(1_000, fork(11, 10, 11, 10));
+        // A thread whose fork and exit came in order, whose exit's stamp is a little
+        // ahead of its fork's (the CPUs' clocks), is one thread too.
+        table.apply(2_000, fork(12, 10, 12, 10));
+        table.apply(1_990, Change::Exit { pid: 12, tid: 12 });
+        table.end_pass();
+        table.end_pass();
+        let lines = table.merge(Vec::new(), 0, |_, _| false);
+        let child = |tid| lines.iter().filter(|t| t.tid == tid).collect::<Vec<_>>();
+        let [t11] = child(11)[..] else {
+            panic!("one line of 11: {lines:#?}")
+        };
+        assert_eq!(
+            (&*t11.process, &*t11.thread, t11.ppid),
+            ("true", "true", Some(10))
+        );
+        assert_eq!((t11.start_s, t11.end_s), (Some(1e-6), Some(1.3e-6)));
+        let [t12] = child(12)[..] else {
+            panic!("one line of 12: {lines:#?}")
+        };
+        assert_eq!(
+            (&*t12.process, t12.ppid, t12.start_s),
+            ("sh", Some(10), Some(2e-6))
+        );
+        assert_eq!(lines.len(), 3, "{lines:#?}");
+    }
+
+    #[test]
+    fn a_tid_back_long_after_a_thread_from_before_the_events_ended_is_a_new_thread() {
+        let mut table = LifeTable::new(100);
+        // A thread that lived before the events (no fork) exits; its tid comes back.
+        table.apply(1_000, Change::Exit { pid: 20, tid: 20 });
+        table.apply(1_000 + 2 * LATE_FORK_NS, fork(20, 10, 20, 10));
+        table.end_pass();
+        let lines = table.merge(Vec::new(), 0, |_, _| false);
+        assert_eq!(lines.len(), 2, "{lines:#?}");
+        assert!(
+            lines
+                .iter()
+                .any(|t| t.start_s.is_none() && t.end_s.is_some())
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|t| t.start_s.is_some() && t.end_s.is_none())
+        );
     }
 
     #[test]

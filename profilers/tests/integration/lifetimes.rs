@@ -38,8 +38,9 @@ fn processes_no_poll_saw_are_lines_with_parent_start_end_and_cpu_time() {
     open_gate_and_wait(&mut sh);
 
     let lines = monitor.threads_summary();
+    let lost = monitor.lifetimes().map(|t| t.lost());
     let trues: Vec<_> = lines.iter().filter(|t| t.process == "true").collect();
-    assert_eq!(trues.len(), 30, "{lines:#?}");
+    assert_eq!(trues.len(), 30, "records lost: {lost:?}; {lines:#?}");
     for t in &trues {
         assert_eq!(
             (t.tid, t.ppid, &*t.thread),
@@ -47,7 +48,7 @@ fn processes_no_poll_saw_are_lines_with_parent_start_end_and_cpu_time() {
             "{t:?}"
         );
         let (Some(start), Some(end)) = (t.start_s, t.end_s) else {
-            panic!("no start or end: {t:?}");
+            panic!("no start or end (records lost: {lost:?}): {t:?}\n{lines:#?}");
         };
         assert!(0.0 <= start && start <= end, "{t:?}");
         let cpu = t.counted_cpu_s.expect("CPU time counted at exit");
