@@ -147,6 +147,9 @@ fn a_server_whose_client_is_killed_ends_and_leaves_nothing_behind() {
         !socket.exists(),
         "the server removes its socket when it ends"
     );
+    // DPDK's heap says so when a region is freed twice: the port's stop beside memif's
+    // own disconnect of the killed peer.
+    assert!(!served.log.contains("Invalid memory"), "{}", served.log);
     assert_all_gone(&server_session, Duration::from_secs(5));
     assert_all_gone(&client_session, Duration::from_secs(5));
 }
@@ -178,8 +181,9 @@ fn both_dpdk_processes_carry_the_owner_marker_and_end_with_a_killed_worker() {
     assert_eq!(unsafe { libc::kill(worker.pid() as i32, libc::SIGKILL) }, 0);
     assert!(!worker.wait(Duration::from_secs(10)).status.success());
     assert_all_gone(&session, Duration::from_secs(5));
-    // Killed, the worker could not remove its directory; the next DPDK echo does.
-    assert!(left[0].join("memif.sock").exists(), "{left:?}");
+    // Killed, the worker could not remove its directory (its server, which sees the
+    // link go down, may have removed the socket in it); the next DPDK echo does.
+    assert!(left[0].is_dir(), "{left:?}");
     let next = FixtureWorker::start(
         &["udp-echo", "--backend", "dpdk", "--num-iters", "100"],
         Reports::Fd3,

@@ -3,7 +3,8 @@
 //! queue, busy-polled in bursts by one thread.
 
 use std::ffi::{CString, c_char, c_int};
-use std::path::Path;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -124,6 +125,8 @@ pub(crate) struct Port {
     /// A burst faulted: the peer went away with the rings' memory (see the shim); the
     /// queues are not touched again.
     lost: AtomicBool,
+    /// The server's listening socket, which memif removes as the port closes.
+    listening: Option<PathBuf>,
     _hugepages: Option<Reservation>,
 }
 
@@ -188,6 +191,7 @@ impl Port {
             pool: std::ptr::null_mut(),
             mac: [0; 6],
             lost: AtomicBool::new(false),
+            listening: (setup.role == MemifRole::Server).then(|| setup.socket.to_owned()),
             _hugepages: hugepages,
         };
         let name = c"benchtop_echo_pool";
@@ -372,11 +376,26 @@ impl Drop for Port {
         // seen in a core dump: the interrupt thread in memif, the main thread in
         // `rte_mem_unmap` under `rte_eal_cleanup`). `--in-memory` and `--no-huge` leave
         // no files behind, so the kernel frees everything at exit.
-        // SAFETY: the port was started here and nothing polls it any more; nothing of
-        // DPDK is used after this in this process.
-        unsafe {
-            ffi::rte_eth_dev_stop(self.id);
-            ffi::rte_eth_dev_close(self.id);
+        //
+        // A peer that went away (the link down, or a burst that found its memory gone)
+        // is being disconnected, or was, by memif's handler on the EAL's interrupt
+        // thread: `memif_disconnect` marks the link down first and frees the shared
+        // regions last, outside its lock, so the port's stop, which disconnects too,
+        // would free them a second time beside it (DPDK 22.11: "EAL: Error: Invalid
+        // memory" twice in worker.log, then a server that did not end in about one run
+        // of 20 with its client killed). Then the port is left to the process's end, and
+        // the listening socket that its close would remove is removed here.
+        if self.link_up() {
+            // SAFETY: the port was started here and nothing polls it any more; nothing
+            // of DPDK is used after this in this process.
+            unsafe {
+                ffi::rte_eth_dev_stop(self.id);
+                ffi::rte_eth_dev_close(self.id);
+            }
+        } else if let Some(path) = &self.listening
+            && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket())
+        {
+            let _ = std::fs::remove_file(path);
         }
         let _ = std::fs::remove_dir_all(runtime_dir());
         // The other side of the echo, killed, could not give its pages back.
