@@ -39,3 +39,4 @@ mod source;
 mod support;
 mod terminal;
 mod timeline;
+mod waits;

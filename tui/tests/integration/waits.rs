@@ -1,0 +1,165 @@
+//! `--profile waits` through the binary: a recorded run's wakers, `open A B` of two such
+//! runs in a terminal, and `attach` to a process already running. The sampler's own
+//! tests (profilers/tests/integration/waits.rs) check the join against fixtures with
+//! known answers; these check that every command a user reaches it by carries it.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use benchtop_sessions::Status;
+use benchtop_sessions::store::Session;
+use benchtop_sessions::waits::WOKEN_BY;
+
+use crate::support::{benchtop, record_run, succeeded};
+use crate::terminal::{Tmux, shell_quote};
+
+/// The waits of `dir`: (blocked stack, waker stack, µs) of each line of waits.folded.
+fn waits(dir: &Path) -> Vec<(String, String, u64)> {
+    let folded = std::fs::read_to_string(dir.join("waits.folded")).unwrap_or_else(|e| {
+        panic!(
+            "waits.folded in {dir:?}: {e} (recording waits needs root or CAP_PERFMON and \
+             tracefs)"
+        )
+    });
+    folded
+        .lines()
+        .filter_map(|line| {
+            let (stack, weight) = line.rsplit_once(' ')?;
+            let (blocked, waker) = stack.split_once(WOKEN_BY)?;
+            Some((
+                blocked.to_owned(),
+                waker.trim_start_matches(';').to_owned(),
+                weight.parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// A ring run of one second with waits.
+fn ring_with_waits(dir: &Path, mode: &str) -> Session {
+    let (_, session) = record_run(
+        dir,
+        &[
+            "ring",
+            "--mode",
+            mode,
+            "--profile",
+            "waits",
+            "--duration",
+            "1s",
+            "--interval",
+            "250ms",
+        ],
+    );
+    assert_eq!(session.meta.status, Status::Complete);
+    session
+}
+
+#[test]
+fn a_run_with_waits_records_their_wakers_and_open_a_b_shows_their_difference() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("tell"), tmp.path().join("ask"));
+    ring_with_waits(&a, "tell");
+    ring_with_waits(&b, "ask");
+    for dir in [&a, &b] {
+        let joined = waits(dir);
+        assert!(
+            joined
+                .iter()
+                .any(|(_, waker, us)| !waker.is_empty() && *us > 0),
+            "no blocked time joined to a waker in {dir:?}: {joined:?}"
+        );
+        let shown = succeeded(benchtop().arg("show").arg(dir));
+        let shown = String::from_utf8_lossy(&shown.stdout);
+        assert!(shown.contains("what woke them"), "{shown}");
+    }
+
+    let benchtop = shell_quote(Path::new(env!("CARGO_BIN_EXE_benchtop")));
+    let tmux = Tmux::start_sized(
+        &format!(
+            "{benchtop} open {} {}; echo EXIT=$?; sleep 60",
+            shell_quote(&a),
+            shell_quote(&b)
+        ),
+        160,
+        48,
+    );
+    tmux.wait_for_all(&["diff: B against A", "d diff/B only"]);
+    // Into the flamegraph, then `o` through the kinds both sides have, to the waits.
+    tmux.keys("3");
+    let mut screen = tmux.screen();
+    for _ in 0..6 {
+        if screen.contains("waits diff: B against A") {
+            break;
+        }
+        tmux.keys("o");
+        std::thread::sleep(Duration::from_millis(300));
+        screen = tmux.screen();
+    }
+    assert!(screen.contains("waits diff: B against A"), "{screen}");
+    tmux.wait_for("— woken by —");
+    // B alone, then the difference again.
+    tmux.keys("d");
+    tmux.wait_for("waits of B");
+    tmux.keys("d");
+    tmux.wait_for("waits diff: B against A");
+    tmux.keys("q");
+    let screen = tmux.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    assert!(!tmux.alternate_screen(), "the terminal was not restored");
+}
+
+#[test]
+fn attach_with_waits_names_the_children_that_woke_a_waiting_shell() {
+    // A shell that waits for one short child after another: each of its waits in
+    // `wait4` is ended by the child's exit, a process that did not exist at the attach.
+    let mut shell = Command::new("sh")
+        .args(["-c", "while :; do sleep 0.02; done"])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("attach");
+    let output = benchtop()
+        .args(["attach", &shell.id().to_string(), "--profile", "waits"])
+        .args([
+            "--duration",
+            "1s",
+            "--interval",
+            "250ms",
+            "--quiet",
+            "--record",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let still_running = shell.try_wait().unwrap().is_none();
+    let _ = shell.kill();
+    let _ = shell.wait();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(still_running, "attach ended the process");
+    let session = Session::load(&dir).unwrap();
+    assert_eq!(session.meta.status, Status::Complete);
+
+    let joined = waits(&dir);
+    let in_wait4 = |(blocked, _, _): &&(String, String, u64)| blocked.contains("wait4");
+    let waited: u64 = joined.iter().filter(in_wait4).map(|w| w.2).sum();
+    let by_sleep: u64 = joined
+        .iter()
+        .filter(in_wait4)
+        .filter(|(_, waker, _)| waker.split(';').next() == Some("sleep"))
+        .map(|w| w.2)
+        .sum();
+    // About 50 children in the second; a loaded machine may miss some wake-ups (they go
+    // under `[woken: not seen]`) or name a child by its pid before its exec is read.
+    assert!(
+        waited > 0 && by_sleep > 0,
+        "the shell's waits in wait4 ({waited} µs) woken by `sleep` ({by_sleep} µs): \
+         {joined:#?}"
+    );
+}
