@@ -419,12 +419,20 @@ impl Session {
                     mem.samples,
                     s.lost
                 )?;
-            } else if !kinds.contains(Kind::Cpu) && kinds.contains(Kind::OffCpu) {
-                // No timer drives an off-CPU profile: every context switch is recorded.
+            } else if !kinds.contains(Kind::Cpu)
+                && (kinds.contains(Kind::OffCpu) || kinds.contains(Kind::Waits))
+            {
+                // No timer drives an off-CPU profile: every context switch is recorded,
+                // and with waits every wake-up of the tree's threads too.
                 write!(
                     out,
-                    "sampling  {} (off-CPU only): {} records lost",
+                    "sampling  {} ({}): {} records lost",
                     Escaped(&s.event),
+                    if kinds.contains(Kind::Waits) {
+                        "off-CPU and waits: switches and wake-ups"
+                    } else {
+                        "off-CPU only"
+                    },
                     s.lost
                 )?;
             } else {

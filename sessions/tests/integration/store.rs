@@ -444,6 +444,35 @@ fn a_run_the_duration_ended_is_shown_as_complete_duration_reached() {
 }
 
 #[test]
+fn the_sampling_line_of_a_run_without_on_cpu_says_what_drove_it() {
+    let root = tempfile::tempdir().unwrap();
+    for (profile, said) in [
+        (
+            "offcpu",
+            "sampling  context-switches (off-CPU only): 0 records lost",
+        ),
+        (
+            "waits",
+            "sampling  context-switches (off-CPU and waits: switches and wake-ups): 0 records \
+             lost",
+        ),
+    ] {
+        let dir = root.path().join(profile);
+        let mut w = write_complete(&dir);
+        w.set_meta(|m| {
+            m.sampling.profile = profile.to_owned();
+            m.sampling.event = "context-switches".to_owned();
+            m.sampling.lost = 0;
+            m.sampling.reason = None;
+        });
+        w.finish(Status::Complete, "2024-05-01T12:00:03.250Z".into())
+            .unwrap();
+        let text = Session::load(&dir).unwrap().summary_text();
+        assert!(text.contains(said), "{said:?} missing from\n{text}");
+    }
+}
+
+#[test]
 fn the_summary_shows_the_run_its_figures_latency_resources_and_hot_frames() {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("s");
