@@ -359,3 +359,46 @@ fn a_damaged_planted_or_stale_digest_is_passed_over_for_its_session_saying_so() 
         );
     }
 }
+
+#[test]
+fn two_hundred_points_with_two_steps_find_both_and_the_function_the_first_moved_first() {
+    // The history the issue names: 2 % between points, +8 % from point 80 with the stacks
+    // moved to a known function, −6 % from point 150.
+    let root = tempfile::tempdir().unwrap();
+    let mut spec = SyntheticHistory::new(200, 0.02, 1);
+    spec.steps = vec![(80, 0.08), (150, -0.06)];
+    spec.moved_function = Some("ring::grown".into());
+    spec.write(root.path()).unwrap();
+    let found = load_all(root.path(), &HistoryOptions::default());
+    assert!(found.warnings.is_empty(), "{:?}", found.warnings);
+    let h = &found.histories[0];
+    assert_eq!(h.points.len(), 200);
+    let laps = h.figure("laps/s").unwrap();
+    let changes: Vec<(usize, f64)> = laps
+        .changes
+        .iter()
+        .map(|c| (c.at, c.change.change))
+        .collect();
+    assert_eq!(changes.len(), 2, "{changes:?}");
+    assert!(
+        changes[0].0.abs_diff(80) <= 2 && changes[0].1 > 0.04,
+        "{changes:?}"
+    );
+    assert!(
+        changes[1].0.abs_diff(150) <= 2 && changes[1].1 < -0.03,
+        "{changes:?}"
+    );
+    // At each, the function the step moved comes first among the on-CPU movers: grown
+    // at the first, shrunk at the second.
+    for (&(at, step), grew) in changes.iter().zip([true, false]) {
+        let m = h
+            .moved
+            .iter()
+            .find(|m| m.at == at)
+            .unwrap_or_else(|| panic!("nothing moved at {at} ({step:+.3}): {:?}", h.moved));
+        let cpu = m.profiles.iter().find(|p| p.profile == "cpu").unwrap();
+        let first = &cpu.movers[0];
+        assert_eq!(first.name, "ring::grown", "at {at}: {:?}", cpu.movers);
+        assert_eq!(first.total_b > first.total_a, grew, "at {at}: {first:?}");
+    }
+}
