@@ -266,7 +266,8 @@ const COMPARE_ROWS: &[Row] = &[
         only: When::Always,
         help: Some((
             "Esc",
-            "back out: zoom out, leave a maximized pane, close help",
+            "back out: zoom out, leave a maximized pane, close help; then back to the \
+             history or the launcher the sessions were opened from",
         )),
         hints: &[hint("Esc out", When::Flame, 3)],
     },
