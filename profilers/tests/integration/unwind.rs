@@ -761,10 +761,13 @@ fn sleeping(
     let shares = [long / (long + short), short / (long + short)];
     // About 75/25: a wait for a CPU of the unit's size would mean a broken machine.
     assert!((0.6..0.8).contains(&shares[0]), "{measured}");
-    (
-        user_stacks(&profile.profiles[Kind::OffCpu].to_folded()),
-        shares,
-    )
+    let mut stacks = user_stacks(&profile.profiles[Kind::OffCpu].to_folded());
+    // What the sampler said (records lost, throttling …) rides along for a failure's
+    // message, under a key no stack has.
+    if !profile.warnings.is_empty() {
+        stacks.insert(format!("[warnings: {:?}]", profile.warnings), 0);
+    }
+    (stacks, shares)
 }
 
 /// The blocked time of [`SLEEP_C`] split as the program measured it (`shares`), every

@@ -219,9 +219,14 @@ fn every_process_and_thread_is_a_line(session: &Session, show: &str) {
     let spin: Vec<_> = threads.iter().filter(|t| t.process == "spin").collect();
     let (mains, others): (Vec<&ThreadSummary>, Vec<&ThreadSummary>) =
         spin.iter().copied().partition(|t| t.tid == t.pid);
-    // 200 children and the process of the 20 threads.
-    assert_eq!(mains.len(), 201, "{spin:#?}");
-    assert_eq!(others.len(), 20, "{spin:#?}");
+    // 200 children and the process of the 20 threads. A miss prints the other lines too
+    // (a child with its fork alone would be named after its parent) and the warnings.
+    let rest = || {
+        let rest: Vec<_> = threads.iter().filter(|t| t.process != "spin").collect();
+        format!("not spin: {rest:#?}\nwarnings: {:?}", session.meta.warnings)
+    };
+    assert_eq!(mains.len(), 201, "{spin:#?}\n{}", rest());
+    assert_eq!(others.len(), 20, "{spin:#?}\n{}", rest());
     let threads_pid = others[0].pid;
     assert!(others.iter().all(|t| t.pid == threads_pid), "{others:#?}");
     for t in &spin {
