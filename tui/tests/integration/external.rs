@@ -1,12 +1,12 @@
 //! Programs that are not built in: `benchtop run -- <command>` and `benchtop attach`.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use benchtop_sessions::Status;
 use benchtop_sessions::store::Session;
 
-use crate::support::benchtop;
+use crate::support::{attach_to_shell, benchtop};
 
 fn run_command(dir: &Path, options: &[&str], command: &[&str]) -> Output {
     benchtop()
@@ -218,28 +218,10 @@ fn a_command_speaking_the_report_protocol_adds_its_latencies_and_summary() {
 
 #[test]
 fn attach_profiles_a_running_process_and_leaves_it_running() {
-    let mut busy = Command::new("sh")
-        .args(["-c", "while :; do :; done"])
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("attach");
-    let output = benchtop()
-        .args([
-            "attach",
-            &busy.id().to_string(),
-            "--duration",
-            "1s",
-            "--quiet",
-        ])
-        .args(["--interval", "200ms", "--record"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    let still_running = busy.try_wait().unwrap().is_none();
-    let _ = busy.kill();
-    let _ = busy.wait();
+    let (output, still_running) =
+        attach_to_shell("while :; do :; done", &["--interval", "200ms"], &dir);
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert!(still_running, "attach ended the process");
     let session = Session::load(&dir).unwrap();

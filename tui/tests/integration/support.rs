@@ -200,3 +200,25 @@ pub fn output_within(command: &mut Command, limit: Duration) -> Output {
         stderr: read(err),
     }
 }
+
+/// `benchtop attach PID OPTIONS… --duration 1s --quiet --record DIR` on a shell running
+/// `script`: benchtop's output, and whether the shell still ran when benchtop ended (it
+/// is killed then).
+pub fn attach_to_shell(script: &str, options: &[&str], dir: &Path) -> (Output, bool) {
+    let mut shell = Command::new("sh")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let output = benchtop()
+        .args(["attach", &shell.id().to_string()])
+        .args(options)
+        .args(["--duration", "1s", "--quiet", "--record"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let still_running = shell.try_wait().unwrap().is_none();
+    let _ = shell.kill();
+    let _ = shell.wait();
+    (output, still_running)
+}

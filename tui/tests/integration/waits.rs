@@ -4,14 +4,13 @@
 //! known answers; these check that every command a user reaches it by carries it.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use benchtop_sessions::Status;
 use benchtop_sessions::store::Session;
 use benchtop_sessions::waits::WOKEN_BY;
 
-use crate::support::{benchtop, record_run, succeeded};
+use crate::support::{attach_to_shell, benchtop, record_run, succeeded};
 use crate::terminal::{Tmux, shell_quote};
 
 /// The waits of `dir`: (blocked stack, waker stack, µs) of each line of waits.folded.
@@ -114,29 +113,13 @@ fn a_run_with_waits_records_their_wakers_and_open_a_b_shows_their_difference() {
 fn attach_with_waits_names_the_children_that_woke_a_waiting_shell() {
     // A shell that waits for one short child after another: each of its waits in
     // `wait4` is ended by the child's exit, a process that did not exist at the attach.
-    let mut shell = Command::new("sh")
-        .args(["-c", "while :; do sleep 0.02; done"])
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("attach");
-    let output = benchtop()
-        .args(["attach", &shell.id().to_string(), "--profile", "waits"])
-        .args([
-            "--duration",
-            "1s",
-            "--interval",
-            "250ms",
-            "--quiet",
-            "--record",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    let still_running = shell.try_wait().unwrap().is_none();
-    let _ = shell.kill();
-    let _ = shell.wait();
+    let (output, still_running) = attach_to_shell(
+        "while :; do sleep 0.02; done",
+        &["--profile", "waits", "--interval", "250ms"],
+        &dir,
+    );
     assert!(
         output.status.success(),
         "{}",
