@@ -15,6 +15,9 @@
 //!   (`<thread> (off-CPU)`), weighted in milliseconds blocked;
 //! - markers on the main thread: the run (its status), each workload phase, and the
 //!   session's warnings;
+//! - with waits, a marker per long wait (a blocked interval of 1 ms or more, stacks.jsonl's
+//!   `long_waits`) on the waiting thread's track, over the time it waited, naming the
+//!   thread that woke it (and where), or the interrupt or timer, and where it waited;
 //! - counters: RSS and the throughput metric's count per row of timeseries.jsonl.
 //!
 //! A session recorded before per-interval stacks (schema 1) has only the whole-run
@@ -28,6 +31,8 @@ use fxprof_processed_profile::{
     MarkerFieldFormat, MarkerTiming, Profile, ReferenceTimestamp, SamplingInterval, StackHandle,
     StaticSchemaMarker, StaticSchemaMarkerField, StringHandle, ThreadHandle, Timestamp, WeightType,
 };
+
+use benchtop_profile::waits::{self, Waker};
 
 use crate::Session;
 use crate::intervals::IntervalStacks;
@@ -113,6 +118,16 @@ pub fn firefox_profile(
                         add_weighted(&mut profile, thread, at, handle, weight);
                     }
                 }
+            }
+            for wait in &stacks.long_waits {
+                let name = names.get(&wait.tid).map_or("", String::as_str);
+                let thread = tracks.thread(&mut profile, wait.tid, name, false);
+                let marker = WaitMarker::new(&mut profile, stacks, wait.stack);
+                let timing = MarkerTiming::Interval(
+                    Timestamp::from_nanos_since_reference(wait.t0_ns),
+                    Timestamp::from_nanos_since_reference(wait.t1_ns),
+                );
+                profile.add_marker(thread, timing, marker);
             }
         }
         None => {
@@ -345,6 +360,84 @@ impl StaticSchemaMarker for TextMarker {
 
     fn string_field_value(&self, _field_index: u32) -> StringHandle {
         self.text
+    }
+
+    fn number_field_value(&self, _field_index: u32) -> f64 {
+        0.0
+    }
+}
+
+/// A long wait: what woke the thread, and where it waited.
+#[derive(Debug, Clone)]
+struct WaitMarker {
+    name: StringHandle,
+    waker: StringHandle,
+    blocked: StringHandle,
+}
+
+impl WaitMarker {
+    /// The marker of a wait whose waits stack is `stack` of `stacks`.
+    fn new(profile: &mut Profile, stacks: &IntervalStacks, stack: u32) -> Self {
+        let frames = stacks.stack_frames(stack);
+        let (blocked, waker) = waits::split(&frames);
+        let waker = match waker {
+            Waker::None => waits::NOT_SEEN.to_owned(),
+            w => w.label(),
+        };
+        // The innermost frame of the program's own (not the kernel's, not a label), and
+        // the lock's label when the wait was on a futex.
+        let at = blocked
+            .iter()
+            .rev()
+            .find(|f| !f.ends_with("_[k]") && !f.starts_with('['))
+            .copied()
+            .unwrap_or("");
+        let blocked = match blocked.last().filter(|f| f.starts_with("[futex")) {
+            Some(lock) => format!("{at} {lock}"),
+            None => at.to_owned(),
+        };
+        WaitMarker {
+            name: profile.intern_string("wait"),
+            waker: profile.intern_string(&waker),
+            blocked: profile.intern_string(&blocked),
+        }
+    }
+}
+
+impl StaticSchemaMarker for WaitMarker {
+    const UNIQUE_MARKER_TYPE_NAME: &'static str = "BenchtopWait";
+    const CHART_LABEL: Option<&'static str> = Some("woken by {marker.data.waker}");
+    const TABLE_LABEL: Option<&'static str> =
+        Some("wait in {marker.data.blocked} - woken by {marker.data.waker}");
+    const FIELDS: &'static [StaticSchemaMarkerField] = &[
+        StaticSchemaMarkerField {
+            key: "waker",
+            label: "Woken by",
+            format: MarkerFieldFormat::String,
+            flags: MarkerFieldFlags::SEARCHABLE,
+        },
+        StaticSchemaMarkerField {
+            key: "blocked",
+            label: "Waited in",
+            format: MarkerFieldFormat::String,
+            flags: MarkerFieldFlags::SEARCHABLE,
+        },
+    ];
+
+    fn name(&self, _profile: &mut Profile) -> StringHandle {
+        self.name
+    }
+
+    fn category(&self, _profile: &mut Profile) -> CategoryHandle {
+        CategoryHandle::OTHER
+    }
+
+    fn string_field_value(&self, field_index: u32) -> StringHandle {
+        if field_index == 0 {
+            self.waker
+        } else {
+            self.blocked
+        }
     }
 
     fn number_field_value(&self, _field_index: u32) -> f64 {

@@ -30,6 +30,7 @@ pub(super) struct Line {
     pub(super) files: Option<Vec<(u32, String)>>,
     pub(super) lines: Option<Vec<(u32, u32, u32, u64)>>,
     pub(super) samples: Option<Vec<(u64, u32, u32)>>,
+    pub(super) long_waits: Option<Vec<(u64, u64, u32, u32)>>,
 }
 
 /// Appends `line` and its newline to `out`.
@@ -68,6 +69,7 @@ impl Serialize for Line {
         entry(&mut m, "files", &self.files)?;
         entry(&mut m, "lines", &self.lines)?;
         entry(&mut m, "samples", &self.samples)?;
+        entry(&mut m, "long_waits", &self.long_waits)?;
         m.end()
     }
 }
@@ -85,6 +87,7 @@ enum Key {
     Files,
     Lines,
     Samples,
+    LongWaits,
     /// A field this build does not know: skipped, as a newer recorder may add fields.
     Other,
 }
@@ -111,6 +114,7 @@ impl<'de> Deserialize<'de> for Key {
                     "files" => Key::Files,
                     "lines" => Key::Lines,
                     "samples" => Key::Samples,
+                    "long_waits" => Key::LongWaits,
                     other => KINDS
                         .iter()
                         .find(|k| k.interval_field == Some(other))
@@ -163,6 +167,7 @@ impl<'de> Deserialize<'de> for Line {
                         Key::Files => once(&mut map, &mut l.files, "files")?,
                         Key::Lines => once(&mut map, &mut l.lines, "lines")?,
                         Key::Samples => once(&mut map, &mut l.samples, "samples")?,
+                        Key::LongWaits => once(&mut map, &mut l.long_waits, "long_waits")?,
                         Key::Other => {
                             map.next_value::<IgnoredAny>()?;
                         }

@@ -23,6 +23,16 @@
 //! Their counts are also in the intervals' `cpu` weights, which stay the profile every
 //! reader uses; the samples only place each one at its own time (see [`KeptSample`]).
 //!
+//! A session recorded with waits (`--profile waits`) also has lines of its long waits,
+//! each blocked interval of at least [`LONG_WAIT_NS`] on its own: its start and end (ns
+//! from the run's start), its thread and its waits stack (the blocked stack, `— woken
+//! by —`, the waker's process, thread and stack), so that an export can mark each one
+//! with the thread that woke it:
+//!
+//! ```text
+//! {"long_waits":[[1000417,31002733,4242,9],[31100000,41200000,4242,12]]}
+//! ```
+//!
 //! A stack is its parent stack (`null` at the root) plus one frame, so a stack of depth
 //! *d* costs one entry once its prefix exists. `cpu` weights are samples, `offcpu`
 //! weights nanoseconds blocked (a blocked interval spanning report intervals is split in
@@ -76,6 +86,32 @@ pub const STACKS_FORMAT: u32 = 1;
 /// loaded. The recorder keeps no more (later samples count in their intervals' weights
 /// only, and the session says so) and a reader drops any more with a warning.
 pub const MAX_KEPT_SAMPLES: u64 = 20_000_000;
+
+/// A blocked interval at least this long (1 ms) is a long wait, kept on its own in a
+/// session with waits (see [`LongWait`]).
+pub const LONG_WAIT_NS: u64 = 1_000_000;
+
+/// The most long waits a session keeps: a million, 17 minutes of a thousand a second,
+/// about 40 MB of stacks.jsonl and 24 MB loaded. The recorder keeps no more (later ones
+/// weigh in their intervals only, and the session says so) and a reader drops any more
+/// with a warning.
+pub const MAX_LONG_WAITS: u64 = 1_000_000;
+
+/// One blocked interval of at least [`LONG_WAIT_NS`], kept with its times and its waits
+/// stack (a session with waits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LongWait {
+    /// When its thread was switched out, ns from the run's start (0 before it).
+    pub t0_ns: u64,
+    /// When its thread was switched back in, ns from the run's start.
+    pub t1_ns: u64,
+    /// The thread that waited (its kernel tid).
+    pub tid: u32,
+    /// Its waits stack's id: the blocked stack, then `— woken by —` and the waker's
+    /// process, thread and stack, or `[woken: not seen]` (in a loaded
+    /// [`IntervalStacks`], its index in the table).
+    pub stack: u32,
+}
 
 /// One on-CPU sample kept with its own time (`--keep-samples`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,6 +204,8 @@ pub struct StacksChunk {
     pub lines: Vec<LineEntry>,
     /// Samples kept with their own times (`--keep-samples`), in time order.
     pub samples: Vec<KeptSample>,
+    /// Long waits (a session with waits), in the order they ended.
+    pub long_waits: Vec<LongWait>,
 }
 
 impl StacksChunk {
@@ -193,6 +231,7 @@ impl StacksChunk {
             && self.files.is_empty()
             && self.lines.is_empty()
             && self.samples.is_empty()
+            && self.long_waits.is_empty()
     }
 
     /// Adds `other`'s content after this chunk's.
@@ -204,10 +243,12 @@ impl StacksChunk {
         self.files.extend(other.files);
         self.lines.extend(other.lines);
         self.samples.extend(other.samples);
+        self.long_waits.extend(other.long_waits);
     }
 
     /// Appends the chunk's lines to `out`: frames, stacks, threads, files, one line per
-    /// interval, source lines, then the kept samples (a line per 10,000).
+    /// interval, source lines, then the kept samples and the long waits (a line per
+    /// 10,000).
     pub fn write_jsonl(&self, out: &mut Vec<u8>) {
         if !self.frames.is_empty() {
             push_line(
@@ -288,6 +329,16 @@ impl StacksChunk {
                 },
             );
         }
+        for waits in self.long_waits.chunks(10_000) {
+            let waits = waits.iter().map(|w| (w.t0_ns, w.t1_ns, w.tid, w.stack));
+            push_line(
+                out,
+                &Line {
+                    long_waits: Some(waits.collect()),
+                    ..Line::default()
+                },
+            );
+        }
     }
 }
 
@@ -339,6 +390,9 @@ pub struct IntervalStacks {
     /// The samples kept with their own times (`--keep-samples`; empty otherwise), in
     /// time order, stacks as indices of the table.
     pub samples: Vec<KeptSample>,
+    /// The long waits (a session with waits; empty otherwise), in the order they began,
+    /// stacks as indices of the table.
+    pub long_waits: Vec<LongWait>,
     /// What loading read past: an incomplete last line, counts past their limits.
     pub warnings: Vec<String>,
 }
@@ -380,6 +434,7 @@ impl IntervalStacks {
         let mut dropped_intervals = 0u64;
         let mut unknown_refs = 0u64;
         let mut dropped_samples = 0u64;
+        let mut dropped_waits = 0u64;
         let ends_whole = bytes.last().is_none_or(|&b| b == b'\n');
         let mut lines = bytes.split(|&b| b == b'\n').peekable();
         let mut number = 0usize;
@@ -487,6 +542,33 @@ impl IntervalStacks {
                     }
                 }
             }
+            for (t0_ns, t1_ns, tid, stack) in line.long_waits.unwrap_or_default() {
+                if t1_ns < t0_ns {
+                    return Err(corrupt(
+                        number,
+                        format!("a long wait ends ({t1_ns} ns) before it begins ({t0_ns} ns)"),
+                    ));
+                }
+                if out.long_waits.len() as u64 >= MAX_LONG_WAITS {
+                    dropped_waits += 1;
+                    continue;
+                }
+                match stack_ids.get(&stack) {
+                    Some(&stack) => out.long_waits.push(LongWait {
+                        t0_ns,
+                        t1_ns,
+                        tid,
+                        stack,
+                    }),
+                    None if dropped_stacks > 0 => unknown_refs += 1,
+                    None => {
+                        return Err(corrupt(
+                            number,
+                            format!("a long wait uses stack {stack}, not defined before it"),
+                        ));
+                    }
+                }
+            }
             let Some(index) = line.interval else {
                 continue;
             };
@@ -561,8 +643,15 @@ impl IntervalStacks {
                  were dropped (the intervals' weights still count them)"
             ));
         }
+        if dropped_waits > 0 {
+            out.warnings.push(format!(
+                "{name}: {dropped_waits} long waits past the limit of {MAX_LONG_WAITS} were \
+                 dropped (the intervals' weights still count them)"
+            ));
+        }
         // Lines are in time order each; the file's batches nearly so.
         out.samples.sort_by_key(|s| s.t_ns);
+        out.long_waits.sort_by_key(|w| (w.t0_ns, w.tid));
         Ok(out)
     }
 
@@ -1026,6 +1115,50 @@ mod tests {
         bytes.extend_from_slice(b"{\"samples\":[[5,7,99]]}\n");
         let e = parse(&bytes).unwrap_err().to_string();
         assert!(e.contains("stack 99"), "{e}");
+    }
+
+    #[test]
+    fn long_waits_read_back_in_time_order_and_a_hostile_one_is_refused() {
+        let mut bytes = chunk();
+        let wait = |t0_ns, t1_ns, stack| LongWait {
+            t0_ns,
+            t1_ns,
+            tid: 7,
+            stack,
+        };
+        let c = StacksChunk {
+            long_waits: vec![wait(3_000_000, 40_000_000, 12), wait(1_000, 2_001_000, 11)],
+            ..StacksChunk::default()
+        };
+        c.write_jsonl(&mut bytes);
+        assert!(String::from_utf8_lossy(&bytes).contains("\"long_waits\":[[3000000,"));
+        let s = parse(&bytes).unwrap();
+        let read: Vec<(u64, u64, Vec<&str>)> = s
+            .long_waits
+            .iter()
+            .map(|w| (w.t0_ns, w.t1_ns, s.stack_frames(w.stack)))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                (1_000, 2_001_000, vec!["main", "first"]),
+                (3_000_000, 40_000_000, vec!["main", "second"])
+            ]
+        );
+        assert!(parse(&chunk()).unwrap().long_waits.is_empty());
+        for (line, says) in [
+            ("{\"long_waits\":[[5,9,7,99]]}\n", "stack 99"),
+            (
+                "{\"long_waits\":[[9,5,7,11]]}\n",
+                "ends (5 ns) before it begins",
+            ),
+            ("{\"long_waits\":[[9,5]]}\n", "line"),
+        ] {
+            let mut bytes = chunk();
+            bytes.extend_from_slice(line.as_bytes());
+            let e = parse(&bytes).unwrap_err().to_string();
+            assert!(e.contains(says), "{line}: {e}");
+        }
     }
 
     #[test]

@@ -21,11 +21,16 @@
 //! its time, thread and stack, as it is attributed: the exports that place samples in
 //! time (the Firefox Profiler) then use their real times instead of spreading an
 //! interval's weights over it. At most [`MAX_KEPT_SAMPLES`] are kept a run.
+//!
+//! With waits, each blocked interval of at least [`LONG_WAIT_NS`] is also handed out on
+//! its own ([`Timeline::long_wait`]), with its waits stack: the exports mark each long
+//! wait with the thread that woke it. At most [`MAX_LONG_WAITS`] are kept a run.
 
 use std::collections::HashMap;
 
 use benchtop_profile::intervals::{
-    IntervalWeights, KeptSample, MAX_KEPT_SAMPLES, StackEntry, StacksChunk, Weight,
+    IntervalWeights, KeptSample, LONG_WAIT_NS, LongWait, MAX_KEPT_SAMPLES, MAX_LONG_WAITS,
+    StackEntry, StacksChunk, Weight,
 };
 use benchtop_profile::{ByKind, FrameId, Kind, StackTree};
 
@@ -137,6 +142,11 @@ pub(super) struct Timeline {
     /// Samples kept so far, and those past [`MAX_KEPT_SAMPLES`] that were not.
     kept_count: u64,
     dropped: u64,
+    /// Long waits not handed out yet: (since, end, tid, waits stack), monotonic ns.
+    long: Vec<(u64, u64, u32, u32)>,
+    /// Long waits kept so far, and those past [`MAX_LONG_WAITS`] that were not.
+    long_count: u64,
+    long_dropped: u64,
 }
 
 impl Timeline {
@@ -216,6 +226,45 @@ impl Timeline {
         if block.end > block.since {
             self.open_off.push(block);
         }
+    }
+
+    /// A blocked interval `[since, end)` of `tid` whose waits stack is `stack`: kept on
+    /// its own when it lasted at least [`LONG_WAIT_NS`] (up to [`MAX_LONG_WAITS`] a run).
+    pub fn long_wait(&mut self, since: u64, end: u64, tid: u32, stack: u32) {
+        if end.saturating_sub(since) < LONG_WAIT_NS {
+            return;
+        }
+        if self.long_count < MAX_LONG_WAITS {
+            self.long_count += 1;
+            self.long.push((since, end, tid, stack));
+        } else {
+            self.long_dropped += 1;
+        }
+    }
+
+    /// Long waits that were not kept because the run had kept [`MAX_LONG_WAITS`].
+    pub fn long_waits_not_kept(&self) -> u64 {
+        self.long_dropped
+    }
+
+    /// Hands out the long waits kept since the last time, their times from the run's
+    /// start; they wait for the start to be known (the first report interval's end)
+    /// unless `all` (recording stopped).
+    pub fn take_long_waits(&mut self, all: bool, out: &mut Vec<LongWait>) {
+        if self.ends.is_empty() && !all {
+            return;
+        }
+        let start = self.start_ns;
+        out.extend(
+            self.long
+                .drain(..)
+                .map(|(since, end, tid, stack)| LongWait {
+                    t0_ns: since.saturating_sub(start),
+                    t1_ns: end.saturating_sub(start),
+                    tid,
+                    stack,
+                }),
+        );
     }
 
     /// The interval that holds `time`.
@@ -472,6 +521,35 @@ mod tests {
             kept.len() as u64,
             t.weights[Kind::Cpu].values().sum::<u64>()
         );
+    }
+
+    #[test]
+    fn long_waits_wait_for_the_start_and_keep_their_times_from_it() {
+        let mut t = Timeline::new(0);
+        feed(&mut t, Some(10 * S), &[]);
+        t.long_wait(11 * S, 11 * S + LONG_WAIT_NS - 1, 7, 3);
+        t.long_wait(11 * S, 12 * S, 7, 4);
+        t.long_wait(9 * S, 10 * S + 5, 8, 5);
+        let mut out = Vec::new();
+        t.take_long_waits(false, &mut out);
+        assert!(
+            out.is_empty(),
+            "no interval has ended: the start may still move"
+        );
+        feed(&mut t, None, &[13 * S]);
+        t.take_long_waits(false, &mut out);
+        let got: Vec<(u64, u64, u32, u32)> = out
+            .iter()
+            .map(|w| (w.t0_ns, w.t1_ns, w.tid, w.stack))
+            .collect();
+        // The one under a millisecond is not a long wait; one from before the start
+        // begins at 0.
+        assert_eq!(got, [(S, 2 * S, 7, 4), (0, 5, 8, 5)]);
+        t.long_count = MAX_LONG_WAITS;
+        t.long_wait(14 * S, 15 * S, 7, 4);
+        assert_eq!(t.long_waits_not_kept(), 1);
+        t.take_long_waits(true, &mut out);
+        assert_eq!(out.len(), 2);
     }
 
     #[test]

@@ -2,8 +2,12 @@
 //! pointers whose waits have known wakers.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
+use benchtop_profile::intervals::{IntervalStacks, StacksChunk};
 use benchtop_profile::kinds::{Kind, KindSet};
+use benchtop_profile::limits::LoadOptions;
+use benchtop_profile::waits::{self, Waker};
 use benchtop_profilers::{Profile, Sampler, SamplerOptions};
 
 use crate::fixture::expect_sampler;
@@ -224,6 +228,45 @@ fn a_condvar_consumers_wait_splits_between_its_producers_stacks_as_they_held_it(
     assert!(
         waits.abs_diff(off) <= 1 + off / 100,
         "waits {waits} µs against off-CPU {off} µs"
+    );
+    long_waits_are_each_producers_rounds(&profile, expected_a);
+}
+
+/// The consumer's waits of a millisecond or more, kept on their own with their wakers
+/// (the Firefox export's markers): one a turn of each producer (40 rounds take turns,
+/// 20 each), those for producer_a three times as long as those for producer_b, as the
+/// fixture measured.
+fn long_waits_are_each_producers_rounds(profile: &Profile, expected_a: f64) {
+    let mut bytes = StacksChunk::header();
+    profile.stacks.write_jsonl(&mut bytes);
+    let stacks = IntervalStacks::parse(&bytes, Path::new("stacks.jsonl"), &LoadOptions::default())
+        .expect("the sampler's stacks.jsonl");
+    let mut lengths: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    for w in &stacks.long_waits {
+        let frames = stacks.stack_frames(w.stack);
+        let (blocked, waker) = waits::split(&frames);
+        if let (true, Waker::Thread { frames, .. }) = (blocked.contains(&"consume"), waker) {
+            for p in ["producer_a", "producer_b"] {
+                if frames.contains(&p) {
+                    lengths.entry(p).or_default().push(w.t1_ns - w.t0_ns);
+                }
+            }
+        }
+    }
+    let (a, b) = (&lengths["producer_a"], &lengths["producer_b"]);
+    assert!(
+        (15..=22).contains(&a.len()) && (15..=22).contains(&b.len()),
+        "{} long waits for producer_a and {} for producer_b, of 20 turns each",
+        a.len(),
+        b.len()
+    );
+    let (sum_a, sum_b) = (a.iter().sum::<u64>() as f64, b.iter().sum::<u64>() as f64);
+    let share = sum_a / (sum_a + sum_b);
+    assert!(
+        (share - expected_a).abs() <= 0.05,
+        "the long waits for producer_a are {:.1} % of the time, the fixture measured {:.1} %",
+        100.0 * share,
+        100.0 * expected_a
     );
 }
 

@@ -8,6 +8,7 @@
 mod compare;
 mod compat;
 mod corrupt;
+mod firefox;
 mod flame;
 mod hlog;
 mod hostile;

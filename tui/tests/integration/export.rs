@@ -156,7 +156,10 @@ fn the_pprof_export_reads_back_with_labels_and_go_tool_pprof_lists_our_frames() 
 }
 
 /// profile.json.gz of `dir`, exported into `out`, parsed.
-fn firefox_export(dir: &std::path::Path, out: &std::path::Path) -> (serde_json::Value, String) {
+pub(crate) fn firefox_export(
+    dir: &std::path::Path,
+    out: &std::path::Path,
+) -> (serde_json::Value, String) {
     let output = benchtop()
         .args(["export", "--format", "firefox", "--out"])
         .arg(out)

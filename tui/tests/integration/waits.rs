@@ -146,3 +146,118 @@ fn attach_with_waits_names_the_children_that_woke_a_waiting_shell() {
          {joined:#?}"
     );
 }
+
+/// A shell waits for `sleep`, then for `napper` (a copy of sleep) started with the pid
+/// `sleep` had: the kernel's `ns_last_pid` is set so that the next fork reuses it
+/// (tried until no other fork on the machine came between), then put back at once, so
+/// that the machine's other processes do not get recently used pids again.
+const PID_REUSE_SH: &str = r#"
+nap="$1"; out="$2"
+sleep 0.3 & a=$!
+wait $a
+i=0
+while [ $i -lt 50 ]; do
+  read last < /proc/sys/kernel/ns_last_pid
+  echo $((a - 1)) > /proc/sys/kernel/ns_last_pid
+  "$nap" 0.3 & b=$!
+  echo "$last" > /proc/sys/kernel/ns_last_pid
+  if [ "$b" = "$a" ]; then
+    wait $b
+    echo "reused $a" > "$out"
+    exit 0
+  fi
+  kill $b
+  wait $b 2>/dev/null
+  i=$((i + 1))
+done
+echo "not reused: $a, last $b" > "$out"
+"#;
+
+#[test]
+fn a_pid_reused_during_a_run_names_each_waker_by_the_process_that_had_it_then() {
+    let tmp = tempfile::tempdir().unwrap();
+    let nap = tmp.path().join("napper");
+    std::fs::copy("/bin/sleep", &nap).unwrap();
+    let script = tmp.path().join("reuse.sh");
+    std::fs::write(&script, PID_REUSE_SH).unwrap();
+    let said = tmp.path().join("said");
+    let dir = tmp.path().join("reuse");
+    succeeded(
+        benchtop()
+            .args(["run", "--quiet", "--record"])
+            .arg(&dir)
+            .args(["--profile", "waits", "--interval", "250ms", "--", "sh"])
+            .args([&script, &nap, &said]),
+    );
+    let said = std::fs::read_to_string(&said).unwrap();
+    let pid = said
+        .strip_prefix("reused ")
+        .unwrap_or_else(|| {
+            panic!("the fixture could not reuse a pid (writing ns_last_pid needs root): {said}")
+        })
+        .trim();
+
+    // threads.csv has both processes under the one pid, each with its own name.
+    let session = Session::load(&dir).unwrap();
+    let names: Vec<&str> = session
+        .threads
+        .iter()
+        .filter(|t| t.pid.to_string() == pid)
+        .map(|t| t.process.as_str())
+        .collect();
+    assert!(
+        names.contains(&"sleep") && names.contains(&"napper"),
+        "pid {pid}: {names:?}"
+    );
+
+    // The shell's waits (dash's `wait` for a job blocks in sigsuspend until SIGCHLD):
+    // each child's 0.3 s under the child that ended it.
+    let joined = waits(&dir);
+    let by = |name: &str| -> u64 {
+        joined
+            .iter()
+            .filter(|(blocked, waker, _)| {
+                blocked.split(';').next() == Some("sh") && waker.split(';').next() == Some(name)
+            })
+            .map(|w| w.2)
+            .sum()
+    };
+    let (sleep_us, napper_us) = (by("sleep"), by("napper"));
+    // Each waited about 300 ms (a loaded machine starts a child late, not early); the
+    // napper's wait under `sleep` would make sleep's 600 ms and the napper's nothing.
+    assert!(
+        (200_000..2_000_000).contains(&sleep_us) && (200_000..2_000_000).contains(&napper_us),
+        "sleep {sleep_us} µs, napper {napper_us} µs: {joined:#?}"
+    );
+
+    // The Firefox export marks the waits on the shell's track with the same wakers.
+    let (profile, _) = crate::export::firefox_export(&dir, &tmp.path().join("ff"));
+    let marks = wait_markers(&profile);
+    for name in ["sleep", "napper"] {
+        assert!(
+            marks
+                .iter()
+                .any(|(ms, waker)| waker.starts_with(&format!("{name} ({name})")) && *ms > 200.0),
+            "no wait of over 200 ms woken by {name}: {marks:#?}"
+        );
+    }
+}
+
+/// (length in ms, waker) of each wait marker of the Firefox profile, on every track.
+fn wait_markers(profile: &serde_json::Value) -> Vec<(f64, String)> {
+    let mut out = Vec::new();
+    for thread in profile["threads"].as_array().unwrap() {
+        let m = &thread["markers"];
+        for i in 0..m["length"].as_u64().unwrap() as usize {
+            let data = &m["data"][i];
+            if data["type"] == "BenchtopWait" {
+                let ms = m["endTime"][i].as_f64().unwrap() - m["startTime"][i].as_f64().unwrap();
+                // "unique-string": an index into the thread's string table.
+                let waker = data["waker"].as_u64().unwrap_or(u64::MAX) as usize;
+                let waker = thread["stringArray"][waker].as_str().unwrap_or_default();
+                out.push((ms, waker.to_owned()));
+            }
+        }
+    }
+    out
+}

@@ -20,17 +20,20 @@ impl Collector {
         self.timeline.fold_samples(&self.slot_stacks);
         self.timeline.fold_mem_samples(&self.mem_slot_stacks);
         for c in self.closed.drain(..) {
-            if let Some(stack) = self.waits.as_ref().and_then(|w| w.pair_id(&c))
-                && c.wake_scale > 0
-            {
-                self.timeline.block(Block {
-                    kind: Kind::Waits,
-                    since: c.since,
-                    end: c.end,
-                    tid: c.tid,
-                    stack,
-                    scale: c.scale.saturating_mul(c.wake_scale),
-                });
+            if let Some(stack) = self.waits.as_ref().and_then(|w| w.pair_id(&c)) {
+                // Every sampled wait, whether or not its waker's stack was taken, is
+                // marked on its own when long.
+                self.timeline.long_wait(c.since, c.end, c.tid, stack);
+                if c.wake_scale > 0 {
+                    self.timeline.block(Block {
+                        kind: Kind::Waits,
+                        since: c.since,
+                        end: c.end,
+                        tid: c.tid,
+                        stack,
+                        scale: c.scale.saturating_mul(c.wake_scale),
+                    });
+                }
             }
             if let Some(&stack) = self.off_stack_ids.get(&c.stack) {
                 self.timeline.block(Block {
@@ -56,6 +59,8 @@ impl Collector {
         self.timeline
             .take_intervals(stop.unwrap_or_else(monotonic_ns), &mut self.chunk.intervals);
         self.timeline.take_samples(&mut self.chunk.samples);
+        self.timeline
+            .take_long_waits(stop.is_some(), &mut self.chunk.long_waits);
         if self.chunk.is_empty() {
             return;
         }
@@ -249,7 +254,7 @@ impl Collector {
         self.exited_threads.retain(|&(tid, at)| {
             let keep = at >= before;
             if !keep {
-                names.remove(&tid);
+                names.remove(tid);
                 offcpu.forget(tid);
             }
             keep

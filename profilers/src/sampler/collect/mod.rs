@@ -31,6 +31,7 @@ use crate::symbolize::Resolver;
 use crate::unwind::{Ending, UnwindCounts, UnwindMode, Unwinder};
 
 mod batch;
+mod names;
 
 /// Distinct pending stacks (or unresolved addresses) that trigger a batch before its
 /// time, bounding the memory held in raw form.
@@ -112,7 +113,7 @@ pub(crate) struct Collector {
     /// The stack-table id of each pending page-fault slot (reused).
     mem_slot_stacks: Vec<u32>,
     /// Thread id → interned name; the process name is the name of its main thread.
-    names: HashMap<u32, FrameId>,
+    names: names::NameHistory,
     /// Raw on-CPU stacks (see KEY_HEADER) not folded into the tree yet, with their slot
     /// (the order they came in since the last batch) and counts.
     pending: HashMap<Box<[u64]>, (u32, u64)>,
@@ -227,7 +228,7 @@ impl Collector {
             mem_bytes: setup.mem_bytes,
             mem_pending: HashMap::new(),
             mem_slot_stacks: Vec::new(),
-            names: HashMap::new(),
+            names: names::NameHistory::default(),
             pending: HashMap::new(),
             deferred: Vec::new(),
             slot_stacks: Vec::new(),
@@ -275,7 +276,7 @@ impl Collector {
             c.resolver.prepare_kernel_symbols();
         }
         if !c.on_exec {
-            c.name_of(pid, pid);
+            c.name_of(pid, pid, 0);
             c.resolver.see_process(pid);
             c.last_pid = Some(pid);
         }
@@ -446,6 +447,14 @@ impl Collector {
                 benchtop_profile::intervals::MAX_KEPT_SAMPLES
             ));
         }
+        if self.timeline.long_waits_not_kept() > 0 {
+            warnings.push(format!(
+                "waits: {} long waits past the first {} were not kept on their own (no \
+                 marker in the Firefox export); their intervals' weights count them",
+                self.timeline.long_waits_not_kept(),
+                benchtop_profile::intervals::MAX_LONG_WAITS
+            ));
+        }
         Ok(Collected {
             profiles: self.profiles(std::mem::take),
             blocked_ns: self.offcpu.blocked_ns,
@@ -526,7 +535,10 @@ impl Collector {
                 }
             }
             records::RECORD_COMM => match Comm::parse(body) {
-                Some(c) => self.on_comm(misc, &c),
+                Some(c) => {
+                    let time = records::sample_id_time(body).unwrap_or(0);
+                    self.on_comm(misc, &c, time);
+                }
                 None => self.malformed += 1,
             },
             records::RECORD_MMAP2 => match Mmap2::parse(body) {
@@ -553,8 +565,11 @@ impl Collector {
             },
             records::RECORD_FORK => match Task::parse(body) {
                 Some(t) => {
-                    if let Some(&name) = self.names.get(&t.ptid) {
-                        self.names.entry(t.tid).or_insert(name);
+                    // The child has its creator's name until its exec; a tid handed out
+                    // again takes it from its fork on.
+                    let time = records::sample_id_time(body).unwrap_or(0);
+                    if let Some(name) = self.names.at(t.ptid, time) {
+                        self.names.set(t.tid, time, name);
                     }
                     if t.pid != t.ppid {
                         self.resolver.on_fork(t.ppid, t.pid);
@@ -608,9 +623,9 @@ impl Collector {
         if !self.kernel_frames {
             self.split.kernel.clear();
         }
-        let process = self.name_of(s.pid, s.pid);
+        let process = self.name_of(s.pid, s.pid, s.time);
         let thread = if per_thread {
-            u64::from(self.name_of(s.pid, s.tid).0)
+            u64::from(self.name_of(s.pid, s.tid, s.time).0)
         } else {
             NO_THREAD
         };
@@ -683,7 +698,10 @@ impl Collector {
     /// Hands out the name of thread `tid` with the next chunk, the first time it is seen.
     fn name_thread(&mut self, pid: u32, tid: u32) {
         if self.table.new_thread(tid) {
-            let name = self.name_of(pid, tid);
+            let name = match self.names.latest(tid) {
+                Some(name) => name,
+                None => self.name_of(pid, tid, 0),
+            };
             let name = self.interner.name(name).to_owned();
             self.chunk.threads.push((tid, name));
         }
@@ -717,14 +735,14 @@ impl Collector {
             self.malformed += 1;
             return;
         };
-        if source == WakeSource::Wide && !self.names.contains_key(&woken) {
+        if source == WakeSource::Wide && !self.names.contains(woken) {
             return;
         }
         waits.wakes += 1;
         match waker.frame() {
             None if source != WakeSource::Stack => {
-                let process = self.name_of(s.pid, s.pid);
-                let thread = self.name_of(s.pid, s.tid);
+                let process = self.name_of(s.pid, s.pid, s.time);
+                let thread = self.name_of(s.pid, s.tid, s.time);
                 self.key.clear();
                 self.key.extend([
                     u64::from(process.0),
@@ -767,8 +785,8 @@ impl Collector {
             None if self.off_stacks && self.off_every > 1 => return,
             None if sw.preempt => (NO_STACK, 1),
             None => {
-                let process = self.name_of(sw.pid, sw.pid);
-                let thread = self.name_of(sw.pid, sw.tid);
+                let process = self.name_of(sw.pid, sw.pid, sw.time);
+                let thread = self.name_of(sw.pid, sw.tid, sw.time);
                 let why = if self.off_stacks {
                     NO_STACK_MISSING
                 } else {
@@ -789,7 +807,7 @@ impl Collector {
             .on_switch_out(sw.tid, sw.time, sw.preempt, stack, scale);
     }
 
-    fn on_comm(&mut self, misc: u16, c: &Comm<'_>) {
+    fn on_comm(&mut self, misc: u16, c: &Comm<'_>, time: u64) {
         if misc & records::MISC_COMM_EXEC != 0 && c.pid == c.tid {
             self.resolver.on_exec(c.pid);
             if let Some(u) = &mut self.unwinder {
@@ -798,13 +816,13 @@ impl Collector {
         }
         let name = String::from_utf8_lossy(c.name);
         let id = self.interner.intern(&name);
-        self.names.insert(c.tid, id);
+        self.names.set(c.tid, time, id);
     }
 
-    /// The interned name of thread `tid` of process `pid`, read from /proc the first
-    /// time it is seen without a COMM record.
-    fn name_of(&mut self, pid: u32, tid: u32) -> FrameId {
-        if let Some(&id) = self.names.get(&tid) {
+    /// The interned name thread `tid` of process `pid` had at `time`, read from /proc
+    /// the first time it is seen without a COMM record.
+    fn name_of(&mut self, pid: u32, tid: u32, time: u64) -> FrameId {
+        if let Some(id) = self.names.at(tid, time) {
             return id;
         }
         let path = if pid == tid {
@@ -818,7 +836,7 @@ impl Collector {
         } else {
             self.interner.intern(&format!("[{tid}]"))
         };
-        self.names.insert(tid, id);
+        self.names.set(tid, 0, id);
         id
     }
 }
