@@ -12,7 +12,8 @@
 //! Loading from memory (`Session::from_files_with`) and from the directory
 //! (`Session::load_with`) must return a session or an error, never panic nor hang (a FIFO
 //! is never opened blocking); a loaded session is then summarized, exported and compared
-//! with itself, as `show`, `export` and `compare` would.
+//! with itself, as `show`, `export` and `compare` would, and with its stacks.jsonl
+//! exported for the Firefox Profiler.
 #![no_main]
 
 use std::path::{Path, PathBuf};
@@ -21,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use benchtop_sessions::compare::{CompareOptions, compare, movers};
 use benchtop_sessions::intervals::{IntervalStacks, STACKS_FILE};
 use benchtop_sessions::limits::LoadOptions;
-use benchtop_sessions::{Kind, Session, SessionFiles, export, pprof};
+use benchtop_sessions::{Kind, Session, SessionFiles, export, firefox, pprof};
 use libfuzzer_sys::fuzz_target;
 use rustix::fs::{FileType, Mode};
 
@@ -84,11 +85,18 @@ fuzz_target!(|data: &[u8]| {
 
     let dir = scratch_dir();
     if plant(&dir, &kinds, &parts).is_ok() {
-        if let Ok(session) = Session::load_with(&dir.join("s"), &opts) {
-            exercise(&session);
+        let session = Session::load_with(&dir.join("s"), &opts).ok();
+        if let Some(session) = &session {
+            exercise(session);
         }
         if let Ok(Some(stacks)) = IntervalStacks::load(&dir.join("s"), &opts) {
             exercise_stacks(&stacks);
+            // The Firefox export places every interval's stacks, kept sample and long
+            // wait (a marker naming its waker).
+            if let Some(session) = &session {
+                let (profile, _) = firefox::firefox_profile(session, Some(&stacks));
+                let _ = firefox::write_gz(&profile, std::io::sink());
+            }
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
