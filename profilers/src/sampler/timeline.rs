@@ -138,15 +138,40 @@ pub(super) struct Timeline {
     weights: ByKind<HashMap<(u32, u32, u32), u64>>,
     /// Whether each sample is also kept on its own, and those not handed out yet.
     keep: bool,
-    kept: Vec<KeptSample>,
-    /// Samples kept so far, and those past [`MAX_KEPT_SAMPLES`] that were not.
-    kept_count: u64,
-    dropped: u64,
+    kept: Capped<KeptSample>,
     /// Long waits not handed out yet: (since, end, tid, waits stack), monotonic ns.
-    long: Vec<(u64, u64, u32, u32)>,
-    /// Long waits kept so far, and those past [`MAX_LONG_WAITS`] that were not.
-    long_count: u64,
-    long_dropped: u64,
+    long: Capped<(u64, u64, u32, u32)>,
+}
+
+/// Items kept on their own up to a limit a run: those not handed out yet, how many were
+/// kept in all, and how many past the limit were not.
+#[derive(Debug)]
+struct Capped<T> {
+    pending: Vec<T>,
+    kept: u64,
+    dropped: u64,
+}
+
+impl<T> Default for Capped<T> {
+    fn default() -> Self {
+        Capped {
+            pending: Vec::new(),
+            kept: 0,
+            dropped: 0,
+        }
+    }
+}
+
+impl<T> Capped<T> {
+    /// Keeps `item` unless `limit` items were kept this run (then counts it).
+    fn push(&mut self, item: T, limit: u64) {
+        if self.kept < limit {
+            self.kept += 1;
+            self.pending.push(item);
+        } else {
+            self.dropped += 1;
+        }
+    }
 }
 
 impl Timeline {
@@ -165,7 +190,7 @@ impl Timeline {
     /// Samples that were not kept on their own because the run had kept
     /// [`MAX_KEPT_SAMPLES`].
     pub fn samples_not_kept(&self) -> u64 {
-        self.dropped
+        self.kept.dropped
     }
 
     /// Takes what the recorder said since the last time.
@@ -234,17 +259,12 @@ impl Timeline {
         if end.saturating_sub(since) < LONG_WAIT_NS {
             return;
         }
-        if self.long_count < MAX_LONG_WAITS {
-            self.long_count += 1;
-            self.long.push((since, end, tid, stack));
-        } else {
-            self.long_dropped += 1;
-        }
+        self.long.push((since, end, tid, stack), MAX_LONG_WAITS);
     }
 
     /// Long waits that were not kept because the run had kept [`MAX_LONG_WAITS`].
     pub fn long_waits_not_kept(&self) -> u64 {
-        self.long_dropped
+        self.long.dropped
     }
 
     /// Hands out the long waits kept since the last time, their times from the run's
@@ -257,6 +277,7 @@ impl Timeline {
         let start = self.start_ns;
         out.extend(
             self.long
+                .pending
                 .drain(..)
                 .map(|(since, end, tid, stack)| LongWait {
                     t0_ns: since.saturating_sub(start),
@@ -291,16 +312,9 @@ impl Timeline {
             let key = (self.index(time), tid, stack);
             *self.weights[Kind::Cpu].entry(key).or_insert(0) += 1;
             if self.keep {
-                if self.kept_count < MAX_KEPT_SAMPLES {
-                    self.kept_count += 1;
-                    self.kept.push(KeptSample {
-                        t_ns: time.saturating_sub(self.start_ns),
-                        tid,
-                        stack,
-                    });
-                } else {
-                    self.dropped += 1;
-                }
+                let t_ns = time.saturating_sub(self.start_ns);
+                let sample = KeptSample { t_ns, tid, stack };
+                self.kept.push(sample, MAX_KEPT_SAMPLES);
             }
             false
         });
@@ -365,8 +379,8 @@ impl Timeline {
 
     /// Hands out the samples kept on their own since the last time, in time order.
     pub fn take_samples(&mut self, out: &mut Vec<KeptSample>) {
-        self.kept.sort_unstable_by_key(|s| (s.t_ns, s.tid));
-        out.append(&mut self.kept);
+        self.kept.pending.sort_unstable_by_key(|s| (s.t_ns, s.tid));
+        out.append(&mut self.kept.pending);
     }
 
     /// Hands out the attributed weights, one [`IntervalWeights`] per interval, in order.
@@ -545,7 +559,7 @@ mod tests {
         // The one under a millisecond is not a long wait; one from before the start
         // begins at 0.
         assert_eq!(got, [(S, 2 * S, 7, 4), (0, 5, 8, 5)]);
-        t.long_count = MAX_LONG_WAITS;
+        t.long.kept = MAX_LONG_WAITS;
         t.long_wait(14 * S, 15 * S, 7, 4);
         assert_eq!(t.long_waits_not_kept(), 1);
         t.take_long_waits(true, &mut out);
@@ -556,7 +570,7 @@ mod tests {
     fn kept_samples_stop_at_the_cap_and_count_the_rest() {
         let mut t = Timeline::new(0);
         t.keep_samples();
-        t.kept_count = MAX_KEPT_SAMPLES - 1;
+        t.kept.kept = MAX_KEPT_SAMPLES - 1;
         feed(&mut t, Some(0), &[S]);
         for i in 0..3 {
             t.sample(i, 1, 0);
