@@ -63,6 +63,22 @@ impl Waker<'_> {
     }
 }
 
+/// Where a blocked stack waited, for a line: its innermost frame that is neither the
+/// kernel's (`…_[k]`) nor a label (`[…]`), followed by the lock's `[futex 0x…]` label
+/// when it waited on one.
+pub fn blocked_label(blocked: &[&str]) -> String {
+    let at = blocked
+        .iter()
+        .rev()
+        .find(|f| !f.ends_with("_[k]") && !f.starts_with('['))
+        .copied()
+        .unwrap_or("");
+    match blocked.last().filter(|f| f.starts_with("[futex")) {
+        Some(lock) => format!("{at} {lock}"),
+        None => at.to_owned(),
+    }
+}
+
 /// A waits stack's blocked part and its waker.
 pub fn split<'a>(frames: &'a [&'a str]) -> (&'a [&'a str], Waker<'a>) {
     if let Some(i) = frames.iter().position(|&f| f == WOKEN_BY) {
@@ -102,5 +118,14 @@ mod tests {
         let plain = ["p", "main", "work"];
         assert_eq!(split(&plain), (&plain[..], Waker::None));
         assert_eq!(split(&[]), (&[][..], Waker::None));
+    }
+
+    #[test]
+    fn a_blocked_stack_is_labelled_by_its_own_innermost_frame_and_its_lock() {
+        let lock = ["app", "main", "consume", "futex_wait_[k]", "[futex 0x10]"];
+        assert_eq!(blocked_label(&lock), "consume [futex 0x10]");
+        let read = ["app", "main", "read_all", "__libc_read", "ksys_read_[k]"];
+        assert_eq!(blocked_label(&read), "__libc_read");
+        assert_eq!(blocked_label(&["[blocked: stack not sampled]"]), "");
     }
 }

@@ -384,22 +384,10 @@ impl WaitMarker {
             Waker::None => waits::NOT_SEEN.to_owned(),
             w => w.label(),
         };
-        // The innermost frame of the program's own (not the kernel's, not a label), and
-        // the lock's label when the wait was on a futex.
-        let at = blocked
-            .iter()
-            .rev()
-            .find(|f| !f.ends_with("_[k]") && !f.starts_with('['))
-            .copied()
-            .unwrap_or("");
-        let blocked = match blocked.last().filter(|f| f.starts_with("[futex")) {
-            Some(lock) => format!("{at} {lock}"),
-            None => at.to_owned(),
-        };
         WaitMarker {
             name: profile.intern_string("wait"),
             waker: profile.intern_string(&waker),
-            blocked: profile.intern_string(&blocked),
+            blocked: profile.intern_string(&waits::blocked_label(blocked)),
         }
     }
 }
