@@ -835,7 +835,7 @@ pub const HELP: Table = Table {
                 keys: &[(Key::Char('q'), Action::Quit), (Key::CtrlC, Action::Quit)],
                 only: When::Always,
                 help: None,
-                hints: &[],
+                hints: &[hint("q quit", When::Always, 3)],
             },
             Row {
                 keys: &[
@@ -848,12 +848,12 @@ pub const HELP: Table = Table {
                 ],
                 only: When::Always,
                 help: None,
-                hints: &[],
+                hints: &[hint("↑↓ scroll", When::Always, 1)],
             },
         ],
     )],
     otherwise: Some(Otherwise {
         action: Action::CloseHelp,
-        hint: None,
+        hint: Some(hint("other keys close", When::Always, 2)),
     }),
 };

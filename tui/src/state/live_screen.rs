@@ -180,19 +180,13 @@ impl State {
                 if let Some(w) = outcome.warnings.last() {
                     text.push_str(&format!(" ({w})"));
                 }
-                let bad = !matches!(
-                    status,
-                    benchtop_sessions::Status::Complete | benchtop_sessions::Status::Stopped
-                );
-                // In the footer for a while, in the header for good.
-                self.live.run.status_line.clone_from(&text);
-                self.flash(text, bad, now);
+                // In the header for good; the footer keeps the keys.
+                self.live.run.status_line = text;
                 self.live.flames.views.lines_dir = Some(outcome.dir.clone());
                 effects.push(Effect::LoadFinalStacks(outcome.dir));
             }
             Err(e) => {
                 self.live.run.status_line = format!("the recording failed: {e}");
-                self.flash(format!("the recording failed: {e}"), true, now);
                 self.live.run.status = RunStatus::Failed(e);
             }
         }

@@ -10,7 +10,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
-use super::accent;
+use super::{accent, fit};
 use crate::state::State;
 use crate::state::ab::{AbState, Decision, FigureLook};
 use benchtop_sessions::compare::Verdict;
@@ -90,27 +90,30 @@ fn draw_header(state: &State, area: Rect, buf: &mut Buffer) {
     } else {
         format!("{} runs a side", plan.pairs)
     };
-    Paragraph::new(vec![
-        Line::from(vec![
+    let width = usize::from(area.width);
+    let dim = Style::new().add_modifier(Modifier::DIM);
+    // Where the experiment stands stays; how it is judged gives way, a part at a time.
+    let first = fit::fit_spans(
+        vec![
             Span::styled(
                 " benchtop ab ",
                 accent(state, Color::Cyan).add_modifier(Modifier::BOLD),
             ),
             Span::styled(standing(ab), status_style),
+            Span::styled(format!(" · {runs}"), dim),
             Span::styled(
-                format!(
-                    " · {runs} · α {:.3}% at the first look · threshold ±{:.1}%",
-                    plan.alpha * 100.0,
-                    plan.threshold * 100.0,
-                ),
-                Style::new().add_modifier(Modifier::DIM),
+                format!(" · α {:.3}% at the first look", plan.alpha * 100.0),
+                dim,
             ),
-        ]),
-        Line::from(format!(
-            " A: {}   B: {}",
-            Escaped(&plan.a),
-            Escaped(&plan.b)
-        )),
+            Span::styled(format!(" · threshold ±{:.1}%", plan.threshold * 100.0), dim),
+        ],
+        width,
+        2,
+    );
+    let sides = format!(" A: {}   B: {}", Escaped(&plan.a), Escaped(&plan.b));
+    Paragraph::new(vec![
+        Line::from(first),
+        Line::from(fit::fit_prose(&sides, width).into_owned()),
     ])
     .render(area, buf);
 }
@@ -312,7 +315,7 @@ fn draw_runs(state: &State, area: Rect, buf: &mut Buffer) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::state::ab::{AbEvent, AbOutcome, AbPlan, Look, RunLine, Side};
     use crate::state::{AppEvent, Key};
@@ -330,7 +333,7 @@ mod tests {
     }
 
     /// An experiment of a large known change, decided at its fourth pair.
-    fn experiment(over: bool) -> State {
+    pub(crate) fn experiment(over: bool) -> State {
         let plan = AbPlan {
             dir: "sessions/2026-11-24-ab".into(),
             a: "ring --num-nodes 100".into(),

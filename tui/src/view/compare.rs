@@ -142,7 +142,7 @@ fn table(state: &State, area: Rect, buf: &mut Buffer) {
         .iter()
         .map(|w| {
             Line::from(Span::styled(
-                format!("⚠ {}", Escaped(w)),
+                fit::fit_prose(&format!("⚠ {}", Escaped(w)), usize::from(area.width)).into_owned(),
                 accent(state, Color::Yellow),
             ))
         })
@@ -154,23 +154,55 @@ fn table(state: &State, area: Rect, buf: &mut Buffer) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    // The judgement first (change and verdict), then the values, the interval last, so a
-    // narrow pane cuts the least telling columns; the figure's name gives way (its middle
-    // elided, as its end tells figures apart: `p50`, `p99`) down to 14 characters so that
-    // every column fits where the pane allows.
-    let others: usize = widths[1..].iter().sum::<usize>() + 5;
-    widths[0] = widths[0].min(usize::from(area.width).saturating_sub(others).max(14));
+    // The judgement first (change and verdict), then the values, the interval last: a
+    // narrow pane leaves out whole columns from the last (the interval, then B, then A),
+    // never part of one. The figure's name gives way first (its middle elided, as its
+    // end tells figures apart: `p50`, `p99`) down to 14 characters.
+    const SHOWN: [(usize, bool); 6] = [
+        (0, true),
+        (3, false),
+        (5, true),
+        (1, false),
+        (2, false),
+        (4, true),
+    ];
+    let room = usize::from(area.width);
+    let needs = |n: usize, name: usize| {
+        SHOWN[1..n]
+            .iter()
+            .map(|&(i, _)| widths[i] + 1)
+            .sum::<usize>()
+            + name
+    };
+    let mut columns = SHOWN.len();
+    while columns > 3 && needs(columns, widths[0].min(14)) > room {
+        columns -= 1;
+    }
+    widths[0] = widths[0].min(room.saturating_sub(needs(columns, 0)).max(14));
     let row = |cells: [&str; 6]| {
-        let [name, a, b, change, ci, verdict] = cells;
-        let name = fit::fit(name, widths[0]);
-        format!(
-            "{name:<w0$} {change:>w3$} {verdict:<w5$} {a:>w1$} {b:>w2$} {ci}",
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3],
-            w5 = widths[5],
-        )
+        let mut line = String::new();
+        for &(i, left) in &SHOWN[..columns] {
+            let cell = if i == 0 {
+                fit::fit(cells[0], widths[0])
+            } else {
+                cells[i].into()
+            };
+            if i != 0 {
+                line.push(' ');
+            }
+            let pad = " ".repeat(widths[i].saturating_sub(fit::width(&cell)));
+            if left {
+                line.push_str(&cell);
+                // The last column ends the line.
+                if i != SHOWN[columns - 1].0 {
+                    line.push_str(&pad);
+                }
+            } else {
+                line.push_str(&pad);
+                line.push_str(&cell);
+            }
+        }
+        line
     };
     lines.push(Line::from(Span::styled(
         row(TABLE_HEAD),
@@ -206,7 +238,7 @@ fn table(state: &State, area: Rect, buf: &mut Buffer) {
         note.push_str(&format!("  ↓ {below} more"));
     }
     lines.push(Line::from(Span::styled(
-        note,
+        fit::fit_prose(&note, usize::from(area.width)).into_owned(),
         Style::new().add_modifier(Modifier::DIM),
     )));
     Paragraph::new(lines).render(area, buf);

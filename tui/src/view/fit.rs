@@ -21,6 +21,7 @@
 
 use std::borrow::Cow;
 
+use ratatui::text::Span;
 use unicode_width::UnicodeWidthChar;
 use unicode_width::UnicodeWidthStr;
 
@@ -149,6 +150,64 @@ pub fn wrap(text: &str, room: usize) -> Vec<String> {
     lines
 }
 
+/// Prose in at most `room` columns: whole when it fits; else whole words of its start
+/// (a third of the room, or its first word in half) and of its end around ` … `, since a message says what
+/// it is about first and what to do last. Text without a space to cut at loses its
+/// middle as [`fit`] cuts.
+pub fn fit_prose(text: &str, room: usize) -> Cow<'_, str> {
+    if text.width() <= room {
+        return Cow::Borrowed(text);
+    }
+    let words: Vec<&str> = text.split(' ').collect();
+    let budget = room.saturating_sub(3);
+    let span = |words: &[&str]| {
+        words.iter().map(|w| w.width()).sum::<usize>() + words.len().saturating_sub(1)
+    };
+    let mut start = 0;
+    while start < words.len()
+        && (span(&words[..start + 1]) <= budget / 3
+            || (start == 0 && words[0].width() <= budget / 2))
+    {
+        start += 1;
+    }
+    let mut end = words.len();
+    while end > start && span(&words[..start]) + span(&words[end - 1..]) <= budget {
+        end -= 1;
+    }
+    let (head, tail) = (&words[..start], &words[end..]);
+    if span(head) == 0 || span(tail) == 0 {
+        return fit(text, room);
+    }
+    Cow::Owned(format!("{} {ELLIPSIS} {}", head.join(" "), tail.join(" ")))
+}
+
+/// `spans` in at most `room` columns: whole when they fit; else the spans after the
+/// first `keep` give way from the right, each whole (the least important last), and the
+/// last span left loses its middle as [`fit_prose`] cuts (or goes, when only its `…` would
+/// be left, and the one before it is cut).
+pub fn fit_spans(mut spans: Vec<Span<'_>>, room: usize, keep: usize) -> Vec<Span<'_>> {
+    let total = |spans: &[Span<'_>]| spans.iter().map(|s| s.content.width()).sum::<usize>();
+    while spans.len() > keep.max(1) && total(&spans) > room {
+        spans.pop();
+    }
+    // Kept spans too wide still: the last loses its middle, or goes and the one before
+    // it gives way in turn.
+    while let Some(last) = spans.pop() {
+        let over = (total(&spans) + last.content.width()).saturating_sub(room);
+        if over == 0 {
+            spans.push(last);
+            break;
+        }
+        let left = last.content.width().saturating_sub(over);
+        if left > 1 || spans.is_empty() {
+            let text = fit_prose(&last.content, left).into_owned();
+            spans.push(Span::styled(text, last.style));
+            break;
+        }
+    }
+    spans
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,6 +218,50 @@ mod tests {
         assert_eq!(wrap("abcdefghij xy", 4), ["a…ij", "xy"]);
         assert_eq!(wrap("höhe ünd", 4), ["höhe", "ünd"]);
         assert!(wrap("", 5).is_empty());
+    }
+
+    #[test]
+    fn spans_give_way_whole_from_the_right_then_the_last_left_loses_its_middle() {
+        let text = |spans: Vec<Span<'_>>| {
+            spans
+                .iter()
+                .map(|s| s.content.to_string())
+                .collect::<String>()
+        };
+        let line = || {
+            vec![
+                Span::raw("samples "),
+                Span::raw("990/s"),
+                Span::raw("  cpu-clock 999 Hz"),
+            ]
+        };
+        assert_eq!(
+            text(fit_spans(line(), 40, 2)),
+            "samples 990/s  cpu-clock 999 Hz"
+        );
+        // Not "samples 990/s  cpu-clock 999 " with the unit cut off.
+        assert_eq!(text(fit_spans(line(), 30, 2)), "samples 990/s");
+        assert_eq!(text(fit_spans(line(), 10, 2)), "samples 9…");
+        assert_eq!(text(fit_spans(line(), 10, 3)), "samples 9…");
+        assert_eq!(text(fit_spans(line(), 6, 1)), "s…les ");
+    }
+
+    #[test]
+    fn prose_keeps_whole_words_of_its_start_and_its_end() {
+        let text = "detaching (the process goes on running) and writing the session (q again leaves at once)";
+        assert_eq!(fit_prose(text, 100), text);
+        let cut = fit_prose(text, 60);
+        assert_eq!(cut, "detaching (the … the session (q again leaves at once)");
+        assert!(cut.width() <= 60);
+        assert_eq!(
+            fit_prose("waiting for the first interval", 20),
+            "waiting … interval"
+        );
+        // No space to cut at: a name's cut.
+        assert_eq!(
+            fit_prose("sessions/20261123-120000-ring", 20),
+            "sessio…3-120000-ring"
+        );
     }
 
     #[test]

@@ -26,25 +26,32 @@ fn join(hints: &[Hint], sep: &str) -> String {
 
 /// The keys that work where the focus is, or the flash message, or the search line.
 pub(super) fn draw_footer(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
+    let width = usize::from(area.width);
     let line = if let Some(query) = &state.flames().search_input {
+        // What is typed first; the keys in what is left.
+        let typed = format!("{query}▏");
+        let room = width.saturating_sub(1 + fit::width(&typed));
+        let (_, hints) = fit_hints(Vec::new(), keys::SEARCH.hints(state), room, " · ");
         Line::from(vec![
             Span::styled("/", accent(state, Color::Yellow)),
-            Span::raw(format!("{query}▏")),
+            Span::raw(typed),
             Span::styled(
-                format!("  {}", hints_text(&keys::SEARCH, state, " · ")),
+                format!("  {}", join(&hints, " · ")),
                 Style::new().add_modifier(Modifier::DIM),
             ),
         ])
-    } else if state.screen == Screen::Launcher
-        && (state.launcher.editing.is_some()
-            || matches!(
-                state.launcher.focus,
-                LauncherFocus::Command | LauncherFocus::Processes
-            ))
+    } else if state.help
+        || state.screen == Screen::Launcher
+            && (state.launcher.editing.is_some()
+                || matches!(
+                    state.launcher.focus,
+                    LauncherFocus::Command | LauncherFocus::Processes
+                ))
     {
-        // A typing mode: its own keys.
+        // The help, or a typing mode: its own keys.
+        let (_, hints) = fit_hints(Vec::new(), keys::table(state).hints(state), width, "  ");
         Line::from(Span::styled(
-            format!(" {}", hints_text(keys::table(state), state, "  ")),
+            format!(" {}", join(&hints, "  ")),
             accent(state, Color::Yellow),
         ))
     } else if let Some(error) = state
@@ -53,7 +60,10 @@ pub(super) fn draw_footer(state: &State, now: Instant, area: Rect, buf: &mut Buf
         .as_ref()
         .filter(|_| state.screen == Screen::Launcher)
     {
-        Line::from(Span::styled(format!(" {error}"), accent(state, Color::Red)))
+        Line::from(Span::styled(
+            fit_line(&format!(" {error}"), area.width),
+            accent(state, Color::Red),
+        ))
     } else if let Some(flash) = state
         .flash
         .as_ref()
@@ -64,13 +74,17 @@ pub(super) fn draw_footer(state: &State, now: Instant, area: Rect, buf: &mut Buf
         } else {
             accent(state, Color::Yellow)
         };
-        Line::from(Span::styled(format!(" {}", Escaped(&flash.text)), style))
+        Line::from(Span::styled(
+            fit_line(&format!(" {}", Escaped(&flash.text)), area.width),
+            style,
+        ))
     } else {
         let table = keys::screen(state.screen);
         let (pane, rest): (Vec<Hint>, Vec<Hint>) = table
             .hints(state)
             .into_iter()
             .partition(|h| h.when.is_pane());
+        let (pane, rest) = fit_hints(pane, rest, width, "  ");
         if table.has_panes() {
             // The focused pane's keys first, set apart, then the screen's.
             let mut pane = join(&pane, "  ");
@@ -86,6 +100,40 @@ pub(super) fn draw_footer(state: &State, now: Instant, area: Rect, buf: &mut Buf
         }
     };
     Paragraph::new(line).render(area, buf);
+}
+
+/// A message line in `width` columns: whole, or its middle given way (its end says what
+/// happened last).
+fn fit_line(text: &str, width: u16) -> String {
+    fit::fit_prose(text, usize::from(width)).into_owned()
+}
+
+/// The hints that fit in `width` columns, each whole: the focused pane's (`pane`) and the
+/// screen's (`rest`), joined by `sep` after a leading space (or two before the search
+/// line's). Those that do not fit give way from the right, the screen's before the
+/// pane's, except the keys that teach the rest and that leave (`? help`, `q quit`): they
+/// stay while anything does.
+pub(super) fn fit_hints(
+    mut pane: Vec<Hint>,
+    mut rest: Vec<Hint>,
+    width: usize,
+    sep: &str,
+) -> (Vec<Hint>, Vec<Hint>) {
+    let taken = |pane: &[Hint], rest: &[Hint]| {
+        let n = pane.len() + rest.len();
+        let words: usize = pane.iter().chain(rest).map(|h| fit::width(h.text)).sum();
+        // The leading space, and the pane's part set apart by two.
+        2 + words + fit::width(sep) * n.saturating_sub(1)
+    };
+    let kept = |h: &Hint| h.text.starts_with("? ") || h.text.starts_with("q ");
+    while taken(&pane, &rest) > width {
+        if let Some(i) = rest.iter().rposition(|h| !kept(h)) {
+            rest.remove(i);
+        } else if pane.pop().is_none() && rest.pop().is_none() {
+            break;
+        }
+    }
+    (pane, rest)
 }
 
 /// The screen's keys as its help lists them: every help line of its tables.
@@ -174,7 +222,7 @@ pub(super) fn draw_help(state: &State, area: Rect, buf: &mut Buffer) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::collections::BTreeSet;
     use std::time::Instant;
 
@@ -205,7 +253,7 @@ mod tests {
         keys
     }
 
-    fn orphans_screen(base: Instant) -> State {
+    pub(crate) fn orphans_screen(base: Instant) -> State {
         let mut s = launcher();
         s.update(
             AppEvent::Orphans(Ok(vec![orphan(4242), orphan(4243)])),
@@ -326,6 +374,15 @@ mod tests {
         }
         assert!(substring.flames().shown().substring());
         states.push(("search substring".into(), substring));
+        for (what, mut s) in [
+            ("live", running(base)),
+            ("compare", comparing()),
+            ("launcher", launcher()),
+        ] {
+            s.update(AppEvent::Key(Key::Char('?')), at(base, 1));
+            assert!(s.help);
+            states.push((format!("help {what}"), s));
+        }
         states
     }
 
@@ -356,6 +413,9 @@ mod tests {
             let footer = footer(&state, base);
             let table: &Table = if state.flames().search_input.is_some() {
                 &keys::SEARCH
+            } else if state.help {
+                // The help's footer says its own keys.
+                &keys::HELP
             } else if state.screen == Screen::Launcher {
                 // The launcher's footer is its typing mode's when one is open.
                 keys::table(&state)
@@ -421,7 +481,8 @@ mod tests {
         s.update(AppEvent::Key(Key::Char('?')), at(base, 1));
         let lines = help_lines(s.screen);
         let first = render(&s, at(base, 600), 80, 24);
-        assert!(first.contains("keys 1–22 of"), "{first}");
+        // The box leaves the footer its line.
+        assert!(first.contains("keys 1–21 of"), "{first}");
         let last_key = lines[lines.len() - 1].keys;
         assert!(!first.contains(&format!("│  {last_key}  ")), "{first}");
         for _ in 0..keys::help_lines_at_most(s.screen) + 5 {
@@ -560,7 +621,9 @@ mod tests {
                         .and_then(|l| l.get(x))
                         .is_none_or(|&c| c == ' ')
                 };
-                let ys = top.saturating_sub(1)..=bottom + 1;
+                // The footer's line stays the footer's: it says the help's keys.
+                let footer = lines.len() - 1;
+                let ys = (top.saturating_sub(1)..=bottom + 1).filter(|&y| y != footer);
                 for y in ys.clone() {
                     for x in [left.checked_sub(1), Some(right + 1)].into_iter().flatten() {
                         assert!(
@@ -570,7 +633,8 @@ mod tests {
                         );
                     }
                 }
-                for y in [top.checked_sub(1), Some(bottom + 1)].into_iter().flatten() {
+                let rows = [top.checked_sub(1), Some(bottom + 1)];
+                for y in rows.into_iter().flatten().filter(|&y| y != footer) {
                     for x in left..=right {
                         assert!(
                             blank(x, y),

@@ -51,13 +51,27 @@ pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
     ])];
     let orphans = state.orphans.count();
     if orphans > 0 {
-        lines.push(Line::from(Span::styled(
+        // The longest wording that fits: the count and the key to review them stay.
+        let es = if orphans == 1 { "" } else { "es" };
+        let rss = human_bytes(state.orphans.rss());
+        let sayings = [
             format!(
-                " ⚠ {orphans} process{} left behind by earlier runs ({} resident) — r reviews \
-                 and ends them",
-                if orphans == 1 { "" } else { "es" },
-                human_bytes(state.orphans.rss())
+                " ⚠ {orphans} process{es} left behind by earlier runs ({rss} resident) — r \
+                 reviews and ends them"
             ),
+            format!(
+                " ⚠ {orphans} process{es} left behind by earlier runs — r reviews and ends them"
+            ),
+            format!(" ⚠ {orphans} process{es} left behind — r reviews and ends them"),
+            format!(" ⚠ {orphans} left behind — r reviews them"),
+        ];
+        let width = usize::from(head.width);
+        let warning = sayings.iter().find(|s| fit::width(s) <= width).map_or_else(
+            || fit::fit_prose(&sayings[3], width).into_owned(),
+            Clone::clone,
+        );
+        lines.push(Line::from(Span::styled(
+            warning,
             accent(state, Color::Red).add_modifier(Modifier::BOLD),
         )));
     }

@@ -83,7 +83,7 @@ fn with_allocations(s: &mut State, base: Instant, second: u64, grown: u64) {
 }
 
 /// `running` with allocations, `o` pressed `presses` times.
-fn memory_screen(base: Instant, presses: usize) -> State {
+pub(super) fn memory_screen(base: Instant, presses: usize) -> State {
     let mut s = running(base);
     with_allocations(&mut s, base, 4, 0);
     for _ in 0..presses {

@@ -3,6 +3,8 @@
 //! help are drawn in `keys`, from the key tables.
 
 mod ab;
+#[cfg(test)]
+mod catalog_tests;
 mod chart;
 mod compare;
 pub mod fit;
@@ -56,7 +58,8 @@ pub fn draw(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
     }
     keys::draw_footer(state, now, footer, buf);
     if state.help {
-        keys::draw_help(state, area, buf);
+        // Over the screen; the footer says the help's own keys.
+        keys::draw_help(state, screen, buf);
     }
 }
 
@@ -212,9 +215,6 @@ fn draw_header(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
             elapsed % 60
         )),
     ];
-    if !run.sampling.is_empty() {
-        first.push(Span::raw(format!("  {}", run.sampling)));
-    }
     if state.live.paused {
         first.push(Span::raw("  "));
         first.push(Span::styled(
@@ -228,6 +228,24 @@ fn draw_header(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
             Escaped(&baseline.source)
         )));
     }
+    if !run.sampling.is_empty() {
+        first.push(Span::raw(format!("  {}", run.sampling)));
+    }
+    let width = usize::from(area.width);
+    // The name, the status and the time stay; the sampling, then the baseline, then the
+    // pause give way.
+    let first = fit::fit_spans(first, width, 5);
+    let second = fit::fit_spans(header_details(state, status_color, width), width, 1);
+    Paragraph::new(vec![Line::from(first), Line::from(second)]).render(area, buf);
+}
+
+/// The header's second line in `width` columns: how the run ended and what the collector
+/// missed first, then the parameters, the session's directory and the pid. The
+/// parameters give way first (whole words, then all), then the pid, then the
+/// directory's middle: where the session is matters more than what is already on the
+/// command line.
+fn header_details(state: &State, status_color: Color, width: usize) -> Vec<Span<'static>> {
+    let run = &state.live.run;
     let mut second = Vec::new();
     if !run.status_line.is_empty() && run.status != RunStatus::Running {
         // Starting, stopping, how the run ended (SIGTERM to a worker that ignored stop…),
@@ -244,19 +262,50 @@ fn draw_header(state: &State, now: Instant, area: Rect, buf: &mut Buffer) {
             accent(state, Color::Yellow),
         ));
     }
-    second.push(Span::raw(format!(" {}", Escaped(&run.params))));
     let dim = Style::new().add_modifier(Modifier::DIM);
-    if let Some(dir) = &run.dir {
-        second.push(Span::styled(
-            format!("  → {}", Escaped(&dir.to_string_lossy())),
-            dim,
-        ));
+    // Set apart from what went before by two spaces, as the header's parts are.
+    let lead = if second.is_empty() { " " } else { "  " };
+    let params = (!run.params.is_empty()).then(|| format!("{lead}{}", Escaped(&run.params)));
+    let mut dir = run
+        .dir
+        .as_ref()
+        .map(|dir| format!("  → {}", Escaped(&dir.to_string_lossy())));
+    let mut pid = run.pid.map(|pid| format!("  pid {pid}"));
+    let fixed: usize = second.iter().map(|s| fit::width(&s.content)).sum();
+    let tail = |dir: &Option<String>, pid: &Option<String>| {
+        dir.as_deref().map_or(0, fit::width) + pid.as_deref().map_or(0, fit::width)
+    };
+    // The fewest columns worth giving the parameters: a word or two.
+    const PARAMS_AT_LEAST: usize = 16;
+    let wanted = params.as_deref().map_or(0, fit::width);
+    let mut room = width.saturating_sub(fixed + tail(&dir, &pid));
+    if room < wanted && room < PARAMS_AT_LEAST {
+        pid = None;
+        room = width.saturating_sub(fixed + tail(&dir, &pid));
     }
-    if let Some(pid) = run.pid {
-        second.push(Span::styled(format!("  pid {pid}"), dim));
+    match params {
+        Some(params) if room >= wanted => second.push(Span::raw(params)),
+        Some(params) if room >= PARAMS_AT_LEAST => {
+            second.push(Span::raw(whole_words(&params, room)));
+        }
+        // No parameters: the directory in what is left, its middle given way.
+        _ => dir = dir.map(|d| fit::fit(&d, width.saturating_sub(fixed)).into_owned()),
     }
+    second.extend(dir.map(|d| Span::styled(d, dim)));
+    second.extend(pid.map(|p| Span::styled(p, dim)));
+    second
+}
 
-    Paragraph::new(vec![Line::from(first), Line::from(second)]).render(area, buf);
+/// The words of `text` that fit in `room` columns with ` …` after them, each whole.
+fn whole_words(text: &str, room: usize) -> String {
+    let mut out = String::new();
+    for word in text.split_inclusive(' ') {
+        if fit::width(&out) + fit::width(word.trim_end()) + 2 > room {
+            break;
+        }
+        out.push_str(word);
+    }
+    format!("{} {}", out.trim_end(), fit::ELLIPSIS)
 }
 
 fn draw_pane(state: &State, pane: Pane, area: Rect, buf: &mut Buffer) {
@@ -583,7 +632,7 @@ pub(crate) mod tests {
     }
 
     /// The live screen after the collector `--otlp` streams to stopped answering.
-    fn dropping(base: Instant) -> State {
+    pub(super) fn dropping(base: Instant) -> State {
         let mut s = running(base);
         let drops = benchtop_record::StreamDrops::new(
             "http://127.0.0.1:4317",

@@ -9,7 +9,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 
-use super::accent;
+use super::{accent, fit};
 use crate::state::State;
 
 /// Draws the orphans screen into `area` (everything but the footer).
@@ -89,8 +89,8 @@ pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
         } else {
             format!("{}m{}s", secs / 60, secs % 60)
         };
-        let text = format!(
-            "{} {:>7}  {:<8}  {:>8}  {:>9}  {:<16}  {}{}",
+        let mut text = format!(
+            "{} {:>7}  {:<8}  {:>8}  {:>9}  {:<16}  {}",
             if i == o.selected { "▶" } else { " " },
             orphan.pid,
             Escaped(&orphan.user).to_string(),
@@ -98,8 +98,11 @@ pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
             human_bytes(orphan.rss_bytes),
             format!("{} ({})", orphan.owner.pid, orphan.owner_state.describe()),
             session_col(&escaped(orphan.session.as_deref().unwrap_or("-"))),
-            Escaped(&orphan.command)
         );
+        // The command in what is left, its middle given way: the program and its last
+        // arguments stay.
+        let room = usize::from(inner.width).saturating_sub(fit::width(&text));
+        text.push_str(&fit::fit(&Escaped(&orphan.command).to_string(), room));
         let style = if i == o.selected {
             Style::new().add_modifier(Modifier::REVERSED)
         } else {

@@ -306,12 +306,19 @@ pub fn resources(state: &State, area: Rect, buf: &mut Buffer) {
         top.push(Line::from(vec![
             Span::styled("switches ", bold),
             Span::raw(format!(
-                "{} vol {} invol /interval",
+                "{} vol {} invol",
                 human_count(ctx.voluntary as f64),
                 human_count(ctx.involuntary as f64)
             )),
+            Span::raw(" /interval"),
         ]));
     }
+    // Each line's label and first figure stay; what follows gives way whole.
+    let width = usize::from(area.width);
+    let top: Vec<Line> = top
+        .into_iter()
+        .map(|line| Line::from(fit::fit_spans(line.spans, width, 2)))
+        .collect();
     let cores = run.cpu_per_core.len() as u16;
     let rest = area.height.saturating_sub(top.len() as u16);
     // The RSS chart takes what the cores leave, two rows (a bar and the time axis) at

@@ -144,7 +144,7 @@ pub fn processes(state: &State, area: Rect, buf: &mut Buffer) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::time::Instant;
 
     use crate::state::picker::ProcessRow;
@@ -165,7 +165,7 @@ mod tests {
 
     /// The launcher with the selection moved to the program entries, `down` past the
     /// last workload.
-    fn at_entry(down: usize, now: Instant) -> State {
+    pub(crate) fn at_entry(down: usize, now: Instant) -> State {
         let mut s = launcher();
         let n = s.launcher.workloads.len() + down;
         for _ in 0..n {

@@ -11,6 +11,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Span;
 use ratatui::widgets::{Clear, Paragraph, Widget, Wrap};
 
+use super::fit;
 use crate::state::flame::FlameState;
 use crate::state::flame_panes::FlamePanes;
 use crate::state::profile_views::butterfly::ButterflyRow;
@@ -129,7 +130,9 @@ fn first_row(selected: usize, rows: usize) -> usize {
 
 /// The title line and the area below it.
 fn title_line(area: Rect, buf: &mut Buffer, text: &str, style: Style) -> Rect {
-    put(buf, area.x, area.y, text, usize::from(area.width), style);
+    // A title is prose: whole words of its start and its end stay.
+    let text = fit::fit_prose(text, usize::from(area.width));
+    put(buf, area.x, area.y, &text, usize::from(area.width), style);
     Rect {
         y: area.y + 1,
         height: area.height.saturating_sub(1),
@@ -321,18 +324,32 @@ fn butterfly(flame: &FlameState, views: &ProfileViews, area: Rect, buf: &mut Buf
         message(area, buf, &text);
         return;
     };
-    let mut title = format!(
-        "callers and callees of {} · total {} · self {}",
-        escaped(tree.name(function)),
-        pct(b.total_weight, total).trim_start(),
-        pct(b.self_weight, total).trim_start(),
-    );
+    let mut figures = vec![
+        format!(" · total {}", pct(b.total_weight, total).trim_start()),
+        format!(" · self {}", pct(b.self_weight, total).trim_start()),
+    ];
     if b.from_root > 0 {
-        title.push_str(&format!(
+        figures.push(format!(
             " · {} as a first frame",
             pct(b.from_root, total).trim_start()
         ));
     }
+    // The function's name gives up its middle (keeping its own last segment), down to
+    // a few columns; narrower still, the figures give way to it from the last.
+    let head = "callers and callees of ";
+    let name = escaped(tree.name(function));
+    let width = usize::from(area.width);
+    let room = |figures: &[String]| {
+        width
+            .saturating_sub(fit::width(head) + figures.iter().map(|f| fit::width(f)).sum::<usize>())
+    };
+    let wanted = fit::width(&name).min(NAME_AT_LEAST);
+    while room(&figures) < wanted && figures.pop().is_some() {}
+    let title = format!(
+        "{head}{}{}",
+        fit::fit(&name, room(&figures)),
+        figures.concat()
+    );
     let rows = title_line(area, buf, &title, pen.title());
     let first = first_row(b.selected, usize::from(rows.height));
     for i in (first..b.len()).take(usize::from(rows.height)) {
@@ -363,6 +380,12 @@ fn butterfly(flame: &FlameState, views: &ProfileViews, area: Rect, buf: &mut Buf
     }
 }
 
+/// The fewest columns the callers view's title gives its function's name.
+const NAME_AT_LEAST: usize = 16;
+
+/// The fewest columns the source view's title gives its file's path.
+const FILE_AT_LEAST: usize = 12;
+
 fn source(views: &ProfileViews, area: Rect, buf: &mut Buffer, pen: Pen) {
     let s = &views.source;
     if let Some(why) = &s.no_lines {
@@ -376,16 +399,19 @@ fn source(views: &ProfileViews, area: Rect, buf: &mut Buffer, pen: Pen) {
     }
     let file = s.file.as_deref().unwrap_or("");
     let file_weight: u64 = s.lines.iter().map(|&(_, w)| w).sum();
-    let mut title = format!(
-        "{} — {}, lines {} · {} of its samples",
-        escaped(&s.function),
-        escaped(file),
+    let mut tail = format!(
+        ", lines {} · {} of its samples",
         s.ranges(),
         pct(file_weight, s.total).trim_start()
     );
     if !s.other_files.is_empty() {
-        title.push_str(&format!(" · {} more files", s.other_files.len()));
+        tail.push_str(&format!(" · {} more files", s.other_files.len()));
     }
+    // The file's path gives up its middle before anything else does.
+    let head = format!("{} — ", escaped(&s.function));
+    let file = escaped(file);
+    let room = usize::from(area.width).saturating_sub(fit::width(&head) + fit::width(&tail));
+    let title = format!("{head}{}{tail}", fit::fit(&file, room.max(FILE_AT_LEAST)));
     let mut body = title_line(area, buf, &title, pen.title());
     let text = match s.text() {
         Some(SourceText::Lines(lines)) => Some(lines),
@@ -484,7 +510,7 @@ fn source(views: &ProfileViews, area: Rect, buf: &mut Buffer, pen: Pen) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::time::Instant;
 
     use benchtop_sessions::lines::FrameLines;
@@ -497,7 +523,7 @@ mod tests {
 
     /// The live screen with the known profile of `state::profile_views`' tests (and the
     /// source lines of `lex`), after `keys`.
-    fn screen(keys: &str) -> State {
+    pub(crate) fn screen(keys: &str) -> State {
         let now = Instant::now();
         let mut s = State::new("ring", "mode=tell", true);
         let mut t = StackTree::new();

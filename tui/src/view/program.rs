@@ -9,8 +9,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
-use super::accent;
 use super::chart::{Unit, render_series};
+use super::{accent, fit};
 use crate::state::{Pane, State};
 
 /// The title of `pane` on the live screen of `state`.
@@ -151,12 +151,14 @@ fn with_head(
         return;
     }
     let [line, rest] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
+    // The name and the figure stay; the extras give way whole.
+    let head = Line::from(fit::fit_spans(head.spans, usize::from(line.width), 2));
     Paragraph::new(head).render(line, buf);
     chart(rest, buf);
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::time::{Duration, Instant};
 
     use benchtop_sessions::synthetic::TreeChunks;
@@ -173,8 +175,26 @@ mod tests {
     }
 
     /// `run --tui -- ./calltree` twelve seconds in: a program that names no metric.
-    fn program(base: Instant) -> State {
-        let mut s = State::new("calltree", "command=./calltree 30", true);
+    pub(crate) fn program(base: Instant) -> State {
+        program_with(
+            base,
+            "calltree",
+            "command=./calltree 30",
+            &[
+                ("calltree;main;calltree_work;calltree_hot", 740),
+                ("calltree;main;calltree_work;calltree_cold", 250),
+            ],
+        )
+    }
+
+    /// `run --tui -- COMMAND` twelve seconds in, each interval's samples `stacks`.
+    pub(crate) fn program_with(
+        base: Instant,
+        workload: &str,
+        params: &str,
+        stacks: &[(&str, u64)],
+    ) -> State {
+        let mut s = State::new(workload, params, true);
         s.live.run.program = true;
         ev(
             &mut s,
@@ -220,10 +240,7 @@ mod tests {
                 u64::from(i),
             );
             let mut interval = StackTree::new();
-            for (stack, weight) in [
-                ("calltree;main;calltree_work;calltree_hot", 740),
-                ("calltree;main;calltree_work;calltree_cold", 250),
-            ] {
+            for &(stack, weight) in stacks {
                 interval.add_names(stack.split(';'), weight);
             }
             ev(
@@ -363,7 +380,7 @@ mod tests {
     }
 
     /// kvstore's mix: reads of 10 ms, writes of 50 ms (a quarter), and a rare slow tail.
-    fn kvstore(base: Instant) -> State {
+    pub(crate) fn kvstore(base: Instant) -> State {
         let mut s = crate::view::tests::running(base);
         s.live.run.latency = crate::state::live::Latency::default();
         s.live.run.latency.metric = "rpc".into();

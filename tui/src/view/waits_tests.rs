@@ -44,7 +44,7 @@ fn waits() -> StackTree {
 }
 
 /// `running` with waits, `o` pressed `presses` times.
-fn waits_screen(base: Instant, presses: usize) -> State {
+pub(super) fn waits_screen(base: Instant, presses: usize) -> State {
     let trees = [(Kind::Cpu, &ring_cpu()), (Kind::Waits, &waits())];
     let mut s = running_with_trees(base, &trees, &RING_LAP.map(|v| (v, 100)));
     for _ in 0..presses {
