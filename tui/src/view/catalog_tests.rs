@@ -1,5 +1,6 @@
 //! Every screen, in the states users meet it, at 80×24, 100×30 and 160×48: a snapshot at
-//! 100×30 of each (each view's own tests keep theirs at 80×24 and 160×48), and one check
+//! 100×30 of each (each view's own tests keep theirs at 80×24 and 160×48, or
+//! [`ALL_SIZES`] here), and one check
 //! over all three sizes that what each screen meant to draw is on it whole or given way
 //! by the rule (`fit`): no label cut at a pane's edge without an ellipsis, no two labels
 //! run together, and the footer holding keys.
@@ -12,6 +13,10 @@ use crate::state::{AppEvent, Key, Pane, Screen, State};
 
 /// A label of more words than this is prose, which wraps: each word is checked.
 const PROSE_WORDS: usize = 3;
+
+/// The screens whose snapshots at 80×24 and 160×48 are taken here too (the others have
+/// theirs beside their views' own tests).
+const ALL_SIZES: [&str; 3] = ["process_tree", "range", "slow_intervals"];
 
 /// The sizes every screen is checked at.
 const SIZES: [(u16, u16); 3] = [(80, 24), (100, 30), (160, 48)];
@@ -419,8 +424,8 @@ fn every_screen_at_every_size_draws_its_labels_whole_or_given_way_and_keeps_its_
             if !flash && !footer_has_keys(&screen, &state) {
                 failures.push(format!("{name} {w}x{h}: no key in the footer:\n{screen}"));
             }
-            if (w, h) == (100, 30) {
-                insta::assert_snapshot!(format!("{name}_100x30"), screen);
+            if (w, h) == (100, 30) || ALL_SIZES.contains(&name) {
+                insta::assert_snapshot!(format!("{name}_{w}x{h}"), screen);
             }
         }
     }
