@@ -12,6 +12,8 @@
 //! instead of walking a million nodes each time the profile changes.
 
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 use std::io::{BufRead, Write};
 
 use crate::ProfileError;
@@ -127,7 +129,8 @@ pub struct StackTree {
     names: Vec<Box<str>>,
     name_index: HashMap<Box<str>, FrameId>,
     nodes: Vec<Node>,
-    child_index: HashMap<(NodeId, FrameId), NodeId>,
+    /// Keyed by ids this tree handed out (never a file's text): hashed fast.
+    child_index: FxHashMap<(NodeId, FrameId), NodeId>,
     /// Per interned frame, by [`FrameId`].
     frames: Vec<FrameStats>,
     /// Per node: no node above it has its frame (the root's entry is `false`).
@@ -168,7 +171,7 @@ impl Default for StackTree {
                 total_weight: 0,
                 children: Children::default(),
             }],
-            child_index: HashMap::new(),
+            child_index: FxHashMap::default(),
             frames: Vec::new(),
             outer: vec![false],
             adds: 0,

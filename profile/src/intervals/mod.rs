@@ -875,9 +875,9 @@ impl IntervalStacks {
 /// are appended to ([`IntervalStacks::append`]).
 #[derive(Debug, Clone, Default)]
 pub struct ChunkIds {
-    frames: HashMap<u32, u32>,
-    stacks: HashMap<u32, u32>,
-    files: HashMap<u32, u32>,
+    frames: IdMap,
+    stacks: IdMap,
+    files: IdMap,
     /// What was dropped: definitions past the limits or given twice, weights of stacks
     /// never defined, intervals past the limit or ending before they begin.
     pub dropped: u64,
@@ -890,9 +890,65 @@ impl ChunkIds {
     }
 }
 
+/// Ids to indices. A recorder hands its ids out in order from 0, so those are held in a
+/// vector, looked up without hashing (a live screen maps thousands of new stacks a
+/// second); ids out of that order (a file's, which may be hostile) go to a map. Either
+/// way only ids inserted take room.
+#[derive(Debug, Clone, Default)]
+struct IdMap {
+    /// The index of id `i`, for ids 0, 1, … inserted in that order.
+    dense: Vec<u32>,
+    other: HashMap<u32, u32>,
+}
+
+impl IdMap {
+    fn get(&self, id: &u32) -> Option<&u32> {
+        self.dense.get(*id as usize).or_else(|| self.other.get(id))
+    }
+
+    fn contains_key(&self, id: &u32) -> bool {
+        self.get(id).is_some()
+    }
+
+    /// Maps `id` to `index`; an id already mapped keeps its index.
+    fn insert(&mut self, id: u32, index: u32) {
+        if self.contains_key(&id) {
+            return;
+        }
+        if id as usize == self.dense.len() && self.other.is_empty() {
+            self.dense.push(index);
+        } else {
+            self.other.insert(id, index);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.dense.len() + self.other.len()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_in_a_recorders_order_and_out_of_it_map_alike_and_keep_their_first_index() {
+        let mut ids = IdMap::default();
+        for id in 0..5 {
+            ids.insert(id, 10 + id);
+        }
+        assert_eq!((ids.dense.len(), ids.other.len()), (5, 0));
+        // A file's ids, out of order, and one given twice.
+        ids.insert(9, 99);
+        ids.insert(5, 55);
+        ids.insert(2, 77);
+        assert_eq!(ids.len(), 7);
+        assert_eq!(ids.get(&2), Some(&12));
+        assert_eq!(ids.get(&9), Some(&99));
+        assert_eq!(ids.get(&5), Some(&55));
+        assert_eq!(ids.get(&6), None);
+        assert!(!ids.contains_key(&u32::MAX));
+    }
 
     #[test]
     #[allow(clippy::field_reassign_with_default)]

@@ -26,7 +26,7 @@
 //! its own ([`Timeline::long_wait`]), with its waits stack: the exports mark each long
 //! wait with the thread that woke it. At most [`MAX_LONG_WAITS`] are kept a run.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use benchtop_profile::intervals::{
     IntervalWeights, KeptSample, LONG_WAIT_NS, LongWait, MAX_KEPT_SAMPLES, MAX_LONG_WAITS,
@@ -72,9 +72,9 @@ pub(super) struct Block {
 /// plus a frame.
 #[derive(Debug, Default)]
 pub(super) struct StackTable {
-    ids: HashMap<(u32, u32), u32>,
+    ids: FxHashMap<(u32, u32), u32>,
     frame_sent: Vec<bool>,
-    threads_sent: HashMap<u32, ()>,
+    threads_sent: FxHashMap<u32, ()>,
 }
 
 impl StackTable {
@@ -135,7 +135,7 @@ pub(super) struct Timeline {
     /// Bytes one page-fault sample weighs.
     mem_bytes: u64,
     /// Attributed weights of each kind per (interval, tid, stack), not handed out yet.
-    weights: ByKind<HashMap<(u32, u32, u32), u64>>,
+    weights: ByKind<FxHashMap<(u32, u32, u32), u64>>,
     /// Whether each sample is also kept on its own, and those not handed out yet.
     keep: bool,
     kept: Capped<KeptSample>,
