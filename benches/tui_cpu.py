@@ -18,7 +18,7 @@ profile to grow, and prints how many distinct stacks it had when the measurement
 (`s` writes the stacks so far) and at the end (from the session's cpu.folded).
 
 Usage: benches/tui_cpu.py [--seconds N] [--warmup N] [--size 160x48]
-                          [--target ring|command|stacks|all]
+                          [--target ring|command|stacks|all] [--benchtop PATH]
 Needs: tmux, cc, a release build (built on first use).
 """
 
@@ -66,10 +66,21 @@ def main():
     ap.add_argument("--size", default="160x48")
     ap.add_argument("--warmup", type=int, default=40)
     ap.add_argument("--target", choices=["ring", "command", "stacks", "all", "both"], default="all")
+    ap.add_argument("--benchtop", metavar="PATH",
+                    help="measure this build (say, an older one copied aside) instead of building "
+                         "target/release/benchtop; the file must be named benchtop, the name of "
+                         "the TUI's main thread")
     args = ap.parse_args()
     if shutil.which("tmux") is None:
         sys.exit("tmux is missing: apt-get install tmux")
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "benchtop"], cwd=ROOT, check=True)
+    global BENCHTOP
+    if args.benchtop:
+        BENCHTOP = os.path.abspath(args.benchtop)
+        if os.path.basename(BENCHTOP) != "benchtop":
+            sys.exit(f"{BENCHTOP}: name the copy benchtop (in a directory of its own): its main "
+                     "thread, which draws, is named after the file")
+    else:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "benchtop"], cwd=ROOT, check=True)
     targets = {"all": ["ring", "command", "stacks"], "both": ["ring", "command"]}
     for target in targets.get(args.target, [args.target]):
         measure(args, target)
