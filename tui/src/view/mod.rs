@@ -288,7 +288,7 @@ fn header_details(state: &State, status_color: Color, width: usize) -> Vec<Span<
         Some(params) if room >= PARAMS_AT_LEAST => {
             second.push(Span::raw(whole_words(&params, room)));
         }
-        // No parameters: the directory in what is left, its middle given way.
+        // No parameters shown: the directory in what is left, its middle given way.
         _ => dir = dir.map(|d| fit::fit(&d, width.saturating_sub(fixed)).into_owned()),
     }
     second.extend(dir.map(|d| Span::styled(d, dim)));
