@@ -237,6 +237,14 @@ pub struct Hint {
     pub at: u8,
 }
 
+impl Hint {
+    /// Whether it stays in a footer too narrow for every hint: the keys that teach the
+    /// rest (`? help`) and that leave (`q quit`, `q stop+quit`…).
+    pub fn stays(&self) -> bool {
+        self.text.starts_with("? ") || self.text.starts_with("q ")
+    }
+}
+
 pub(super) const fn hint(text: &'static str, when: When, at: u8) -> Hint {
     Hint { text, when, at }
 }

@@ -8,7 +8,6 @@
 use std::time::Instant;
 
 use super::tests::{at, comparing, dropping, launcher, long_tail, render, running, running_with};
-use crate::state::keys;
 use crate::state::{AppEvent, Key, Pane, Screen, State};
 
 /// A label of more words than this is prose, which wraps: each word is checked.
@@ -261,14 +260,11 @@ fn split(all: Vec<String>) -> Meant {
 
 /// The footer's hints in `state`, when the footer holds keys (no flash, no error).
 fn hints(state: &State) -> Vec<&'static str> {
-    // A mode's keys (the help, the search line, the launcher's typing) or the screen's.
-    let mode = state.help || state.flames().search_input.is_some();
-    let table = if mode || state.screen == Screen::Launcher {
-        keys::table(state)
-    } else {
-        keys::screen(state.screen)
-    };
-    table.hints(state).into_iter().map(|h| h.text).collect()
+    super::keys::footer_table(state)
+        .hints(state)
+        .into_iter()
+        .map(|h| h.text)
+        .collect()
 }
 
 /// A character that sets a label apart from the next: anything but a letter or a digit.
@@ -359,13 +355,13 @@ fn run_into<'a>(line: &str, label: &str, labels: &'a [String]) -> Option<&'a Str
 }
 
 /// What `state` draws of `screen` (`width` columns): all of it, or with the help open
-/// its box (as `keys::draw_help` centres it, at most 78 wide) and the footer; what the box
+/// its box (as `keys::draw_help` centres it, at most `HELP_WIDTH` wide) and the footer; what the box
 /// covers is not drawn, and what it leaves of a line is no label's end.
 fn drawn(state: &State, screen: &str, width: u16) -> String {
     if !state.help {
         return screen.to_owned();
     }
-    let box_width = usize::from(width.min(78));
+    let box_width = usize::from(width.min(super::keys::HELP_WIDTH));
     let x0 = (usize::from(width) - box_width) / 2;
     let lines: Vec<&str> = screen.lines().collect();
     let (footer, above) = lines.split_last().unwrap_or((&"", &[]));

@@ -40,15 +40,7 @@ pub(super) fn draw_footer(state: &State, now: Instant, area: Rect, buf: &mut Buf
                 Style::new().add_modifier(Modifier::DIM),
             ),
         ])
-    } else if state.help
-        || state.screen == Screen::Launcher
-            && (state.launcher.editing.is_some()
-                || matches!(
-                    state.launcher.focus,
-                    LauncherFocus::Command | LauncherFocus::Processes
-                ))
-    {
-        // The help, or a typing mode: its own keys.
+    } else if own_keys(state) {
         let (_, hints) = fit_hints(Vec::new(), keys::table(state).hints(state), width, "  ");
         Line::from(Span::styled(
             format!(" {}", join(&hints, "  ")),
@@ -79,7 +71,7 @@ pub(super) fn draw_footer(state: &State, now: Instant, area: Rect, buf: &mut Buf
             style,
         ))
     } else {
-        let table = keys::screen(state.screen);
+        let table = footer_table(state);
         let (pane, rest): (Vec<Hint>, Vec<Hint>) = table
             .hints(state)
             .into_iter()
@@ -100,6 +92,29 @@ pub(super) fn draw_footer(state: &State, now: Instant, area: Rect, buf: &mut Buf
         }
     };
     Paragraph::new(line).render(area, buf);
+}
+
+/// Whether the footer says the keys of a mode over the screen (the help, or the launcher's
+/// typing modes) rather than the screen's own.
+fn own_keys(state: &State) -> bool {
+    let typing = state.launcher.editing.is_some()
+        || matches!(
+            state.launcher.focus,
+            LauncherFocus::Command | LauncherFocus::Processes
+        );
+    state.help || state.screen == Screen::Launcher && typing
+}
+
+/// The table whose hints the footer says in `state`, when no flash or error stands in
+/// their place.
+pub(super) fn footer_table(state: &State) -> &'static Table {
+    if state.flames().search_input.is_some() {
+        &keys::SEARCH
+    } else if own_keys(state) {
+        keys::table(state)
+    } else {
+        keys::screen(state.screen)
+    }
 }
 
 /// A message line in `width` columns: whole, or its middle given way (its end says what
@@ -125,9 +140,8 @@ pub(super) fn fit_hints(
         // The leading space, and the pane's part set apart by two.
         2 + words + fit::width(sep) * n.saturating_sub(1)
     };
-    let kept = |h: &Hint| h.text.starts_with("? ") || h.text.starts_with("q ");
     while taken(&pane, &rest) > width {
-        if let Some(i) = rest.iter().rposition(|h| !kept(h)) {
+        if let Some(i) = rest.iter().rposition(|h| !h.stays()) {
             rest.remove(i);
         } else if pane.pop().is_none() && rest.pop().is_none() {
             break;
@@ -175,10 +189,13 @@ pub(super) fn help_text(state: &State, width: usize) -> Vec<Line<'static>> {
     lines
 }
 
+/// The widest the help's box is drawn, centred over the screen.
+pub(super) const HELP_WIDTH: u16 = 78;
+
 /// Every key, in a box over the screen, set apart from what is under it by a blank
 /// margin.
 pub(super) fn draw_help(state: &State, area: Rect, buf: &mut Buffer) {
-    let width = area.width.min(78);
+    let width = area.width.min(HELP_WIDTH);
     let lines = help_text(state, usize::from(width.saturating_sub(2)));
     let height = (lines.len() as u16 + 2).min(area.height);
     let popup = Rect {
@@ -411,17 +428,7 @@ pub(super) mod tests {
         let mut drawn: BTreeSet<(&str, &str)> = BTreeSet::new();
         for (name, state) in every_state(base) {
             let footer = footer(&state, base);
-            let table: &Table = if state.flames().search_input.is_some() {
-                &keys::SEARCH
-            } else if state.help {
-                // The help's footer says its own keys.
-                &keys::HELP
-            } else if state.screen == Screen::Launcher {
-                // The launcher's footer is its typing mode's when one is open.
-                keys::table(&state)
-            } else {
-                keys::screen(state.screen)
-            };
+            let table = super::footer_table(&state);
             let mut words = segments(&footer);
             if table.name == "search" {
                 assert!(words[0].starts_with("/x"), "{name}: {footer}");

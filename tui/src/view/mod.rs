@@ -286,7 +286,10 @@ fn header_details(state: &State, status_color: Color, width: usize) -> Vec<Span<
     match params {
         Some(params) if room >= wanted => second.push(Span::raw(params)),
         Some(params) if room >= PARAMS_AT_LEAST => {
-            second.push(Span::raw(whole_words(&params, room)));
+            // The words that fit whole, then ` …`.
+            let words = fit::wrap(&params, room - lead.len() - 2);
+            let first = words.first().map_or("", String::as_str);
+            second.push(Span::raw(format!("{lead}{first} {}", fit::ELLIPSIS)));
         }
         // No parameters shown: the directory in what is left, its middle given way.
         _ => dir = dir.map(|d| fit::fit(&d, width.saturating_sub(fixed)).into_owned()),
@@ -294,18 +297,6 @@ fn header_details(state: &State, status_color: Color, width: usize) -> Vec<Span<
     second.extend(dir.map(|d| Span::styled(d, dim)));
     second.extend(pid.map(|p| Span::styled(p, dim)));
     second
-}
-
-/// The words of `text` that fit in `room` columns with ` …` after them, each whole.
-fn whole_words(text: &str, room: usize) -> String {
-    let mut out = String::new();
-    for word in text.split_inclusive(' ') {
-        if fit::width(&out) + fit::width(word.trim_end()) + 2 > room {
-            break;
-        }
-        out.push_str(word);
-    }
-    format!("{} {}", out.trim_end(), fit::ELLIPSIS)
 }
 
 fn draw_pane(state: &State, pane: Pane, area: Rect, buf: &mut Buffer) {
